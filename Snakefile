@@ -1,0 +1,23 @@
+# tileport: port cuTile Python operators to cuTile Rust and prove each port faithful.
+# Main job: snakemake --cores all results/summary.csv   (see README.md)
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/analyze.smk"
+include: "rules/reference_ir.smk"
+include: "rules/write_kernel.smk"
+include: "rules/rust_ir.smk"
+include: "rules/ir_diff.smk"
+include: "rules/summary.smk"
+
+
+rule all:
+    input:
+        "results/summary.csv",
+    default_target: True

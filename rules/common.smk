@@ -1,0 +1,83 @@
+# Helpers shared by all rules: config validation, operator/variant discovery, paths.
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, workflow.basedir)
+
+from tileport import config as tp_config
+from tileport import manifest as tp_manifest
+
+try:
+    tp_config.validate(config, Path(workflow.basedir) / "schemas" / "config.schema.yaml")
+except tp_config.ConfigError as exc:
+    raise WorkflowError(str(exc))
+
+OPERATORS_DIR = Path(workflow.basedir) / "operators"
+
+
+def _discover_ops():
+    found = sorted(p.name for p in OPERATORS_DIR.iterdir() if (p / "manifest.yaml").exists() or (p / "kernel.py").exists())
+    wanted = config["operators"] or found
+    missing = [o for o in wanted if o not in found]
+    if missing:
+        raise WorkflowError(f"config.yaml: key 'operators': {missing} not found under {OPERATORS_DIR} (have {found})")
+    return wanted
+
+
+OPS = _discover_ops()
+# op -> list of (kernel, variant id); ops whose manifest is malformed get [] and an error
+VARIANTS = {}
+MANIFEST_ERRORS = {}
+for _op in OPS:
+    try:
+        _man = tp_manifest.load(OPERATORS_DIR / _op / "manifest.yaml")
+        VARIANTS[_op] = [(k, v.id) for k in _man["kernels"] for v in tp_manifest.variants(_man)]
+    except tp_manifest.ManifestError as exc:
+        VARIANTS[_op] = []
+        MANIFEST_ERRORS[_op] = str(exc)
+        print(f"tileport: {exc} -- {_op} is reported in summary.csv and skipped", file=sys.stderr)
+
+if os.environ.get("TILEPORT_CARGO_TARGET_DIR") is None and config["tools"]["cargo_target_dir"]:
+    os.environ["TILEPORT_CARGO_TARGET_DIR"] = config["tools"]["cargo_target_dir"]
+if config["tools"]["cuda_root"]:
+    os.environ["TILEPORT_CUDA_ROOT"] = config["tools"]["cuda_root"]
+if config["tools"]["tileirdisasm"]:
+    os.environ["TILEPORT_TILEIRDISASM"] = config["tools"]["tileirdisasm"]
+
+
+wildcard_constraints:
+    op="[a-z][a-z0-9_]*",
+    kernel="[A-Za-z_][A-Za-z0-9_]*",
+    variant="[A-Za-z0-9_-]+",
+
+
+def op_inputs(wildcards):
+    """The operator's own source files: every stage of that operator depends on them."""
+    d = OPERATORS_DIR / wildcards.op
+    return [str(d / "kernel.py"), str(d / "manifest.yaml")]
+
+
+def kernels_of(op):
+    return sorted({k for k, _ in VARIANTS[op]})
+
+
+def retries(stage):
+    """Snakemake retries for a stage: its attempt cap minus one."""
+    return config["attempts"][stage] - 1
+
+
+def stage_targets(op):
+    """Every per-variant verdict the summary of one operator reads."""
+    out = [f"results/{op}/analysis.json"]
+    if op in MANIFEST_ERRORS:
+        return out
+    out += [f"results/{op}/write_kernel/{k}.json" for k in kernels_of(op)]
+    out.append(f"results/{op}/rust/build.json")
+    for k, v in VARIANTS[op]:
+        out += [
+            f"results/{op}/ref/{k}/{v}.json",
+            f"results/{op}/rust_ir/{k}/{v}.json",
+            f"results/{op}/ir_diff/{k}/{v}.json",
+        ]
+    return out

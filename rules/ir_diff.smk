@@ -1,0 +1,16 @@
+rule ir_diff:
+    """Structural diff of the two Tile IRs as dataflow graphs: PASS / PASS_WITH_NOTES / FAIL."""
+    input:
+        ref="results/{op}/ref/{kernel}/{variant}.tileir",
+        ref_verdict="results/{op}/ref/{kernel}/{variant}.json",
+        port="results/{op}/rust_ir/{kernel}/{variant}.tileir",
+        port_verdict="results/{op}/rust_ir/{kernel}/{variant}.json",
+    output:
+        verdict="results/{op}/ir_diff/{kernel}/{variant}.json",
+    log:
+        "results/{op}/logs/ir_diff/{kernel}/{variant}.log",
+    retries: retries("ir_diff")
+    resources:
+        attempt=lambda wc, attempt: attempt,
+    script:
+        "../scripts/ir_diff.py"

@@ -1,0 +1,36 @@
+rule rust_build:
+    """Assemble results/{op}/rust as a crate (template + committed Cargo.lock) and build its IR dumper."""
+    input:
+        kernels=lambda wc: [f"results/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
+        verdicts=lambda wc: [f"results/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
+        template=["rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/irdump.rs"],
+    output:
+        verdict="results/{op}/rust/build.json",
+    log:
+        "results/{op}/logs/rust_build.log",
+    retries: retries("rust_build")
+    resources:
+        attempt=lambda wc, attempt: attempt,
+    script:
+        "../scripts/rust_build.py"
+
+
+rule rust_ir:
+    """Compile one variant of the Rust port to Tile IR with cutile's compiler (CPU) + tileirdisasm."""
+    input:
+        op_inputs,
+        build="results/{op}/rust/build.json",
+        analysis="results/{op}/analysis.json",
+    output:
+        bytecode="results/{op}/rust_ir/{kernel}/{variant}.tileirbc",
+        text="results/{op}/rust_ir/{kernel}/{variant}.tileir",
+        verdict="results/{op}/rust_ir/{kernel}/{variant}.json",
+    log:
+        "results/{op}/logs/rust_ir/{kernel}/{variant}.log",
+    params:
+        target=config["gpu_target"],
+    retries: retries("rust_ir")
+    resources:
+        attempt=lambda wc, attempt: attempt,
+    script:
+        "../scripts/rust_ir.py"

@@ -1,0 +1,14 @@
+rule summary:
+    """One row per (op, kernel, variant) with every stage's verdict: results/summary.csv."""
+    input:
+        [t for op in OPS for t in stage_targets(op)],
+    output:
+        "results/summary.csv",
+    log:
+        "results/logs/summary.log",
+    params:
+        ops=OPS,
+        variants=VARIANTS,
+        manifest_errors=MANIFEST_ERRORS,
+    script:
+        "../scripts/summary.py"

@@ -1,0 +1,19 @@
+rule write_kernel:
+    """Kernel writer (backend from config roles.kernel_writer): cuTile Python AST -> cuTile Rust module."""
+    input:
+        op_inputs,
+        analysis="results/{op}/analysis.json",
+    output:
+        rust="results/{op}/rust/src/{kernel}.rs",
+        source_map="results/{op}/rust/src/{kernel}.rs.map.json",
+        verdict="results/{op}/write_kernel/{kernel}.json",
+    log:
+        "results/{op}/logs/write_kernel/{kernel}.log",
+    params:
+        backend=config["roles"]["kernel_writer"],
+        cap=config["attempts"]["write_kernel"],
+    retries: retries("write_kernel")
+    resources:
+        attempt=lambda wc, attempt: attempt,
+    script:
+        "../scripts/write_kernel.py"

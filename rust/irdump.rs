@@ -1,0 +1,70 @@
+//! tileport's Tile IR dumper for generated cuTile Rust ports (written by this team).
+//!
+//! Usage: irdump-<op> <kernel> <out.tileirbc> <gpu target> <generics,comma,separated> <strides>
+//! where <strides> is `name=s0,s1;name2=...` (element strides, -1 = dynamic).
+//! Compiles the kernel's captured module AST with cutile's `KernelCompiler` (no GPU, no
+//! driver) and writes Tile IR bytecode; exits 2 on bad arguments, 1 on a compile error.
+
+use cutile::cutile_compiler::ast::Module;
+
+pub type ModuleFn = fn() -> Module;
+
+fn parse_strides(spec: &str) -> Result<Vec<(String, Vec<i32>)>, String> {
+    let mut out = Vec::new();
+    for part in spec.split(';').filter(|p| !p.is_empty()) {
+        let (name, vals) = part
+            .split_once('=')
+            .ok_or_else(|| format!("stride spec '{part}' is not name=s0,s1"))?;
+        let vals = vals
+            .split(',')
+            .map(|v| v.trim().parse::<i32>().map_err(|e| format!("stride '{v}': {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        out.push((name.to_string(), vals));
+    }
+    Ok(out)
+}
+
+fn compile(kernels: &[(&str, ModuleFn)], args: &[String]) -> Result<(), (i32, String)> {
+    if args.len() != 6 {
+        return Err((2, format!("usage: {} <kernel> <out> <target> <generics> <strides>", args[0])));
+    }
+    let (kernel, out, target) = (&args[1], &args[2], &args[3]);
+    let generics: Vec<String> = args[4].split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+    let strides = parse_strides(&args[5]).map_err(|e| (2, e))?;
+    let stride_refs: Vec<(&str, &[i32])> = strides.iter().map(|(n, s)| (n.as_str(), s.as_slice())).collect();
+    let module_fn = kernels
+        .iter()
+        .find(|(name, _)| name == kernel)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| (2, format!("no kernel '{kernel}' in this crate")))?;
+    let artifacts = cutile::compile_api::KernelCompiler::new(module_fn, "port", kernel)
+        .generics(generics)
+        .strides(&stride_refs)
+        .target(target)
+        .compile()
+        .map_err(|e| (1, format!("cutile compile error: {e}")))?;
+    let bytes = artifacts.bytecode().map_err(|e| (1, format!("bytecode: {e}")))?;
+    std::fs::write(out, bytes).map_err(|e| (1, format!("write {out}: {e}")))?;
+    Ok(())
+}
+
+/// Entry point used by each generated crate's `main`.
+pub fn main_with(kernels: &'static [(&'static str, ModuleFn)]) {
+    let args: Vec<String> = std::env::args().collect();
+    // cutile's compiler recurses deeply over the kernel AST: give it a large stack.
+    let handle = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || compile(kernels, &args))
+        .expect("spawn compiler thread");
+    match handle.join() {
+        Ok(Ok(())) => {}
+        Ok(Err((code, msg))) => {
+            eprintln!("{msg}");
+            std::process::exit(code);
+        }
+        Err(_) => {
+            eprintln!("cutile compiler panicked");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,13 @@
+# Thin wrapper: rule rust_build -> tileport.rust_ir.build
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from tileport import rust_ir, stage
+
+op = snakemake.wildcards.op
+with stage.logged(snakemake.log[0] + ".py", snakemake.resources.attempt):
+    verdicts = {Path(v).stem: v for v in snakemake.input.verdicts}
+    d = rust_ir.build(op, Path(snakemake.output.verdict).parent, verdicts,
+                      snakemake.output.verdict, snakemake.log[0])
+    print(d["verdict"], d["summary"])

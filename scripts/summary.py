@@ -1,0 +1,12 @@
+# Thin wrapper: rule summary -> tileport.summary.write_summary
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from tileport import stage, summary
+
+with stage.logged(snakemake.log[0]):
+    rows = summary.write_summary(Path(snakemake.output[0]).parent, snakemake.params.ops,
+                                 snakemake.params.variants, snakemake.params.manifest_errors,
+                                 snakemake.output[0])
+    print(f"{len(rows)} rows")

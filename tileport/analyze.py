@@ -1,0 +1,283 @@
+"""Stage ``analyze``: read a cuTile Python operator without running it.
+
+Parses ``operators/<op>/kernel.py`` with :mod:`ast` (no import, no GPU) and the manifest,
+and writes ``results/<op>/analysis.json``: a verdict document whose ``details`` hold the
+kernels, their parameters with roles, dtypes, constexprs, variants, the launch grid rule,
+the cuTile calls used (with padding modes, reduction axes, mma, loops) and the
+unsupported constructs with ``file:line``. Verdict PASS, or BLOCKED (unsupported construct,
+syntax error, manifest/kernel mismatch), or ERROR (the manifest itself is malformed).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from . import constructs as C
+from . import manifest as M
+from .verdict import Finding, Verdict, loc, write
+
+
+class AnalysisError(ValueError):
+    """kernel.py cannot be analysed (syntax error, no kernels); message names file:line."""
+
+
+def tile_alias(tree: ast.Module) -> str:
+    """The local name ``cuda.tile`` is imported as (``ct`` for ``import cuda.tile as ct``).
+
+    Raises:
+        AnalysisError: when the module never imports ``cuda.tile``.
+    """
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "cuda.tile":
+                    return a.asname or "cuda.tile"
+    raise AnalysisError("kernel.py does not `import cuda.tile as <alias>`")
+
+
+def _is_ct(node: ast.AST, alias: str, attr: str | None = None) -> bool:
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == alias and (attr is None or node.attr == attr))
+
+
+def constexpr_aliases(tree: ast.Module, alias: str) -> set[str]:
+    """Module-level names bound to ``ct.Constant[...]`` (e.g. ``ConstInt``)."""
+    out = set()
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Subscript)
+                and _is_ct(node.value.value, alias, "Constant")):
+            out.add(node.targets[0].id)
+    return out
+
+
+def kernel_functions(tree: ast.Module, alias: str) -> list[ast.FunctionDef]:
+    """Functions decorated with ``@ct.kernel`` (with or without arguments)."""
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for d in node.decorator_list:
+                target = d.func if isinstance(d, ast.Call) else d
+                if _is_ct(target, alias, "kernel"):
+                    out.append(node)
+    return out
+
+
+def param_kind(arg: ast.arg, alias: str, const_aliases: set[str]) -> str:
+    """'constexpr' | 'scalar_f32' | 'scalar_i32' | 'array' from a parameter's annotation."""
+    ann = arg.annotation
+    if ann is None:
+        return "array"
+    if isinstance(ann, ast.Name) and ann.id in const_aliases:
+        return "constexpr"
+    if isinstance(ann, ast.Subscript) and _is_ct(ann.value, alias, "Constant"):
+        return "constexpr"
+    if isinstance(ann, ast.Name) and ann.id == "float":
+        return "scalar_f32"
+    if isinstance(ann, ast.Name) and ann.id == "int":
+        return "scalar_i32"
+    return "array"
+
+
+def _kw(call: ast.Call, name: str, pos: int | None = None):
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    if pos is not None and len(call.args) > pos:
+        return call.args[pos]
+    return None
+
+
+def calls_used(fn: ast.FunctionDef, alias: str, path: str) -> tuple[list[dict], list[dict]]:
+    """The cuTile calls and control flow of one kernel, and its unsupported constructs.
+
+    Returns (calls, unsupported); each item has ``line`` (1-based, in ``path``) and a
+    description. Unsupported: ``ct.*`` functions outside :data:`constructs.SUPPORTED_CALLS`,
+    ``while``, ``if``, ``with``, ``try``, nested functions, non-``range`` loops, calls to
+    anything other than ``ct.*``/``range``.
+    """
+    calls, unsupported = [], []
+    for node in ast.walk(fn):
+        if node is fn:
+            continue
+        line = getattr(node, "lineno", None)
+        if isinstance(node, ast.Call):
+            if _is_ct(node.func, alias):
+                name = node.func.attr
+                item = {"call": f"{alias}.{name}", "line": line}
+                if name in ("load", "store"):
+                    arr = node.args[0].id if node.args and isinstance(node.args[0], ast.Name) else None
+                    item["array"] = arr
+                    pm = _kw(node, "padding_mode")
+                    item["padding"] = pm.attr if isinstance(pm, ast.Attribute) else "UNDETERMINED"
+                    shp = _kw(node, "shape", 2)
+                    if shp is not None:
+                        item["tile_shape"] = ast.unparse(shp)
+                    for hint in ("latency", "allow_tma"):
+                        if _kw(node, hint) is not None:
+                            item[hint] = ast.unparse(_kw(node, hint))
+                if name in C.REDUCTIONS:
+                    ax = _kw(node, "axis", 1)
+                    item["axis"] = ast.unparse(ax) if ax is not None else None
+                    kd = _kw(node, "keepdims")
+                    item["keepdims"] = ast.unparse(kd) if kd is not None else "False"
+                calls.append(item)
+                if name not in C.SUPPORTED_CALLS:
+                    unsupported.append({"construct": f"{alias}.{name}", "line": line,
+                                        "reason": "no translation rule for this cuTile call"})
+            elif isinstance(node.func, ast.Name) and node.func.id == "range":
+                pass
+            else:
+                unsupported.append({"construct": ast.unparse(node.func), "line": line,
+                                    "reason": "call to a non-cuTile function inside a kernel"})
+        elif isinstance(node, ast.For):
+            it = node.iter
+            is_range = (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                        and it.func.id == "range" and 1 <= len(it.args) <= 3)
+            calls.append({"call": "for-range" if is_range else "for", "line": line,
+                          "target": ast.unparse(node.target)})
+            if not is_range or not isinstance(node.target, ast.Name) or node.orelse:
+                unsupported.append({"construct": "for " + ast.unparse(node.iter), "line": line,
+                                    "reason": "only `for <name> in range(...)` without else"})
+        elif isinstance(node, (ast.While, ast.If, ast.With, ast.Try, ast.FunctionDef, ast.Lambda,
+                               ast.IfExp, ast.ListComp, ast.GeneratorExp, ast.Subscript)):
+            if isinstance(node, ast.Subscript) and _is_shape_subscript(node):
+                calls.append({"call": "array.shape[i]", "line": line})
+                continue
+            unsupported.append({"construct": type(node).__name__.lower(), "line": line,
+                                "reason": "construct not translated (yet)"})
+    calls.sort(key=lambda c: c["line"] or 0)
+    unsupported.sort(key=lambda c: c["line"] or 0)
+    return calls, unsupported
+
+
+def _is_shape_subscript(node: ast.Subscript) -> bool:
+    return (isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int))
+
+
+def analyse(op_dir: str | Path) -> dict:
+    """Analyse one operator folder and return the analysis dict (the verdict's details).
+
+    Raises:
+        manifest.ManifestError: malformed manifest (file:line: key: cause).
+        AnalysisError: unreadable kernel.py, syntax error (file:line), no ``@ct.kernel``.
+    """
+    op_dir = Path(op_dir)
+    man = M.load(op_dir / "manifest.yaml")
+    kpath = op_dir / "kernel.py"
+    try:
+        src = kpath.read_text()
+    except OSError as exc:
+        raise AnalysisError(f"{kpath}: cannot read: {exc.strerror}") from None
+    try:
+        tree = ast.parse(src, filename=str(kpath))
+    except SyntaxError as exc:
+        raise AnalysisError(f"{kpath}:{exc.lineno}: syntax error: {exc.msg}") from None
+    try:
+        alias = tile_alias(tree)
+    except AnalysisError as exc:
+        raise AnalysisError(f"{kpath}:1: {exc}") from None
+    consts = constexpr_aliases(tree, alias)
+    fns = {f.name: f for f in kernel_functions(tree, alias)}
+    kernels, unsupported = [], []
+    for kname, kman in man["kernels"].items():
+        if kname not in fns:
+            unsupported.append({"construct": f"kernel {kname}", "line": 1, "file": str(kpath),
+                                "reason": f"manifest lists kernel '{kname}' but kernel.py has no "
+                                          f"@{alias}.kernel of that name (has {sorted(fns)})"})
+            continue
+        fn = fns[kname]
+        params = []
+        cfg_keys = list(man["configs"][0])
+        for a in fn.args.args:
+            kind = param_kind(a, alias, consts)
+            p = {"name": a.arg, "kind": kind, "line": a.lineno}
+            if kind == "array":
+                spec = kman["arrays"].get(a.arg)
+                if spec is None:
+                    unsupported.append({"construct": f"parameter {a.arg}", "line": a.lineno,
+                                        "file": str(kpath),
+                                        "reason": "array parameter missing from manifest kernels."
+                                                  f"{kname}.arrays"})
+                else:
+                    p.update(ndim=spec["ndim"], role=spec["role"], dtype="{dtype}")
+            elif kind == "constexpr":
+                if a.arg not in cfg_keys:
+                    unsupported.append({"construct": f"constexpr {a.arg}", "line": a.lineno,
+                                        "file": str(kpath),
+                                        "reason": f"constexpr not set by the manifest configs {cfg_keys}"})
+            else:
+                p["dtype"] = "f32" if kind == "scalar_f32" else "i32"
+            params.append(p)
+        calls, unsup = calls_used(fn, alias, str(kpath))
+        for u in unsup:
+            u["file"] = str(kpath)
+        unsupported.extend(unsup)
+        stored = {c.get("array") for c in calls if c["call"].endswith(".store")}
+        loaded = {c.get("array") for c in calls if c["call"].endswith(".load")}
+        for p in params:
+            if p["kind"] == "array" and "role" in p:
+                want = p["role"]
+                got = ("inout" if p["name"] in stored and p["name"] in loaded else
+                       "output" if p["name"] in stored else "input")
+                if want != got:
+                    unsupported.append({"construct": f"parameter {p['name']}", "line": p["line"],
+                                        "file": str(kpath),
+                                        "reason": f"manifest role '{want}' but the kernel "
+                                                  f"{'stores to' if got != 'input' else 'only loads'} it"})
+        kernels.append({
+            "name": kname, "line": fn.lineno, "params": params, "calls": calls,
+            "grid": kman["grid"], "loops": sum(1 for c in calls if c["call"].startswith("for")),
+        })
+    return {
+        "op": man["op"],
+        "kernel_file": str(kpath),
+        "manifest": man["_path"],
+        "tile_alias": alias,
+        "kernels": kernels,
+        "dtypes": man["dtypes"],
+        "constexprs": list(man["configs"][0]),
+        "variants": [{"id": v.id, "dtype": v.dtype, "constexprs": v.constexprs}
+                     for v in M.variants(man)],
+        "hints": man.get("hints", {}),
+        "unsupported": unsupported,
+    }
+
+
+def run(op_dir: str | Path, out_json: str | Path, op: str) -> dict:
+    """Analyse ``op_dir`` and write ``out_json`` (a verdict). Never raises on bad input."""
+    try:
+        details = analyse(op_dir)
+    except M.ManifestError as exc:
+        return write(Verdict(stage="analyze", op=op, verdict="ERROR", owner="kernel",
+                             summary=str(exc), findings=[Finding(
+                                 "manifest", "critical", "kernel", str(exc),
+                                 ref=_loc_from_msg(str(exc)))]), out_json)
+    except AnalysisError as exc:
+        cat = "syntax" if "syntax error" in str(exc) else "input"
+        return write(Verdict(stage="analyze", op=op, verdict="BLOCKED", owner="kernel",
+                             summary=str(exc), findings=[Finding(
+                                 cat, "critical", "kernel", str(exc), ref=_loc_from_msg(str(exc)))]),
+                     out_json)
+    findings = [Finding("unsupported", "critical", "kernel",
+                        f"{u['file']}:{u['line']}: {u['construct']}: {u['reason']}",
+                        ref=loc(u["file"], u["line"], u["construct"]))
+                for u in details["unsupported"]]
+    verdict = "BLOCKED" if findings else "PASS"
+    n = len(details["variants"])
+    summary = (f"{len(details['kernels'])} kernel(s), {n} variant(s)" if not findings else
+               f"{len(findings)} unsupported construct(s); first: {findings[0].message}")
+    return write(Verdict(stage="analyze", op=op, verdict=verdict,
+                         owner=None if verdict == "PASS" else "kernel", summary=summary,
+                         findings=findings, details=details,
+                         artifacts={"kernel": details["kernel_file"]}), out_json)
+
+
+def _loc_from_msg(msg: str) -> dict | None:
+    head = msg.split(": ", 1)[0]
+    if ":" in head:
+        f, _, ln = head.rpartition(":")
+        if ln.isdigit():
+            return loc(f, int(ln))
+    return loc(head, None)

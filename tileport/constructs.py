@@ -1,0 +1,52 @@
+"""The cuTile Python constructs tileport understands, shared by the analyser and the translator.
+
+Names are the ``cuda.tile`` function names (``ct.load``, ``ct.sum`` ...). Anything outside
+these sets is reported as an unsupported construct with its ``file:line``.
+Facts about each function come from the cuda.tile 1.7.0 API (``cuda/tile/_stub.py``).
+"""
+from __future__ import annotations
+
+# memory: loads and stores through partition views (TMA-eligible)
+MEMORY = {"load", "store"}
+# reductions with (tile, axis=, keepdims=)
+REDUCTIONS = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
+# elementwise unary math: cuTile Python name -> cuTile Rust call template ({x} = operand)
+UNARY_MATH = {
+    "exp": "exp({x})",
+    "exp2": "exp2({x}, ftz::Disabled)",
+    "log": "log({x})",
+    "log2": "log2({x})",
+    "tanh": "tanh({x})",
+    "sin": "sin({x})",
+    "cos": "cos({x})",
+    "rsqrt": "rsqrt({x}, ftz::Disabled)",
+    "abs": "absf({x})",
+    "floor": "floor({x})",
+    "ceil": "ceil({x})",
+}
+BINARY_MATH = {"maximum": "max_tile", "minimum": "min_tile"}
+TILE_CREATION = {"full", "zeros", "ones"}
+SHAPE_OPS = {"reshape", "astype", "mma"}
+GRID = {"bid", "num_blocks", "num_tiles"}
+
+SUPPORTED_CALLS = MEMORY | set(REDUCTIONS) | set(UNARY_MATH) | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID
+
+PADDING = {
+    # cuda.tile PaddingMode member -> cuTile Rust padding marker
+    "UNDETERMINED": "padding::None",
+    "ZERO": "padding::Zero",
+    "NEG_ZERO": "padding::NegZero",
+    "NAN": "padding::Nan",
+    "POS_INF": "padding::PosInf",
+    "NEG_INF": "padding::NegInf",
+}
+
+# cuda.tile dtype attribute -> (manifest dtype code, Rust element type)
+DTYPE_ATTRS = {
+    "float16": ("f16", "f16"),
+    "bfloat16": ("bf16", "bf16"),
+    "float32": ("f32", "f32"),
+    "int32": ("i32", "i32"),
+}
+# manifest dtype code -> Rust element type name used as generic argument
+RUST_DTYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32"}

@@ -1,0 +1,193 @@
+"""Operator manifests (``operators/<op>/manifest.yaml``): schema, loading, variants.
+
+A *variant* is one dtype x one constexpr configuration, e.g. ``f16-TILE1024`` or
+``bf16-BM128-BN128-BK64``; its id is stable and readable (dtype first, then the
+constexprs in the order the manifest's config lists them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+DTYPES = ("f16", "bf16", "f32")
+
+_SHAPE = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
+_TOL = {
+    "type": "object",
+    "properties": {"rtol": {"type": "number", "minimum": 0}, "atol": {"type": "number", "minimum": 0}},
+    "required": ["rtol", "atol"],
+    "additionalProperties": False,
+}
+
+MANIFEST_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "tileport operator manifest",
+    "type": "object",
+    "properties": {
+        "op": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+        "description": {"type": "string"},
+        "kernels": {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "arrays": {
+                        "type": "object",
+                        "minProperties": 1,
+                        "additionalProperties": {
+                            "type": "object",
+                            "properties": {
+                                "ndim": {"type": "integer", "minimum": 1, "maximum": 6},
+                                "role": {"enum": ["input", "output", "inout"]},
+                            },
+                            "required": ["ndim", "role"],
+                            "additionalProperties": False,
+                        },
+                    },
+                    "scalars": {
+                        "type": "object",
+                        "additionalProperties": {"enum": ["f32", "i32"]},
+                    },
+                    "grid": {"type": "string", "minLength": 1},
+                },
+                "required": ["arrays", "grid"],
+                "additionalProperties": False,
+            },
+        },
+        "dtypes": {"type": "array", "items": {"enum": list(DTYPES)}, "minItems": 1, "uniqueItems": True},
+        "configs": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "minProperties": 1,
+                "propertyNames": {"pattern": "^[A-Z][A-Z0-9_]*$"},
+                "additionalProperties": {"type": "integer", "minimum": 1},
+            },
+        },
+        "shape_names": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "test_shapes": {"type": "array", "items": _SHAPE, "minItems": 1},
+        "perf_shapes": {"type": "array", "items": _SHAPE, "minItems": 1},
+        "fits": {"type": "string"},
+        "tolerance": {"type": "object", "additionalProperties": _TOL},
+        "hints": {"type": "object"},
+    },
+    "required": ["op", "kernels", "dtypes", "configs", "shape_names", "test_shapes",
+                 "perf_shapes", "tolerance"],
+    "additionalProperties": False,
+}
+
+
+class ManifestError(ValueError):
+    """A manifest cannot be read or breaks the schema; the message names file, line and cause."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One dtype x constexpr configuration of an operator.
+
+    ``constexprs`` maps constexpr name -> int value (e.g. ``{"TILE": 1024}``).
+    """
+
+    dtype: str
+    constexprs: dict
+
+    @property
+    def id(self) -> str:
+        parts = [self.dtype] + [f"{k}{v}" for k, v in self.constexprs.items()]
+        return "-".join(parts)
+
+
+def _yaml_line(text: str, path: list) -> int | None:
+    """Best-effort 1-based line of a JSON path inside YAML ``text`` (None if unknown)."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in path:
+        if node is None:
+            break
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for k, v in node.value:
+                if k.value == str(key):
+                    nxt = v
+                    line = k.start_mark.line + 1
+                    break
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def load(path: str | Path) -> dict:
+    """Load and validate a manifest.
+
+    Returns the manifest as a dict with an added ``_path``.
+
+    Raises:
+        ManifestError: YAML syntax error (with line), schema violation (with the key path,
+            the offending value and line), a tolerance missing for a listed dtype, a config
+            whose keys differ from the first config's, or ``op`` not matching the folder name.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read manifest: {exc.strerror}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ManifestError(f"{path}{line}: YAML syntax error: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(doc, dict):
+        raise ManifestError(f"{path}:1: manifest must be a mapping, got {type(doc).__name__}")
+    try:
+        jsonschema.validate(doc, MANIFEST_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        keypath = list(exc.absolute_path)
+        line = _yaml_line(text, keypath)
+        where = "/".join(str(p) for p in keypath) or "<root>"
+        raise ManifestError(
+            f"{path}:{line or 1}: key '{where}': {exc.message}") from None
+    if doc["op"] != path.parent.name:
+        raise ManifestError(
+            f"{path}:{_yaml_line(text, ['op']) or 1}: op '{doc['op']}' does not match folder "
+            f"'{path.parent.name}'")
+    keys0 = list(doc["configs"][0])
+    for i, cfg in enumerate(doc["configs"]):
+        if list(cfg) != keys0:
+            raise ManifestError(
+                f"{path}:{_yaml_line(text, ['configs', i]) or 1}: key 'configs/{i}': constexpr "
+                f"names {list(cfg)} differ from the first config's {keys0}")
+    for dt in doc["dtypes"]:
+        if dt not in doc["tolerance"]:
+            raise ManifestError(
+                f"{path}:{_yaml_line(text, ['tolerance']) or 1}: key 'tolerance': no rtol/atol "
+                f"for listed dtype '{dt}'")
+    doc["_path"] = str(path)
+    return doc
+
+
+def variants(manifest: dict) -> list[Variant]:
+    """All variants of an operator: dtypes x configs, in manifest order."""
+    return [Variant(dt, dict(cfg)) for dt in manifest["dtypes"] for cfg in manifest["configs"]]
+
+
+def variant_by_id(manifest: dict, variant_id: str) -> Variant:
+    """Look up a variant by id. Raises KeyError naming the known ids."""
+    for v in variants(manifest):
+        if v.id == variant_id:
+            return v
+    raise KeyError(f"unknown variant '{variant_id}' of {manifest['op']}; known: "
+                   f"{[v.id for v in variants(manifest)]}")

@@ -1,0 +1,106 @@
+"""Stage ``reference_ir``: the cuTile Python reference's Tile IR, on the CPU.
+
+For one (kernel, variant) it builds a ``KernelSignature`` (arrays: dtype, rank, int32
+indices, non-negative strides, no aliasing, innermost stride 1 -- the same layout facts the
+Rust side is compiled with; f32/i32 scalars; constexprs as plain ints), exports Tile IR
+bytecode with ``cuda.tile.compilation.export_kernel(..., output_format="tileir_bytecode")``
+and disassembles it with ``tileirdisasm`` (both facts: ``shared/notes/toolchain.md``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+from . import analyze as A
+from . import manifest as M
+from . import toolchain
+from .verdict import Finding, Verdict, atomic_write_text, loc, write
+
+
+def load_module(kernel_py: str | Path):
+    """Import ``kernel.py`` from its path under a private module name."""
+    kernel_py = Path(kernel_py)
+    name = f"tileport_ref_{kernel_py.parent.name}"
+    spec = importlib.util.spec_from_file_location(name, kernel_py)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def signature_for(kernel_params: list[dict], variant: M.Variant):
+    """A ``KernelSignature`` for one variant.
+
+    ``kernel_params`` is ``analysis.json``'s ``kernels[i].params``. Arrays get the variant
+    dtype (the manifest's ``{dtype}``), scalars their own dtype, constexprs the variant value.
+    """
+    import cuda.tile as ct
+    from cuda.tile.compilation import (ArrayConstraint, CallingConvention, KernelSignature,
+                                       ScalarConstraint)
+
+    dt = {"f16": ct.float16, "bf16": ct.bfloat16, "f32": ct.float32, "i32": ct.int32}
+    params = []
+    for p in kernel_params:
+        if p["kind"] == "array":
+            nd = p["ndim"]
+            params.append(ArrayConstraint(
+                dt[variant.dtype], nd, index_dtype=ct.int32, stride_lower_bound_incl=0,
+                alias_groups=[], may_alias_internally=False,
+                stride_constant=[None] * (nd - 1) + [1]))
+        elif p["kind"] == "constexpr":
+            params.append(int(variant.constexprs[p["name"]]))
+        else:
+            params.append(ScalarConstraint(dt[p["dtype"]]))
+    return KernelSignature(params, calling_convention=CallingConvention.cutile_python_v2())
+
+
+def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
+           out_txt: str | Path) -> None:
+    """Export one variant's Tile IR bytecode and its text.
+
+    Raises:
+        A.AnalysisError / M.ManifestError: bad operator input.
+        RuntimeError: cuTile's compiler or ``tileirdisasm`` failed (message has its stderr).
+    """
+    op_dir = Path(op_dir)
+    details = A.analyse(op_dir)
+    man = M.load(op_dir / "manifest.yaml")
+    variant = M.variant_by_id(man, variant_id)
+    kinfo = next((k for k in details["kernels"] if k["name"] == kernel), None)
+    if kinfo is None:
+        raise KeyError(f"{op_dir / 'kernel.py'}: no kernel '{kernel}'")
+    mod = load_module(op_dir / "kernel.py")
+    from cuda.tile.compilation import export_kernel
+
+    sig = signature_for(kinfo["params"], variant)
+    out_bc = Path(out_bc)
+    out_bc.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_bc.with_name(out_bc.name + ".tmp")
+    export_kernel(getattr(mod, kernel), [sig], str(tmp), output_format="tileir_bytecode")
+    text = toolchain.disassemble(tmp)
+    tmp.replace(out_bc)
+    atomic_write_text(out_txt, text)
+
+
+def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
+    """Run :func:`export` and write a verdict (PASS / BLOCKED / ERROR); never raises on bad input."""
+    try:
+        export(op_dir, kernel, variant_id, out_bc, out_txt)
+    except (A.AnalysisError, M.ManifestError, KeyError) as exc:
+        return write(Verdict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id,
+                             verdict="BLOCKED", owner="kernel", summary=str(exc),
+                             findings=[Finding("input", "critical", "kernel", str(exc))]), out_json)
+    except Exception as exc:  # cuTile compiler errors carry the kernel's file:line
+        msg = f"{Path(op_dir) / 'kernel.py'}: cuTile Python compile failed: {type(exc).__name__}: {exc}"
+        tb = traceback.format_exc(limit=3)
+        return write(Verdict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id,
+                             verdict="ERROR", owner="kernel", summary=msg.splitlines()[0],
+                             findings=[Finding("build", "critical", "kernel", msg,
+                                               ref=loc(Path(op_dir) / "kernel.py", None))],
+                             details={"traceback": tb}), out_json)
+    return write(Verdict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id,
+                         verdict="PASS", owner=None, summary="Tile IR exported",
+                         artifacts={"bytecode": str(out_bc), "text": str(out_txt)}), out_json)

@@ -1,0 +1,181 @@
+"""One verdict shape for every stage of the workflow.
+
+Every stage writes a JSON document that validates against :data:`VERDICT_SCHEMA`.
+The orchestration (Snakemake rules, ``summary``) reads only these documents, never
+logs or prose.  ``findings`` carry the evidence: a category, a severity, an owner and
+the source line(s) on the reference and the port side.
+
+Verdict words by stage (the schema accepts all of them everywhere):
+
+* ``PASS`` / ``PASS_WITH_NOTES`` / ``FAIL`` -- a check ran and decided;
+* ``BLOCKED`` -- the stage could not produce its artefact because of a named,
+  known limitation (an unsupported construct, a missing upstream artefact);
+* ``ERROR`` -- the tool itself failed (bad input file, failing build, crash).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+SCHEMA_ID = "tileport.verdict/1"
+VERDICTS = ("PASS", "PASS_WITH_NOTES", "FAIL", "BLOCKED", "ERROR")
+OWNERS = ("kernel", "host", "compiler", "env", "tool")
+SEVERITIES = ("critical", "warn", "info")
+CATEGORIES = (
+    "memory", "reduction", "math", "cast", "control_flow", "constant", "signature",
+    "hint", "syntax", "unsupported", "manifest", "build", "environment", "input",
+)
+
+_LOC = {
+    "type": "object",
+    "properties": {
+        "file": {"type": "string"},
+        "line": {"type": ["integer", "null"]},
+        "text": {"type": "string"},
+    },
+    "required": ["file"],
+    "additionalProperties": False,
+}
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "tileport stage verdict",
+    "type": "object",
+    "properties": {
+        "schema": {"const": SCHEMA_ID},
+        "stage": {"type": "string", "minLength": 1},
+        "op": {"type": "string", "minLength": 1},
+        "kernel": {"type": ["string", "null"]},
+        "variant": {"type": ["string", "null"]},
+        "verdict": {"enum": list(VERDICTS)},
+        "owner": {"enum": list(OWNERS) + [None]},
+        "attempt": {"type": "integer", "minimum": 1},
+        "summary": {"type": "string"},
+        "findings": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "category": {"enum": list(CATEGORIES)},
+                    "severity": {"enum": list(SEVERITIES)},
+                    "owner": {"enum": list(OWNERS)},
+                    "message": {"type": "string", "minLength": 1},
+                    "ref": {"anyOf": [_LOC, {"type": "null"}]},
+                    "port": {"anyOf": [_LOC, {"type": "null"}]},
+                },
+                "required": ["category", "severity", "owner", "message"],
+                "additionalProperties": False,
+            },
+        },
+        "artifacts": {"type": "object", "additionalProperties": {"type": "string"}},
+        "details": {"type": "object"},
+    },
+    "required": ["schema", "stage", "op", "verdict", "owner", "attempt", "summary", "findings"],
+    "additionalProperties": False,
+}
+
+
+class VerdictError(ValueError):
+    """A verdict document is missing, unreadable or does not match the schema."""
+
+
+@dataclass
+class Finding:
+    """One piece of evidence behind a verdict.
+
+    ``ref``/``port`` are ``{"file", "line", "text"}`` locations (1-based line) on the
+    reference and the port side; either may be ``None`` when the op has no counterpart.
+    """
+
+    category: str
+    severity: str
+    owner: str
+    message: str
+    ref: dict | None = None
+    port: dict | None = None
+
+
+@dataclass
+class Verdict:
+    """A stage's machine-readable result; see :data:`VERDICT_SCHEMA`."""
+
+    stage: str
+    op: str
+    verdict: str
+    summary: str
+    kernel: str | None = None
+    variant: str | None = None
+    owner: str | None = None
+    attempt: int = 1
+    findings: list[Finding] = field(default_factory=list)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d = {"schema": SCHEMA_ID, **d}
+        return d
+
+
+def loc(file: str | os.PathLike, line: int | None, text: str = "") -> dict:
+    """Build a ``{"file", "line", "text"}`` location for a finding (line is 1-based)."""
+    return {"file": str(file), "line": line, "text": text}
+
+
+def validate(doc: dict, source: str = "<verdict>") -> dict:
+    """Validate ``doc`` against :data:`VERDICT_SCHEMA`.
+
+    Raises:
+        VerdictError: naming ``source``, the JSON path and the schema's complaint.
+    """
+    try:
+        jsonschema.validate(doc, VERDICT_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        path = "/".join(str(p) for p in exc.absolute_path) or "<root>"
+        raise VerdictError(f"{source}: verdict field '{path}': {exc.message}") from None
+    return doc
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, so a reader
+    never sees a half-written file and a crash never truncates an earlier one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write(verdict: Verdict | dict, path: str | os.PathLike) -> dict:
+    """Validate and write a verdict as JSON (atomically). Returns the written dict."""
+    doc = verdict.to_dict() if isinstance(verdict, Verdict) else verdict
+    validate(doc, str(path))
+    atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    return doc
+
+
+def read(path: str | os.PathLike) -> dict:
+    """Read and validate a verdict JSON file.
+
+    Raises:
+        VerdictError: the file is missing, is not JSON, or breaks the schema.
+    """
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise VerdictError(f"{path}: no verdict file") from None
+    except json.JSONDecodeError as exc:
+        raise VerdictError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    return validate(doc, str(path))
