@@ -9,6 +9,14 @@ configfile: "config.yaml"
 
 
 include: "rules/common.smk"
+
+
+wildcard_constraints:
+    op="[a-z][a-z0-9_]*",
+    kernel="[A-Za-z_][A-Za-z0-9_]*",
+    variant="[A-Za-z0-9_-]+",
+
+
 include: "rules/analyze.smk"
 include: "rules/reference_ir.smk"
 include: "rules/write_kernel.smk"

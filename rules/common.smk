@@ -38,20 +38,6 @@ for _op in OPS:
         MANIFEST_ERRORS[_op] = str(exc)
         print(f"tileport: {exc} -- {_op} is reported in summary.csv and skipped", file=sys.stderr)
 
-if os.environ.get("TILEPORT_CARGO_TARGET_DIR") is None and config["tools"]["cargo_target_dir"]:
-    os.environ["TILEPORT_CARGO_TARGET_DIR"] = config["tools"]["cargo_target_dir"]
-if config["tools"]["cuda_root"]:
-    os.environ["TILEPORT_CUDA_ROOT"] = config["tools"]["cuda_root"]
-if config["tools"]["tileirdisasm"]:
-    os.environ["TILEPORT_TILEIRDISASM"] = config["tools"]["tileirdisasm"]
-
-
-wildcard_constraints:
-    op="[a-z][a-z0-9_]*",
-    kernel="[A-Za-z_][A-Za-z0-9_]*",
-    variant="[A-Za-z0-9_-]+",
-
-
 def op_inputs(wildcards):
     """The operator's own source files: every stage of that operator depends on them."""
     d = OPERATORS_DIR / wildcards.op
@@ -81,3 +67,8 @@ def stage_targets(op):
             f"results/{op}/ir_diff/{k}/{v}.json",
         ]
     return out
+
+
+def code(*modules):
+    """The tileport modules behind a stage, as inputs (editing that logic reruns the stage)."""
+    return [str(Path(workflow.basedir) / "tileport" / f"{m}.py") for m in (*modules, "verdict")]

@@ -5,12 +5,17 @@ rule ir_diff:
         ref_verdict="results/{op}/ref/{kernel}/{variant}.json",
         port="results/{op}/rust_ir/{kernel}/{variant}.tileir",
         port_verdict="results/{op}/rust_ir/{kernel}/{variant}.json",
+        code=code("ir_diff"),
     output:
         verdict="results/{op}/ir_diff/{kernel}/{variant}.json",
     log:
         "results/{op}/logs/ir_diff/{kernel}/{variant}.log",
+    params:
+        tools=config["tools"],
     retries: retries("ir_diff")
     resources:
         attempt=lambda wc, attempt: attempt,
+    conda:
+        "../envs/tileport.yaml"
     script:
         "../scripts/ir_diff.py"

@@ -4,13 +4,18 @@ rule rust_build:
         kernels=lambda wc: [f"results/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
         verdicts=lambda wc: [f"results/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
         template=["rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/irdump.rs"],
+        code=code("rust_ir"),
     output:
         verdict="results/{op}/rust/build.json",
     log:
         "results/{op}/logs/rust_build.log",
+    params:
+        tools=config["tools"],
     retries: retries("rust_build")
     resources:
         attempt=lambda wc, attempt: attempt,
+    conda:
+        "../envs/tileport.yaml"
     script:
         "../scripts/rust_build.py"
 
@@ -21,6 +26,7 @@ rule rust_ir:
         op_inputs,
         build="results/{op}/rust/build.json",
         analysis="results/{op}/analysis.json",
+        code=code("rust_ir", "toolchain"),
     output:
         bytecode="results/{op}/rust_ir/{kernel}/{variant}.tileirbc",
         text="results/{op}/rust_ir/{kernel}/{variant}.tileir",
@@ -28,9 +34,12 @@ rule rust_ir:
     log:
         "results/{op}/logs/rust_ir/{kernel}/{variant}.log",
     params:
+        tools=config["tools"],
         target=config["gpu_target"],
     retries: retries("rust_ir")
     resources:
         attempt=lambda wc, attempt: attempt,
+    conda:
+        "../envs/tileport.yaml"
     script:
         "../scripts/rust_ir.py"

@@ -2,13 +2,17 @@ rule summary:
     """One row per (op, kernel, variant) with every stage's verdict: results/summary.csv."""
     input:
         [t for op in OPS for t in stage_targets(op)],
+        code=code("summary"),
     output:
         "results/summary.csv",
     log:
         "results/logs/summary.log",
     params:
+        tools=config["tools"],
         ops=OPS,
         variants=VARIANTS,
         manifest_errors=MANIFEST_ERRORS,
+    conda:
+        "../envs/tileport.yaml"
     script:
         "../scripts/summary.py"

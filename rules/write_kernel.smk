@@ -3,6 +3,7 @@ rule write_kernel:
     input:
         op_inputs,
         analysis="results/{op}/analysis.json",
+        code=code("write_kernel", "analyze", "constructs"),
     output:
         rust="results/{op}/rust/src/{kernel}.rs",
         source_map="results/{op}/rust/src/{kernel}.rs.map.json",
@@ -10,10 +11,13 @@ rule write_kernel:
     log:
         "results/{op}/logs/write_kernel/{kernel}.log",
     params:
+        tools=config["tools"],
         backend=config["roles"]["kernel_writer"],
         cap=config["attempts"]["write_kernel"],
     retries: retries("write_kernel")
     resources:
         attempt=lambda wc, attempt: attempt,
+    conda:
+        "../envs/tileport.yaml"
     script:
         "../scripts/write_kernel.py"

@@ -7,6 +7,7 @@ from tileport import reference_ir, stage
 from tileport.verdict import atomic_write_text
 
 w, out = snakemake.wildcards, snakemake.output
+stage.apply_tools(snakemake.params.tools)
 with stage.logged(snakemake.log[0], snakemake.resources.attempt):
     d = reference_ir.run(Path(snakemake.input[0]).parent, w.kernel, w.variant, out.bytecode,
                          out.text, out.verdict, w.op)

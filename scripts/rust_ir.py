@@ -7,6 +7,7 @@ from tileport import rust_ir, stage
 from tileport.verdict import atomic_write_text
 
 w, out = snakemake.wildcards, snakemake.output
+stage.apply_tools(snakemake.params.tools)
 with stage.logged(snakemake.log[0], snakemake.resources.attempt):
     d = rust_ir.dump(Path(snakemake.input[0]).parent, w.op, w.kernel, w.variant,
                      snakemake.input.build, out.bytecode, out.text, out.verdict,

@@ -7,6 +7,7 @@ from tileport import stage, write_kernel
 
 w, out = snakemake.wildcards, snakemake.output
 attempt, cap = snakemake.resources.attempt, snakemake.params.cap
+stage.apply_tools(snakemake.params.tools)
 with stage.logged(snakemake.log[0], attempt):
     d = write_kernel.run(Path(snakemake.input[0]).parent, w.kernel, out.rust, out.verdict, w.op,
                          attempt=attempt)

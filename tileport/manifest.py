@@ -152,14 +152,17 @@ def load(path: str | Path) -> dict:
         raise ManifestError(f"{path}{line}: YAML syntax error: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(doc, dict):
         raise ManifestError(f"{path}:1: manifest must be a mapping, got {type(doc).__name__}")
-    try:
-        jsonschema.validate(doc, MANIFEST_SCHEMA)
-    except jsonschema.ValidationError as exc:
-        keypath = list(exc.absolute_path)
-        line = _yaml_line(text, keypath)
-        where = "/".join(str(p) for p in keypath) or "<root>"
-        raise ManifestError(
-            f"{path}:{line or 1}: key '{where}': {exc.message}") from None
+    errors = list(jsonschema.Draft202012Validator(MANIFEST_SCHEMA).iter_errors(doc))
+    if errors:
+        # the most specific complaint first: wrong values before missing keys, deep before shallow
+        errors.sort(key=lambda e: (e.validator == "required", -len(e.absolute_path)))
+        msgs = []
+        for exc in errors[:5]:
+            keypath = list(exc.absolute_path)
+            line = _yaml_line(text, keypath)
+            where = "/".join(str(p) for p in keypath) or "<root>"
+            msgs.append(f"{path}:{line or 1}: key '{where}': {exc.message}")
+        raise ManifestError("\n".join(msgs))
     if doc["op"] != path.parent.name:
         raise ManifestError(
             f"{path}:{_yaml_line(text, ['op']) or 1}: op '{doc['op']}' does not match folder "

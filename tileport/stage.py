@@ -7,6 +7,18 @@ import traceback
 from pathlib import Path
 
 
+def apply_tools(tools: dict) -> None:
+    """Export config.yaml's non-empty ``tools`` paths to this job's environment, where
+    :mod:`tileport.toolchain` and :mod:`tileport.rust_ir` look them up."""
+    import os
+
+    names = {"tileirdisasm": "TILEPORT_TILEIRDISASM", "cuda_root": "TILEPORT_CUDA_ROOT",
+             "cargo_target_dir": "TILEPORT_CARGO_TARGET_DIR"}
+    for key, env in names.items():
+        if tools.get(key):
+            os.environ[env] = str(tools[key])
+
+
 @contextlib.contextmanager
 def logged(log_path: str | Path, attempt: int = 1):
     """Send stdout/stderr of the block to ``log_path`` and also keep a per-attempt copy

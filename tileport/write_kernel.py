@@ -205,7 +205,14 @@ class KernelTranslator:
         if var is not None and var.decl is None:
             self.fail(node, name, "rebinding a kernel parameter is not translated")
         rn = self.rname(name)
-        idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
+        last = self.out.lines[-1] if self.out.lines else None
+        if (expr.startswith("__t") and last is not None and last[0] == self.out.indent
+                and last[1].startswith(f"let {expr}: ")):
+            # the value was just bound to a temporary: give that binding the Python name
+            last[1] = f"let {rn}: " + last[1][len(f"let {expr}: "):]
+            idx = len(self.out.lines) - 1
+        else:
+            idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
         self.scopes[-1][name] = Var(rn, ty, idx, depth)
 
     def for_loop(self, s: ast.For):

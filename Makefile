@@ -1,0 +1,33 @@
+# tileport -- the two commands of the README:
+#   make run    install what is missing (idempotent), then run the main job
+#   make test   install what is missing, then run the test suite
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
+CORES ?= all
+
+.PHONY: run test install system-deps
+
+run: install
+	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv
+	@column -s, -t < results/summary.csv | cut -c1-160
+
+test: install
+	$(PY) -m pytest -q tests
+
+install: system-deps $(STAMP)
+
+# libclang for cutile's bindgen (Debian libclang-dev); cargo must already be on the machine.
+system-deps:
+	@command -v cargo >/dev/null || { echo "tileport: cargo not found (install Rust >= 1.89)" >&2; exit 1; }
+	@if ! ldconfig -p | grep -q 'libclang[-.0-9]*\.so'; then \
+	  echo "tileport: installing libclang-dev (Debian) for cutile's bindgen"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q libclang-dev; \
+	fi
+
+$(STAMP): requirements.lock
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
+	@rm -f $(VENV)/.installed-* && touch $@

@@ -1,0 +1,82 @@
+import json
+
+import pytest
+
+from tileport import analyze as A
+
+OPS = ["relu", "gelu", "silu_and_mul", "softmax", "rms_norm", "layer_norm", "matmul", "bmm"]
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_real_operators_pass(repo, tmp_path, op):
+    d = A.run(repo / "operators" / op, tmp_path / "a.json", op)
+    assert d["verdict"] == "PASS", d["summary"]
+    assert d["details"]["unsupported"] == []
+
+
+def test_softmax_details(repo):
+    d = A.analyse(repo / "operators" / "softmax")
+    k = d["kernels"][0]
+    kinds = {p["name"]: (p["kind"], p.get("role")) for p in k["params"]}
+    assert kinds == {"x": ("array", "input"), "y": ("array", "output"),
+                     "BM": ("constexpr", None), "TILE": ("constexpr", None)}
+    loads = [c for c in k["calls"] if c["call"] == "ct.load"]
+    assert loads[0]["padding"] == "NEG_INF" and loads[0]["tile_shape"] == "(BM, TILE)"
+    reds = {c["call"]: c for c in k["calls"] if c["call"] in ("ct.max", "ct.sum")}
+    assert reds["ct.max"]["axis"] == "1" and reds["ct.sum"]["keepdims"] == "True"
+    assert k["loops"] == 1 and k["grid"].startswith("(min(cdiv(M, BM)")
+    assert [v["id"] for v in d["variants"]][:2] == ["f16-BM4-TILE1024", "f16-BM1-TILE4096"]
+
+
+def test_scalar_params(repo):
+    k = A.analyse(repo / "operators" / "rms_norm")["kernels"][0]
+    assert [(p["name"], p["kind"]) for p in k["params"] if p["kind"].startswith("scalar")] == \
+        [("inv_n", "scalar_f32"), ("eps", "scalar_f32")]
+
+
+def test_syntax_error_is_blocked_with_line(op_copy, tmp_path):
+    d = op_copy("relu")
+    src = (d / "kernel.py").read_text().replace("bid = ct.bid(0)", "bid = ct.bid(0", 1)
+    (d / "kernel.py").write_text(src)
+    v = A.run(d, tmp_path / "a.json", "relu")
+    assert v["verdict"] == "BLOCKED"
+    assert v["findings"][0]["category"] == "syntax"
+    assert "kernel.py:" in v["summary"] and "syntax error" in v["summary"]
+
+
+def test_unsupported_construct_named_with_line(op_copy, tmp_path):
+    d = op_copy("softmax")
+    src = (d / "kernel.py").read_text()
+    src = src.replace("        m = ct.max(t, axis=1, keepdims=True)\n",
+                      "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.gather(x, t)\n")
+    (d / "kernel.py").write_text(src)
+    line = src.splitlines().index("        g = ct.gather(x, t)") + 1
+    v = A.run(d, tmp_path / "a.json", "softmax")
+    assert v["verdict"] == "BLOCKED"
+    assert f"kernel.py:{line}: ct.gather" in v["findings"][0]["message"]
+    assert v["findings"][0]["ref"]["line"] == line
+
+
+def test_while_loop_is_unsupported(op_copy):
+    d = op_copy("relu")
+    src = (d / "kernel.py").read_text().replace("    bid = ct.bid(0)\n", "    bid = ct.bid(0)\n    while bid:\n        pass\n")
+    (d / "kernel.py").write_text(src)
+    un = A.analyse(d)["unsupported"]
+    assert un and un[0]["construct"] == "while"
+
+
+def test_malformed_manifest_is_error_naming_file(op_copy, tmp_path):
+    d = op_copy("relu")
+    (d / "manifest.yaml").write_text("op: relu\nkernels: 3\n")
+    v = A.run(d, tmp_path / "a.json", "relu")
+    assert v["verdict"] == "ERROR" and v["findings"][0]["category"] == "manifest"
+    assert "manifest.yaml:2" in v["summary"]
+    assert json.loads((tmp_path / "a.json").read_text())["verdict"] == "ERROR"
+
+
+def test_role_mismatch_is_blocked(op_copy, tmp_path):
+    d = op_copy("relu")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: input}"))
+    v = A.run(d, tmp_path / "a.json", "relu")
+    assert v["verdict"] == "BLOCKED" and "manifest role 'input' but the kernel stores to it" in v["summary"]

@@ -1,0 +1,63 @@
+"""Builds real cuTile Rust crates with cargo (shared target dir, so only the first build is slow)."""
+import pytest
+
+from tileport import rust_ir as R
+from tileport import write_kernel as W
+from tileport.verdict import Verdict, write
+
+
+@pytest.fixture(scope="module")
+def softmax_build(tmp_path_factory, repo=None):
+    from conftest import REPO
+    root = tmp_path_factory.mktemp("softmax")
+    crate = root / "rust"
+    W.run(REPO / "operators" / "softmax", "softmax_kernel", crate / "src" / "softmax_kernel.rs",
+          root / "wk.json", "softmax")
+    v = R.build("softmax", crate, {"softmax_kernel": root / "wk.json"}, root / "build.json",
+                root / "build.log")
+    return root, v
+
+
+def test_build_and_dump(softmax_build, repo):
+    root, v = softmax_build
+    assert v["verdict"] == "PASS", v["summary"]
+    assert (root / "rust" / "Cargo.lock").read_text() == (repo / "rust/port-template/Cargo.lock").read_text()
+    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "bf16-BM1-TILE4096",
+               root / "build.json", root / "p.tileirbc", root / "p.tileir", root / "p.json")
+    assert d["verdict"] == "PASS", d["summary"]
+    assert d["details"]["generics"] == ["bf16", "1", "4096"]
+    text = (root / "p.tileir").read_text()
+    assert "padding_value = neg_inf" in text and "tile=(1x4096)" in text
+    assert "tensor_view<?x?xbf16, strides=[?,1]>" in text
+
+
+def test_variant_args(repo):
+    from tileport import analyze as A, manifest as M
+    k = A.analyse(repo / "operators" / "bmm")["kernels"][0]
+    v = M.variant_by_id(M.load(repo / "operators/bmm/manifest.yaml"), "f16-BM64-BN64-BK32")
+    assert R.variant_args(k, v) == (["f16", "64", "64", "32"], "a=-1,-1,1;b=-1,-1,1;c=-1,-1,1")
+
+
+def test_rustc_error_names_generated_line(tmp_path):
+    crate = tmp_path / "rust"
+    (crate / "src").mkdir(parents=True)
+    (crate / "src" / "bad_kernel.rs").write_text(
+        "#[cutile::module]\npub mod port {\n    use cutile::core::*;\n    #[cutile::entry()]\n"
+        "    pub unsafe fn bad_kernel<E: ElementType>(x: &Tensor<E, {[-1]}>) {\n"
+        "        let n: i32 = \"not a number\";\n    }\n}\n")
+    write(Verdict(stage="write_kernel", op="bad", kernel="bad_kernel", verdict="PASS", summary="x"),
+          tmp_path / "wk.json")
+    v = R.build("bad", crate, {"bad_kernel": tmp_path / "wk.json"}, tmp_path / "b.json", tmp_path / "b.log")
+    assert v["verdict"] == "ERROR"
+    msgs = [f["message"] for f in v["findings"]]
+    assert any("bad_kernel.rs:6" in m and "error" in m for m in msgs), msgs
+    assert (tmp_path / "b.log").exists()
+
+
+def test_blocked_kernel_gives_blocked_build(tmp_path):
+    write(Verdict(stage="write_kernel", op="x", kernel="k", verdict="BLOCKED", owner="kernel",
+                  summary="kernel.py:3: ct.gather: no rule"), tmp_path / "wk.json")
+    v = R.build("x", tmp_path / "rust", {"k": tmp_path / "wk.json"}, tmp_path / "b.json", tmp_path / "b.log")
+    assert v["verdict"] == "BLOCKED" and "ct.gather" in str(v["details"]["blocked"])
+    d = R.dump(".", "x", "k", "f16-T1", tmp_path / "b.json", tmp_path / "a", tmp_path / "b", tmp_path / "c.json")
+    assert d["verdict"] == "BLOCKED"

@@ -1,0 +1,110 @@
+import ast
+import re
+
+import pytest
+
+from tileport import write_kernel as W
+
+OPS = {"relu": "relu_kernel", "gelu": "gelu_tanh_kernel", "silu_and_mul": "silu_and_mul_kernel",
+       "softmax": "softmax_kernel", "rms_norm": "rms_norm_kernel", "layer_norm": "layer_norm_kernel",
+       "matmul": "matmul_kernel", "bmm": "bmm_kernel"}
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_every_operator_translates(repo, tmp_path, op):
+    v = W.run(repo / "operators" / op, OPS[op], tmp_path / "k.rs", tmp_path / "k.json", op)
+    assert v["verdict"] == "PASS", v["summary"]
+    src = (tmp_path / "k.rs").read_text()
+    assert "#[cutile::module]" in src and "#[cutile::entry()]" in src
+    assert f"pub unsafe fn {OPS[op]}<E: ElementType" in src
+
+
+def test_softmax_constructs(repo):
+    src, smap = W.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
+    assert "const BM: i32, const TILE: i32" in src
+    assert "x: &Tensor<E, {[-1, -1]}>" in src
+    assert "padding::NegInf" in src and "reduce_max(t, 1)" in src and "reduce_sum(e, 1)" in src
+    assert re.search(r"for i in \(__pid\.0\.\.row_tiles\)\.step_by\(\(__nblk\.0\) as usize\)", src)
+    assert "num_tiles(&__view1, 0i32)" in src and "padding::None" in src
+    assert ".partition_full_mut(shape![BM, TILE])" in src
+    # every emitted line maps back to a kernel.py line
+    py = (repo / "operators" / "softmax" / "kernel.py").read_text().splitlines()
+    lines = src.splitlines()
+    for rl, pl in smap:
+        assert 1 <= rl <= len(lines) and 1 <= pl <= len(py)
+    red = next(rl for rl, pl in smap if "reduce_max" in lines[rl - 1])
+    assert "ct.max(" in py[dict(smap)[red] - 1]
+
+
+def test_loop_carried_accumulator_is_mut(repo):
+    src, _ = W.translate_kernel(repo / "operators" / "matmul", "matmul_kernel")
+    assert "let mut acc: Tile<f32, {[BM, BN]}> = __t" in src or "let mut acc: Tile<f32, {[BM, BN]}>" in src
+    assert re.search(r"\n\s+acc = __t\d+;", src)
+    assert "mma(ta, tb, acc)" in src
+    assert "for k in 0i32..k_tiles {" in src
+
+
+def test_broadcast_and_scalars(repo):
+    src, _ = W.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
+    assert "broadcast_scalar(inv_n, shape![BM, 1])" in src
+    assert "rsqrt(" in src and "ftz::Disabled" in src
+    src, _ = W.translate_kernel(repo / "operators" / "gelu", "gelu_tanh_kernel")
+    assert "broadcast_scalar(0.7978845608028654f32, shape![TILE])" in src
+    src, _ = W.translate_kernel(repo / "operators" / "silu_and_mul", "silu_and_mul_kernel")
+    assert "negf(a)" in src
+
+
+def test_translation_is_by_construct_not_by_name(op_copy):
+    """The same kernel under another operator and kernel name translates to the same body."""
+    d1 = op_copy("softmax")
+    d2 = op_copy("softmax", "rowwise_thing")
+    k2 = d2 / "kernel.py"
+    k2.write_text(k2.read_text().replace("softmax_kernel", "my_rows").replace("x, y,", "inp, out,")
+                  .replace("(x,", "(inp,").replace("load(x,", "load(inp,").replace("store(y,", "store(out,")
+                  .replace("y.dtype", "out.dtype").replace("num_tiles(x,", "num_tiles(inp,"))
+    m2 = d2 / "manifest.yaml"
+    m2.write_text(m2.read_text().replace("softmax_kernel:", "my_rows:").replace("      x: {", "      inp: {")
+                  .replace("      y: {", "      out: {"))
+    a, _ = W.translate_kernel(d1, "softmax_kernel")
+    b, _ = W.translate_kernel(d2, "my_rows")
+
+    def body(s):
+        s = s.split("pub unsafe fn", 1)[1]
+        return (s.replace("softmax_kernel", "K").replace("my_rows", "K")
+                .replace("inp", "x").replace("out", "y").replace("__y", "__out"))
+
+    assert body(a) == body(b)
+
+
+@pytest.mark.parametrize("edit,construct", [
+    (("        m = ct.max(t, axis=1, keepdims=True)\n", "        m = ct.max(t, axis=None, keepdims=True)\n"), "ct.max"),
+    (("for i in range(ct.bid(0), row_tiles, ct.num_blocks(0)):", "for i in [1, 2]:"), "for [1, 2]"),
+    (("padding_mode=ct.PaddingMode.NEG_INF)", "padding_mode=ct.PaddingMode.NEG_INF, latency=3)"), "latency"),
+    (("        e = ct.exp(t - m)\n", "        e = ct.exp(t - m)\n        e = e % 3.0\n"), "e % 3.0"),
+])
+def test_unsupported_construct_is_blocked_with_line(op_copy, tmp_path, edit, construct):
+    d = op_copy("softmax")
+    src = (d / "kernel.py").read_text()
+    assert edit[0] in src
+    new = src.replace(edit[0], edit[1])
+    (d / "kernel.py").write_text(new)
+    rs = tmp_path / "k.rs"
+    rs.write_text("// previous good port\n")
+    v = W.run(d, "softmax_kernel", rs, tmp_path / "k.json", "softmax")
+    assert v["verdict"] == "BLOCKED"
+    f = v["findings"][0]
+    assert f["category"] == "unsupported" and construct in f["message"]
+    assert f["ref"]["file"].endswith("kernel.py") and f["ref"]["line"] >= 1
+    changed = next(i for i, (x, y) in enumerate(zip(src.splitlines(), new.splitlines())) if x != y) + 1
+    assert f["ref"]["line"] in (changed, changed + 1)
+    assert rs.read_text() == "// previous good port\n", "a failed translation must not overwrite the last port"
+
+
+def test_generated_rust_parses_as_items(repo):
+    """Sanity: braces balance and every `let` has a type annotation (cutile needs them)."""
+    for op, k in OPS.items():
+        src, _ = W.translate_kernel(repo / "operators" / op, k)
+        assert src.count("{") == src.count("}")
+        for line in src.splitlines():
+            if line.strip().startswith("let "):
+                assert re.match(r"\s*let (mut )?\w+: ", line), line
