@@ -166,6 +166,14 @@ def sub1(pattern: str, repl: str, text: str, count: int = 1) -> str:
     return out
 
 
+def assert_pass_but_fma(res) -> None:
+    """Same dataflow, but one side fused a*b+c into fma: a warn (one rounding vs two)."""
+    warns = [f for f in res.findings if f.severity != "info"]
+    assert res.verdict == "PASS_WITH_NOTES", res.summary
+    assert len(warns) == 1 and warns[0].category == "math" and warns[0].severity == "warn"
+    assert "fma contraction differs" in warns[0].message
+
+
 def assert_pass(res) -> None:
     bad = [f for f in res.findings if f.severity != "info"]
     assert res.verdict == "PASS", (res.summary, [f.message for f in bad])
@@ -275,7 +283,8 @@ def fix_rms_port(text: str) -> str:
 @pytest.mark.parametrize("kernel", ["softmax", "gelu", "mm"])
 def test_reference_and_port_match(kernel):
     res = diff_ir(load(f"ref_{kernel}"), load(f"port_{kernel}"))
-    assert_pass(res)
+    # the gelu sample port was written by hand without the frontend's fma contraction
+    (assert_pass_but_fma if kernel == "gelu" else assert_pass)(res)
     assert res.stats["unmatched"] == {"ref": 0, "port": 0}
     assert res.stats["matched"] == res.stats["ops_after"]["ref"] == res.stats["ops_after"]["port"]
     # the port's static unit strides are reported, as info, owned by the host
@@ -307,8 +316,9 @@ def test_rms_fixed_port_matches_despite_hoisting():
 
 def test_fma_note_on_gelu():
     res = diff_ir(load("ref_gelu"), load("port_gelu"))
+    assert_pass_but_fma(res)
     notes = [f for f in res.findings if f.category == "math"]
-    assert len(notes) == 1 and notes[0].severity == "info" and notes[0].owner == "compiler"
+    assert len(notes) == 1 and notes[0].owner == "kernel"
     assert res.stats["fma"] == {"ref": 1, "port": 0}
 
 
@@ -341,7 +351,9 @@ def test_ssa_renaming_is_irrelevant(name):
 
 @pytest.mark.parametrize("kernel", ["softmax", "gelu", "mm"])
 def test_renamed_port_still_matches_reference(kernel):
-    assert_pass(diff_ir(load(f"ref_{kernel}"), rename_ssa(load(f"port_{kernel}"))))
+    res = diff_ir(load(f"ref_{kernel}"), rename_ssa(load(f"port_{kernel}")))
+    # the gelu sample port was written by hand without the frontend's fma contraction
+    (assert_pass_but_fma if kernel == "gelu" else assert_pass)(res)
 
 
 @pytest.mark.parametrize("name", ALL_TEXTS)
@@ -530,8 +542,7 @@ def test_fma_expansion_matches_unfused_form():
     unfused = sub1(r"%2 = fma %1, %1, %1  : tile<1024xf32>",
                    "%m = mulf %1, %1 : tile<1024xf32>\n  %2 = addf %1, %m : tile<1024xf32>", HINTS_IR)
     res = diff_ir(HINTS_IR, unfused)
-    assert_pass(res)
-    assert any(f.category == "math" and f.severity == "info" for f in res.findings)
+    assert_pass_but_fma(res)
     # a wrong unfused form is still caught
     wrong = unfused.replace("addf %1, %m", "subf %1, %m")
     assert_fail(diff_ir(HINTS_IR, wrong), "math")
@@ -542,7 +553,7 @@ def test_fma_flags_are_kept():
     unfused = sub1(r"%2 = fma %1, %1, %1 flush_to_zero : tile<1024xf32>",
                    "%m = mulf %1, %1 flush_to_zero : tile<1024xf32>\n"
                    "  %2 = addf %1, %m flush_to_zero : tile<1024xf32>", t)
-    assert_pass(diff_ir(t, unfused))
+    assert_pass_but_fma(diff_ir(t, unfused))
     assert_fail(diff_ir(t, unfused.replace("addf %1, %m flush_to_zero", "addf %1, %m")), "math")
 
 

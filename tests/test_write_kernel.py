@@ -108,3 +108,30 @@ def test_generated_rust_parses_as_items(repo):
         for line in src.splitlines():
             if line.strip().startswith("let "):
                 assert re.match(r"\s*let (mut )?\w+: ", line), line
+
+
+def test_fma_contraction_mirrors_the_python_frontend(repo):
+    """a*b + c, a*b - c and single-use named products become fma; multi-use products don't."""
+    src, _ = W.translate_kernel(repo / "operators" / "layer_norm", "layer_norm_kernel")
+    # var = sum(t*t)*inv_n - mean*mean  ->  fma(sum, inv_n, -(mean*mean))
+    assert re.search(r"let __t(\d+): Tile<f32, \{\[BM, 1\]\}> = mean \* mean;\n\s+let __t(\d+): .* = negf\(__t\1\);\n"
+                     r"\s+let var: .* = fma\(__t\d+, __t\d+, __t\2, rounding::NearestEven, ftz::Disabled\);", src)
+    # mean is used three times: it stays a plain product
+    assert re.search(r"let mean: Tile<f32, \{\[BM, 1\]\}> = __t\d+ \* __t\d+;", src)
+    # (t - mean) * r * wt + bt  ->  fma(., wt, bt)
+    assert re.search(r"= fma\(__t\d+, __t\d+, __t\d+, rounding::NearestEven, ftz::Disabled\);\n\s+let __t\d+: Tile<E, ", src)
+    src, _ = W.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
+    assert "let ms:" not in src and "fma(" in src       # ms = sum*inv_n used once, in ms + eps
+    src, _ = W.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
+    assert "fma(" not in src
+
+
+def test_fma_contraction_of_c_minus_product(op_copy):
+    d = op_copy("gelu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("r = 0.5 * t * (1.0 + ct.tanh(inner))",
+                                       "r = t - inner * t"))
+    src, _ = W.translate_kernel(d, "gelu_tanh_kernel")
+    # c - a*b -> fma(-a, b, c): the product's left factor is negated (cuTile Python's
+    # reference IR for this kernel is `negf` + `fma %neg, %t, %t`; checked with the pipeline)
+    assert re.search(r"let __t(\d+): Tile<f32, \{\[TILE\]\}> = negf\(inner\);\n\s+let r: .* = fma\(__t\1, t, t,", src)

@@ -50,3 +50,7 @@ DTYPE_ATTRS = {
 }
 # manifest dtype code -> Rust element type name used as generic argument
 RUST_DTYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
+
+# element types the frontend treats as unrestricted floats (fma contraction applies); 'E' is
+# the variant dtype, always one of f16/bf16/f32 here (manifest.DTYPES)
+FLOAT_TILE_DTYPES = {"E", "f16", "bf16", "f32"}

@@ -96,6 +96,13 @@ class KernelTranslator:
         self.line = fn.lineno
         self.need_pid = False
         self.need_nblk = False
+        # float products that a following add/sub may contract into an fma:
+        # rust value name -> (lhs, rhs, index of its `let` line, python name or None)
+        self.muls: dict[str, tuple] = {}
+        self.uses: dict[str, int] = {}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                self.uses[n.id] = self.uses.get(n.id, 0) + 1
 
     # ---- helpers -------------------------------------------------------------------
     def fail(self, node, construct: str, reason: str):
@@ -148,7 +155,7 @@ class KernelTranslator:
             head.append([2, "let __pid: (i32, i32, i32) = get_tile_block_id();", self.fn.lineno])
         if self.need_nblk:
             head.append([2, "let __nblk: (i32, i32, i32) = get_num_tile_blocks();", self.fn.lineno])
-        lines = head + self.out.lines
+        lines = head + [ln for ln in self.out.lines if ln[1] is not None]
         sig = (f"    #[cutile::entry()]\n    pub unsafe fn {self.fn.name}<{', '.join(generics)}>(\n"
                + "".join(f"        {a},\n" for a in args) + "    ) {\n")
         text = sig + "".join("    " * ind + txt + "\n" for ind, txt, _ in lines) + "    }\n"
@@ -211,6 +218,9 @@ class KernelTranslator:
             # the value was just bound to a temporary: give that binding the Python name
             last[1] = f"let {rn}: " + last[1][len(f"let {expr}: "):]
             idx = len(self.out.lines) - 1
+            if expr in self.muls:
+                a, b, i, _ = self.muls.pop(expr)
+                self.muls[rn] = (a, b, i, name)
         else:
             idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
         self.scopes[-1][name] = Var(rn, ty, idx, depth)
@@ -401,7 +411,46 @@ class KernelTranslator:
         shape = self.broadcast_shape(lt, rt, node)
         le = self.as_tile(le, lt, dtype, shape, node)
         re_ = self.as_tile(re_, rt, dtype, shape, node)
-        return self.bind(f"{le} {op} {re_}", Ty("tile", dtype, shape))
+        ty = Ty("tile", dtype, shape)
+        if op in "+-" and dtype in C.FLOAT_TILE_DTYPES:
+            fused = self.contract(le, re_, op, ty)
+            if fused is not None:
+                return fused
+        out = self.bind(f"{le} {op} {re_}", ty)
+        if op == "*" and dtype in C.FLOAT_TILE_DTYPES:
+            self.muls[out[0]] = (le, re_, len(self.out.lines) - 1, None)
+        return out
+
+    def contract(self, le: str, re_: str, op: str, ty: Ty):
+        """Contract ``a*b + c`` / ``a*b - c`` / ``c - a*b`` into ``fma`` exactly where cuTile
+        Python's frontend does, so both sides compute with one rounding and the same machine
+        code. The frontend's rule (cuda-tile 1.7.0, ``cuda/tile/_passes/rewrite_patterns.py``):
+        a float add/sub one of whose operands is a float multiply used nowhere else (the left
+        operand is tried first) becomes ``fma(a, b, c)``; for ``a*b - c`` the addend is
+        negated, for ``c - a*b`` the multiply's left factor is. Returns None when no operand
+        qualifies."""
+
+        def single_use_mul(e):
+            m = self.muls.get(e)
+            if m is None or self.out.lines[m[2]][1] is None:
+                return None
+            if m[3] is not None and self.uses.get(m[3], 0) != 1:
+                return None
+            return m
+
+        m, acc, mul_on_left = single_use_mul(le), re_, True
+        if m is None:
+            m, acc, mul_on_left = single_use_mul(re_), le, False
+        if m is None:
+            return None
+        a, b, idx, _ = m
+        self.out.lines[idx][1] = None      # the multiply is absorbed into the fma
+        if op == "-":
+            if mul_on_left:
+                acc = self.bind(f"negf({acc})", ty)[0]
+            else:
+                a = self.bind(f"negf({a})", ty)[0]
+        return self.bind(f"fma({a}, {b}, {acc}, rounding::NearestEven, ftz::Disabled)", ty)
 
     def scalar_as(self, e, ty, kind, node) -> str:
         if ty.kind == "lit":
