@@ -11,7 +11,7 @@ CORES ?= all
 
 run: install
 	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv
-	@column -s, -t < results/summary.csv | cut -c1-160
+	@$(PY) -m tileport.summary results/summary.csv
 
 test: install
 	$(PY) -m pytest -q tests

@@ -84,3 +84,25 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
     w.writerows(rows)
     atomic_write_text(out_csv, buf.getvalue())
     return rows
+
+
+def format_table(csv_path: str | Path, columns=("op", "kernel", "variant", "analyze", "reference_ir",
+                                                "write_kernel", "rust_ir", "ir_diff")) -> str:
+    """A fixed-width text table of ``summary.csv`` (chosen columns) plus verdict counts."""
+    with open(csv_path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    widths = {c: max([len(c)] + [len(r.get(c, "")) for r in rows]) for c in columns}
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
+    lines += ["  ".join(r.get(c, "").ljust(widths[c]) for c in columns) for r in rows]
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["ir_diff"]] = counts.get(r["ir_diff"], 0) + 1
+    lines.append(f"ir_diff: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+                 + f" ({len(rows)} rows)")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(format_table(sys.argv[1] if len(sys.argv) > 1 else "results/summary.csv"))
