@@ -28,6 +28,7 @@ system-deps:
 	fi
 
 $(STAMP): requirements.lock
+	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "tileport: needs Python >= 3.11 as python3" >&2; exit 1; }
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
 	@rm -f $(VENV)/.installed-* && touch $@

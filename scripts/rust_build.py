@@ -7,7 +7,7 @@ from tileport import rust_ir, stage
 
 op = snakemake.wildcards.op
 stage.apply_tools(snakemake.params.tools)
-with stage.logged(snakemake.log[0] + ".py", snakemake.resources.attempt):
+with stage.logged(snakemake.log[0], snakemake.resources.attempt):
     verdicts = {Path(v).stem: v for v in snakemake.input.verdicts}
     d = rust_ir.build(op, Path(snakemake.output.verdict).parent, verdicts,
                       snakemake.output.verdict, snakemake.log[0])

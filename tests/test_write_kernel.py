@@ -32,6 +32,9 @@ def test_softmax_constructs(repo):
     lines = src.splitlines()
     for rl, pl in smap:
         assert 1 <= rl <= len(lines) and 1 <= pl <= len(py)
+    fn_line = next(rl for rl, pl in smap if "pub unsafe fn" in lines[rl - 1])
+    assert py[dict(smap)[fn_line] - 1].startswith("def softmax_kernel(")
+    assert len(dict(smap)) == len(smap), "each Rust line maps to one Python line"
     red = next(rl for rl, pl in smap if "reduce_max" in lines[rl - 1])
     assert "ct.max(" in py[dict(smap)[red] - 1]
 

@@ -1697,7 +1697,7 @@ def _summary(verdict: str, stats: dict, crit, warn, first: Finding | None) -> st
         return (f"FAIL: {len(crit)} divergence(s) ("
                 + ", ".join(f"{v} {k}" for k, v in sorted(cats.items()))
                 + f"), {prop} propagated op(s){where}")
-    tail = f" ({len(warn)} hint note(s))" if warn else ""
+    tail = f" ({len(warn)} warning(s): {', '.join(sorted({f.category for f in warn}))})" if warn else ""
     return (f"{verdict}: {stats['matched']} op signature(s) match after normalisation "
             f"(ref {stats['ops_before']['ref']} -> {stats['ops_after']['ref']} ops, port "
             f"{stats['ops_before']['port']} -> {stats['ops_after']['port']}){tail}")

@@ -14,6 +14,7 @@ reference, so both sides print identically.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -81,8 +82,10 @@ _CARGO_ERR = re.compile(r"^(?P<file>[^\s:]+\.rs):(?P<line>\d+):(?P<col>\d+): (?P
 
 
 def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json: str | Path,
-          log_path: str | Path, target_dir: str | Path | None = None) -> dict:
+          log_path: str | Path = "", target_dir: str | Path | None = None) -> dict:
     """Build the ``irdump-<op>`` binary of one operator's port crate.
+
+    cargo's command line, time and output are printed (the rule sends them to its log).
 
     ``kernel_verdicts`` maps kernel -> path of its write_kernel verdict. Writes a verdict with
     ``details.binary`` (copied next to the crate) and ``details.kernels``; ERROR with each
@@ -116,10 +119,19 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
                                                                  str(exc))]), out_json)
     cmd = ["cargo", "build", "--locked", "--quiet", "--message-format=short",
            "--bin", f"irdump-{op}", "--manifest-path", str(crate / "Cargo.toml")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    secs = round(time.monotonic() - t0, 1)
-    atomic_write_text(log_path, f"$ {' '.join(cmd)}\n# {secs} s, exit {proc.returncode}\n"
-                                f"{proc.stdout}{proc.stderr}")
+    target.mkdir(parents=True, exist_ok=True)
+    # One lock for build + copy: crates of two clones (or a test run) may share the target dir
+    # and a binary name, and cargo's own lock is released before we copy the binary out.
+    with open(target / ".tileport-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        secs = round(time.monotonic() - t0, 1)
+        if proc.returncode == 0:
+            tmp = crate / f".irdump-{op}.tmp"
+            shutil.copy2(target / "debug" / f"irdump-{op}", tmp)
+            tmp.replace(crate / f"irdump-{op}")
+    # cargo's output goes to the job log (one copy per attempt is kept by stage.logged)
+    print(f"$ {' '.join(cmd)}\n# {secs} s, exit {proc.returncode}\n{proc.stdout}{proc.stderr}")
     if proc.returncode != 0:
         findings = []
         for m in _CARGO_ERR.finditer(proc.stderr):
@@ -135,9 +147,6 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
                              findings=findings, details={"seconds": secs, "log": str(log_path),
                                                          "blocked": blocked}), out_json)
     binary = crate / f"irdump-{op}"
-    tmp = crate / f".irdump-{op}.tmp"
-    shutil.copy2(target / "debug" / f"irdump-{op}", tmp)
-    tmp.replace(binary)
     return write(Verdict(stage="rust_build", op=op, verdict="PASS", owner=None,
                          summary=f"built irdump-{op} in {secs} s",
                          details={"binary": str(binary), "kernels": ok, "blocked": blocked,

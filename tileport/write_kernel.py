@@ -161,7 +161,8 @@ class KernelTranslator:
         text = sig + "".join("    " * ind + txt + "\n" for ind, txt, _ in lines) + "    }\n"
         first = sig.count("\n")
         smap = [(first + i + 1, pl) for i, (_, _, pl) in enumerate(lines)]
-        return text, [(self.fn.lineno, 1)] + smap
+        # the `pub unsafe fn` line (second line of the signature) comes from the `def` line
+        return text, [(2, self.fn.lineno)] + smap
 
     # ---- statements ----------------------------------------------------------------
     def block(self, stmts):
@@ -603,6 +604,14 @@ pub mod port {{
 """
 
 
+def _display_path(path: str | Path) -> str:
+    """``path`` relative to the working directory when it lies below it (stable artefacts)."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
 def translate_kernel(op_dir: str | Path, kernel: str) -> tuple[str, list]:
     """Translate one kernel of an operator.
 
@@ -622,7 +631,7 @@ def translate_kernel(op_dir: str | Path, kernel: str) -> tuple[str, list]:
     fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
     tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile)
     body, smap = tr.translate()
-    header = MODULE_HEADER.format(src=Path(kfile).as_posix())
+    header = MODULE_HEADER.format(src=_display_path(kfile))
     off = header.count("\n")
     src = header + body + "}\n"
     return src, [(r + off, p) for r, p in smap]
@@ -655,7 +664,7 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1) -> dict:
                              details={"backend": "translator"}), out_json)
     atomic_write_text(out_rs, src)
     atomic_write_text(str(out_rs) + ".map.json", json.dumps(
-        {"rust": str(out_rs), "python": str(Path(op_dir) / "kernel.py"),
+        {"rust": str(out_rs), "python": _display_path(Path(op_dir) / "kernel.py"),
          "lines": [[r, p] for r, p in smap]}) + "\n")
     return write(Verdict(stage="write_kernel", op=op, kernel=kernel, verdict="PASS", owner=None,
                          attempt=attempt, summary=f"translated {kernel} ({src.count(chr(10))} lines)",

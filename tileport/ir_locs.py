@@ -1,0 +1,64 @@
+"""Source locations in Tile IR text printed with ``tileirdisasm -g``.
+
+Both frontends record where each op came from: cuTile Python the ``kernel.py`` line, cuTile
+Rust the line of the generated ``.rs`` file. ``tileirdisasm --print-debug-info`` prints an op's
+location as a trailing ``loc(#locN)`` and the aliases at the end of the text:
+
+* ``#locN = loc("file":line:col)`` -- a file location;
+* ``#locN = #cuda_tile.di_loc<#locM in #di_subprogram>`` -- a location inside a function;
+* ``#locN = loc(callsite(#locA at #locB))`` -- ``#locA`` inlined into a call at ``#locB``
+  (cuTile Rust's entry wrapper calls the kernel body, so the op's own line is ``#locA``);
+* ``#locN = loc(unknown)``.
+
+(Formats as printed by tileirdisasm 13.4 for cuda-tile 1.7.0 and cutile 0.5.0 bytecode.)
+"""
+from __future__ import annotations
+
+import re
+
+_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*(.*)$")
+_FILE = re.compile(r'^loc\("([^"]*)":(\d+):(\d+)\)$')
+_DI = re.compile(r"^#cuda_tile\.di_loc<(#loc\d*) in #\w+>$")
+_CALL = re.compile(r"^loc\(callsite\((#loc\d*) at (#loc\d*)\)\)$")
+_TRAILING = re.compile(r"\sloc\((#loc\d*)\)\s*\{?\s*$")
+
+
+def resolve_aliases(text: str) -> dict[str, tuple[str, int] | None]:
+    """Map every ``#locN`` alias of ``text`` to ``(file, line)`` (None for unknown)."""
+    raw = {}
+    for line in text.splitlines():
+        m = _ALIAS.match(line.strip())
+        if m:
+            raw[m.group(1)] = m.group(2).strip()
+    out: dict[str, tuple[str, int] | None] = {}
+
+    def res(name: str, depth: int = 0):
+        if name in out:
+            return out[name]
+        val = raw.get(name)
+        r = None
+        if val is not None and depth < 32:
+            if m := _FILE.match(val):
+                r = (m.group(1), int(m.group(2)))
+            elif m := _DI.match(val):
+                r = res(m.group(1), depth + 1)
+            elif m := _CALL.match(val):
+                r = res(m.group(1), depth + 1) or res(m.group(2), depth + 1)
+        out[name] = r
+        return r
+
+    for name in raw:
+        res(name)
+    return out
+
+
+def op_sources(text: str) -> dict[int, tuple[str, int]]:
+    """1-based IR line number -> ``(source file, source line)`` for every op line that carries
+    a resolvable ``loc(#locN)``."""
+    aliases = resolve_aliases(text)
+    out = {}
+    for i, line in enumerate(text.splitlines(), 1):
+        m = _TRAILING.search(line)
+        if m and aliases.get(m.group(1)):
+            out[i] = aliases[m.group(1)]
+    return out
