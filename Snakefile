@@ -22,6 +22,7 @@ include: "rules/reference_ir.smk"
 include: "rules/write_kernel.smk"
 include: "rules/rust_ir.smk"
 include: "rules/ir_diff.smk"
+include: "rules/ir_diagnose.smk"
 include: "rules/summary.smk"
 
 

@@ -65,6 +65,7 @@ def stage_targets(op):
             f"results/{op}/ref/{k}/{v}.json",
             f"results/{op}/rust_ir/{k}/{v}.json",
             f"results/{op}/ir_diff/{k}/{v}.json",
+            f"results/{op}/diagnosis/{k}/{v}.json",
         ]
     return out
 

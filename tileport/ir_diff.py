@@ -85,6 +85,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from .ir_locs import op_sources
 from .verdict import Finding, Verdict, loc, write
 
 __all__ = [
@@ -1703,6 +1704,19 @@ def _summary(verdict: str, stats: dict, crit, warn, first: Finding | None) -> st
             f"{stats['ops_before']['port']} -> {stats['ops_after']['port']}){tail}")
 
 
+def _attach_sources(res: DiffResult, ref_text: str, port_text: str) -> None:
+    """Add ``source`` (``file:line`` of kernel.py / the generated .rs) to the IR locations of
+    the findings, from the debug info of ``tileirdisasm -g`` text (see :mod:`ir_locs`)."""
+    srcs = {"ref": op_sources(ref_text), "port": op_sources(port_text)}
+    found = list(res.findings) + ([res.first_divergence] if res.first_divergence else [])
+    for f in found:
+        for side in ("ref", "port"):
+            where = getattr(f, side)
+            if where and where.get("line") in srcs[side] and "source" not in where:
+                file, line = srcs[side][where["line"]]
+                where["source"] = f"{file}:{line}"
+
+
 def run(ref_path, port_path, out_json, op: str, kernel: str | None = None,
         variant: str | None = None, attempt: int = 1) -> dict:
     """Stage entry point: diff two IR files and write the ``ir_diff`` verdict JSON.
@@ -1734,6 +1748,7 @@ def run(ref_path, port_path, out_json, op: str, kernel: str | None = None,
                     owner="tool", attempt=attempt, summary=f"ERROR: {exc}", findings=[f],
                     artifacts=artifacts, details={"first_divergence": None, "stats": {}})
         return write(v, out_json)
+    _attach_sources(res, ref_text, port_text)
     v = Verdict(stage="ir_diff", op=op, kernel=kernel, variant=variant, verdict=res.verdict,
                 owner=res.owner, attempt=attempt, summary=res.summary, findings=res.findings,
                 artifacts=artifacts,

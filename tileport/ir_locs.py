@@ -54,11 +54,29 @@ def resolve_aliases(text: str) -> dict[str, tuple[str, int] | None]:
 
 def op_sources(text: str) -> dict[int, tuple[str, int]]:
     """1-based IR line number -> ``(source file, source line)`` for every op line that carries
-    a resolvable ``loc(#locN)``."""
+    a resolvable ``loc(#locN)``. An op with regions (``reduce``, ``for``, ``if``) prints its
+    location after the region's closing brace; it is attributed to the op's first line."""
     aliases = resolve_aliases(text)
-    out = {}
+    out: dict[int, tuple[str, int]] = {}
+    stack: list[int] = []          # first line of each op whose region is open
+    last_op = 0
     for i, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
         m = _TRAILING.search(line)
-        if m and aliases.get(m.group(1)):
-            out[i] = aliases[m.group(1)]
+        where = aliases.get(m.group(1)) if m else None
+        if s.startswith("}"):
+            owner = stack.pop() if stack else None
+            if s.endswith("{") and owner is not None:       # `} else {`: same op goes on
+                stack.append(owner)
+            elif owner is not None and where and owner not in out:
+                out[owner] = where
+            continue
+        if where:
+            out[i] = where
+        if s.startswith("(") and s.endswith("{"):             # block args of the last op's region
+            stack.append(last_op)
+        elif s.endswith("{"):
+            stack.append(i)
+        if s and not s.startswith(("(", "#")):
+            last_op = i
     return out

@@ -15,7 +15,7 @@ from pathlib import Path
 from .verdict import VerdictError, atomic_write_text, read
 
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
-           "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note"]
+           "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis"]
 
 
 def _v(path: Path) -> dict | None:
@@ -38,7 +38,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "reference_ir": "not_run", "write_kernel": "not_run", "rust_ir": "not_run",
                  "ir_diff": "not_run", "attempts": 0, "test": "not_run", "ratio": "not_run",
                  "rust_build": "not_run", "owner": (an or {}).get("owner") or "kernel",
-                 "note": (manifest_error or (an or {}).get("summary", ""))[:300]}]
+                 "note": (manifest_error or (an or {}).get("summary", ""))[:300], "diagnosis": ""}]
     build = _v(r / "rust" / "build.json")
     out = []
     for kernel, variant in variants:
@@ -46,6 +46,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         ref = _v(r / "ref" / kernel / f"{variant}.json")
         rir = _v(r / "rust_ir" / kernel / f"{variant}.json")
         dif = _v(r / "ir_diff" / kernel / f"{variant}.json")
+        dia = _v(r / "diagnosis" / kernel / f"{variant}.json")
         # the note is the first non-passing stage's own summary, in pipeline order
         note, owner = "", ""
         for d in (an, ref, wk, build, rir, dif):
@@ -66,6 +67,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             "ir_diff": _word(dif), "attempts": (wk or {}).get("attempt", 0),
             "test": "not_run", "ratio": "not_run", "rust_build": _word(build),
             "owner": owner, "note": note.replace("\n", " ")[:300],
+            "diagnosis": (dia["summary"] if dia and dia["verdict"] == "FAIL" else "")[:500],
         })
     return out
 

@@ -49,13 +49,17 @@ def tool(name: str) -> str:
     raise FileNotFoundError(f"{name} not found (TILEPORT_{name.upper()}, nvidia/cu13/bin, PATH)")
 
 
-def disassemble(bytecode: str | Path) -> str:
+def disassemble(bytecode: str | Path, debug_info: bool = True) -> str:
     """Text of a Tile IR bytecode file, printed by ``tileirdisasm``.
+
+    With ``debug_info`` (``-g``) every op line ends in ``loc(#locN)`` and the text ends with the
+    location aliases, which name the source line (kernel.py or the generated .rs) of each op.
 
     Raises:
         RuntimeError: tileirdisasm exited non-zero (message carries its stderr).
     """
-    proc = subprocess.run([tool("tileirdisasm"), str(bytecode)], capture_output=True, text=True)
+    cmd = [tool("tileirdisasm")] + (["-g"] if debug_info else []) + [str(bytecode)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"tileirdisasm {bytecode} failed ({proc.returncode}): {proc.stderr.strip()}")
     return proc.stdout

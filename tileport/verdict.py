@@ -38,6 +38,7 @@ _LOC = {
         "file": {"type": "string"},
         "line": {"type": ["integer", "null"]},
         "text": {"type": "string"},
+        "source": {"type": "string"},
     },
     "required": ["file"],
     "additionalProperties": False,

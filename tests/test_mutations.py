@@ -1,0 +1,231 @@
+"""Mutation suite: can the IR diff be trusted?
+
+Starting from the real reference Tile IRs of the eight operators (``tests/data/ir/ops``,
+printed by ``tileirdisasm -g`` from this workflow's own ``results/``), every meaning-changing
+mutant must FAIL with the right category, and every meaning-keeping rewrite must PASS.
+The real (reference, port) pairs must PASS too. ``test_catch_rate`` prints the figures.
+"""
+import re
+from pathlib import Path
+
+import pytest
+
+from tileport.ir_diff import diff_ir
+
+DATA = Path(__file__).parent / "data" / "ir" / "ops"
+OPS = ["relu", "gelu", "silu_and_mul", "softmax", "rms_norm", "layer_norm", "matmul", "bmm"]
+
+
+def ref(op: str) -> str:
+    return (DATA / f"{op}.ref.tileir").read_text()
+
+
+def sub(text: str, old: str, new: str, count: int = 1) -> str:
+    """Literal replacement that must hit exactly ``count`` places (0 = every place, >= 1)."""
+    n = text.count(old)
+    assert (n >= 1) if count == 0 else (n == count), f"{old!r} occurs {n} times"
+    return text.replace(old, new)
+
+
+def line_of(text: str, needle: str) -> str:
+    (hit,) = [ln for ln in text.splitlines() if needle in ln]
+    return hit
+
+
+def drop_line(text: str, needle: str) -> str:
+    return sub(text, line_of(text, needle) + "\n", "")
+
+
+def dropped_cast(t: str) -> str:
+    # delete `%2 = ftof %tile` and let its users read the f16 tile directly
+    t = drop_line(t, "%2 = ftof %tile  :")
+    return sub(t, "reduce %2 dim=1", "reduce %tile dim=1").replace("subf %2, %bcast", "subf %tile, %bcast")
+
+
+def pointer_load(t: str) -> str:
+    # matmul's A tile read through a pointer tile (gather) instead of the partition view
+    load = line_of(t, "load_view_tko weak %pview_16[")
+    loc = re.search(r" loc\(#loc\d+\)$", load).group(0)
+    new = ("    %ptrs = broadcast %arg0 : tile<ptr<f16>> -> tile<128x64xptr<f16>>" + loc + "\n"
+           "    %tile, %result_token = load_ptr_tko weak %ptrs token = %0 : tile<128x64xptr<f16>> "
+           "-> tile<128x64xf16>, token" + loc)
+    return sub(t, load, new)
+
+
+# (op, mutant, edit, expected category) -- each changes what the kernel computes
+MUTANTS = [
+    ("softmax", "max combiner -> min", lambda t: sub(t, "= maxf %reduce_lhs", "= minf %reduce_lhs"), "reduction"),
+    ("softmax", "max identity -inf -> +inf", lambda t: sub(t, "0xFF800000", "0x7F800000"), "reduction"),
+    ("softmax", "sum reduces over dim 0", lambda t: sub(t, "reduce %4 dim=1", "reduce %4 dim=0"), "reduction"),
+    ("softmax", "padding -inf -> zero", lambda t: sub(t, "padding_value = neg_inf", "padding_value = zero", 0), "memory"),
+    ("softmax", "x - max swapped", lambda t: sub(t, "subf %2, %bcast ", "subf %bcast, %2 "), "math"),
+    ("softmax", "e / sum swapped", lambda t: sub(t, "divf %4, %bcast_12", "divf %bcast_12, %4"), "math"),
+    ("softmax", "exp -> exp2", lambda t: sub(t, "= exp %3", "= exp2 %3"), "math"),
+    ("softmax", "store to the input view", lambda t: sub(t, "store_view_tko weak %6, %pview_9[", "store_view_tko weak %6, %pview_7["), "memory"),
+    ("softmax", "dropped f16->f32 cast", dropped_cast, "cast"),
+    ("softmax", "f16 -> bf16 tensors", lambda t: sub(sub(t, "xf16", "xbf16", 0), "ptr<f16>", "ptr<bf16>", 0), "signature"),
+    ("softmax", "tile shape 4x1024 -> 2x1024 on load", lambda t: sub(t, "tile=(4x1024), padding_value = neg_inf", "tile=(2x1024), padding_value = neg_inf", 0), "memory"),
+    ("softmax", "persistent loop step 1", lambda t: sub(t, "step %gridSize_x", "step %cst_1_i32"), "control_flow"),
+    ("softmax", "store column index off by one", lambda t: sub(t, "%cst_0_i32_8 = constant <i32: 0>", "%cst_0_i32_8 = constant <i32: 1>"), "constant"),
+    ("silu_and_mul", "sigmoid without negation", lambda t: sub(t, "= exp %3", "= exp %1"), "math"),
+    ("silu_and_mul", "1 + exp -> 2 + exp", lambda t: sub(t, "<f32: 1.000000e+00>", "<f32: 2.000000e+00>"), "constant"),
+    ("silu_and_mul", "a / (1+e) swapped", lambda t: sub(t, "divf %1, %5", "divf %5, %1"), "math"),
+    ("silu_and_mul", "up read from gate", lambda t: sub(t, "load_view_tko weak %pview_15[", "load_view_tko weak %pview["), "memory"),
+    ("silu_and_mul", "gate tile index transposed", lambda t: sub(t, "weak %pview[%blockId_x, %blockId_y_13]", "weak %pview[%blockId_y_13, %blockId_x]"), "memory"),
+    ("relu", "max -> min", lambda t: sub(t, "= maxf %tile", "= minf %tile"), "math"),
+    ("relu", "threshold 0 -> 1", lambda t: sub(t, "<f16: 0.000000e+00>", "<f16: 1.000000e+00>"), "constant"),
+    ("relu", "padding zero -> nan", lambda t: sub(t, "padding_value = zero", "padding_value = nan", 0), "memory"),
+    ("gelu", "tanh -> exp", lambda t: sub(t, "= tanh %5", "= exp %5"), "math"),
+    ("gelu", "0.044715 -> 0.44715", lambda t: sub(t, "4.471500e-02", "4.471500e-01"), "constant"),
+    ("gelu", "fma addend is the cube", lambda t: sub(t, "fma %3, %1, %1 ", "fma %3, %1, %3 "), "math"),
+    ("gelu", "bf16 output cast dropped to f16", lambda t: sub(t, "ftof %9  : tile<1024xf32> -> tile<1024xbf16>", "ftof %9  : tile<1024xf32> -> tile<1024xf16>"), "cast"),
+    ("rms_norm", "rsqrt -> sqrt", lambda t: sub(t, "= rsqrt %5", "= sqrt %5"), "math"),
+    ("rms_norm", "inv_n and eps swapped in the fma", lambda t: sub(t, "fma %reshape_21, %bcast, %bcast_15", "fma %reshape_21, %bcast_15, %bcast"), "math"),
+    ("rms_norm", "weight not applied", lambda t: sub(t, "mulf %7, %bcast_17", "mulf %7, %7"), "math"),
+    ("rms_norm", "sum identity 0 -> 1", lambda t: sub(t, "identities=[0.000000e+00 : f32]", "identities=[1.000000e+00 : f32]"), "reduction"),
+    ("rms_norm", "flush-to-zero added to rsqrt", lambda t: sub(t, "= rsqrt %5 :", "= rsqrt %5 flush_to_zero :"), "math"),
+    ("layer_norm", "variance without -mean^2", lambda t: sub(t, "fma %reshape_34, %bcast_23, %5", "fma %reshape_34, %bcast_23, %4"), "math"),
+    ("layer_norm", "second moment combiner add -> mul", lambda t: re.sub(r"(reduce %3 dim=1[^\n]*\n[^\n]*\n\s+%13 = )addf", r"\1mulf", t), "reduction"),
+    ("layer_norm", "x - mean swapped", lambda t: sub(t, "subf %tile_30, %bcast_35", "subf %bcast_35, %tile_30"), "math"),
+    ("matmul", "mma operands swapped", lambda t: sub(t, "mmaf %tile, %tile_19,", "mmaf %tile_19, %tile,"), "math"),
+    ("matmul", "accumulator starts at 1", lambda t: sub(t, "<f32: 0.000000e+00> : tile<128x128xf32>", "<f32: 1.000000e+00> : tile<128x128xf32>"), "constant"),
+    ("matmul", "no loop-carried accumulator", lambda t: sub(t, "mmaf %tile, %tile_19, %iterArg0", "mmaf %tile, %tile_19, %cst_0_f32"), "math"),
+    ("matmul", "K loop over M tiles", lambda t: sub(t, "to %1#1,", "to %1#0,"), "control_flow"),
+    ("matmul", "pointer load where a view load was", pointer_load, "memory"),
+    ("bmm", "batch and row index swapped", lambda t: sub(t, "%pview_25[%blockId_z_23, %blockId_x, %loopIdx]", "%pview_25[%blockId_x, %blockId_z_23, %loopIdx]"), "memory"),
+    ("bmm", "B tile reshaped to the wrong shape", lambda t: sub(t, "tile<1x32x64xbf16> -> tile<32x64xbf16>", "tile<1x32x64xbf16> -> tile<64x32xbf16>"), "math"),
+    ("bmm", "B partition 32x64 -> 64x32", lambda t: sub(t, "tile=(1x32x64)", "tile=(1x64x32)", 0), "memory"),
+]
+
+
+def _rename(t: str) -> str:
+    names = sorted(set(re.findall(r"%([A-Za-z_][\w]*|\d+)(?=[\s,:\[\])#])", t)), key=len, reverse=True)
+    for i, n in enumerate(names):
+        t = re.sub(rf"%{re.escape(n)}(?=[\s,:\[\])#])", f"%v{i}_{n}_renamed", t)
+    return t
+
+
+def _dup_const(t: str) -> str:
+    line = line_of(t, "%cst_0_i32_8 = constant <i32: 0>")
+    t = sub(t, line, line + "\n" + line.replace("%cst_0_i32_8 =", "%cst_again ="))
+    return sub(t, "%pview_9[%loopIdx, %cst_0_i32_8]", "%pview_9[%loopIdx, %cst_again]")
+
+
+def _sink_view(t: str) -> str:
+    # the reverse of loop-invariant hoisting: build the output view inside the loop
+    line = line_of(t, "%pview_9 = make_partition_view")
+    t = sub(t, line + "\n", "")
+    store = line_of(t, "store_view_tko weak %6, %pview_9")
+    return sub(t, store, "    " + line.strip() + "\n" + store)
+
+
+def _swap_independent(t: str) -> str:
+    a = line_of(t, "%pview_15 = make_partition_view")
+    b = line_of(t, "%cst_1_f32 = constant <f32: 1.000000e+00>")
+    t = sub(t, b + "\n", "")
+    return sub(t, a, b + "\n" + a)
+
+
+def _assume_and_assert(t: str) -> str:
+    line = line_of(t, "%blockId_x, %blockId_y, %blockId_z = get_tile_block_id")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    extra = (f"\n  %bx = assume bounded<0, ?>, %blockId_x : tile<i32>{loc}"
+             f"\n  %ok = cmpi greater_than_or_equal %bx, %bx, signed : tile<i32> -> tile<i1>{loc}"
+             f"\n  assert %ok, \"in bounds\" : tile<i1>{loc}")
+    t = sub(t, line, line + extra)
+    return sub(t, "%pview[%blockId_x]", "%pview[%bx]")
+
+
+def _cse_block_ids(t: str) -> str:
+    # bmm asks for the block id three times; one call is the same program
+    for dup in ("%blockId_x_18, %blockId_y_19, %blockId_z_20", "%blockId_x_21, %blockId_y_22, %blockId_z_23"):
+        t = drop_line(t, dup + " = get_tile_block_id")
+    return t.replace("%blockId_z_23", "%blockId_z").replace("%blockId_y_19", "%blockId_y")
+
+
+def _splat_constant(t: str) -> str:
+    t = sub(t, "%cst_1_f32 = constant <f32: 1.000000e+00> : tile<f32>",
+            "%cst_1_f32 = constant <f32: 1.000000e+00> : tile<64x64xf32>")
+    t = drop_line(t, "%reshape = reshape %cst_1_f32")
+    t = drop_line(t, "%bcast = broadcast %reshape")
+    return sub(t, "addf %bcast, %4", "addf %cst_1_f32, %4")
+
+
+def _token_per_tensor(t: str) -> str:
+    line = line_of(t, "%0 = make_token : token")
+    t = sub(t, line, line + "\n" + line.replace("%0 =", "%tok_out ="))
+    return sub(t, "token = %0 : tile<1024xf16>", "token = %tok_out : tile<1024xf16>")
+
+
+def _dead_code(t: str) -> str:
+    line = line_of(t, "%1 = ftof %tile  :")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    return sub(t, line, line + f"\n  %unused = mulf %1, %1 : tile<1024xf32>{loc}"
+                              f"\n  %unused_c = constant <f32: 7.000000e+00> : tile<f32>{loc}")
+
+
+def _identity_broadcast(t: str) -> str:
+    line = line_of(t, "%9 = subf %tile_30, %bcast_35")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    t = sub(t, line, line + f"\n    %same = broadcast %9 : tile<4x1024xf32> -> tile<4x1024xf32>{loc}")
+    return sub(t, "mulf %9, %bcast_36", "mulf %same, %bcast_36")
+
+
+# (op, rewrite, edit) -- each keeps what the kernel computes
+REWRITES = [
+    ("softmax", "every SSA value renamed", _rename),
+    ("matmul", "every SSA value renamed", _rename),
+    ("softmax", "a constant materialised twice", _dup_const),
+    ("softmax", "loop-invariant view built inside the loop", _sink_view),
+    ("silu_and_mul", "independent ops reordered", _swap_independent),
+    ("silu_and_mul", "operands of a commutative mulf swapped", lambda t: sub(t, "mulf %6, %2", "mulf %2, %6")),
+    ("gelu", "operands of a commutative addf swapped", lambda t: sub(t, "addf %bcast_10, %7", "addf %7, %bcast_10")),
+    ("relu", "an assume and a bounds-check assert added", _assume_and_assert),
+    ("bmm", "duplicated block-id queries merged", _cse_block_ids),
+    ("silu_and_mul", "scalar 1.0 as a full-shape constant", _splat_constant),
+    ("relu", "one token per tensor", _token_per_tensor),
+    ("gelu", "dead ops added", _dead_code),
+    ("layer_norm", "identity broadcast inserted", _identity_broadcast),
+    ("rms_norm", "debug locations stripped", lambda t: re.sub(r" loc\(#loc\d*\)", "", t)),
+]
+
+
+def critical_categories(res) -> set:
+    return {f.category for f in res.findings if f.severity == "critical"}
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_real_pairs_pass(op):
+    res = diff_ir(ref(op), (DATA / f"{op}.port.tileir").read_text())
+    assert res.verdict == "PASS", res.summary
+
+
+@pytest.mark.parametrize("op,name,edit,category", MUTANTS, ids=[f"{m[0]}:{m[1]}" for m in MUTANTS])
+def test_meaning_changing_mutant_fails(op, name, edit, category):
+    original = ref(op)
+    mutant = edit(original)
+    assert mutant != original
+    res = diff_ir(original, mutant, f"{op}.ref.tileir", f"{op}.mutant.tileir")
+    assert res.verdict == "FAIL", f"{name}: {res.summary}"
+    assert category in critical_categories(res), (name, critical_categories(res), res.summary)
+    assert res.first_divergence is not None and res.first_divergence.severity == "critical"
+
+
+@pytest.mark.parametrize("op,name,edit", REWRITES, ids=[f"{r[0]}:{r[1]}" for r in REWRITES])
+def test_meaning_keeping_rewrite_passes(op, name, edit):
+    original = ref(op)
+    rewritten = edit(original)
+    assert rewritten != original
+    res = diff_ir(original, rewritten)
+    assert res.verdict == "PASS", f"{name}: {res.summary} {[f.message for f in res.findings if f.severity != 'info']}"
+
+
+def test_catch_rate():
+    """The figures for the report: every mutant caught, no false alarm."""
+    caught = sum(diff_ir(ref(op), e(ref(op))).verdict == "FAIL" for op, _, e, _ in MUTANTS)
+    false_alarms = sum(diff_ir(ref(op), e(ref(op))).verdict != "PASS" for op, _, e in REWRITES)
+    print(f"\nmutation suite: {caught}/{len(MUTANTS)} meaning-changing mutants caught, "
+          f"{false_alarms}/{len(REWRITES)} false alarms on meaning-keeping rewrites")
+    assert len(MUTANTS) >= 30 and len(REWRITES) >= 10
+    assert len({m[0] for m in MUTANTS}) == len(OPS), "mutants come from all eight operators"
+    assert caught == len(MUTANTS) and false_alarms == 0
