@@ -108,7 +108,7 @@ def test_touching_one_operator_reruns_only_its_chain(workdir):
     jobs = planned(wd)
     # softmax: 1 analysis, 6 reference + 6 rust IR + 6 diffs, 1 kernel, 1 build; + the summary
     assert jobs == {"analyze": 1, "reference_ir": 6, "write_kernel": 1, "rust_build": 1,
-                    "rust_ir": 6, "ir_diff": 6, "summary": 1}
+                    "rust_ir": 6, "ir_diff": 6, "ir_diagnose": 6, "summary": 1}
     p = snakemake(wd, "-n", "results/summary.csv")
     assert "results/relu/" not in re.sub(r"input: .*", "", p.stdout)
     snakemake(wd, "results/summary.csv")
