@@ -26,3 +26,26 @@ def op_copy(tmp_path):
         return dst
 
     return _copy
+
+
+def run_chain(op_dir, root, op, kernel, variant):
+    """write_kernel -> rust_build -> rust_ir, reference_ir, ir_diff, ir_diagnose in ``root``
+    (real compilers). Returns (diff verdict, diagnosis verdict, path of the generated .rs)."""
+    from tileport import ir_diagnose, ir_diff, reference_ir, rust_ir, write_kernel
+
+    crate = root / "rust"
+    rs = crate / "src" / f"{kernel}.rs"
+    wk = write_kernel.run(op_dir, kernel, rs, root / "wk.json", op)
+    assert wk["verdict"] == "PASS", wk["summary"]
+    b = rust_ir.build(op, crate, {kernel: root / "wk.json"}, root / "build.json")
+    assert b["verdict"] == "PASS", b["summary"]
+    d = rust_ir.dump(op_dir, op, kernel, variant, root / "build.json", root / "p.tileirbc",
+                     root / "p.tileir", root / "p.json")
+    assert d["verdict"] == "PASS", d["summary"]
+    r = reference_ir.run(op_dir, kernel, variant, root / "r.tileirbc", root / "r.tileir",
+                         root / "r.json", op)
+    assert r["verdict"] == "PASS", r["summary"]
+    diff = ir_diff.run(root / "r.tileir", root / "p.tileir", root / "diff.json", op, kernel, variant)
+    diag = ir_diagnose.run(root / "diff.json", crate, str(rs) + ".map.json", op_dir / "kernel.py",
+                           root / "diag.json", op, kernel, variant)
+    return diff, diag, rs

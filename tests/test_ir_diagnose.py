@@ -3,25 +3,13 @@ import json
 
 import pytest
 
-from tileport import constructs, ir_diagnose, ir_diff, reference_ir, rust_ir, write_kernel
+from conftest import run_chain
+from tileport import constructs, ir_diagnose, write_kernel
 from tileport.verdict import Verdict, write
 
 
 def chain(repo, root, op, kernel, variant):
-    """write_kernel -> rust_build -> rust_ir, reference_ir, ir_diff, ir_diagnose in ``root``."""
-    d = repo / "operators" / op
-    crate = root / "rust"
-    rs = crate / "src" / f"{kernel}.rs"
-    assert write_kernel.run(d, kernel, rs, root / "wk.json", op)["verdict"] == "PASS"
-    assert rust_ir.build(op, crate, {kernel: root / "wk.json"}, root / "build.json")["verdict"] == "PASS"
-    assert rust_ir.dump(d, op, kernel, variant, root / "build.json", root / "p.tileirbc",
-                        root / "p.tileir", root / "p.json")["verdict"] == "PASS"
-    assert reference_ir.run(d, kernel, variant, root / "r.tileirbc", root / "r.tileir",
-                            root / "r.json", op)["verdict"] == "PASS"
-    diff = ir_diff.run(root / "r.tileir", root / "p.tileir", root / "diff.json", op, kernel, variant)
-    diag = ir_diagnose.run(root / "diff.json", crate, str(rs) + ".map.json", d / "kernel.py",
-                           root / "diag.json", op, kernel, variant)
-    return diff, diag, rs
+    return run_chain(repo / "operators" / op, root, op, kernel, variant)
 
 
 def test_broken_reduction_rule_is_diagnosed(repo, tmp_path, monkeypatch):

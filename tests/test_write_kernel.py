@@ -138,3 +138,29 @@ def test_fma_contraction_of_c_minus_product(op_copy):
     # c - a*b -> fma(-a, b, c): the product's left factor is negated (cuTile Python's
     # reference IR for this kernel is `negf` + `fma %neg, %t, %t`; checked with the pipeline)
     assert re.search(r"let __t(\d+): Tile<f32, \{\[TILE\]\}> = negf\(inner\);\n\s+let r: .* = fma\(__t\1, t, t,", src)
+
+
+def test_rounding_ftz_nan_keywords_end_to_end(repo, tmp_path):
+    """ct.truediv/exp2/sqrt/maximum/mul/add/sub/rsqrt/astype with rounding_mode=,
+    flush_to_zero=, propagate_nan= translate to the same Tile IR (real compilers), including
+    an fma contracted from a flush-to-zero mul + add."""
+    from conftest import run_chain
+    d = repo / "tests" / "data" / "operators" / "numerics"
+    diff, _, rs = run_chain(d, tmp_path, "numerics", "numerics_kernel", "bf16-TILE1024")
+    assert diff["verdict"] == "PASS", diff["summary"]
+    src = rs.read_text()
+    for frag in ("divf(a, b, rounding::Approx, ftz::Enabled)", "exp2(q, ftz::Enabled)",
+                 "maxf(e, b, nan::Enabled, ftz::Disabled)", "sqrt(__t9, rounding::Zero, ftz::Disabled)",
+                 "fma(r, a, q, rounding::NearestEven, ftz::Enabled)", "ftof(t, rounding::Zero)"):
+        assert frag in src, frag
+
+
+def test_bad_keyword_values_are_blocked(op_copy):
+    d = op_copy("gelu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("ct.tanh(inner)", "ct.exp2(inner, flush_to_zero=maybe)"))
+    with pytest.raises(W.Unsupported, match="flush_to_zero must be True or False"):
+        W.translate_kernel(d, "gelu_tanh_kernel")
+    k.write_text(k.read_text().replace("flush_to_zero=maybe", "rounding_mode=ct.RoundingMode.RN"))
+    with pytest.raises(W.Unsupported, match="keyword 'rounding_mode' not translated"):
+        W.translate_kernel(d, "gelu_tanh_kernel")

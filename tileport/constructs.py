@@ -13,23 +13,33 @@ REDUCTIONS = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "pr
 # elementwise unary math: cuTile Python name -> cuTile Rust call template ({x} = operand)
 UNARY_MATH = {
     "exp": "exp({x})",
-    "exp2": "exp2({x}, ftz::Disabled)",
     "log": "log({x})",
     "log2": "log2({x})",
     "tanh": "tanh({x})",
     "sin": "sin({x})",
     "cos": "cos({x})",
-    "rsqrt": "rsqrt({x}, ftz::Disabled)",
     "abs": "absf({x})",
     "floor": "floor({x})",
     "ceil": "ceil({x})",
 }
+# unary math with rounding/flush-to-zero keywords: name -> (template, takes rounding, takes ftz)
+FLAGGED_MATH = {
+    "exp2": ("exp2({x}, ftz::{f})", False, True),
+    "rsqrt": ("rsqrt({x}, ftz::{f})", False, True),
+    "sqrt": ("sqrt({x}, rounding::{r}, ftz::{f})", True, True),
+}
+# ct.add/sub/mul/truediv (with rounding_mode=, flush_to_zero=) -> the operator they spell
+ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 BINARY_MATH = {"maximum": "max_tile", "minimum": "min_tile"}
+# cuda.tile RoundingMode member -> cuTile Rust rounding marker (cuda/tile/_numeric_semantics.py)
+ROUNDING = {"RN": "NearestEven", "RZ": "Zero", "RM": "NegativeInf", "RP": "PositiveInf",
+            "RA": "NearestAway", "FULL": "Full", "APPROX": "Approx"}
 TILE_CREATION = {"full", "zeros", "ones"}
 SHAPE_OPS = {"reshape", "astype", "mma"}
 GRID = {"bid", "num_blocks", "num_tiles"}
 
-SUPPORTED_CALLS = MEMORY | set(REDUCTIONS) | set(UNARY_MATH) | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID
+SUPPORTED_CALLS = (MEMORY | set(REDUCTIONS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
+                   | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID)
 
 PADDING = {
     # cuda.tile PaddingMode member -> cuTile Rust padding marker
