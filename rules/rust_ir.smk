@@ -26,6 +26,7 @@ rule rust_ir:
         op_inputs,
         build="results/{op}/rust/build.json",
         analysis="results/{op}/analysis.json",
+        source_map="results/{op}/rust/src/{kernel}.rs.map.json",
         code=code("rust_ir", "toolchain"),
     output:
         bytecode="results/{op}/rust_ir/{kernel}/{variant}.tileirbc",

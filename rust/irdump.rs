@@ -1,6 +1,7 @@
 //! tileport's Tile IR dumper for generated cuTile Rust ports (written by this team).
 //!
-//! Usage: irdump-<op> <kernel> <out.tileirbc> <gpu target> <generics,comma,separated> <strides>
+//! Usage: irdump-<op> <kernel> <entry> <out.tileirbc> <gpu target> <generics,comma,separated> <strides>
+//! (<kernel> names the module of the generated file, <entry> the `#[cutile::entry()]` function.)
 //! where <strides> is `name=s0,s1;name2=...` (element strides, -1 = dynamic).
 //! Compiles the kernel's captured module AST with cutile's `KernelCompiler` (no GPU, no
 //! driver) and writes Tile IR bytecode; exits 2 on bad arguments, 1 on a compile error.
@@ -25,19 +26,19 @@ fn parse_strides(spec: &str) -> Result<Vec<(String, Vec<i32>)>, String> {
 }
 
 fn compile(kernels: &[(&str, ModuleFn)], args: &[String]) -> Result<(), (i32, String)> {
-    if args.len() != 6 {
-        return Err((2, format!("usage: {} <kernel> <out> <target> <generics> <strides>", args[0])));
+    if args.len() != 7 {
+        return Err((2, format!("usage: {} <kernel> <entry> <out> <target> <generics> <strides>", args[0])));
     }
-    let (kernel, out, target) = (&args[1], &args[2], &args[3]);
-    let generics: Vec<String> = args[4].split(',').filter(|s| !s.is_empty()).map(String::from).collect();
-    let strides = parse_strides(&args[5]).map_err(|e| (2, e))?;
+    let (kernel, entry, out, target) = (&args[1], &args[2], &args[3], &args[4]);
+    let generics: Vec<String> = args[5].split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+    let strides = parse_strides(&args[6]).map_err(|e| (2, e))?;
     let stride_refs: Vec<(&str, &[i32])> = strides.iter().map(|(n, s)| (n.as_str(), s.as_slice())).collect();
     let module_fn = kernels
         .iter()
         .find(|(name, _)| name == kernel)
         .map(|(_, f)| *f)
         .ok_or_else(|| (2, format!("no kernel '{kernel}' in this crate")))?;
-    let artifacts = cutile::compile_api::KernelCompiler::new(module_fn, "port", kernel)
+    let artifacts = cutile::compile_api::KernelCompiler::new(module_fn, "port", entry)
         .generics(generics)
         .strides(&stride_refs)
         .target(target)

@@ -164,3 +164,27 @@ def test_bad_keyword_values_are_blocked(op_copy):
     k.write_text(k.read_text().replace("flush_to_zero=maybe", "rounding_mode=ct.RoundingMode.RN"))
     with pytest.raises(W.Unsupported, match="keyword 'rounding_mode' not translated"):
         W.translate_kernel(d, "gelu_tanh_kernel")
+
+
+def test_constexpr_branches_and_float_bool_constexprs_end_to_end(repo, tmp_path):
+    """Static `if`s on constexprs (one changes the tile rank) and ct.Constant[bool/float]
+    become one Rust entry per distinct combination; every variant's IR matches (real compilers).
+    The float SCALE=2.5 also guards against truncating constexprs to int on either side."""
+    from conftest import run_chain
+    from tileport import manifest as M
+    d = repo / "tests" / "data" / "operators" / "branchy"
+    src, _, entries = W.translate_entries(d, "act_kernel")
+    assert len(set(entries.values())) == 4
+    assert entries["f16-BM4-TILE1024-GELUfalse-SCALE2p5"] == "act_kernel__BM4_GELUfalse_SCALE2p5"
+    assert "// if BM == 1: True for this entry" in src and "broadcast_scalar(2.5f32" in src
+    for v in M.variants(M.load(d / "manifest.yaml")):
+        diff, _, _ = run_chain(d, tmp_path / v.id, "branchy", "act_kernel", v.id)
+        assert diff["verdict"] == "PASS", (v.id, diff["summary"])
+
+
+def test_runtime_if_is_blocked(op_copy):
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("    zero = ct.zeros", "    if bid > 3:\n        bid = bid\n    zero = ct.zeros"))
+    with pytest.raises(W.Unsupported, match="only `if` on constexpr parameters"):
+        W.translate_kernel(d, "relu_kernel")

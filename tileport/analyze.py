@@ -40,14 +40,20 @@ def _is_ct(node: ast.AST, alias: str, attr: str | None = None) -> bool:
             and node.value.id == alias and (attr is None or node.attr == attr))
 
 
-def constexpr_aliases(tree: ast.Module, alias: str) -> set[str]:
-    """Module-level names bound to ``ct.Constant[...]`` (e.g. ``ConstInt``)."""
-    out = set()
+def _constant_type(sub: ast.Subscript) -> str:
+    """'int' | 'float' | 'bool' of a ``ct.Constant[T]`` annotation (other T: 'int')."""
+    t = sub.slice
+    return t.id if isinstance(t, ast.Name) and t.id in ("int", "float", "bool") else "int"
+
+
+def constexpr_aliases(tree: ast.Module, alias: str) -> dict[str, str]:
+    """Module-level names bound to ``ct.Constant[T]`` (e.g. ``ConstInt``) -> 'int'/'float'/'bool'."""
+    out = {}
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Subscript)
                 and _is_ct(node.value.value, alias, "Constant")):
-            out.add(node.targets[0].id)
+            out[node.targets[0].id] = _constant_type(node.value)
     return out
 
 
@@ -63,20 +69,36 @@ def kernel_functions(tree: ast.Module, alias: str) -> list[ast.FunctionDef]:
     return out
 
 
-def param_kind(arg: ast.arg, alias: str, const_aliases: set[str]) -> str:
+def param_kind(arg: ast.arg, alias: str, const_aliases: dict[str, str]) -> str:
     """'constexpr' | 'scalar_f32' | 'scalar_i32' | 'array' from a parameter's annotation."""
+    return param_type(arg, alias, const_aliases)[0]
+
+
+def param_type(arg: ast.arg, alias: str, const_aliases: dict[str, str]) -> tuple[str, str | None]:
+    """(kind, constexpr type 'int'/'float'/'bool' or None) of a kernel parameter."""
     ann = arg.annotation
     if ann is None:
-        return "array"
+        return "array", None
     if isinstance(ann, ast.Name) and ann.id in const_aliases:
-        return "constexpr"
+        return "constexpr", const_aliases[ann.id]
     if isinstance(ann, ast.Subscript) and _is_ct(ann.value, alias, "Constant"):
-        return "constexpr"
+        return "constexpr", _constant_type(ann)
     if isinstance(ann, ast.Name) and ann.id == "float":
-        return "scalar_f32"
+        return "scalar_f32", None
     if isinstance(ann, ast.Name) and ann.id == "int":
-        return "scalar_i32"
-    return "array"
+        return "scalar_i32", None
+    return "array", None
+
+
+def static_test(test: ast.AST, constexprs: set[str]) -> bool:
+    """True when an ``if`` test only reads constexpr parameters and literals (``BM == 1``,
+    ``GELU and not FAST``): cuTile evaluates it at compile time, so it selects code per variant."""
+    ok = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name, ast.Constant, ast.Load, ast.And, ast.Or,
+          ast.Not, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+    for n in ast.walk(test):
+        if not isinstance(n, ok) or (isinstance(n, ast.Name) and n.id not in constexprs):
+            return False
+    return True
 
 
 def _kw(call: ast.Call, name: str, pos: int | None = None):
@@ -88,7 +110,8 @@ def _kw(call: ast.Call, name: str, pos: int | None = None):
     return None
 
 
-def calls_used(fn: ast.FunctionDef, alias: str, path: str) -> tuple[list[dict], list[dict]]:
+def calls_used(fn: ast.FunctionDef, alias: str, path: str,
+               constexprs: set[str] = frozenset()) -> tuple[list[dict], list[dict]]:
     """The cuTile calls and control flow of one kernel, and its unsupported constructs.
 
     Returns (calls, unsupported); each item has ``line`` (1-based, in ``path``) and a
@@ -139,7 +162,13 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str) -> tuple[list[dict], 
             if not is_range or not isinstance(node.target, ast.Name) or node.orelse:
                 unsupported.append({"construct": "for " + ast.unparse(node.iter), "line": line,
                                     "reason": "only `for <name> in range(...)` without else"})
-        elif isinstance(node, (ast.While, ast.If, ast.With, ast.Try, ast.FunctionDef, ast.Lambda,
+        elif isinstance(node, ast.If) and static_test(node.test, constexprs):
+            calls.append({"call": "if-constexpr", "line": line, "test": ast.unparse(node.test)})
+        elif isinstance(node, ast.If):
+            unsupported.append({"construct": "if " + ast.unparse(node.test), "line": line,
+                                "reason": "only `if` on constexpr parameters is translated (a "
+                                          "runtime condition is not)"})
+        elif isinstance(node, (ast.While, ast.With, ast.Try, ast.FunctionDef, ast.Lambda,
                                ast.IfExp, ast.ListComp, ast.GeneratorExp, ast.Subscript)):
             if isinstance(node, ast.Subscript) and _is_shape_subscript(node):
                 calls.append({"call": "array.shape[i]", "line": line})
@@ -191,8 +220,10 @@ def analyse(op_dir: str | Path) -> dict:
         params = []
         cfg_keys = list(man["configs"][0])
         for a in fn.args.args:
-            kind = param_kind(a, alias, consts)
+            kind, ctype = param_type(a, alias, consts)
             p = {"name": a.arg, "kind": kind, "line": a.lineno}
+            if ctype:
+                p["ctype"] = ctype
             if kind == "array":
                 spec = kman["arrays"].get(a.arg)
                 if spec is None:
@@ -207,10 +238,23 @@ def analyse(op_dir: str | Path) -> dict:
                     unsupported.append({"construct": f"constexpr {a.arg}", "line": a.lineno,
                                         "file": str(kpath),
                                         "reason": f"constexpr not set by the manifest configs {cfg_keys}"})
+                else:
+                    want = {"int": int, "float": (int, float), "bool": bool}[ctype]
+                    bad = [c[a.arg] for c in man["configs"]
+                           if not isinstance(c[a.arg], want)
+                           or (ctype != "bool" and isinstance(c[a.arg], bool))
+                           or (ctype == "int" and c[a.arg] < 1)]
+                    if bad:
+                        unsupported.append({"construct": f"constexpr {a.arg}", "line": a.lineno,
+                                            "file": str(kpath),
+                                            "reason": f"declared ct.Constant[{ctype}] "
+                                                      f"{'(a positive int) ' if ctype == 'int' else ''}"
+                                                      f"but the manifest configs give {bad}"})
             else:
                 p["dtype"] = "f32" if kind == "scalar_f32" else "i32"
             params.append(p)
-        calls, unsup = calls_used(fn, alias, str(kpath))
+        cnames = {a.arg for a in fn.args.args if param_kind(a, alias, consts) == "constexpr"}
+        calls, unsup = calls_used(fn, alias, str(kpath), cnames)
         for u in unsup:
             u["file"] = str(kpath)
         unsupported.extend(unsup)

@@ -67,7 +67,11 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "minProperties": 1,
                 "propertyNames": {"pattern": "^[A-Z][A-Z0-9_]*$"},
-                "additionalProperties": {"type": "integer", "minimum": 1},
+                # ct.Constant[int] tile sizes are positive ints; ct.Constant[bool/float]
+                # switches and factors are allowed too (the analyser checks each against
+                # the kernel's annotation)
+                "additionalProperties": {"anyOf": [{"type": "integer", "minimum": 1},
+                                                   {"type": "boolean"}, {"type": "number"}]},
             },
         },
         "shape_names": {"type": "array", "items": {"type": "string"}, "minItems": 1},
@@ -99,7 +103,11 @@ class Variant:
 
     @property
     def id(self) -> str:
-        parts = [self.dtype] + [f"{k}{v}" for k, v in self.constexprs.items()]
+        def show(v):
+            if isinstance(v, bool):
+                return str(v).lower()
+            return str(v).replace(".", "p").replace("-", "m")
+        parts = [self.dtype] + [f"{k}{show(v)}" for k, v in self.constexprs.items()]
         return "-".join(parts)
 
 

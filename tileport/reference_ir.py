@@ -51,7 +51,7 @@ def signature_for(kernel_params: list[dict], variant: M.Variant):
                 alias_groups=[], may_alias_internally=False,
                 stride_constant=[None] * (nd - 1) + [1]))
         elif p["kind"] == "constexpr":
-            params.append(int(variant.constexprs[p["name"]]))
+            params.append(variant.constexprs[p["name"]])   # int, float or bool as declared
         else:
             params.append(ScalarConstraint(dt[p["dtype"]]))
     return KernelSignature(params, calling_convention=CallingConvention.cutile_python_v2())

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from . import analyze as A
 from . import constructs as C
+from . import manifest as M
 from .verdict import Finding, Verdict, atomic_write_text, loc, write
 
 RUST_KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "extern", "false",
@@ -88,8 +89,12 @@ class Emitter:
 class KernelTranslator:
     """Translate one ``@ct.kernel`` function; see the module docstring for the rules."""
 
-    def __init__(self, fn: ast.FunctionDef, params: list[dict], alias: str, file: str):
+    def __init__(self, fn: ast.FunctionDef, params: list[dict], alias: str, file: str,
+                 spec: dict | None = None, entry: str | None = None):
         self.fn, self.params, self.alias, self.file = fn, params, alias, file
+        # constexpr values this entry is specialised for (static `if` tests, float/bool)
+        self.spec = dict(spec or {})
+        self.entry = entry or fn.name
         self.out = Emitter()
         self.scopes: list[dict[str, Var]] = [{}]
         self.tmp = 0
@@ -139,9 +144,14 @@ class KernelTranslator:
                 dims = ", ".join(["-1"] * p["ndim"])
                 args.append(f"{rn}: &Tensor<E, {{[{dims}]}}>")
                 self.scopes[0][p["name"]] = Var(rn, Ty("arr", dtype="E", ndim=p["ndim"]), None, 0)
-            elif p["kind"] == "constexpr":
+            elif p["kind"] == "constexpr" and p.get("ctype", "int") == "int":
                 generics.append(f"const {rn}: i32")
                 self.scopes[0][p["name"]] = Var(rn, Ty("i32"), None, 0)
+            elif p["kind"] == "constexpr":
+                # float/bool constexprs have no Rust const-generic form: each specialised
+                # entry inlines its value (bool ones can only steer static `if`s)
+                v = self.spec[p["name"]]
+                self.scopes[0][p["name"]] = Var(repr(v), Ty("lit", value=v), None, 0)
             else:
                 t = "f32" if p["kind"] == "scalar_f32" else "i32"
                 args.append(f"{rn}: {t}")
@@ -156,7 +166,7 @@ class KernelTranslator:
         if self.need_nblk:
             head.append([2, "let __nblk: (i32, i32, i32) = get_num_tile_blocks();", self.fn.lineno])
         lines = head + [ln for ln in self.out.lines if ln[1] is not None]
-        sig = (f"    #[cutile::entry()]\n    pub unsafe fn {self.fn.name}<{', '.join(generics)}>(\n"
+        sig = (f"    #[cutile::entry()]\n    pub unsafe fn {self.entry}<{', '.join(generics)}>(\n"
                + "".join(f"        {a},\n" for a in args) + "    ) {\n")
         text = sig + "".join("    " * ind + txt + "\n" for ind, txt, _ in lines) + "    }\n"
         first = sig.count("\n")
@@ -188,6 +198,8 @@ class KernelTranslator:
             pass
         elif isinstance(s, ast.For):
             self.for_loop(s)
+        elif isinstance(s, ast.If):
+            self.static_if(s)
         else:
             self.fail(s, type(s).__name__.lower() + ": " + ast.unparse(s).splitlines()[0][:60],
                       "statement not translated")
@@ -225,6 +237,19 @@ class KernelTranslator:
         else:
             idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
         self.scopes[-1][name] = Var(rn, ty, idx, depth)
+
+    def static_if(self, s: ast.If):
+        """``if`` on constexprs: cuTile evaluates it when it compiles a variant, so this entry
+        (specialised for those constexpr values) keeps only the branch taken, inline (a Python
+        ``if`` opens no scope)."""
+        names = {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}
+        if not A.static_test(s.test, set(self.spec)) or not names <= set(self.spec):
+            self.fail(s, "if " + ast.unparse(s.test), "only `if` on constexpr parameters is "
+                                                      "translated (a runtime condition is not)")
+        taken = eval(compile(ast.Expression(s.test), self.file, "eval"),  # noqa: S307
+                     {"__builtins__": {}}, dict(self.spec))
+        self.out.emit(f"// if {ast.unparse(s.test)}: {bool(taken)} for this entry", s.lineno)
+        self.block(s.body if taken else s.orelse)
 
     def for_loop(self, s: ast.For):
         it = s.iter
@@ -673,11 +698,27 @@ def _display_path(path: str | Path) -> str:
         return Path(path).as_posix()
 
 
-def translate_kernel(op_dir: str | Path, kernel: str) -> tuple[str, list]:
-    """Translate one kernel of an operator.
+def specialisation_keys(fn: ast.FunctionDef, params: list[dict]) -> list[str]:
+    """Constexprs that split a kernel into several Rust entries: those read by static ``if``
+    tests, and float/bool ones (no const-generic form in Rust); in parameter order."""
+    cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
+    used = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.If) and A.static_test(n.test, cnames):
+            used |= {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)}
+    return [p["name"] for p in params if p["kind"] == "constexpr"
+            and (p["name"] in used or p.get("ctype", "int") != "int")]
 
-    Returns (Rust source of ``src/<kernel>.rs``, source map as ``[(rust_line, py_line)]``,
-    both 1-based).
+
+def translate_entries(op_dir: str | Path, kernel: str) -> tuple[str, list, dict]:
+    """Translate one kernel of an operator into one Rust module.
+
+    A kernel whose code depends on constexpr ``if``s or float/bool constexprs becomes one
+    ``#[cutile::entry()]`` per distinct combination of those values over the manifest's
+    variants (named ``<kernel>__<NAME><value>...``); otherwise one entry named like the kernel.
+
+    Returns (Rust source of ``src/<kernel>.rs``, source map ``[(rust_line, py_line)]`` (1-based),
+    ``{variant id: entry name}``).
 
     Raises:
         Unsupported: a construct without a rule (file:line: construct: reason).
@@ -690,12 +731,30 @@ def translate_kernel(op_dir: str | Path, kernel: str) -> tuple[str, list]:
         raise Unsupported(kfile, 1, f"kernel {kernel}", "not found in the analysis")
     tree = ast.parse(Path(kfile).read_text(), filename=kfile)
     fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
-    tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile)
-    body, smap = tr.translate()
+    keys = specialisation_keys(fn, kinfo["params"])
+    groups: dict[tuple, list[str]] = {}
+    for v in details["variants"]:
+        groups.setdefault(tuple(v["constexprs"][k] for k in keys), []).append(v["id"])
     header = MODULE_HEADER.format(src=_display_path(kfile))
-    off = header.count("\n")
-    src = header + body + "}\n"
-    return src, [(r + off, p) for r, p in smap]
+    parts, smap, entries = [header], [], {}
+    line = header.count("\n")
+    for key, vids in groups.items():
+        spec = dict(zip(keys, key))
+        name = kernel if not keys else kernel + "__" + "_".join(
+            f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items())
+        tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile, spec, name)
+        body, bmap = tr.translate()
+        smap += [(r + line, p) for r, p in bmap]
+        parts.append(body + "\n")
+        line += body.count("\n") + 1
+        entries.update({vid: name for vid in vids})
+    return "".join(parts) + "}\n", smap, entries
+
+
+def translate_kernel(op_dir: str | Path, kernel: str) -> tuple[str, list]:
+    """:func:`translate_entries` without the entry table: (Rust source, source map)."""
+    src, smap, _ = translate_entries(op_dir, kernel)
+    return src, smap
 
 
 def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1) -> dict:
@@ -706,7 +765,7 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1) -> dict:
     so downstream rules can still run and report BLOCKED)."""
     out_rs = Path(out_rs)
     try:
-        src, smap = translate_kernel(op_dir, kernel)
+        src, smap, entries = translate_entries(op_dir, kernel)
     except Unsupported as exc:
         if not out_rs.exists():
             atomic_write_text(out_rs, f"// BLOCKED: {exc}\n")
@@ -726,7 +785,7 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1) -> dict:
     atomic_write_text(out_rs, src)
     atomic_write_text(str(out_rs) + ".map.json", json.dumps(
         {"rust": str(out_rs), "python": _display_path(Path(op_dir) / "kernel.py"),
-         "lines": [[r, p] for r, p in smap]}) + "\n")
+         "lines": [[r, p] for r, p in smap], "entries": entries}) + "\n")
     return write(Verdict(stage="write_kernel", op=op, kernel=kernel, verdict="PASS", owner=None,
                          attempt=attempt, summary=f"translated {kernel} ({src.count(chr(10))} lines)",
                          details={"backend": "translator"},
