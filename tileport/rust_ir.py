@@ -39,17 +39,17 @@ def default_target_dir() -> Path:
     env = os.environ.get("TILEPORT_CARGO_TARGET_DIR")
     if env:
         return Path(env)
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "tileport" / "cargo-target"
+    return toolchain.cache_root() / "cargo-target"
 
 
 def cargo_env(target_dir: Path) -> dict:
     """Environment for cargo and the dumper: CUDA headers (bindgen) and tileiras from the wheels."""
     env = dict(os.environ)
     root = toolchain.cuda_root()
-    env["CUDA_TOOLKIT_PATH"] = str(root)
+    env["CUDA_TOOLKIT_PATH"] = str(toolchain.toolkit_dir())     # headers, clone-independent
     env["CARGO_TARGET_DIR"] = str(target_dir)
     env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["CUTILE_TILEIRAS_PATH"] = toolchain.tool("tileiras")    # the dumper asks its version
     env.pop("CUDA_HOME", None)  # an older toolkit there breaks tileiras (toolchain notes)
     return env
 

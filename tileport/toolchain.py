@@ -8,9 +8,11 @@ All come from PyPI wheels installed in the project's virtualenv (``nvidia-cuda-t
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
+import tempfile
 from pathlib import Path
 
 
@@ -63,3 +65,38 @@ def disassemble(bytecode: str | Path, debug_info: bool = True) -> str:
     if proc.returncode != 0:
         raise RuntimeError(f"tileirdisasm {bytecode} failed ({proc.returncode}): {proc.stderr.strip()}")
     return proc.stdout
+
+
+def cache_root() -> Path:
+    """``${XDG_CACHE_HOME:-~/.cache}/tileport``: build caches shared by every clone."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tileport"
+
+
+def cuda_version(include: Path) -> int:
+    """``CUDA_VERSION`` defined by ``include/cuda.h`` (e.g. 13040). Raises ValueError if absent."""
+    m = re.search(r"^#define CUDA_VERSION (\d+)", (include / "cuda.h").read_text(), re.M)
+    if not m:
+        raise ValueError(f"{include / 'cuda.h'}: no CUDA_VERSION")
+    return int(m.group(1))
+
+
+def toolkit_dir() -> Path:
+    """A directory to give cutile's bindgen as ``CUDA_TOOLKIT_PATH``: the CUDA headers of the
+    ``nvidia-cuda-runtime`` / ``nvidia-curand`` wheels, copied once per CUDA version under
+    :func:`cache_root` (``cuda-toolkit-<CUDA_VERSION>/include``).
+
+    The path must not depend on the clone: cuda-bindings' build script reruns when
+    ``CUDA_TOOLKIT_PATH`` changes, which would rebuild cutile (about 85 s) in the shared cargo
+    target directory whenever two clones alternate.
+    """
+    src = cuda_root() / "include"
+    dst = cache_root() / f"cuda-toolkit-{cuda_version(src)}"
+    if not (dst / "include" / "cuda.h").is_file():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=dst.parent, prefix=f".{dst.name}."))
+        shutil.copytree(src, tmp / "include")
+        try:
+            tmp.rename(dst)
+        except OSError:          # another job assembled it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dst
