@@ -49,9 +49,14 @@ fn compile(kernels: &[(&str, ModuleFn)], args: &[String]) -> Result<(), (i32, St
     Ok(())
 }
 
-/// Entry point used by each generated crate's `main`.
-pub fn main_with(kernels: &'static [(&'static str, ModuleFn)]) {
+/// Entry point used by each generated crate's `main`. `--sources-sha` prints the hash of the
+/// kernel sources the binary was built from (tileport checks it against the files on disk).
+pub fn main_with(kernels: &'static [(&'static str, ModuleFn)], sources_sha: &str) {
     let args: Vec<String> = std::env::args().collect();
+    if args.len() == 2 && args[1] == "--sources-sha" {
+        println!("{sources_sha}");
+        return;
+    }
     // cutile's compiler recurses deeply over the kernel AST: give it a large stack.
     let handle = std::thread::Builder::new()
         .stack_size(256 << 20)

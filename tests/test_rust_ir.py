@@ -21,7 +21,10 @@ def softmax_build(tmp_path_factory, repo=None):
 def test_build_and_dump(softmax_build, repo):
     root, v = softmax_build
     assert v["verdict"] == "PASS", v["summary"]
-    assert (root / "rust" / "Cargo.lock").read_text() == (repo / "rust/port-template/Cargo.lock").read_text()
+    lock = (root / "rust" / "Cargo.lock").read_text()
+    ident = R.crate_ident(root / "rust", "softmax").replace("_", "-")
+    assert lock == (repo / "rust/port-template/Cargo.lock").read_text().replace(
+        'name = "tileport-port"\n', f'name = "tileport-port-{ident}"\n')
     d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "bf16-BM1-TILE4096",
                root / "build.json", root / "p.tileirbc", root / "p.tileir", root / "p.json")
     assert d["verdict"] == "PASS", d["summary"]
@@ -61,3 +64,34 @@ def test_blocked_kernel_gives_blocked_build(tmp_path):
     assert v["verdict"] == "BLOCKED" and "ct.gather" in str(v["details"]["blocked"])
     d = R.dump(".", "x", "k", "f16-T1", tmp_path / "b.json", tmp_path / "a", tmp_path / "b", tmp_path / "c.json")
     assert d["verdict"] == "BLOCKED"
+
+
+def test_same_kernel_names_in_two_crates_do_not_mix(repo, tmp_path, op_copy):
+    """Two operators with the same kernel file name share the cargo target dir: each dumper must
+    still compile its own kernel (a shared package name once linked one crate's kernels into
+    the other's binary, which gave verdicts about the wrong program)."""
+    a = op_copy("relu", "dup_a")
+    b = op_copy("relu", "dup_b")
+    kb = b / "kernel.py"
+    kb.write_text(kb.read_text().replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
+                                         "zero = ct.full((TILE,), 0.0, dtype=ct.float32)")
+                  .replace("tile=ct.maximum(t, zero)", "tile=ct.astype(ct.maximum(ct.astype(t, ct.float32), zero), y.dtype)"))
+    texts = {}
+    for name, d in (("dup_a", a), ("dup_b", b)):
+        root = tmp_path / name
+        W.run(d, "relu_kernel", root / "rust/src/relu_kernel.rs", root / "wk.json", name)
+        v = R.build(name, root / "rust", {"relu_kernel": root / "wk.json"}, root / "b.json")
+        assert v["verdict"] == "PASS", v["summary"]
+        assert R.dump(d, name, "relu_kernel", "f16-TILE1024", root / "b.json", root / "p.bc",
+                      root / "p.tileir", root / "p.json")["verdict"] == "PASS"
+        texts[name] = (root / "p.tileir").read_text()
+    assert "ftof" not in texts["dup_a"] and "ftof" in texts["dup_b"]
+
+
+def test_stale_binary_is_refused(softmax_build, repo):
+    root, v = softmax_build
+    rs = root / "rust" / "src" / "softmax_kernel.rs"
+    rs.write_text(rs.read_text() + "// edited after the build\n")
+    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM4-TILE1024",
+               root / "build.json", root / "s.tileirbc", root / "s.tileir", root / "s.json")
+    assert d["verdict"] == "ERROR" and "stale binary" in d["summary"]
