@@ -9,6 +9,7 @@ rule analyze:
         "results/{op}/logs/analyze.log",
     params:
         tools=config["tools"],
+        op_dir=op_dir,
     retries: retries("analyze")
     resources:
         attempt=lambda wc, attempt: attempt,

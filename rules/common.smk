@@ -1,5 +1,6 @@
 # Helpers shared by all rules: config validation, operator/variant discovery, paths.
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -16,8 +17,22 @@ except tp_config.ConfigError as exc:
 OPERATORS_DIR = Path(workflow.basedir) / "operators"
 
 
+OP_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# folders under operators/ that cannot be an operator (name): reported in summary.csv only
+SKIPPED = {}
+
+
 def _discover_ops():
-    found = sorted(p.name for p in OPERATORS_DIR.iterdir() if (p / "manifest.yaml").exists() or (p / "kernel.py").exists())
+    found = []
+    for p in sorted(OPERATORS_DIR.iterdir()):
+        if not p.is_dir() or p.name.startswith(".") or p.name == "__pycache__":
+            continue
+        if OP_NAME.match(p.name):
+            found.append(p.name)
+        else:
+            SKIPPED[p.name] = (f"{p}: folder name is not an operator name (lower-case letters, "
+                               f"digits and '_', starting with a letter): not run")
+            print(f"tileport: {SKIPPED[p.name]}", file=sys.stderr)
     wanted = config["operators"] or found
     missing = [o for o in wanted if o not in found]
     if missing:
@@ -26,22 +41,31 @@ def _discover_ops():
 
 
 OPS = _discover_ops()
-# op -> list of (kernel, variant id); ops whose manifest is malformed get [] and an error
+# op -> list of (kernel, variant id); ops whose folder or manifest is broken get [] and an error
 VARIANTS = {}
 MANIFEST_ERRORS = {}
 for _op in OPS:
+    _dir = OPERATORS_DIR / _op
+    _lacking = [f for f in ("kernel.py", "manifest.yaml") if not (_dir / f).is_file()]
     try:
-        _man = tp_manifest.load(OPERATORS_DIR / _op / "manifest.yaml")
+        if _lacking:
+            raise tp_manifest.ManifestError(f"{_dir}: operator folder lacks {' and '.join(_lacking)}")
+        _man = tp_manifest.load(_dir / "manifest.yaml")
         VARIANTS[_op] = [(k, v.id) for k in _man["kernels"] for v in tp_manifest.variants(_man)]
     except tp_manifest.ManifestError as exc:
         VARIANTS[_op] = []
         MANIFEST_ERRORS[_op] = str(exc)
         print(f"tileport: {exc} -- {_op} is reported in summary.csv and skipped", file=sys.stderr)
 
+
 def op_inputs(wildcards):
-    """The operator's own source files: every stage of that operator depends on them."""
+    """The operator's own source files (those that exist): every stage of it depends on them."""
     d = OPERATORS_DIR / wildcards.op
-    return [str(d / "kernel.py"), str(d / "manifest.yaml")]
+    return [str(d / f) for f in ("kernel.py", "manifest.yaml") if (d / f).is_file()]
+
+
+def op_dir(wildcards):
+    return str(OPERATORS_DIR / wildcards.op)
 
 
 def kernels_of(op):

@@ -1,10 +1,10 @@
 rule ir_diagnose:
     """IR diagnoser (deterministic): source lines + advice for each critical IR-diff finding."""
     input:
+        op_inputs,
         diff="results/{op}/ir_diff/{kernel}/{variant}.json",
         rust="results/{op}/rust/src/{kernel}.rs",
         source_map="results/{op}/rust/src/{kernel}.rs.map.json",
-        kernel=lambda wc: str(OPERATORS_DIR / wc.op / "kernel.py"),
         code=code("ir_diagnose", "ir_locs"),
     output:
         verdict="results/{op}/diagnosis/{kernel}/{variant}.json",
@@ -12,6 +12,7 @@ rule ir_diagnose:
         "results/{op}/logs/ir_diagnose/{kernel}/{variant}.log",
     params:
         tools=config["tools"],
+        op_dir=op_dir,
     retries: retries("ir_diagnose")
     resources:
         attempt=lambda wc, attempt: attempt,

@@ -12,6 +12,7 @@ rule ir_diff:
         "results/{op}/logs/ir_diff/{kernel}/{variant}.log",
     params:
         tools=config["tools"],
+        op_dir=op_dir,
     retries: retries("ir_diff")
     resources:
         attempt=lambda wc, attempt: attempt,

@@ -12,6 +12,7 @@ rule reference_ir:
         "results/{op}/logs/reference_ir/{kernel}/{variant}.log",
     params:
         tools=config["tools"],
+        op_dir=op_dir,
     retries: retries("reference_ir")
     resources:
         attempt=lambda wc, attempt: attempt,

@@ -11,6 +11,7 @@ rule rust_build:
         "results/{op}/logs/rust_build.log",
     params:
         tools=config["tools"],
+        op_dir=op_dir,
     retries: retries("rust_build")
     resources:
         attempt=lambda wc, attempt: attempt,
@@ -36,6 +37,7 @@ rule rust_ir:
         "results/{op}/logs/rust_ir/{kernel}/{variant}.log",
     params:
         tools=config["tools"],
+        op_dir=op_dir,
         target=config["gpu_target"],
     retries: retries("rust_ir")
     resources:

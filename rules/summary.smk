@@ -12,6 +12,7 @@ rule summary:
         ops=OPS,
         variants=VARIANTS,
         manifest_errors=MANIFEST_ERRORS,
+        skipped=SKIPPED,
     conda:
         "../envs/tileport.yaml"
     script:

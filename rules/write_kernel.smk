@@ -12,6 +12,7 @@ rule write_kernel:
         "results/{op}/logs/write_kernel/{kernel}.log",
     params:
         tools=config["tools"],
+        op_dir=op_dir,
         backend=config["roles"]["kernel_writer"],
         cap=config["attempts"]["write_kernel"],
     retries: retries("write_kernel")

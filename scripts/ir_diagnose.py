@@ -6,8 +6,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from tileport import ir_diagnose, stage
 
 w, i = snakemake.wildcards, snakemake.input
-stage.apply_tools(snakemake.params.tools)
-with stage.logged(snakemake.log[0], snakemake.resources.attempt):
-    d = ir_diagnose.run(i.diff, Path(i.rust).parent.parent, i.source_map, i.kernel,
+with stage.guarded(snakemake, "ir_diagnose"):
+    d = ir_diagnose.run(i.diff, Path(i.rust).parent.parent, i.source_map, Path(snakemake.params.op_dir) / "kernel.py",
                         snakemake.output.verdict, w.op, w.kernel, w.variant)
     print(d["verdict"], d["summary"])

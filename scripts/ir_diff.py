@@ -7,8 +7,7 @@ from tileport import ir_diff, stage
 from tileport.verdict import Finding, Verdict, read, write
 
 w, i = snakemake.wildcards, snakemake.input
-stage.apply_tools(snakemake.params.tools)
-with stage.logged(snakemake.log[0], snakemake.resources.attempt):
+with stage.guarded(snakemake, "ir_diff"):
     ups = {"reference_ir": read(i.ref_verdict), "rust_ir": read(i.port_verdict)}
     bad = {k: v for k, v in ups.items() if v["verdict"] != "PASS"}
     if bad:

@@ -6,8 +6,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from tileport import rust_ir, stage
 
 op = snakemake.wildcards.op
-stage.apply_tools(snakemake.params.tools)
-with stage.logged(snakemake.log[0], snakemake.resources.attempt):
+with stage.guarded(snakemake, "rust_build"):
     verdicts = {Path(v).stem: v for v in snakemake.input.verdicts}
     d = rust_ir.build(op, Path(snakemake.output.verdict).parent, verdicts,
                       snakemake.output.verdict, snakemake.log[0])

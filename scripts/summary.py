@@ -5,9 +5,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from tileport import stage, summary
 
-stage.apply_tools(snakemake.params.tools)
-with stage.logged(snakemake.log[0]):
+with stage.guarded(snakemake, "summary"):
     rows = summary.write_summary(Path(snakemake.output[0]).parent, snakemake.params.ops,
                                  snakemake.params.variants, snakemake.params.manifest_errors,
-                                 snakemake.output[0])
+                                 snakemake.output[0], skipped=snakemake.params.skipped)
     print(f"{len(rows)} rows")

@@ -7,13 +7,13 @@ from tileport import stage, write_kernel
 
 w, out = snakemake.wildcards, snakemake.output
 attempt, cap = snakemake.resources.attempt, snakemake.params.cap
-stage.apply_tools(snakemake.params.tools)
-with stage.logged(snakemake.log[0], attempt):
-    d = write_kernel.run(Path(snakemake.input[0]).parent, w.kernel, out.rust, out.verdict, w.op,
+with stage.guarded(snakemake, "write_kernel"):
+    d = write_kernel.run(snakemake.params.op_dir, w.kernel, out.rust, out.verdict, w.op,
                          attempt=attempt)
     print(f"attempt {attempt}/{cap}:", d["verdict"], d["summary"])
     if not Path(out.source_map).exists():
         Path(out.source_map).write_text('{"lines": []}\n')
-    if d["verdict"] != "PASS" and attempt < cap:
-        # a failed attempt: Snakemake retries (the per-attempt log stays)
+    if d["verdict"] != "PASS" and attempt < cap and snakemake.params.backend != "translator":
+        # a failed attempt of a non-deterministic writer: Snakemake retries it (each attempt
+        # keeps its log); the deterministic translator would only repeat itself
         raise SystemExit(f"write_kernel attempt {attempt} of {cap}: {d['summary']}")

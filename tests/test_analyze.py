@@ -80,3 +80,51 @@ def test_role_mismatch_is_blocked(op_copy, tmp_path):
     m.write_text(m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: input}"))
     v = A.run(d, tmp_path / "a.json", "relu")
     assert v["verdict"] == "BLOCKED" and "manifest role 'input' but the kernel stores to it" in v["summary"]
+
+
+def test_manifest_and_kernel_must_agree(op_copy, tmp_path):
+    d = op_copy("rms_norm")
+    m = d / "manifest.yaml"
+    text = m.read_text()
+    m.write_text(text.replace("scalars: {inv_n: f32, eps: f32}", "scalars: {inv_n: f32, eps: i32}")
+                 .replace("      y: {ndim: 2, role: output}", "      y: {ndim: 2, role: output}\n      z: {ndim: 2, role: input}"))
+    reasons = [u["reason"] for u in A.analyse(d)["unsupported"]]
+    assert any("manifest lists array 'z'" in r for r in reasons)
+    assert any("manifest says i32, the kernel annotates f32" in r for r in reasons)
+
+
+def test_tile_sizes_must_be_powers_of_two(op_copy):
+    d = op_copy("softmax")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("{BM: 4, TILE: 1024}", "{BM: 4, TILE: 1000}"))
+    un = A.analyse(d)["unsupported"]
+    assert un and un[0]["construct"] == "constexpr TILE=1000" and un[0]["file"].endswith("manifest.yaml")
+    assert "powers of two" in un[0]["reason"]
+
+
+def test_annotations_and_decorator_kwargs_are_not_kernel_code(op_copy):
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("TILE: ConstInt", "TILE: ct.Constant[int]")
+                 .replace("@ct.kernel\n", "@ct.kernel(occupancy=2)\n"))
+    assert A.analyse(d)["unsupported"] == []
+
+
+@pytest.mark.parametrize("header,ok", [("from cuda import tile as ct\n", True),
+                                       ("import cuda.tile\nct = cuda.tile\n", False)])
+def test_import_forms(op_copy, header, ok):
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("import cuda.tile as ct\n", header))
+    if ok:
+        assert A.analyse(d)["kernels"][0]["name"] == "relu_kernel"
+    else:
+        with pytest.raises(A.AnalysisError, match=r"kernel.py:\d+: `import cuda.tile` without an alias"):
+            A.analyse(d)
+
+
+def test_nul_byte_is_a_syntax_error_with_line(op_copy, tmp_path):
+    d = op_copy("relu")
+    (d / "kernel.py").write_bytes(b"import cuda.tile as ct\n\x00\n")
+    v = A.run(d, tmp_path / "a.json", "relu")
+    assert v["verdict"] == "BLOCKED" and "kernel.py:1: syntax error" in v["summary"]

@@ -29,7 +29,16 @@ def test_compile_error_is_a_verdict_not_a_crash(op_copy, tmp_path):
     v = R.run(d, "relu_kernel", "f16-TILE1024", tmp_path / "r.tileirbc", tmp_path / "r.tileir",
               tmp_path / "r.json", "relu")
     assert v["verdict"] == "ERROR" and v["findings"][0]["category"] == "build"
-    assert "kernel.py" in v["summary"] and "compile failed" in v["summary"]
+    line = k.read_text().splitlines().index(next(l for l in k.read_text().splitlines() if "(TILE, TILE)" in l)) + 1
+    assert f"kernel.py:{line}: cuTile Python compile failed" in v["summary"]
+    assert v["findings"][0]["ref"]["line"] == line and v["owner"] == "kernel"
+
+
+def test_missing_tool_is_env_not_kernel(repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEPORT_TILEIRDISASM", "/nonexistent/tileirdisasm")
+    v = R.run(repo / "operators" / "relu", "relu_kernel", "f16-TILE1024", tmp_path / "r.tileirbc",
+              tmp_path / "r.tileir", tmp_path / "r.json", "relu")
+    assert v["verdict"] == "ERROR" and v["owner"] == "env" and "tileirdisasm" in v["summary"]
 
 
 def test_unknown_variant_is_blocked(repo, tmp_path):

@@ -188,3 +188,25 @@ def test_runtime_if_is_blocked(op_copy):
     k.write_text(k.read_text().replace("    zero = ct.zeros", "    if bid > 3:\n        bid = bid\n    zero = ct.zeros"))
     with pytest.raises(W.Unsupported, match="only `if` on constexpr parameters"):
         W.translate_kernel(d, "relu_kernel")
+
+
+@pytest.mark.parametrize("old,new,reason", [
+    ("padding_mode=ct.PaddingMode.NEG_INF), ct.float32)", "padding_mode=ct.PaddingMode.NEG_INF))",
+     "cannot translate this statement"),                       # ct.astype without a dtype
+    ("m = ct.max(t, axis=1, keepdims=True)", "m = ct.max(t, axis=2, keepdims=True)", "axis 2 out of range"),
+])
+def test_malformed_calls_are_blocked_not_crashes(op_copy, old, new, reason):
+    d = op_copy("softmax")
+    k = d / "kernel.py"
+    assert old in k.read_text()
+    k.write_text(k.read_text().replace(old, new))
+    with pytest.raises(W.Unsupported, match=reason):
+        W.translate_kernel(d, "softmax_kernel")
+
+
+def test_negative_axis(op_copy):
+    d = op_copy("softmax")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("m = ct.max(t, axis=1,", "m = ct.max(t, axis=-1,"))
+    src, _ = W.translate_kernel(d, "softmax_kernel")
+    assert "reduce_max(t, 1)" in src

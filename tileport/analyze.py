@@ -10,6 +10,7 @@ syntax error, manifest/kernel mismatch), or ERROR (the manifest itself is malfor
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from . import constructs as C
@@ -22,16 +23,24 @@ class AnalysisError(ValueError):
 
 
 def tile_alias(tree: ast.Module) -> str:
-    """The local name ``cuda.tile`` is imported as (``ct`` for ``import cuda.tile as ct``).
+    """The local name ``cuda.tile`` is imported as: ``ct`` for ``import cuda.tile as ct`` or
+    ``from cuda import tile as ct``.
 
     Raises:
-        AnalysisError: when the module never imports ``cuda.tile``.
+        AnalysisError: when the module never imports ``cuda.tile`` under a plain name.
     """
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == "cuda.tile":
-                    return a.asname or "cuda.tile"
+                    if not a.asname:
+                        raise AnalysisError(f"line {node.lineno}: `import cuda.tile` without an "
+                                            f"alias: write `import cuda.tile as ct`")
+                    return a.asname
+        if isinstance(node, ast.ImportFrom) and node.module == "cuda":
+            for a in node.names:
+                if a.name == "tile":
+                    return a.asname or "tile"
     raise AnalysisError("kernel.py does not `import cuda.tile as <alias>`")
 
 
@@ -90,6 +99,24 @@ def param_type(arg: ast.arg, alias: str, const_aliases: dict[str, str]) -> tuple
     return "array", None
 
 
+def tile_dim_constexprs(fn: ast.FunctionDef, alias: str) -> set[str]:
+    """Names used as entries of tile-shape tuples (``shape=`` of load/num_tiles, the shape of
+    full/zeros/ones/reshape)."""
+    out = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and _is_ct(n.func, alias):
+            shp = None
+            if n.func.attr in ("load", "num_tiles"):
+                shp = _kw(n, "shape", 2)
+            elif n.func.attr in ("full", "zeros", "ones"):
+                shp = n.args[0] if n.args else _kw(n, "shape")
+            elif n.func.attr == "reshape":
+                shp = n.args[1] if len(n.args) > 1 else _kw(n, "shape")
+            if isinstance(shp, ast.Tuple):
+                out |= {e.id for e in shp.elts if isinstance(e, ast.Name)}
+    return out
+
+
 def static_test(test: ast.AST, constexprs: set[str]) -> bool:
     """True when an ``if`` test only reads constexpr parameters and literals (``BM == 1``,
     ``GELU and not FAST``): cuTile evaluates it at compile time, so it selects code per variant."""
@@ -120,9 +147,8 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
     anything other than ``ct.*``/``range``.
     """
     calls, unsupported = [], []
-    for node in ast.walk(fn):
-        if node is fn:
-            continue
+    body_nodes = [n for stmt in fn.body for n in ast.walk(stmt)]
+    for node in body_nodes:
         line = getattr(node, "lineno", None)
         if isinstance(node, ast.Call):
             if _is_ct(node.func, alias):
@@ -202,17 +228,22 @@ def analyse(op_dir: str | Path) -> dict:
     try:
         tree = ast.parse(src, filename=str(kpath))
     except SyntaxError as exc:
-        raise AnalysisError(f"{kpath}:{exc.lineno}: syntax error: {exc.msg}") from None
+        raise AnalysisError(f"{kpath}:{exc.lineno or 1}: syntax error: {exc.msg}") from None
+    except ValueError as exc:          # e.g. NUL bytes in the source
+        raise AnalysisError(f"{kpath}:1: syntax error: {exc}") from None
     try:
         alias = tile_alias(tree)
     except AnalysisError as exc:
-        raise AnalysisError(f"{kpath}:1: {exc}") from None
+        m = re.match(r"line (\d+): (.*)", str(exc))
+        raise AnalysisError(f"{kpath}:{m.group(1) if m else 1}: {m.group(2) if m else exc}") from None
     consts = constexpr_aliases(tree, alias)
     fns = {f.name: f for f in kernel_functions(tree, alias)}
     kernels, unsupported = [], []
     for kname, kman in man["kernels"].items():
         if kname not in fns:
-            unsupported.append({"construct": f"kernel {kname}", "line": 1, "file": str(kpath),
+            mpath = Path(man["_path"])
+            unsupported.append({"construct": f"kernel {kname}", "file": str(mpath),
+                                "line": M._yaml_line(mpath.read_text(), ["kernels", kname]) or 1,
                                 "reason": f"manifest lists kernel '{kname}' but kernel.py has no "
                                           f"@{alias}.kernel of that name (has {sorted(fns)})"})
             continue
@@ -229,8 +260,9 @@ def analyse(op_dir: str | Path) -> dict:
                 if spec is None:
                     unsupported.append({"construct": f"parameter {a.arg}", "line": a.lineno,
                                         "file": str(kpath),
-                                        "reason": "array parameter missing from manifest kernels."
-                                                  f"{kname}.arrays"})
+                                        "reason": f"not in the manifest's kernels.{kname}.arrays and "
+                                                  "not annotated: list arrays there, annotate "
+                                                  "scalars (`x: float` / `n: int`)"})
                 else:
                     p.update(ndim=spec["ndim"], role=spec["role"], dtype="{dtype}")
             elif kind == "constexpr":
@@ -255,6 +287,34 @@ def analyse(op_dir: str | Path) -> dict:
             params.append(p)
         cnames = {a.arg for a in fn.args.args if param_kind(a, alias, consts) == "constexpr"}
         calls, unsup = calls_used(fn, alias, str(kpath), cnames)
+        # the manifest describes exactly the kernel's parameters
+        pnames = {a.arg for a in fn.args.args}
+        mpath = Path(man["_path"])
+        mtext = mpath.read_text()
+        for extra in sorted(set(kman["arrays"]) - pnames):
+            unsupported.append({"construct": f"array {extra}", "file": str(mpath),
+                                "line": M._yaml_line(mtext, ["kernels", kname, "arrays", extra]) or 1,
+                                "reason": f"manifest lists array '{extra}' but {kname} has no such parameter"})
+        scal = {p["name"]: p["dtype"] for p in params if p["kind"].startswith("scalar")}
+        for name, dt in kman.get("scalars", {}).items():
+            if name not in scal:
+                unsupported.append({"construct": f"scalar {name}", "file": str(mpath),
+                                    "line": M._yaml_line(mtext, ["kernels", kname, "scalars", name]) or 1,
+                                    "reason": f"manifest lists scalar '{name}' but {kname} has no "
+                                              f"`{name}: float|int` parameter"})
+            elif scal[name] != dt:
+                unsupported.append({"construct": f"scalar {name}", "file": str(mpath),
+                                    "line": M._yaml_line(mtext, ["kernels", kname, "scalars", name]) or 1,
+                                    "reason": f"manifest says {dt}, the kernel annotates {scal[name]}"})
+        # tile dimensions must be powers of two (cuTile's rule); check the constexprs used there
+        for name in sorted(tile_dim_constexprs(fn, alias) & cnames):
+            for i, cfg in enumerate(man["configs"]):
+                v = cfg.get(name)
+                if isinstance(v, int) and not isinstance(v, bool) and v & (v - 1):
+                    unsupported.append({"construct": f"constexpr {name}={v}", "file": str(mpath),
+                                        "line": M._yaml_line(mtext, ["configs", i, name]) or 1,
+                                        "reason": f"{name} sets a tile dimension in {kname}, and "
+                                                  f"tile dimensions must be powers of two"})
         for u in unsup:
             u["file"] = str(kpath)
         unsupported.extend(unsup)

@@ -37,7 +37,10 @@ def validate(config: dict, schema_path: str | Path) -> dict:
             "type": lambda: f"type {e.validator_value}",
             "minimum": lambda: f">= {e.validator_value}",
             "maximum": lambda: f"<= {e.validator_value}",
-            "required": lambda: f"required keys {e.validator_value}",
+            "required": lambda: f"the missing key(s) {sorted(set(e.validator_value) - set(e.instance))}",
         }.get(e.validator, lambda: e.message)()
+        if e.validator == "required":
+            lines.append(f"config.yaml: key '{key}' lacks {expected.split(' ', 1)[1]}")
+            continue
         lines.append(f"config.yaml: key '{key}': value {e.instance!r} -- expected {expected}")
     raise ConfigError("\n".join(lines))

@@ -64,3 +64,19 @@ RUST_DTYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
 # element types the frontend treats as unrestricted floats (fma contraction applies); 'E' is
 # the variant dtype, always one of f16/bf16/f32 here (manifest.DTYPES)
 FLOAT_TILE_DTYPES = {"E", "f16", "bf16", "f32"}
+
+RUST_KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "extern", "false",
+                 "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
+                 "pub", "ref", "return", "self", "static", "struct", "super", "trait", "true",
+                 "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "box",
+                 "abstract", "become", "do", "final", "macro", "override", "priv", "typeof",
+                 "unsized", "virtual", "yield", "try", "gen"}
+# kernel names that would collide with the generated crate's own files (src/main.rs, lib.rs,
+# irdump.rs) or its `port` module
+RESERVED_KERNEL_NAMES = RUST_KEYWORDS | {"main", "lib", "irdump", "port", "core", "std", "cutile"}
+
+
+def rust_ident(name: str) -> str:
+    """The Rust identifier the translator gives a Python name (keywords and ``__`` names get a
+    trailing ``_``); the stride spec of the IR dump must use the same spelling."""
+    return name + "_" if name in RUST_KEYWORDS or name.startswith("__") else name

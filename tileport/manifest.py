@@ -33,6 +33,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
         "kernels": {
             "type": "object",
             "minProperties": 1,
+            "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
             "additionalProperties": {
                 "type": "object",
                 "properties": {
@@ -181,6 +182,19 @@ def load(path: str | Path) -> dict:
             raise ManifestError(
                 f"{path}:{_yaml_line(text, ['configs', i]) or 1}: key 'configs/{i}': constexpr "
                 f"names {list(cfg)} differ from the first config's {keys0}")
+    from .constructs import RESERVED_KERNEL_NAMES
+    for k in doc["kernels"]:
+        if k in RESERVED_KERNEL_NAMES or k.startswith("__"):
+            raise ManifestError(
+                f"{path}:{_yaml_line(text, ['kernels', k]) or 1}: key 'kernels/{k}': kernel name "
+                f"'{k}' is reserved (a Rust keyword or a file of the generated crate)")
+    seen = {}
+    for i, v in enumerate(variants(doc)):
+        if v.id in seen:
+            raise ManifestError(
+                f"{path}:{_yaml_line(text, ['configs']) or 1}: key 'configs': variant '{v.id}' "
+                f"occurs twice (duplicate config)")
+        seen[v.id] = i
     for dt in doc["dtypes"]:
         if dt not in doc["tolerance"]:
             raise ManifestError(

@@ -9,6 +9,7 @@ and disassembles it with ``tileirdisasm`` (both facts: ``shared/notes/toolchain.
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 import traceback
@@ -72,7 +73,10 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     kinfo = next((k for k in details["kernels"] if k["name"] == kernel), None)
     if kinfo is None:
         raise KeyError(f"{op_dir / 'kernel.py'}: no kernel '{kernel}'")
-    mod = load_module(op_dir / "kernel.py")
+    try:
+        mod = load_module(op_dir / "kernel.py")
+    except SystemExit as exc:
+        raise RuntimeError(f"importing kernel.py called sys.exit({exc.code})") from None
     from cuda.tile.compilation import export_kernel
 
     sig = signature_for(kinfo["params"], variant)
@@ -94,12 +98,30 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
                              verdict="BLOCKED", owner="kernel", summary=str(exc),
                              findings=[Finding("input", "critical", "kernel", str(exc))]), out_json)
     except Exception as exc:  # cuTile compiler errors carry the kernel's file:line
-        msg = f"{Path(op_dir) / 'kernel.py'}: cuTile Python compile failed: {type(exc).__name__}: {exc}"
+        kpy = Path(op_dir) / "kernel.py"
         tb = traceback.format_exc(limit=3)
+        if isinstance(exc, (FileNotFoundError, PermissionError)) or (
+                isinstance(exc, RuntimeError) and "tileirdisasm" in str(exc)):
+            msg = f"tool failure while exporting {kernel}: {type(exc).__name__}: {exc}"
+            return write(Verdict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id,
+                                 verdict="ERROR", owner="env", summary=msg[:1500],
+                                 findings=[Finding("environment", "critical", "env", msg)],
+                                 details={"traceback": tb}), out_json)
+        if isinstance(exc, ModuleNotFoundError):
+            msg = (f"{kpy}: importing kernel.py needs the module '{exc.name}', which is not "
+                   f"installed here (import it inside the launch function)")
+            return write(Verdict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id,
+                                 verdict="ERROR", owner="env", summary=msg,
+                                 findings=[Finding("environment", "critical", "env", msg,
+                                                   ref=loc(kpy, None))]), out_json)
+        text = f"{type(exc).__name__}: {exc}"
+        m = re.search(r'"([^"]*kernel\.py)", line (\d+)', text) or re.search(r"kernel\.py:(\d+)", text)
+        line = int(m.group(m.lastindex)) if m else None
+        msg = f"{kpy}:{line or '?'}: cuTile Python compile failed: {text}"
         return write(Verdict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id,
-                             verdict="ERROR", owner="kernel", summary=msg.splitlines()[0],
-                             findings=[Finding("build", "critical", "kernel", msg,
-                                               ref=loc(Path(op_dir) / "kernel.py", None))],
+                             verdict="ERROR", owner="kernel", summary=msg.splitlines()[0][:1500],
+                             findings=[Finding("build", "critical", "kernel", msg[:3000],
+                                               ref=loc(kpy, line))],
                              details={"traceback": tb}), out_json)
     return write(Verdict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id,
                          verdict="PASS", owner=None, summary="Tile IR exported",

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from . import analyze as A
+from . import constructs as C
 from . import manifest as M
 from . import toolchain
 from .verdict import Finding, Verdict, atomic_write_text, loc, read, write, VerdictError
@@ -207,7 +208,7 @@ def variant_args(kinfo: dict, variant: M.Variant) -> tuple[list[str], str]:
             generics.append(str(variant.constexprs[p["name"]]))
         elif p["kind"] == "array":
             dims = ["-1"] * (p["ndim"] - 1) + ["1"]
-            name = p["name"] + "_" if p["name"] in ("type", "ref", "in", "fn", "mod") else p["name"]
+            name = C.rust_ident(p["name"])
             strides.append(f"{name}={','.join(dims)}")
     return generics, ";".join(strides)
 
@@ -263,13 +264,24 @@ def dump(op_dir, op, kernel, variant_id, build_json, out_bc, out_txt, out_json, 
     if proc.returncode != 0:
         msg = proc.stderr.strip() or f"exit {proc.returncode}"
         m = re.search(r"-->\s*(\S+\.rs):(\d+)", msg)
-        port = loc(m.group(1), int(m.group(2))) if m else None
+        port = None
+        if m:
+            f = m.group(1) if os.path.isabs(m.group(1)) else str(crate / m.group(1))
+            port = loc(f, int(m.group(2)))
+            msg = msg.replace(m.group(1), f)
         return write(Verdict(**base, verdict="ERROR", owner="kernel",
                              summary=f"cutile compile of {kernel} [{variant_id}] failed: "
                                      + msg.splitlines()[0],
                              findings=[Finding("build", "critical", "kernel", msg[:2000], port=port)],
                              details={"command": cmd}), out_json)
-    text = toolchain.disassemble(tmp)
+    try:
+        text = toolchain.disassemble(tmp)
+    except RuntimeError as exc:   # cutile wrote bytecode that tileirdisasm rejects
+        tmp.unlink(missing_ok=True)
+        return write(Verdict(**base, verdict="ERROR", owner="compiler",
+                             summary=f"{kernel} [{variant_id}]: {exc}"[:1500],
+                             findings=[Finding("build", "critical", "compiler", str(exc)[:2000])]),
+                     out_json)
     tmp.replace(out_bc)
     atomic_write_text(out_txt, text)
     return write(Verdict(**base, verdict="PASS", owner=None, summary="Tile IR compiled",

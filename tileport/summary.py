@@ -38,7 +38,8 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "reference_ir": "not_run", "write_kernel": "not_run", "rust_ir": "not_run",
                  "ir_diff": "not_run", "attempts": 0, "test": "not_run", "ratio": "not_run",
                  "rust_build": "not_run", "owner": (an or {}).get("owner") or "kernel",
-                 "note": (manifest_error or (an or {}).get("summary", ""))[:300], "diagnosis": ""}]
+                 "note": (manifest_error or (an or {}).get("summary", "")).replace("\n", " ")[:300],
+                 "diagnosis": ""}]
     build = _v(r / "rust" / "build.json")
     out = []
     for kernel, variant in variants:
@@ -73,10 +74,16 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
 
 
 def write_summary(results: str | Path, ops: list, variants: dict, manifest_errors: dict,
-                  out_csv: str | Path) -> list[dict]:
-    """Write ``summary.csv`` (atomically) for ``ops``; returns the rows."""
+                  out_csv: str | Path, skipped: dict | None = None) -> list[dict]:
+    """Write ``summary.csv`` (atomically) for ``ops`` (+ one ``not_run`` row per ``skipped``
+    folder, with its reason); returns the rows."""
     results = Path(results)
     rows = []
+    for name, why in (skipped or {}).items():
+        rows.append({c: "not_run" for c in COLUMNS} | {"op": name, "kernel": "-", "variant": "-",
+                                                      "attempts": 0, "owner": "kernel",
+                                                      "note": why.replace("\n", " ")[:300],
+                                                      "diagnosis": ""})
     for op in ops:
         rows += rows_for(results, op, [tuple(x) for x in variants.get(op, [])],
                          manifest_errors.get(op))

@@ -32,10 +32,7 @@ from . import constructs as C
 from . import manifest as M
 from .verdict import Finding, Verdict, atomic_write_text, loc, write
 
-RUST_KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "extern", "false",
-                 "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
-                 "pub", "ref", "return", "self", "static", "struct", "super", "trait", "true",
-                 "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "box"}
+RUST_KEYWORDS = C.RUST_KEYWORDS
 
 
 class Unsupported(Exception):
@@ -129,7 +126,7 @@ class KernelTranslator:
         return None
 
     def rname(self, name: str) -> str:
-        return name + "_" if name in RUST_KEYWORDS or name.startswith("__") else name
+        return C.rust_ident(name)
 
     def is_ct(self, node, attr=None) -> bool:
         return A._is_ct(node, self.alias, attr)
@@ -178,7 +175,16 @@ class KernelTranslator:
     def block(self, stmts):
         for s in stmts:
             self.line = s.lineno
-            self.stmt(s)
+            try:
+                self.stmt(s)
+            except Unsupported:
+                raise
+            except (AttributeError, IndexError, KeyError, TypeError, ValueError,
+                    ZeroDivisionError) as exc:
+                # a malformed call (missing argument, wrong arity...) the rules did not foresee
+                self.fail(s, ast.unparse(s).splitlines()[0][:80],
+                          f"cannot translate this statement ({type(exc).__name__}: {exc}); "
+                          f"check the cuTile call's arguments")
 
     def stmt(self, s):
         if isinstance(s, ast.Assign):
@@ -553,6 +559,9 @@ class KernelTranslator:
                 if full == shape:
                     return e
             return self.bind(f"{e}.broadcast({sh})", Ty("tile", ty.dtype, shape))[0]
+        if ty.kind == "i32" and dtype in C.FLOAT_TILE_DTYPES:
+            self.fail(node, ast.unparse(node), "an int scalar mixed with a float tile is not "
+                                               "translated (no int-to-float scalar rule yet)")
         if dtype != "f32" and ty.kind in ("lit", "f32"):
             self.fail(node, ast.unparse(node), f"scalar mixed with a {dtype} tile; cast the tile to "
                                                "ct.float32 first")
@@ -599,9 +608,16 @@ class KernelTranslator:
             self.check_kwargs(node, {"axis", "keepdims"})
             e, ty = self.tile_expr(node.args[0])
             axis = self._kw(node, "axis", 1)
-            if not (isinstance(axis, ast.Constant) and isinstance(axis.value, int)):
+            if (isinstance(axis, ast.UnaryOp) and isinstance(axis.op, ast.USub)
+                    and isinstance(axis.operand, ast.Constant)):
+                axis = ast.Constant(-axis.operand.value)
+            if not (isinstance(axis, ast.Constant) and isinstance(axis.value, int)
+                    and not isinstance(axis.value, bool)):
                 self.fail(node, f"ct.{name}", "axis must be an int literal (reductions over all axes "
                                               "are not translated)")
+            if not -len(ty.shape) <= axis.value < len(ty.shape):
+                self.fail(node, f"ct.{name}", f"axis {axis.value} out of range for a rank-"
+                                              f"{len(ty.shape)} tile")
             ax = axis.value % len(ty.shape)
             kd = self._kw(node, "keepdims")
             keep = isinstance(kd, ast.Constant) and kd.value is True
@@ -727,6 +743,9 @@ def translate_entries(op_dir: str | Path, kernel: str) -> tuple[str, list, dict]
     details = A.analyse(op_dir)
     kinfo = next((k for k in details["kernels"] if k["name"] == kernel), None)
     kfile = details["kernel_file"]
+    if details["unsupported"]:      # the analysis is the gate: no port of a BLOCKED operator
+        u = details["unsupported"][0]
+        raise Unsupported(u["file"], u["line"], u["construct"], u["reason"])
     if kinfo is None:
         raise Unsupported(kfile, 1, f"kernel {kernel}", "not found in the analysis")
     tree = ast.parse(Path(kfile).read_text(), filename=kfile)
