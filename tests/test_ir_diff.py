@@ -763,3 +763,33 @@ def test_run_reports_parse_errors_as_error_verdict(tmp_path):
     verdict_mod.read(out)
     doc = run(tmp_path / "missing.tileir", broken, out, "softmax")
     assert doc["verdict"] == "ERROR" and doc["owner"] == "tool"
+
+
+FMA_IR = """entry @k(%arg0: tile<f32>, %arg1: tile<f32>, %arg2: tile<f32>, %arg3: tile<f32>, %arg4: tile<ptr<f32>>) {
+  %0 = make_token : token
+  %m = mulf %arg0, %arg1 : tile<f32>
+  %r = fma %arg2, %arg3, %m : tile<f32>
+  %p = reshape %arg4 : tile<ptr<f32>> -> tile<ptr<f32>>
+  %t = store_ptr_tko weak %p, %r token = %0 : tile<ptr<f32>>, tile<f32> -> token
+  return
+}
+"""
+
+
+def test_fma_placement_is_compared_not_only_counted():
+    """a*b + c*d contracted on the other product: same dataflow, other rounding -> warn."""
+    other = FMA_IR.replace("%m = mulf %arg0, %arg1", "%m = mulf %arg2, %arg3").replace(
+        "fma %arg2, %arg3, %m", "fma %arg0, %arg1, %m")
+    res = diff_ir(FMA_IR, other)
+    assert res.verdict == "PASS_WITH_NOTES"
+    assert any("fma contraction differs" in f.message and "at other places" in f.message
+               for f in res.findings)
+    assert diff_ir(FMA_IR, FMA_IR).verdict == "PASS"
+
+
+def test_one_sided_assume_is_a_warning():
+    ref = load("ref_softmax")
+    line = next(l for l in ref.splitlines() if "assume bounded<0, ?>, %arg1" in l)
+    res = diff_ir(ref, ref.replace(line, line.replace("bounded<0, ?>", "div_by<1024>")))
+    assert res.verdict == "PASS_WITH_NOTES"
+    assert any(f.category == "hint" and "div_by<1024>" in f.message for f in res.findings)

@@ -790,6 +790,7 @@ class _Side:
         self.n_ops_before = sum(1 for _ in _iter_ops(entry.body))
         self.n_asserts = 0
         self.n_fma = 0
+        self.fma_adds: list = []        # the addf/subf and mulf nodes that stand for an fma
         self.assumes: list[tuple[str, _Val]] = []
 
     def _build(self, ops: list[Op], parent: _Region | None) -> list[_Node]:
@@ -902,6 +903,7 @@ class _Normaliser:
                 add = _Node(opname, pre, n.types, [t], [mul.results[0], addend], [], [],
                             n.parent, n.line, n.text)
                 add.results = [_Val("op", t, 0, add)]
+                self.s.fma_adds.extend((add, mul))     # the sum and the product it fused
                 n.results[0].alias = add.results[0]
                 out += [mul, add]
             nodes[:] = out
@@ -1574,20 +1576,46 @@ class _Differ:
                 "control_flow", "info", "compiler",
                 f"removed assert ops (bounds checks, no value computed): ref {ref.n_asserts}, "
                 f"port {port.n_asserts}"))
-        if ref.n_fma != port.n_fma:
+        # where (not only how many) fmas were contracted: the expanded add's signature names
+        # the dataflow it sits in
+        rf = Counter(self.r.sig.node[n] for n in ref.fma_adds if n in self.r.sig.node)
+        pf = Counter(self.p.sig.node[n] for n in port.fma_adds if n in self.p.sig.node)
+        if ref.n_fma != port.n_fma or rf != pf:
             # Not only a spelling: an fma rounds once, mulf+addf twice, and tileiras does not
             # contract every unfused pair (measured on gelu f32, sm_90: 56 FFMA in the
             # reference's SASS, 48 FFMA + 8 more FMUL/FADD in an unfused port). Same dataflow,
             # so the graphs match after expansion; the numerics may differ by one rounding.
             self.findings.append(Finding(
                 "math", "warn", "kernel",
-                f"fma contraction differs: ref has {ref.n_fma} fma, port {port.n_fma}; the "
+                f"fma contraction differs: ref has {ref.n_fma} fma, port {port.n_fma}"
+                f"{'' if ref.n_fma != port.n_fma else ' at other places'}; the "
                 f"graphs match after expanding fma to mulf+addf, but fma rounds once where "
                 f"mulf+addf rounds twice (results may differ by one rounding)"))
         ra = sorted(_h(pre, self.r.sig.v(v)) for pre, v in ref.assumes if v.resolve() in self.r.sig.val)
         pa = sorted(_h(pre, self.p.sig.v(v)) for pre, v in port.assumes if v.resolve() in self.p.sig.val)
         only_r = sum((Counter(ra) - Counter(pa)).values())
         only_p = sum((Counter(pa) - Counter(ra)).values())
+        # An assume is a promise to the optimizer. `bounded<0, ?>` (non-negative) holds for every
+        # block id, shape and stride both frontends assume it on; any other predicate present on
+        # one side only (a divisibility, an upper bound) changes what the compiler may do: if it
+        # is false at run time that side's behaviour is undefined, if it is missing code may be
+        # slower. Warn, with the predicate.
+        trivial = re.compile(r"^\s*bounded<\s*0\s*,\s*\?\s*>")
+        for side, mine, other, lst in (("port", pa, ra, port.assumes), ("ref", ra, pa, ref.assumes)):
+            extra = Counter(mine) - Counter(other)
+            view = self.p if side == "port" else self.r
+            preds = {}
+            for pre, v in lst:
+                if v.resolve() in view.sig.val:
+                    preds.setdefault(_h(pre, view.sig.v(v)), pre)
+            for hsh in extra:
+                pre = preds.get(hsh, "")
+                if pre and not trivial.match(pre):
+                    self.findings.append(Finding(
+                        "hint", "warn", "kernel",
+                        f"only the {side} assumes `{pre.split(',')[0].strip()}` on a value: if it "
+                        f"does not hold at run time that side is undefined; if it does, the "
+                        f"other side may be slower"))
         if only_r or only_p:
             self.findings.append(Finding(
                 "hint", "info", "compiler",
