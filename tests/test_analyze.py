@@ -128,3 +128,11 @@ def test_nul_byte_is_a_syntax_error_with_line(op_copy, tmp_path):
     (d / "kernel.py").write_bytes(b"import cuda.tile as ct\n\x00\n")
     v = A.run(d, tmp_path / "a.json", "relu")
     assert v["verdict"] == "BLOCKED" and "kernel.py:1: syntax error" in v["summary"]
+
+
+def test_config_constexpr_unknown_to_the_kernel(op_copy):
+    d = op_copy("relu")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("{TILE: 1024}", "{TILE: 1024, BLOCK: 2}").replace("{TILE: 4096}", "{TILE: 4096, BLOCK: 2}"))
+    un = A.analyse(d)["unsupported"]
+    assert un and un[0]["construct"] == "constexpr BLOCK" and un[0]["file"].endswith("manifest.yaml")

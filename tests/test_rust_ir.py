@@ -95,3 +95,14 @@ def test_stale_binary_is_refused(softmax_build, repo):
     d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM4-TILE1024",
                root / "build.json", root / "s.tileirbc", root / "s.tileir", root / "s.json")
     assert d["verdict"] == "ERROR" and "stale binary" in d["summary"]
+
+
+def test_missing_disassembler_is_env(softmax_build, repo, monkeypatch):
+    root, _ = softmax_build
+    # rebuild so the stale-source test's edit does not matter
+    v = R.build("softmax", root / "rust", {"softmax_kernel": root / "wk.json"}, root / "build.json")
+    assert v["verdict"] == "PASS"
+    monkeypatch.setenv("TILEPORT_TILEIRDISASM", "/nonexistent/tileirdisasm")
+    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM4-TILE1024",
+               root / "build.json", root / "x.tileirbc", root / "x.tileir", root / "x.json")
+    assert d["verdict"] == "ERROR" and d["owner"] == "env" and not (root / "x.tileirbc.tmp").exists()

@@ -334,6 +334,15 @@ def analyse(op_dir: str | Path) -> dict:
             "name": kname, "line": fn.lineno, "params": params, "calls": calls,
             "grid": kman["grid"], "loops": sum(1 for c in calls if c["call"].startswith("for")),
         })
+    # every constexpr the configs set must be a constexpr parameter of some kernel
+    used = {p["name"] for k in kernels for p in k["params"] if p["kind"] == "constexpr"}
+    mpath = Path(man["_path"])
+    for name in man["configs"][0]:
+        if kernels and name not in used:
+            unsupported.append({"construct": f"constexpr {name}", "file": str(mpath),
+                                "line": M._yaml_line(mpath.read_text(), ["configs", 0, name]) or 1,
+                                "reason": f"the configs set {name} but no kernel takes a "
+                                          f"`{name}: ct.Constant[...]` parameter"})
     return {
         "op": man["op"],
         "kernel_file": str(kpath),

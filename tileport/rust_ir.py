@@ -276,11 +276,13 @@ def dump(op_dir, op, kernel, variant_id, build_json, out_bc, out_txt, out_json, 
                              details={"command": cmd}), out_json)
     try:
         text = toolchain.disassemble(tmp)
-    except RuntimeError as exc:   # cutile wrote bytecode that tileirdisasm rejects
+    except (RuntimeError, OSError) as exc:   # bytecode tileirdisasm rejects, or no tileirdisasm
         tmp.unlink(missing_ok=True)
-        return write(Verdict(**base, verdict="ERROR", owner="compiler",
-                             summary=f"{kernel} [{variant_id}]: {exc}"[:1500],
-                             findings=[Finding("build", "critical", "compiler", str(exc)[:2000])]),
+        owner = "compiler" if isinstance(exc, RuntimeError) else "env"
+        return write(Verdict(**base, verdict="ERROR", owner=owner,
+                             summary=f"{kernel} [{variant_id}]: {type(exc).__name__}: {exc}"[:1500],
+                             findings=[Finding("build" if owner == "compiler" else "environment",
+                                               "critical", owner, str(exc)[:2000])]),
                      out_json)
     tmp.replace(out_bc)
     atomic_write_text(out_txt, text)
