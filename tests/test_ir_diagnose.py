@@ -1,8 +1,4 @@
 """The IR diagnoser on a deliberately broken translation rule, end to end (real compilers)."""
-import json
-
-import pytest
-
 from conftest import run_chain
 from tileport import constructs, ir_diagnose, write_kernel
 from tileport.verdict import Verdict, write

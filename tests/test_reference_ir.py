@@ -1,5 +1,3 @@
-import pytest
-
 from tileport import reference_ir as R
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import subprocess
 import sys
 import traceback
 from pathlib import Path

@@ -106,7 +106,7 @@ def format_table(csv_path: str | Path, columns=("op", "kernel", "variant", "anal
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["ir_diff"]] = counts.get(r["ir_diff"], 0) + 1
-    lines.append(f"ir_diff: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    lines.append("ir_diff: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
                  + f" ({len(rows)} rows)")
     return "\n".join(lines)
 
