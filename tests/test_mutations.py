@@ -42,6 +42,15 @@ def dropped_cast(t: str) -> str:
     return sub(t, "reduce %2 dim=1", "reduce %tile dim=1").replace("subf %2, %bcast", "subf %tile, %bcast")
 
 
+def extra_cast(t: str) -> str:
+    # round-trip the f32 tile through f16 before the max-reduction (loses precision)
+    line = line_of(t, "%2 = ftof %tile  :")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    t = sub(t, line, line + f"\n    %down = ftof %2 : tile<4x1024xf32> -> tile<4x1024xf16>{loc}"
+                             f"\n    %up = ftof %down : tile<4x1024xf16> -> tile<4x1024xf32>{loc}")
+    return sub(t, "reduce %2 dim=1", "reduce %up dim=1")
+
+
 def pointer_load(t: str) -> str:
     # matmul's A tile read through a pointer tile (gather) instead of the partition view
     load = line_of(t, "load_view_tko weak %pview_16[")
@@ -63,6 +72,7 @@ MUTANTS = [
     ("softmax", "exp -> exp2", lambda t: sub(t, "= exp %3", "= exp2 %3"), "math"),
     ("softmax", "store to the input view", lambda t: sub(t, "store_view_tko weak %6, %pview_9[", "store_view_tko weak %6, %pview_7["), "memory"),
     ("softmax", "dropped f16->f32 cast", dropped_cast, "cast"),
+    ("softmax", "extra f32->f16->f32 round trip", extra_cast, "cast"),
     ("softmax", "f16 -> bf16 tensors", lambda t: sub(sub(t, "xf16", "xbf16", 0), "ptr<f16>", "ptr<bf16>", 0), "signature"),
     ("softmax", "tile shape 4x1024 -> 2x1024 on load", lambda t: sub(t, "tile=(4x1024), padding_value = neg_inf", "tile=(2x1024), padding_value = neg_inf", 0), "memory"),
     ("softmax", "persistent loop step 1", lambda t: sub(t, "step %gridSize_x", "step %cst_1_i32"), "control_flow"),

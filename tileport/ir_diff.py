@@ -1529,8 +1529,13 @@ class _Differ:
             else:
                 extra = f"; {len(ds)} downstream ref ops diverge as a consequence"
             msg = f"ref '{n.opname}' (line {n.line}) has no match in the port: {text}{extra}"
-            f = Finding(self._category(n, only_const), "critical", "kernel", msg,
-                        self.rloc(n), self.ploc(c))
+            cat = self._category(n, only_const)
+            if (c is not None and c in used_port and c.opname != n.opname
+                    and self._category(c, False) == "cast"):
+                # the port inserted a conversion where the reference has none: that is the
+                # root cause, not the reference op it displaced
+                cat = "cast"
+            f = Finding(cat, "critical", "kernel", msg, self.rloc(n), self.ploc(c))
             self.findings.append(f)
             self.frontier.append(f)
         for n in p_front:
