@@ -1,5 +1,4 @@
 # Helpers shared by all rules: config validation, operator/variant discovery, paths.
-import os
 import re
 import sys
 from pathlib import Path

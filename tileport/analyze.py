@@ -78,11 +78,6 @@ def kernel_functions(tree: ast.Module, alias: str) -> list[ast.FunctionDef]:
     return out
 
 
-def param_kind(arg: ast.arg, alias: str, const_aliases: dict[str, str]) -> str:
-    """'constexpr' | 'scalar_f32' | 'scalar_i32' | 'array' from a parameter's annotation."""
-    return param_type(arg, alias, const_aliases)[0]
-
-
 def param_type(arg: ast.arg, alias: str, const_aliases: dict[str, str]) -> tuple[str, str | None]:
     """(kind, constexpr type 'int'/'float'/'bool' or None) of a kernel parameter."""
     ann = arg.annotation
@@ -220,6 +215,8 @@ def analyse(op_dir: str | Path) -> dict:
     """
     op_dir = Path(op_dir)
     man = M.load(op_dir / "manifest.yaml")
+    mpath = Path(man["_path"])
+    mtext = mpath.read_text()      # for the line numbers of manifest findings
     kpath = op_dir / "kernel.py"
     try:
         src = kpath.read_text()
@@ -241,9 +238,8 @@ def analyse(op_dir: str | Path) -> dict:
     kernels, unsupported = [], []
     for kname, kman in man["kernels"].items():
         if kname not in fns:
-            mpath = Path(man["_path"])
             unsupported.append({"construct": f"kernel {kname}", "file": str(mpath),
-                                "line": M._yaml_line(mpath.read_text(), ["kernels", kname]) or 1,
+                                "line": M._yaml_line(mtext, ["kernels", kname]) or 1,
                                 "reason": f"manifest lists kernel '{kname}' but kernel.py has no "
                                           f"@{alias}.kernel of that name (has {sorted(fns)})"})
             continue
@@ -285,12 +281,10 @@ def analyse(op_dir: str | Path) -> dict:
             else:
                 p["dtype"] = "f32" if kind == "scalar_f32" else "i32"
             params.append(p)
-        cnames = {a.arg for a in fn.args.args if param_kind(a, alias, consts) == "constexpr"}
+        cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
         calls, unsup = calls_used(fn, alias, str(kpath), cnames)
         # the manifest describes exactly the kernel's parameters
         pnames = {a.arg for a in fn.args.args}
-        mpath = Path(man["_path"])
-        mtext = mpath.read_text()
         for extra in sorted(set(kman["arrays"]) - pnames):
             unsupported.append({"construct": f"array {extra}", "file": str(mpath),
                                 "line": M._yaml_line(mtext, ["kernels", kname, "arrays", extra]) or 1,
@@ -336,11 +330,10 @@ def analyse(op_dir: str | Path) -> dict:
         })
     # every constexpr the configs set must be a constexpr parameter of some kernel
     used = {p["name"] for k in kernels for p in k["params"] if p["kind"] == "constexpr"}
-    mpath = Path(man["_path"])
     for name in man["configs"][0]:
         if kernels and name not in used:
             unsupported.append({"construct": f"constexpr {name}", "file": str(mpath),
-                                "line": M._yaml_line(mpath.read_text(), ["configs", 0, name]) or 1,
+                                "line": M._yaml_line(mtext, ["configs", 0, name]) or 1,
                                 "reason": f"the configs set {name} but no kernel takes a "
                                           f"`{name}: ct.Constant[...]` parameter"})
     return {

@@ -32,8 +32,6 @@ from . import constructs as C
 from . import manifest as M
 from .verdict import Finding, Verdict, atomic_write_text, loc, write
 
-RUST_KEYWORDS = C.RUST_KEYWORDS
-
 
 class Unsupported(Exception):
     """A construct the translator has no rule for. ``line`` is 1-based in ``file``."""
