@@ -23,6 +23,10 @@ include: "rules/write_kernel.smk"
 include: "rules/rust_ir.smk"
 include: "rules/ir_diff.smk"
 include: "rules/ir_diagnose.smk"
+include: "rules/host.smk"
+include: "rules/gpu_test.smk"
+include: "rules/bench.smk"
+include: "rules/perf_diagnose.smk"
 include: "rules/summary.smk"
 
 

@@ -26,7 +26,11 @@ def _discover_ops():
     for p in sorted(OPERATORS_DIR.iterdir()):
         if not p.is_dir() or p.name.startswith(".") or p.name == "__pycache__":
             continue
-        if OP_NAME.match(p.name):
+        if p.name in ("host", "logs"):
+            SKIPPED[p.name] = (f"{p}: '{p.name}' is reserved (results/{p.name}/ holds the shared "
+                               f"host library and logs): rename the operator folder: not run")
+            print(f"tileport: {SKIPPED[p.name]}", file=sys.stderr)
+        elif OP_NAME.match(p.name):
             found.append(p.name)
         else:
             SKIPPED[p.name] = (f"{p}: folder name is not an operator name (lower-case letters, "
@@ -57,10 +61,20 @@ for _op in OPS:
         print(f"tileport: {exc} -- {_op} is reported in summary.csv and skipped", file=sys.stderr)
 
 
+# operators whose manifest loads: they get shims, GPU stages and a place in the host library
+GPU_OPS = [op for op in OPS if op not in MANIFEST_ERRORS]
+
+
 def op_inputs(wildcards):
     """The operator's own source files (those that exist): every stage of it depends on them."""
     d = OPERATORS_DIR / wildcards.op
     return [str(d / f) for f in ("kernel.py", "manifest.yaml") if (d / f).is_file()]
+
+
+def op_reference(wildcards):
+    """reference.py (the PyTorch semantics) when the operator has one: the GPU stages read it."""
+    p = OPERATORS_DIR / wildcards.op / "reference.py"
+    return [str(p)] if p.is_file() else []
 
 
 def op_dir(wildcards):
@@ -90,6 +104,8 @@ def stage_targets(op):
             f"results/{op}/ir_diff/{k}/{v}.json",
             f"results/{op}/diagnosis/{k}/{v}.json",
         ]
+    out += [f"results/{op}/host/shim.json", "results/host/build.json", f"results/{op}/test.json",
+            f"results/{op}/bench.json", f"results/{op}/perf_diagnosis.json"]
     return out
 
 

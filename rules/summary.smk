@@ -5,6 +5,7 @@ rule summary:
         code=code("summary"),
     output:
         "results/summary.csv",
+        "results/summary_ops.csv",
     log:
         "results/logs/summary.log",
     params:

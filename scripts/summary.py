@@ -8,5 +8,6 @@ from tileport import stage, summary
 with stage.guarded(snakemake, "summary"):
     rows = summary.write_summary(Path(snakemake.output[0]).parent, snakemake.params.ops,
                                  snakemake.params.variants, snakemake.params.manifest_errors,
-                                 snakemake.output[0], skipped=snakemake.params.skipped)
+                                 snakemake.output[0], skipped=snakemake.params.skipped,
+                                 ops_csv=snakemake.output[1])
     print(f"{len(rows)} rows")

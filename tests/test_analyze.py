@@ -25,7 +25,7 @@ def test_softmax_details(repo):
     reds = {c["call"]: c for c in k["calls"] if c["call"] in ("ct.max", "ct.sum")}
     assert reds["ct.max"]["axis"] == "1" and reds["ct.sum"]["keepdims"] == "True"
     assert k["loops"] == 1 and k["grid"].startswith("(min(cdiv(M, BM)")
-    assert [v["id"] for v in d["variants"]][:2] == ["f16-BM4-TILE1024", "f16-BM1-TILE4096"]
+    assert [v["id"] for v in d["variants"]][:2] == ["f16-BM16-TILE1024", "f16-BM8-TILE4096"]
 
 
 def test_scalar_params(repo):
@@ -96,7 +96,7 @@ def test_manifest_and_kernel_must_agree(op_copy, tmp_path):
 def test_tile_sizes_must_be_powers_of_two(op_copy):
     d = op_copy("softmax")
     m = d / "manifest.yaml"
-    m.write_text(m.read_text().replace("{BM: 4, TILE: 1024}", "{BM: 4, TILE: 1000}"))
+    m.write_text(m.read_text().replace("{BM: 16, TILE: 1024}", "{BM: 16, TILE: 1000}"))
     un = A.analyse(d)["unsupported"]
     assert un and un[0]["construct"] == "constexpr TILE=1000" and un[0]["file"].endswith("manifest.yaml")
     assert "powers of two" in un[0]["reason"]
@@ -133,6 +133,6 @@ def test_nul_byte_is_a_syntax_error_with_line(op_copy, tmp_path):
 def test_config_constexpr_unknown_to_the_kernel(op_copy):
     d = op_copy("relu")
     m = d / "manifest.yaml"
-    m.write_text(m.read_text().replace("{TILE: 1024}", "{TILE: 1024, BLOCK: 2}").replace("{TILE: 4096}", "{TILE: 4096, BLOCK: 2}"))
+    m.write_text(m.read_text().replace("{TILE: 1024}", "{TILE: 1024, BLOCK: 2}").replace("{TILE: 2048}", "{TILE: 2048, BLOCK: 2}"))
     un = A.analyse(d)["unsupported"]
     assert un and un[0]["construct"] == "constexpr BLOCK" and un[0]["file"].endswith("manifest.yaml")

@@ -11,7 +11,7 @@ def chain(repo, root, op, kernel, variant):
 def test_broken_reduction_rule_is_diagnosed(repo, tmp_path, monkeypatch):
     # break the translation rule for ct.max: it now emits a min-reduction
     monkeypatch.setitem(constructs.REDUCTIONS, "max", "reduce_min")
-    diff, diag, rs = chain(repo, tmp_path, "softmax", "softmax_kernel", "f16-BM4-TILE1024")
+    diff, diag, rs = chain(repo, tmp_path, "softmax", "softmax_kernel", "f16-BM16-TILE1024")
     assert diff["verdict"] == "FAIL" and diff["owner"] == "kernel"
     assert diff["details"]["first_divergence"]["category"] == "reduction"
     assert diag["verdict"] == "FAIL"
@@ -39,7 +39,7 @@ def test_broken_operand_order_is_diagnosed(repo, tmp_path, monkeypatch):
         return orig(self, expr, ty, stem)
 
     monkeypatch.setattr(write_kernel.KernelTranslator, "bind", swapped)
-    diff, diag, rs = chain(repo, tmp_path, "softmax", "softmax_kernel", "f32-BM1-TILE4096")
+    diff, diag, rs = chain(repo, tmp_path, "softmax", "softmax_kernel", "f32-BM8-TILE4096")
     assert diff["verdict"] == "FAIL"
     cats = {d["category"] for d in diag["details"]["diagnoses"]}
     assert cats == {"math"}

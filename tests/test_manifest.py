@@ -16,7 +16,7 @@ def test_every_operator_manifest_is_valid(repo, op):
 def test_variant_ids_are_readable(repo):
     man = M.load(repo / "operators" / "matmul" / "manifest.yaml")
     assert M.variants(man)[0].id == "f16-BM128-BN128-BK64"
-    assert M.variant_by_id(man, "bf16-BM64-BN64-BK32").constexprs == {"BM": 64, "BN": 64, "BK": 32}
+    assert M.variant_by_id(man, "bf16-BM128-BN128-BK32").constexprs == {"BM": 128, "BN": 128, "BK": 32}
     with pytest.raises(KeyError, match="known"):
         M.variant_by_id(man, "f64-X1")
 

@@ -2,18 +2,18 @@ from tileport import reference_ir as R
 
 
 def test_softmax_reference_ir(repo, tmp_path):
-    v = R.run(repo / "operators" / "softmax", "softmax_kernel", "f16-BM4-TILE1024",
+    v = R.run(repo / "operators" / "softmax", "softmax_kernel", "f16-BM16-TILE1024",
               tmp_path / "r.tileirbc", tmp_path / "r.tileir", tmp_path / "r.json", "softmax")
     assert v["verdict"] == "PASS", v["summary"]
     assert (tmp_path / "r.tileirbc").read_bytes()[:8] == b"\x7fTileIR\x00"
     text = (tmp_path / "r.tileir").read_text()
-    assert "padding_value = neg_inf" in text and "tile=(4x1024)" in text
+    assert "padding_value = neg_inf" in text and "tile=(16x1024)" in text
     assert "tensor_view<?x?xf16, strides=[?,1]>" in text
     assert "maxf" in text and "addf" in text and "for %loopIdx" in text
 
 
 def test_scalar_and_constexpr_signature(repo, tmp_path):
-    v = R.run(repo / "operators" / "rms_norm", "rms_norm_kernel", "bf16-BM1-TILE4096",
+    v = R.run(repo / "operators" / "rms_norm", "rms_norm_kernel", "bf16-BM8-TILE4096",
               tmp_path / "r.tileirbc", tmp_path / "r.tileir", tmp_path / "r.json", "rms_norm")
     assert v["verdict"] == "PASS"
     head = (tmp_path / "r.tileir").read_text().splitlines()[0]

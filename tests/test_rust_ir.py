@@ -25,20 +25,20 @@ def test_build_and_dump(softmax_build, repo):
     ident = R.crate_ident(root / "rust", "softmax").replace("_", "-")
     assert lock == (repo / "rust/port-template/Cargo.lock").read_text().replace(
         'name = "tileport-port"\n', f'name = "tileport-port-{ident}"\n')
-    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "bf16-BM1-TILE4096",
+    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "bf16-BM8-TILE4096",
                root / "build.json", root / "p.tileirbc", root / "p.tileir", root / "p.json")
     assert d["verdict"] == "PASS", d["summary"]
-    assert d["details"]["generics"] == ["bf16", "1", "4096"]
+    assert d["details"]["generics"] == ["bf16", "8", "4096"]
     text = (root / "p.tileir").read_text()
-    assert "padding_value = neg_inf" in text and "tile=(1x4096)" in text
+    assert "padding_value = neg_inf" in text and "tile=(8x4096)" in text
     assert "tensor_view<?x?xbf16, strides=[?,1]>" in text
 
 
 def test_variant_args(repo):
     from tileport import analyze as A, manifest as M
     k = A.analyse(repo / "operators" / "bmm")["kernels"][0]
-    v = M.variant_by_id(M.load(repo / "operators/bmm/manifest.yaml"), "f16-BM64-BN64-BK32")
-    assert R.variant_args(k, v) == (["f16", "64", "64", "32"], "a=-1,-1,1;b=-1,-1,1;c=-1,-1,1")
+    v = M.variant_by_id(M.load(repo / "operators/bmm/manifest.yaml"), "f16-BM128-BN128-BK32")
+    assert R.variant_args(k, v) == (["f16", "128", "128", "32"], "a=-1,-1,1;b=-1,-1,1;c=-1,-1,1")
 
 
 def test_rustc_error_names_generated_line(tmp_path, capsys):
@@ -92,7 +92,7 @@ def test_stale_binary_is_refused(softmax_build, repo):
     root, v = softmax_build
     rs = root / "rust" / "src" / "softmax_kernel.rs"
     rs.write_text(rs.read_text() + "// edited after the build\n")
-    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM4-TILE1024",
+    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM16-TILE1024",
                root / "build.json", root / "s.tileirbc", root / "s.tileir", root / "s.json")
     assert d["verdict"] == "ERROR" and "stale binary" in d["summary"]
 
@@ -103,6 +103,6 @@ def test_missing_disassembler_is_env(softmax_build, repo, monkeypatch):
     v = R.build("softmax", root / "rust", {"softmax_kernel": root / "wk.json"}, root / "build.json")
     assert v["verdict"] == "PASS"
     monkeypatch.setenv("TILEPORT_TILEIRDISASM", "/nonexistent/tileirdisasm")
-    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM4-TILE1024",
+    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM16-TILE1024",
                root / "build.json", root / "x.tileirbc", root / "x.tileir", root / "x.json")
     assert d["verdict"] == "ERROR" and d["owner"] == "env" and not (root / "x.tileirbc.tmp").exists()

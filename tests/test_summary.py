@@ -22,7 +22,7 @@ def test_rows_report_first_failing_stage(tmp_path):
     rows = list(csv.DictReader(open(out)))
     assert [r["ir_diff"] for r in rows] == ["PASS", "FAIL", "not_run"]
     assert rows[1]["note"] == "ir_diff: reduce combiner differs" and rows[1]["owner"] == "kernel"
-    assert rows[0]["attempts"] == "2" and rows[0]["test"] == "not_run"
+    assert rows[0]["attempts"] == "2" and rows[0]["test"] == "missing"
     assert rows[2]["kernel"] == "-" and rows[2]["analyze"] == "missing" and "manifest.yaml:3" in rows[2]["note"]
 
 

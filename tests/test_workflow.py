@@ -1,5 +1,6 @@
 """Integration: the real workflow on two operators (+ one broken) in a temp copy of the repo."""
 import csv
+import json
 import os
 import re
 import shutil
@@ -12,7 +13,8 @@ import pytest
 from conftest import REPO
 
 COPY = ["Snakefile", "config.yaml", "envs", "requirements.lock", "rules", "scripts", "schemas", "profiles", "tileport", "rust/irdump.rs",
-        "rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/port-template/src"]
+        "rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/port-template/src",
+        "rust/host-template", "rust/host"]
 
 
 def snakemake(wd, *args, check=True):
@@ -75,7 +77,16 @@ def test_full_run_reaches_ir_pass(workdir):
     for r in good:
         assert (r["analyze"], r["reference_ir"], r["write_kernel"], r["rust_ir"]) == ("PASS",) * 4, r
         assert r["ir_diff"] == "PASS", r
-        assert r["test"] == "not_run" and r["ratio"] == "not_run"
+        # gpu: auto on a machine without a CUDA device (CI): GPU rows say why, the run succeeds
+        assert r["test"].startswith("not_run (no GPU") and r["ratio"].startswith("not_run (no GPU"), r
+    # the host library was still built (CPU) with both good operators' shims
+    hb = json.loads((wd / "results" / "host" / "build.json").read_text())
+    assert hb["verdict"] in ("PASS", "PASS_WITH_NOTES")
+    assert hb["details"]["ops"]["relu"]["in_library"] and hb["details"]["ops"]["softmax"]["in_library"]
+    assert not hb["details"]["ops"]["gelu"]["in_library"]        # its kernel.py has a syntax error
+    assert (wd / "results" / "host" / "libtileport_host.so").stat().st_size > 0
+    ops = {r["op"]: r for r in csv.DictReader(open(wd / "results" / "summary_ops.csv"))}
+    assert ops["ALL"]["configs"] == "0" and ops["relu"]["verdict"].startswith("not_run (no GPU")
 
 
 def test_broken_operator_is_reported_not_fatal(workdir):
@@ -116,9 +127,12 @@ def test_touching_one_operator_reruns_only_its_chain(workdir):
     # is correctly not a change)
     k.write_text(k.read_text() + "# edited\n")
     jobs = planned(wd)
-    # softmax: 1 analysis, 6 reference + 6 rust IR + 6 diffs, 1 kernel, 1 build; + the summary
+    # softmax: 1 analysis, 6 reference + 6 rust IR + 6 diffs, 1 kernel, 1 build, its shim, the
+    # shared host library, its GPU test/bench/perf diagnosis; + the summary. relu's GPU stages
+    # do not rerun although the library they load is rebuilt.
     assert jobs == {"analyze": 1, "reference_ir": 6, "write_kernel": 1, "rust_build": 1,
-                    "rust_ir": 6, "ir_diff": 6, "ir_diagnose": 6, "summary": 1}
+                    "rust_ir": 6, "ir_diff": 6, "ir_diagnose": 6, "host_shim": 1, "host_build": 1,
+                    "gpu_test": 1, "bench": 1, "perf_diagnose": 1, "summary": 1}
     p = snakemake(wd, "-n", "results/summary.csv")
     assert "results/relu/" not in re.sub(r"input: .*", "", p.stdout)
     snakemake(wd, "results/summary.csv")

@@ -55,6 +55,10 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                         "additionalProperties": {"enum": ["f32", "i32"]},
                     },
                     "grid": {"type": "string", "minLength": 1},
+                    # kernel parameter -> Python expression over the operator's tensors, shape
+                    # names, constexprs (e.g. gate: "x[:, :N]", inv_n: "1.0 / N"); an array
+                    # not listed binds to the tensor of its own name
+                    "bind": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
                 },
                 "required": ["arrays", "grid"],
                 "additionalProperties": False,
@@ -79,8 +83,29 @@ MANIFEST_SCHEMA: dict[str, Any] = {
         "test_shapes": {"type": "array", "items": _SHAPE, "minItems": 1},
         "perf_shapes": {"type": "array", "items": _SHAPE, "minItems": 1},
         "fits": {"type": "string"},
+        # extra predicate for perf_shapes only (e.g. skip configs whose tile mostly pads)
+        "perf_fits": {"type": "string"},
         "tolerance": {"type": "object", "additionalProperties": _TOL},
         "hints": {"type": "object"},
+        # the operator's tensors for the GPU stages: reference.py's arguments (role input, in
+        # order) and the results it returns (role output, in order); shape entries are ints or
+        # expressions over shape_names; inputs are seeded randn(shape) * scale
+        "tensors": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "shape": {"type": "array", "minItems": 1, "maxItems": 6,
+                              "items": {"type": ["string", "integer"]}},
+                    "role": {"enum": ["input", "output"]},
+                    "scale": {"type": ["string", "number"]},
+                },
+                "required": ["shape", "role"],
+                "additionalProperties": False,
+            },
+        },
     },
     "required": ["op", "kernels", "dtypes", "configs", "shape_names", "test_shapes",
                  "perf_shapes", "tolerance"],
@@ -200,8 +225,44 @@ def load(path: str | Path) -> dict:
             raise ManifestError(
                 f"{path}:{_yaml_line(text, ['tolerance']) or 1}: key 'tolerance': no rtol/atol "
                 f"for listed dtype '{dt}'")
+    if "tensors" in doc:
+        _check_bindings(doc, path, text)
     doc["_path"] = str(path)
     return doc
+
+
+def _check_expr(expr, where: str, path: Path, text: str, keypath: list) -> None:
+    if isinstance(expr, (int, float)):
+        return
+    import ast
+
+    try:
+        ast.parse(expr, mode="eval")
+    except SyntaxError as exc:
+        raise ManifestError(f"{path}:{_yaml_line(text, keypath) or 1}: key '{where}': expression "
+                            f"{expr!r} is not valid Python: {exc.msg}") from None
+
+
+def _check_bindings(doc: dict, path: Path, text: str) -> None:
+    """Every expression parses and ``bind`` names only the kernel's parameters (a parameter with
+    no value at all is reported by the GPU stages, which are the ones that need it)."""
+    tensors = doc["tensors"]
+    if not any(t["role"] == "output" for t in tensors.values()):
+        raise ManifestError(f"{path}:{_yaml_line(text, ['tensors']) or 1}: key 'tensors': no tensor "
+                            f"has role output (reference.py's result is compared against it)")
+    for name, t in tensors.items():
+        for i, e in enumerate(t["shape"]):
+            _check_expr(e, f"tensors/{name}/shape/{i}", path, text, ["tensors", name, "shape"])
+        if "scale" in t:
+            _check_expr(t["scale"], f"tensors/{name}/scale", path, text, ["tensors", name, "scale"])
+    for k, kman in doc["kernels"].items():
+        bind = kman.get("bind", {})
+        params = set(kman["arrays"]) | set(kman.get("scalars", {}))
+        for p, e in bind.items():
+            if p not in params:
+                raise ManifestError(f"{path}:{_yaml_line(text, ['kernels', k, 'bind', p]) or 1}: key "
+                                    f"'kernels/{k}/bind/{p}': '{p}' is not an array or scalar of {k}")
+            _check_expr(e, f"kernels/{k}/bind/{p}", path, text, ["kernels", k, "bind", p])
 
 
 def variants(manifest: dict) -> list[Variant]:

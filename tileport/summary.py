@@ -1,10 +1,16 @@
 """Stage ``summary``: ``results/summary.csv``, one row per (op, kernel, variant).
 
 Columns (stable; papers and scripts read them): ``op,kernel,variant,analyze,reference_ir,
-write_kernel,rust_ir,ir_diff,attempts,test,ratio`` then ``rust_build,owner,note``. Each stage
-column holds that stage's verdict word, ``missing`` when its verdict file is absent or
-invalid, ``not_run`` for stages that do not exist yet (``test``, ``ratio``: GPU stages).
+write_kernel,rust_ir,ir_diff,attempts,test,ratio`` then ``rust_build,owner,note,diagnosis,
+ref_us,port_us,torch_us,vs_torch``. Each stage column holds that stage's verdict word,
+``missing`` when its verdict file is absent or invalid. ``test`` is the variant's GPU test
+result (PASS / FAIL / ``not_run (<reason>)``); ``ratio`` the geomean over the variant's perf
+configs of reference / port device time, ``ref_us``/``port_us``/``torch_us`` the geomean of
+the per-config medians (µs), ``vs_torch`` the geomean of torch / port time.
 An operator whose manifest is malformed gets one row with kernel/variant ``-``.
+
+``summary_ops.csv``: one row per operator (``op,configs,geomean_ratio,verdict,vs_torch,
+ref_vs_torch``) and a last row ``ALL`` over every config of every operator.
 """
 from __future__ import annotations
 
@@ -15,7 +21,9 @@ from pathlib import Path
 from .verdict import VerdictError, atomic_write_text, read
 
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
-           "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis"]
+           "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
+           "ref_us", "port_us", "torch_us", "vs_torch"]
+OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch"]
 
 
 def _v(path: Path) -> dict | None:
@@ -39,8 +47,9 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "ir_diff": "not_run", "attempts": 0, "test": "not_run", "ratio": "not_run",
                  "rust_build": "not_run", "owner": (an or {}).get("owner") or "kernel",
                  "note": (manifest_error or (an or {}).get("summary", "")).replace("\n", " ")[:300],
-                 "diagnosis": ""}]
+                 "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": ""}]
     build = _v(r / "rust" / "build.json")
+    test, bench, perf = _v(r / "test.json"), _v(r / "bench.json"), _v(r / "perf_diagnosis.json")
     out = []
     for kernel, variant in variants:
         wk = _v(r / "write_kernel" / f"{kernel}.json")
@@ -62,28 +71,97 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             note = dif["summary"] if dif["verdict"] != "PASS" else ""
             if fd and not note:
                 note = fd.get("message", "")
+        gpu = _gpu_columns(test, bench, f"{kernel}/{variant}")
+        if not note:
+            for d in (test, bench):
+                if d is not None and d["verdict"] in ("FAIL", "ERROR", "BLOCKED", "BELOW_THRESHOLD"):
+                    note, owner = f"{d['stage']}: {d['summary']}", d.get("fail_class") or d.get("owner") or ""
+                    break
+        diag = dia["summary"] if dia and dia["verdict"] == "FAIL" else ""
+        if not diag and perf is not None and perf["verdict"] == "FAIL":
+            diag = f"perf ({perf['owner']}): {perf['summary']}"
         out.append({
             "op": op, "kernel": kernel, "variant": variant, "analyze": _word(an),
             "reference_ir": _word(ref), "write_kernel": _word(wk), "rust_ir": _word(rir),
             "ir_diff": _word(dif), "attempts": (wk or {}).get("attempt", 0),
-            "test": "not_run", "ratio": "not_run", "rust_build": _word(build),
-            "owner": owner, "note": note.replace("\n", " ")[:300],
-            "diagnosis": (dia["summary"] if dia and dia["verdict"] == "FAIL" else "")[:500],
+            "rust_build": _word(build), "owner": owner, "note": note.replace("\n", " ")[:300],
+            "diagnosis": diag[:500], **gpu,
         })
     return out
 
 
+def _fmt(x: float | None, nd: int = 3) -> str:
+    return "" if x is None else f"{x:.{nd}f}"
+
+
+def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
+    """test / ratio / ref_us / port_us / torch_us / vs_torch of one kernel/variant."""
+    out = {"test": "missing", "ratio": "missing", "ref_us": "", "port_us": "", "torch_us": "",
+           "vs_torch": ""}
+    if test is not None:
+        if test["verdict"] == "NOT_RUN":
+            out["test"] = test["summary"]
+        elif test["verdict"] in ("ALL_PASS", "FAIL"):
+            out["test"] = test["details"].get("variants", {}).get(key, "not_run (no test shape fits)")
+        else:
+            out["test"] = test["verdict"]
+    if bench is not None:
+        if bench["verdict"] == "NOT_RUN":
+            out["ratio"] = bench["summary"]
+        elif bench["verdict"] in ("DONE", "BELOW_THRESHOLD", "FAIL"):
+            v = bench["details"].get("variants", {}).get(key)
+            if v:
+                out.update(ratio=_fmt(v["ratio"]), ref_us=_fmt(v["ref_us"], 2),
+                           port_us=_fmt(v["port_us"], 2), torch_us=_fmt(v["torch_us"], 2),
+                           vs_torch=_fmt(v["vs_torch"]))
+            else:
+                out["ratio"] = "not_run (no perf shape fits)"
+        else:
+            out["ratio"] = bench["verdict"]
+    return out
+
+
+def ops_rows(results: str | Path, ops: list) -> list[dict]:
+    """Rows of ``summary_ops.csv``: per operator, then ``ALL`` (geomean over every config)."""
+    from . import stats as S
+
+    rows, all_ratios, all_vt, all_rvt = [], [], [], []
+    for op in ops:
+        b = _v(Path(results) / op / "bench.json")
+        if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
+            rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": _word(b) if b is None
+                         else (b["summary"] if b["verdict"] == "NOT_RUN" else b["verdict"]),
+                         "vs_torch": "", "ref_vs_torch": ""})
+            continue
+        good = [r for r in b["details"].get("rows", []) if not r.get("error")]
+        all_ratios += [r["ratio"] for r in good]
+        all_vt += [r["vs_torch"] for r in good]
+        all_rvt += [r["ref_vs_torch"] for r in good]
+        d = b["details"]
+        rows.append({"op": op, "configs": d.get("configs", 0),
+                     "geomean_ratio": _fmt(d.get("geomean_ratio")), "verdict": b["verdict"],
+                     "vs_torch": _fmt(d.get("geomean_vs_torch")),
+                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch"))})
+    rows.append({"op": "ALL", "configs": len(all_ratios),
+                 "geomean_ratio": _fmt(S.geomean(all_ratios)) if all_ratios else "",
+                 "verdict": "", "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",
+                 "ref_vs_torch": _fmt(S.geomean(all_rvt)) if all_rvt else ""})
+    return rows
+
+
 def write_summary(results: str | Path, ops: list, variants: dict, manifest_errors: dict,
-                  out_csv: str | Path, skipped: dict | None = None) -> list[dict]:
+                  out_csv: str | Path, skipped: dict | None = None,
+                  ops_csv: str | Path | None = None) -> list[dict]:
     """Write ``summary.csv`` (atomically) for ``ops`` (+ one ``not_run`` row per ``skipped``
-    folder, with its reason); returns the rows."""
+    folder, with its reason) and, given ``ops_csv``, ``summary_ops.csv``; returns the rows."""
     results = Path(results)
     rows = []
     for name, why in (skipped or {}).items():
         rows.append({c: "not_run" for c in COLUMNS} | {"op": name, "kernel": "-", "variant": "-",
                                                       "attempts": 0, "owner": "kernel",
                                                       "note": why.replace("\n", " ")[:300],
-                                                      "diagnosis": ""})
+                                                      "diagnosis": "", "ref_us": "", "port_us": "",
+                                                      "torch_us": "", "vs_torch": ""})
     for op in ops:
         rows += rows_for(results, op, [tuple(x) for x in variants.get(op, [])],
                          manifest_errors.get(op))
@@ -92,6 +170,12 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
     w.writeheader()
     w.writerows(rows)
     atomic_write_text(out_csv, buf.getvalue())
+    if ops_csv:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=OPS_COLUMNS, lineterminator="\n")
+        w.writeheader()
+        w.writerows(ops_rows(results, [o for o in ops if o not in manifest_errors]))
+        atomic_write_text(ops_csv, buf.getvalue())
     return rows
 
 
@@ -111,7 +195,22 @@ def format_table(csv_path: str | Path, columns=("op", "kernel", "variant", "anal
     return "\n".join(lines)
 
 
+def format_ops(ops_csv: str | Path) -> str:
+    """``summary_ops.csv`` as a text table (printed at the end of ``make run``)."""
+    with open(ops_csv, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    widths = {c: max([len(c)] + [len(r.get(c, "")) for r in rows]) for c in OPS_COLUMNS}
+    lines = ["  ".join(c.ljust(widths[c]) for c in OPS_COLUMNS)]
+    lines += ["  ".join(r.get(c, "").ljust(widths[c]) for c in OPS_COLUMNS) for r in rows]
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     import sys
 
-    print(format_table(sys.argv[1] if len(sys.argv) > 1 else "results/summary.csv"))
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "results/summary.csv")
+    print(format_table(path, columns=("op", "kernel", "variant", "ir_diff", "test", "ratio",
+                                      "vs_torch")))
+    if (path.parent / "summary_ops.csv").exists():
+        print()
+        print(format_ops(path.parent / "summary_ops.csv"))

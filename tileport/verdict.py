@@ -10,7 +10,15 @@ Verdict words by stage (the schema accepts all of them everywhere):
 * ``PASS`` / ``PASS_WITH_NOTES`` / ``FAIL`` -- a check ran and decided;
 * ``BLOCKED`` -- the stage could not produce its artefact because of a named,
   known limitation (an unsupported construct, a missing upstream artefact);
-* ``ERROR`` -- the tool itself failed (bad input file, failing build, crash).
+* ``ERROR`` -- the tool itself failed (bad input file, failing build, crash);
+* ``ALL_PASS`` -- the GPU functional test: every variant x test shape within tolerance;
+* ``DONE`` / ``BELOW_THRESHOLD`` -- the benchmark: the operator's geomean ratio (reference
+  time / port time) is at / below the acceptance threshold of config.yaml;
+* ``NOT_RUN`` -- a GPU stage on a machine without a CUDA device (``gpu: auto``) or with
+  ``gpu: off``; the reason is the summary.
+
+``fail_class`` (FAIL / ERROR / BLOCKED of the GPU stages) says who must act: ``kernel``,
+``host`` (the FFI shim or its build), ``env`` (driver, device, toolchain), ``agent_output``.
 """
 from __future__ import annotations
 
@@ -24,12 +32,15 @@ from typing import Any
 import jsonschema
 
 SCHEMA_ID = "tileport.verdict/1"
-VERDICTS = ("PASS", "PASS_WITH_NOTES", "FAIL", "BLOCKED", "ERROR")
+VERDICTS = ("PASS", "PASS_WITH_NOTES", "FAIL", "BLOCKED", "ERROR", "ALL_PASS", "DONE",
+            "BELOW_THRESHOLD", "NOT_RUN")
+FAIL_CLASSES = ("kernel", "host", "env", "agent_output")
 OWNERS = ("kernel", "host", "compiler", "env", "tool")
 SEVERITIES = ("critical", "warn", "info")
 CATEGORIES = (
     "memory", "reduction", "math", "cast", "control_flow", "constant", "signature",
     "hint", "syntax", "unsupported", "manifest", "build", "environment", "input",
+    "numerics", "launch", "performance",
 )
 
 _LOC = {
@@ -57,6 +68,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
         "verdict": {"enum": list(VERDICTS)},
         "owner": {"enum": list(OWNERS) + [None]},
         "attempt": {"type": "integer", "minimum": 1},
+        "fail_class": {"enum": list(FAIL_CLASSES) + [None]},
         "summary": {"type": "string"},
         "findings": {
             "type": "array",
@@ -117,9 +129,12 @@ class Verdict:
     findings: list[Finding] = field(default_factory=list)
     artifacts: dict[str, str] = field(default_factory=dict)
     details: dict = field(default_factory=dict)
+    fail_class: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        if d["fail_class"] is None:
+            del d["fail_class"]
         d = {"schema": SCHEMA_ID, **d}
         return d
 

@@ -1,0 +1,32 @@
+rule gpu_test:
+    """GPU functional test: port vs cuTile Python reference vs PyTorch semantics, every variant x test shape."""
+    input:
+        op_inputs,
+        reference=op_reference,
+        analysis="results/{op}/analysis.json",
+        ffi_rs="results/{op}/host/ffi.rs",
+        ffi_json="results/{op}/host/ffi.json",
+        kernels=lambda wc: [f"results/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
+        # the shared library is rebuilt when any operator changes: its mtime must not rerun the
+        # other operators' GPU stages (the stage checks that the library holds this operator's
+        # current sources by hash)
+        library=ancient("results/host/libtileport_host.so"),
+        host_build=ancient("results/host/build.json"),
+        code=code("gpu_test", "harness", "ffi", "cupti", "host"),
+    output:
+        verdict="results/{op}/test.json",
+    log:
+        "results/{op}/logs/gpu_test.log",
+    params:
+        tools=config["tools"],
+        op_dir=op_dir,
+        gpu=config["gpu"],
+        seed=config["bench"]["seed"],
+    retries: retries("gpu_test")
+    resources:
+        gpu=1,
+        attempt=lambda wc, attempt: attempt,
+    conda:
+        "../envs/tileport.yaml"
+    script:
+        "../scripts/gpu_test.py"

@@ -1,0 +1,3 @@
+#![allow(non_snake_case)]
+#[path = "../../host/abi.rs"]
+pub mod abi;

@@ -1,0 +1,236 @@
+//! tileport's C ABI for launching cuTile Rust kernels from a foreign runtime (written by this team).
+//!
+//! Every generated shim (`results/<op>/host/ffi.rs`) takes one [`TpTensor`] descriptor per array,
+//! the kernel's scalars and constexprs, the launch grid, a device ordinal and the caller's CUDA
+//! stream, and returns an [`i32`] status code (the `TP_*` constants below); it never unwinds a
+//! panic across the C boundary. The memory behind a descriptor is borrowed: never copied, never
+//! freed. The launch is asynchronous on the caller's stream, as a CUDA kernel launch is.
+//!
+//! `tp_last_error` copies the calling thread's last error message (UTF-8, NUL-terminated).
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cutile::tensor::Tensor;
+
+/// Most array dimensions a descriptor carries (cuTile arrays in practice have <= 4).
+pub const TP_MAX_DIMS: usize = 6;
+
+pub const TP_OK: i32 = 0;
+/// A descriptor pointer or a descriptor's data pointer is null.
+pub const TP_ERR_NULL_POINTER: i32 = 1;
+/// A descriptor's `ndim` differs from the kernel parameter's rank.
+pub const TP_ERR_BAD_RANK: i32 = 2;
+/// An unknown dtype code, one the kernel has no instance for, or arrays of different dtypes.
+pub const TP_ERR_BAD_DTYPE: i32 = 3;
+/// A negative or > i32 extent or stride, or an array larger than cutile's i32 byte count.
+pub const TP_ERR_BAD_SHAPE: i32 = 4;
+/// No CUDA driver / device, or the device's primary context cannot be retained.
+pub const TP_ERR_CUDA_CONTEXT: i32 = 5;
+/// cutile failed to JIT-compile or launch the kernel.
+pub const TP_ERR_LAUNCH: i32 = 6;
+/// A panic inside the shim or cutile (caught at the boundary).
+pub const TP_ERR_PANIC: i32 = 7;
+/// A launch grid dimension is zero or a constexpr is out of range.
+pub const TP_ERR_BAD_ARGUMENT: i32 = 8;
+
+/// dtype codes of [`TpTensor::dtype`].
+pub const TP_F16: i32 = 1;
+pub const TP_BF16: i32 = 2;
+pub const TP_F32: i32 = 3;
+
+/// One array as the caller sees it: device pointer, rank, extents and strides in elements.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TpTensor {
+    pub data: u64,
+    pub ndim: i32,
+    pub shape: [i64; TP_MAX_DIMS],
+    pub strides: [i64; TP_MAX_DIMS],
+    pub dtype: i32,
+}
+
+/// Error of a shim: a status code and a message naming the kernel argument at fault.
+pub type TpError = (i32, String);
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = RefCell::new(String::new());
+}
+
+/// ABI version of this file; the Python wrapper refuses a library of another version.
+#[no_mangle]
+pub extern "C" fn tp_abi_version() -> i32 {
+    1
+}
+
+/// Copy the calling thread's last error message into `buf` (at most `len` bytes, NUL-terminated).
+/// Returns the message's full length in bytes.
+///
+/// # Safety
+/// `buf` must be null or point to `len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tp_last_error(buf: *mut u8, len: usize) -> usize {
+    LAST_ERROR.with(|e| {
+        let msg = e.borrow();
+        let bytes = msg.as_bytes();
+        if !buf.is_null() && len > 0 {
+            let n = bytes.len().min(len - 1);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf, n);
+            *buf.add(n) = 0;
+        }
+        bytes.len()
+    })
+}
+
+fn set_last_error(msg: String) {
+    LAST_ERROR.with(|e| *e.borrow_mut() = msg);
+}
+
+/// Run a shim body: clear the last error, catch panics, turn errors into status codes.
+pub fn guard<F: FnOnce() -> Result<(), TpError>>(symbol: &str, body: F) -> i32 {
+    set_last_error(String::new());
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(Ok(())) => TP_OK,
+        Ok(Err((code, msg))) => {
+            set_last_error(format!("{symbol}: {msg}"));
+            code
+        }
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic payload".to_string());
+            set_last_error(format!("{symbol}: panic: {what}"));
+            TP_ERR_PANIC
+        }
+    }
+}
+
+/// Name of a dtype code (`"f16"`, `"bf16"`, `"f32"`), as the kernels' element-type generic.
+pub fn dtype_name(code: i32) -> Option<&'static str> {
+    match code {
+        TP_F16 => Some("f16"),
+        TP_BF16 => Some("bf16"),
+        TP_F32 => Some("f32"),
+        _ => None,
+    }
+}
+
+fn elem_bytes(code: i32) -> i64 {
+    match code {
+        TP_F16 | TP_BF16 => 2,
+        _ => 4,
+    }
+}
+
+/// Check one descriptor against the kernel parameter `name` of rank `ndim`.
+///
+/// # Safety
+/// `t` must be null or point to a readable [`TpTensor`].
+pub unsafe fn check<'a>(t: *const TpTensor, name: &str, ndim: usize) -> Result<&'a TpTensor, TpError> {
+    if t.is_null() {
+        return Err((TP_ERR_NULL_POINTER, format!("array '{name}': descriptor pointer is null")));
+    }
+    let d = &*t;
+    if d.data == 0 {
+        return Err((TP_ERR_NULL_POINTER, format!("array '{name}': data pointer is null")));
+    }
+    if d.ndim < 0 || d.ndim as usize != ndim {
+        return Err((TP_ERR_BAD_RANK, format!("array '{name}': rank {} but the kernel takes rank {ndim}", d.ndim)));
+    }
+    if dtype_name(d.dtype).is_none() {
+        return Err((TP_ERR_BAD_DTYPE, format!("array '{name}': unknown dtype code {}", d.dtype)));
+    }
+    let mut bytes: i64 = elem_bytes(d.dtype);
+    for i in 0..ndim {
+        let (e, s) = (d.shape[i], d.strides[i]);
+        if e < 0 || e > i32::MAX as i64 {
+            return Err((TP_ERR_BAD_SHAPE, format!("array '{name}': extent {e} of dim {i} is outside 0..=i32::MAX")));
+        }
+        if s < 0 || s > i32::MAX as i64 {
+            return Err((TP_ERR_BAD_SHAPE, format!("array '{name}': stride {s} of dim {i} is outside 0..=i32::MAX")));
+        }
+        bytes = bytes.saturating_mul(e);
+    }
+    if bytes > i32::MAX as i64 {
+        return Err((TP_ERR_BAD_SHAPE, format!(
+            "array '{name}': {bytes} bytes exceed cutile 0.5's i32 byte count of a borrowed tensor")));
+    }
+    Ok(d)
+}
+
+/// The one dtype all arrays share; an error names the first array that differs.
+pub fn same_dtype(arrays: &[(&str, &TpTensor)]) -> Result<i32, TpError> {
+    let (first, d0) = arrays[0];
+    for (name, d) in &arrays[1..] {
+        if d.dtype != d0.dtype {
+            return Err((TP_ERR_BAD_DTYPE, format!(
+                "array '{name}' is {} but '{first}' is {}: the kernel takes one element type",
+                dtype_name(d.dtype).unwrap_or("?"), dtype_name(d0.dtype).unwrap_or("?"))));
+        }
+    }
+    Ok(d0.dtype)
+}
+
+/// A launch grid with every dimension >= 1.
+pub fn grid(x: u32, y: u32, z: u32) -> Result<(u32, u32, u32), TpError> {
+    if x == 0 || y == 0 || z == 0 {
+        return Err((TP_ERR_BAD_ARGUMENT, format!("launch grid ({x}, {y}, {z}) has a zero dimension")));
+    }
+    Ok((x, y, z))
+}
+
+static CONTEXTS: OnceLock<Mutex<Vec<Option<Arc<cuda_core::Context>>>>> = OnceLock::new();
+
+/// The device's primary context (retained once per process and kept) and the caller's stream.
+///
+/// # Safety
+/// `stream` must be a valid `CUstream` of `device` (or null for the legacy default stream)
+/// that outlives the launch.
+pub unsafe fn context_and_stream(device: i32, stream: *mut c_void)
+    -> Result<(Arc<cuda_core::Context>, Arc<cuda_core::Stream>), TpError> {
+    if device < 0 {
+        return Err((TP_ERR_BAD_ARGUMENT, format!("device ordinal {device} is negative")));
+    }
+    let cell = CONTEXTS.get_or_init(|| Mutex::new(Vec::new()));
+    let mut ctxs = cell.lock().map_err(|_| (TP_ERR_CUDA_CONTEXT, "context cache poisoned".to_string()))?;
+    let i = device as usize;
+    if ctxs.len() <= i {
+        ctxs.resize(i + 1, None);
+    }
+    let ctx = match &ctxs[i] {
+        Some(c) => c.clone(),
+        None => {
+            let c = cuda_core::Context::new(i)
+                .map_err(|e| (TP_ERR_CUDA_CONTEXT, format!("CUDA device {device}: {e:?}")))?;
+            ctxs[i] = Some(c.clone());
+            c
+        }
+    };
+    drop(ctxs);
+    ctx.bind_to_thread()
+        .map_err(|e| (TP_ERR_CUDA_CONTEXT, format!("CUDA device {device}: bind context: {e:?}")))?;
+    let s = cuda_core::Stream::borrow_raw(stream, &ctx);
+    Ok((ctx, s))
+}
+
+/// Borrow the memory of a checked descriptor as a cutile tensor (no copy, never freed).
+///
+/// # Safety
+/// `d` must describe live device memory of element type `T` in `ctx` for the whole launch.
+pub unsafe fn borrow<T: cuda_core::DType>(d: &TpTensor, ctx: &Arc<cuda_core::Context>) -> Arc<Tensor<T>> {
+    let n = d.ndim as usize;
+    Arc::new(Tensor::<T>::borrow_raw_parts(
+        d.data,
+        ctx.clone(),
+        d.shape[..n].iter().map(|&v| v as i32).collect(),
+        d.strides[..n].iter().map(|&v| v as i32).collect(),
+    ))
+}
+
+/// Map a cutile launch error to [`TP_ERR_LAUNCH`].
+pub fn launched<T, E: std::fmt::Debug>(r: Result<T, E>) -> Result<(), TpError> {
+    r.map(|_| ()).map_err(|e| (TP_ERR_LAUNCH, format!("cutile launch failed: {e:?}")))
+}

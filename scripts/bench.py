@@ -1,0 +1,12 @@
+# Thin wrapper: rule bench -> tileport.bench.run  (without Snakemake: python -m tileport.bench)
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from tileport import bench, stage
+
+w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.params
+with stage.guarded(snakemake, "bench"):
+    d = bench.run(w.op, p.op_dir, Path(i.analysis).parent.parent, o.csv, o.verdict, gpu=p.gpu,
+                  cfg=dict(p.bench), host_build=i.host_build, attempt=snakemake.resources.attempt)
+    print(d["verdict"], d["summary"])

@@ -1,0 +1,235 @@
+"""Stage ``bench``: CUPTI device time of the cuTile Python reference, the Rust port and PyTorch.
+
+Per perf config (kernel x variant x perf shape that fits), in one process:
+
+1. one untimed call per side (JIT compilation), then warm-up calls for ``warmup_ms``;
+2. ``reps`` rounds sized from ``rep_ms`` (clamped to ``[min_reps, max_reps]``); each round
+   calls ref, port, torch in turn -- interleaved, pair by pair -- each call preceded by an L2
+   flush (``l2_flush_mib`` of memset, outside the measured range); the device time of a call is
+   the sum of the CUPTI kernel durations it launched (:func:`tileport.cupti.profile`);
+3. median and spread per side; ratio = ref median / port median (> 1: the port is faster),
+   the median of the per-round paired ratios next to it; vs_torch = torch median / port median;
+4. host wall time per call (back-to-back calls, synchronised at the ends) minus device time
+   = host overhead per call;
+5. the outputs of the last timed ref and port calls are checked against the PyTorch semantics.
+
+``results/<op>/bench.csv``: one row per config. ``results/<op>/bench.json``: DONE when the
+operator's geomean ratio over its configs is >= ``threshold`` (config.yaml), else
+BELOW_THRESHOLD; FAIL if a timed port call errs or its output is wrong; NOT_RUN without GPU.
+
+Run directly on a GPU node without Snakemake::
+
+    python -m tileport.bench --op softmax [--results results] [--gpu auto|required|off]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+import time
+from pathlib import Path
+
+from . import harness as H
+from . import stats as S
+from .gpu_test import OpContext, gpu_gate, library_for
+from .verdict import Finding, Verdict, atomic_write_text, write
+
+REPO = Path(__file__).resolve().parent.parent
+
+DEFAULTS = {"threshold": 0.95, "warmup_ms": 20, "rep_ms": 150, "min_reps": 10, "max_reps": 100,
+            "l2_flush_mib": 256, "seed": 0}
+
+COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_us", "torch_us",
+           "ref_iqr_us", "port_iqr_us", "torch_iqr_us", "ratio", "paired_ratio", "vs_torch",
+           "ref_vs_torch", "ref_launches", "port_launches", "torch_launches", "ref_wall_us",
+           "port_wall_us", "port_host_overhead_us", "ref_host_overhead_us", "checked", "error"]
+
+
+def _wall_us(fn, n: int) -> float:
+    import torch
+
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e6 / n
+
+
+def measure(c, cfg: dict, tol: dict) -> dict:
+    """Benchmark one :class:`tileport.harness.Call` (steps 1-5 of the module doc). Returns a row
+    of :data:`COLUMNS` (numbers in µs) plus ``samples`` (per-round device µs per side)."""
+    import torch
+
+    from . import cupti
+
+    sides = [("ref", c.ref), ("port", c.port), ("torch", c.torch)]
+    for _, fn in sides:                     # JIT compile / cuBLAS heuristics, untimed
+        fn()
+    torch.cuda.synchronize()
+    est = {}
+    for label, fn in sides:
+        n, t0 = 0, time.perf_counter()
+        while n < 3 or (time.perf_counter() - t0) * 1e3 < cfg["warmup_ms"]:
+            fn()
+            torch.cuda.synchronize()
+            n += 1
+        est[label] = (time.perf_counter() - t0) * 1e6 / n
+    flush_buf = torch.empty(int(cfg["l2_flush_mib"]) << 20, dtype=torch.uint8, device="cuda")
+    reps = S.reps_for(max(est.values()), cfg["rep_ms"], cfg["min_reps"], cfg["max_reps"])
+    prof = cupti.profile(sides, reps, flush=flush_buf.zero_)
+    dev = prof["device_us"]
+    row = {"op": c.op, "kernel": c.kernel, "variant": c.variant.id,
+           "shape": "x".join(map(str, c.shape)), "grid": "x".join(map(str, c.grid)), "reps": reps}
+    for s in ("ref", "port", "torch"):
+        row[f"{s}_us"] = S.median(dev[s])
+        row[f"{s}_iqr_us"] = S.spread(dev[s])["iqr"]
+        ls = sorted(set(prof["launches"][s]))
+        row[f"{s}_launches"] = ls[0] if len(ls) == 1 else "/".join(map(str, ls))
+    row["ratio"] = row["ref_us"] / row["port_us"]
+    row["paired_ratio"] = S.median(S.paired_ratios(dev["ref"], dev["port"]))
+    row["vs_torch"] = row["torch_us"] / row["port_us"]
+    row["ref_vs_torch"] = row["torch_us"] / row["ref_us"]
+    nwall = max(5, min(50, reps))
+    row["ref_wall_us"] = _wall_us(c.ref, nwall)
+    row["port_wall_us"] = _wall_us(c.port, nwall)
+    row["ref_host_overhead_us"] = max(0.0, row["ref_wall_us"] - row["ref_us"])
+    row["port_host_overhead_us"] = max(0.0, row["port_wall_us"] - row["port_us"])
+    expected = c.expected()
+    checks = [H.compare(a, e, tol["rtol"], tol["atol"])["ok"]
+              for side in ("ref", "port") for a, e in zip(c.outputs[side], expected)]
+    row["checked"] = "ok" if all(checks) else "MISMATCH"
+    row["error"] = ""
+    row["samples"] = {s: dev[s] for s in ("ref", "port", "torch")}
+    row["kernel_names"] = {s: sorted({n for k in prof["kernels"][s] for n, _ in k})
+                           for s in ("ref", "port", "torch")}
+    del flush_buf
+    return row
+
+
+def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None,
+         secs: float = 0.0) -> Verdict:
+    """The operator's verdict from its bench rows (pure: unit-tested without a GPU).
+
+    Geomeans over the configs that ran: ``ratio`` (ref/port), ``vs_torch`` (torch/port),
+    ``ref_vs_torch`` (torch/ref); per ``kernel/variant`` the same over its configs plus the
+    geomean of its per-config medians (``ref_us``, ``port_us``, ``torch_us``).
+    """
+    ok = [r for r in rows if not r.get("error")]
+    errs = [r for r in rows if r.get("error")]
+    findings = [Finding("launch", "critical", "kernel",
+                        f"{r['kernel']}/{r['variant']} {r['shape']}: {r['error']}") for r in errs]
+    findings += [Finding("numerics", "critical", "kernel",
+                         f"{r['kernel']}/{r['variant']} {r['shape']}: timed output outside tolerance")
+                 for r in ok if r.get("checked") == "MISMATCH"]
+    per_variant: dict[str, dict] = {}
+    for r in ok:
+        per_variant.setdefault(f"{r['kernel']}/{r['variant']}", []).append(r)
+    variants = {}
+    for key, rs in per_variant.items():
+        variants[key] = {"configs": len(rs),
+                         "ratio": S.geomean([r["ratio"] for r in rs]),
+                         "vs_torch": S.geomean([r["vs_torch"] for r in rs]),
+                         "ref_us": S.geomean([r["ref_us"] for r in rs]),
+                         "port_us": S.geomean([r["port_us"] for r in rs]),
+                         "torch_us": S.geomean([r["torch_us"] for r in rs])}
+    details = {"threshold": threshold, "configs": len(ok), "variants": variants, "env": env or {},
+               "seconds": secs}
+    if ok:
+        details["geomean_ratio"] = S.geomean([r["ratio"] for r in ok])
+        details["geomean_vs_torch"] = S.geomean([r["vs_torch"] for r in ok])
+        details["geomean_ref_vs_torch"] = S.geomean([r["ref_vs_torch"] for r in ok])
+        worst = sorted(ok, key=lambda r: r["ratio"])[:3]
+        details["worst_configs"] = [{k: r[k] for k in ("kernel", "variant", "shape", "ratio",
+                                                      "ref_us", "port_us")} for r in worst]
+    if findings:
+        return Verdict(stage="bench", op=op, verdict="FAIL", owner="kernel", fail_class="kernel",
+                       attempt=attempt, summary=findings[0].message[:300], findings=findings,
+                       details=details)
+    if not ok:
+        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="kernel", fail_class="kernel",
+                       attempt=attempt, summary="no perf shape fits any variant", details=details)
+    g = details["geomean_ratio"]
+    word = "DONE" if g >= threshold else "BELOW_THRESHOLD"
+    return Verdict(stage="bench", op=op, verdict=word, owner=None if word == "DONE" else "kernel",
+                   attempt=attempt,
+                   summary=f"geomean ratio {g:.3f} over {len(ok)} config(s) (threshold {threshold}); "
+                           f"vs torch {details['geomean_vs_torch']:.3f}",
+                   details=details)
+
+
+def write_csv(rows: list[dict], path: str | Path) -> None:
+    """bench.csv: :data:`COLUMNS`, floats with 4 significant decimals (µs, ratios)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
+    atomic_write_text(path, buf.getvalue())
+
+
+def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
+        out_json: str | Path, gpu: str = "auto", cfg: dict | None = None,
+        host_build: str | Path | None = None, attempt: int = 1) -> dict:
+    """Stage entry point (see module doc). Returns the verdict written to ``out_json``."""
+    cfg = {**DEFAULTS, **(cfg or {})}
+    op_dir, results = Path(op_dir), Path(results)
+    host_build = Path(host_build) if host_build else results / "host" / "build.json"
+    gate = gpu_gate("bench", op, gpu, out_json, attempt)
+    if gate is not None:
+        write_csv([], out_csv)
+        return gate
+    library, why = library_for(op, results, host_build)
+    if why:
+        write_csv([], out_csv)
+        return write(Verdict(stage="bench", op=op, verdict="BLOCKED", owner=why[0],
+                             fail_class=why[0], attempt=attempt, summary=why[1]), out_json)
+    t0 = time.monotonic()
+    ctx = OpContext(op, op_dir, results, library)
+    rows = []
+    for kernel, variant, shape in H.cases(ctx.man, "perf"):
+        base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape))}
+        try:
+            c = ctx.call(kernel, variant, shape, cfg["seed"])
+            row = measure(c, cfg, ctx.man["tolerance"][variant.dtype])
+            del c
+        except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
+            row = {**base, "error": f"{type(exc).__name__}: {exc}"[:600]}
+            rows.append(row)
+            if "CUDA" in str(exc):
+                break                 # the context is gone: later configs cannot run
+            continue
+        rows.append(row)
+        print(f"{kernel}/{variant.id} {row['shape']}: ref {row['ref_us']:.1f} us, port "
+              f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us, ratio {row['ratio']:.3f}",
+              flush=True)
+    write_csv(rows, out_csv)
+    v = fold(op, rows, float(cfg["threshold"]), attempt, H.env_versions(),
+             round(time.monotonic() - t0, 1))
+    v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ["samples", "kernel_names"]} for r in rows]
+    v.artifacts["csv"] = str(out_csv)
+    return write(v, out_json)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="tileport CUPTI benchmark of one operator")
+    ap.add_argument("--op", required=True)
+    ap.add_argument("--operators", default=str(REPO / "operators"))
+    ap.add_argument("--results", default="results")
+    ap.add_argument("--gpu", choices=("auto", "required", "off"), default="auto")
+    ap.add_argument("--config", default=str(REPO / "config.yaml"),
+                    help="config.yaml whose 'bench' section sets threshold, budgets, flush size")
+    a = ap.parse_args(argv)
+    import yaml
+
+    cfg = (yaml.safe_load(Path(a.config).read_text()) or {}).get("bench", {})
+    base = Path(a.results) / a.op
+    d = run(a.op, Path(a.operators) / a.op, a.results, base / "bench.csv", base / "bench.json",
+            gpu=a.gpu, cfg=cfg)
+    print(d["verdict"], d["summary"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""Stage ``gpu_test``: the Rust port against the cuTile Python reference and the PyTorch semantics.
+
+For every kernel x variant x test shape that fits (:func:`tileport.harness.cases`), one
+:class:`tileport.harness.Call` runs the reference kernel and the port on the same inputs and
+launch grid, and both outputs are compared with ``reference.reference`` under the manifest's
+per-dtype rtol/atol. Per variant, the kernels each side launches for one call are counted
+from CUPTI records (:mod:`tileport.cupti`); a port that launches a different number of
+kernels than the reference fails.
+
+Verdict (``results/<op>/test.json``): ``ALL_PASS``; ``FAIL`` with ``fail_class`` kernel / host /
+env and the worst mismatch (index, values, allowance); ``BLOCKED`` when the host library holds
+no port of the operator; ``NOT_RUN`` without a GPU under ``gpu: auto`` or with ``gpu: off``.
+``gpu: required`` without a GPU writes an ERROR verdict and exits with status 1.
+
+Run directly on a GPU node without Snakemake::
+
+    python -m tileport.gpu_test --op softmax [--results results] [--gpu auto|required|off]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import harness as H
+from . import host as HOST
+from . import manifest as M
+from .verdict import Finding, Verdict, VerdictError, read, write
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def not_run(stage: str, op: str, reason: str, out: str | Path, attempt: int = 1) -> dict:
+    """Write a NOT_RUN verdict whose summary is ``not_run (<reason>)``."""
+    return write(Verdict(stage=stage, op=op, verdict="NOT_RUN", attempt=attempt,
+                         summary=f"not_run ({reason})"), out)
+
+
+def gpu_gate(stage: str, op: str, gpu: str, out: str | Path, attempt: int = 1) -> dict | None:
+    """Apply config.yaml's ``gpu`` mode. Returns a written NOT_RUN verdict (the caller stops) or
+    None (a GPU is there: go on). ``required`` without a GPU writes ERROR and exits 1."""
+    if gpu == "off":
+        return not_run(stage, op, "gpu: off", out, attempt)
+    try:
+        H.probe_gpu()
+    except H.NoGpu as exc:
+        if gpu == "required":
+            msg = f"gpu: required, but there is no usable GPU here: {exc}"
+            write(Verdict(stage=stage, op=op, verdict="ERROR", owner="env", fail_class="env",
+                          attempt=attempt, summary=msg,
+                          findings=[Finding("environment", "critical", "env", msg)]), out)
+            print(f"tileport: {stage} {op}: {msg}", file=sys.stderr)
+            sys.exit(1)
+        return not_run(stage, op, f"no GPU: {exc}", out, attempt)
+    return None
+
+
+def library_for(op: str, results: Path, host_build: Path):
+    """The operator's state in the host library: ``(spec paths, None)`` or ``(None, (fail_class,
+    reason))`` when the library lacks it or holds other sources than results/<op> now."""
+    try:
+        hb = read(host_build)
+    except VerdictError as exc:
+        return None, ("host", f"host library not built: {exc}")
+    st = hb.get("details", {}).get("ops", {}).get(op)
+    if hb["verdict"] == "ERROR" or not st:
+        return None, (hb.get("fail_class") or "host", f"host library: {hb['summary']}")
+    if not st["in_library"]:
+        owner = "kernel" if "port crate" in st["reason"] or "no shim" in st["reason"] else "host"
+        return None, (owner, f"not in the host library: {st['reason']}")
+    now = HOST.sources_sha(results, op)
+    if now != st.get("sources_sha"):
+        return None, ("host", f"{hb['details']['library']} was built from other sources of {op} "
+                              f"than results/{op} holds now: rebuild (rule host_build)")
+    return str(results / "host" / HOST.LIB_NAME), None
+
+
+def _cuda_error(exc: BaseException) -> bool:
+    s = str(exc)
+    return "CUDA error" in s or "CUDA_ERROR" in s or "cudaError" in s or "illegal" in s
+
+
+class OpContext:
+    """Everything one operator's GPU stage loads once: manifest, modules, library, analysis."""
+
+    def __init__(self, op: str, op_dir: Path, results: Path, library: str):
+        from .ffi import HostLibrary
+
+        self.op, self.op_dir, self.results = op, op_dir, results
+        self.man = M.load(op_dir / "manifest.yaml")
+        if "tensors" not in self.man:
+            raise H.HarnessError(f"{op_dir / 'manifest.yaml'}: no 'tensors' section: the GPU "
+                                 f"stages cannot build the inputs of a call")
+        self.kmod = H.load_module(op_dir / "kernel.py", f"tileport_ref_{op}")
+        self.rmod = H.load_module(op_dir / "reference.py", f"tileport_torch_{op}")
+        an = read(results / op / "analysis.json")
+        self.params = {k["name"]: k["params"] for k in an["details"]["kernels"]}
+        self.lib = HostLibrary(library, [results / op / "host" / "ffi.json"])
+
+    def call(self, kernel, variant, shape, seed=0):
+        spec = self.lib.for_variant(kernel, variant.id)
+        return H.build_call(self.op_dir, self.man, self.kmod, self.rmod, self.params[kernel],
+                            kernel, variant, shape, self.lib, spec["symbol"], seed=seed)
+
+
+def check_call(c, tol: dict) -> dict:
+    """Run both kernels of one call once and compare each with the PyTorch semantics."""
+    import torch
+
+    row = {"kernel": c.kernel, "variant": c.variant.id, "shape": list(c.shape), "grid": list(c.grid)}
+    expected = c.expected()
+    for side, fn in (("ref", c.ref), ("port", c.port)):
+        try:
+            fn()
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - every failure is classified below
+            from .ffi import FfiError
+
+            fc = exc.fail_class if isinstance(exc, FfiError) else (
+                "kernel" if side == "port" and _cuda_error(exc) else "env")
+            row[side] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:800], "fail_class": fc,
+                         "cuda_error": _cuda_error(exc)}
+            continue
+        res = [H.compare(a, e, tol["rtol"], tol["atol"]) for a, e in zip(c.outputs[side], expected)]
+        worst = max(res, key=lambda r: (not r["ok"], r["max_abs"] or 0))
+        row[side] = worst
+    if row["ref"].get("ok") is not None and "error" not in row["port"] and "error" not in row["ref"]:
+        row["port_vs_ref_max_abs"] = max(float((a.double() - b.double()).abs().nan_to_num(float("inf")).max())
+                                         for a, b in zip(c.outputs["port"], c.outputs["ref"]))
+        row["bitwise_equal"] = all(torch.equal(a, b) for a, b in zip(c.outputs["port"], c.outputs["ref"]))
+    return row
+
+
+def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, gpu: str = "auto",
+        host_build: str | Path | None = None, seed: int = 0, attempt: int = 1) -> dict:
+    """Stage entry point (see module doc). Returns the verdict dict written to ``out_json``."""
+    from . import cupti
+
+    op_dir, results = Path(op_dir), Path(results)
+    host_build = Path(host_build) if host_build else results / "host" / "build.json"
+    gate = gpu_gate("gpu_test", op, gpu, out_json, attempt)
+    if gate is not None:
+        return gate
+    library, why = library_for(op, results, host_build)
+    if why:
+        return write(Verdict(stage="gpu_test", op=op, verdict="BLOCKED", owner=why[0],
+                             fail_class=why[0], attempt=attempt, summary=why[1]), out_json)
+    t0 = time.monotonic()
+    try:
+        ctx = OpContext(op, op_dir, results, library)
+    except (H.HarnessError, M.ManifestError, VerdictError) as exc:
+        return write(Verdict(stage="gpu_test", op=op, verdict="ERROR", owner="kernel",
+                             fail_class="kernel", attempt=attempt, summary=str(exc)[:600],
+                             findings=[Finding("input", "critical", "kernel", str(exc)[:1500])]),
+                     out_json)
+    except Exception as exc:  # FfiError on load: the library itself
+        return write(Verdict(stage="gpu_test", op=op, verdict="ERROR", owner="host",
+                             fail_class="host", attempt=attempt, summary=str(exc)[:600]), out_json)
+    rows, counted, dead = [], set(), None
+    for kernel, variant, shape in H.cases(ctx.man, "test"):
+        if dead:
+            rows.append({"kernel": kernel, "variant": variant.id, "shape": list(shape),
+                         "not_run": f"CUDA context lost earlier: {dead}"})
+            continue
+        try:
+            c = ctx.call(kernel, variant, shape, seed)
+        except Exception as exc:  # noqa: BLE001 - bad binding/expression or no shim
+            rows.append({"kernel": kernel, "variant": variant.id, "shape": list(shape),
+                         "port": {"ok": False, "error": str(exc)[:800], "fail_class": "host"},
+                         "ref": {"ok": None}})
+            continue
+        row = check_call(c, ctx.man["tolerance"][variant.dtype])
+        for side in ("ref", "port"):
+            if row[side].get("cuda_error"):
+                dead = row[side]["error"][:200]
+        if not dead and (kernel, variant.id) not in counted:
+            counted.add((kernel, variant.id))
+            prof = cupti.profile([("ref", c.ref), ("port", c.port), ("torch", c.torch)], reps=1)
+            row["launches"] = {s: prof["launches"][s][0] for s in ("ref", "port", "torch")}
+            row["kernel_names"] = {s: [n for n, _ in prof["kernels"][s][0]] for s in ("ref", "port")}
+        rows.append(row)
+        del c
+    return write(verdict_of(op, rows, attempt, round(time.monotonic() - t0, 1), H.env_versions()),
+                 out_json)
+
+
+def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, env=None) -> Verdict:
+    """Fold the per-call rows into the stage verdict (pure: unit-tested without a GPU).
+
+    A row fails when the port errs or mismatches, or its launch count differs from the
+    reference's. A reference that fails while the port passes is a note (the oracle or the
+    reference kernel is off, not the port). ``details.variants`` maps ``kernel/variant`` to
+    PASS / FAIL / NOT_RUN for summary.csv.
+    """
+    findings, variants = [], {}
+    fail_classes = []
+    for r in rows:
+        key = f"{r['kernel']}/{r['variant']}"
+        where = f"{key} shape {tuple(r['shape'])}"
+        if "not_run" in r:
+            variants.setdefault(key, "NOT_RUN")
+            findings.append(Finding("environment", "warn", "env", f"{where}: not run: {r['not_run']}"))
+            fail_classes.append("env")
+            continue
+        port, ref = r.get("port", {}), r.get("ref", {})
+        bad = []
+        if port.get("error"):
+            bad.append((port.get("fail_class", "host"), "launch", f"port failed: {port['error']}"))
+        elif port.get("ok") is False:
+            w = port.get("worst") or {}
+            bad.append(("kernel", "numerics",
+                        f"port output mismatch: {port.get('mismatches')} of {port.get('numel')} "
+                        f"elements outside tolerance, worst at index {w.get('index')}: "
+                        f"port {w.get('actual')!r} vs expected {w.get('expected')!r} "
+                        f"(allowed |diff| {w.get('allowed')!r}); max |diff| {port.get('max_abs')!r}"
+                        if not port.get("shape") else f"port output shape {port['shape'][0]} != "
+                                                      f"expected {port['shape'][1]}"))
+        la = r.get("launches")
+        if la and la["port"] != la["ref"]:
+            bad.append(("host", "launch", f"port launches {la['port']} kernel(s) per call, "
+                                          f"reference {la['ref']} ({r.get('kernel_names')})"))
+        if ref.get("error") or ref.get("ok") is False:
+            findings.append(Finding("numerics", "warn", "kernel",
+                                    f"{where}: the cuTile Python reference itself fails the check: "
+                                    f"{ref.get('error') or ref.get('worst')}"))
+        for fc, cat, msg in bad:
+            findings.append(Finding(cat, "critical", fc, f"{where}: {msg}"))
+            fail_classes.append(fc)
+        variants[key] = "FAIL" if bad or variants.get(key) == "FAIL" else variants.get(key, "PASS")
+    n_fail = sum(1 for v in variants.values() if v != "PASS")
+    details = {"cases": rows, "variants": variants, "seconds": secs, "env": env or {}}
+    if not rows:
+        return Verdict(stage="gpu_test", op=op, verdict="BLOCKED", owner="kernel", fail_class="kernel",
+                       attempt=attempt, summary="no test shape fits any variant", details=details)
+    if n_fail == 0:
+        return Verdict(stage="gpu_test", op=op, verdict="ALL_PASS", attempt=attempt,
+                       summary=f"{len(variants)} variant(s) x {len(rows)} call(s) within tolerance, "
+                               f"equal launch counts", findings=findings, details=details)
+    crit = [f for f in findings if f.severity == "critical"] or findings
+    fc = next((c for c in ("kernel", "host", "env") if c in fail_classes), "kernel")
+    return Verdict(stage="gpu_test", op=op, verdict="FAIL", owner=fc, fail_class=fc, attempt=attempt,
+                   summary=f"{n_fail} of {len(variants)} variant(s) fail: {crit[0].message[:300]}",
+                   findings=findings, details=details)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="tileport GPU functional test of one operator")
+    ap.add_argument("--op", required=True)
+    ap.add_argument("--operators", default=str(REPO / "operators"))
+    ap.add_argument("--results", default="results")
+    ap.add_argument("--gpu", choices=("auto", "required", "off"), default="auto")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", help="default: <results>/<op>/test.json")
+    a = ap.parse_args(argv)
+    out = a.out or str(Path(a.results) / a.op / "test.json")
+    d = run(a.op, Path(a.operators) / a.op, a.results, out, gpu=a.gpu, seed=a.seed)
+    print(d["verdict"], d["summary"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

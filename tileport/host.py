@@ -1,0 +1,404 @@
+"""Stages ``host_shim`` and ``host_build`` (agent role "host builder", deterministic backend).
+
+``host_shim`` (per operator) writes ``results/<op>/host/ffi.rs``: one ``extern "C"`` function per
+(kernel, Rust entry) -- a *variant family*: every variant the translator compiled to that entry,
+the dtype chosen at run time by the descriptors' dtype code, the int constexprs passed as
+``i32`` -- and ``results/<op>/host/ffi.json``, the machine-readable signature of each function
+that :mod:`tileport.ffi` binds with ctypes.
+
+C signature of every shim (all integers native-endian, the ABI of ``rust/host/abi.rs``)::
+
+    int32_t tp_<op>__<entry>(const TpTensor *<array>..., <f32|i32> <scalar>...,
+                             int32_t <constexpr>..., uint32_t grid_x, uint32_t grid_y,
+                             uint32_t grid_z, int32_t device, void *stream);
+
+Arrays and scalars come in the kernel's parameter order. The shim checks every descriptor
+(null pointers, rank, dtype, extents/strides within i32), borrows the memory as cutile tensors
+(no copy, never freed), and launches the kernel asynchronously on the caller's stream; it returns
+a ``TP_*`` status code and never lets a panic cross the boundary.
+
+``host_build`` (one job for all operators) assembles ``results/host/`` -- one cdylib crate with
+every operator's shim and translated kernels, the committed ``rust/host-template/Cargo.lock``
+(``--locked``), release profile -- and builds ``results/host/libtileport_host.so``. An operator
+whose port did not build, or whose files break the combined build, is left out (named in the
+verdict, with rustc's file:line) and the others are built without it.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from . import constructs as C
+from . import rust_ir
+from .verdict import Finding, Verdict, VerdictError, atomic_write_text, loc, read, write
+
+REPO = Path(__file__).resolve().parent.parent
+HOST_TEMPLATE = REPO / "rust" / "host-template"
+ABI_RS = REPO / "rust" / "host" / "abi.rs"
+ABI_VERSION = 1
+LIB_NAME = "libtileport_host.so"
+
+#: status codes of ``rust/host/abi.rs`` -> (name, fail_class, meaning)
+STATUS = {
+    0: ("TP_OK", None, "ok"),
+    1: ("TP_ERR_NULL_POINTER", "host", "a descriptor or its data pointer is null"),
+    2: ("TP_ERR_BAD_RANK", "host", "a descriptor's rank differs from the kernel parameter's"),
+    3: ("TP_ERR_BAD_DTYPE", "host", "unknown or mixed dtype, or no instance for it"),
+    4: ("TP_ERR_BAD_SHAPE", "host", "an extent/stride outside i32, or too many bytes for cutile"),
+    5: ("TP_ERR_CUDA_CONTEXT", "env", "no CUDA driver/device, or its context cannot be retained"),
+    6: ("TP_ERR_LAUNCH", "kernel", "cutile failed to compile or launch the kernel"),
+    7: ("TP_ERR_PANIC", "host", "a panic inside the shim or cutile, caught at the boundary"),
+    8: ("TP_ERR_BAD_ARGUMENT", "host", "a zero launch-grid dimension or a bad device ordinal"),
+}
+#: dtype codes of ``TpTensor.dtype`` (``rust/host/abi.rs``)
+DTYPE_CODES = {"f16": 1, "bf16": 2, "f32": 3}
+_RUST_ELEM = {"f16": "half::f16", "bf16": "half::bf16", "f32": "f32"}
+_RUST_SCALAR = {"f32": "f32", "i32": "i32"}
+
+
+class ShimError(ValueError):
+    """The inputs of the shim generator are inconsistent (named file and cause)."""
+
+
+def symbol(op: str, entry: str) -> str:
+    """C symbol of the shim of one (operator, Rust entry): ``tp_<op>__<entry>``."""
+    return f"tp_{op}__{entry}"
+
+
+def families(kinfo: dict, entries: dict[str, str], variants: list[dict]) -> dict[str, list[dict]]:
+    """Group a kernel's variants by the Rust entry the translator compiled them to.
+
+    ``entries`` is the source map's ``{variant id -> entry}`` (a kernel without constexpr
+    specialisation has one entry named like the kernel). Returns ``{entry: [variant, ...]}`` in
+    manifest order; each variant is the analysis' ``{"id", "dtype", "constexprs"}``.
+    """
+    out: dict[str, list[dict]] = {}
+    for v in variants:
+        out.setdefault(entries.get(v["id"], kinfo["name"]), []).append(v)
+    return out
+
+
+def function_spec(op: str, kinfo: dict, entry: str, fam: list[dict]) -> dict:
+    """Machine-readable signature of one shim (what ``ffi.json`` lists and ctypes binds)."""
+    arrays, scalars, constexprs = [], [], []
+    for p in kinfo["params"]:
+        if p["kind"] == "array":
+            arrays.append({"name": p["name"], "ndim": p["ndim"], "role": p["role"]})
+        elif p["kind"].startswith("scalar"):
+            scalars.append({"name": p["name"], "type": p.get("dtype", "f32")})
+        elif p["kind"] == "constexpr" and p.get("ctype", "int") == "int":
+            constexprs.append(p["name"])
+    return {
+        "symbol": symbol(op, entry), "kernel": kinfo["name"], "entry": entry,
+        "variants": [v["id"] for v in fam],
+        "dtypes": sorted({v["dtype"] for v in fam}, key=list(DTYPE_CODES).index),
+        "arrays": arrays, "scalars": scalars, "constexprs": constexprs,
+    }
+
+
+def _shim_fn(spec: dict) -> str:
+    """Rust text of one ``extern "C"`` shim."""
+    A = [(a["name"], f"arr_{a['name']}", a["ndim"]) for a in spec["arrays"]]
+    S = [(s["name"], f"sc_{s['name']}", _RUST_SCALAR[s["type"]]) for s in spec["scalars"]]
+    X = [(c, f"cx_{c}") for c in spec["constexprs"]]
+    sym, kernel, entry = spec["symbol"], spec["kernel"], spec["entry"]
+    params = ([f"{r}: *const TpTensor" for _, r, _ in A] + [f"{r}: {t}" for _, r, t in S]
+              + [f"{r}: i32" for _, r in X]
+              + ["grid_x: u32", "grid_y: u32", "grid_z: u32", "device: i32", "stream: *mut c_void"])
+    shown = ", ".join(f"{a['name']} ({a['ndim']}-D, {a['role']})" for a in spec["arrays"])
+    doc = (f"/// `{kernel}` (Rust entry `{entry}`), variants: {', '.join(spec['variants'])}.\n"
+           f"/// Arrays: {shown}"
+           f"; scalars: {', '.join(n for n, _, _ in S) or 'none'}"
+           f"; constexprs: {', '.join(n for n, _ in X) or 'none'}.\n")
+    body = [f"    guard(\"{sym}\", || {{"]
+    for n, r, d in A:
+        body.append(f"        let {r} = check({r}, \"{n}\", {d})?;")
+    body.append("        let dtype = same_dtype(&[" + ", ".join(f"(\"{n}\", {r})" for n, r, _ in A) + "])?;")
+    for n, r in X:
+        body.append(f"        if {r} < 1 {{ return Err((TP_ERR_BAD_ARGUMENT, format!(\"constexpr {n} = {{}} is not positive\", {r}))); }}")
+    body.append("        let grid = grid(grid_x, grid_y, grid_z)?;")
+    body.append("        let (ctx, s) = context_and_stream(device, stream)?;")
+    body.append("        match dtype_name(dtype) {")
+    for dt in spec["dtypes"]:
+        elem = _RUST_ELEM[dt]
+        args = ", ".join([f"borrow::<{elem}>({r}, &ctx)" for _, r, _ in A] + [r for _, r, _ in S])
+        gens = ", ".join(["\"" + dt + "\".to_string()"] + [f"{r}.to_string()" for _, r in X])
+        body.append(f"            Some(\"{dt}\") => launched(super::{kernel}::port::{entry}({args})")
+        body.append(f"                .generics(vec![{gens}]).grid(grid).async_on(&s)),")
+    body.append(f"            other => Err((TP_ERR_BAD_DTYPE, format!(\"no {kernel} instance for dtype {{}} "
+                f"(variants of this family: {', '.join(spec['dtypes'])})\", other.unwrap_or(\"?\")))),")
+    body.append("        }")
+    body.append("    })")
+    return (doc + "#[no_mangle]\npub unsafe extern \"C\" fn " + sym + "(\n    "
+            + ",\n    ".join(params) + ",\n) -> i32 {\n" + "\n".join(body) + "\n}\n")
+
+
+def render(op: str, specs: list[dict]) -> str:
+    """Rust text of ``results/<op>/host/ffi.rs`` for the given function specs."""
+    head = (f"// Generated by tileport's host builder (backend: deterministic) for operator {op}.\n"
+            "// Do not edit: rerun the workflow. ABI: rust/host/abi.rs (TpTensor, TP_* codes).\n"
+            "#![allow(clippy::too_many_arguments)]\n"
+            "use std::ffi::c_void;\n\n"
+            "use cuda_async::device_operation::DeviceOp;\n"
+            "use cutile::tile_kernel::TileKernel;\n\n"
+            "use crate::abi::*;\n")
+    return head + "".join("\n" + _shim_fn(s) for s in specs)
+
+
+def write_shim(op: str, analysis_json: str | Path, results_op: str | Path, out_rs: str | Path,
+               out_json: str | Path, out_verdict: str | Path, attempt: int = 1) -> dict:
+    """Stage ``host_shim``: generate ``ffi.rs`` + ``ffi.json`` for every translated kernel.
+
+    Reads ``analysis.json`` (kernel parameters, variants) and, per kernel, the write_kernel
+    verdict and the source map's ``entries`` under ``results_op``. Kernels that were not
+    translated are listed as ``blocked`` (no shim). Verdict PASS, or BLOCKED when no kernel
+    has a port. Raises nothing for bad upstream files: they end in the verdict.
+    """
+    results_op = Path(results_op)
+    try:
+        an = read(analysis_json)
+    except VerdictError as exc:
+        return write(Verdict(stage="host_shim", op=op, verdict="BLOCKED", owner="kernel",
+                             fail_class="kernel", attempt=attempt, summary=str(exc)), out_verdict)
+    det = an.get("details", {})
+    specs, blocked = [], {}
+    for kinfo in det.get("kernels", []):
+        k = kinfo["name"]
+        try:
+            wk = read(results_op / "write_kernel" / f"{k}.json")
+        except VerdictError as exc:
+            blocked[k] = str(exc)
+            continue
+        if wk["verdict"] != "PASS":
+            blocked[k] = f"not translated: {wk['summary']}"
+            continue
+        try:
+            entries = json.loads((results_op / "rust" / "src" / f"{k}.rs.map.json").read_text())["entries"]
+        except (OSError, ValueError, KeyError) as exc:
+            blocked[k] = f"source map unreadable: {exc}"
+            continue
+        for entry, fam in families(kinfo, entries, det.get("variants", [])).items():
+            specs.append(function_spec(op, kinfo, entry, fam))
+    doc = {"op": op, "abi_version": ABI_VERSION, "functions": specs, "blocked": blocked,
+           "status_codes": {str(c): n for c, (n, _, _) in STATUS.items()},
+           "dtype_codes": DTYPE_CODES}
+    atomic_write_text(out_rs, render(op, specs))
+    atomic_write_text(out_json, json.dumps(doc, indent=1) + "\n")
+    if not specs:
+        return write(Verdict(stage="host_shim", op=op, verdict="BLOCKED", owner="kernel",
+                             fail_class="kernel", attempt=attempt,
+                             summary="no translated kernel: no shim",
+                             details={"blocked": blocked}), out_verdict)
+    return write(Verdict(stage="host_shim", op=op, verdict="PASS", attempt=attempt,
+                         summary=f"{len(specs)} shim(s): {', '.join(s['symbol'] for s in specs)}",
+                         details={"functions": [s["symbol"] for s in specs], "blocked": blocked},
+                         artifacts={"ffi_rs": str(out_rs), "ffi_json": str(out_json)}), out_verdict)
+
+
+# ---------------------------------------------------------------------------------------------
+# host_build
+
+
+def _op_eligible(results: Path, op: str) -> tuple[list[str], str]:
+    """Kernels of ``op`` that the combined library can include, or ``([], reason)``."""
+    try:
+        b = read(results / op / "rust" / "build.json")
+        s = read(results / op / "host" / "shim.json")
+    except VerdictError as exc:
+        return [], str(exc)
+    if b["verdict"] != "PASS":
+        return [], f"port crate did not build: {b['summary']}"
+    if s["verdict"] != "PASS":
+        return [], f"no shim: {s['summary']}"
+    spec = json.loads((results / op / "host" / "ffi.json").read_text())
+    kernels = sorted({f["kernel"] for f in spec["functions"]})
+    missing = [k for k in kernels if k not in b["details"].get("kernels", [])]
+    if missing:
+        return [], f"shim names kernels the port crate lacks: {missing}"
+    return kernels, ""
+
+
+def package_names(host: Path) -> tuple[str, str]:
+    """(package, library) name of the host crate at ``host``: unique per checkout, because every
+    checkout shares the cargo target directory, where one package name = one library file
+    (two clones would otherwise overwrite each other's library)."""
+    h = hashlib.sha1(str(Path(host).resolve()).encode()).hexdigest()[:8]
+    return f"tileport-host-{h}", f"tileport_host_{h}"
+
+
+def assemble(host: Path, results: Path, ops: dict[str, list[str]]) -> dict[str, str]:
+    """Write the host crate under ``host``: the template's Cargo.toml/lock, ``src/abi.rs``,
+    ``src/lib.rs`` and one ``src/ops/<op>/`` module per operator (its kernels and ffi.rs,
+    copied). Files are rewritten only when their content changes (cargo fingerprints).
+    Returns ``{crate file: source file}`` for mapping rustc errors back to results/."""
+    pkg, lib_name = package_names(host)
+    toml = ((HOST_TEMPLATE / "Cargo.toml").read_text()
+            .replace('name = "tileport-host"', f'name = "{pkg}"')
+            .replace('name = "tileport_host"', f'name = "{lib_name}"'))
+    lock = (HOST_TEMPLATE / "Cargo.lock").read_text()
+    if lock.count('name = "tileport-host"\n') != 1:
+        raise RuntimeError(f"{HOST_TEMPLATE / 'Cargo.lock'}: expected one root package 'tileport-host'")
+    files = {"Cargo.toml": toml,
+             "Cargo.lock": lock.replace('name = "tileport-host"\n', f'name = "{pkg}"\n'),
+             "src/abi.rs": ABI_RS.read_text()}
+    origin = {"src/abi.rs": str(ABI_RS)}
+    lib = ["// Generated by tileport: the C ABI shims of every operator (rust/host/abi.rs).",
+           "#![allow(non_snake_case)]", "pub mod abi;", "pub mod ops {"]
+    for op, kernels in sorted(ops.items()):
+        lib.append(f"    pub mod {op};")
+        mod = [f"// {op}: translated kernels and their shims (copied from results/{op}/)."]
+        for k in kernels:
+            src = results / op / "rust" / "src" / f"{k}.rs"
+            files[f"src/ops/{op}/{k}.rs"] = src.read_text()
+            origin[f"src/ops/{op}/{k}.rs"] = str(src)
+            mod.append(f"pub mod {k};")
+        src = results / op / "host" / "ffi.rs"
+        files[f"src/ops/{op}/ffi.rs"] = src.read_text()
+        origin[f"src/ops/{op}/ffi.rs"] = str(src)
+        mod.append("pub mod ffi;")
+        files[f"src/ops/{op}/mod.rs"] = "\n".join(mod) + "\n"
+    lib.append("}")
+    files["src/lib.rs"] = "\n".join(lib) + "\n"
+    for rel, text in files.items():
+        p = host / rel
+        if not p.exists() or p.read_text() != text:
+            atomic_write_text(p, text)
+    keep = {host / rel for rel in files}
+    for p in (host / "src").rglob("*.rs"):   # operators dropped since the last build
+        if p not in keep:
+            p.unlink()
+    return origin
+
+
+_RUSTC_ERR = re.compile(r"^(?P<file>[^\s:]+\.rs):(?P<line>\d+):(?P<col>\d+): (?P<msg>error.*)$", re.M)
+
+
+def _cargo(host: Path, target: Path) -> subprocess.CompletedProcess:
+    cmd = ["cargo", "build", "--release", "--locked", "--quiet", "--message-format=short",
+           "--lib", "--manifest-path", str(host / "Cargo.toml")]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=rust_ir.cargo_env(target), cwd=host)
+    print(f"$ {' '.join(cmd)}\n# {time.monotonic() - t0:.1f} s, exit {proc.returncode}\n"
+          f"{proc.stdout}{proc.stderr}")
+    return proc
+
+
+def _errors(proc, host: Path, origin: dict[str, str]) -> list[tuple[str | None, Finding]]:
+    """rustc errors as (operator at fault or None, finding at the results/ file and line)."""
+    out = []
+    for m in _RUSTC_ERR.finditer(proc.stderr):
+        f = Path(m["file"])
+        rel = str(f.relative_to(host)) if f.is_absolute() and f.is_relative_to(host) else str(f)
+        src = origin.get(rel, str(host / rel))
+        parts = Path(rel).parts
+        op = parts[2] if len(parts) > 3 and parts[:2] == ("src", "ops") else None
+        owner = "host" if rel.endswith("ffi.rs") or op is None else "kernel"
+        out.append((op, Finding("build", "critical", owner, f"{src}:{m['line']}: {m['msg']}",
+                                port=loc(src, int(m["line"])))))
+    return out
+
+
+def build(ops: list[str], results: str | Path, out_verdict: str | Path,
+          target_dir: str | Path | None = None, attempt: int = 1) -> dict:
+    """Stage ``host_build``: build ``results/host/libtileport_host.so`` with every eligible operator.
+
+    ``ops`` are the workflow's operators. An operator is eligible when its port crate built
+    and its shim was generated. If the combined build fails and rustc's errors point into some
+    operators' files, those operators are dropped (each gets the findings) and the build is
+    retried once without them. Verdict PASS (all eligible operators in), PASS_WITH_NOTES (some
+    left out), ERROR (no library). ``details.ops`` maps every operator to ``{"in_library",
+    "reason", "sources_sha"}``; ``sources_sha`` hashes that operator's copied files, so a GPU
+    stage can tell that the library holds the files it was asked to test.
+    """
+    results = Path(results).resolve()
+    host = results / "host"
+    target = Path(target_dir) if target_dir else rust_ir.default_target_dir()
+    status: dict[str, dict] = {}
+    included: dict[str, list[str]] = {}
+    for op in ops:
+        kernels, why = _op_eligible(results, op)
+        if kernels:
+            included[op] = kernels
+        else:
+            status[op] = {"in_library": False, "reason": why, "findings": []}
+    if not included:
+        return write(Verdict(stage="host_build", op="*", verdict="ERROR", owner="kernel",
+                             fail_class="kernel", attempt=attempt,
+                             summary="no operator has a built port and a shim: no library",
+                             details={"ops": status}), out_verdict)
+    findings: list[Finding] = []
+    t0 = time.monotonic()
+    target.mkdir(parents=True, exist_ok=True)
+    with open(target / ".tileport-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for _round in range(2):
+            origin = assemble(host, results, included)
+            try:
+                proc = _cargo(host, target)
+            except FileNotFoundError as exc:
+                msg = f"cannot run cargo or find the CUDA headers: {exc}"
+                return write(Verdict(stage="host_build", op="*", verdict="ERROR", owner="env",
+                                     fail_class="env", attempt=attempt, summary=msg,
+                                     findings=[Finding("environment", "critical", "env", msg)]),
+                             out_verdict)
+            if proc.returncode == 0:
+                break
+            errs = _errors(proc, host, origin)
+            guilty = {op for op, _ in errs if op in included}
+            if not guilty or guilty == set(included) or _round == 1:
+                tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
+                fs = [f for _, f in errs] or [Finding("build", "critical", "env",
+                                                      f"cargo build failed: {tail}")]
+                return write(Verdict(stage="host_build", op="*", verdict="ERROR",
+                                     owner=fs[0].owner, fail_class=fs[0].owner
+                                     if fs[0].owner in ("kernel", "host", "env") else "env",
+                                     attempt=attempt, summary=fs[0].message[:300], findings=fs,
+                                     details={"ops": status}), out_verdict)
+            for op in sorted(guilty):
+                mine = [f for o, f in errs if o == op]
+                status[op] = {"in_library": False,
+                              "reason": f"breaks the combined build: {mine[0].message[:300]}",
+                              "findings": [f.__dict__ for f in mine]}
+                findings += mine
+                del included[op]
+        built = target / "release" / f"lib{package_names(host)[1]}.so"
+        tmp = host / f".{LIB_NAME}.tmp"
+        shutil.copy2(built, tmp)
+        tmp.replace(host / LIB_NAME)
+    secs = round(time.monotonic() - t0, 1)
+    for op, kernels in included.items():
+        h = hashlib.sha256()
+        for rel in sorted(r for r in origin if r.startswith(f"src/ops/{op}/")):
+            h.update(rel.encode() + b"\0" + Path(origin[rel]).read_bytes())
+        status[op] = {"in_library": True, "reason": "", "kernels": kernels,
+                      "sources_sha": h.hexdigest()}
+    out = sorted(o for o, s in status.items() if not s["in_library"])
+    word = "PASS" if not out else "PASS_WITH_NOTES"
+    summary = (f"built {LIB_NAME} with {len(included)} operator(s) in {secs} s"
+               + (f"; left out: {', '.join(out)}" if out else ""))
+    return write(Verdict(stage="host_build", op="*", verdict=word, attempt=attempt,
+                         summary=summary, findings=findings,
+                         details={"ops": status, "library": str(host / LIB_NAME), "seconds": secs},
+                         artifacts={"library": str(host / LIB_NAME)}), out_verdict)
+
+
+def sources_sha(results: str | Path, op: str) -> str:
+    """SHA-256 of the files ``host_build`` copies for ``op`` (its kernels and ffi.rs), computed
+    from ``results/<op>/`` as it is now; equal to the library's ``details.ops[op].sources_sha``
+    when the library holds the current port of ``op``."""
+    results = Path(results)
+    spec = json.loads((results / op / "host" / "ffi.json").read_text())
+    kernels = sorted({f["kernel"] for f in spec["functions"]})
+    files = {f"src/ops/{op}/{k}.rs": results / op / "rust" / "src" / f"{k}.rs" for k in kernels}
+    files[f"src/ops/{op}/ffi.rs"] = results / op / "host" / "ffi.rs"
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        h.update(rel.encode() + b"\0" + files[rel].read_bytes())
+    return h.hexdigest()

@@ -1,0 +1,116 @@
+"""Stage ``perf_diagnose`` (agent role "perf diagnoser", deterministic backend).
+
+When an operator's benchmark is BELOW_THRESHOLD, ``results/<op>/perf_diagnosis.json`` names the
+likely cause with its evidence, and an ``owner`` (kernel / host) for the routing to act on:
+
+* **launch counts** -- the port launches more kernels per call than the reference (from the
+  benchmark's CUPTI records): host;
+* **host overhead** -- wall time per back-to-back call minus device time, port vs reference;
+  reported always, but it cannot explain a *device-time* ratio, so it never decides the owner
+  on its own;
+* **hints** -- IR-diff findings of category ``hint`` (latency, allow_tma, occupancy,
+  num_cta_in_cga dropped or changed in the port): kernel;
+* **inserted checks** -- IR-diff notes that the port carries operations the reference lacks
+  (cutile's partition bounds-check asserts): kernel (compiler-side);
+* **launch grid / constants** -- both sides run the manifest's grid and constexprs (the same
+  :class:`tileport.harness.Call`): listed as evidence that launch configuration is *not* the
+  cause, with the worst configs' grid;
+* **configs dragging the geomean down** -- the configs with the lowest ratio, with their
+  per-config ratio and the geomean the operator would have without them.
+
+Verdict: PASS (at or above threshold: nothing to diagnose), FAIL (a diagnosis, ``owner`` set),
+BLOCKED (no benchmark to read), NOT_RUN (the benchmark did not run).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import stats as S
+from .verdict import Finding, Verdict, VerdictError, read, write
+
+
+def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_json: str | Path,
+             attempt: int = 1) -> dict:
+    """Stage entry point (see module doc). ``ir_diffs``: the operator's ir_diff verdict files.
+    Returns the verdict written to ``out_json``; unreadable inputs end in BLOCKED, never raise."""
+    base = dict(stage="perf_diagnose", op=op, attempt=attempt)
+    try:
+        bench = read(bench_json)
+    except VerdictError as exc:
+        return write(Verdict(**base, verdict="BLOCKED", owner="tool", summary=str(exc)), out_json)
+    if bench["verdict"] == "NOT_RUN":
+        return write(Verdict(**base, verdict="NOT_RUN", summary=bench["summary"]), out_json)
+    if bench["verdict"] == "DONE":
+        return write(Verdict(**base, verdict="PASS",
+                             summary=f"nothing to diagnose: {bench['summary']}"), out_json)
+    if bench["verdict"] != "BELOW_THRESHOLD":
+        return write(Verdict(**base, verdict="BLOCKED", owner=bench.get("owner") or "kernel",
+                             summary=f"no timing to diagnose: bench {bench['verdict']}: "
+                                     f"{bench['summary']}"), out_json)
+    det = bench["details"]
+    rows = [r for r in det.get("rows", []) if not r.get("error")]
+    findings: list[Finding] = []
+    evidence: dict = {"geomean_ratio": det.get("geomean_ratio"), "threshold": det.get("threshold")}
+    owner = "kernel"
+    # launch counts
+    extra = [r for r in rows if str(r.get("port_launches")) != str(r.get("ref_launches"))]
+    if extra:
+        owner = "host"
+        findings.append(Finding("launch", "critical", "host",
+                                f"{len(extra)} config(s) launch a different number of kernels: e.g. "
+                                f"{extra[0]['variant']} {extra[0]['shape']}: port "
+                                f"{extra[0]['port_launches']} vs reference {extra[0]['ref_launches']}"))
+    # host overhead (wall - device per call)
+    if rows:
+        ho_p = S.median([r["port_host_overhead_us"] for r in rows])
+        ho_r = S.median([r["ref_host_overhead_us"] for r in rows])
+        evidence["host_overhead_us"] = {"port_median": ho_p, "ref_median": ho_r}
+        findings.append(Finding("performance", "info", "host",
+                                f"host overhead per call (wall - device, back-to-back): port "
+                                f"{ho_p:.1f} µs vs reference {ho_r:.1f} µs median; it does not enter "
+                                f"the device-time ratio"))
+    # IR-diff hints and inserted operations
+    hint_msgs, inserted = [], []
+    for p in ir_diffs:
+        try:
+            d = read(p)
+        except VerdictError:
+            continue
+        for f in d.get("findings", []):
+            if f["category"] == "hint":
+                hint_msgs.append(f"{d.get('variant')}: {f['message']}")
+            elif f["severity"] == "info" and ("assert" in f["message"] or "bounds" in f["message"]):
+                inserted.append(f"{d.get('variant')}: {f['message']}")
+    evidence["ir_hints"] = sorted(set(hint_msgs))[:20]
+    evidence["ir_inserted"] = sorted(set(inserted))[:20]
+    if hint_msgs:
+        findings.append(Finding("hint", "critical", "kernel",
+                                f"{len(hint_msgs)} IR hint difference(s), e.g. {hint_msgs[0][:300]}"))
+    if inserted:
+        findings.append(Finding("performance", "warn", "kernel",
+                                f"the port's IR carries operations the reference lacks, e.g. "
+                                f"{inserted[0][:300]}"))
+    # launch grid / constants: same by construction
+    worst = sorted(rows, key=lambda r: r["ratio"])[:3]
+    evidence["worst_configs"] = [{k: r.get(k) for k in ("kernel", "variant", "shape", "grid", "ratio",
+                                                        "ref_us", "port_us", "paired_ratio")}
+                                 for r in worst]
+    if worst:
+        w = worst[0]
+        findings.append(Finding("performance", "warn", owner,
+                                f"slowest config: {w['variant']} {w['shape']} ratio {w['ratio']:.3f} "
+                                f"(ref {w['ref_us']:.1f} µs, port {w['port_us']:.1f} µs, grid "
+                                f"{w.get('grid')} on both sides: same launch grid and constexprs)"))
+        rest = [r["ratio"] for r in rows if r not in worst]
+        if rest:
+            evidence["geomean_without_worst"] = S.geomean(rest)
+    lead = next((f for f in findings if f.severity == "critical"), None) or (
+        findings[-1] if findings else None)
+    cause = lead.message if lead else "no evidence beyond the timings"
+    if not hint_msgs and not extra:
+        cause = (f"same IR hints, launch grid, constexprs and launch counts; the port's device code "
+                 f"is slower: {cause}" + (f" (IR notes: {inserted[0][:200]})" if inserted else ""))
+    return write(Verdict(**base, verdict="FAIL", owner=owner,
+                         fail_class=owner, summary=f"below threshold ({det.get('geomean_ratio', 0):.3f} < "
+                                                   f"{det.get('threshold')}): {cause}"[:1000],
+                         findings=findings, details={"evidence": evidence}), out_json)
