@@ -295,7 +295,9 @@ def env_versions() -> dict:
     if tileiras:
         try:
             v = subprocess.run([tileiras, "--version"], capture_output=True, text=True, timeout=30)
-            out["tileiras"] = " ".join((v.stdout or v.stderr).split())[-120:]
+            text = v.stdout or v.stderr
+            out["tileiras"] = next((ln.strip() for ln in text.splitlines() if "release" in ln),
+                                   " ".join(text.split())[-120:])
         except (OSError, subprocess.TimeoutExpired):
             out["tileiras"] = "unknown"
     return out
