@@ -23,10 +23,21 @@ BLOCKED (no benchmark to read), NOT_RUN (the benchmark did not run).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from . import stats as S
 from .verdict import Finding, Verdict, VerdictError, read, write
+
+
+_COUNTS = re.compile(r"\bref (\d+), port (\d+)")
+
+
+def _port_has_more(message: str) -> bool:
+    """An IR-diff note ``... ref N, port M`` (ir_diff's count of asserts/assumes one side
+    carries) where the port carries more operations than the reference."""
+    m = _COUNTS.search(message)
+    return bool(m) and ("assert" in message or "bounds" in message) and int(m[2]) > int(m[1])
 
 
 def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_json: str | Path,
@@ -77,9 +88,9 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
         except VerdictError:
             continue
         for f in d.get("findings", []):
-            if f["category"] == "hint":
+            if f["category"] == "hint" and f["severity"] != "info":   # info = extra assumes, not hints
                 hint_msgs.append(f"{d.get('variant')}: {f['message']}")
-            elif f["severity"] == "info" and ("assert" in f["message"] or "bounds" in f["message"]):
+            elif f["severity"] == "info" and _port_has_more(f["message"]):
                 inserted.append(f"{d.get('variant')}: {f['message']}")
     evidence["ir_hints"] = sorted(set(hint_msgs))[:20]
     evidence["ir_inserted"] = sorted(set(inserted))[:20]

@@ -34,7 +34,8 @@ def geomean(xs: list[float]) -> float:
     if not xs:
         raise ValueError("geomean of no values")
     if any(not (x > 0) or math.isinf(x) for x in xs):
-        raise ValueError(f"geomean needs finite positive values, got {[x for x in xs if not x > 0]}")
+        bad = [x for x in xs if not (x > 0) or math.isinf(x)]
+        raise ValueError(f"geomean needs finite positive values, got {bad}")
     return statistics.geometric_mean(xs)
 
 

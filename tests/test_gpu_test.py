@@ -1,0 +1,385 @@
+"""gpu_test without a GPU: verdict_of (pure), the gpu gate, run's early exits, library_for."""
+import json
+
+import pytest
+
+from tileport import gpu_test as G
+from tileport import harness as H
+from tileport import host as HOST
+from tileport.verdict import Verdict, read, write
+
+
+def has_gpu():
+    try:
+        H.probe_gpu()
+    except H.NoGpu:
+        return False
+    return True
+
+
+no_gpu_here = pytest.mark.skipif(has_gpu(), reason="this machine has a GPU")
+
+
+# -- verdict_of ----------------------------------------------------------------------------------
+
+def ok_side():
+    return {"ok": True, "max_abs": 0.0, "mismatches": 0, "numel": 64, "worst": None}
+
+
+def row(kernel="k", variant="f16-T1", shape=(4, 16), port=None, ref=None, launches=(1, 1, 1), **kw):
+    """A row as check_call + run produce it."""
+    r = {"kernel": kernel, "variant": variant, "shape": list(shape), "grid": [4, 1, 1],
+         "ref": ref or ok_side(), "port": port or ok_side()}
+    if launches is not None:
+        r["launches"] = dict(zip(("ref", "port", "torch"), launches))
+        r["kernel_names"] = {"ref": ["ref_k"] * launches[0], "port": ["port_k"] * launches[1]}
+    r.update(kw)
+    return r
+
+
+def mismatch(index=(2, 7), actual=1.5, expected=1.25, allowed=0.01, mismatches=3, numel=64):
+    return {"ok": False, "max_abs": abs(actual - expected), "mismatches": mismatches, "numel": numel,
+            "worst": {"index": list(index), "actual": actual, "expected": expected, "allowed": allowed}}
+
+
+def valid(v: Verdict, tmp_path) -> dict:
+    """The verdict validates against the schema (write validates) and reads back equal."""
+    p = tmp_path / "test.json"
+    doc = write(v, p)
+    assert read(p) == doc
+    return doc
+
+
+def test_all_pass(tmp_path):
+    rows = [row(shape=(4, 16)), row(shape=(8, 16)), row(variant="f32-T1"), row(kernel="k2")]
+    v = G.verdict_of("op", rows, attempt=2, secs=1.5, env={"device": "X"})
+    assert v.verdict == "ALL_PASS"
+    assert v.fail_class is None and v.owner is None
+    assert v.attempt == 2 and v.stage == "gpu_test" and v.op == "op"
+    assert v.details["variants"] == {"k/f16-T1": "PASS", "k/f32-T1": "PASS", "k2/f16-T1": "PASS"}
+    assert v.details["cases"] == rows
+    assert v.details["seconds"] == 1.5 and v.details["env"] == {"device": "X"}
+    assert "3 variant(s) x 4 call(s)" in v.summary
+    assert [f for f in v.findings if f.severity == "critical"] == []
+    valid(v, tmp_path)
+
+
+def test_rows_without_launch_counts_still_pass():
+    # only the first call of each variant is profiled
+    v = G.verdict_of("op", [row(), row(shape=(8, 16), launches=None)])
+    assert v.verdict == "ALL_PASS"
+    assert v.details["env"] == {}
+
+
+def test_numeric_mismatch_fails_kernel_with_worst_element(tmp_path):
+    rows = [row(), row(variant="f32-T1", shape=(8, 32),
+                       port=mismatch(index=(2, 7), actual=1.5, expected=1.25, allowed=0.01))]
+    v = G.verdict_of("op", rows)
+    assert v.verdict == "FAIL"
+    assert v.fail_class == "kernel" and v.owner == "kernel"
+    assert v.details["variants"] == {"k/f16-T1": "PASS", "k/f32-T1": "FAIL"}
+    assert v.summary.startswith("1 of 2 variant(s) fail: ")
+    crit = [f for f in v.findings if f.severity == "critical"]
+    assert len(crit) == 1
+    f = crit[0]
+    assert f.category == "numerics" and f.owner == "kernel"
+    for part in ("k/f32-T1 shape (8, 32)", "3 of 64 elements", "index [2, 7]", "port 1.5",
+                 "expected 1.25", "allowed |diff| 0.01", "max |diff| 0.25"):
+        assert part in f.message, part
+        assert part in v.summary, part
+    valid(v, tmp_path)
+
+
+def test_output_shape_mismatch_is_named():
+    port = {"ok": False, "shape": [[4, 8], [4, 16]], "max_abs": None, "mismatches": None,
+            "numel": 32, "worst": None}
+    v = G.verdict_of("op", [row(port=port)])
+    assert v.verdict == "FAIL" and v.fail_class == "kernel"
+    assert "port output shape [4, 8] != expected [4, 16]" in v.summary
+
+
+def test_port_error_with_host_class_fails_host(tmp_path):
+    port = {"ok": False, "error": "FfiError: tp_op__k returned TP_ERR_BAD_RANK", "fail_class": "host",
+            "cuda_error": False}
+    v = G.verdict_of("op", [row(port=port), row(variant="f32-T1")])
+    assert v.verdict == "FAIL"
+    assert v.fail_class == "host" and v.owner == "host"
+    assert v.details["variants"]["k/f16-T1"] == "FAIL"
+    assert v.details["variants"]["k/f32-T1"] == "PASS"
+    assert "port failed: FfiError: tp_op__k returned TP_ERR_BAD_RANK" in v.summary
+    crit = [f for f in v.findings if f.severity == "critical"]
+    assert [(f.category, f.owner) for f in crit] == [("launch", "host")]
+    valid(v, tmp_path)
+
+
+def test_port_error_without_class_defaults_to_host():
+    # the row run() appends when building the call fails has fail_class; one without it is host too
+    v = G.verdict_of("op", [row(port={"ok": False, "error": "boom"}, ref={"ok": None})])
+    assert v.verdict == "FAIL" and v.fail_class == "host"
+
+
+def test_kernel_class_wins_over_host_and_env():
+    rows = [row(variant="a", port={"ok": False, "error": "x", "fail_class": "host"}),
+            row(variant="b", port=mismatch()),
+            row(variant="c", not_run="CUDA context lost earlier: illegal address")]
+    v = G.verdict_of("op", rows)
+    assert v.fail_class == "kernel" and v.owner == "kernel"
+    # the summary leads with the first critical finding, not the not_run warning
+    assert "k/a shape" in v.summary and "port failed: x" in v.summary
+
+
+def test_unequal_launch_counts_fail_host():
+    v = G.verdict_of("op", [row(launches=(1, 2, 1))])
+    assert v.verdict == "FAIL" and v.fail_class == "host"
+    assert v.details["variants"] == {"k/f16-T1": "FAIL"}
+    assert "port launches 2 kernel(s) per call, reference 1" in v.summary
+    assert "port_k" in v.summary      # the kernels' names are named
+
+
+def test_torch_launch_count_does_not_matter():
+    v = G.verdict_of("op", [row(launches=(1, 1, 5))])
+    assert v.verdict == "ALL_PASS"
+
+
+def test_reference_only_failure_is_a_warning_not_a_fail(tmp_path):
+    v = G.verdict_of("op", [row(ref=mismatch(actual=9.0, expected=1.0))])
+    assert v.verdict == "ALL_PASS"
+    assert v.details["variants"] == {"k/f16-T1": "PASS"}
+    notes = [f for f in v.findings if "reference itself fails" in f.message]
+    assert len(notes) == 1 and notes[0].severity == "warn" and notes[0].category == "numerics"
+    valid(v, tmp_path)
+
+
+def test_reference_error_is_a_warning_naming_the_error():
+    v = G.verdict_of("op", [row(ref={"ok": False, "error": "TileCompileError: bad", "fail_class": "env"})])
+    assert v.verdict == "ALL_PASS"
+    assert any("TileCompileError: bad" in f.message and f.severity == "warn" for f in v.findings)
+
+
+def test_reference_and_port_both_fail():
+    v = G.verdict_of("op", [row(ref=mismatch(), port=mismatch())])
+    assert v.verdict == "FAIL" and v.fail_class == "kernel"
+    assert sorted(f.severity for f in v.findings) == ["critical", "warn"]
+
+
+def test_not_run_rows(tmp_path):
+    rows = [row(variant="a", port={"ok": False, "error": "RuntimeError: CUDA error: illegal address",
+                                   "fail_class": "kernel", "cuda_error": True}),
+            {"kernel": "k", "variant": "b", "shape": [4, 16], "not_run": "CUDA context lost earlier: x"}]
+    v = G.verdict_of("op", rows)
+    assert v.details["variants"] == {"k/a": "FAIL", "k/b": "NOT_RUN"}
+    assert v.verdict == "FAIL" and v.fail_class == "kernel"
+    assert v.summary.startswith("2 of 2 variant(s) fail")
+    nr = [f for f in v.findings if "not run" in f.message]
+    assert len(nr) == 1 and nr[0].severity == "warn" and nr[0].owner == "env"
+    assert "k/b shape (4, 16): not run: CUDA context lost earlier: x" == nr[0].message
+    valid(v, tmp_path)
+
+
+def test_only_not_run_rows_fail_env():
+    rows = [{"kernel": "k", "variant": "b", "shape": [4], "not_run": "lost"}]
+    v = G.verdict_of("op", rows)
+    assert v.verdict == "FAIL" and v.fail_class == "env"
+    assert v.details["variants"] == {"k/b": "NOT_RUN"}
+
+
+def test_one_bad_shape_fails_the_whole_variant_in_any_order():
+    for rows in ([row(port=mismatch()), row(shape=(8, 16))], [row(shape=(8, 16)), row(port=mismatch())]):
+        v = G.verdict_of("op", rows)
+        assert v.details["variants"] == {"k/f16-T1": "FAIL"}
+        assert v.summary.startswith("1 of 1 variant(s) fail")
+
+
+def test_variant_keys_are_kernel_slash_variant():
+    v = G.verdict_of("op", [row(kernel="a", variant="f16-T1"), row(kernel="b", variant="f16-T1",
+                                                                  port=mismatch())])
+    assert v.details["variants"] == {"a/f16-T1": "PASS", "b/f16-T1": "FAIL"}
+
+
+def test_no_rows_is_blocked(tmp_path):
+    v = G.verdict_of("op", [])
+    assert v.verdict == "BLOCKED" and v.fail_class == "kernel"
+    assert v.summary == "no test shape fits any variant"
+    assert v.details["variants"] == {} and v.details["cases"] == []
+    valid(v, tmp_path)
+
+
+# -- gpu_gate ------------------------------------------------------------------------------------
+
+def test_gate_off_writes_not_run(tmp_path):
+    out = tmp_path / "t.json"
+    d = G.gpu_gate("gpu_test", "op", "off", out, attempt=3)
+    assert d["verdict"] == "NOT_RUN" and d["summary"] == "not_run (gpu: off)"
+    assert read(out) == d and d["attempt"] == 3 and d["stage"] == "gpu_test"
+
+
+def test_gate_off_never_probes(tmp_path, monkeypatch):
+    def boom():
+        raise AssertionError("probed")
+    monkeypatch.setattr(H, "probe_gpu", boom)
+    assert G.gpu_gate("bench", "op", "off", tmp_path / "b.json")["verdict"] == "NOT_RUN"
+
+
+@no_gpu_here
+def test_gate_auto_without_gpu_writes_not_run(tmp_path):
+    out = tmp_path / "t.json"
+    d = G.gpu_gate("gpu_test", "op", "auto", out)
+    assert d["verdict"] == "NOT_RUN"
+    assert d["summary"].startswith("not_run (no GPU")
+    assert read(out)["summary"] == d["summary"]
+
+
+@no_gpu_here
+def test_gate_required_without_gpu_exits_1_and_leaves_error(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    with pytest.raises(SystemExit) as ei:
+        G.gpu_gate("gpu_test", "op", "required", out)
+    assert ei.value.code == 1
+    d = read(out)
+    assert d["verdict"] == "ERROR" and d["fail_class"] == "env" and d["owner"] == "env"
+    assert d["summary"].startswith("gpu: required, but there is no usable GPU here")
+    assert d["findings"][0]["category"] == "environment"
+    assert "gpu: required" in capsys.readouterr().err
+
+
+def test_gate_carries_the_probe_reason(tmp_path, monkeypatch):
+    def no():
+        raise H.NoGpu("driver too old")
+    monkeypatch.setattr(H, "probe_gpu", no)
+    d = G.gpu_gate("bench", "op", "auto", tmp_path / "b.json")
+    assert d["summary"] == "not_run (no GPU: driver too old)"
+    with pytest.raises(SystemExit):
+        G.gpu_gate("bench", "op", "required", tmp_path / "r.json")
+    assert "driver too old" in read(tmp_path / "r.json")["summary"]
+
+
+def test_gate_with_gpu_returns_none_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(H, "probe_gpu", lambda: "NVIDIA H200")
+    out = tmp_path / "t.json"
+    for mode in ("auto", "required"):
+        assert G.gpu_gate("gpu_test", "op", mode, out) is None
+    assert not out.exists()
+
+
+# -- run: early exits ----------------------------------------------------------------------------
+
+@no_gpu_here
+def test_run_auto_without_gpu_never_touches_the_library(tmp_path):
+    missing = tmp_path / "nowhere"
+    out = tmp_path / "out" / "test.json"
+    d = G.run("op", missing / "operators" / "op", missing / "results", out, gpu="auto",
+              host_build=missing / "host" / "build.json")
+    assert d["verdict"] == "NOT_RUN" and d["summary"].startswith("not_run (no GPU")
+    assert read(out) == d
+    assert not missing.exists()
+
+
+def test_run_off_is_not_run(tmp_path):
+    d = G.run("op", tmp_path / "x", tmp_path / "y", tmp_path / "t.json", gpu="off")
+    assert d["summary"] == "not_run (gpu: off)"
+
+
+def test_run_with_gpu_but_no_library_is_blocked_host(tmp_path, monkeypatch):
+    monkeypatch.setattr(H, "probe_gpu", lambda: "NVIDIA H200")
+    d = G.run("op", tmp_path / "operators" / "op", tmp_path / "results", tmp_path / "t.json", gpu="auto")
+    assert d["verdict"] == "BLOCKED" and d["fail_class"] == "host" and d["owner"] == "host"
+    assert d["summary"].startswith("host library not built")
+
+
+# -- library_for ---------------------------------------------------------------------------------
+
+def make_op(results, op, kernels=("k",)):
+    """results/<op>/host/ffi.json + ffi.rs and results/<op>/rust/src/<k>.rs."""
+    h = results / op / "host"
+    h.mkdir(parents=True)
+    (h / "ffi.json").write_text(json.dumps({"op": op, "functions": [
+        {"symbol": f"tp_{op}__{k}", "kernel": k, "entry": k} for k in kernels]}))
+    (h / "ffi.rs").write_text(f"// shim of {op}\n")
+    src = results / op / "rust" / "src"
+    src.mkdir(parents=True)
+    for k in kernels:
+        (src / f"{k}.rs").write_text(f"// port of {k}\n")
+
+
+def host_build(results, ops: dict, verdict="PASS", summary="built", fail_class=None):
+    p = results / "host" / "build.json"
+    write(Verdict(stage="host_build", op="*", verdict=verdict, summary=summary, fail_class=fail_class,
+                  owner=fail_class, details={"ops": ops, "library": str(results / "host" / HOST.LIB_NAME)}), p)
+    return p
+
+
+def in_lib(results, op):
+    return {"in_library": True, "reason": "", "kernels": ["k"], "sources_sha": HOST.sources_sha(results, op)}
+
+
+def test_library_good_case(tmp_path):
+    results = tmp_path / "results"
+    make_op(results, "op", kernels=("k", "k2"))
+    hb = host_build(results, {"op": in_lib(results, "op")})
+    lib, why = G.library_for("op", results, hb)
+    assert why is None
+    assert lib == str(results / "host" / HOST.LIB_NAME)
+
+
+def test_library_missing_build_verdict(tmp_path):
+    lib, why = G.library_for("op", tmp_path, tmp_path / "host" / "build.json")
+    assert lib is None
+    assert why[0] == "host" and why[1].startswith("host library not built:")
+
+
+def test_op_absent_from_library(tmp_path):
+    results = tmp_path / "results"
+    make_op(results, "other")
+    hb = host_build(results, {"other": in_lib(results, "other")}, summary="built with 1 operator(s)")
+    lib, why = G.library_for("op", results, hb)
+    assert lib is None
+    assert why == ("host", "host library: built with 1 operator(s)")
+
+
+def test_library_error_verdict_passes_its_fail_class(tmp_path):
+    results = tmp_path / "results"
+    hb = host_build(results, {}, verdict="ERROR", summary="cannot run cargo", fail_class="env")
+    assert G.library_for("op", results, hb) == (None, ("env", "host library: cannot run cargo"))
+
+
+@pytest.mark.parametrize("reason, owner", [
+    ("port crate did not build: rustc error", "kernel"),
+    ("no shim: no translated kernel", "kernel"),
+    ("breaks the combined build: ffi.rs:3: error", "host"),
+])
+def test_op_left_out_of_library(tmp_path, reason, owner):
+    results = tmp_path / "results"
+    hb = host_build(results, {"op": {"in_library": False, "reason": reason, "findings": []}},
+                    verdict="PASS_WITH_NOTES")
+    lib, why = G.library_for("op", results, hb)
+    assert lib is None
+    assert why == (owner, f"not in the host library: {reason}")
+
+
+@pytest.mark.parametrize("edit", ["host/ffi.rs", "rust/src/k.rs"])
+def test_stale_sources_ask_for_rebuild(tmp_path, edit):
+    results = tmp_path / "results"
+    make_op(results, "op")
+    hb = host_build(results, {"op": in_lib(results, "op")})
+    f = results / "op" / edit
+    f.write_text(f.read_text() + "// edited after the build\n")
+    lib, why = G.library_for("op", results, hb)
+    assert lib is None
+    assert why[0] == "host"
+    assert "rebuild" in why[1] and "results/op" in why[1]
+
+
+def test_files_outside_the_library_do_not_make_it_stale(tmp_path):
+    results = tmp_path / "results"
+    make_op(results, "op")
+    hb = host_build(results, {"op": in_lib(results, "op")})
+    (results / "op" / "rust" / "src" / "untranslated.rs").write_text("// not in ffi.json\n")
+    (results / "op" / "host" / "shim.json").write_text("{}")
+    assert G.library_for("op", results, hb)[1] is None
+
+
+def test_wrong_recorded_sha_is_stale(tmp_path):
+    results = tmp_path / "results"
+    make_op(results, "op")
+    hb = host_build(results, {"op": {**in_lib(results, "op"), "sources_sha": "0" * 64}})
+    assert G.library_for("op", results, hb)[1][0] == "host"

@@ -1,0 +1,211 @@
+"""perf_diagnose.diagnose over bench.json / ir_diff verdicts written by hand (no GPU)."""
+import pytest
+
+from tileport import bench as B
+from tileport.perf_diagnose import diagnose
+from tileport.verdict import Finding, Verdict, read, write
+
+
+def brow(ratio, variant="f16-T1", shape="64x128", grid="64x1x1", port_us=10.0, ref_launches=1,
+         port_launches=1, port_ho=6.0, ref_ho=5.0, error=""):
+    ref_us = ratio * port_us
+    return {"op": "op", "kernel": "k", "variant": variant, "shape": shape, "grid": grid, "reps": 20,
+            "ref_us": ref_us, "port_us": port_us, "torch_us": port_us, "ref_iqr_us": 0.1,
+            "port_iqr_us": 0.1, "torch_iqr_us": 0.1, "ratio": ratio, "paired_ratio": ratio * 1.01,
+            "vs_torch": 1.0, "ref_vs_torch": port_us / ref_us, "ref_launches": ref_launches,
+            "port_launches": port_launches, "torch_launches": 1, "ref_wall_us": ref_us + ref_ho,
+            "port_wall_us": port_us + port_ho, "port_host_overhead_us": port_ho,
+            "ref_host_overhead_us": ref_ho, "checked": "ok", "error": error}
+
+
+def bench_json(path, rows, threshold=0.95):
+    """bench.json as bench.run writes it: fold's verdict plus details.rows."""
+    v = B.fold("op", [r for r in rows], threshold)
+    v.details["rows"] = [{k: r.get(k) for k in B.COLUMNS} for r in rows]
+    write(v, path)
+    return v
+
+
+def ir_diff(path, variant, findings, verdict="PASS_WITH_NOTES"):
+    write(Verdict(stage="ir_diff", op="op", kernel="k", variant=variant, verdict=verdict,
+                  summary="diff", findings=findings), path)
+    return path
+
+
+SLOW = [brow(0.8, shape="a", grid="8x1x1"), brow(0.85, shape="b", grid="16x1x1"),
+        brow(0.9, shape="c", grid="32x1x1"), brow(0.7, shape="d", grid="4x1x1"),
+        brow(1.0, shape="e")]
+
+
+def test_done_is_pass(tmp_path):
+    bench_json(tmp_path / "bench.json", [brow(1.2)])
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json", attempt=2)
+    assert d["verdict"] == "PASS" and d["stage"] == "perf_diagnose" and d["attempt"] == 2
+    assert d["summary"].startswith("nothing to diagnose: geomean ratio 1.200")
+    assert read(tmp_path / "perf.json") == d
+
+
+def test_not_run_passes_the_reason_through(tmp_path):
+    write(Verdict(stage="bench", op="op", verdict="NOT_RUN", summary="not_run (gpu: off)"),
+          tmp_path / "bench.json")
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert d["verdict"] == "NOT_RUN" and d["summary"] == "not_run (gpu: off)"
+
+
+@pytest.mark.parametrize("content", [None, "not json", '{"verdict": "DONE"}'])
+def test_unreadable_bench_is_blocked(tmp_path, content):
+    b = tmp_path / "bench.json"
+    if content is not None:
+        b.write_text(content)
+    d = diagnose("op", b, [], tmp_path / "perf.json")
+    assert d["verdict"] == "BLOCKED" and d["owner"] == "tool"
+    assert str(b) in d["summary"]
+
+
+def test_failed_bench_is_blocked_with_its_owner(tmp_path):
+    write(Verdict(stage="bench", op="op", verdict="FAIL", owner="kernel", fail_class="kernel",
+                  summary="k/f16-T1 a: boom"), tmp_path / "bench.json")
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert d["verdict"] == "BLOCKED" and d["owner"] == "kernel"
+    assert d["summary"] == "no timing to diagnose: bench FAIL: k/f16-T1 a: boom"
+
+
+def test_launch_count_difference_blames_host(tmp_path):
+    rows = [brow(0.5, shape="a", ref_launches=1, port_launches=2), brow(0.9, shape="b")]
+    bench_json(tmp_path / "bench.json", rows)
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert d["verdict"] == "FAIL"
+    assert d["owner"] == "host" and d["fail_class"] == "host"
+    crit = [f for f in d["findings"] if f["severity"] == "critical"]
+    assert len(crit) == 1 and crit[0]["category"] == "launch" and crit[0]["owner"] == "host"
+    assert "1 config(s) launch a different number of kernels" in crit[0]["message"]
+    assert "f16-T1 a: port 2 vs reference 1" in crit[0]["message"]
+    assert d["summary"].startswith("below threshold (")
+    assert "launch a different number of kernels" in d["summary"]
+
+
+def test_mixed_launch_counts_string_compared(tmp_path):
+    # measure() writes "1/2" when a side's count varies between rounds
+    bench_json(tmp_path / "bench.json", [brow(0.5, port_launches="1/2")])
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert d["owner"] == "host"
+
+
+def test_ir_hint_blames_kernel_and_is_evidence(tmp_path):
+    bench_json(tmp_path / "bench.json", SLOW)
+    hint = "entry optimization hints differ: ref 'sm_90 = {occupancy = 2}' vs port 'none'"
+    diffs = [ir_diff(tmp_path / "d1.json", "f16-T1", [Finding("hint", "warn", "kernel", hint)]),
+             ir_diff(tmp_path / "d2.json", "f32-T1", [], verdict="PASS")]
+    d = diagnose("op", tmp_path / "bench.json", diffs, tmp_path / "perf.json")
+    assert d["verdict"] == "FAIL" and d["owner"] == "kernel" and d["fail_class"] == "kernel"
+    ev = d["details"]["evidence"]
+    assert ev["ir_hints"] == [f"f16-T1: {hint}"]
+    assert ev["ir_inserted"] == []
+    crit = [f for f in d["findings"] if f["severity"] == "critical"]
+    assert [f["category"] for f in crit] == ["hint"]
+    assert hint in crit[0]["message"] and "1 IR hint difference(s)" in crit[0]["message"]
+    assert hint in d["summary"]
+
+
+def test_launch_counts_override_hints_for_owner(tmp_path):
+    bench_json(tmp_path / "bench.json", [brow(0.5, port_launches=3)])
+    diffs = [ir_diff(tmp_path / "d.json", "f16-T1", [Finding("hint", "warn", "kernel", "latency differs")])]
+    d = diagnose("op", tmp_path / "bench.json", diffs, tmp_path / "perf.json")
+    assert d["owner"] == "host"
+    assert d["details"]["evidence"]["ir_hints"] == ["f16-T1: latency differs"]
+
+
+def test_inserted_asserts_listed_and_in_summary(tmp_path):
+    bench_json(tmp_path / "bench.json", SLOW)
+    note = "removed assert ops (bounds checks, no value computed): ref 0, port 2"
+    diffs = [ir_diff(tmp_path / "d.json", "f16-T1", [Finding("control_flow", "info", "compiler", note)])]
+    d = diagnose("op", tmp_path / "bench.json", diffs, tmp_path / "perf.json")
+    assert d["verdict"] == "FAIL" and d["owner"] == "kernel"
+    ev = d["details"]["evidence"]
+    assert ev["ir_inserted"] == [f"f16-T1: {note}"]
+    assert ev["ir_hints"] == []
+    assert note in d["summary"]
+    assert "same IR hints, launch grid, constexprs and launch counts" in d["summary"]
+    w = [f for f in d["findings"] if f["category"] == "performance" and f["severity"] == "warn"
+         and "operations the reference lacks" in f["message"]]
+    assert len(w) == 1 and note in w[0]["message"]
+
+
+def test_unreadable_ir_diff_is_skipped(tmp_path):
+    bench_json(tmp_path / "bench.json", SLOW)
+    (tmp_path / "bad.json").write_text("# ERROR: see x\n")
+    d = diagnose("op", tmp_path / "bench.json", [tmp_path / "bad.json", tmp_path / "missing.json"],
+                 tmp_path / "perf.json")
+    assert d["verdict"] == "FAIL"
+    assert d["details"]["evidence"]["ir_hints"] == [] and d["details"]["evidence"]["ir_inserted"] == []
+
+
+def test_other_ir_findings_are_not_hints_or_insertions(tmp_path):
+    bench_json(tmp_path / "bench.json", SLOW)
+    diffs = [ir_diff(tmp_path / "d.json", "f16-T1", [
+        Finding("math", "warn", "kernel", "fma contraction differs: ref has 2 fma, port 0"),
+        Finding("memory", "info", "compiler", "stride notes differ")])]
+    d = diagnose("op", tmp_path / "bench.json", diffs, tmp_path / "perf.json")
+    ev = d["details"]["evidence"]
+    assert ev["ir_hints"] == [] and ev["ir_inserted"] == []
+
+
+def test_worst_configs_with_grid(tmp_path):
+    bench_json(tmp_path / "bench.json", SLOW)
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    ev = d["details"]["evidence"]
+    w = ev["worst_configs"]
+    assert [(c["shape"], c["grid"], c["ratio"]) for c in w] == [("d", "4x1x1", 0.7), ("a", "8x1x1", 0.8),
+                                                                ("b", "16x1x1", 0.85)]
+    assert set(w[0]) == {"kernel", "variant", "shape", "grid", "ratio", "ref_us", "port_us", "paired_ratio"}
+    assert ev["geomean_without_worst"] == pytest.approx((0.9 * 1.0) ** 0.5)
+    assert ev["threshold"] == 0.95
+    assert ev["geomean_ratio"] == pytest.approx((0.8 * 0.85 * 0.9 * 0.7 * 1.0) ** 0.2)
+    slow = [f for f in d["findings"] if f["message"].startswith("slowest config")]
+    assert len(slow) == 1
+    assert "f16-T1 d ratio 0.700" in slow[0]["message"] and "grid 4x1x1" in slow[0]["message"]
+    # without a hint or a launch difference the slowest config is the stated cause
+    assert "slower: slowest config: f16-T1 d ratio 0.700" in d["summary"]
+    assert d["summary"].startswith(f"below threshold ({ev['geomean_ratio']:.3f} < 0.95)")
+
+
+def test_host_overhead_reported_but_never_decides(tmp_path):
+    rows = [brow(0.8, shape="a", port_ho=50.0, ref_ho=5.0), brow(0.9, shape="b", port_ho=30.0, ref_ho=3.0),
+            brow(0.85, shape="c", port_ho=40.0, ref_ho=4.0)]
+    bench_json(tmp_path / "bench.json", rows)
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert d["details"]["evidence"]["host_overhead_us"] == {"port_median": 40.0, "ref_median": 4.0}
+    assert d["owner"] == "kernel"
+    ho = [f for f in d["findings"] if f["message"].startswith("host overhead")]
+    assert len(ho) == 1 and ho[0]["severity"] == "info"
+    assert "port 40.0 µs vs reference 4.0 µs" in ho[0]["message"]
+
+
+def test_error_rows_are_ignored(tmp_path):
+    rows = [brow(0.8, shape="a"), {**brow(0.1, shape="z", port_launches=9), "error": "boom"}]
+    v = B.fold("op", [rows[0]], 0.95)                     # BELOW_THRESHOLD, then add both rows
+    v.details["rows"] = [{k: r.get(k) for k in B.COLUMNS} for r in rows]
+    write(v, tmp_path / "bench.json")
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert d["owner"] == "kernel"                         # the error row's launch count is not used
+    assert [c["shape"] for c in d["details"]["evidence"]["worst_configs"]] == ["a"]
+
+
+@pytest.mark.parametrize("counts", ["ref 2, port 2", "ref 3, port 0"])
+def test_asserts_not_in_excess_on_the_port_are_not_inserted(tmp_path, counts):
+    bench_json(tmp_path / "bench.json", SLOW)
+    note = f"removed assert ops (bounds checks, no value computed): {counts}"
+    diffs = [ir_diff(tmp_path / "d.json", "f16-T1", [Finding("control_flow", "info", "compiler", note)])]
+    d = diagnose("op", tmp_path / "bench.json", diffs, tmp_path / "perf.json")
+    assert d["details"]["evidence"]["ir_inserted"] == []
+
+
+def test_extra_assumes_are_not_hint_differences(tmp_path):
+    # ir_diff files the port's extra assume ops (optimizer facts) as an info note of category
+    # hint; they are not a dropped latency/TMA/occupancy hint and must not be blamed as one
+    bench_json(tmp_path / "bench.json", SLOW)
+    note = "assume ops are transparent (optimizer facts only): 0 only in ref, 6 only in port (ref 8, port 14 in all)"
+    diffs = [ir_diff(tmp_path / "d.json", "f16-T1", [Finding("hint", "info", "compiler", note)])]
+    d = diagnose("op", tmp_path / "bench.json", diffs, tmp_path / "perf.json")
+    assert d["details"]["evidence"]["ir_hints"] == []
+    assert "IR hint difference" not in d["summary"] and "same IR hints" in d["summary"]

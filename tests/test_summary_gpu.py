@@ -1,0 +1,221 @@
+"""The GPU columns of summary.csv (test, ratio, times, vs_torch) and summary_ops.csv."""
+import csv
+
+from tileport import bench as B
+from tileport import gpu_test as G
+from tileport import summary as S
+from tileport.verdict import Verdict, write
+
+VARIANTS = [("k", "f16-T1"), ("k", "f32-T1")]
+
+
+def cpu_stages(results, op, variants=VARIANTS):
+    """Every CPU stage PASS for ``op``."""
+    r = results / op
+    w = lambda stage, path: write(Verdict(stage=stage, op=op, verdict="PASS", summary=stage), r / path)
+    w("analyze", "analysis.json")
+    w("rust_build", "rust/build.json")
+    for k in {k for k, _ in variants}:
+        w("write_kernel", f"write_kernel/{k}.json")
+    for k, v in variants:
+        w("reference_ir", f"ref/k/{v}.json")
+        w("rust_ir", f"rust_ir/k/{v}.json")
+        w("ir_diff", f"ir_diff/k/{v}.json")
+
+
+def write_test_json(results, op, verdict="ALL_PASS", variants=None, summary="all within tolerance", **kw):
+    write(Verdict(stage="gpu_test", op=op, verdict=verdict, summary=summary,
+                  details={"variants": variants or {}, "cases": []}, **kw), results / op / "test.json")
+
+
+def bench_row(ratio, vs_torch, ref_vs_torch, kernel="k", variant="f16-T1", shape="1x1", error=""):
+    return {"op": "op", "kernel": kernel, "variant": variant, "shape": shape, "ratio": ratio,
+            "vs_torch": vs_torch, "ref_vs_torch": ref_vs_torch, "error": error}
+
+
+def bench_json(results, op, variants, rows, verdict="DONE", geo=(1.0, 1.0, 1.0), summary="bench"):
+    write(Verdict(stage="bench", op=op, verdict=verdict, summary=summary,
+                  owner=None if verdict == "DONE" else "kernel",
+                  details={"variants": variants, "rows": rows, "threshold": 0.95,
+                           "configs": len([r for r in rows if not r.get("error")]),
+                           "geomean_ratio": geo[0], "geomean_vs_torch": geo[1],
+                           "geomean_ref_vs_torch": geo[2]}),
+          results / op / "bench.json")
+
+
+def summarize(tmp_path, ops, variants=None):
+    results = tmp_path / "results"
+    out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
+    S.write_summary(results, ops, variants or {op: VARIANTS for op in ops}, {}, out, ops_csv=ops_csv)
+    return list(csv.DictReader(open(out))), list(csv.DictReader(open(ops_csv)))
+
+
+def test_gpu_columns_of_a_passing_op(tmp_path):
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write_test_json(results, "op", variants={"k/f16-T1": "PASS", "k/f32-T1": "PASS"})
+    bench_json(results, "op",
+               {"k/f16-T1": {"ratio": 1.23456, "vs_torch": 2.5, "ref_us": 12.3456, "port_us": 10.0,
+                             "torch_us": 25.004, "configs": 2},
+                "k/f32-T1": {"ratio": 0.9, "vs_torch": 1.0, "ref_us": 9.0, "port_us": 10.0,
+                             "torch_us": 10.0, "configs": 1}},
+               [bench_row(1.2, 2.5, 2.0), bench_row(1.27, 2.5, 2.0, shape="2x2"),
+                bench_row(0.9, 1.0, 1.1, variant="f32-T1")],
+               geo=(1.118, 1.842, 1.6))
+    rows, ops = summarize(tmp_path, ["op"])
+    a, b = rows
+    assert (a["variant"], a["test"], a["ratio"], a["ref_us"], a["port_us"], a["torch_us"], a["vs_torch"]) \
+        == ("f16-T1", "PASS", "1.235", "12.35", "10.00", "25.00", "2.500")
+    assert (b["variant"], b["test"], b["ratio"], b["vs_torch"]) == ("f32-T1", "PASS", "0.900", "1.000")
+    assert a["note"] == "" and a["owner"] == "" and a["diagnosis"] == ""
+    assert list(rows[0]) == S.COLUMNS
+    assert ops == [{"op": "op", "configs": "3", "geomean_ratio": "1.118", "verdict": "DONE",
+                    "vs_torch": "1.842", "ref_vs_torch": "1.600"},
+                   {"op": "ALL", "configs": "3", "geomean_ratio": f"{(1.2 * 1.27 * 0.9) ** (1 / 3):.3f}",
+                    "verdict": "", "vs_torch": f"{(2.5 * 2.5 * 1.0) ** (1 / 3):.3f}",
+                    "ref_vs_torch": f"{(2.0 * 2.0 * 1.1) ** (1 / 3):.3f}"}]
+
+
+def test_all_row_is_geomean_over_every_config_of_every_op(tmp_path):
+    results = tmp_path / "results"
+    for op in ("a", "b"):
+        cpu_stages(results, op)
+        write_test_json(results, op, variants={"k/f16-T1": "PASS"})
+    v = {"k/f16-T1": {"ratio": 1.0, "vs_torch": 1.0, "ref_us": 1.0, "port_us": 1.0, "torch_us": 1.0,
+                      "configs": 1}}
+    # op a: ratios 0.5 and 2.0 (geomean 1.0); op b: 4.0. Over configs: 4 ** (1/3); over ops it would be 2.
+    bench_json(results, "a", v, [bench_row(0.5, 1.0, 2.0), bench_row(2.0, 4.0, 2.0, shape="2")],
+               geo=(1.0, 2.0, 2.0))
+    bench_json(results, "b", v, [bench_row(4.0, 8.0, 2.0),
+                                 bench_row(0.01, 0.01, 0.01, shape="9", error="boom")],   # not counted
+               verdict="FAIL", geo=(4.0, 8.0, 2.0))
+    _, ops = summarize(tmp_path, ["a", "b"], {"a": [("k", "f16-T1")], "b": [("k", "f16-T1")]})
+    assert [o["op"] for o in ops] == ["a", "b", "ALL"]
+    assert ops[0]["geomean_ratio"] == "1.000" and ops[0]["verdict"] == "DONE"
+    assert ops[1]["verdict"] == "FAIL" and ops[1]["configs"] == "1"
+    all_ = ops[2]
+    assert all_["configs"] == "3"
+    assert all_["geomean_ratio"] == f"{4 ** (1 / 3):.3f}" == "1.587"
+    assert all_["vs_torch"] == f"{32 ** (1 / 3):.3f}"
+    assert all_["ref_vs_torch"] == "2.000"
+
+
+def test_not_run_shows_its_reason(tmp_path):
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write(Verdict(stage="gpu_test", op="op", verdict="NOT_RUN", summary="not_run (gpu: off)"),
+          results / "op" / "test.json")
+    write(Verdict(stage="bench", op="op", verdict="NOT_RUN", summary="not_run (no GPU: torch is not installed)"),
+          results / "op" / "bench.json")
+    rows, ops = summarize(tmp_path, ["op"])
+    for r in rows:
+        assert r["test"] == "not_run (gpu: off)"
+        assert r["ratio"] == "not_run (no GPU: torch is not installed)"
+        assert r["ref_us"] == r["port_us"] == r["torch_us"] == r["vs_torch"] == ""
+        assert r["note"] == ""            # NOT_RUN is not a failure
+    assert ops[0] == {"op": "op", "configs": "0", "geomean_ratio": "",
+                      "verdict": "not_run (no GPU: torch is not installed)", "vs_torch": "", "ref_vs_torch": ""}
+    assert ops[1] == {"op": "ALL", "configs": "0", "geomean_ratio": "", "verdict": "", "vs_torch": "",
+                      "ref_vs_torch": ""}
+
+
+def test_failing_variant_and_note_names_gpu_test(tmp_path):
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write_test_json(results, "op", verdict="FAIL", owner="host", fail_class="host",
+              variants={"k/f16-T1": "PASS", "k/f32-T1": "FAIL"},
+              summary="1 of 2 variant(s) fail: k/f32-T1 shape (4,): port failed: TP_ERR_BAD_RANK")
+    rows, _ = summarize(tmp_path, ["op"])
+    assert [r["test"] for r in rows] == ["PASS", "FAIL"]
+    for r in rows:
+        assert r["note"].startswith("gpu_test: 1 of 2 variant(s) fail")
+        assert r["owner"] == "host"
+        assert r["ratio"] == "missing"     # no bench.json
+
+
+def test_missing_gpu_verdicts(tmp_path):
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    rows, ops = summarize(tmp_path, ["op"])
+    assert all(r["test"] == "missing" and r["ratio"] == "missing" for r in rows)
+    assert ops[0]["verdict"] == "missing" and ops[-1]["op"] == "ALL"
+
+
+def test_variant_without_shapes(tmp_path):
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write_test_json(results, "op", variants={"k/f16-T1": "PASS"})
+    bench_json(results, "op", {"k/f16-T1": {"ratio": 1.0, "vs_torch": 1.0, "ref_us": 1.0, "port_us": 1.0,
+                                            "torch_us": 1.0, "configs": 1}}, [bench_row(1.0, 1.0, 1.0)])
+    rows, _ = summarize(tmp_path, ["op"])
+    assert rows[1]["test"] == "not_run (no test shape fits)"
+    assert rows[1]["ratio"] == "not_run (no perf shape fits)" and rows[1]["ref_us"] == ""
+
+
+def test_blocked_gpu_stages_show_the_word_and_the_note(tmp_path):
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write(Verdict(stage="gpu_test", op="op", verdict="BLOCKED", owner="host", fail_class="host",
+                  summary="host library not built"), results / "op" / "test.json")
+    write(Verdict(stage="bench", op="op", verdict="BLOCKED", owner="host", fail_class="host",
+                  summary="host library not built"), results / "op" / "bench.json")
+    rows, ops = summarize(tmp_path, ["op"])
+    assert rows[0]["test"] == "BLOCKED" and rows[0]["ratio"] == "BLOCKED"
+    assert rows[0]["note"] == "gpu_test: host library not built" and rows[0]["owner"] == "host"
+    assert ops[0]["verdict"] == "BLOCKED" and ops[0]["configs"] == "0"
+
+
+def test_below_threshold_note_and_perf_diagnosis(tmp_path):
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write_test_json(results, "op", variants={"k/f16-T1": "PASS", "k/f32-T1": "PASS"})
+    v = {"ratio": 0.8, "vs_torch": 1.0, "ref_us": 8.0, "port_us": 10.0, "torch_us": 10.0, "configs": 1}
+    bench_json(results, "op", {"k/f16-T1": v, "k/f32-T1": v},
+               [bench_row(0.8, 1.0, 1.25), bench_row(0.8, 1.0, 1.25, variant="f32-T1")],
+               verdict="BELOW_THRESHOLD", geo=(0.8, 1.0, 1.25), summary="geomean ratio 0.800")
+    write(Verdict(stage="perf_diagnose", op="op", verdict="FAIL", owner="kernel", fail_class="kernel",
+                  summary="below threshold (0.800 < 0.95): slow"), results / "op" / "perf_diagnosis.json")
+    rows, ops = summarize(tmp_path, ["op"])
+    assert rows[0]["ratio"] == "0.800"
+    assert rows[0]["note"] == "bench: geomean ratio 0.800" and rows[0]["owner"] == "kernel"
+    assert rows[0]["diagnosis"] == "perf (kernel): below threshold (0.800 < 0.95): slow"
+    assert ops[0]["verdict"] == "BELOW_THRESHOLD" and ops[0]["geomean_ratio"] == "0.800"
+
+
+def test_cpu_stage_note_takes_precedence_over_gpu(tmp_path):
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write(Verdict(stage="ir_diff", op="op", verdict="FAIL", owner="kernel", summary="reduce differs"),
+          results / "op" / "ir_diff" / "k" / "f16-T1.json")
+    write_test_json(results, "op", verdict="FAIL", fail_class="kernel", owner="kernel",
+              variants={"k/f16-T1": "FAIL", "k/f32-T1": "PASS"}, summary="1 of 2 variant(s) fail")
+    rows, _ = summarize(tmp_path, ["op"])
+    assert rows[0]["note"] == "ir_diff: reduce differs" and rows[0]["test"] == "FAIL"
+    assert rows[1]["note"].startswith("gpu_test:")
+
+
+def test_reads_what_the_stages_write(tmp_path):
+    """The columns come out of verdicts made by gpu_test.verdict_of and bench.fold themselves."""
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    ok = {"ok": True, "max_abs": 0.0, "mismatches": 0, "numel": 4, "worst": None}
+    bad = {"ok": False, "max_abs": 1.0, "mismatches": 1, "numel": 4,
+           "worst": {"index": [0], "actual": 2.0, "expected": 1.0, "allowed": 0.1}}
+    trows = [{"kernel": "k", "variant": "f16-T1", "shape": [4], "grid": [1], "ref": ok, "port": ok},
+             {"kernel": "k", "variant": "f32-T1", "shape": [4], "grid": [1], "ref": ok, "port": bad}]
+    write(G.verdict_of("op", trows), results / "op" / "test.json")
+    brows = []
+    for variant, ratio, shape in (("f16-T1", 0.81, "a"), ("f16-T1", 1.0, "b"), ("f32-T1", 1.21, "a")):
+        brows.append({"op": "op", "kernel": "k", "variant": variant, "shape": shape, "ratio": ratio,
+                      "ref_us": 10.0 * ratio, "port_us": 10.0, "torch_us": 20.0, "vs_torch": 2.0,
+                      "ref_vs_torch": 2.0 / ratio, "checked": "ok", "error": ""})
+    v = B.fold("op", brows, 0.95)
+    v.details["rows"] = [{k: r.get(k) for k in B.COLUMNS} for r in brows]
+    write(v, results / "op" / "bench.json")
+    rows, ops = summarize(tmp_path, ["op"])
+    assert [r["test"] for r in rows] == ["PASS", "FAIL"]
+    assert [r["ratio"] for r in rows] == ["0.900", "1.210"]
+    assert rows[0]["port_us"] == "10.00" and rows[0]["ref_us"] == "9.00" and rows[0]["vs_torch"] == "2.000"
+    assert ops[0]["verdict"] == "DONE" and ops[0]["configs"] == "3"
+    assert ops[0]["geomean_ratio"] == f"{(0.81 * 1.21) ** (1 / 3):.3f}"
+    assert ops[1]["geomean_ratio"] == ops[0]["geomean_ratio"]
