@@ -1,0 +1,147 @@
+"""The C ABI through ctypes, on the real built library, without a GPU: descriptor building and
+every status code that is decided before the CUDA driver is touched (plus the driver-less one)."""
+import ctypes
+
+import pytest
+
+from tileport import ffi, host
+from tileport.ffi import FfiError, HostLibrary, descriptor
+
+from test_host import built  # noqa: F401  (module fixture: results tree + built library)
+
+
+class FakeTensor:
+    """Duck-typed tensor: what descriptor() reads from a torch.Tensor."""
+
+    def __init__(self, shape, dtype="torch.float16", ptr=0x7F0000001000, strides=None):
+        self.shape, self.dtype, self.ptr = tuple(shape), dtype, ptr
+        st, acc = [], 1
+        for e in reversed(shape):
+            st.insert(0, acc)
+            acc *= e
+        self._strides = tuple(strides) if strides is not None else tuple(st)
+
+    def data_ptr(self):
+        return self.ptr
+
+    def dim(self):
+        return len(self.shape)
+
+    def stride(self):
+        return self._strides
+
+
+def test_descriptor_copies_pointer_shape_strides_dtype():
+    # the upper half of x (M, 2N) as a strided view: stride 2N on dim 0, data offset by N elements
+    t = FakeTensor((3, 5), "torch.bfloat16", ptr=0x1000 + 5 * 2, strides=(10, 1))
+    d = descriptor(t)
+    assert d.data == 0x100A and d.ndim == 2
+    assert list(d.shape[:2]) == [3, 5] and list(d.strides[:2]) == [10, 1]
+    assert d.dtype == host.DTYPE_CODES["bf16"]
+    assert descriptor(FakeTensor((4,), "torch.float32")).dtype == 3
+    assert descriptor(FakeTensor((4,), "torch.int8")).dtype == 0          # unknown -> 0
+    with pytest.raises(ValueError, match="at most 6"):
+        descriptor(FakeTensor((1,) * 7))
+
+
+def test_struct_layout_matches_rust():
+    # #[repr(C)] { u64, i32, [i64; 6], [i64; 6], i32 }: 8 + 4(+4 pad) + 48 + 48 + 4(+4 pad)
+    assert ctypes.sizeof(ffi.TpTensor) == 120
+    assert ffi.TpTensor.shape.offset == 16 and ffi.TpTensor.dtype.offset == 112
+
+
+def test_dtype_names():
+    assert ffi.dtype_name("torch.float16") == "f16" and ffi.dtype_name("torch.half") == "f16"
+    assert ffi.dtype_name("bf16") == "bf16" and ffi.dtype_name("torch.int32") is None
+
+
+@pytest.fixture(scope="module")
+def lib(built):  # noqa: F811
+    results, v = built
+    assert v["verdict"] == "PASS", v["summary"]
+    return HostLibrary(results / "host" / host.LIB_NAME,
+                       [results / op / "host" / "ffi.json" for op in ("relu", "rms_norm")])
+
+
+RMS = "tp_rms_norm__rms_norm_kernel"
+
+
+def call(lib, arrays=None, scalars=None, cx=None, grid=(1, 1, 1), device=0):
+    arrays = arrays if arrays is not None else {"x": FakeTensor((4, 8)), "w": FakeTensor((8,)),
+                                                "y": FakeTensor((4, 8))}
+    lib.call(RMS, arrays, scalars if scalars is not None else {"inv_n": 0.125, "eps": 1e-6},
+             cx or {"BM": 4, "TILE": 8}, grid, stream=0, device=device)
+
+
+def code_of(lib, **kw):
+    with pytest.raises(FfiError) as e:
+        call(lib, **kw)
+    return e.value
+
+
+def test_null_data_pointer(lib):
+    e = code_of(lib, arrays={"x": FakeTensor((4, 8)), "w": FakeTensor((8,), ptr=0), "y": FakeTensor((4, 8))})
+    assert (e.code, e.status, e.fail_class) == (1, "TP_ERR_NULL_POINTER", "host")
+    assert "array 'w'" in str(e) and "rms_norm_kernel" in str(e) and RMS in str(e)
+
+
+def test_bad_rank(lib):
+    e = code_of(lib, arrays={"x": FakeTensor((32,)), "w": FakeTensor((8,)), "y": FakeTensor((4, 8))})
+    assert e.code == 2 and "array 'x': rank 1 but the kernel takes rank 2" in e.cause
+
+
+def test_unknown_and_mixed_dtypes(lib):
+    e = code_of(lib, arrays={"x": FakeTensor((4, 8), "torch.int8"), "w": FakeTensor((8,)), "y": FakeTensor((4, 8))})
+    assert e.code == 3 and "unknown dtype code 0" in e.cause
+    e = code_of(lib, arrays={"x": FakeTensor((4, 8)), "w": FakeTensor((8,), "torch.float32"), "y": FakeTensor((4, 8))})
+    assert e.code == 3 and "'w' is f32 but 'x' is f16" in e.cause
+
+
+def test_extent_beyond_i32_and_byte_count(lib):
+    e = code_of(lib, arrays={"x": FakeTensor((2 ** 31, 8)), "w": FakeTensor((8,)), "y": FakeTensor((4, 8))})
+    assert e.code == 4 and "extent 2147483648 of dim 0" in e.cause
+    # 2^30 f16 elements = 2 GiB: each extent fits i32, the byte count does not
+    e = code_of(lib, arrays={"x": FakeTensor((2 ** 15, 2 ** 15)), "w": FakeTensor((8,)), "y": FakeTensor((4, 8))})
+    assert e.code == 4 and "bytes exceed" in e.cause
+
+
+def test_zero_grid_and_bad_constexpr_and_device(lib):
+    assert code_of(lib, grid=(0, 1, 1)).code == 8
+    e = code_of(lib, cx={"BM": 0, "TILE": 8})
+    assert e.code == 8 and "constexpr BM = 0" in e.cause
+    assert code_of(lib, device=-1).code == 8
+
+
+def test_missing_argument_is_named(lib):
+    e = code_of(lib, scalars={"inv_n": 0.1})
+    assert e.code == 0 and "eps" in e.cause
+
+
+def test_valid_call_reaches_the_driver(lib):
+    """Descriptors pass every check; without a CUDA driver the shim reports TP_ERR_CUDA_CONTEXT
+    (fail_class env) instead of crashing -- on a GPU machine this would launch, so skip there."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("a CUDA driver is present: a valid call would launch")
+    except OSError:
+        pass
+    e = code_of(lib)
+    assert (e.code, e.fail_class) == (5, "env") and "CUDA device 0" in e.cause
+    # the last error is per call: a following bad call reports its own cause
+    assert code_of(lib, grid=(1, 0, 1)).cause.endswith("has a zero dimension")
+
+
+def test_library_lacking_a_listed_symbol(built, tmp_path):  # noqa: F811
+    results, _ = built
+    spec = (results / "relu" / "host" / "ffi.json").read_text().replace("tp_relu__relu_kernel", "tp_relu__gone")
+    (tmp_path / "ffi.json").write_text(spec)
+    with pytest.raises(FfiError, match="no symbol tp_relu__gone"):
+        HostLibrary(results / "host" / host.LIB_NAME, [tmp_path / "ffi.json"])
+    with pytest.raises(FfiError, match="cannot load"):
+        HostLibrary(tmp_path / "missing.so", [])
+
+
+def test_variant_lookup(lib):
+    assert lib.for_variant("rms_norm_kernel", "bf16-BM16-TILE1024")["symbol"] == RMS
+    with pytest.raises(FfiError, match="no shim"):
+        lib.for_variant("rms_norm_kernel", "f64-BM1-TILE1")

@@ -1,0 +1,133 @@
+"""Host builder: shim generation from real analyses/translations, and the combined cdylib build
+(real cargo, release profile, shared target dir) including leaving a broken operator out."""
+import json
+import re
+import shutil
+
+import pytest
+
+from conftest import REPO
+from tileport import analyze, host, rust_ir, write_kernel
+from tileport.verdict import read
+
+
+def make_op(results, op, kernels):
+    """results/<op>/: analysis, translation, port crate build -- what host_shim reads."""
+    r = results / op
+    op_dir = REPO / "operators" / op
+    assert analyze.run(op_dir, r / "analysis.json", op)["verdict"] == "PASS"
+    for k in kernels:
+        v = write_kernel.run(op_dir, k, r / "rust" / "src" / f"{k}.rs", r / "write_kernel" / f"{k}.json", op)
+        assert v["verdict"] == "PASS", v["summary"]
+    b = rust_ir.build(op, r / "rust", {k: r / "write_kernel" / f"{k}.json" for k in kernels},
+                      r / "rust" / "build.json")
+    assert b["verdict"] == "PASS", b["summary"]
+    d = host.write_shim(op, r / "analysis.json", r, r / "host" / "ffi.rs", r / "host" / "ffi.json",
+                        r / "host" / "shim.json")
+    assert d["verdict"] == "PASS", d["summary"]
+    return r
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A results tree with relu and rms_norm (scalars) and the host library built from it."""
+    results = tmp_path_factory.mktemp("host") / "results"
+    make_op(results, "relu", ["relu_kernel"])
+    make_op(results, "rms_norm", ["rms_norm_kernel"])
+    v = host.build(["relu", "rms_norm"], results, results / "host" / "build.json")
+    return results, v
+
+
+def test_shim_signature_follows_the_kernel(built):
+    results, _ = built
+    spec = json.loads((results / "rms_norm" / "host" / "ffi.json").read_text())
+    (f,) = spec["functions"]
+    assert f["symbol"] == "tp_rms_norm__rms_norm_kernel" and f["entry"] == "rms_norm_kernel"
+    assert [a["name"] for a in f["arrays"]] == ["x", "w", "y"]
+    assert [a["ndim"] for a in f["arrays"]] == [2, 1, 2]
+    assert f["scalars"] == [{"name": "inv_n", "type": "f32"}, {"name": "eps", "type": "f32"}]
+    assert f["constexprs"] == ["BM", "TILE"] and f["dtypes"] == ["f16", "bf16", "f32"]
+    # every manifest variant belongs to the one family
+    man_variants = [v["id"] for v in read(results / "rms_norm" / "analysis.json")["details"]["variants"]]
+    assert f["variants"] == man_variants
+    rs = (results / "rms_norm" / "host" / "ffi.rs").read_text()
+    sig = re.search(r"extern \"C\" fn tp_rms_norm__rms_norm_kernel\((.*?)\) -> i32", rs, re.S)[1]
+    params = [p.strip().split(":")[0] for p in sig.split(",") if p.strip()]
+    assert params == ["arr_x", "arr_w", "arr_y", "sc_inv_n", "sc_eps", "cx_BM", "cx_TILE",
+                      "grid_x", "grid_y", "grid_z", "device", "stream"]
+    # one launch per dtype, generics = element type then the int constexprs in order
+    for dt, elem in (("f16", "half::f16"), ("bf16", "half::bf16"), ("f32", "f32")):
+        assert f'Some("{dt}") => launched(super::rms_norm_kernel::port::rms_norm_kernel(borrow::<{elem}>(arr_x' in rs
+        assert f'.generics(vec!["{dt}".to_string(), cx_BM.to_string(), cx_TILE.to_string()])' in rs
+    assert "async_on(&s)" in rs and "catch_unwind" not in rs        # the guard in abi.rs catches
+
+
+def test_families_split_by_entry():
+    kinfo = {"name": "k", "params": []}
+    variants = [{"id": "f16-A1", "dtype": "f16"}, {"id": "f16-A2", "dtype": "f16"},
+                {"id": "f32-A1", "dtype": "f32"}]
+    fams = host.families(kinfo, {"f16-A1": "k__A1", "f32-A1": "k__A1", "f16-A2": "k__A2"}, variants)
+    assert {e: [v["id"] for v in vs] for e, vs in fams.items()} == {"k__A1": ["f16-A1", "f32-A1"],
+                                                                   "k__A2": ["f16-A2"]}
+    # no entries table: one family named like the kernel
+    assert list(host.families(kinfo, {}, variants)) == ["k"]
+
+
+def test_untranslated_kernel_gets_no_shim(tmp_path):
+    r = tmp_path / "results" / "relu"
+    op_dir = REPO / "operators" / "relu"
+    analyze.run(op_dir, r / "analysis.json", "relu")
+    # no write_kernel verdict at all
+    d = host.write_shim("relu", r / "analysis.json", r, r / "host" / "ffi.rs", r / "host" / "ffi.json",
+                        r / "host" / "shim.json")
+    assert d["verdict"] == "BLOCKED" and d["fail_class"] == "kernel"
+    assert "relu_kernel" in d["details"]["blocked"]
+    assert json.loads((r / "host" / "ffi.json").read_text())["functions"] == []
+
+
+def test_library_holds_every_shim(built):
+    results, v = built
+    assert v["verdict"] == "PASS", v["summary"]
+    lib = results / "host" / host.LIB_NAME
+    assert lib.stat().st_size > 0
+    ops = v["details"]["ops"]
+    assert ops["relu"]["in_library"] and ops["rms_norm"]["in_library"]
+    assert ops["relu"]["sources_sha"] == host.sources_sha(results, "relu")
+    # the crate's package name is unique to the checkout (shared cargo target dir)
+    toml = (results / "host" / "Cargo.toml").read_text()
+    pkg, _ = host.package_names(results / "host")
+    assert f'name = "{pkg}"' in toml and pkg.startswith("tileport-host-")
+    lock = (results / "host" / "Cargo.lock").read_text()
+    assert lock == (REPO / "rust/host-template/Cargo.lock").read_text().replace(
+        'name = "tileport-host"\n', f'name = "{pkg}"\n')
+
+
+def test_broken_shim_leaves_only_its_operator_out(built, tmp_path):
+    src, _ = built
+    results = tmp_path / "results"
+    for op in ("relu", "rms_norm"):
+        shutil.copytree(src / op, results / op)
+    ffi = results / "relu" / "host" / "ffi.rs"
+    ffi.write_text(ffi.read_text().replace("let grid = grid(", "let grid = grid_nope(", 1))
+    v = host.build(["relu", "rms_norm"], results, results / "host" / "build.json")
+    assert v["verdict"] == "PASS_WITH_NOTES", v["summary"]
+    ops = v["details"]["ops"]
+    assert not ops["relu"]["in_library"] and ops["rms_norm"]["in_library"]
+    assert "breaks the combined build" in ops["relu"]["reason"]
+    f = v["findings"][0]
+    assert f["owner"] == "host" and f["port"]["file"] == str(ffi) and f["port"]["line"] > 1
+    assert "grid_nope" in ffi.read_text().splitlines()[f["port"]["line"] - 1]
+    assert "relu" in v["summary"]
+
+
+def test_operator_without_built_port_is_left_out(built, tmp_path):
+    src, _ = built
+    results = tmp_path / "results"
+    shutil.copytree(src / "rms_norm", results / "rms_norm")
+    shutil.copytree(src / "relu", results / "relu")
+    b = json.loads((results / "relu" / "rust" / "build.json").read_text())
+    b["verdict"], b["owner"], b["summary"] = "ERROR", "kernel", "rustc error in relu_kernel.rs:9"
+    (results / "relu" / "rust" / "build.json").write_text(json.dumps(b))
+    v = host.build(["relu", "rms_norm"], results, results / "host" / "build.json")
+    assert v["verdict"] == "PASS_WITH_NOTES"
+    assert "port crate did not build" in v["details"]["ops"]["relu"]["reason"]
