@@ -115,7 +115,8 @@ def test_not_run_shows_its_reason(tmp_path):
         assert r["note"] == ""            # NOT_RUN is not a failure
     assert ops[0] == {"op": "op", "configs": "0", "geomean_ratio": "",
                       "verdict": "not_run (no GPU: torch is not installed)", "vs_torch": "", "ref_vs_torch": ""}
-    assert ops[1] == {"op": "ALL", "configs": "0", "geomean_ratio": "", "verdict": "", "vs_torch": "",
+    assert ops[1] == {"op": "ALL", "configs": "0", "geomean_ratio": "",
+                      "verdict": "not_run (no config measured)", "vs_torch": "",
                       "ref_vs_torch": ""}
 
 

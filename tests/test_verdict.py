@@ -1,3 +1,4 @@
+from pathlib import Path
 import json
 
 import pytest
@@ -46,3 +47,23 @@ def test_failed_write_keeps_previous_file(tmp_path):
     with pytest.raises(V.VerdictError):
         V.write(bad, p)
     assert json.loads(p.read_text())["summary"] == "first"
+
+
+
+def test_written_files_get_the_umask_mode(tmp_path):
+    """mkstemp's 0600 is not kept: a written verdict is as readable as any file the user writes."""
+    import os
+    import subprocess
+    import sys
+
+    from tileport.verdict import atomic_write_text
+
+    um = os.umask(0)
+    os.umask(um)
+    atomic_write_text(tmp_path / "b.txt", "y")
+    assert (tmp_path / "b.txt").stat().st_mode & 0o777 == 0o666 & ~um
+    # another umask (read when tileport.verdict is imported): a fresh interpreter
+    code = ("import os; os.umask(0o027); from tileport.verdict import atomic_write_text as w; "
+            f"w({str(tmp_path / 'a.txt')!r}, 'x')")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(Path(__file__).parent.parent))
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o640

@@ -213,17 +213,10 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="tileport CUPTI benchmark of one operator")
-    ap.add_argument("--op", required=True)
-    ap.add_argument("--operators", default=str(REPO / "operators"))
-    ap.add_argument("--results", default="results")
-    ap.add_argument("--gpu", choices=("auto", "required", "off"), default="auto")
-    ap.add_argument("--config", default=str(REPO / "config.yaml"),
-                    help="config.yaml whose 'bench' section sets threshold, budgets, flush size")
-    a = ap.parse_args(argv)
-    import yaml
+    from .gpu_test import cli_args
 
-    cfg = (yaml.safe_load(Path(a.config).read_text()) or {}).get("bench", {})
+    a = cli_args("tileport CUPTI benchmark of one operator", argv)
+    cfg = {**(a.cfg.get("bench") or {}), "seed": a.seed}
     base = Path(a.results) / a.op
     d = run(a.op, Path(a.operators) / a.op, a.results, base / "bench.csv", base / "bench.json",
             gpu=a.gpu, cfg=cfg)

@@ -245,15 +245,39 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
                    findings=findings, details=details)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="tileport GPU functional test of one operator")
-    ap.add_argument("--op", required=True)
-    ap.add_argument("--operators", default=str(REPO / "operators"))
-    ap.add_argument("--results", default="results")
-    ap.add_argument("--gpu", choices=("auto", "required", "off"), default="auto")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", help="default: <results>/<op>/test.json")
+def cli_args(description: str, argv=None, extra=None):
+    """Arguments shared by the GPU stages' command lines. ``--gpu`` and the seed default to
+    ``config.yaml``'s ``gpu`` and ``bench.seed``; an unknown operator exits with status 2."""
+    import yaml
+
+    ap = argparse.ArgumentParser(description=description,
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--op", required=True, help="operator folder name under --operators")
+    ap.add_argument("--operators", default=str(REPO / "operators"), help="operators folder")
+    ap.add_argument("--results", default="results", help="results tree built by the CPU stages")
+    ap.add_argument("--config", default=str(REPO / "config.yaml"),
+                    help="config.yaml: defaults of --gpu, --seed and the bench settings")
+    ap.add_argument("--gpu", choices=("auto", "required", "off"), default=None,
+                    help="default: config.yaml's gpu")
+    ap.add_argument("--seed", type=int, default=None, help="default: config.yaml's bench.seed")
+    if extra:
+        extra(ap)
     a = ap.parse_args(argv)
+    try:
+        cfg = yaml.safe_load(Path(a.config).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        ap.error(f"--config {a.config}: {exc}")
+    a.cfg = cfg
+    a.gpu = a.gpu or cfg.get("gpu", "auto")
+    a.seed = a.seed if a.seed is not None else (cfg.get("bench") or {}).get("seed", 0)
+    if not (Path(a.operators) / a.op / "manifest.yaml").is_file():
+        ap.error(f"--op {a.op}: no {Path(a.operators) / a.op / 'manifest.yaml'}")
+    return a
+
+
+def main(argv=None) -> int:
+    a = cli_args("tileport GPU functional test of one operator", argv,
+                 lambda ap: ap.add_argument("--out", help="default: <results>/<op>/test.json"))
     out = a.out or str(Path(a.results) / a.op / "test.json")
     d = run(a.op, Path(a.operators) / a.op, a.results, out, gpu=a.gpu, seed=a.seed)
     print(d["verdict"], d["summary"])

@@ -144,7 +144,7 @@ def ops_rows(results: str | Path, ops: list) -> list[dict]:
                      "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch"))})
     rows.append({"op": "ALL", "configs": len(all_ratios),
                  "geomean_ratio": _fmt(S.geomean(all_ratios)) if all_ratios else "",
-                 "verdict": "", "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",
+                 "verdict": "" if all_ratios else "not_run (no config measured)", "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",
                  "ref_vs_torch": _fmt(S.geomean(all_rvt)) if all_rvt else ""})
     return rows
 

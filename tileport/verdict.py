@@ -158,6 +158,10 @@ def validate(doc: dict, source: str = "<verdict>") -> dict:
     return doc
 
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename, so a reader
     never sees a half-written file and a crash never truncates an earlier one."""
@@ -165,6 +169,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp creates 0600; give the file the mode open() would (0666 minus the umask)
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
         os.replace(tmp, path)
