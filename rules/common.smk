@@ -7,11 +7,25 @@ sys.path.insert(0, workflow.basedir)
 
 from tileport import config as tp_config
 from tileport import manifest as tp_manifest
+from tileport.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 
+if config.get("gpu") is False:  # unquoted YAML `gpu: off` reads as false
+    config["gpu"] = "off"
 try:
     tp_config.validate(config, Path(workflow.basedir) / "schemas" / "config.schema.yaml")
 except tp_config.ConfigError as exc:
     raise WorkflowError(str(exc))
+
+if config["gpu"] == "required":
+    # fail before any job, with the reason on the console (a failing GPU job would only say
+    # "non-zero exit status" and delete its verdict)
+    from tileport import harness as tp_harness
+
+    try:
+        tp_harness.probe_gpu()
+    except tp_harness.NoGpu as exc:
+        raise WorkflowError(f"config.yaml: gpu: required, but there is no usable GPU here: {exc} "
+                            f"(use gpu: auto to run the CPU stages and mark GPU rows not_run)")
 
 OPERATORS_DIR = Path(workflow.basedir) / "operators"
 
@@ -26,7 +40,11 @@ def _discover_ops():
     for p in sorted(OPERATORS_DIR.iterdir()):
         if not p.is_dir() or p.name.startswith(".") or p.name == "__pycache__":
             continue
-        if p.name in ("host", "logs"):
+        if p.name in C_RUST_KEYWORDS:
+            SKIPPED[p.name] = (f"{p}: '{p.name}' is a Rust keyword: the shared host library names "
+                               f"one module per operator: rename the operator folder: not run")
+            print(f"tileport: {SKIPPED[p.name]}", file=sys.stderr)
+        elif p.name in ("host", "logs"):
             SKIPPED[p.name] = (f"{p}: '{p.name}' is reserved (results/{p.name}/ holds the shared "
                                f"host library and logs): rename the operator folder: not run")
             print(f"tileport: {SKIPPED[p.name]}", file=sys.stderr)
@@ -104,7 +122,8 @@ def stage_targets(op):
             f"results/{op}/ir_diff/{k}/{v}.json",
             f"results/{op}/diagnosis/{k}/{v}.json",
         ]
-    out += [f"results/{op}/host/shim.json", "results/host/build.json", f"results/{op}/test.json",
+    out += [f"results/{op}/host/shim.json", f"results/{op}/host/ffi.json", "results/host/build.json",
+            "results/host/libtileport_host.so", f"results/{op}/test.json",
             f"results/{op}/bench.json", f"results/{op}/perf_diagnosis.json"]
     return out
 

@@ -20,7 +20,6 @@ rule gpu_test:
     params:
         tools=config["tools"],
         op_dir=op_dir,
-        gpu=config["gpu"],
         seed=config["bench"]["seed"],
     retries: retries("gpu_test")
     resources:

@@ -10,6 +10,7 @@ rule perf_diagnose:
         "results/{op}/logs/perf_diagnose.log",
     params:
         tools=config["tools"],
+        threshold=config["bench"]["threshold"],
     retries: retries("perf_diagnose")
     resources:
         attempt=lambda wc, attempt: attempt,

@@ -10,6 +10,7 @@ rule summary:
         "results/logs/summary.log",
     params:
         tools=config["tools"],
+        threshold=config["bench"]["threshold"],
         ops=OPS,
         variants=VARIANTS,
         manifest_errors=MANIFEST_ERRORS,

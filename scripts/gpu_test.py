@@ -8,6 +8,6 @@ from tileport import gpu_test, stage
 w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 with stage.guarded(snakemake, "gpu_test"):
     d = gpu_test.run(w.op, p.op_dir, Path(i.analysis).parent.parent, snakemake.output.verdict,
-                     gpu=p.gpu, host_build=i.host_build, seed=p.seed,
+                     gpu=snakemake.config["gpu"], host_build=i.host_build, seed=p.seed,
                      attempt=snakemake.resources.attempt)
     print(d["verdict"], d["summary"])

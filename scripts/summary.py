@@ -9,5 +9,6 @@ with stage.guarded(snakemake, "summary"):
     rows = summary.write_summary(Path(snakemake.output[0]).parent, snakemake.params.ops,
                                  snakemake.params.variants, snakemake.params.manifest_errors,
                                  snakemake.output[0], skipped=snakemake.params.skipped,
-                                 ops_csv=snakemake.output[1])
+                                 ops_csv=snakemake.output[1],
+                                 threshold=snakemake.params.threshold)
     print(f"{len(rows)} rows")

@@ -40,7 +40,7 @@ def test_descriptor_copies_pointer_shape_strides_dtype():
     assert d.dtype == host.DTYPE_CODES["bf16"]
     assert descriptor(FakeTensor((4,), "torch.float32")).dtype == 3
     assert descriptor(FakeTensor((4,), "torch.int8")).dtype == 0          # unknown -> 0
-    with pytest.raises(ValueError, match="at most 6"):
+    with pytest.raises(ValueError, match="0 to 6 dimensions"):
         descriptor(FakeTensor((1,) * 7))
 
 
@@ -107,9 +107,13 @@ def test_extent_beyond_i32_and_byte_count(lib):
 
 def test_zero_grid_and_bad_constexpr_and_device(lib):
     assert code_of(lib, grid=(0, 1, 1)).code == 8
-    e = code_of(lib, cx={"BM": 0, "TILE": 8})
-    assert e.code == 8 and "constexpr BM = 0" in e.cause
-    assert code_of(lib, device=-1).code == 8
+    e = code_of(lib, cx={"BM": 0, "TILE": 8})             # refused before the shim ...
+    assert e.code == 0 and "constexpr BM = 0" in e.cause
+    # ... and by the shim itself when a C caller passes it
+    d = [descriptor(FakeTensor((4, 8))), descriptor(FakeTensor((8,))), descriptor(FakeTensor((4, 8)))]
+    rc = lib.functions[RMS]["fn"](*[ctypes.byref(x) for x in d], 0.1, 1e-6, 0, 8, 1, 1, 1, 0, None)
+    assert rc == 8 and "constexpr BM = 0 is not positive" in lib.last_error()
+    assert code_of(lib, device=-1).code == 0                # Python refuses a negative ordinal
 
 
 def test_missing_argument_is_named(lib):
@@ -145,3 +149,36 @@ def test_variant_lookup(lib):
     assert lib.for_variant("rms_norm_kernel", "bf16-BM16-TILE1024")["symbol"] == RMS
     with pytest.raises(FfiError, match="no shim"):
         lib.for_variant("rms_norm_kernel", "f64-BM1-TILE1")
+
+
+def test_python_side_range_checks_never_reach_the_shim(lib):
+    """ctypes would wrap or truncate these silently: each must be an FfiError naming the value."""
+    big = FakeTensor((4, 8))
+    big.shape = (2 ** 64 + 4, 8)
+    cases = [
+        (dict(arrays={"x": big, "w": FakeTensor((8,)), "y": FakeTensor((4, 8))}), "extent"),
+        (dict(arrays={"x": FakeTensor((4, 8), ptr=2 ** 64 + 5), "w": FakeTensor((8,)),
+                      "y": FakeTensor((4, 8))}), "data pointer"),
+        (dict(arrays={"x": None, "w": FakeTensor((8,)), "y": FakeTensor((4, 8))}), "array 'x': not a tensor"),
+        (dict(cx={"BM": 2 ** 32 + 16, "TILE": 8}), "constexpr BM"),
+        (dict(cx={"BM": 1.7, "TILE": 8}), "constexpr BM"),
+        (dict(scalars={"inv_n": "x", "eps": 1e-6}), "scalar inv_n"),
+        (dict(grid=None), "launch grid None"),
+        (dict(grid=("a", 1, 1)), "grid dimension"),
+        (dict(device="cuda"), "device"),
+    ]
+    for kw, needle in cases:
+        e = code_of(lib, **kw)
+        assert e.code == 0 and needle in e.cause, (kw, e)
+        assert "not passed to the shim" in str(e) and "TP_OK" not in str(e)
+    with pytest.raises(FfiError, match="binds no shim tp_nope"):
+        lib.call("tp_nope", {}, {}, {}, (1, 1, 1), stream=0)
+    with pytest.raises(FfiError, match="neither a CUDA stream"):
+        lib.call(RMS, {"x": FakeTensor((4, 8)), "w": FakeTensor((8,)), "y": FakeTensor((4, 8))},
+                 {"inv_n": 0.1, "eps": 1e-6}, {"BM": 4, "TILE": 8}, (1, 1, 1), stream="s", device=0)
+
+
+def test_huge_device_ordinal_is_refused_not_allocated(lib):
+    # the shim's context cache is indexed by ordinal: a huge one must be refused up front
+    e = code_of(lib, device=2 ** 31 - 1)
+    assert e.code == 8 and "outside 0..=255" in e.cause

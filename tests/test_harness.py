@@ -94,3 +94,15 @@ def test_load_module_errors_name_file_and_line(tmp_path):
         H.load_module(p, "r")
     with pytest.raises(H.HarnessError, match="no such file"):
         H.load_module(tmp_path / "nope.py", "n")
+
+
+def test_predicate_and_grid_syntax_is_checked_at_load(op_copy):
+    d = op_copy("softmax")
+    m = d / "manifest.yaml"
+    good = m.read_text()
+    for old, new, key in [('perf_fits: "TILE < 2 * N"', 'perf_fits: "TILE < 2 *"', "perf_fits"),
+                          ('fits: "N <= TILE"', 'fits: "N <=="', "fits"),
+                          ('grid: "(min(', 'grid: "((min(', "kernels/softmax_kernel/grid")]:
+        m.write_text(good.replace(old, new))
+        with pytest.raises(M.ManifestError, match=rf"manifest.yaml:\d+: key '{key}'.*not valid Python"):
+            M.load(m)

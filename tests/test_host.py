@@ -131,3 +131,35 @@ def test_operator_without_built_port_is_left_out(built, tmp_path):
     v = host.build(["relu", "rms_norm"], results, results / "host" / "build.json")
     assert v["verdict"] == "PASS_WITH_NOTES"
     assert "port crate did not build" in v["details"]["ops"]["relu"]["reason"]
+
+
+def test_unreadable_ffi_json_leaves_only_its_operator_out(built, tmp_path):
+    src, _ = built
+    results = tmp_path / "results"
+    for op in ("relu", "rms_norm"):
+        shutil.copytree(src / op, results / op)
+    (results / "relu" / "host" / "ffi.json").write_text("{not json")
+    v = host.build(["relu", "rms_norm"], results, results / "host" / "build.json")
+    assert v["verdict"] == "PASS_WITH_NOTES"
+    why = v["details"]["ops"]["relu"]["reason"]
+    assert "relu/host/ffi.json: unreadable shim signatures" in why
+
+
+def test_sources_restored_with_old_mtimes_are_rebuilt(tmp_path):
+    """cargo compares mtimes; a stamp of the last build's sources makes older files current."""
+    import os
+
+    host_dir, target = tmp_path / "host", tmp_path / "target"
+    (host_dir / "src").mkdir(parents=True)
+    (target / "release").mkdir(parents=True)
+    for rel in ("src/lib.rs", "Cargo.toml", "src/a.rs"):
+        (host_dir / rel).write_text(rel)
+    origin = {"src/a.rs": "a"}
+    host._stamp(target, host_dir).write_text(host._sources_digest(host_dir, origin))
+    os.utime(host_dir / "src/a.rs", (1, 1))
+    host._refresh_if_stale(host_dir, target, origin)          # same sources: left alone
+    assert (host_dir / "src/a.rs").stat().st_mtime == 1
+    (host_dir / "src/a.rs").write_text("restored older content")
+    os.utime(host_dir / "src/a.rs", (1, 1))
+    host._refresh_if_stale(host_dir, target, origin)          # differs from the stamp: fresh mtime
+    assert (host_dir / "src/a.rs").stat().st_mtime > 1

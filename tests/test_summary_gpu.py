@@ -220,3 +220,32 @@ def test_reads_what_the_stages_write(tmp_path):
     assert ops[0]["verdict"] == "DONE" and ops[0]["configs"] == "3"
     assert ops[0]["geomean_ratio"] == f"{(0.81 * 1.21) ** (1 / 3):.3f}"
     assert ops[1]["geomean_ratio"] == ops[0]["geomean_ratio"]
+
+
+def test_stale_gpu_results_and_library_exclusion_are_shown(tmp_path):
+    """GPU verdicts of sources the library no longer holds are not shown as current; an
+    operator left out of the host library gets a host_build note."""
+    import json as _json
+
+    results = tmp_path / "results"
+    r = results / "op"
+    for stage, path in [("analyze", "analysis.json"), ("write_kernel", "write_kernel/k.json"),
+                        ("rust_build", "rust/build.json"), ("reference_ir", "ref/k/f16-T1.json"),
+                        ("rust_ir", "rust_ir/k/f16-T1.json"), ("ir_diff", "ir_diff/k/f16-T1.json")]:
+        write(Verdict(stage=stage, op="op", verdict="PASS", summary=stage), r / path)
+    write(Verdict(stage="gpu_test", op="op", verdict="ALL_PASS", summary="ok",
+                  details={"variants": {"k/f16-T1": "PASS"}, "sources_sha": "old"}), r / "test.json")
+    write(Verdict(stage="host_build", op="*", verdict="PASS_WITH_NOTES", summary="built",
+                  details={"ops": {"op": {"in_library": False, "reason": "breaks the combined build: x.rs:3"}}}),
+          results / "host" / "build.json")
+    out = results / "summary.csv"
+    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
+    row = list(csv.DictReader(open(out)))[0]
+    assert row["test"] == "PASS"           # no sha recorded for the op in the library: shown
+    assert row["owner"] == "host" and row["note"].startswith("host_build: left out of the host library")
+    hb = _json.loads((results / "host" / "build.json").read_text())
+    hb["details"]["ops"]["op"] = {"in_library": True, "reason": "", "sources_sha": "new"}
+    (results / "host" / "build.json").write_text(_json.dumps(hb))
+    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
+    row = list(csv.DictReader(open(out)))[0]
+    assert row["test"].startswith("stale (tested sources differ")

@@ -35,6 +35,15 @@ def planned(wd) -> dict:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m[1] != "total"}
 
 
+def planned_with(wd, cfg) -> dict:
+    p = snakemake(wd, "-n", "results/summary.csv", "--config", cfg)
+    out = p.stdout + p.stderr
+    if "Nothing to be done" in out:
+        return {}
+    stats = out.split("Job stats:", 1)[1]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m[1] != "total"}
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     wd = tmp_path_factory.mktemp("wf")
@@ -54,6 +63,8 @@ def workdir(tmp_path_factory):
     m.write_text(m.read_text().replace("dtypes: [f16, bf16, f32]", "dtypes: f16"))
     # folders that cannot be operators: an invalid name, a folder with only a kernel.py
     shutil.copytree(REPO / "operators" / "relu", wd / "operators" / "relu.bak")
+    # an operator named like a Rust keyword would break the shared host library's module names
+    shutil.copytree(REPO / "operators" / "relu", wd / "operators" / "type")
     (wd / "operators" / "lonely").mkdir()
     shutil.copy2(REPO / "operators" / "relu" / "kernel.py", wd / "operators" / "lonely" / "kernel.py")
     t0 = time.monotonic()
@@ -113,6 +124,28 @@ def test_broken_folders_are_rows_not_crashes(workdir):
     rs = {r["op"]: r for r in rows(wd)}
     assert rs["relu.bak"]["analyze"] == "not_run" and "not an operator name" in rs["relu.bak"]["note"]
     assert rs["lonely"]["analyze"] == "ERROR" and "lacks manifest.yaml" in rs["lonely"]["note"]
+    assert rs["type"]["analyze"] == "not_run" and "is a Rust keyword" in rs["type"]["note"]
+
+
+def test_gpu_required_without_gpu_fails_before_any_job(workdir):
+    wd, _, _ = workdir
+    p = snakemake(wd, "-n", "results/summary.csv", "--config", "gpu=required", check=False)
+    assert p.returncode != 0
+    assert "gpu: required, but there is no usable GPU here" in p.stdout + p.stderr
+
+
+def test_switching_gpu_mode_does_not_rerun_gpu_stages(workdir):
+    # the mode is read from the config, not a param: switching it must not wipe measurements
+    wd, _, _ = workdir
+    assert planned_with(wd, "gpu=off") == {}
+    # a new threshold re-judges (perf diagnosis, summary) but does not re-measure (bench)
+    cfg = wd / "config.yaml"
+    text = cfg.read_text()
+    try:
+        cfg.write_text(text.replace("threshold: 0.95", "threshold: 0.5"))
+        assert planned(wd) == {"perf_diagnose": 3, "summary": 1}   # relu, softmax, gelu
+    finally:
+        cfg.write_text(text)
 
 
 def test_noop_rerun_plans_zero_jobs(workdir):

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from . import harness as H
 from . import stats as S
-from .gpu_test import OpContext, gpu_gate, library_for
-from .verdict import Finding, Verdict, atomic_write_text, write
+from .gpu_test import MEASURED, OpContext, gpu_gate, library_for
+from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -178,17 +178,41 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
     gate = gpu_gate("bench", op, gpu, out_json, attempt)
     if gate is not None:
-        write_csv([], out_csv)
+        if gate["verdict"] not in MEASURED or not Path(out_csv).exists():
+            write_csv([], out_csv)
         return gate
     library, why = library_for(op, results, host_build)
     if why:
         write_csv([], out_csv)
         return write(Verdict(stage="bench", op=op, verdict="BLOCKED", owner=why[0],
                              fail_class=why[0], attempt=attempt, summary=why[1]), out_json)
+    # benchmark only what the functional test checked and passed
+    try:
+        test = read(results / op / "test.json")
+    except VerdictError as exc:
+        test = {"verdict": "missing", "summary": str(exc)}
+    if test["verdict"] not in ("ALL_PASS", "FAIL"):
+        write_csv([], out_csv)
+        return write(Verdict(stage="bench", op=op, verdict="BLOCKED", owner="kernel",
+                             fail_class="kernel", attempt=attempt,
+                             summary=f"no functional test to build on: gpu_test {test['verdict']}: "
+                                     f"{test['summary']}"[:600]), out_json)
+    passed = {k for k, w in test.get("details", {}).get("variants", {}).items() if w == "PASS"}
     t0 = time.monotonic()
-    ctx = OpContext(op, op_dir, results, library)
-    rows = []
-    for kernel, variant, shape in H.cases(ctx.man, "perf"):
+    try:
+        ctx = OpContext(op, op_dir, results, library)
+        todo = H.cases(ctx.man, "perf")
+    except Exception as exc:  # noqa: BLE001 - manifest/module/library problems: one clear verdict
+        write_csv([], out_csv)
+        owner = "host" if type(exc).__name__ == "FfiError" else "kernel"
+        return write(Verdict(stage="bench", op=op, verdict="ERROR", owner=owner, fail_class=owner,
+                             attempt=attempt, summary=str(exc)[:600],
+                             findings=[Finding("input", "critical", owner, str(exc)[:1500])]),
+                     out_json)
+    rows, skipped = [], sorted({f"{k}/{v.id}" for k, v, _ in todo} - passed)
+    for kernel, variant, shape in todo:
+        if f"{kernel}/{variant.id}" not in passed:
+            continue
         base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape))}
         try:
             c = ctx.call(kernel, variant, shape, cfg["seed"])
@@ -208,12 +232,13 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     v = fold(op, rows, float(cfg["threshold"]), attempt, H.env_versions(),
              round(time.monotonic() - t0, 1))
     v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ["samples", "kernel_names"]} for r in rows]
+    v.details["not_benchmarked"] = {k: "failed its functional test" for k in skipped}
     v.artifacts["csv"] = str(out_csv)
     return write(v, out_json)
 
 
 def main(argv=None) -> int:
-    from .gpu_test import cli_args
+    from .gpu_test import cli_args, exit_status
 
     a = cli_args("tileport CUPTI benchmark of one operator", argv)
     cfg = {**(a.cfg.get("bench") or {}), "seed": a.seed}
@@ -221,7 +246,7 @@ def main(argv=None) -> int:
     d = run(a.op, Path(a.operators) / a.op, a.results, base / "bench.csv", base / "bench.json",
             gpu=a.gpu, cfg=cfg)
     print(d["verdict"], d["summary"])
-    return 0
+    return exit_status(d)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,10 @@ class FfiError(RuntimeError):
     """
 
     def __init__(self, kernel: str, symbol: str, code: int, cause: str):
-        name, fail_class, meaning = STATUS.get(code, (f"status {code}", "host", "unknown status"))
+        if code == 0:   # raised on the Python side, before the shim was called
+            name, fail_class, meaning = "bad arguments (not passed to the shim)", "host", ""
+        else:
+            name, fail_class, meaning = STATUS.get(code, (f"status {code}", "host", "unknown status"))
         self.kernel, self.symbol, self.code, self.status = kernel, symbol, code, name
         self.fail_class, self.cause = fail_class or "host", cause
         super().__init__(f"{kernel} ({symbol}): {name}: {cause or meaning}")
@@ -56,16 +59,26 @@ def descriptor(t) -> TpTensor:
     Raises:
         ValueError: more than 6 dimensions (the ABI's fixed arrays).
     """
-    nd = t.dim()
-    if nd > MAX_DIMS:
-        raise ValueError(f"{nd}-D tensor: the descriptor holds at most {MAX_DIMS} dimensions")
+    try:
+        nd, ptr, shape, strides = t.dim(), t.data_ptr(), tuple(t.shape), tuple(t.stride())
+    except (AttributeError, TypeError) as exc:
+        raise ValueError(f"not a tensor ({type(t).__name__}): {exc}") from None
+    if not 0 <= nd <= MAX_DIMS:
+        raise ValueError(f"{nd}-D tensor: the descriptor holds 0 to {MAX_DIMS} dimensions")
+    if len(shape) != nd or len(strides) != nd:
+        raise ValueError(f"shape {shape} / strides {strides} do not have {nd} entries")
+    if not isinstance(ptr, int) or not 0 <= ptr < 2 ** 64:
+        raise ValueError(f"data pointer {ptr!r} is not a 64-bit address")
+    for what, vals in (("extent", shape), ("stride", strides)):
+        for v in vals:
+            if isinstance(v, bool) or not isinstance(v, int) or not -2 ** 63 <= v < 2 ** 63:
+                raise ValueError(f"{what} {v!r} is not a 64-bit integer")
     d = TpTensor()
-    d.data = int(t.data_ptr())
+    d.data = ptr
     d.ndim = nd
-    strides = t.stride()
     for i in range(nd):
-        d.shape[i] = int(t.shape[i])
-        d.strides[i] = int(strides[i])
+        d.shape[i] = shape[i]
+        d.strides[i] = strides[i]
     name = dtype_name(t.dtype)
     d.dtype = DTYPE_CODES[name] if name else 0
     return d
@@ -139,27 +152,65 @@ class HostLibrary:
         Raises:
             FfiError: a missing argument, or the shim's non-zero status with its message.
         """
-        spec = self.functions[symbol]
+        spec = self.functions.get(symbol)
+        if spec is None:
+            raise FfiError("?", symbol, 0, f"{self.path} binds no shim {symbol} "
+                                           f"(have {sorted(self.functions)})")
         kernel = spec["kernel"]
+
+        def bad(msg):
+            return FfiError(kernel, symbol, 0, msg)
+
+        def integer(v, lo, hi, what):
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise bad(f"{what} = {v!r} is not an integer in [{lo}, {hi}]")
+            return v
+
+        descs = []
+        for a in spec["arrays"]:
+            if a["name"] not in arrays:
+                raise bad(f"missing array '{a['name']}'")
+            try:
+                descs.append(descriptor(arrays[a["name"]]))
+            except ValueError as exc:
+                raise bad(f"array '{a['name']}': {exc}") from None
+        svals = []
+        for sc in spec["scalars"]:
+            if sc["name"] not in scalars:
+                raise bad(f"missing scalar '{sc['name']}'")
+            v = scalars[sc["name"]]
+            if sc["type"] == "i32":
+                svals.append(integer(v, -2 ** 31, 2 ** 31 - 1, f"scalar {sc['name']}"))
+            elif isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise bad(f"scalar {sc['name']} = {v!r} is not a number")
+            else:
+                svals.append(float(v))
+        cvals = []
+        for c in spec["constexprs"]:
+            if c not in constexprs:
+                raise bad(f"missing constexpr '{c}'")
+            cvals.append(integer(constexprs[c], 1, 2 ** 31 - 1, f"constexpr {c}"))
         try:
-            descs = [descriptor(arrays[a["name"]]) for a in spec["arrays"]]
-            svals = [scalars[s["name"]] for s in spec["scalars"]]
-            cvals = [int(constexprs[c]) for c in spec["constexprs"]]
-        except KeyError as exc:
-            raise FfiError(kernel, symbol, 0, f"missing argument {exc}") from None
-        except ValueError as exc:
-            raise FfiError(kernel, symbol, 0, str(exc)) from None
-        if len(grid) != 3 or any(int(g) < 0 or int(g) >= 2 ** 32 for g in grid):
-            raise FfiError(kernel, symbol, 0, f"launch grid {tuple(grid)} is not 3 dims of u32")
+            grid = tuple(grid)
+        except TypeError:
+            raise bad(f"launch grid {grid!r} is not a sequence") from None
+        if len(grid) != 3:
+            raise bad(f"launch grid {grid} does not have 3 dimensions")
+        grid = tuple(integer(g, 0, 2 ** 32 - 1, "grid dimension") for g in grid)
         if device is None:
             first = arrays[spec["arrays"][0]["name"]]
             device = getattr(getattr(first, "device", None), "index", None) or 0
+        device = integer(device, 0, 2 ** 31 - 1, "device")
         if stream is None:
-            import torch
-
+            try:
+                import torch
+            except ImportError:
+                raise bad("no stream given and torch is not installed") from None
             stream = torch.cuda.current_stream()
         handle = getattr(stream, "cuda_stream", stream)
-        rc = spec["fn"](*[ctypes.byref(d) for d in descs], *svals, *cvals,
-                        *[int(g) for g in grid], int(device), ctypes.c_void_p(handle or None))
+        if handle is not None and (isinstance(handle, bool) or not isinstance(handle, int)):
+            raise bad(f"stream {stream!r} is neither a CUDA stream object nor a raw handle")
+        rc = spec["fn"](*[ctypes.byref(d) for d in descs], *svals, *cvals, *grid, device,
+                        ctypes.c_void_p(handle or None))
         if rc != 0:
             raise FfiError(kernel, symbol, rc, self.last_error())

@@ -217,8 +217,12 @@ def _op_eligible(results: Path, op: str) -> tuple[list[str], str]:
         return [], f"port crate did not build: {b['summary']}"
     if s["verdict"] != "PASS":
         return [], f"no shim: {s['summary']}"
-    spec = json.loads((results / op / "host" / "ffi.json").read_text())
-    kernels = sorted({f["kernel"] for f in spec["functions"]})
+    path = results / op / "host" / "ffi.json"
+    try:
+        spec = json.loads(path.read_text())
+        kernels = sorted({f["kernel"] for f in spec["functions"]})
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [], f"{path}: unreadable shim signatures: {exc}"
     missing = [k for k in kernels if k not in b["details"].get("kernels", [])]
     if missing:
         return [], f"shim names kernels the port crate lacks: {missing}"
@@ -275,6 +279,38 @@ def assemble(host: Path, results: Path, ops: dict[str, list[str]]) -> dict[str, 
         if p not in keep:
             p.unlink()
     return origin
+
+
+def _stamp(target: Path, host: Path) -> Path:
+    return target / "release" / f".{package_names(host)[0]}.sources"
+
+
+def _sources_digest(host: Path, origin: dict[str, str]) -> str:
+    h = hashlib.sha256()
+    for rel in sorted(origin) + ["src/lib.rs", "Cargo.toml"]:
+        h.update(rel.encode() + b"\0" + (host / rel).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _refresh_if_stale(host: Path, target: Path, origin: dict[str, str]) -> None:
+    """cargo decides by mtimes: sources restored from a backup (old mtimes, other content than
+    the last build) would be taken as up to date. When the crate's sources differ from those of
+    the last successful build (a stamp beside the library), give them a fresh mtime."""
+    stamp = _stamp(target, host)
+    if stamp.exists() and stamp.read_text() == _sources_digest(host, origin):
+        return
+    for p in (host / "src").rglob("*.rs"):
+        os.utime(p)
+
+
+def _missing_symbols(lib: Path, results: Path, ops: dict[str, list[str]]) -> list[str]:
+    """Shim symbols listed in the operators' ffi.json that ``lib`` does not export."""
+    import ctypes
+
+    handle = ctypes.CDLL(str(lib))
+    want = [f["symbol"] for op in ops
+            for f in json.loads((results / op / "host" / "ffi.json").read_text())["functions"]]
+    return [w for w in want if not hasattr(handle, w)]
 
 
 _RUSTC_ERR = re.compile(r"^(?P<file>[^\s:]+\.rs):(?P<line>\d+):(?P<col>\d+): (?P<msg>error.*)$", re.M)
@@ -340,6 +376,7 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
         fcntl.flock(lock, fcntl.LOCK_EX)
         for _round in range(2):
             origin = assemble(host, results, included)
+            _refresh_if_stale(host, target, origin)
             try:
                 proc = _cargo(host, target)
             except FileNotFoundError as exc:
@@ -371,7 +408,17 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
         built = target / "release" / f"lib{package_names(host)[1]}.so"
         tmp = host / f".{LIB_NAME}.tmp"
         shutil.copy2(built, tmp)
+        lacking = _missing_symbols(tmp, results, included)
+        if lacking:
+            tmp.unlink()
+            msg = (f"cargo reported success but {built} lacks {lacking}: a stale build in the "
+                   f"shared target dir; remove {built} and rerun")
+            return write(Verdict(stage="host_build", op="*", verdict="ERROR", owner="tool",
+                                 fail_class="env", attempt=attempt, summary=msg,
+                                 findings=[Finding("build", "critical", "tool", msg)],
+                                 details={"ops": status}), out_verdict)
         tmp.replace(host / LIB_NAME)
+        _stamp(target, host).write_text(_sources_digest(host, origin))
     secs = round(time.monotonic() - t0, 1)
     for op, kernels in included.items():
         h = hashlib.sha256()

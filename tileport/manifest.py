@@ -225,6 +225,11 @@ def load(path: str | Path) -> dict:
             raise ManifestError(
                 f"{path}:{_yaml_line(text, ['tolerance']) or 1}: key 'tolerance': no rtol/atol "
                 f"for listed dtype '{dt}'")
+    for key in ("fits", "perf_fits"):
+        if key in doc:
+            _check_expr(doc[key], key, path, text, [key])
+    for k, kman in doc["kernels"].items():
+        _check_expr(kman["grid"], f"kernels/{k}/grid", path, text, ["kernels", k, "grid"])
     if "tensors" in doc:
         _check_bindings(doc, path, text)
     doc["_path"] = str(path)

@@ -40,20 +40,36 @@ def _port_has_more(message: str) -> bool:
     return bool(m) and ("assert" in message or "bounds" in message) and int(m[2]) > int(m[1])
 
 
+def judged(bench: dict, threshold: float | None) -> str:
+    """The benchmark's verdict word under ``threshold`` (None: as the benchmark judged it). The
+    threshold is applied here and in the summary, not only in the benchmark, so changing it in
+    config.yaml never reruns -- and wipes -- a GPU measurement."""
+    g = (bench.get("details") or {}).get("geomean_ratio")
+    if threshold is None or bench["verdict"] not in ("DONE", "BELOW_THRESHOLD") or g is None:
+        return bench["verdict"]
+    return "DONE" if g >= threshold else "BELOW_THRESHOLD"
+
+
 def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_json: str | Path,
-             attempt: int = 1) -> dict:
-    """Stage entry point (see module doc). ``ir_diffs``: the operator's ir_diff verdict files.
-    Returns the verdict written to ``out_json``; unreadable inputs end in BLOCKED, never raise."""
+             attempt: int = 1, threshold: float | None = None) -> dict:
+    """Stage entry point (see module doc). ``ir_diffs``: the operator's ir_diff verdict files;
+    ``threshold``: config.yaml's (None: the one the benchmark used). Returns the verdict written
+    to ``out_json``; unreadable inputs end in BLOCKED, never raise."""
     base = dict(stage="perf_diagnose", op=op, attempt=attempt)
     try:
         bench = read(bench_json)
     except VerdictError as exc:
         return write(Verdict(**base, verdict="BLOCKED", owner="tool", summary=str(exc)), out_json)
+    word = judged(bench, threshold)
+    if threshold is not None and word != bench["verdict"]:
+        bench = {**bench, "verdict": word, "details": {**bench["details"], "threshold": threshold}}
     if bench["verdict"] == "NOT_RUN":
         return write(Verdict(**base, verdict="NOT_RUN", summary=bench["summary"]), out_json)
     if bench["verdict"] == "DONE":
+        g = bench["details"].get("geomean_ratio")
         return write(Verdict(**base, verdict="PASS",
-                             summary=f"nothing to diagnose: {bench['summary']}"), out_json)
+                             summary=f"nothing to diagnose: geomean ratio {g:.3f} >= threshold "
+                                     f"{bench['details'].get('threshold')}"), out_json)
     if bench["verdict"] != "BELOW_THRESHOLD":
         return write(Verdict(**base, verdict="BLOCKED", owner=bench.get("owner") or "kernel",
                              summary=f"no timing to diagnose: bench {bench['verdict']}: "

@@ -50,6 +50,14 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": ""}]
     build = _v(r / "rust" / "build.json")
     test, bench, perf = _v(r / "test.json"), _v(r / "bench.json"), _v(r / "perf_diagnosis.json")
+    hb = _v(results / "host" / "build.json")
+    lib = ((hb or {}).get("details") or {}).get("ops", {}).get(op) or {}
+    tested = ((test or {}).get("details") or {}).get("sources_sha")
+    if tested and lib.get("sources_sha") and tested != lib["sources_sha"]:
+        # the GPU verdicts describe sources the library no longer holds: do not show them
+        stale = "stale (tested sources differ from the current host library)"
+        test = {**test, "verdict": "NOT_RUN", "summary": stale}
+        bench = {**bench, "verdict": "NOT_RUN", "summary": stale} if bench else bench
     out = []
     for kernel, variant in variants:
         wk = _v(r / "write_kernel" / f"{kernel}.json")
@@ -72,6 +80,8 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             if fd and not note:
                 note = fd.get("message", "")
         gpu = _gpu_columns(test, bench, f"{kernel}/{variant}")
+        if not note and hb is not None and lib.get("in_library") is False:
+            note, owner = f"host_build: left out of the host library: {lib.get('reason', '')}", "host"
         if not note:
             for d in (test, bench):
                 if d is not None and d["verdict"] in ("FAIL", "ERROR", "BLOCKED", "BELOW_THRESHOLD"):
@@ -121,9 +131,11 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     return out
 
 
-def ops_rows(results: str | Path, ops: list) -> list[dict]:
-    """Rows of ``summary_ops.csv``: per operator, then ``ALL`` (geomean over every config)."""
+def ops_rows(results: str | Path, ops: list, threshold: float | None = None) -> list[dict]:
+    """Rows of ``summary_ops.csv``: per operator, then ``ALL`` (geomean over every config).
+    ``threshold`` (config.yaml's) re-judges DONE / BELOW_THRESHOLD; None keeps the bench's."""
     from . import stats as S
+    from .perf_diagnose import judged
 
     rows, all_ratios, all_vt, all_rvt = [], [], [], []
     for op in ops:
@@ -139,7 +151,7 @@ def ops_rows(results: str | Path, ops: list) -> list[dict]:
         all_rvt += [r["ref_vs_torch"] for r in good]
         d = b["details"]
         rows.append({"op": op, "configs": d.get("configs", 0),
-                     "geomean_ratio": _fmt(d.get("geomean_ratio")), "verdict": b["verdict"],
+                     "geomean_ratio": _fmt(d.get("geomean_ratio")), "verdict": judged(b, threshold),
                      "vs_torch": _fmt(d.get("geomean_vs_torch")),
                      "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch"))})
     rows.append({"op": "ALL", "configs": len(all_ratios),
@@ -151,7 +163,7 @@ def ops_rows(results: str | Path, ops: list) -> list[dict]:
 
 def write_summary(results: str | Path, ops: list, variants: dict, manifest_errors: dict,
                   out_csv: str | Path, skipped: dict | None = None,
-                  ops_csv: str | Path | None = None) -> list[dict]:
+                  ops_csv: str | Path | None = None, threshold: float | None = None) -> list[dict]:
     """Write ``summary.csv`` (atomically) for ``ops`` (+ one ``not_run`` row per ``skipped``
     folder, with its reason) and, given ``ops_csv``, ``summary_ops.csv``; returns the rows."""
     results = Path(results)
@@ -174,7 +186,7 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=OPS_COLUMNS, lineterminator="\n")
         w.writeheader()
-        w.writerows(ops_rows(results, [o for o in ops if o not in manifest_errors]))
+        w.writerows(ops_rows(results, [o for o in ops if o not in manifest_errors], threshold))
         atomic_write_text(ops_csv, buf.getvalue())
     return rows
 

@@ -182,6 +182,9 @@ pub fn grid(x: u32, y: u32, z: u32) -> Result<(u32, u32, u32), TpError> {
     Ok((x, y, z))
 }
 
+/// Largest device ordinal a shim accepts (the context cache is a vector indexed by ordinal).
+pub const TP_MAX_DEVICE: i32 = 255;
+
 static CONTEXTS: OnceLock<Mutex<Vec<Option<Arc<cuda_core::Context>>>>> = OnceLock::new();
 
 /// The device's primary context (retained once per process and kept) and the caller's stream.
@@ -191,8 +194,8 @@ static CONTEXTS: OnceLock<Mutex<Vec<Option<Arc<cuda_core::Context>>>>> = OnceLoc
 /// that outlives the launch.
 pub unsafe fn context_and_stream(device: i32, stream: *mut c_void)
     -> Result<(Arc<cuda_core::Context>, Arc<cuda_core::Stream>), TpError> {
-    if device < 0 {
-        return Err((TP_ERR_BAD_ARGUMENT, format!("device ordinal {device} is negative")));
+    if !(0..=TP_MAX_DEVICE).contains(&device) {
+        return Err((TP_ERR_BAD_ARGUMENT, format!("device ordinal {device} is outside 0..={TP_MAX_DEVICE}")));
     }
     let cell = CONTEXTS.get_or_init(|| Mutex::new(Vec::new()));
     let mut ctxs = cell.lock().map_err(|_| (TP_ERR_CUDA_CONTEXT, "context cache poisoned".to_string()))?;
