@@ -249,3 +249,28 @@ def test_stale_gpu_results_and_library_exclusion_are_shown(tmp_path):
     S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
     row = list(csv.DictReader(open(out)))[0]
     assert row["test"].startswith("stale (tested sources differ")
+
+
+def test_gpu_results_of_changed_operator_files_are_stale(tmp_path):
+    """A run that rebuilds the shared library does not replan another operator's GPU test
+    (Snakemake masks jobs downstream of an ancient() input); the summary must not present that
+    operator's old result as current once its kernel.py/reference.py/manifest changed."""
+    from tileport.harness import inputs_sha
+
+    results, ops_dir = tmp_path / "results", tmp_path / "operators" / "op"
+    ops_dir.mkdir(parents=True)
+    (ops_dir / "reference.py").write_text("def reference(x): return x\n")
+    r = results / "op"
+    for stage, path in [("analyze", "analysis.json"), ("write_kernel", "write_kernel/k.json"),
+                        ("rust_build", "rust/build.json"), ("reference_ir", "ref/k/f16-T1.json"),
+                        ("rust_ir", "rust_ir/k/f16-T1.json"), ("ir_diff", "ir_diff/k/f16-T1.json")]:
+        write(Verdict(stage=stage, op="op", verdict="PASS", summary=stage), r / path)
+    write(Verdict(stage="gpu_test", op="op", verdict="ALL_PASS", summary="ok",
+                  details={"variants": {"k/f16-T1": "PASS"}, "inputs_sha": inputs_sha(ops_dir)}),
+          r / "test.json")
+    out = results / "summary.csv"
+    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
+    assert list(csv.DictReader(open(out)))[0]["test"] == "PASS"
+    (ops_dir / "reference.py").write_text("def reference(x): return 2 * x\n")
+    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
+    assert list(csv.DictReader(open(out)))[0]["test"].startswith("stale (operators/op changed")

@@ -222,6 +222,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
         del c
     v = verdict_of(op, rows, attempt, round(time.monotonic() - t0, 1), H.env_versions())
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
+    v.details["inputs_sha"] = H.inputs_sha(op_dir)                # kernel.py, reference.py, manifest
     return write(v, out_json)
 
 

@@ -76,6 +76,19 @@ def load_module(path: str | Path, name: str):
     return mod
 
 
+def inputs_sha(op_dir: str | Path) -> str:
+    """sha256 over an operator's own files (kernel.py, reference.py, manifest.yaml; a missing
+    one counts as empty): recorded by the GPU stages, compared by the summary to flag results
+    of files that changed since."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in ("kernel.py", "reference.py", "manifest.yaml"):
+        p = Path(op_dir) / name
+        h.update(name.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"") + b"\0")
+    return h.hexdigest()
+
+
 def cdiv(a: int, b: int) -> int:
     """Ceiling division of non-negative ints (the manifests' grid helper)."""
     return -(-a // b)

@@ -53,9 +53,19 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
     hb = _v(results / "host" / "build.json")
     lib = ((hb or {}).get("details") or {}).get("ops", {}).get(op) or {}
     tested = ((test or {}).get("details") or {}).get("sources_sha")
+    tested_inputs = ((test or {}).get("details") or {}).get("inputs_sha")
+    op_dir = Path(results).resolve().parent / "operators" / op
+    stale = None
     if tested and lib.get("sources_sha") and tested != lib["sources_sha"]:
         # the GPU verdicts describe sources the library no longer holds: do not show them
         stale = "stale (tested sources differ from the current host library)"
+    elif tested_inputs and op_dir.is_dir():
+        from .harness import inputs_sha
+
+        if inputs_sha(op_dir) != tested_inputs:
+            stale = (f"stale (operators/{op} changed since the GPU test; the next run of the "
+                     f"workflow retests it)")
+    if stale:
         test = {**test, "verdict": "NOT_RUN", "summary": stale}
         bench = {**bench, "verdict": "NOT_RUN", "summary": stale} if bench else bench
     out = []
