@@ -95,6 +95,20 @@ def op_reference(wildcards):
     return [str(p)] if p.is_file() else []
 
 
+def writer_ref_ir(wildcards):
+    """Reference Tile IR the LLM kernel writer sees (none for the deterministic translator)."""
+    if config["roles"]["kernel_writer"] == "translator":
+        return []
+    v = next((v for k, v in VARIANTS.get(wildcards.op, []) if k == wildcards.kernel), None)
+    return [f"results/{wildcards.op}/ref/{wildcards.kernel}/{v}.tileir"] if v else []
+
+
+def writer_prompt(wildcards):
+    if config["roles"]["kernel_writer"] == "translator":
+        return []
+    return [str(Path(workflow.basedir) / "prompts" / "kernel_writer.md")]
+
+
 def op_dir(wildcards):
     return str(OPERATORS_DIR / wildcards.op)
 

@@ -3,7 +3,10 @@ rule write_kernel:
     input:
         op_inputs,
         analysis="results/{op}/analysis.json",
-        code=code("write_kernel", "analyze", "constructs"),
+        # an LLM writer is shown the reference Tile IR of the kernel's first variant
+        ref_ir=writer_ref_ir,
+        prompt=writer_prompt,
+        code=code("write_kernel", "analyze", "constructs", "agents"),
     output:
         rust="results/{op}/rust/src/{kernel}.rs",
         source_map="results/{op}/rust/src/{kernel}.rs.map.json",
@@ -14,6 +17,10 @@ rule write_kernel:
         tools=config["tools"],
         op_dir=op_dir,
         backend=config["roles"]["kernel_writer"],
+        # LLM settings only matter to the LLM backends (editing them must not rerun the translator)
+        llm=lambda wc: {} if config["roles"]["kernel_writer"] == "translator" else {
+            k: v for k, v in config["llm"].items() if k != "prices"},
+        prices=lambda wc: {} if config["roles"]["kernel_writer"] == "translator" else config["llm"]["prices"],
         cap=config["attempts"]["write_kernel"],
     retries: retries("write_kernel")
     resources:

@@ -1,19 +1,31 @@
-# Thin wrapper: rule write_kernel -> tileport.write_kernel.run (backend: translator)
+# Thin wrapper: rule write_kernel -> tileport.write_kernel.run_backend (translator / anthropic / replay / auto)
+import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import stage, write_kernel
+from tileport import agents, stage, write_kernel
 
-w, out = snakemake.wildcards, snakemake.output
-attempt, cap = snakemake.resources.attempt, snakemake.params.cap
+w, out, p = snakemake.wildcards, snakemake.output, snakemake.params
+attempt, cap = snakemake.resources.attempt, p.cap
 with stage.guarded(snakemake, "write_kernel"):
-    d = write_kernel.run(snakemake.params.op_dir, w.kernel, out.rust, out.verdict, w.op,
-                         attempt=attempt)
+    settings = agents.LlmSettings(**{k: v for k, v in p.llm.items() if k != "replay_dir"},
+                                  prices=dict(p.prices)) if p.backend != "translator" else None
+    if settings is not None and not settings.base_url:
+        settings = agents.LlmSettings(**{**agents.settings_dict(settings), "base_url": None})
+    d = write_kernel.run_backend(
+        p.op_dir, w.kernel, out.rust, out.verdict, w.op, p.backend, settings=settings,
+        analysis_json=snakemake.input.analysis,
+        ref_ir=(list(snakemake.input.ref_ir) or [None])[0],
+        results=Path(out.verdict).parent.parent.parent, replay_dir=p.llm.get("replay_dir"),
+        attempt=attempt)
+    # keep this attempt's verdict: Snakemake removes the outputs before a retry, and the next
+    # attempt's prompt quotes it
+    shutil.copyfile(out.verdict, Path(out.verdict).with_name(f"{w.kernel}.attempt-{attempt}.json"))
     print(f"attempt {attempt}/{cap}:", d["verdict"], d["summary"])
     if not Path(out.source_map).exists():
         Path(out.source_map).write_text('{"lines": []}\n')
-    if d["verdict"] != "PASS" and attempt < cap and snakemake.params.backend != "translator":
-        # a failed attempt of a non-deterministic writer: Snakemake retries it (each attempt
-        # keeps its log); the deterministic translator would only repeat itself
+    if d["verdict"] == "FAIL" and attempt < cap and p.backend != "translator":
+        # an unusable LLM reply: Snakemake retries (each attempt keeps its log, verdict and
+        # transcript); the deterministic translator would only repeat itself
         raise SystemExit(f"write_kernel attempt {attempt} of {cap}: {d['summary']}")

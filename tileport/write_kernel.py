@@ -815,3 +815,104 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1) -> dict:
                          details={"backend": "translator"},
                          artifacts={"rust": str(out_rs), "source_map": str(out_rs) + ".map.json"}),
                  out_json)
+
+
+# ---------------------------------------------------------------------------------------------
+# LLM backends of the kernel-writer role (tileport.agents); the translator above stays the
+# deterministic backend. The LLM's file is only text: rust_build, rust_ir and ir_diff decide.
+
+BACKENDS = ("translator", "anthropic", "replay", "auto")
+
+
+def _llm_fields(op_dir, kernel, op, attempt, analysis_json, ref_ir, previous: str) -> dict:
+    an = json.loads(Path(analysis_json).read_text())["details"]
+    kinfo = next((k for k in an.get("kernels", []) if k["name"] == kernel), {})
+    variant = an["variants"][0]["id"] if an.get("variants") else "?"
+    return {"op": op, "kernel": kernel, "attempt": attempt, "variant": variant,
+            "reference_source": (Path(op_dir) / "kernel.py").read_text(),
+            "analysis": json.dumps({"kernel": kinfo, "variants": an.get("variants", [])}, indent=1),
+            "reference_ir": Path(ref_ir).read_text() if ref_ir and Path(ref_ir).exists() else "(none)",
+            "previous": previous}
+
+
+def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator", *,
+                settings=None, analysis_json=None, ref_ir=None, results=None, replay_dir=None,
+                attempt: int = 1) -> dict:
+    """Stage ``write_kernel`` with config.yaml's kernel-writer backend.
+
+    ``translator``: :func:`run`. ``anthropic`` / ``replay``: one exchange (:mod:`tileport.agents`)
+    with ``prompts/kernel_writer.md`` filled from kernel.py, the analysis and the reference IR
+    (``ref_ir``) plus the previous attempt's verdict; its transcript goes to
+    ``results/<op>/transcripts/write_kernel/<kernel>/attempt-<n>.json`` (replay reads those under
+    ``replay_dir`` and writes none). ``auto``: the translator first, the LLM only when it is
+    BLOCKED. Verdicts: PASS (a file was written: later stages judge it), FAIL with
+    ``fail_class: agent_output`` (no parsable output/VERDICT line), BLOCKED (the agent says a
+    construct has no equivalent), ERROR with ``fail_class: env`` (no key, bad key, unknown model,
+    network, replay miss). Never raises for those.
+    """
+    from . import agents
+
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown kernel-writer backend '{backend}' (one of {BACKENDS})")
+    previous = ""
+    old = Path(out_json).with_name(f"{Path(out_json).stem}.attempt-{attempt - 1}.json")
+    if attempt > 1 and old.exists():
+        try:   # backend-independent text, so a replayed run sends byte-identical prompts
+            pv = json.loads(old.read_text())
+            previous = (f"Attempt {attempt - 1}: verdict {pv['verdict']}"
+                        f" (fail_class {pv.get('fail_class') or '-'}):\n"
+                        + "\n".join(f"- {f['message']}" for f in pv.get("findings", [])))
+        except (ValueError, KeyError, TypeError):
+            previous = ""
+    if backend in ("translator", "auto"):
+        d = run(op_dir, kernel, out_rs, out_json, op, attempt)
+        if backend == "translator" or d["verdict"] == "PASS":
+            return d
+        previous = previous or ("The deterministic translator could not translate it: "
+                                + d["summary"])
+    llm = "replay" if backend == "replay" else "anthropic"
+    results = Path(results) if results else Path(out_json).parent.parent.parent
+    tpath = agents.transcript_path(results, op, f"write_kernel/{kernel}", attempt)
+    base = dict(stage="write_kernel", op=op, kernel=kernel, attempt=attempt)
+
+    def placeholder(msg):
+        if not Path(out_rs).exists():
+            atomic_write_text(out_rs, f"// {msg}\n")
+
+    try:
+        fields = _llm_fields(op_dir, kernel, op, attempt, analysis_json, ref_ir, previous)
+        req = agents.request_for("kernel_writer", fields, settings)
+        be = (agents.ReplayBackend(replay_dir or results) if llm == "replay"
+              else agents.AnthropicBackend(settings))
+        t = agents.exchange(req, be, tpath, settings, stage="write_kernel", op=op, attempt=attempt,
+                            record=llm != "replay")
+    except (agents.AgentError, OSError, ValueError, KeyError) as exc:
+        placeholder(f"ERROR: {exc}")
+        fc = getattr(exc, "fail_class", "env")
+        return write(Verdict(**base, verdict="ERROR", owner="env", fail_class=fc, summary=str(exc)[:800],
+                             findings=[Finding("environment", "critical", "env", str(exc)[:1500])],
+                             details={"backend": llm}), out_json)
+    info = {"backend": llm, "model": t["model"], "usage": t["usage"], "cost_usd": t["cost_usd"],
+            "transcript": str(tpath), "request_hash": t["request_hash"]}
+    try:
+        parsed = agents.parse_reply(t["reply"], "rust")
+    except agents.AgentOutputError as exc:
+        placeholder(f"agent_output: {exc}")
+        return write(Verdict(**base, verdict="FAIL", owner="kernel", fail_class="agent_output",
+                             summary=f"{llm} reply unusable: {exc}",
+                             findings=[Finding("input", "critical", "kernel", f"agent output: {exc}")],
+                             details=info), out_json)
+    info["agent_claim"] = {"verdict": parsed.verdict, "validation": parsed.validation}
+    if parsed.verdict == "BLOCKED":
+        placeholder("BLOCKED by the agent")
+        return write(Verdict(**base, verdict="BLOCKED", owner="kernel", summary=(
+            f"{llm} kernel writer says BLOCKED: {parsed.validation.get('unsupported', [])}")[:800],
+            details=info), out_json)
+    atomic_write_text(out_rs, parsed.output if parsed.output.endswith("\n") else parsed.output + "\n")
+    atomic_write_text(str(out_rs) + ".map.json", json.dumps(
+        {"rust": str(out_rs), "python": _display_path(Path(op_dir) / "kernel.py"), "lines": [],
+         "entries": {}}) + "\n")
+    return write(Verdict(**base, verdict="PASS", summary=(
+        f"{llm} wrote {kernel} ({parsed.output.count(chr(10)) + 1} lines; the agent claims "
+        f"{parsed.verdict}, to be checked by rust_build/rust_ir/ir_diff)"), details=info,
+        artifacts={"rust": str(out_rs), "transcript": str(tpath)}), out_json)
