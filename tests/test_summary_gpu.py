@@ -47,7 +47,10 @@ def summarize(tmp_path, ops, variants=None):
     results = tmp_path / "results"
     out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
     S.write_summary(results, ops, variants or {op: VARIANTS for op in ops}, {}, out, ops_csv=ops_csv)
-    return list(csv.DictReader(open(out))), list(csv.DictReader(open(ops_csv)))
+    # the LLM usage columns are checked in test_llm_usage_columns; here: the GPU ones
+    llm = ("llm_calls", "tokens_in", "tokens_out", "cost_usd")
+    ops_rows = [{k: v for k, v in r.items() if k not in llm} for r in csv.DictReader(open(ops_csv))]
+    return list(csv.DictReader(open(out))), ops_rows
 
 
 def test_gpu_columns_of_a_passing_op(tmp_path):
@@ -274,3 +277,24 @@ def test_gpu_results_of_changed_operator_files_are_stale(tmp_path):
     (ops_dir / "reference.py").write_text("def reference(x): return 2 * x\n")
     S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
     assert list(csv.DictReader(open(out)))[0]["test"].startswith("stale (operators/op changed")
+
+
+def test_llm_usage_columns(tmp_path):
+    """Kernel-writer transcripts become per-row and per-operator calls/tokens/cost."""
+    import json as _json
+
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    tdir = results / "op" / "transcripts" / "write_kernel" / "k"
+    tdir.mkdir(parents=True)
+    (tdir / "attempt-1.json").write_text(_json.dumps({"usage": {"input_tokens": 100, "output_tokens": 10},
+                                                      "cost_usd": 0.0005}))
+    (tdir / "attempt-2.json").write_text(_json.dumps({"usage": {"input_tokens": 200, "output_tokens": 20},
+                                                      "cost_usd": None}))
+    out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
+    S.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
+    r = list(csv.DictReader(open(out)))[0]
+    assert (r["llm_calls"], r["tokens_in"], r["tokens_out"], r["cost_usd"]) == ("2", "300", "30", "0.000500")
+    ops = {o["op"]: o for o in csv.DictReader(open(ops_csv))}
+    assert ops["op"]["llm_calls"] == "2" and ops["ALL"]["tokens_in"] == "300"
+    assert ops["ALL"]["cost_usd"] == "0.000500"

@@ -97,6 +97,8 @@ def test_agent_output_failure_then_fixed_attempt(llm_runs):
     # tileport's own stages judged the LLM's file: all six variants compile and match
     rs = rows(wd)
     assert {r["ir_diff"] for r in rs} == {"PASS"} and {r["attempts"] for r in rs} == {"2"}
+    # both calls are counted in summary.csv (two replies of 120 + 45 tokens)
+    assert {(r["llm_calls"], r["tokens_in"], r["tokens_out"]) for r in rs} == {("2", "240", "90")}
     assert (wd / "results" / "relu" / "rust" / "src" / "relu_kernel.rs").read_text() == translated_relu()
 
 

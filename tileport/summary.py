@@ -9,21 +9,53 @@ configs of reference / port device time, ``ref_us``/``port_us``/``torch_us`` the
 the per-config medians (µs), ``vs_torch`` the geomean of torch / port time.
 An operator whose manifest is malformed gets one row with kernel/variant ``-``.
 
+``llm_calls,tokens_in,tokens_out,cost_usd``: the kernel writer's LLM exchanges for that kernel
+(from its transcripts; cost blank when the model has no price in config.yaml).
+
 ``summary_ops.csv``: one row per operator (``op,configs,geomean_ratio,verdict,vs_torch,
-ref_vs_torch``) and a last row ``ALL`` over every config of every operator.
+ref_vs_torch`` and its LLM calls, tokens and cost over all stages) and a last row ``ALL`` over
+every config of every operator.
 """
 from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 from .verdict import VerdictError, atomic_write_text, read
 
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
-           "ref_us", "port_us", "torch_us", "vs_torch"]
-OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch"]
+           "ref_us", "port_us", "torch_us", "vs_torch", "llm_calls", "tokens_in", "tokens_out",
+           "cost_usd"]
+OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
+               "llm_calls", "tokens_in", "tokens_out", "cost_usd"]
+_LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
+
+
+def llm_usage(results: str | Path, op: str, stage: str | None = None, kernel: str | None = None) -> dict:
+    """LLM calls, tokens and cost (USD; blank when no call had a price) from the transcripts
+    under ``results/<op>/transcripts/`` -- all stages, or one ``stage`` (and ``kernel``)."""
+    base = Path(results) / op / "transcripts"
+    if stage:
+        base = base / stage
+        if kernel:
+            base = base / kernel
+    calls, tin, tout, cost, priced = 0, 0, 0, 0.0, False
+    for p in sorted(base.rglob("attempt-*.json")) if base.is_dir() else []:
+        try:
+            t = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        calls += 1
+        tin += int(t.get("usage", {}).get("input_tokens", 0))
+        tout += int(t.get("usage", {}).get("output_tokens", 0))
+        if t.get("cost_usd") is not None:
+            cost += float(t["cost_usd"])
+            priced = True
+    return {"llm_calls": calls, "tokens_in": tin, "tokens_out": tout,
+            "cost_usd": f"{cost:.6f}" if priced else ""}
 
 
 def _v(path: Path) -> dict | None:
@@ -47,7 +79,8 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "ir_diff": "not_run", "attempts": 0, "test": "not_run", "ratio": "not_run",
                  "rust_build": "not_run", "owner": (an or {}).get("owner") or "kernel",
                  "note": (manifest_error or (an or {}).get("summary", "")).replace("\n", " ")[:300],
-                 "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": ""}]
+                 "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": "",
+                 **_LLM0}]
     build = _v(r / "rust" / "build.json")
     test, bench, perf = _v(r / "test.json"), _v(r / "bench.json"), _v(r / "perf_diagnosis.json")
     hb = _v(results / "host" / "build.json")
@@ -105,7 +138,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             "reference_ir": _word(ref), "write_kernel": _word(wk), "rust_ir": _word(rir),
             "ir_diff": _word(dif), "attempts": (wk or {}).get("attempt", 0),
             "rust_build": _word(build), "owner": owner, "note": note.replace("\n", " ")[:300],
-            "diagnosis": diag[:500], **gpu,
+            "diagnosis": diag[:500], **gpu, **llm_usage(results, op, "write_kernel", kernel),
         })
     return out
 
@@ -153,7 +186,7 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None) -> 
         if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": _word(b) if b is None
                          else (b["summary"] if b["verdict"] == "NOT_RUN" else b["verdict"]),
-                         "vs_torch": "", "ref_vs_torch": ""})
+                         "vs_torch": "", "ref_vs_torch": "", **llm_usage(results, op)})
             continue
         good = [r for r in b["details"].get("rows", []) if not r.get("error")]
         all_ratios += [r["ratio"] for r in good]
@@ -163,12 +196,21 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None) -> 
         rows.append({"op": op, "configs": d.get("configs", 0),
                      "geomean_ratio": _fmt(d.get("geomean_ratio")), "verdict": judged(b, threshold),
                      "vs_torch": _fmt(d.get("geomean_vs_torch")),
-                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch"))})
+                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch")), **llm_usage(results, op)})
     rows.append({"op": "ALL", "configs": len(all_ratios),
                  "geomean_ratio": _fmt(S.geomean(all_ratios)) if all_ratios else "",
                  "verdict": "" if all_ratios else "not_run (no config measured)", "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",
-                 "ref_vs_torch": _fmt(S.geomean(all_rvt)) if all_rvt else ""})
+                 "ref_vs_torch": _fmt(S.geomean(all_rvt)) if all_rvt else "",
+                 **_total_llm(rows)})
     return rows
+
+
+def _total_llm(rows: list[dict]) -> dict:
+    priced = [float(r["cost_usd"]) for r in rows if r.get("cost_usd")]
+    return {"llm_calls": sum(int(r["llm_calls"]) for r in rows),
+            "tokens_in": sum(int(r["tokens_in"]) for r in rows),
+            "tokens_out": sum(int(r["tokens_out"]) for r in rows),
+            "cost_usd": f"{sum(priced):.6f}" if priced else ""}
 
 
 def write_summary(results: str | Path, ops: list, variants: dict, manifest_errors: dict,
@@ -183,7 +225,7 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
                                                       "attempts": 0, "owner": "kernel",
                                                       "note": why.replace("\n", " ")[:300],
                                                       "diagnosis": "", "ref_us": "", "port_us": "",
-                                                      "torch_us": "", "vs_torch": ""})
+                                                      "torch_us": "", "vs_torch": "", **_LLM0})
     for op in ops:
         rows += rows_for(results, op, [tuple(x) for x in variants.get(op, [])],
                          manifest_errors.get(op))
