@@ -9,6 +9,10 @@ from tileport import config as tp_config
 from tileport import manifest as tp_manifest
 from tileport.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 
+# llm: optional (only the LLM backends read it); defaults from tileport.agents.LlmSettings
+from tileport.agents import LlmSettings as _LlmSettings, settings_dict as _settings_dict
+
+config.setdefault("llm", {**_settings_dict(_LlmSettings()), "base_url": "", "replay_dir": "results"})
 if config.get("gpu") is False:  # unquoted YAML `gpu: off` reads as false
     config["gpu"] = "off"
 try:

@@ -18,10 +18,10 @@ rule write_kernel:
         op_dir=op_dir,
         backend=config["roles"]["kernel_writer"],
         # LLM settings only matter to the LLM backends (editing them must not rerun the translator)
+        # only what changes the LLM's reply reruns the writer (a paid call); timeouts, retries,
+        # prices, the replay folder and the cap are read from snakemake.config by the script
         llm=lambda wc: {} if config["roles"]["kernel_writer"] == "translator" else {
-            k: v for k, v in config["llm"].items() if k != "prices"},
-        prices=lambda wc: {} if config["roles"]["kernel_writer"] == "translator" else config["llm"]["prices"],
-        cap=config["attempts"]["write_kernel"],
+            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
     retries: retries("write_kernel")
     resources:
         attempt=lambda wc, attempt: attempt,

@@ -7,17 +7,19 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from tileport import agents, stage, write_kernel
 
 w, out, p = snakemake.wildcards, snakemake.output, snakemake.params
-attempt, cap = snakemake.resources.attempt, p.cap
+attempt, cap = snakemake.resources.attempt, snakemake.config["attempts"]["write_kernel"]
+llm = snakemake.config["llm"]
 with stage.guarded(snakemake, "write_kernel"):
-    settings = agents.LlmSettings(**{k: v for k, v in p.llm.items() if k != "replay_dir"},
-                                  prices=dict(p.prices)) if p.backend != "translator" else None
-    if settings is not None and not settings.base_url:
-        settings = agents.LlmSettings(**{**agents.settings_dict(settings), "base_url": None})
+    settings = None
+    if p.backend != "translator":
+        settings = agents.LlmSettings(**{k: v for k, v in llm.items() if k != "replay_dir"})
+        if not settings.base_url:
+            settings = agents.LlmSettings(**{**agents.settings_dict(settings), "base_url": None})
     d = write_kernel.run_backend(
         p.op_dir, w.kernel, out.rust, out.verdict, w.op, p.backend, settings=settings,
         analysis_json=snakemake.input.analysis,
         ref_ir=(list(snakemake.input.ref_ir) or [None])[0],
-        results=Path(out.verdict).parent.parent.parent, replay_dir=p.llm.get("replay_dir"),
+        results=Path(out.verdict).parent.parent.parent, replay_dir=llm.get("replay_dir"),
         attempt=attempt)
     # keep this attempt's verdict: Snakemake removes the outputs before a retry, and the next
     # attempt's prompt quotes it

@@ -228,3 +228,31 @@ def test_template_errors_name_file_and_placeholder(tmp_path):
     (tmp_path / "ir_diagnoser.md").write_text("no separator ${op}")
     with pytest.raises(A.AgentError, match="no '---' line"):
         A.render("ir_diagnoser", {"op": "x"}, tmp_path)
+
+
+def test_lone_surrogate_in_output_is_agent_output():
+    with pytest.raises(A.AgentOutputError, match="not valid UTF-8"):
+        A.parse_reply(GOOD.replace("pub mod port", "pub mod port \ud800"), "rust")
+
+
+def test_replay_names_unreadable_transcripts(settings, tmp_path):
+    t = tmp_path / "op" / "transcripts" / "write_kernel" / "k"
+    t.mkdir(parents=True)
+    (t / "attempt-1.json").write_text("{not json")
+    (t / "attempt-2.json").write_text(json.dumps({"request_hash": "x", "usage": "lots", "reply": "r"}))
+    rb = A.ReplayBackend(tmp_path)
+    with pytest.raises(A.AgentError, match=r"unreadable transcripts there: .*attempt-1.json"):
+        rb.complete(A.request_for("kernel_writer", fields(), settings))
+    assert len(rb.unreadable) == 2
+
+
+def test_key_echoed_by_the_endpoint_is_redacted(server, settings, tmp_path):
+    FakeMessages.script = [err(401, "authentication_error", f"invalid key {KEY}"),
+                           ok(GOOD.replace("/* ... */", f"/* {KEY} */"))]
+    req = A.request_for("kernel_writer", fields(), settings)
+    with pytest.raises(A.AgentError) as e:
+        A.AnthropicBackend(settings).complete(req)
+    assert KEY not in str(e.value) and "<redacted>" in str(e.value)
+    t = A.exchange(req, A.AnthropicBackend(settings), tmp_path / "t.json", settings, stage="s",
+                   op="o", attempt=1)
+    assert KEY not in t["reply"] and KEY.encode() not in (tmp_path / "t.json").read_bytes()

@@ -133,3 +133,31 @@ def test_replay_without_network_reproduces_the_artefacts(llm_runs):
     assert final["verdict"] == "PASS" and final["details"]["backend"] == "replay"
     # replay wrote no transcripts of its own
     assert sorted(r for r in again if "/transcripts/" in r) == sorted(r for r in snap if "/transcripts/" in r)
+
+
+def test_a_new_run_shelves_the_previous_transcripts(tmp_path):
+    """A later run of an LLM writer (Snakemake attempt 1) must be able to record again: the
+    previous run's transcripts and attempt verdicts move aside, kept, and are not counted."""
+    from tileport.summary import llm_usage
+    from tileport.write_kernel import _shelve_previous_run
+
+    results = tmp_path / "results"
+    tdir = results / "op" / "transcripts" / "write_kernel" / "k"
+    tdir.mkdir(parents=True)
+    (tdir / "attempt-1.json").write_text(json.dumps({"usage": {"input_tokens": 5, "output_tokens": 1}}))
+    wk = results / "op" / "write_kernel"
+    wk.mkdir(parents=True)
+    (wk / "k.attempt-1.json").write_text("{}")
+    assert llm_usage(results, "op")["llm_calls"] == 1
+    _shelve_previous_run(tdir, wk / "k.json")
+    assert not (tdir / "attempt-1.json").exists() and not (wk / "k.attempt-1.json").exists()
+    (kept,) = (tdir / "previous").iterdir()
+    assert sorted(p.name for p in kept.iterdir()) == ["attempt-1.json", "k.attempt-1.json"]
+    assert llm_usage(results, "op")["llm_calls"] == 0
+
+
+def test_prompts_hold_no_checkout_path(llm_runs):
+    _, _, seen, _ = llm_runs
+    for s in seen:
+        text = json.dumps(s["body"])
+        assert str(REPO) not in text and "/tmp/" not in text and "<repo>" in text

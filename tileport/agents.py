@@ -175,6 +175,11 @@ def parse_reply(text: str, lang: str) -> Parsed:
         raise AgentOutputError(f"reply does not end with a 'VERDICT: <word>' line (last line: {last[:120]!r})")
     if m[1] not in VERDICTS:
         raise AgentOutputError(f"VERDICT word {m[1]!r} is not one of {', '.join(VERDICTS)}")
+    try:
+        outs[0].encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise AgentOutputError(f"the ```{lang} block is not valid UTF-8 text: {exc.reason} at "
+                               f"character {exc.start}") from None
     return Parsed(output=outs[0], verdict=m[1], validation=validation)
 
 
@@ -198,6 +203,7 @@ class AnthropicBackend:
                              f"backend needs an API key (or use backend replay)")
         self._sdk = anthropic
         self.settings = settings
+        self.secret = key
         self._client = anthropic.Anthropic(api_key=key, base_url=settings.base_url,
                                            timeout=settings.timeout_s,
                                            max_retries=settings.max_retries)
@@ -210,6 +216,12 @@ class AnthropicBackend:
                 connection failure, or rate limit / overload / 5xx still failing after the SDK's
                 retries -- each with the HTTP status and the API's message.
         """
+        try:
+            return self._complete(req)
+        except AgentError as exc:   # an endpoint that echoes the key must not put it in a file
+            raise AgentError(redact(str(exc), self.secret), exc.fail_class) from None
+
+    def _complete(self, req: Request) -> Reply:
         a = self._sdk
         t0 = time.monotonic()
         body = req.body()
@@ -238,6 +250,11 @@ class AnthropicBackend:
                      backend=self.name)
 
 
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` (the API key) replaced by ``<redacted>``."""
+    return text.replace(secret, "<redacted>") if secret and len(secret) >= 8 else text
+
+
 def _api_message(exc) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
@@ -255,12 +272,17 @@ class ReplayBackend:
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         self.index: dict[str, dict] = {}
+        self.unreadable: list[str] = []
         for p in sorted(self.folder.rglob("attempt-*.json")) if self.folder.exists() else []:
+            if "transcripts" not in p.parts:
+                continue
             try:
                 t = json.loads(p.read_text())
-                self.index.setdefault(t["request_hash"], t)
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
+                if not isinstance(t.get("reply"), str) or not isinstance(t.get("usage", {}), dict):
+                    raise ValueError("no 'reply' text or a malformed 'usage'")
+                self.index.setdefault(t["request_hash"], {**t, "_file": str(p)})
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                self.unreadable.append(f"{p}: {exc}")
 
     def complete(self, req: Request) -> Reply:
         """The stored reply of an identical request.
@@ -270,9 +292,11 @@ class ReplayBackend:
         """
         t = self.index.get(req.digest())
         if t is None:
+            bad = (f"; unreadable transcripts there: {'; '.join(self.unreadable[:3])}"
+                   if self.unreadable else "")
             raise AgentError(f"replay: no transcript of request {req.digest()[:16]} (role {req.role}, "
                              f"model {req.model}) under {self.folder}; record one with the "
-                             f"anthropic backend first")
+                             f"anthropic backend first{bad}")
         u = t.get("usage", {})
         return Reply(text=t["reply"], model=t["model"], input_tokens=u.get("input_tokens", 0),
                      output_tokens=u.get("output_tokens", 0), seconds=0.0, backend=self.name)
@@ -304,6 +328,9 @@ def exchange(req: Request, backend, out: str | Path, settings: LlmSettings, *, s
     if record and out.exists():
         raise AgentError(f"{out}: transcript of this attempt exists; attempts are never overwritten")
     reply = backend.complete(req)
+    secret = getattr(backend, "secret", None)
+    if secret:
+        reply.text = redact(reply.text, secret)
     t = {"schema": "tileport.transcript/1", "role": req.role, "stage": stage, "op": op,
          "attempt": attempt, "backend": reply.backend, "model": reply.model,
          "parameters": {"max_tokens": req.max_tokens, "temperature": req.temperature,

@@ -43,16 +43,22 @@ def llm_usage(results: str | Path, op: str, stage: str | None = None, kernel: st
         if kernel:
             base = base / kernel
     calls, tin, tout, cost, priced = 0, 0, 0, 0.0, False
-    for p in sorted(base.rglob("attempt-*.json")) if base.is_dir() else []:
+    # this run's transcripts only: earlier runs are shelved under .../previous/<time>/
+    files = [p for p in (base.rglob("attempt-*.json") if base.is_dir() else [])
+             if "previous" not in p.relative_to(base).parts]
+    for p in sorted(files):
         try:
             t = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
+            u = t.get("usage") or {}
+            n_in, n_out = int(u.get("input_tokens", 0)), int(u.get("output_tokens", 0))
+            c = None if t.get("cost_usd") is None else float(t["cost_usd"])
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue        # a malformed transcript is not counted (replay names it)
         calls += 1
-        tin += int(t.get("usage", {}).get("input_tokens", 0))
-        tout += int(t.get("usage", {}).get("output_tokens", 0))
-        if t.get("cost_usd") is not None:
-            cost += float(t["cost_usd"])
+        tin += n_in
+        tout += n_out
+        if c is not None:
+            cost += c
             priced = True
     return {"llm_calls": calls, "tokens_in": tin, "tokens_out": tout,
             "cost_usd": f"{cost:.6f}" if priced else ""}

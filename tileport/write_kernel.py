@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -835,6 +836,24 @@ def _llm_fields(op_dir, kernel, op, attempt, analysis_json, ref_ir, previous: st
             "previous": previous}
 
 
+def _shelve_previous_run(tdir: Path, out_json: Path) -> None:
+    """A new run of the writer (Snakemake attempt 1) moves the previous run's transcripts and
+    per-attempt verdicts into ``<transcripts>/previous/<UTC time>/``: kept, never overwritten,
+    and no longer counted as this run's."""
+    olds = sorted(tdir.glob("attempt-*.json")) if tdir.is_dir() else []
+    verdicts = sorted(out_json.parent.glob(f"{out_json.stem}.attempt-*.json"))
+    if not olds and not verdicts:
+        return
+    dest = tdir / "previous" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    n = 1
+    while dest.exists():
+        dest = dest.with_name(f"{dest.name.split('.')[0]}.{n}")
+        n += 1
+    dest.mkdir(parents=True)
+    for p in olds + verdicts:
+        p.replace(dest / p.name)
+
+
 def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator", *,
                 settings=None, analysis_json=None, ref_ir=None, results=None, replay_dir=None,
                 attempt: int = 1) -> dict:
@@ -854,6 +873,10 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
 
     if backend not in BACKENDS:
         raise ValueError(f"unknown kernel-writer backend '{backend}' (one of {BACKENDS})")
+    results = Path(results) if results else Path(out_json).parent.parent.parent
+    tdir = results / op / "transcripts" / "write_kernel" / kernel
+    if attempt == 1 and backend != "replay":
+        _shelve_previous_run(tdir, Path(out_json))
     previous = ""
     old = Path(out_json).with_name(f"{Path(out_json).stem}.attempt-{attempt - 1}.json")
     if attempt > 1 and old.exists():
@@ -871,7 +894,6 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
         previous = previous or ("The deterministic translator could not translate it: "
                                 + d["summary"])
     llm = "replay" if backend == "replay" else "anthropic"
-    results = Path(results) if results else Path(out_json).parent.parent.parent
     tpath = agents.transcript_path(results, op, f"write_kernel/{kernel}", attempt)
     base = dict(stage="write_kernel", op=op, kernel=kernel, attempt=attempt)
 
@@ -881,6 +903,9 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
 
     try:
         fields = _llm_fields(op_dir, kernel, op, attempt, analysis_json, ref_ir, previous)
+        # no absolute paths of this checkout in a prompt: replay must work from any clone
+        root = str(Path(op_dir).resolve().parent.parent)
+        fields = {k: v.replace(root, "<repo>") if isinstance(v, str) else v for k, v in fields.items()}
         req = agents.request_for("kernel_writer", fields, settings)
         be = (agents.ReplayBackend(replay_dir or results) if llm == "replay"
               else agents.AnthropicBackend(settings))
