@@ -298,3 +298,21 @@ def test_llm_usage_columns(tmp_path):
     ops = {o["op"]: o for o in csv.DictReader(open(ops_csv))}
     assert ops["op"]["llm_calls"] == "2" and ops["ALL"]["tokens_in"] == "300"
     assert ops["ALL"]["cost_usd"] == "0.000500"
+
+
+def test_llm_ported_kernel_note_skips_the_analysers_blocked(tmp_path):
+    results = tmp_path / "results"
+    r = results / "op"
+    write(Verdict(stage="analyze", op="op", verdict="BLOCKED", summary="1 unsupported construct(s)"),
+          r / "analysis.json")
+    write(Verdict(stage="write_kernel", op="op", verdict="PASS", summary="anthropic wrote k",
+                  details={"backend": "anthropic"}), r / "write_kernel" / "k.json")
+    for stage, path in [("rust_build", "rust/build.json"), ("reference_ir", "ref/k/f16-T1.json"),
+                        ("rust_ir", "rust_ir/k/f16-T1.json")]:
+        write(Verdict(stage=stage, op="op", verdict="PASS", summary=stage), r / path)
+    write(Verdict(stage="ir_diff", op="op", verdict="FAIL", owner="kernel", summary="1 divergence (math)"),
+          r / "ir_diff" / "k" / "f16-T1.json")
+    out = results / "summary.csv"
+    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
+    row = list(csv.DictReader(open(out)))[0]
+    assert row["note"] == "ir_diff: 1 divergence (math)" and row["analyze"] == "BLOCKED"
