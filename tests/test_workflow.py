@@ -25,18 +25,9 @@ def snakemake(wd, *args, check=True):
     return p
 
 
-def planned(wd) -> dict:
+def planned(wd, *extra) -> dict:
     """Jobs a dry run would execute, by rule (Snakemake's 'Job stats' table)."""
-    p = snakemake(wd, "-n", "results/summary.csv")
-    out = p.stdout + p.stderr
-    if "Nothing to be done" in out:
-        return {}
-    stats = out.split("Job stats:", 1)[1]
-    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m[1] != "total"}
-
-
-def planned_with(wd, cfg) -> dict:
-    p = snakemake(wd, "-n", "results/summary.csv", "--config", cfg)
+    p = snakemake(wd, "-n", "results/summary.csv", *extra)
     out = p.stdout + p.stderr
     if "Nothing to be done" in out:
         return {}
@@ -137,7 +128,7 @@ def test_gpu_required_without_gpu_fails_before_any_job(workdir):
 def test_switching_gpu_mode_does_not_rerun_gpu_stages(workdir):
     # the mode is read from the config, not a param: switching it must not wipe measurements
     wd, _, _ = workdir
-    assert planned_with(wd, "gpu=off") == {}
+    assert planned(wd, "--config", "gpu=off") == {}
     # a new threshold re-judges (perf diagnosis, summary) but does not re-measure (bench)
     cfg = wd / "config.yaml"
     text = cfg.read_text()
