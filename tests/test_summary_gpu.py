@@ -232,10 +232,7 @@ def test_stale_gpu_results_and_library_exclusion_are_shown(tmp_path):
 
     results = tmp_path / "results"
     r = results / "op"
-    for stage, path in [("analyze", "analysis.json"), ("write_kernel", "write_kernel/k.json"),
-                        ("rust_build", "rust/build.json"), ("reference_ir", "ref/k/f16-T1.json"),
-                        ("rust_ir", "rust_ir/k/f16-T1.json"), ("ir_diff", "ir_diff/k/f16-T1.json")]:
-        write(Verdict(stage=stage, op="op", verdict="PASS", summary=stage), r / path)
+    cpu_stages(results, "op", [("k", "f16-T1")])
     write(Verdict(stage="gpu_test", op="op", verdict="ALL_PASS", summary="ok",
                   details={"variants": {"k/f16-T1": "PASS"}, "sources_sha": "old"}), r / "test.json")
     write(Verdict(stage="host_build", op="*", verdict="PASS_WITH_NOTES", summary="built",
@@ -264,10 +261,7 @@ def test_gpu_results_of_changed_operator_files_are_stale(tmp_path):
     ops_dir.mkdir(parents=True)
     (ops_dir / "reference.py").write_text("def reference(x): return x\n")
     r = results / "op"
-    for stage, path in [("analyze", "analysis.json"), ("write_kernel", "write_kernel/k.json"),
-                        ("rust_build", "rust/build.json"), ("reference_ir", "ref/k/f16-T1.json"),
-                        ("rust_ir", "rust_ir/k/f16-T1.json"), ("ir_diff", "ir_diff/k/f16-T1.json")]:
-        write(Verdict(stage=stage, op="op", verdict="PASS", summary=stage), r / path)
+    cpu_stages(results, "op", [("k", "f16-T1")])
     write(Verdict(stage="gpu_test", op="op", verdict="ALL_PASS", summary="ok",
                   details={"variants": {"k/f16-T1": "PASS"}, "inputs_sha": inputs_sha(ops_dir)}),
           r / "test.json")

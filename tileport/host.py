@@ -313,9 +313,6 @@ def _missing_symbols(lib: Path, results: Path, ops: dict[str, list[str]]) -> lis
     return [w for w in want if not hasattr(handle, w)]
 
 
-_RUSTC_ERR = re.compile(r"^(?P<file>[^\s:]+\.rs):(?P<line>\d+):(?P<col>\d+): (?P<msg>error.*)$", re.M)
-
-
 def _cargo(host: Path, target: Path) -> subprocess.CompletedProcess:
     cmd = ["cargo", "build", "--release", "--locked", "--quiet", "--message-format=short",
            "--lib", "--manifest-path", str(host / "Cargo.toml")]
@@ -329,7 +326,7 @@ def _cargo(host: Path, target: Path) -> subprocess.CompletedProcess:
 def _errors(proc, host: Path, origin: dict[str, str]) -> list[tuple[str | None, Finding]]:
     """rustc errors as (operator at fault or None, finding at the results/ file and line)."""
     out = []
-    for m in _RUSTC_ERR.finditer(proc.stderr):
+    for m in rust_ir.CARGO_ERR.finditer(proc.stderr):
         f = Path(m["file"])
         rel = str(f.relative_to(host)) if f.is_absolute() and f.is_relative_to(host) else str(f)
         src = origin.get(rel, str(host / rel))
@@ -421,11 +418,8 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
         _stamp(target, host).write_text(_sources_digest(host, origin))
     secs = round(time.monotonic() - t0, 1)
     for op, kernels in included.items():
-        h = hashlib.sha256()
-        for rel in sorted(r for r in origin if r.startswith(f"src/ops/{op}/")):
-            h.update(rel.encode() + b"\0" + Path(origin[rel]).read_bytes())
         status[op] = {"in_library": True, "reason": "", "kernels": kernels,
-                      "sources_sha": h.hexdigest()}
+                      "sources_sha": sources_sha(results, op)}
     out = sorted(o for o, s in status.items() if not s["in_library"])
     word = "PASS" if not out else "PASS_WITH_NOTES"
     summary = (f"built {LIB_NAME} with {len(included)} operator(s) in {secs} s"

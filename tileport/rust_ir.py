@@ -114,7 +114,8 @@ def write_crate(crate: Path, op: str, kernels: list[str]) -> str:
     return sha
 
 
-_CARGO_ERR = re.compile(r"^(?P<file>[^\s:]+\.rs):(?P<line>\d+):(?P<col>\d+): (?P<msg>error.*)$", re.M)
+# rustc --message-format=short error lines: <file.rs>:<line>:<col>: error...
+CARGO_ERR = re.compile(r"^(?P<file>[^\s:]+\.rs):(?P<line>\d+):(?P<col>\d+): (?P<msg>error.*)$", re.M)
 
 
 def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json: str | Path,
@@ -170,7 +171,7 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
     print(f"$ {' '.join(cmd)}\n# {secs} s, exit {proc.returncode}\n{proc.stdout}{proc.stderr}")
     if proc.returncode != 0:
         findings = []
-        for m in _CARGO_ERR.finditer(proc.stderr):
+        for m in CARGO_ERR.finditer(proc.stderr):
             f = m["file"] if os.path.isabs(m["file"]) else str(crate / m["file"])
             findings.append(Finding("build", "critical", "kernel",
                                     f"{f}:{m['line']}: {m['msg']}", port=loc(f, int(m["line"]))))

@@ -108,6 +108,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         test = {**test, "verdict": "NOT_RUN", "summary": stale}
         bench = {**bench, "verdict": "NOT_RUN", "summary": stale} if bench else bench
     out = []
+    usage = {k: llm_usage(results, op, "write_kernel", k) for k in {k for k, _ in variants}}
     for kernel, variant in variants:
         wk = _v(r / "write_kernel" / f"{kernel}.json")
         ref = _v(r / "ref" / kernel / f"{variant}.json")
@@ -150,7 +151,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             "reference_ir": _word(ref), "write_kernel": _word(wk), "rust_ir": _word(rir),
             "ir_diff": _word(dif), "attempts": (wk or {}).get("attempt", 0),
             "rust_build": _word(build), "owner": owner, "note": note.replace("\n", " ")[:300],
-            "diagnosis": diag[:500], **gpu, **llm_usage(results, op, "write_kernel", kernel),
+            "diagnosis": diag[:500], **gpu, **usage[kernel],
         })
     return out
 
