@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
 CORES ?= all
 
-.PHONY: run test install system-deps
+.PHONY: run test test-slurm install system-deps
 
 run: install
 	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv
@@ -15,6 +15,12 @@ run: install
 
 test: install
 	$(PY) -m pytest -q tests
+
+# the cluster test (CI runs it after make test): a real one-node Slurm cluster on this machine
+# (installs Debian's slurm-wlm + munge, needs root or sudo), the workflow through profiles/slurm
+test-slurm: install
+	.ci/slurm-cluster up
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_slurm.py --slurm; rc=$$?; .ci/slurm-cluster down; exit $$rc
 
 install: system-deps $(STAMP)
 

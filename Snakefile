@@ -30,6 +30,14 @@ include: "rules/perf_diagnose.smk"
 include: "rules/summary.smk"
 
 
+# cheap and many (verdict collection): on a cluster they run on the submit host, not as jobs
+localrules:
+    all,
+    summary,
+    ir_diagnose,
+    perf_diagnose,
+
+
 rule all:
     input:
         "results/summary.csv",

@@ -7,6 +7,43 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+# what a temp copy of the workflow needs (operators are added per test)
+WORKFLOW_FILES = ["Snakefile", "config.yaml", "envs", "requirements.lock", "rules", "scripts", "schemas",
+                  "profiles", "tileport", "prompts", "rust/irdump.rs", "rust/port-template/Cargo.toml",
+                  "rust/port-template/Cargo.lock", "rust/port-template/src", "rust/host-template",
+                  "rust/host"]
+
+
+def copy_workflow(dst: Path, ops=()) -> Path:
+    """Copy the workflow (WORKFLOW_FILES) and the named operators of this checkout into ``dst``."""
+    for rel in WORKFLOW_FILES:
+        src, to = REPO / rel, dst / rel
+        to.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, to)
+    for op in ops:
+        shutil.copytree(REPO / "operators" / op, dst / "operators" / op)
+    return dst
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slurm", action="store_true",
+                     help="run the cluster tests (marker 'slurm') against the Slurm cluster this machine "
+                          "runs (.ci/slurm-cluster up); without it they are deselected")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slurm: needs a running Slurm cluster (make test-slurm)")
+
+
+def pytest_collection_modifyitems(config, items):
+    # make test: the cluster tests are not collected; make test-slurm: only they are
+    want = config.getoption("--slurm")
+    keep = [i for i in items if ("slurm" in i.keywords) == want]
+    drop = [i for i in items if ("slurm" in i.keywords) != want]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
 
 @pytest.fixture
 def repo():

@@ -1,4 +1,6 @@
 """Builds real cuTile Rust crates with cargo (shared target dir, so only the first build is slow)."""
+import json
+
 import pytest
 
 from tileport import rust_ir as R
@@ -106,3 +108,49 @@ def test_missing_disassembler_is_env(softmax_build, repo, monkeypatch):
     d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM16-TILE1024",
                root / "build.json", root / "x.tileirbc", root / "x.tileir", root / "x.json")
     assert d["verdict"] == "ERROR" and d["owner"] == "env" and not (root / "x.tileirbc.tmp").exists()
+
+
+BUILD_ONE = """
+import json, sys
+from tileport import rust_ir as R
+root = sys.argv[1]
+v = R.build("relu", root + "/rust", {"relu_kernel": root + "/wk.json"}, root + "/b.json")
+print(json.dumps(v["verdict"]))
+"""
+
+
+def test_concurrent_builds_share_the_target_dir_safely(repo, tmp_path, op_copy):
+    """Cluster jobs build at once into the one shared cargo target dir (rust_build of several
+    operators, or of one operator in two clones): two processes building crates whose binary has
+    the same name (irdump-relu) from different kernels, started together, must each end with a
+    dumper of their own kernel (tileport's lock spans cargo build + copying the binary out)."""
+    import subprocess
+    import sys
+
+    plain = op_copy("relu", "relu")
+    other = tmp_path / "other" / "relu"
+    other.parent.mkdir()
+    import shutil
+    shutil.copytree(plain, other)
+    k = other / "kernel.py"
+    k.write_text(k.read_text().replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
+                                       "zero = ct.full((TILE,), 0.0, dtype=ct.float32)")
+                 .replace("tile=ct.maximum(t, zero)",
+                          "tile=ct.astype(ct.maximum(ct.astype(t, ct.float32), zero), y.dtype)"))
+    roots = {"plain": (plain, tmp_path / "clone_a"), "other": (other, tmp_path / "clone_b")}
+    for d, root in roots.values():
+        assert W.run(d, "relu_kernel", root / "rust/src/relu_kernel.rs", root / "wk.json",
+                     "relu")["verdict"] == "PASS"
+    procs = [subprocess.Popen([sys.executable, "-c", BUILD_ONE, str(root)], cwd=repo,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _, root in roots.values()]
+    outs = [p.communicate(timeout=900) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    texts = {}
+    for name, (d, root) in roots.items():
+        v = json.loads((root / "b.json").read_text())
+        assert v["verdict"] == "PASS", v["summary"]
+        assert R.dump(d, "relu", "relu_kernel", "f16-TILE1024", root / "b.json", root / "p.bc",
+                      root / "p.tileir", root / "p.json")["verdict"] == "PASS"
+        texts[name] = (root / "p.tileir").read_text()
+    assert "ftof" not in texts["plain"] and "ftof" in texts["other"]

@@ -10,11 +10,7 @@ import time
 
 import pytest
 
-from conftest import REPO
-
-COPY = ["Snakefile", "config.yaml", "envs", "requirements.lock", "rules", "scripts", "schemas", "profiles", "tileport", "rust/irdump.rs",
-        "rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/port-template/src",
-        "rust/host-template", "rust/host"]
+from conftest import REPO, copy_workflow
 
 
 def snakemake(wd, *args, check=True):
@@ -38,12 +34,7 @@ def planned(wd, *extra) -> dict:
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     wd = tmp_path_factory.mktemp("wf")
-    for rel in COPY:
-        src, dst = REPO / rel, wd / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
-    for op in ("relu", "softmax"):
-        shutil.copytree(REPO / "operators" / op, wd / "operators" / op)
+    copy_workflow(wd, ["relu", "softmax"])
     # a third operator with a syntax error in its kernel: must not stop the others
     shutil.copytree(REPO / "operators" / "gelu", wd / "operators" / "gelu")
     k = wd / "operators" / "gelu" / "kernel.py"

@@ -12,9 +12,8 @@ import threading
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, copy_workflow
 from test_agents import FakeMessages, ok
-from test_workflow import COPY
 
 KEY = "sk-ant-workflow-test-KEY-4242"
 
@@ -54,11 +53,7 @@ def configure(wd, backend, base_url=""):
 @pytest.fixture(scope="module")
 def llm_runs(tmp_path_factory):
     wd = tmp_path_factory.mktemp("wfllm")
-    for rel in COPY + ["prompts"]:
-        src, dst = REPO / rel, wd / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
-    shutil.copytree(REPO / "operators" / "relu", wd / "operators" / "relu")
+    copy_workflow(wd, ["relu"])
     FakeMessages.script, FakeMessages.seen = [], []
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeMessages)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
