@@ -15,11 +15,13 @@ wildcard_constraints:
     op="[a-z][a-z0-9_]*",
     kernel="[A-Za-z_][A-Za-z0-9_]*",
     variant="[A-Za-z0-9_-]+",
+    n="[1-9][0-9]*",
 
 
 include: "rules/analyze.smk"
 include: "rules/reference_ir.smk"
 include: "rules/write_kernel.smk"
+include: "rules/route.smk"
 include: "rules/rust_ir.smk"
 include: "rules/ir_diff.smk"
 include: "rules/ir_diagnose.smk"
@@ -34,6 +36,8 @@ include: "rules/summary.smk"
 localrules:
     all,
     summary,
+    route,
+    accept_kernel,
     ir_diagnose,
     perf_diagnose,
 

@@ -113,6 +113,39 @@ def writer_prompt(wildcards):
     return [str(Path(workflow.basedir) / "prompts" / "kernel_writer.md")]
 
 
+def previous_route(wildcards):
+    """Writer attempt n > 1 reads the route of attempt n-1 (its failure and diagnosis)."""
+    n = int(wildcards.n)
+    if n <= 1:
+        return []
+    return [f"results/{wildcards.op}/attempts/{wildcards.kernel}/{n - 1}/route.json"]
+
+
+def routed_attempt(wildcards):
+    """Follow the kernel's routes from attempt 1 (checkpoint ``route``): the last route and its
+    attempt's files. Until a route exists, Snakemake plans the jobs that make it, so a dry run
+    of a half-finished loop lists the next attempt."""
+    import json
+
+    cap = config["attempts"]["write_kernel"]
+    n = 1
+    while True:
+        path = checkpoints.route.get(op=wildcards.op, kernel=wildcards.kernel, n=str(n)).output.route
+        try:
+            nxt = json.loads(Path(path).read_text())["next"]
+        except (OSError, ValueError, KeyError, TypeError):
+            nxt = "stop"
+        if nxt != "retry" or n >= cap:
+            a = f"results/{wildcards.op}/attempts/{wildcards.kernel}/{n}"
+            return {"route": path, "write": f"{a}/write.json",
+                    "rust": f"{a}/rust/src/{wildcards.kernel}.rs"}
+        n += 1
+
+
+def variants_of(op, kernel):
+    return [v for k, v in VARIANTS.get(op, []) if k == kernel]
+
+
 def op_dir(wildcards):
     return str(OPERATORS_DIR / wildcards.op)
 

@@ -1,27 +1,32 @@
 rule write_kernel:
-    """Kernel writer (backend from config roles.kernel_writer): cuTile Python AST -> cuTile Rust module."""
+    """Kernel writer, attempt {n} (backend from config roles.kernel_writer): cuTile Python -> cuTile Rust.
+
+    Attempt n > 1 exists only when route n-1 said retry; its prompt quotes that route's feedback
+    (the failure, the IR diff and the IR diagnoser's advice). Every attempt has its own folder."""
     input:
         op_inputs,
         analysis="results/{op}/analysis.json",
         # an LLM writer is shown the reference Tile IR of the kernel's first variant
         ref_ir=writer_ref_ir,
         prompt=writer_prompt,
+        previous=previous_route,
         code=code("write_kernel", "analyze", "constructs", "agents"),
     output:
-        rust="results/{op}/rust/src/{kernel}.rs",
-        source_map="results/{op}/rust/src/{kernel}.rs.map.json",
-        verdict="results/{op}/write_kernel/{kernel}.json",
+        rust="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs",
+        source_map="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs.map.json",
+        verdict="results/{op}/attempts/{kernel}/{n}/write.json",
     log:
-        "results/{op}/logs/write_kernel/{kernel}.log",
+        "results/{op}/logs/write_kernel/{kernel}/{n}.log",
     params:
         tools=config["tools"],
         op_dir=op_dir,
+        attempt=lambda wc: int(wc.n),
         backend=config["roles"]["kernel_writer"],
-        # LLM settings only matter to the LLM backends (editing them must not rerun the translator)
         # only what changes the LLM's reply reruns the writer (a paid call); timeouts, retries,
-        # prices, the replay folder and the cap are read from snakemake.config by the script
+        # prices and the replay folder are read from snakemake.config by the script
         llm=lambda wc: {} if config["roles"]["kernel_writer"] == "translator" else {
             k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
+    # a job the scheduler killed is run again (the loop's attempts are the {n} targets)
     retries: retries("write_kernel")
     resources:
         attempt=lambda wc, attempt: attempt,

@@ -6,7 +6,7 @@ import yaml
 
 from conftest import REPO
 
-RULES = {m[1] for f in (REPO / "rules").glob("*.smk") for m in re.finditer(r"^rule (\w+):", f.read_text(), re.M)}
+RULES = {m[1] for f in (REPO / "rules").glob("*.smk") for m in re.finditer(r"^(?:rule|checkpoint) (\w+):", f.read_text(), re.M)}
 GPU_RULES = {"gpu_test", "bench"}
 
 
@@ -17,7 +17,7 @@ def profile(name):
 def rule_resources(rule):
     """The ``resources:`` block of one rule, as text."""
     for f in (REPO / "rules").glob("*.smk"):
-        m = re.search(rf"^rule {rule}:\n(.*?)(?=^rule |\Z)", f.read_text(), re.M | re.S)
+        m = re.search(rf"^(?:rule|checkpoint) {rule}:\n(.*?)(?=^rule |^checkpoint |\Z)", f.read_text(), re.M | re.S)
         if m:
             r = re.search(r"^    resources:\n((?:        .*\n)+)", m[1], re.M)
             return r[1] if r else ""
@@ -54,9 +54,9 @@ def test_local_rules_exist_and_are_cheap():
     text = (REPO / "Snakefile").read_text()
     block = re.search(r"^localrules:\n((?:    \w+,\n)+)", text, re.M)
     local = set(re.findall(r"(\w+),", block[1]))
-    assert local == {"all", "summary", "ir_diagnose", "perf_diagnose"}
+    assert local == {"all", "summary", "route", "accept_kernel", "ir_diagnose", "perf_diagnose"}
     assert local - {"all"} <= RULES
-    assert not local & (GPU_RULES | {"rust_build", "host_build", "rust_ir", "reference_ir"})
+    assert not local & (GPU_RULES | {"rust_build", "host_build", "rust_ir", "reference_ir", "check_kernel"})
 
 
 def test_default_profile_runs_locally_one_gpu_job_at_a_time():

@@ -90,8 +90,12 @@ def test_broken_operator_is_reported_not_fatal(workdir):
     assert "kernel.py:" in bad[0]["note"] and "syntax error" in bad[0]["note"]
     # the deterministic translator is not retried on identical input; its attempt log stays
     assert {r["attempts"] for r in bad} == {"1"}
-    logs = wd / "results" / "gelu" / "logs" / "write_kernel"
-    assert "syntax error" in (logs / "gelu_tanh_kernel.log.attempt-1").read_text()
+    logs = wd / "results" / "gelu" / "logs" / "write_kernel" / "gelu_tanh_kernel"
+    assert "syntax error" in (logs / "1.log.attempt-1").read_text()
+    # the routing loop stopped after one attempt: the translator would only repeat itself
+    route = json.loads((wd / "results" / "gelu" / "attempts" / "gelu_tanh_kernel" / "1" / "route.json").read_text())
+    assert route["next"] == "stop" and "blocked" in route["route"]
+    assert not (wd / "results" / "gelu" / "attempts" / "gelu_tanh_kernel" / "2").exists()
 
 
 def test_malformed_manifest_is_one_marked_row(workdir):
@@ -142,10 +146,12 @@ def test_touching_one_operator_reruns_only_its_chain(workdir):
     # is correctly not a change)
     k.write_text(k.read_text() + "# edited\n")
     jobs = planned(wd)
-    # softmax: 1 analysis, 6 reference + 6 rust IR + 6 diffs, 1 kernel, 1 build, its shim, the
+    # softmax: 1 analysis, 6 reference + 6 rust IR + 6 diffs, 1 kernel (written, checked,
+    # routed, accepted), 1 build, its shim, the
     # shared host library, its GPU test/bench/perf diagnosis; + the summary. relu's GPU stages
     # do not rerun although the library they load is rebuilt.
-    assert jobs == {"analyze": 1, "reference_ir": 6, "write_kernel": 1, "rust_build": 1,
+    assert jobs == {"analyze": 1, "reference_ir": 6, "write_kernel": 1, "check_kernel": 1, "route": 1,
+                    "accept_kernel": 1, "rust_build": 1,
                     "rust_ir": 6, "ir_diff": 6, "ir_diagnose": 6, "host_shim": 1, "host_build": 1,
                     "gpu_test": 1, "bench": 1, "perf_diagnose": 1, "summary": 1}
     p = snakemake(wd, "-n", "results/summary.csv")

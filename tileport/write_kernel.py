@@ -856,12 +856,13 @@ def _shelve_previous_run(tdir: Path, out_json: Path) -> None:
 
 def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator", *,
                 settings=None, analysis_json=None, ref_ir=None, results=None, replay_dir=None,
-                attempt: int = 1) -> dict:
+                attempt: int = 1, previous: str = "") -> dict:
     """Stage ``write_kernel`` with config.yaml's kernel-writer backend.
 
     ``translator``: :func:`run`. ``anthropic`` / ``replay``: one exchange (:mod:`tileport.agents`)
     with ``prompts/kernel_writer.md`` filled from kernel.py, the analysis and the reference IR
-    (``ref_ir``) plus the previous attempt's verdict; its transcript goes to
+    (``ref_ir``) plus ``previous`` (the previous attempt's failure, IR diff and diagnosis, as
+    :func:`tileport.route.decide` words it; empty on attempt 1); its transcript goes to
     ``results/<op>/transcripts/write_kernel/<kernel>/attempt-<n>.json`` (replay reads those under
     ``replay_dir`` and writes none). ``auto``: the translator first, the LLM only when it is
     BLOCKED. Verdicts: PASS (a file was written: later stages judge it), FAIL with
@@ -873,20 +874,10 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
 
     if backend not in BACKENDS:
         raise ValueError(f"unknown kernel-writer backend '{backend}' (one of {BACKENDS})")
-    results = Path(results) if results else Path(out_json).parent.parent.parent
+    results = Path(results) if results else Path(out_json).parents[4]
     tdir = results / op / "transcripts" / "write_kernel" / kernel
     if attempt == 1 and backend != "replay":
         _shelve_previous_run(tdir, Path(out_json))
-    previous = ""
-    old = Path(out_json).with_name(f"{Path(out_json).stem}.attempt-{attempt - 1}.json")
-    if attempt > 1 and old.exists():
-        try:   # backend-independent text, so a replayed run sends byte-identical prompts
-            pv = json.loads(old.read_text())
-            previous = (f"Attempt {attempt - 1}: verdict {pv['verdict']}"
-                        f" (fail_class {pv.get('fail_class') or '-'}):\n"
-                        + "\n".join(f"- {f['message']}" for f in pv.get("findings", [])))
-        except (ValueError, KeyError, TypeError):
-            previous = ""
     if backend in ("translator", "auto"):
         d = run(op_dir, kernel, out_rs, out_json, op, attempt)
         if backend == "translator" or d["verdict"] == "PASS":
@@ -924,14 +915,14 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
     except agents.AgentOutputError as exc:
         placeholder(f"agent_output: {exc}")
         return write(Verdict(**base, verdict="FAIL", owner="kernel", fail_class="agent_output",
-                             summary=f"{llm} reply unusable: {exc}",
+                             summary=f"the LLM's reply is unusable: {exc}",  # same words live and in replay
                              findings=[Finding("input", "critical", "kernel", f"agent output: {exc}")],
                              details=info), out_json)
     info["agent_claim"] = {"verdict": parsed.verdict, "validation": parsed.validation}
     if parsed.verdict == "BLOCKED":
         placeholder("BLOCKED by the agent")
         return write(Verdict(**base, verdict="BLOCKED", owner="kernel", summary=(
-            f"{llm} kernel writer says BLOCKED: {parsed.validation.get('unsupported', [])}")[:800],
+            f"the LLM kernel writer says BLOCKED: {parsed.validation.get('unsupported', [])}")[:800],
             details=info), out_json)
     atomic_write_text(out_rs, parsed.output if parsed.output.endswith("\n") else parsed.output + "\n")
     atomic_write_text(str(out_rs) + ".map.json", json.dumps(

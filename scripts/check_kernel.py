@@ -1,0 +1,12 @@
+# Thin wrapper: rule check_kernel -> tileport.route.check (build + Tile IR + diff + diagnosis of one attempt)
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from tileport import route, stage
+
+w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
+with stage.guarded(snakemake, "check_kernel"):
+    d = route.check(p.op_dir, w.op, w.kernel, int(w.n), i.write, Path(i.ref[0]).parent, list(p.variants),
+                    snakemake.output.verdict, target=p.target)
+    print(d["verdict"], d["summary"])

@@ -1,0 +1,123 @@
+"""The kernel writer's routing loop: decide() on every verdict class, check() on writer verdicts
+that leave nothing to build, accept() publishing the attempt the routes led to."""
+import json
+
+import pytest
+
+from tileport import route as R
+from tileport.verdict import Finding, Verdict, read, write
+
+
+def cv(verdict, fail_class=None, summary="s", findings=(), diagnoses=None):
+    return {"verdict": verdict, "fail_class": fail_class, "summary": summary,
+            "findings": [{"message": m} for m in findings], "details": {"diagnoses": diagnoses or {}}}
+
+
+@pytest.mark.parametrize("check,backend,n,cap,nxt,route", [
+    (cv("PASS"), "anthropic", 1, 2, "accept", "accept"),
+    (cv("PASS"), "translator", 2, 2, "accept", "accept"),
+    (cv("FAIL", "agent_output"), "anthropic", 1, 2, "retry", "agent_output -> kernel_writer"),
+    (cv("FAIL", "agent_output"), "anthropic", 2, 2, "stop", "agent_output -> kernel_writer"),
+    (cv("FAIL", "kernel"), "anthropic", 1, 3, "retry", "kernel -> ir_diagnose -> kernel_writer"),
+    (cv("FAIL", "kernel"), "auto", 2, 3, "retry", "kernel -> ir_diagnose -> kernel_writer"),
+    (cv("FAIL", "kernel"), "replay", 3, 3, "stop", "kernel -> ir_diagnose -> kernel_writer"),
+    (cv("FAIL", "kernel"), "translator", 1, 5, "stop", "kernel -> ir_diagnose -> kernel_writer"),
+    (cv("ERROR", "env"), "anthropic", 1, 5, "stop", "env -> stop"),
+    (cv("FAIL", "env"), "anthropic", 1, 5, "stop", "env -> stop"),
+    (cv("BLOCKED"), "anthropic", 1, 5, "stop", "blocked -> stop"),
+])
+def test_decide_routes(check, backend, n, cap, nxt, route):
+    d = R.decide(check, backend, n, cap)
+    assert (d["next"], d["route"]) == (nxt, route)
+    assert d["attempt"] == n and d["cap"] == cap
+    if nxt == "stop" and route.startswith(("agent", "kernel")) and backend != "translator":
+        assert f"cap reached: {n} of {cap}" in d["reason"]
+
+
+def test_never_retries_past_the_cap():
+    for cap in range(1, 6):
+        for n in range(cap, cap + 3):
+            assert R.decide(cv("FAIL", "kernel"), "anthropic", n, cap)["next"] == "stop"
+
+
+def test_feedback_quotes_findings_and_diagnoses_once():
+    d = R.decide(cv("FAIL", "kernel", "2 of 6 variants differ", ["maxf missing", "maxf missing"],
+                    {"f16-T": "add max_tile(t, zero) at relu_kernel.rs:17"}), "anthropic", 1, 2)
+    fb = d["feedback"]
+    assert fb.startswith("Attempt 1: FAIL (fail_class kernel): 2 of 6 variants differ")
+    assert fb.count("maxf missing") == 1
+    assert "IR diagnoser, variant f16-T: add max_tile(t, zero) at relu_kernel.rs:17" in fb
+
+
+def test_decide_rejects_bad_numbers():
+    with pytest.raises(ValueError):
+        R.decide(cv("PASS"), "anthropic", 0, 2)
+    with pytest.raises(ValueError):
+        R.decide(cv("PASS"), "anthropic", 1, 0)
+
+
+@pytest.mark.parametrize("word,fc,expect,expect_fc", [
+    ("FAIL", "agent_output", "FAIL", "agent_output"),
+    ("ERROR", "env", "ERROR", "env"),
+    ("ERROR", None, "ERROR", "env"),
+    ("BLOCKED", None, "BLOCKED", "kernel"),
+])
+def test_check_carries_a_writer_failure_without_building(tmp_path, word, fc, expect, expect_fc):
+    adir = tmp_path / "relu" / "attempts" / "k" / "1"
+    write(Verdict(stage="write_kernel", op="relu", kernel="k", verdict=word, owner="kernel",
+                  fail_class=fc, summary="reply has 0 fenced rust blocks",
+                  findings=[Finding("input", "critical", "kernel", "agent output: no rust block")]),
+          adir / "write.json")
+    d = R.check(tmp_path, "relu", "k", 1, adir / "write.json", tmp_path / "ref", ["v"], adir / "check.json")
+    assert (d["verdict"], d["fail_class"]) == (expect, expect_fc)
+    assert "reply has 0 fenced rust blocks" in d["summary"]
+    assert not (adir / "rust" / "Cargo.toml").exists()          # nothing was built
+
+
+def test_check_blocks_on_a_missing_reference(tmp_path):
+    adir = tmp_path / "attempts" / "1"
+    write(Verdict(stage="write_kernel", op="relu", kernel="k", verdict="PASS", summary="wrote k"),
+          adir / "write.json")
+    d = R.check(tmp_path, "relu", "k", 1, adir / "write.json", tmp_path / "ref", ["f16"], adir / "check.json")
+    assert d["verdict"] == "BLOCKED" and "reference Tile IR of k f16" in d["summary"]
+
+
+def test_check_of_an_unreadable_writer_verdict_is_env(tmp_path):
+    (tmp_path / "write.json").write_text("{not json")
+    d = R.check(tmp_path, "relu", "k", 1, tmp_path / "write.json", tmp_path, ["v"], tmp_path / "check.json")
+    assert (d["verdict"], d["fail_class"]) == ("ERROR", "env")
+    assert read(tmp_path / "check.json")["stage"] == "check_kernel"
+
+
+def _attempt(results, n, rust, word, nxt, reason="r"):
+    adir = R.attempt_dir(results, "op", "k", n)
+    (adir / "rust" / "src").mkdir(parents=True)
+    (adir / "rust" / "src" / "k.rs").write_text(rust)
+    write(Verdict(stage="write_kernel", op="op", kernel="k", verdict=word, summary=f"attempt {n}",
+                  attempt=n, details={"backend": "anthropic"}), adir / "write.json")
+    (adir / "route.json").write_text(json.dumps({"attempt": n, "next": nxt, "route": "x", "reason": reason,
+                                                 "fail_class": None}))
+    return adir
+
+
+def test_accept_publishes_the_routed_attempt_with_its_history(tmp_path):
+    _attempt(tmp_path, 1, "bad\n", "PASS", "retry")
+    a2 = _attempt(tmp_path, 2, "good\n", "PASS", "accept")
+    out = tmp_path / "op" / "rust" / "src" / "k.rs"
+    d = R.accept(tmp_path, "op", "k", a2 / "route.json", out, str(out) + ".map.json",
+                 tmp_path / "op" / "write_kernel" / "k.json")
+    assert out.read_text() == "good\n" and d["attempt"] == 2 and d["verdict"] == "PASS"
+    assert [r["next"] for r in d["details"]["routes"]] == ["retry", "accept"]
+    assert "stopped" not in d["details"] and d["artifacts"]["attempt_dir"] == str(a2)
+    # the attempts themselves are untouched
+    assert (R.attempt_dir(tmp_path, "op", "k", 1) / "rust" / "src" / "k.rs").read_text() == "bad\n"
+
+
+def test_accept_after_a_stop_names_the_reason(tmp_path):
+    _attempt(tmp_path, 1, "bad\n", "PASS", "retry")
+    a2 = _attempt(tmp_path, 2, "still bad\n", "PASS", "stop", "cap reached: 2 of 2 kernel-writer attempts")
+    out = tmp_path / "k.rs"
+    d = R.accept(tmp_path, "op", "k", a2 / "route.json", out, tmp_path / "k.map.json", tmp_path / "k.json")
+    assert d["details"]["stopped"].startswith("cap reached: 2 of 2")
+    assert any("routing stopped: cap reached" in f["message"] for f in d["findings"])
+    assert out.read_text() == "still bad\n"

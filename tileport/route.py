@@ -1,0 +1,233 @@
+"""Verdict-driven routing of the kernel writer: a bounded loop over attempt-numbered file targets.
+
+Every attempt ``n`` of the kernel writer for one kernel lives under
+``results/<op>/attempts/<kernel>/<n>/`` and is never overwritten by another attempt:
+
+- ``rust/src/<kernel>.rs`` (+ ``.map.json``) and ``write.json``: the writer's output and verdict
+  (rule ``write_kernel``);
+- ``check.json`` (+ ``rust/`` crate, ``ir/<variant>.*``): tileport's own verdict on it (rule
+  ``check_kernel``, :func:`check`): the port crate built with cargo, every variant compiled to
+  Tile IR by cutile and diffed against the reference Tile IR, each failing variant's IR diff
+  diagnosed (the IR diagnoser role);
+- ``route.json``: where to go next (checkpoint ``route``, :func:`decide`): ``accept``,
+  ``retry`` (attempt n+1, whose prompt carries this attempt's failure and diagnosis) or
+  ``stop`` (a cap reached, an environment failure, or a deterministic writer that would only
+  repeat itself).
+
+Rule ``accept_kernel`` follows the routes from attempt 1 (Snakemake's checkpoint mechanism:
+``snakemake -n`` on a half-finished run lists the next attempt's jobs) and publishes the last
+attempt as ``results/<op>/rust/src/<kernel>.rs`` and ``results/<op>/write_kernel/<kernel>.json``,
+which every later stage reads. An attempt that was not accepted is published too when the loop
+stopped, so the later stages report its failure and ``summary.csv`` carries the last diagnosis.
+The LLM's own ``VERDICT:`` line never decides anything here.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from . import ir_diagnose, ir_diff, rust_ir
+from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
+
+# writers that give the same output for the same input: retrying them cannot help
+DETERMINISTIC = ("translator",)
+ROUTES = ("accept", "retry", "stop")
+
+
+def attempt_dir(results: str | Path, op: str, kernel: str, n: int) -> Path:
+    """``results/<op>/attempts/<kernel>/<n>``: every file of one writer attempt."""
+    return Path(results) / op / "attempts" / kernel / str(int(n))
+
+
+def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: list[str],
+          out_json, target: str = "sm_90") -> dict:
+    """Verdict of tileport on one writer attempt (stage ``check_kernel``).
+
+    ``write_json``: the attempt's writer verdict, beside ``rust/src/<kernel>.rs`` of its crate.
+    ``ref_dir``: ``results/<op>/ref/<kernel>`` holding ``<variant>.tileir`` + ``.json`` of the
+    reference Tile IR. Builds the crate (:func:`tileport.rust_ir.build`), dumps every variant
+    (:func:`tileport.rust_ir.dump`), diffs it (:func:`tileport.ir_diff.run`) and diagnoses each
+    failing diff (:func:`tileport.ir_diagnose.run`); files go to ``<attempt dir>/ir/``.
+
+    Verdicts: PASS (every variant's IR diff PASS / PASS_WITH_NOTES); FAIL ``fail_class kernel``
+    (a rustc error, an IR diff FAIL or a dump failure: the port is wrong) or ``agent_output``
+    (the writer's reply was unusable, nothing to build); BLOCKED (writer or reference BLOCKED);
+    ERROR ``fail_class env`` (cargo, headers, network, key: nothing a new kernel can fix).
+    ``details.variants`` maps each variant to its diff verdict; ``details.diagnoses`` holds the
+    diagnoser's advice for the failing ones. Never raises on bad input.
+    """
+    adir = Path(write_json).parent
+    base = dict(stage="check_kernel", op=op, kernel=kernel, attempt=int(n))
+    try:
+        wv = read(write_json)
+    except VerdictError as exc:
+        return write(Verdict(**base, verdict="ERROR", owner="tool", fail_class="env", summary=str(exc)),
+                     out_json)
+    if wv["verdict"] != "PASS":
+        fc = wv.get("fail_class") or ("env" if wv["verdict"] == "ERROR" else "kernel")
+        return write(Verdict(**base, verdict=wv["verdict"], owner=wv["owner"] or "kernel", fail_class=fc,
+                             summary=f"write_kernel {wv['verdict']}: {wv['summary']}"[:1500],
+                             findings=[Finding(**f) for f in wv.get("findings", [])][:20]), out_json)
+    refs = {}
+    for v in variants:
+        try:
+            rv = read(Path(ref_dir) / f"{v}.json")
+        except VerdictError as exc:
+            rv = {"verdict": "ERROR", "summary": str(exc)}
+        if rv["verdict"] != "PASS":
+            msg = f"reference Tile IR of {kernel} {v} is {rv['verdict']}: {rv['summary']}"[:1500]
+            return write(Verdict(**base, verdict="BLOCKED", owner="kernel", summary=msg,
+                                 findings=[Finding("build", "critical", "kernel", msg)]), out_json)
+        refs[v] = Path(ref_dir) / f"{v}.tileir"
+    crate = adir / "rust"
+    b = rust_ir.build(op, crate, {kernel: write_json}, adir / "build.json", adir / "build.log")
+    if b["verdict"] != "PASS":
+        env = b["owner"] in ("env", "tool")
+        return write(Verdict(**base, verdict="ERROR" if env else ("BLOCKED" if b["verdict"] == "BLOCKED" else "FAIL"),
+                             owner=b["owner"] or "kernel", fail_class="env" if env else "kernel",
+                             summary=f"rust_build {b['verdict']}: {b['summary']}"[:1500],
+                             findings=[Finding(**f) for f in b.get("findings", [])][:20],
+                             artifacts={"build": str(adir / "build.json")}), out_json)
+    ir = adir / "ir"
+    per, diags, findings = {}, {}, []
+    for v in variants:
+        d = rust_ir.dump(op_dir, op, kernel, v, adir / "build.json", ir / f"{v}.tileirbc",
+                         ir / f"{v}.tileir", ir / f"{v}.dump.json", target=target)
+        if d["verdict"] != "PASS":
+            per[v] = d["verdict"]
+            if d["owner"] in ("env", "tool"):
+                return write(Verdict(**base, verdict="ERROR", owner=d["owner"], fail_class="env",
+                                     summary=f"rust_ir {v} {d['verdict']}: {d['summary']}"[:1500],
+                                     findings=[Finding(**f) for f in d.get("findings", [])][:20]),
+                             out_json)
+            findings += [Finding(**f) for f in d.get("findings", [])][:5]
+            diags[v] = d["summary"]
+            continue
+        diff = ir_diff.run(refs[v], ir / f"{v}.tileir", ir / f"{v}.diff.json", op, kernel, v, attempt=int(n))
+        per[v] = diff["verdict"]
+        if diff["verdict"] in ("PASS", "PASS_WITH_NOTES"):
+            continue
+        dg = ir_diagnose.run(ir / f"{v}.diff.json", crate, str(crate / "src" / f"{kernel}.rs.map.json"),
+                             Path(op_dir) / "kernel.py", ir / f"{v}.diagnosis.json", op, kernel, v)
+        diags[v] = dg["summary"]
+        findings += [Finding(**f) for f in dg.get("findings", [])][:5]
+    bad = [v for v, w in per.items() if w not in ("PASS", "PASS_WITH_NOTES")]
+    details = {"variants": per, "diagnoses": diags}
+    if not bad:
+        return write(Verdict(**base, verdict="PASS", owner=None, details=details,
+                             summary=f"attempt {n}: all {len(per)} variant(s) match the reference Tile IR"),
+                     out_json)
+    return write(Verdict(**base, verdict="FAIL", owner="kernel", fail_class="kernel", details=details,
+                         findings=findings[:20],
+                         summary=(f"attempt {n}: {len(bad)} of {len(per)} variant(s) differ from the "
+                                  f"reference Tile IR; first ({bad[0]}): {diags.get(bad[0], per[bad[0]])}")[:2000]),
+                 out_json)
+
+
+def decide(check_v: dict, backend: str, n: int, cap: int) -> dict:
+    """Where attempt ``n`` goes next, from its ``check_kernel`` verdict alone.
+
+    Returns ``{"attempt", "cap", "next": accept|retry|stop, "route", "reason", "feedback"}``.
+    Routes (issue "LLM agents for every role", section 4):
+
+    - PASS → ``accept``;
+    - FAIL ``agent_output`` (no parsable output or VERDICT line) → ``retry``: the same role
+      again with the failure in its prompt;
+    - FAIL ``kernel`` (rustc error, IR diff FAIL) → ``retry`` via the IR diagnoser: the next
+      prompt carries the diff and the diagnoser's advice;
+    - ERROR ``env`` → ``stop``: no new kernel can fix a missing key, cargo or network;
+    - BLOCKED → ``stop`` (the writer or the reference cannot go on);
+    - anything else → ``stop`` when ``n`` reached ``cap`` or the backend is deterministic
+      (``translator``: same input, same output).
+    ``feedback`` is the text the next attempt's prompt quotes. Raises ValueError for n < 1 or
+    cap < 1.
+    """
+    if n < 1 or cap < 1:
+        raise ValueError(f"attempt {n} / cap {cap}: both must be >= 1")
+    word, fc = check_v["verdict"], check_v.get("fail_class")
+    lines = [f"- {f['message']}" for f in check_v.get("findings", [])[:12]]
+    for v, adv in sorted((check_v.get("details") or {}).get("diagnoses", {}).items()):
+        lines.append(f"- IR diagnoser, variant {v}: {adv}")
+    feedback = (f"Attempt {n}: {word} (fail_class {fc or '-'}): {check_v['summary']}\n"
+                + "\n".join(dict.fromkeys(lines)))
+    out = {"attempt": n, "cap": cap, "verdict": word, "fail_class": fc, "feedback": feedback}
+    if word in ("PASS", "PASS_WITH_NOTES"):
+        return {**out, "next": "accept", "route": "accept", "reason": check_v["summary"]}
+    if word == "ERROR" or fc == "env":
+        return {**out, "next": "stop", "route": "env -> stop",
+                "reason": f"environment failure, no new kernel can fix it: {check_v['summary']}"}
+    if word == "BLOCKED":
+        return {**out, "next": "stop", "route": "blocked -> stop", "reason": check_v["summary"]}
+    route = ("agent_output -> kernel_writer" if fc == "agent_output"
+             else "kernel -> ir_diagnose -> kernel_writer")
+    if backend in DETERMINISTIC:
+        return {**out, "next": "stop", "route": route,
+                "reason": f"the {backend} is deterministic: another attempt would repeat attempt {n}"}
+    if n >= cap:
+        return {**out, "next": "stop", "route": route,
+                "reason": f"cap reached: {n} of {cap} kernel-writer attempts; last: {check_v['summary']}"}
+    return {**out, "next": "retry", "route": route, "reason": f"attempt {n + 1} of {cap}"}
+
+
+def route(check_json, out_json, backend: str, n: int, cap: int) -> dict:
+    """Stage ``route`` (a Snakemake checkpoint): :func:`decide` on ``check_json``, written to
+    ``out_json``; an unreadable check verdict is a ``stop`` naming it."""
+    try:
+        cv = read(check_json)
+    except VerdictError as exc:
+        cv = {"verdict": "ERROR", "fail_class": "env", "summary": str(exc), "findings": []}
+    d = decide(cv, backend, int(n), int(cap))
+    atomic_write_text(out_json, json.dumps(d, indent=1) + "\n")
+    return d
+
+
+def history(results, op: str, kernel: str) -> list[dict]:
+    """The routes taken so far for one kernel, attempt 1 first (stops at the first gap)."""
+    out, n = [], 1
+    while True:
+        p = attempt_dir(results, op, kernel, n) / "route.json"
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            return out
+        if out[-1].get("next") != "retry":
+            return out
+        n += 1
+
+
+def accept(results, op: str, kernel: str, last_route, out_rs, out_map, out_json) -> dict:
+    """Stage ``accept_kernel``: publish the last attempt the routes led to.
+
+    Copies ``attempts/<kernel>/<n>/rust/src/<kernel>.rs`` (+ ``.map.json``) to ``out_rs`` /
+    ``out_map`` and writes the ``write_kernel`` verdict (``out_json``): the writer's verdict of
+    attempt ``n`` with ``attempt = n``, ``details.routes`` (every attempt's route) and, when the
+    loop stopped without an accepted attempt, ``details.stopped`` plus a finding with the
+    reason. That file is what rust_build and summary.csv read.
+    """
+    r = json.loads(Path(last_route).read_text())
+    n = int(r["attempt"])
+    adir = attempt_dir(results, op, kernel, n)
+    src = adir / "rust" / "src" / f"{kernel}.rs"
+    Path(out_rs).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, out_rs)
+    mp = Path(str(src) + ".map.json")
+    if mp.exists():
+        shutil.copyfile(mp, out_map)
+    else:
+        atomic_write_text(out_map, '{"lines": []}\n')
+    wv = read(adir / "write.json")
+    routes = history(results, op, kernel)
+    details = {**wv.get("details", {}), "routes": [{k: x[k] for k in ("attempt", "next", "route", "reason")}
+                                                   for x in routes]}
+    findings = [Finding(**f) for f in wv.get("findings", [])]
+    if r["next"] == "stop":
+        details["stopped"] = r["reason"]
+        if wv["verdict"] == "PASS":
+            findings.append(Finding("build", "critical", "kernel", f"routing stopped: {r['reason']}"[:1500]))
+    wv.pop("schema", None)
+    out = Verdict(**{**{k: wv[k] for k in ("stage", "op", "verdict", "summary", "kernel", "variant", "owner")},
+                     "attempt": n, "findings": findings, "artifacts": {**wv.get("artifacts", {}),
+                                                                        "attempt_dir": str(adir)},
+                     "details": details, "fail_class": wv.get("fail_class")})
+    return write(out, out_json)
