@@ -13,6 +13,9 @@ from tileport.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 from tileport.agents import LlmSettings as _LlmSettings, settings_dict as _settings_dict
 
 config.setdefault("llm", {**_settings_dict(_LlmSettings()), "base_url": "", "replay_dir": "results"})
+if isinstance(config.get("roles"), dict):  # older config.yaml files have no ir_diagnoser
+    config["roles"].setdefault("ir_diagnoser", "deterministic")
+    config["roles"].setdefault("perf_diagnoser", "deterministic")
 if config.get("gpu") is False:  # unquoted YAML `gpu: off` reads as false
     config["gpu"] = "off"
 try:

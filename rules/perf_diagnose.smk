@@ -3,7 +3,10 @@ rule perf_diagnose:
     input:
         bench="results/{op}/bench.json",
         ir_diffs=lambda wc: [f"results/{wc.op}/ir_diff/{k}/{v}.json" for k, v in VARIANTS[wc.op]],
-        code=code("perf_diagnose", "stats"),
+        kernels=lambda wc: [f"results/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
+        prompt=lambda wc: ([] if config["roles"]["perf_diagnoser"] == "deterministic"
+                           else [str(Path(workflow.basedir) / "prompts" / "perf_diagnoser.md")]),
+        code=code("perf_diagnose", "stats", "agents"),
     output:
         verdict="results/{op}/perf_diagnosis.json",
     log:
@@ -11,6 +14,9 @@ rule perf_diagnose:
     params:
         tools=config["tools"],
         threshold=config["bench"]["threshold"],
+        backend=config["roles"]["perf_diagnoser"],
+        llm=lambda wc: {} if config["roles"]["perf_diagnoser"] == "deterministic" else {
+            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
     retries: retries("perf_diagnose")
     resources:
         attempt=lambda wc, attempt: attempt,

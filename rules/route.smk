@@ -8,7 +8,9 @@ rule check_kernel:
         ref=lambda wc: [f"results/{wc.op}/ref/{wc.kernel}/{v}.{ext}"
                         for v in variants_of(wc.op, wc.kernel) for ext in ("tileir", "json")],
         template=["rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/irdump.rs"],
-        code=code("route", "rust_ir", "ir_diff", "ir_diagnose", "ir_locs", "toolchain"),
+        prompt=lambda wc: ([] if config["roles"]["ir_diagnoser"] == "deterministic"
+                           else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]),
+        code=code("route", "rust_ir", "ir_diff", "ir_diagnose", "ir_locs", "toolchain", "agents"),
     output:
         verdict="results/{op}/attempts/{kernel}/{n}/check.json",
     log:
@@ -18,6 +20,10 @@ rule check_kernel:
         op_dir=op_dir,
         target=config["gpu_target"],
         variants=lambda wc: variants_of(wc.op, wc.kernel),
+        diagnoser=config["roles"]["ir_diagnoser"],
+        # what changes an LLM diagnoser's reply reruns the check (as for the writer)
+        llm=lambda wc: {} if config["roles"]["ir_diagnoser"] == "deterministic" else {
+            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
     retries: retries("check_kernel")
     resources:
         attempt=lambda wc, attempt: attempt,

@@ -3,10 +3,15 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import route, stage
+from tileport import agents, route, stage
 
 w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
+llm = snakemake.config["llm"]
 with stage.guarded(snakemake, "check_kernel"):
+    diagnoser = {"backend": p.diagnoser, "results": Path(snakemake.output.verdict).parents[4],
+                 "replay_dir": llm.get("replay_dir")}
+    if p.diagnoser != "deterministic":
+        diagnoser["settings"] = agents.settings_from_config(llm)
     d = route.check(p.op_dir, w.op, w.kernel, int(w.n), i.write, Path(i.ref[0]).parent, list(p.variants),
-                    snakemake.output.verdict, target=p.target)
+                    snakemake.output.verdict, target=p.target, diagnoser=diagnoser)
     print(d["verdict"], d["summary"])

@@ -3,11 +3,16 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import perf_diagnose, stage
+from tileport import agents, perf_diagnose, stage
 
-w, i = snakemake.wildcards, snakemake.input
+w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
+llm = snakemake.config["llm"]
 with stage.guarded(snakemake, "perf_diagnose"):
+    role = {"backend": p.backend, "results": Path(snakemake.output.verdict).parents[1],
+            "replay_dir": llm.get("replay_dir"), "kernels": list(i.kernels)}
+    if p.backend != "deterministic":
+        role["settings"] = agents.settings_from_config(llm)
     d = perf_diagnose.diagnose(w.op, i.bench, list(i.ir_diffs), snakemake.output.verdict,
                                threshold=snakemake.params.threshold,
-                               attempt=snakemake.resources.attempt)
+                               attempt=snakemake.resources.attempt, role=role)
     print(d["verdict"], d["summary"])

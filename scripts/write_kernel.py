@@ -10,11 +10,7 @@ w, out, p = snakemake.wildcards, snakemake.output, snakemake.params
 attempt, cap = p.attempt, snakemake.config["attempts"]["write_kernel"]
 llm = snakemake.config["llm"]
 with stage.guarded(snakemake, "write_kernel"):
-    settings = None
-    if p.backend != "translator":
-        settings = agents.LlmSettings(**{k: v for k, v in llm.items() if k != "replay_dir"})
-        if not settings.base_url:
-            settings = agents.LlmSettings(**{**agents.settings_dict(settings), "base_url": None})
+    settings = agents.settings_from_config(llm) if p.backend != "translator" else None
     # attempt n > 1: the previous attempt's failure, IR diff and diagnosis (route n-1's feedback)
     previous = json.loads(Path(snakemake.input.previous[0]).read_text())["feedback"] if attempt > 1 else ""
     d = write_kernel.run_backend(

@@ -209,3 +209,77 @@ def test_extra_assumes_are_not_hint_differences(tmp_path):
     d = diagnose("op", tmp_path / "bench.json", diffs, tmp_path / "perf.json")
     assert d["details"]["evidence"]["ir_hints"] == []
     assert "IR hint difference" not in d["summary"] and "same IR hints" in d["summary"]
+
+
+PERF_REPLY = ("```markdown\nrelu f16 d: port 10.0 µs vs 7.0 µs, same grid; the port's load keeps a "
+              "bounds-check assert.\n```\n\n```json\n{\"owner\": \"kernel\", \"cause\": \"an extra "
+              "assert in the loop\"}\n```\n\nVERDICT: FAIL\n")
+
+
+@pytest.fixture
+def fake_api(monkeypatch):
+    import http.server
+    import threading
+
+    from test_agents import FakeMessages
+
+    FakeMessages.script, FakeMessages.seen = [], []
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeMessages)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    monkeypatch.setenv("TILEPORT_FAKE_KEY", "sk-ant-perf-test")
+    yield FakeMessages, f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def role(tmp_path, backend, url):
+    from tileport import agents
+
+    rs = tmp_path / "k.rs"
+    rs.write_text("pub mod port {}\n")
+    return {"backend": backend, "results": tmp_path / "results", "kernels": [str(rs)],
+            "settings": agents.LlmSettings(model="claude-test", base_url=url, api_key_env="TILEPORT_FAKE_KEY",
+                                           max_retries=0, timeout_s=10)}
+
+
+def test_llm_perf_diagnoser_cause_and_owner_without_critical_evidence(tmp_path, fake_api):
+    from test_agents import ok
+
+    fake, url = fake_api
+    fake.script = [ok(PERF_REPLY)]
+    bench_json(tmp_path / "b.json", SLOW)
+    d = diagnose("op", tmp_path / "b.json", [], tmp_path / "p.json", role=role(tmp_path, "auto", url))
+    assert d["verdict"] == "FAIL" and d["owner"] == "kernel"
+    assert "LLM perf diagnoser (kernel): an extra assert in the loop" in d["summary"]
+    assert d["details"]["llm"]["agent_claim"]["validation"]["owner"] == "kernel"
+    prompt = fake.seen[0]["body"]["messages"][0]["content"]
+    assert "worst_configs" in prompt and "pub mod port {}" in prompt
+    assert (tmp_path / "results/op/transcripts/perf_diagnose/attempt-1.json").is_file()
+
+
+def test_auto_perf_diagnoser_skips_the_llm_with_critical_evidence(tmp_path, fake_api):
+    fake, url = fake_api
+    rows = [brow(0.5, port_launches=2), brow(0.6, shape="b", port_launches=2)]
+    bench_json(tmp_path / "b.json", rows)
+    d = diagnose("op", tmp_path / "b.json", [], tmp_path / "p.json", role=role(tmp_path, "auto", url))
+    assert d["owner"] == "host" and "llm" not in d["details"] and fake.seen == []
+
+
+def test_llm_perf_diagnoser_garbage_keeps_the_deterministic_verdict(tmp_path, fake_api):
+    from test_agents import ok
+
+    fake, url = fake_api
+    fake.script = [ok("it is slow because GPUs are hard")]
+    bench_json(tmp_path / "b.json", SLOW)
+    plain = diagnose("op", tmp_path / "b.json", [], tmp_path / "plain.json")
+    d = diagnose("op", tmp_path / "b.json", [], tmp_path / "p.json", role=role(tmp_path, "anthropic", url))
+    assert (d["verdict"], d["owner"], d["summary"]) == (plain["verdict"], plain["owner"], plain["summary"])
+    assert d["details"]["llm"]["fail_class"] == "agent_output"
+
+
+def test_llm_perf_diagnoser_without_key_is_recorded_not_fatal(tmp_path, fake_api, monkeypatch):
+    fake, url = fake_api
+    monkeypatch.delenv("TILEPORT_FAKE_KEY")
+    bench_json(tmp_path / "b.json", SLOW)
+    d = diagnose("op", tmp_path / "b.json", [], tmp_path / "p.json", role=role(tmp_path, "anthropic", url))
+    assert d["verdict"] == "FAIL" and d["details"]["llm"]["fail_class"] == "env" and fake.seen == []

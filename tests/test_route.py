@@ -121,3 +121,30 @@ def test_accept_after_a_stop_names_the_reason(tmp_path):
     assert d["details"]["stopped"].startswith("cap reached: 2 of 2")
     assert any("routing stopped: cap reached" in f["message"] for f in d["findings"])
     assert out.read_text() == "still bad\n"
+
+
+def test_llm_diagnosis_falls_back_on_an_unusable_reply(tmp_path, monkeypatch):
+    from tileport import agents
+
+    class Stub:
+        def __init__(self, settings):
+            pass
+
+        def complete(self, req):
+            assert req.role == "ir_diagnoser" and "You are the IR diagnoser" in req.system
+            return agents.Reply(text="the store is wrong, I think", model="m", input_tokens=3,
+                                output_tokens=2, seconds=0.1, backend="anthropic")
+
+    monkeypatch.setattr(agents, "AnthropicBackend", Stub)
+    from conftest import REPO
+    rs = tmp_path / "k.rs"
+    rs.write_text("fn k() {}\n")
+    diff = {"summary": "1 divergence", "findings": [{"severity": "critical", "message": "maxf missing",
+                                                     "ref": {"file": "/x/kernel.py", "line": 9, "text": "ct.maximum"}}]}
+    d = R.llm_diagnosis(REPO / "operators" / "relu", "relu", "relu_kernel", 1, "f16", diff,
+                        {"summary": "add a max"}, rs,
+                        {"backend": "anthropic", "settings": agents.LlmSettings(), "results": tmp_path})
+    assert d["fail_class"] == "agent_output" and "unusable reply" in d["error"]
+    # the exchange itself was kept
+    t = json.loads((tmp_path / "relu/transcripts/ir_diagnose/relu_kernel/attempt-1.json").read_text())
+    assert "kernel.py:9 `ct.maximum`" in t["prompt"] and "add a max" in t["prompt"]

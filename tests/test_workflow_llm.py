@@ -47,8 +47,10 @@ def run(wd, env_extra=None, check=True, target="results/summary.csv", *extra):
     return p
 
 
-def configure(wd, backend, base_url="", cap=3):
+def configure(wd, backend, base_url="", cap=3, diagnoser="deterministic"):
     cfg = (REPO / "config.yaml").read_text()
+    assert "  ir_diagnoser: deterministic\n" in cfg
+    cfg = cfg.replace("  ir_diagnoser: deterministic\n", f"  ir_diagnoser: {diagnoser}\n")
     cfg = cfg.replace("operators: []", "operators: [relu]")
     cfg = cfg.replace("kernel_writer: translator", f"kernel_writer: {backend}")
     cfg = cfg.replace('base_url: ""', f'base_url: "{base_url}"')
@@ -165,6 +167,36 @@ def test_cap_reached_ends_the_operator_with_its_last_diagnosis(tmp_path):
     assert {r["ir_diff"] for r in rs} == {"FAIL"} and {r["attempts"] for r in rs} == {"2"}
     assert all(r["diagnosis"] and r["owner"] == "kernel" for r in rs), rs[0]
     assert "Nothing to be done" in (p := run(wd, {"TILEPORT_FAKE_KEY": KEY}, True, "results/summary.csv", "-n")).stdout + p.stderr
+
+
+DIAGNOSIS = ("```markdown\nrelu_kernel.rs:18 stores the loaded tile `t`: store `max_tile(t, zero)` "
+             "as kernel.py does (the reference IR has a maxf before the store).\n```\n\n"
+             "```json\n{\"owner\": \"kernel\", \"lines\": [18]}\n```\n\nVERDICT: FAIL\n")
+
+
+def test_llm_ir_diagnoser_advice_reaches_the_next_attempt(tmp_path):
+    wd = copy_workflow(tmp_path / "wf", ["relu"])
+    srv, url = serve([ok(reply_with(wrong_relu())), ok(DIAGNOSIS), ok(reply_with(translated_relu()))])
+    configure(wd, "anthropic", url, cap=2, diagnoser="anthropic")
+    try:
+        run(wd, {"TILEPORT_FAKE_KEY": KEY})
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    seen = FakeMessages.seen
+    assert len(seen) == 3
+    # call 2 is the IR diagnoser, shown the port, the reference and the IR diff
+    diag_prompt = seen[1]["body"]["messages"][0]["content"]
+    assert seen[1]["body"]["system"].startswith("You are the IR diagnoser")
+    assert "let __t4: Tile<E, {[TILE]}> = t;" in diag_prompt and "kernel.py" in diag_prompt
+    # its advice is in the writer's second prompt, next to the deterministic diagnosis
+    assert "LLM IR diagnoser: relu_kernel.rs:18 stores the loaded tile" in seen[2]["body"]["messages"][0]["content"]
+    check1 = json.loads((wd / ATTEMPTS / "1" / "check.json").read_text())
+    assert check1["details"]["llm_diagnoser"]["agent_claim"]["validation"] == {"owner": "kernel", "lines": [18]}
+    assert (wd / "results/relu/transcripts/ir_diagnose/relu_kernel/attempt-1.json").is_file()
+    assert route_of(wd, 2)["next"] == "accept"
+    rs = rows(wd)
+    assert {r["ir_diff"] for r in rs} == {"PASS"} and {r["llm_calls"] for r in rs} == {"3"}
 
 
 def test_env_failure_stops_without_a_second_call(tmp_path):

@@ -353,6 +353,51 @@ def request_for(role: str, fields: dict, settings: LlmSettings, prompts_dir: Pat
                    effort=settings.effort)
 
 
+def settings_from_config(llm: dict) -> LlmSettings:
+    """:class:`LlmSettings` from config.yaml's ``llm`` section (``replay_dir`` is not a setting;
+    an empty ``base_url`` means the SDK's default endpoint)."""
+    s = LlmSettings(**{k: v for k, v in llm.items() if k != "replay_dir"})
+    if not s.base_url:
+        s = LlmSettings(**{**settings_dict(s), "base_url": None})
+    return s
+
+
 def settings_dict(s: LlmSettings) -> dict:
     """The settings as recorded in verdicts (no key: only the name of its variable)."""
     return asdict(s)
+
+
+def consult(role: str, fields: dict, cfg: dict, *, op: str, stage: str, attempt: int, lang: str,
+            repo_root: str | Path | None = None) -> dict:
+    """One advisory exchange of a diagnoser role (IR diagnoser, perf diagnoser): fill
+    ``prompts/<role>.md`` with ``fields`` (``repo_root`` replaced by ``<repo>`` so replay works in
+    any clone), ask ``cfg["backend"]`` (``anthropic`` / ``auto`` -> the API, ``replay`` -> the
+    transcripts under ``cfg["replay_dir"]``), store the transcript as
+    ``<cfg["results"]>/<op>/transcripts/<stage>/attempt-<n>.json`` (``stage`` may hold a kernel:
+    ``ir_diagnose/<kernel>``) and parse the reply (one fenced ``lang`` block, a json block, a
+    ``VERDICT:`` line).
+
+    Returns ``{"backend", "output", "agent_claim", "transcript"}``, or ``{"backend", "error",
+    "fail_class"}`` (``env`` for key / network / replay miss, ``agent_output`` for an unusable
+    reply). Never raises: a diagnoser's failure must not stop the stage that asked.
+    """
+    llm = "replay" if cfg["backend"] == "replay" else "anthropic"
+    results = Path(cfg["results"])
+    tpath = transcript_path(results, op, stage, attempt)
+    try:
+        if repo_root:
+            root = str(Path(repo_root).resolve())
+            fields = {k: v.replace(root, "<repo>") if isinstance(v, str) else v for k, v in fields.items()}
+        req = request_for(role, fields, cfg["settings"])
+        be = ReplayBackend(cfg.get("replay_dir") or results) if llm == "replay" else AnthropicBackend(cfg["settings"])
+        t = exchange(req, be, tpath, cfg["settings"], stage=stage.split("/")[0], op=op, attempt=attempt,
+                     record=llm != "replay")
+    except (AgentError, OSError, ValueError, KeyError) as exc:
+        return {"backend": llm, "error": str(exc)[:800], "fail_class": getattr(exc, "fail_class", "env")}
+    try:
+        parsed = parse_reply(t["reply"], lang)
+    except AgentOutputError as exc:
+        return {"backend": llm, "error": f"unusable reply: {exc}"[:800], "fail_class": "agent_output",
+                "transcript": str(tpath)}
+    return {"backend": llm, "output": parsed.output, "transcript": str(tpath),
+            "agent_claim": {"verdict": parsed.verdict, "validation": parsed.validation}}

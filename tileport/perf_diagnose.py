@@ -51,10 +51,16 @@ def judged(bench: dict, threshold: float | None) -> str:
 
 
 def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_json: str | Path,
-             attempt: int = 1, threshold: float | None = None) -> dict:
+             attempt: int = 1, threshold: float | None = None, role: dict | None = None) -> dict:
     """Stage entry point (see module doc). ``ir_diffs``: the operator's ir_diff verdict files;
-    ``threshold``: config.yaml's (None: the one the benchmark used). Returns the verdict written
-    to ``out_json``; unreadable inputs end in BLOCKED, never raise."""
+    ``threshold``: config.yaml's (None: the one the benchmark used). ``role``: the perf diagnoser
+    role's backend (``{"backend", "settings", "results", "replay_dir", "kernels"}``; default
+    deterministic): below threshold, ``anthropic``/``replay`` (``auto``: only without critical
+    evidence) also ask an LLM (``prompts/perf_diagnoser.md``; transcript
+    ``results/<op>/transcripts/perf_diagnose/attempt-<n>.json``) whose cause and owner are
+    recorded in ``details.llm``; its owner replaces the deterministic one only when tileport
+    found no critical evidence, and an LLM failure leaves the deterministic verdict as it is.
+    Returns the verdict written to ``out_json``; unreadable inputs end in BLOCKED, never raise."""
     base = dict(stage="perf_diagnose", op=op, attempt=attempt)
     try:
         bench = read(bench_json)
@@ -137,7 +143,42 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
     if not hint_msgs and not extra:
         cause = (f"same IR hints, launch grid, constexprs and launch counts; the port's device code "
                  f"is slower: {cause}" + (f" (IR notes: {inserted[0][:200]})" if inserted else ""))
+    details = {"evidence": evidence}
+    backend = (role or {}).get("backend", "deterministic")
+    critical = any(f.severity == "critical" for f in findings)
+    if backend != "deterministic" and (backend != "auto" or not critical):
+        got = _llm(op, role, det, evidence, cause, attempt)
+        details["llm"] = got
+        claim = (got.get("agent_claim") or {}).get("validation") or {}
+        if "output" in got and claim.get("owner") in ("kernel", "host") and isinstance(claim.get("cause"), str):
+            findings.append(Finding("performance", "warn", claim["owner"],
+                                    f"LLM perf diagnoser: {claim['cause']}"[:1500]))
+            if not critical:
+                owner = claim["owner"]
+                cause = f"{cause} | LLM perf diagnoser ({claim['owner']}): {claim['cause']}"
+        elif "output" in got:
+            details["llm"] = {**got, "error": "validation block lacks owner kernel|host and a cause",
+                              "fail_class": "agent_output"}
     return write(Verdict(**base, verdict="FAIL", owner=owner,
                          fail_class=owner, summary=f"below threshold ({det.get('geomean_ratio', 0):.3f} < "
                                                    f"{det.get('threshold')}): {cause}"[:1000],
-                         findings=findings, details={"evidence": evidence}), out_json)
+                         findings=findings, details=details), out_json)
+
+
+def _llm(op: str, role: dict, det: dict, evidence: dict, cause: str, attempt: int) -> dict:
+    """Ask the LLM perf diagnoser (see :func:`diagnose`); never raises."""
+    import json
+
+    from . import agents
+
+    src = []
+    for k in role.get("kernels", []):
+        try:
+            src.append(Path(k).read_text())
+        except OSError:
+            pass
+    fields = {"op": op, "geomean": f"{det.get('geomean_ratio', 0):.3f}", "threshold": det.get("threshold"),
+              "evidence": json.dumps(evidence, indent=1, default=str)[:12000], "deterministic": cause,
+              "port_source": "\n".join(src)[:20000] or "(none)"}
+    return agents.consult("perf_diagnoser", fields, role, op=op, stage="perf_diagnose", attempt=attempt,
+                          lang="markdown", repo_root=Path(role["results"]).resolve().parent)

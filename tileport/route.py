@@ -41,7 +41,7 @@ def attempt_dir(results: str | Path, op: str, kernel: str, n: int) -> Path:
 
 
 def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: list[str],
-          out_json, target: str = "sm_90") -> dict:
+          out_json, target: str = "sm_90", diagnoser: dict | None = None) -> dict:
     """Verdict of tileport on one writer attempt (stage ``check_kernel``).
 
     ``write_json``: the attempt's writer verdict, beside ``rust/src/<kernel>.rs`` of its crate.
@@ -91,6 +91,12 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
                              artifacts={"build": str(adir / "build.json")}), out_json)
     ir = adir / "ir"
     per, diags, findings = {}, {}, []
+    backend = (diagnoser or {}).get("backend", "deterministic")
+    llm = None          # the LLM IR diagnoser's answer (one call per attempt: first failing variant)
+    if backend in ("anthropic", "auto") and int(n) == 1:
+        from .write_kernel import _shelve_previous_run   # a new run records afresh, old ones kept
+        _shelve_previous_run(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel,
+                             Path(out_json))
     for v in variants:
         d = rust_ir.dump(op_dir, op, kernel, v, adir / "build.json", ir / f"{v}.tileirbc",
                          ir / f"{v}.tileir", ir / f"{v}.dump.json", target=target)
@@ -112,8 +118,16 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
                              Path(op_dir) / "kernel.py", ir / f"{v}.diagnosis.json", op, kernel, v)
         diags[v] = dg["summary"]
         findings += [Finding(**f) for f in dg.get("findings", [])][:5]
+        if backend != "deterministic" and llm is None and (
+                backend != "auto" or dg["verdict"] != "FAIL" or not dg.get("findings")):
+            llm = llm_diagnosis(op_dir, op, kernel, int(n), v, diff, dg, crate / "src" / f"{kernel}.rs",
+                                diagnoser)
+            if llm.get("advice"):
+                diags[v] = f"LLM IR diagnoser: {llm['advice']} | deterministic: {dg['summary']}"
     bad = [v for v, w in per.items() if w not in ("PASS", "PASS_WITH_NOTES")]
     details = {"variants": per, "diagnoses": diags}
+    if llm is not None:
+        details["llm_diagnoser"] = llm
     if not bad:
         return write(Verdict(**base, verdict="PASS", owner=None, details=details,
                              summary=f"attempt {n}: all {len(per)} variant(s) match the reference Tile IR"),
@@ -123,6 +137,41 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
                          summary=(f"attempt {n}: {len(bad)} of {len(per)} variant(s) differ from the "
                                   f"reference Tile IR; first ({bad[0]}): {diags.get(bad[0], per[bad[0]])}")[:2000]),
                  out_json)
+
+
+def llm_diagnosis(op_dir, op: str, kernel: str, n: int, variant: str, diff: dict, det: dict,
+                  port_rs: Path, diagnoser: dict) -> dict:
+    """The IR diagnoser role played by an LLM for one failing variant of attempt ``n``.
+
+    ``prompts/ir_diagnoser.md`` gets kernel.py, the port, the diff's critical findings and the
+    deterministic diagnosis (``det``); the reply must hold one fenced ``markdown`` block (the
+    advice), a ``json`` block and a ``VERDICT:`` line (:func:`tileport.agents.parse_reply`).
+    Transcript: ``results/<op>/transcripts/ir_diagnose/<kernel>/attempt-<n>.json`` (replay reads
+    those). Returns ``{"backend", "advice", "agent_claim", "transcript"}`` or, on any failure
+    (no key, network, replay miss, unusable reply), ``{"backend", "error", "fail_class"}``:
+    never raises, the loop goes on with the deterministic advice.
+    """
+    from . import agents
+
+    crits = [f for f in diff.get("findings", []) if f.get("severity") == "critical"][:12]
+    lines = []
+    for f in crits:
+        loc = " ".join(f"{side} {f[side]['file'].split('/')[-1]}:{f[side]['line']} `{f[side].get('text', '').strip()}`"
+                       for side in ("ref", "port") if f.get(side))
+        lines.append(f"- {f['message']}" + (f" ({loc})" if loc else ""))
+    try:
+        fields = {"op": op, "kernel": kernel, "attempt": n, "variant": variant,
+                  "reference_source": (Path(op_dir) / "kernel.py").read_text(),
+                  "port_source": Path(port_rs).read_text(),
+                  "findings": "\n".join(lines) or diff.get("summary", "(none)"),
+                  "deterministic": det.get("summary", "(none)")}
+    except OSError as exc:
+        return {"backend": diagnoser["backend"], "error": str(exc), "fail_class": "env"}
+    got = agents.consult("ir_diagnoser", fields, diagnoser, op=op, stage=f"ir_diagnose/{kernel}", attempt=n,
+                         lang="markdown", repo_root=Path(op_dir).resolve().parent.parent)
+    if "output" in got:
+        got["advice"] = " ".join(x.strip() for x in got.pop("output").strip().splitlines() if x.strip())[:1500]
+    return got
 
 
 def decide(check_v: dict, backend: str, n: int, cap: int) -> dict:

@@ -64,6 +64,13 @@ def llm_usage(results: str | Path, op: str, stage: str | None = None, kernel: st
             "cost_usd": f"{cost:.6f}" if priced else ""}
 
 
+def _sum_usage(a: dict, b: dict) -> dict:
+    cost = [float(x["cost_usd"]) for x in (a, b) if x["cost_usd"] != ""]
+    return {"llm_calls": a["llm_calls"] + b["llm_calls"], "tokens_in": a["tokens_in"] + b["tokens_in"],
+            "tokens_out": a["tokens_out"] + b["tokens_out"],
+            "cost_usd": f"{sum(cost):.6f}" if cost else ""}
+
+
 def _v(path: Path) -> dict | None:
     try:
         return read(path)
@@ -108,7 +115,9 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         test = {**test, "verdict": "NOT_RUN", "summary": stale}
         bench = {**bench, "verdict": "NOT_RUN", "summary": stale} if bench else bench
     out = []
-    usage = {k: llm_usage(results, op, "write_kernel", k) for k in {k for k, _ in variants}}
+    # a kernel's LLM use: its writer attempts and the IR diagnoser's calls on them
+    usage = {k: _sum_usage(llm_usage(results, op, "write_kernel", k), llm_usage(results, op, "ir_diagnose", k))
+             for k in {k for k, _ in variants}}
     for kernel, variant in variants:
         wk = _v(r / "write_kernel" / f"{kernel}.json")
         ref = _v(r / "ref" / kernel / f"{variant}.json")
