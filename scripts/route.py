@@ -8,4 +8,4 @@ from tileport import route, stage
 w, p = snakemake.wildcards, snakemake.params
 with stage.logged(snakemake.log[0]):
     d = route.route(snakemake.input.check, snakemake.output.route, p.backend, int(w.n), int(p.cap))
-    print(f"attempt {d['attempt']}/{d['cap']}: {d['verdict']} -> {d['next']} ({d['route']}): {d['reason']}")
+    print(f"attempt {d['attempt']}/{p.cap}: {d['verdict']} -> {d['next']} ({d['route']}): {d['reason']}")

@@ -4,12 +4,25 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import agents, stage, write_kernel
+from tileport import agents, route, stage, write_kernel
 
 w, out, p = snakemake.wildcards, snakemake.output, snakemake.params
 attempt, cap = p.attempt, snakemake.config["attempts"]["write_kernel"]
 llm = snakemake.config["llm"]
+# attempt n exists only as the loop's next step: never beyond the cap, never after accept/stop
+if attempt > cap:
+    raise SystemExit(f"write_kernel: attempt {attempt} of {w.op}/{w.kernel} exceeds attempts.write_kernel "
+                     f"= {cap} in config.yaml: not written")
+if attempt > 1:
+    _prev = Path(snakemake.input.previous[0])
+    _next = json.loads(_prev.read_text()).get("next")
+    if _next != "retry":
+        raise SystemExit(f"write_kernel: {_prev} says '{_next}', not 'retry': attempt {attempt} of "
+                         f"{w.op}/{w.kernel} is not part of the loop: not written")
 with stage.guarded(snakemake, "write_kernel"):
+    # this attempt is (re)written: every later attempt of the kernel is stale (kept under previous/)
+    route.retire(Path(out.verdict).parents[4], w.op, w.kernel, attempt,
+                 transcripts=p.backend != "replay")
     settings = agents.settings_from_config(llm) if p.backend != "translator" else None
     # attempt n > 1: the previous attempt's failure, IR diff and diagnosis (route n-1's feedback)
     previous = json.loads(Path(snakemake.input.previous[0]).read_text())["feedback"] if attempt > 1 else ""

@@ -155,6 +155,17 @@ def test_errors_after_retries_are_clear(server, settings, tmp_path):
     assert not (tmp_path / "t.json").exists()
 
 
+@pytest.mark.parametrize("body", [{"foo": 1}, {"content": None, "model": "m", "usage": None},
+                                  {"content": [{"type": "text", "text": "x"}], "model": "m"}])
+def test_a_200_reply_that_is_not_a_message_is_a_clear_error(server, settings, tmp_path, body):
+    FakeMessages.script = [(200, body, None, 0)]
+    req = A.request_for("kernel_writer", fields(), settings)
+    with pytest.raises(A.AgentError, match="HTTP 200 but the body is not a Messages API message"):
+        A.exchange(req, A.AnthropicBackend(settings), tmp_path / "t.json", settings,
+                   stage="write_kernel", op="relu", attempt=1)
+    assert not (tmp_path / "t.json").exists()
+
+
 def test_timeout(server, settings):
     s = A.LlmSettings(**{**A.settings_dict(settings), "timeout_s": 0.3, "max_retries": 0})
     FakeMessages.script = [(200, {}, None, 1.5)]

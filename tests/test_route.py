@@ -29,9 +29,12 @@ def cv(verdict, fail_class=None, summary="s", findings=(), diagnoses=None):
 def test_decide_routes(check, backend, n, cap, nxt, route):
     d = R.decide(check, backend, n, cap)
     assert (d["next"], d["route"]) == (nxt, route)
-    assert d["attempt"] == n and d["cap"] == cap
+    assert d["attempt"] == n
     if nxt == "stop" and route.startswith(("agent", "kernel")) and backend != "translator":
-        assert f"cap reached: {n} of {cap}" in d["reason"]
+        assert f"cap reached: {n} of {cap}" in d["reason"] and d["cap"] == cap
+    else:
+        # only a stop at the cap depends on the cap: raising it rewrites the same route.json
+        assert "cap" not in d and d == R.decide(check, backend, n, cap + 3)
 
 
 def test_never_retries_past_the_cap():
@@ -148,3 +151,37 @@ def test_llm_diagnosis_falls_back_on_an_unusable_reply(tmp_path, monkeypatch):
     # the exchange itself was kept
     t = json.loads((tmp_path / "relu/transcripts/ir_diagnose/relu_kernel/attempt-1.json").read_text())
     assert "kernel.py:9 `ct.maximum`" in t["prompt"] and "add a max" in t["prompt"]
+
+
+def test_retire_moves_later_attempts_and_their_transcripts(tmp_path):
+    for n in (1, 2, 3):
+        _attempt(tmp_path, n, f"k{n}\n", "PASS", "retry")
+        for stage in ("write_kernel", "ir_diagnose"):
+            t = tmp_path / "op" / "transcripts" / stage / "k" / f"attempt-{n}.json"
+            t.parent.mkdir(parents=True, exist_ok=True)
+            t.write_text("{}")
+    moved = R.retire(tmp_path, "op", "k", 2)
+    adir = tmp_path / "op" / "attempts" / "k"
+    assert sorted(p.name for p in adir.iterdir()) == ["1", "2", "previous"]
+    (kept,) = (adir / "previous").iterdir()
+    assert [p.name for p in kept.iterdir()] == ["3"] and (kept / "3" / "rust/src/k.rs").read_text() == "k3\n"
+    for stage in ("write_kernel", "ir_diagnose"):
+        tdir = tmp_path / "op" / "transcripts" / stage / "k"
+        assert sorted(p.name for p in tdir.glob("attempt-*.json")) == ["attempt-1.json"]
+        assert sorted(p.name for p in next((tdir / "previous").iterdir()).iterdir()) == ["attempt-2.json", "attempt-3.json"]
+    assert len(moved) == 5
+    # replay reads the transcripts: they stay
+    _attempt(tmp_path, 3, "k3 again\n", "PASS", "stop")
+    R.retire(tmp_path, "op", "k", 1, transcripts=False)
+    assert (tmp_path / "op/transcripts/write_kernel/k/attempt-1.json").exists()
+    assert sorted(p.name for p in adir.iterdir()) == ["1", "previous"]
+    assert len(list((adir / "previous").iterdir())) == 2          # two retirements, both kept
+
+
+def test_accept_names_an_unreadable_route(tmp_path):
+    a1 = _attempt(tmp_path, 1, "k\n", "PASS", "accept")
+    (a1 / "route.json").write_text("garbage{")
+    d = R.accept(tmp_path, "op", "k", a1 / "route.json", tmp_path / "k.rs", tmp_path / "k.map.json",
+                 tmp_path / "k.json")
+    assert d["verdict"] == "ERROR" and d["attempt"] == 1
+    assert str(a1 / "route.json") in d["summary"] and "delete it and rerun" in d["summary"]

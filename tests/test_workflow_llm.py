@@ -199,6 +199,33 @@ def test_llm_ir_diagnoser_advice_reaches_the_next_attempt(tmp_path):
     assert {r["ir_diff"] for r in rs} == {"PASS"} and {r["llm_calls"] for r in rs} == {"3"}
 
 
+def test_raising_the_cap_keeps_finished_attempts_and_no_attempt_beyond_it(tmp_path):
+    wd = copy_workflow(tmp_path / "wf", ["relu"])
+    srv, url = serve([ok("no kernel here"), ok(reply_with(translated_relu()))])
+    env = {"TILEPORT_FAKE_KEY": KEY}
+    try:
+        configure(wd, "anthropic", url, cap=2)
+        run(wd, env)
+        assert len(FakeMessages.seen) == 2 and route_of(wd, 2)["next"] == "accept"
+        before = (wd / ATTEMPTS / "2" / "write.json").read_bytes()
+        # a higher cap re-decides route 1 (same words) and redoes nothing: no call, same attempt 2
+        configure(wd, "anthropic", url, cap=4)
+        run(wd, env)
+        assert len(FakeMessages.seen) == 2
+        assert (wd / ATTEMPTS / "2" / "write.json").read_bytes() == before
+        final = json.loads((wd / "results/relu/write_kernel/relu_kernel.json").read_text())
+        assert (final["verdict"], final["attempt"]) == ("PASS", 2)
+        # an attempt asked for by hand beyond the loop is refused before any call
+        p = run(wd, env, False, f"{ATTEMPTS}/3/route.json")
+        assert p.returncode != 0 and "says 'accept', not 'retry'" in p.stdout + p.stderr
+        p = run(wd, env, False, f"{ATTEMPTS}/5/route.json")
+        assert p.returncode != 0 and len(FakeMessages.seen) == 2
+        assert not (wd / ATTEMPTS / "3" / "write.json").exists()
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def test_env_failure_stops_without_a_second_call(tmp_path):
     wd = copy_workflow(tmp_path / "wf", ["relu"])
     srv, url = serve([ok(reply_with(translated_relu()))])

@@ -244,10 +244,16 @@ class AnthropicBackend:
         except a.APIStatusError as exc:
             raise AgentError(f"Anthropic API: HTTP {exc.status_code} after {self.settings.max_retries} "
                              f"retries: {_api_message(exc)}") from None
-        text = "".join(getattr(b, "text", "") for b in r.content if getattr(b, "type", "") == "text")
-        return Reply(text=text, model=r.model, input_tokens=r.usage.input_tokens,
-                     output_tokens=r.usage.output_tokens, seconds=round(time.monotonic() - t0, 3),
-                     backend=self.name)
+        try:   # an endpoint may answer 200 with something that is not a Messages API message
+            text = "".join(getattr(b, "text", "") for b in r.content if getattr(b, "type", "") == "text")
+            reply = Reply(text=text, model=str(r.model), input_tokens=int(r.usage.input_tokens),
+                          output_tokens=int(r.usage.output_tokens),
+                          seconds=round(time.monotonic() - t0, 3), backend=self.name)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise AgentError(f"{self._client.base_url}: HTTP 200 but the body is not a Messages API "
+                             f"message (content / model / usage missing or malformed: "
+                             f"{type(exc).__name__}: {exc})") from None
+        return reply
 
 
 def redact(text: str, secret: str | None) -> str:

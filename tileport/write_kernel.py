@@ -876,7 +876,7 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
         raise ValueError(f"unknown kernel-writer backend '{backend}' (one of {BACKENDS})")
     results = Path(results) if results else Path(out_json).parents[4]
     tdir = results / op / "transcripts" / "write_kernel" / kernel
-    if attempt == 1 and backend != "replay":
+    if attempt == 1 and backend != "replay":     # (the workflow's retire() has done it already)
         _shelve_previous_run(tdir, Path(out_json))
     if backend in ("translator", "auto"):
         d = run(op_dir, kernel, out_rs, out_json, op, attempt)
