@@ -10,5 +10,5 @@ with stage.guarded(snakemake, "write_kernel"):
     results = Path(o.verdict).parent.parent.parent
     d = route.accept(results, w.op, w.kernel, snakemake.input.route, o.rust, o.source_map, o.verdict)
     print(f"attempt {d['attempt']}: {d['verdict']} {d['summary']}")
-    for r in d["details"]["routes"]:
+    for r in d["details"].get("routes", []):
         print(f"  attempt {r['attempt']}: {r['next']} ({r['route']}): {r['reason']}")

@@ -20,9 +20,9 @@ if attempt > 1:
         raise SystemExit(f"write_kernel: {_prev} says '{_next}', not 'retry': attempt {attempt} of "
                          f"{w.op}/{w.kernel} is not part of the loop: not written")
 with stage.guarded(snakemake, "write_kernel"):
-    # this attempt is (re)written: every later attempt of the kernel is stale (kept under previous/)
-    route.retire(Path(out.verdict).parents[4], w.op, w.kernel, attempt,
-                 transcripts=p.backend != "replay")
+    # this attempt is (re)written: its earlier exchanges move to previous/ (replay reads them)
+    if p.backend != "replay":
+        route.retire(Path(out.verdict).parents[4], w.op, w.kernel, attempt)
     settings = agents.settings_from_config(llm) if p.backend != "translator" else None
     # attempt n > 1: the previous attempt's failure, IR diff and diagnosis (route n-1's feedback)
     previous = json.loads(Path(snakemake.input.previous[0]).read_text())["feedback"] if attempt > 1 else ""

@@ -153,31 +153,6 @@ def test_llm_diagnosis_falls_back_on_an_unusable_reply(tmp_path, monkeypatch):
     assert "kernel.py:9 `ct.maximum`" in t["prompt"] and "add a max" in t["prompt"]
 
 
-def test_retire_moves_later_attempts_and_their_transcripts(tmp_path):
-    for n in (1, 2, 3):
-        _attempt(tmp_path, n, f"k{n}\n", "PASS", "retry")
-        for stage in ("write_kernel", "ir_diagnose"):
-            t = tmp_path / "op" / "transcripts" / stage / "k" / f"attempt-{n}.json"
-            t.parent.mkdir(parents=True, exist_ok=True)
-            t.write_text("{}")
-    moved = R.retire(tmp_path, "op", "k", 2)
-    adir = tmp_path / "op" / "attempts" / "k"
-    assert sorted(p.name for p in adir.iterdir()) == ["1", "2", "previous"]
-    (kept,) = (adir / "previous").iterdir()
-    assert [p.name for p in kept.iterdir()] == ["3"] and (kept / "3" / "rust/src/k.rs").read_text() == "k3\n"
-    for stage in ("write_kernel", "ir_diagnose"):
-        tdir = tmp_path / "op" / "transcripts" / stage / "k"
-        assert sorted(p.name for p in tdir.glob("attempt-*.json")) == ["attempt-1.json"]
-        assert sorted(p.name for p in next((tdir / "previous").iterdir()).iterdir()) == ["attempt-2.json", "attempt-3.json"]
-    assert len(moved) == 5
-    # replay reads the transcripts: they stay
-    _attempt(tmp_path, 3, "k3 again\n", "PASS", "stop")
-    R.retire(tmp_path, "op", "k", 1, transcripts=False)
-    assert (tmp_path / "op/transcripts/write_kernel/k/attempt-1.json").exists()
-    assert sorted(p.name for p in adir.iterdir()) == ["1", "previous"]
-    assert len(list((adir / "previous").iterdir())) == 2          # two retirements, both kept
-
-
 def test_accept_names_an_unreadable_route(tmp_path):
     a1 = _attempt(tmp_path, 1, "k\n", "PASS", "accept")
     (a1 / "route.json").write_text("garbage{")

@@ -285,6 +285,11 @@ def test_llm_usage_columns(tmp_path):
                                                       "cost_usd": 0.0005}))
     (tdir / "attempt-2.json").write_text(_json.dumps({"usage": {"input_tokens": 200, "output_tokens": 20},
                                                       "cost_usd": None}))
+    # attempt 3 of an earlier run: not behind the published attempt 2, not counted
+    (tdir / "attempt-3.json").write_text(_json.dumps({"usage": {"input_tokens": 999, "output_tokens": 9},
+                                                      "cost_usd": 1.0}))
+    write(Verdict(stage="write_kernel", op="op", verdict="PASS", summary="w", attempt=2),
+          results / "op" / "write_kernel" / "k.json")
     out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
     S.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
     r = list(csv.DictReader(open(out)))[0]

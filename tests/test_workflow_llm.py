@@ -277,25 +277,33 @@ def test_replay_without_network_reproduces_the_artefacts(llm_runs):
     assert sorted(r for r in again if "/transcripts/" in r) == sorted(r for r in snap if "/transcripts/" in r)
 
 
-def test_a_new_run_shelves_the_previous_transcripts(tmp_path):
-    """A later run of an LLM writer (Snakemake attempt 1) must be able to record again: the
-    previous run's transcripts and attempt verdicts move aside, kept, and are not counted."""
+def test_a_rewritten_attempt_retires_only_its_own_transcripts(tmp_path):
+    """Rewriting attempt n (a new run) must be able to record again: its own earlier exchanges
+    (writer and IR diagnoser) move aside, kept; later attempts stay (Snakemake reuses them when
+    attempt n's route comes out the same) and are counted only up to the published attempt."""
+    from tileport.route import retire
     from tileport.summary import llm_usage
-    from tileport.write_kernel import _shelve_previous_run
 
     results = tmp_path / "results"
-    tdir = results / "op" / "transcripts" / "write_kernel" / "k"
-    tdir.mkdir(parents=True)
-    (tdir / "attempt-1.json").write_text(json.dumps({"usage": {"input_tokens": 5, "output_tokens": 1}}))
-    wk = results / "op" / "write_kernel"
-    wk.mkdir(parents=True)
-    (wk / "k.attempt-1.json").write_text("{}")
-    assert llm_usage(results, "op")["llm_calls"] == 1
-    _shelve_previous_run(tdir, wk / "k.json")
-    assert not (tdir / "attempt-1.json").exists() and not (wk / "k.attempt-1.json").exists()
-    (kept,) = (tdir / "previous").iterdir()
-    assert sorted(p.name for p in kept.iterdir()) == ["attempt-1.json", "k.attempt-1.json"]
-    assert llm_usage(results, "op")["llm_calls"] == 0
+    for stage in ("write_kernel", "ir_diagnose"):
+        for n in (1, 2, 3):
+            t = results / "op" / "transcripts" / stage / "k" / f"attempt-{n}.json"
+            t.parent.mkdir(parents=True, exist_ok=True)
+            t.write_text(json.dumps({"usage": {"input_tokens": 5, "output_tokens": 1}}))
+    assert llm_usage(results, "op")["llm_calls"] == 6
+    assert llm_usage(results, "op", "write_kernel", "k", upto=2)["llm_calls"] == 2
+    moved = retire(results, "op", "k", 2)
+    assert len(moved) == 2
+    for stage in ("write_kernel", "ir_diagnose"):
+        tdir = results / "op" / "transcripts" / stage / "k"
+        assert sorted(p.name for p in tdir.glob("attempt-*.json")) == ["attempt-1.json", "attempt-3.json"]
+        (kept,) = (tdir / "previous").iterdir()
+        assert [p.name for p in kept.iterdir()] == ["attempt-2.json"]
+    # a second retirement of the same attempt in the same second is kept beside the first
+    (results / "op/transcripts/write_kernel/k/attempt-2.json").write_text("{}")
+    retire(results, "op", "k", 2)
+    assert len(list((results / "op/transcripts/write_kernel/k/previous").rglob("attempt-2.json"))) == 2
+    assert llm_usage(results, "op", "write_kernel", "k")["llm_calls"] == 2
 
 
 def test_prompts_hold_no_checkout_path(llm_runs):

@@ -40,43 +40,27 @@ def attempt_dir(results: str | Path, op: str, kernel: str, n: int) -> Path:
     return Path(results) / op / "attempts" / kernel / str(int(n))
 
 
-def retire(results, op: str, kernel: str, n: int, transcripts: bool = True) -> list[str]:
-    """A new run of writer attempt ``n`` makes every later attempt of that kernel stale: move
-    ``attempts/<kernel>/<k>/`` for k > n to ``attempts/<kernel>/previous/<UTC time>/<k>/`` and
-    (``transcripts``: not under replay, which reads them) the writer's and the IR diagnoser's
-    transcripts ``attempt-<k>.json`` for k >= n to ``transcripts/<stage>/<kernel>/previous/<UTC
-    time>/``. Kept, never overwritten, no longer counted or reused. Returns what was moved."""
+def retire(results, op: str, kernel: str, n: int) -> list[str]:
+    """Before writer attempt ``n`` is (re)written, move its own earlier transcripts -- the
+    writer's and the IR diagnoser's ``attempt-<n>.json`` -- to ``transcripts/<stage>/<kernel>/
+    previous/<UTC time>/``: kept, never overwritten, no longer counted. Later attempts are left
+    alone: if attempt n's route comes out as before, Snakemake (which compares checksums) reuses
+    them like a cache; if it differs, they are rerun, each retiring its own transcript then.
+    Not called under replay (which reads the transcripts). Returns what was moved."""
     import time as _time
 
     stamp = _time.strftime("%Y%m%dT%H%M%SZ", _time.gmtime())
     moved = []
-
-    def dest(base: Path) -> Path:
-        d, i = base / "previous" / stamp, 1
-        while d.exists():
-            d, i = base / "previous" / f"{stamp}.{i}", i + 1
-        return d
-
-    adir = Path(results) / op / "attempts" / kernel
-    later = sorted((p for p in adir.iterdir() if p.name.isdigit() and int(p.name) > n),
-                   key=lambda p: int(p.name)) if adir.is_dir() else []
-    if later:
-        d = dest(adir)
-        d.mkdir(parents=True)
-        for p in later:
-            p.replace(d / p.name)
-            moved.append(str(p))
-    if transcripts:
-        for stage in ("write_kernel", "ir_diagnose"):
-            tdir = Path(results) / op / "transcripts" / stage / kernel
-            olds = [p for p in tdir.glob("attempt-*.json")
-                    if p.stem.split("-")[-1].isdigit() and int(p.stem.split("-")[-1]) >= n] if tdir.is_dir() else []
-            if olds:
-                d = dest(tdir)
-                d.mkdir(parents=True)
-                for p in olds:
-                    p.replace(d / p.name)
-                    moved.append(str(p))
+    for stage in ("write_kernel", "ir_diagnose"):
+        t = Path(results) / op / "transcripts" / stage / kernel / f"attempt-{int(n)}.json"
+        if not t.exists():
+            continue
+        d, i = t.parent / "previous" / stamp, 1
+        while (d / t.name).exists():
+            d, i = t.parent / "previous" / f"{stamp}.{i}", i + 1
+        d.mkdir(parents=True, exist_ok=True)
+        t.replace(d / t.name)
+        moved.append(str(t))
     return moved
 
 

@@ -34,9 +34,12 @@ OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_
 _LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
 
 
-def llm_usage(results: str | Path, op: str, stage: str | None = None, kernel: str | None = None) -> dict:
+def llm_usage(results: str | Path, op: str, stage: str | None = None, kernel: str | None = None,
+              upto: int | None = None) -> dict:
     """LLM calls, tokens and cost (USD; blank when no call had a price) from the transcripts
-    under ``results/<op>/transcripts/`` -- all stages, or one ``stage`` (and ``kernel``)."""
+    under ``results/<op>/transcripts/`` -- all stages, or one ``stage`` (and ``kernel``);
+    ``upto``: only ``attempt-<k>.json`` with k <= upto (the attempts that led to the published
+    kernel; later ones left from an earlier run are not this run's)."""
     base = Path(results) / op / "transcripts"
     if stage:
         base = base / stage
@@ -45,7 +48,8 @@ def llm_usage(results: str | Path, op: str, stage: str | None = None, kernel: st
     calls, tin, tout, cost, priced = 0, 0, 0, 0.0, False
     # this run's transcripts only: earlier runs are shelved under .../previous/<time>/
     files = [p for p in (base.rglob("attempt-*.json") if base.is_dir() else [])
-             if "previous" not in p.relative_to(base).parts]
+             if "previous" not in p.relative_to(base).parts
+             and (upto is None or (p.stem.split("-")[-1].isdigit() and int(p.stem.split("-")[-1]) <= upto))]
     for p in sorted(files):
         try:
             t = json.loads(p.read_text())
@@ -64,11 +68,27 @@ def llm_usage(results: str | Path, op: str, stage: str | None = None, kernel: st
             "cost_usd": f"{cost:.6f}" if priced else ""}
 
 
-def _sum_usage(a: dict, b: dict) -> dict:
-    cost = [float(x["cost_usd"]) for x in (a, b) if x["cost_usd"] != ""]
-    return {"llm_calls": a["llm_calls"] + b["llm_calls"], "tokens_in": a["tokens_in"] + b["tokens_in"],
-            "tokens_out": a["tokens_out"] + b["tokens_out"],
-            "cost_usd": f"{sum(cost):.6f}" if cost else ""}
+def _sum_usage(*us: dict) -> dict:
+    cost = [float(x["cost_usd"]) for x in us if x["cost_usd"] != ""]
+    return {"llm_calls": sum(x["llm_calls"] for x in us), "tokens_in": sum(x["tokens_in"] for x in us),
+            "tokens_out": sum(x["tokens_out"] for x in us), "cost_usd": f"{sum(cost):.6f}" if cost else ""}
+
+
+def kernel_usage(results: str | Path, op: str, kernel: str) -> dict:
+    """LLM use behind one kernel's published port: the writer's and the IR diagnoser's calls of
+    attempts 1..n, n = the attempt ``write_kernel/<kernel>.json`` published."""
+    n = (_v(Path(results) / op / "write_kernel" / f"{kernel}.json") or {}).get("attempt")
+    return _sum_usage(llm_usage(results, op, "write_kernel", kernel, upto=n),
+                      llm_usage(results, op, "ir_diagnose", kernel, upto=n))
+
+
+def op_usage(results: str | Path, op: str) -> dict:
+    """An operator's LLM use: its kernels' (:func:`kernel_usage`) plus the perf diagnoser's."""
+    base = Path(results) / op / "transcripts"
+    kernels = sorted({p.name for st in ("write_kernel", "ir_diagnose") if (base / st).is_dir()
+                      for p in (base / st).iterdir() if p.is_dir() and p.name != "previous"})
+    return _sum_usage(*(kernel_usage(results, op, k) for k in kernels),
+                      llm_usage(results, op, "perf_diagnose"))
 
 
 def _v(path: Path) -> dict | None:
@@ -116,8 +136,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         bench = {**bench, "verdict": "NOT_RUN", "summary": stale} if bench else bench
     out = []
     # a kernel's LLM use: its writer attempts and the IR diagnoser's calls on them
-    usage = {k: _sum_usage(llm_usage(results, op, "write_kernel", k), llm_usage(results, op, "ir_diagnose", k))
-             for k in {k for k, _ in variants}}
+    usage = {k: kernel_usage(results, op, k) for k in {k for k, _ in variants}}
     for kernel, variant in variants:
         wk = _v(r / "write_kernel" / f"{kernel}.json")
         ref = _v(r / "ref" / kernel / f"{variant}.json")
@@ -208,7 +227,7 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None) -> 
         if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": _word(b) if b is None
                          else (b["summary"] if b["verdict"] == "NOT_RUN" else b["verdict"]),
-                         "vs_torch": "", "ref_vs_torch": "", **llm_usage(results, op)})
+                         "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op)})
             continue
         good = [r for r in b["details"].get("rows", []) if not r.get("error")]
         all_ratios += [r["ratio"] for r in good]
@@ -218,7 +237,7 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None) -> 
         rows.append({"op": op, "configs": d.get("configs", 0),
                      "geomean_ratio": _fmt(d.get("geomean_ratio")), "verdict": judged(b, threshold),
                      "vs_torch": _fmt(d.get("geomean_vs_torch")),
-                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch")), **llm_usage(results, op)})
+                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch")), **op_usage(results, op)})
     rows.append({"op": "ALL", "configs": len(all_ratios),
                  "geomean_ratio": _fmt(S.geomean(all_ratios)) if all_ratios else "",
                  "verdict": "" if all_ratios else "not_run (no config measured)", "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",

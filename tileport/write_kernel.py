@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ast
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -836,24 +835,6 @@ def _llm_fields(op_dir, kernel, op, attempt, analysis_json, ref_ir, previous: st
             "previous": previous}
 
 
-def _shelve_previous_run(tdir: Path, out_json: Path) -> None:
-    """A new run of the writer (Snakemake attempt 1) moves the previous run's transcripts and
-    per-attempt verdicts into ``<transcripts>/previous/<UTC time>/``: kept, never overwritten,
-    and no longer counted as this run's."""
-    olds = sorted(tdir.glob("attempt-*.json")) if tdir.is_dir() else []
-    verdicts = sorted(out_json.parent.glob(f"{out_json.stem}.attempt-*.json"))
-    if not olds and not verdicts:
-        return
-    dest = tdir / "previous" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    n = 1
-    while dest.exists():
-        dest = dest.with_name(f"{dest.name.split('.')[0]}.{n}")
-        n += 1
-    dest.mkdir(parents=True)
-    for p in olds + verdicts:
-        p.replace(dest / p.name)
-
-
 def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator", *,
                 settings=None, analysis_json=None, ref_ir=None, results=None, replay_dir=None,
                 attempt: int = 1, previous: str = "") -> dict:
@@ -875,9 +856,6 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
     if backend not in BACKENDS:
         raise ValueError(f"unknown kernel-writer backend '{backend}' (one of {BACKENDS})")
     results = Path(results) if results else Path(out_json).parents[4]
-    tdir = results / op / "transcripts" / "write_kernel" / kernel
-    if attempt == 1 and backend != "replay":     # (the workflow's retire() has done it already)
-        _shelve_previous_run(tdir, Path(out_json))
     if backend in ("translator", "auto"):
         d = run(op_dir, kernel, out_rs, out_json, op, attempt)
         if backend == "translator" or d["verdict"] == "PASS":
