@@ -6,11 +6,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
 CORES ?= all
+# GPU jobs at once on this machine (1: a benchmark never shares the GPU with another GPU job)
+GPUS ?= 1
 
 .PHONY: run test test-slurm install system-deps
 
 run: install
-	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv
+	$(VENV)/bin/snakemake --cores $(CORES) --resources gpu=$(GPUS) results/summary.csv
 	@$(PY) -m tileport.summary results/summary.csv
 
 test: install

@@ -59,7 +59,13 @@ def test_local_rules_exist_and_are_cheap():
     assert not local & (GPU_RULES | {"rust_build", "host_build", "rust_ir", "reference_ir", "check_kernel"})
 
 
-def test_default_profile_runs_locally_one_gpu_job_at_a_time():
+def test_default_profile_suits_a_cluster_too_and_make_run_limits_local_gpu_jobs():
+    # Snakemake merges the workflow profile (profiles/default) into --profile profiles/slurm runs
+    # and its keys win: a global resource limit there would allow one GPU job on the whole cluster
     d = profile("default")
     assert "executor" not in d and d["rerun-incomplete"] is True and d["keep-going"] is True
-    assert d["resources"] == ["gpu=1"]
+    assert not {"resources", "jobs", "default-resources", "set-resources"} & set(d)
+    slurm = profile("slurm")
+    assert not {k for k in d if k in slurm and d[k] != slurm[k]}
+    make = (REPO / "Makefile").read_text()
+    assert "--resources gpu=$(GPUS)" in make and "GPUS ?= 1" in make

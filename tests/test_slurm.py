@@ -38,8 +38,8 @@ GPU_RULES = {"gpu_test", "bench"}
 # shared host library, which every GPU job depends on
 KILL = "rule_host_build"
 SNAKEMAKE = os.path.join(os.path.dirname(sys.executable), "snakemake")
-# status via squeue (no accounting daemon); no account to guess; poll every 2 s, not every 40 s
-SLURM_ARGS = ["--profile", "profiles/slurm", "--slurm-status-command", "squeue", "--slurm-no-account",
+# status via squeue (no accounting daemon); poll every 2 s, not every 40 s
+SLURM_ARGS = ["--profile", "profiles/slurm", "--slurm-status-command", "squeue",
               "--slurm-init-seconds-before-status-checks", "2"]
 RUN_TIMEOUT_S = 1200
 
