@@ -40,6 +40,21 @@ def attempt_dir(results: str | Path, op: str, kernel: str, n: int) -> Path:
     return Path(results) / op / "attempts" / kernel / str(int(n))
 
 
+def _retire_transcript(t: Path) -> bool:
+    """Move one transcript to ``<its folder>/previous/<UTC time>/`` (kept, never overwritten)."""
+    import time as _time
+
+    if not t.exists():
+        return False
+    stamp = _time.strftime("%Y%m%dT%H%M%SZ", _time.gmtime())
+    d, i = t.parent / "previous" / stamp, 1
+    while (d / t.name).exists():
+        d, i = t.parent / "previous" / f"{stamp}.{i}", i + 1
+    d.mkdir(parents=True, exist_ok=True)
+    t.replace(d / t.name)
+    return True
+
+
 def retire(results, op: str, kernel: str, n: int) -> list[str]:
     """Before writer attempt ``n`` is (re)written, move its own earlier transcripts -- the
     writer's and the IR diagnoser's ``attempt-<n>.json`` -- to ``transcripts/<stage>/<kernel>/
@@ -47,21 +62,9 @@ def retire(results, op: str, kernel: str, n: int) -> list[str]:
     alone: if attempt n's route comes out as before, Snakemake (which compares checksums) reuses
     them like a cache; if it differs, they are rerun, each retiring its own transcript then.
     Not called under replay (which reads the transcripts). Returns what was moved."""
-    import time as _time
-
-    stamp = _time.strftime("%Y%m%dT%H%M%SZ", _time.gmtime())
-    moved = []
-    for stage in ("write_kernel", "ir_diagnose"):
-        t = Path(results) / op / "transcripts" / stage / kernel / f"attempt-{int(n)}.json"
-        if not t.exists():
-            continue
-        d, i = t.parent / "previous" / stamp, 1
-        while (d / t.name).exists():
-            d, i = t.parent / "previous" / f"{stamp}.{i}", i + 1
-        d.mkdir(parents=True, exist_ok=True)
-        t.replace(d / t.name)
-        moved.append(str(t))
-    return moved
+    ts = [Path(results) / op / "transcripts" / stage / kernel / f"attempt-{int(n)}.json"
+          for stage in ("write_kernel", "ir_diagnose")]
+    return [str(t) for t in ts if _retire_transcript(t)]
 
 
 def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: list[str],
@@ -120,12 +123,8 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
     if backend in ("anthropic", "auto"):
         # a rerun of this attempt's check (e.g. tileport's code changed) asks again, the old
         # exchange is kept under previous/
-        tp = Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel / f"attempt-{int(n)}.json"
-        if tp.exists():
-            import time as _time
-            d = tp.parent / "previous" / _time.strftime("%Y%m%dT%H%M%SZ", _time.gmtime())
-            d.mkdir(parents=True, exist_ok=True)
-            tp.replace(d / tp.name)
+        _retire_transcript(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel
+                           / f"attempt-{int(n)}.json")
     for v in variants:
         d = rust_ir.dump(op_dir, op, kernel, v, adir / "build.json", ir / f"{v}.tileirbc",
                          ir / f"{v}.tileir", ir / f"{v}.dump.json", target=target)
