@@ -12,7 +12,7 @@ GPUS ?= 1
 .PHONY: run test test-slurm install system-deps
 
 run: install
-	$(VENV)/bin/snakemake --cores $(CORES) --resources gpu=$(GPUS) results/summary.csv
+	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS)
 	@$(PY) -m tileport.summary results/summary.csv
 
 test: install
