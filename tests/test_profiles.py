@@ -69,3 +69,15 @@ def test_default_profile_suits_a_cluster_too_and_make_run_limits_local_gpu_jobs(
     assert not {k for k in d if k in slurm and d[k] != slurm[k]}
     make = (REPO / "Makefile").read_text()
     assert "--resources gpu=$(GPUS)" in make and "GPUS ?= 1" in make
+
+
+def test_make_run_command_is_a_valid_snakemake_call():
+    """The README's main command, as make runs it, parses (a dry run): --resources takes every
+    word after it, so a target placed after it once broke make run."""
+    import subprocess
+
+    out = subprocess.run(["make", "-n", "run"], cwd=REPO, capture_output=True, text=True).stdout
+    line = next(x for x in out.splitlines() if "/snakemake --cores" in x)
+    assert line.split()[-2:] == ["--resources", "gpu=1"]
+    p = subprocess.run(line + " -n --quiet rules", shell=True, cwd=REPO, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
