@@ -8,10 +8,7 @@ from tileport import agents, route, stage
 w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 llm = snakemake.config["llm"]
 with stage.guarded(snakemake, "check_kernel"):
-    diagnoser = {"backend": p.diagnoser, "results": Path(snakemake.output.verdict).parents[4],
-                 "replay_dir": llm.get("replay_dir")}
-    if p.diagnoser != "deterministic":
-        diagnoser["settings"] = agents.settings_from_config(llm)
+    diagnoser = agents.role_config(p.diagnoser, llm, Path(snakemake.output.verdict).parents[4])
     d = route.check(p.op_dir, w.op, w.kernel, int(w.n), i.write, Path(i.ref[0]).parent, list(p.variants),
                     snakemake.output.verdict, target=p.target, diagnoser=diagnoser)
     print(d["verdict"], d["summary"])

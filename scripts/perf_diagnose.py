@@ -8,10 +8,8 @@ from tileport import agents, perf_diagnose, stage
 w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 llm = snakemake.config["llm"]
 with stage.guarded(snakemake, "perf_diagnose"):
-    role = {"backend": p.backend, "results": Path(snakemake.output.verdict).parents[1],
-            "replay_dir": llm.get("replay_dir"), "kernels": list(i.kernels)}
-    if p.backend != "deterministic":
-        role["settings"] = agents.settings_from_config(llm)
+    role = agents.role_config(p.backend, llm, Path(snakemake.output.verdict).parents[1],
+                              kernels=list(i.kernels))
     d = perf_diagnose.diagnose(w.op, i.bench, list(i.ir_diffs), snakemake.output.verdict,
                                threshold=snakemake.params.threshold,
                                attempt=snakemake.resources.attempt, role=role)

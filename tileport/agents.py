@@ -359,6 +359,22 @@ def request_for(role: str, fields: dict, settings: LlmSettings, prompts_dir: Pat
                    effort=settings.effort)
 
 
+def without_repo(fields: dict, repo_root: str | Path) -> dict:
+    """``fields`` with the checkout's absolute path replaced by ``<repo>`` in every string:
+    prompts name no path of one clone, so a transcript replays in any other."""
+    root = str(Path(repo_root).resolve())
+    return {k: v.replace(root, "<repo>") if isinstance(v, str) else v for k, v in fields.items()}
+
+
+def role_config(backend: str, llm: dict, results: str | Path, **extra) -> dict:
+    """What :func:`consult` needs for a diagnoser role: ``backend``, ``results``, config.yaml's
+    ``llm.replay_dir`` and, for any backend but ``deterministic``, the :class:`LlmSettings`."""
+    cfg = {"backend": backend, "results": Path(results), "replay_dir": llm.get("replay_dir"), **extra}
+    if backend != "deterministic":
+        cfg["settings"] = settings_from_config(llm)
+    return cfg
+
+
 def settings_from_config(llm: dict) -> LlmSettings:
     """:class:`LlmSettings` from config.yaml's ``llm`` section (``replay_dir`` is not a setting;
     an empty ``base_url`` means the SDK's default endpoint)."""
@@ -392,8 +408,7 @@ def consult(role: str, fields: dict, cfg: dict, *, op: str, stage: str, attempt:
     tpath = transcript_path(results, op, stage, attempt)
     try:
         if repo_root:
-            root = str(Path(repo_root).resolve())
-            fields = {k: v.replace(root, "<repo>") if isinstance(v, str) else v for k, v in fields.items()}
+            fields = without_repo(fields, repo_root)
         req = request_for(role, fields, cfg["settings"])
         be = ReplayBackend(cfg.get("replay_dir") or results) if llm == "replay" else AnthropicBackend(cfg["settings"])
         t = exchange(req, be, tpath, cfg["settings"], stage=stage.split("/")[0], op=op, attempt=attempt,

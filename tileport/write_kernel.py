@@ -873,8 +873,7 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
     try:
         fields = _llm_fields(op_dir, kernel, op, attempt, analysis_json, ref_ir, previous)
         # no absolute paths of this checkout in a prompt: replay must work from any clone
-        root = str(Path(op_dir).resolve().parent.parent)
-        fields = {k: v.replace(root, "<repo>") if isinstance(v, str) else v for k, v in fields.items()}
+        fields = agents.without_repo(fields, Path(op_dir).resolve().parent.parent)
         req = agents.request_for("kernel_writer", fields, settings)
         be = (agents.ReplayBackend(replay_dir or results) if llm == "replay"
               else agents.AnthropicBackend(settings))
