@@ -16,6 +16,9 @@ wildcard_constraints:
     kernel="[A-Za-z_][A-Za-z0-9_]*",
     variant="[A-Za-z0-9_-]+",
     n="[1-9][0-9]*",
+    r="[1-9][0-9]*",
+    # where a stage's files live: results/ (round 1) or a later GPU round's tree
+    root="results|results/[a-z][a-z0-9_]*/rounds/[1-9][0-9]*",
 
 
 include: "rules/analyze.smk"
@@ -38,6 +41,10 @@ localrules:
     summary,
     route,
     accept_kernel,
+    gpu_route,
+    round_start,
+    round_kernel,
+    final_round,
     ir_diagnose,
     perf_diagnose,
 

@@ -3,18 +3,18 @@ rule bench:
     input:
         op_inputs,
         reference=op_reference,
-        analysis="results/{op}/analysis.json",
-        ffi_json="results/{op}/host/ffi.json",
+        analysis="{root}/{op}/analysis.json",
+        ffi_json="{root}/{op}/host/ffi.json",
         # benchmark only what the functional test checked
-        test="results/{op}/test.json",
-        library=ancient("results/host/libtileport_host.so"),
-        host_build=ancient("results/host/build.json"),
+        test="{root}/{op}/test.json",
+        library=ancient("{root}/host/libtileport_host.so"),
+        host_build=ancient("{root}/host/build.json"),
         code=code("bench", "harness", "ffi", "cupti", "stats", "gpu_test"),
     output:
-        csv="results/{op}/bench.csv",
-        verdict="results/{op}/bench.json",
+        csv="{root}/{op}/bench.csv",
+        verdict="{root}/{op}/bench.json",
     log:
-        "results/{op}/logs/bench.log",
+        "{root}/{op}/logs/bench.log",
     params:
         tools=config["tools"],
         op_dir=op_dir,

@@ -116,33 +116,117 @@ def writer_prompt(wildcards):
     return [str(Path(workflow.basedir) / "prompts" / "kernel_writer.md")]
 
 
+def _route_next(path):
+    import json
+
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {"next": "stop"}
+
+
+def follow_routes(op, kernel, start):
+    """The writer attempt the kernel's CPU routes lead to from attempt ``start`` (checkpoint
+    ``route``): the first that is accepted or stopped. Until a route exists, Snakemake plans the
+    jobs that make it, so a dry run of a half-finished loop lists the next attempt."""
+    cap = config["attempts"]["write_kernel"]
+    n = start
+    while True:
+        path = checkpoints.route.get(op=op, kernel=kernel, n=str(n)).output.route
+        if _route_next(path).get("next") != "retry" or n >= cap:
+            return n
+        n += 1
+
+
+def max_rounds(op):
+    """Each GPU round after the first costs one kernel-writer attempt: a bound, not a target."""
+    return 1 + max(1, len(kernels_of(op))) * config["attempts"]["write_kernel"]
+
+
+def round_root(op, r):
+    """The results tree of GPU round ``r`` of ``op``: results/ for round 1, else its own."""
+    return "results" if int(r) == 1 else f"results/{op}/rounds/{r}"
+
+
+def root_round(root):
+    """Inverse of round_root: the round number of a stage's ``{root}``."""
+    return 1 if root == "results" else int(root.rsplit("/", 1)[1])
+
+
+def root_ops(root):
+    """Operators built into the host library under ``{root}``."""
+    return GPU_OPS if root == "results" else [root.split("/")[1]]
+
+
+def gpu_routes(op):
+    """The operator's GPU routes from round 1 (checkpoint ``gpu_route``) up to the first that
+    does not say retry: [(round, route dict)]."""
+    out, r = [], 1
+    while True:
+        path = checkpoints.gpu_route.get(op=op, r=str(r)).output.route
+        d = _route_next(path)
+        out.append((r, d))
+        if d.get("next") != "retry" or r >= max_rounds(op):
+            return out
+        r += 1
+
+
+def round_attempts(op, r):
+    """{kernel: writer attempt} that GPU round ``r`` tests: round 1 follows each kernel's CPU
+    routes from attempt 1; a retry of round r-1 restarts one kernel's loop at the attempt it
+    asked for."""
+    att = {k: follow_routes(op, k, 1) for k in kernels_of(op)}
+    for rr in range(1, int(r)):
+        path = checkpoints.gpu_route.get(op=op, r=str(rr)).output.route
+        req = _route_next(path).get("request") or {}
+        if req.get("kernel") in att and isinstance(req.get("attempt"), int):
+            att[req["kernel"]] = follow_routes(op, req["kernel"], req["attempt"])
+    return att
+
+
 def previous_route(wildcards):
-    """Writer attempt n > 1 reads the route of attempt n-1 (its failure and diagnosis)."""
+    """Writer attempt n > 1 reads the route of attempt n-1 (its failure and diagnosis); when that
+    route accepted attempt n-1, attempt n was asked for by a GPU round's route (a functional
+    failure or a slow port), which it reads too."""
     n = int(wildcards.n)
     if n <= 1:
         return []
-    return [f"results/{wildcards.op}/attempts/{wildcards.kernel}/{n - 1}/route.json"]
+    prev = checkpoints.route.get(op=wildcards.op, kernel=wildcards.kernel, n=str(n - 1)).output.route
+    if _route_next(prev).get("next") != "accept":
+        return [prev]
+    # rounds in order, up to the one that asked (a later round would depend on this attempt)
+    for r in range(1, max_rounds(wildcards.op) + 1):
+        path = checkpoints.gpu_route.get(op=wildcards.op, r=str(r)).output.route
+        d = _route_next(path)
+        req = d.get("request") or {}
+        if req.get("kernel") == wildcards.kernel and req.get("attempt") == n:
+            return [prev, path]
+        if d.get("next") != "retry":
+            break
+    return [prev]
 
 
 def routed_attempt(wildcards):
-    """Follow the kernel's routes from attempt 1 (checkpoint ``route``): the last route and its
-    attempt's files. Until a route exists, Snakemake plans the jobs that make it, so a dry run
-    of a half-finished loop lists the next attempt."""
-    import json
+    """Round 1's attempt of a kernel (rule accept_kernel): its last route and attempt files."""
+    n = follow_routes(wildcards.op, wildcards.kernel, 1)
+    a = f"results/{wildcards.op}/attempts/{wildcards.kernel}/{n}"
+    return {"route": f"{a}/route.json", "write": f"{a}/write.json", "rust": f"{a}/rust/src/{wildcards.kernel}.rs"}
 
-    cap = config["attempts"]["write_kernel"]
-    n = 1
-    while True:
-        path = checkpoints.route.get(op=wildcards.op, kernel=wildcards.kernel, n=str(n)).output.route
-        try:
-            nxt = json.loads(Path(path).read_text())["next"]
-        except (OSError, ValueError, KeyError, TypeError):
-            nxt = "stop"
-        if nxt != "retry" or n >= cap:
-            a = f"results/{wildcards.op}/attempts/{wildcards.kernel}/{n}"
-            return {"route": path, "write": f"{a}/write.json",
-                    "rust": f"{a}/rust/src/{wildcards.kernel}.rs"}
-        n += 1
+
+def round_attempt(wildcards):
+    """The attempt of one kernel that GPU round r >= 2 tests (rule round_kernel)."""
+    n = round_attempts(wildcards.op, wildcards.r)[wildcards.kernel]
+    a = f"results/{wildcards.op}/attempts/{wildcards.kernel}/{n}"
+    return {"route": f"{a}/route.json", "write": f"{a}/write.json", "rust": f"{a}/rust/src/{wildcards.kernel}.rs"}
+
+
+def round_inputs(wildcards):
+    """What checkpoint gpu_route of round r reads: that round's GPU verdicts and kernels."""
+    root, op = round_root(wildcards.op, wildcards.r), wildcards.op
+    return {"test": f"{root}/{op}/test.json", "bench": f"{root}/{op}/bench.json",
+            "perf": f"{root}/{op}/perf_diagnosis.json", "shim": f"{root}/{op}/host/shim.json",
+            "kernels": [f"{root}/{op}/write_kernel/{k}.json" for k in kernels_of(op)],
+            "ir_diffs": [f"{root}/{op}/ir_diff/{k}/{v}.json" for k, v in VARIANTS[op]]}
 
 
 def variants_of(op, kernel):
@@ -162,24 +246,40 @@ def retries(stage):
     return config["attempts"][stage] - 1
 
 
-def stage_targets(op):
-    """Every per-variant verdict the summary of one operator reads."""
+def stage_targets(op, root="results"):
+    """Every per-variant verdict the summary of one operator reads, under ``root`` (results/ or
+    a GPU round's tree; analysis and reference Tile IR are always results/'s)."""
     out = [f"results/{op}/analysis.json"]
     if op in MANIFEST_ERRORS:
         return out
-    out += [f"results/{op}/write_kernel/{k}.json" for k in kernels_of(op)]
-    out.append(f"results/{op}/rust/build.json")
+    out += [f"{root}/{op}/write_kernel/{k}.json" for k in kernels_of(op)]
+    out.append(f"{root}/{op}/rust/build.json")
     for k, v in VARIANTS[op]:
         out += [
             f"results/{op}/ref/{k}/{v}.json",
-            f"results/{op}/rust_ir/{k}/{v}.json",
-            f"results/{op}/ir_diff/{k}/{v}.json",
-            f"results/{op}/diagnosis/{k}/{v}.json",
+            f"{root}/{op}/rust_ir/{k}/{v}.json",
+            f"{root}/{op}/ir_diff/{k}/{v}.json",
+            f"{root}/{op}/diagnosis/{k}/{v}.json",
         ]
-    out += [f"results/{op}/host/shim.json", f"results/{op}/host/ffi.json", "results/host/build.json",
-            "results/host/libtileport_host.so", f"results/{op}/test.json",
-            f"results/{op}/bench.json", f"results/{op}/perf_diagnosis.json"]
+    out += [f"{root}/{op}/host/shim.json", f"{root}/{op}/host/ffi.json", f"{root}/host/build.json",
+            f"{root}/host/libtileport_host.so", f"{root}/{op}/test.json",
+            f"{root}/{op}/bench.json", f"{root}/{op}/perf_diagnosis.json"]
     return out
+
+
+def final_inputs(wildcards):
+    """One operator's verdicts in its last GPU round's tree, plus every GPU route it took
+    (rule final_round; one such rule per operator lets Snakemake follow each operator's
+    checkpoints independently, and in parallel)."""
+    taken = gpu_routes(wildcards.op)
+    return {"verdicts": stage_targets(wildcards.op, round_root(wildcards.op, taken[-1][0])),
+            "routes": [f"results/{wildcards.op}/rounds/{r}/route.json" for r, _ in taken]}
+
+
+def summary_inputs(wildcards):
+    """What summary.csv reads: each operator's final round (or, for a broken manifest, its analysis)."""
+    return [t for op in OPS for t in (stage_targets(op) if op in MANIFEST_ERRORS
+                                      else [f"results/{op}/final.json"])]
 
 
 def code(*modules):

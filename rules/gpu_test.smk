@@ -3,20 +3,20 @@ rule gpu_test:
     input:
         op_inputs,
         reference=op_reference,
-        analysis="results/{op}/analysis.json",
-        ffi_rs="results/{op}/host/ffi.rs",
-        ffi_json="results/{op}/host/ffi.json",
-        kernels=lambda wc: [f"results/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
+        analysis="{root}/{op}/analysis.json",
+        ffi_rs="{root}/{op}/host/ffi.rs",
+        ffi_json="{root}/{op}/host/ffi.json",
+        kernels=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
         # the shared library is rebuilt when any operator changes: its mtime must not rerun the
         # other operators' GPU stages (the stage checks that the library holds this operator's
         # current sources by hash)
-        library=ancient("results/host/libtileport_host.so"),
-        host_build=ancient("results/host/build.json"),
+        library=ancient("{root}/host/libtileport_host.so"),
+        host_build=ancient("{root}/host/build.json"),
         code=code("gpu_test", "harness", "ffi", "cupti", "host"),
     output:
-        verdict="results/{op}/test.json",
+        verdict="{root}/{op}/test.json",
     log:
-        "results/{op}/logs/gpu_test.log",
+        "{root}/{op}/logs/gpu_test.log",
     params:
         tools=config["tools"],
         op_dir=op_dir,

@@ -1,16 +1,16 @@
 rule host_shim:
-    """Host builder (deterministic): C ABI shims results/{op}/host/ffi.rs + their signatures ffi.json."""
+    """Host builder (deterministic): C ABI shims {root}/{op}/host/ffi.rs + their signatures ffi.json."""
     input:
         analysis="results/{op}/analysis.json",
-        verdicts=lambda wc: [f"results/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
-        source_maps=lambda wc: [f"results/{wc.op}/rust/src/{k}.rs.map.json" for k in kernels_of(wc.op)],
+        verdicts=lambda wc: [f"{wc.root}/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
+        source_maps=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs.map.json" for k in kernels_of(wc.op)],
         code=code("host"),
     output:
-        ffi_rs="results/{op}/host/ffi.rs",
-        ffi_json="results/{op}/host/ffi.json",
-        verdict="results/{op}/host/shim.json",
+        ffi_rs="{root}/{op}/host/ffi.rs",
+        ffi_json="{root}/{op}/host/ffi.json",
+        verdict="{root}/{op}/host/shim.json",
     log:
-        "results/{op}/logs/host_shim.log",
+        "{root}/{op}/logs/host_shim.log",
     params:
         tools=config["tools"],
     retries: retries("host_shim")
@@ -23,21 +23,23 @@ rule host_shim:
 
 
 rule host_build:
-    """One cdylib with every operator's shims and kernels: results/host/libtileport_host.so (release)."""
+    """One cdylib with every operator's shims and kernels: results/host/libtileport_host.so (release);
+    a GPU round's tree (results/{op}/rounds/{r}) gets its own library with that operator alone."""
     input:
-        shims=[f"results/{op}/host/{f}" for op in GPU_OPS for f in ("ffi.rs", "ffi.json", "shim.json")],
-        builds=[f"results/{op}/rust/build.json" for op in GPU_OPS],
-        kernels=[f"results/{op}/rust/src/{k}.rs" for op in GPU_OPS for k in kernels_of(op)],
+        shims=lambda wc: [f"{wc.root}/{op}/host/{f}" for op in root_ops(wc.root)
+                          for f in ("ffi.rs", "ffi.json", "shim.json")],
+        builds=lambda wc: [f"{wc.root}/{op}/rust/build.json" for op in root_ops(wc.root)],
+        kernels=lambda wc: [f"{wc.root}/{op}/rust/src/{k}.rs" for op in root_ops(wc.root) for k in kernels_of(op)],
         template=["rust/host-template/Cargo.toml", "rust/host-template/Cargo.lock", "rust/host/abi.rs"],
         code=code("host", "rust_ir"),
     output:
-        library="results/host/libtileport_host.so",
-        verdict="results/host/build.json",
+        library="{root}/host/libtileport_host.so",
+        verdict="{root}/host/build.json",
     log:
-        "results/logs/host_build.log",
+        "{root}/logs/host_build.log",
     params:
         tools=config["tools"],
-        ops=GPU_OPS,
+        ops=lambda wc: root_ops(wc.root),
     retries: retries("host_build")
     resources:
         attempt=lambda wc, attempt: attempt,

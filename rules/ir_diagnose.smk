@@ -2,14 +2,14 @@ rule ir_diagnose:
     """IR diagnoser (deterministic): source lines + advice for each critical IR-diff finding."""
     input:
         op_inputs,
-        diff="results/{op}/ir_diff/{kernel}/{variant}.json",
-        rust="results/{op}/rust/src/{kernel}.rs",
-        source_map="results/{op}/rust/src/{kernel}.rs.map.json",
+        diff="{root}/{op}/ir_diff/{kernel}/{variant}.json",
+        rust="{root}/{op}/rust/src/{kernel}.rs",
+        source_map="{root}/{op}/rust/src/{kernel}.rs.map.json",
         code=code("ir_diagnose", "ir_locs"),
     output:
-        verdict="results/{op}/diagnosis/{kernel}/{variant}.json",
+        verdict="{root}/{op}/diagnosis/{kernel}/{variant}.json",
     log:
-        "results/{op}/logs/ir_diagnose/{kernel}/{variant}.log",
+        "{root}/{op}/logs/ir_diagnose/{kernel}/{variant}.log",
     params:
         tools=config["tools"],
         op_dir=op_dir,

@@ -3,13 +3,13 @@ rule ir_diff:
     input:
         ref="results/{op}/ref/{kernel}/{variant}.tileir",
         ref_verdict="results/{op}/ref/{kernel}/{variant}.json",
-        port="results/{op}/rust_ir/{kernel}/{variant}.tileir",
-        port_verdict="results/{op}/rust_ir/{kernel}/{variant}.json",
+        port="{root}/{op}/rust_ir/{kernel}/{variant}.tileir",
+        port_verdict="{root}/{op}/rust_ir/{kernel}/{variant}.json",
         code=code("ir_diff"),
     output:
-        verdict="results/{op}/ir_diff/{kernel}/{variant}.json",
+        verdict="{root}/{op}/ir_diff/{kernel}/{variant}.json",
     log:
-        "results/{op}/logs/ir_diff/{kernel}/{variant}.log",
+        "{root}/{op}/logs/ir_diff/{kernel}/{variant}.log",
     params:
         tools=config["tools"],
         op_dir=op_dir,

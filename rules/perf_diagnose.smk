@@ -1,19 +1,21 @@
 rule perf_diagnose:
     """Perf diagnoser (deterministic): likely cause + evidence when an operator is below threshold."""
     input:
-        bench="results/{op}/bench.json",
-        ir_diffs=lambda wc: [f"results/{wc.op}/ir_diff/{k}/{v}.json" for k, v in VARIANTS[wc.op]],
-        kernels=lambda wc: [f"results/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
+        bench="{root}/{op}/bench.json",
+        ir_diffs=lambda wc: [f"{wc.root}/{wc.op}/ir_diff/{k}/{v}.json" for k, v in VARIANTS[wc.op]],
+        kernels=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
         prompt=lambda wc: ([] if config["roles"]["perf_diagnoser"] == "deterministic"
                            else [str(Path(workflow.basedir) / "prompts" / "perf_diagnoser.md")]),
         code=code("perf_diagnose", "stats", "agents"),
     output:
-        verdict="results/{op}/perf_diagnosis.json",
+        verdict="{root}/{op}/perf_diagnosis.json",
     log:
-        "results/{op}/logs/perf_diagnose.log",
+        "{root}/{op}/logs/perf_diagnose.log",
     params:
         tools=config["tools"],
         threshold=config["bench"]["threshold"],
+        results="results",
+        round=lambda wc: root_round(wc.root),
         backend=config["roles"]["perf_diagnoser"],
         llm=lambda wc: {} if config["roles"]["perf_diagnoser"] == "deterministic" else {
             k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},

@@ -69,3 +69,78 @@ rule accept_kernel:
         "../envs/tileport.yaml"
     script:
         "../scripts/accept_kernel.py"
+
+
+checkpoint gpu_route:
+    """Where GPU round {r} of an operator goes: accept / retry (a kernel's next writer attempt,
+    tested in round r+1's own results tree) / stop (cap, env, not run, a deterministic role)."""
+    input:
+        unpack(round_inputs),
+        code=code("route"),
+    output:
+        route="results/{op}/rounds/{r}/route.json",
+    log:
+        "results/{op}/logs/gpu_route/{r}.log",
+    params:
+        tools=config["tools"],
+        kernels=lambda wc: kernels_of(wc.op),
+        writer=config["roles"]["kernel_writer"],
+        cap=config["attempts"]["write_kernel"],
+    conda:
+        "../envs/tileport.yaml"
+    script:
+        "../scripts/gpu_route.py"
+
+
+rule round_start:
+    """GPU round {r} >= 2 gets the operator's analysis in its own results tree."""
+    input:
+        analysis="results/{op}/analysis.json",
+        previous=lambda wc: f"results/{wc.op}/rounds/{int(wc.r) - 1}/route.json",
+    output:
+        analysis="results/{op}/rounds/{r}/{op}/analysis.json",
+    log:
+        "results/{op}/logs/round_start/{r}.log",
+    params:
+        tools=config["tools"],
+    conda:
+        "../envs/tileport.yaml"
+    script:
+        "../scripts/round_start.py"
+
+
+rule round_kernel:
+    """Publish the writer attempt GPU round {r} >= 2 tests into that round's results tree."""
+    input:
+        unpack(round_attempt),
+        previous=lambda wc: f"results/{wc.op}/rounds/{int(wc.r) - 1}/route.json",
+        code=code("route"),
+    output:
+        rust="results/{op}/rounds/{r}/{op}/rust/src/{kernel}.rs",
+        source_map="results/{op}/rounds/{r}/{op}/rust/src/{kernel}.rs.map.json",
+        verdict="results/{op}/rounds/{r}/{op}/write_kernel/{kernel}.json",
+    log:
+        "results/{op}/logs/round_kernel/{r}/{kernel}.log",
+    params:
+        tools=config["tools"],
+    conda:
+        "../envs/tileport.yaml"
+    script:
+        "../scripts/accept_kernel.py"
+
+
+rule final_round:
+    """The operator's last GPU round (the routes followed from round 1): results/{op}/final.json."""
+    input:
+        unpack(final_inputs),
+        code=code("route"),
+    output:
+        final="results/{op}/final.json",
+    log:
+        "results/{op}/logs/final_round.log",
+    params:
+        tools=config["tools"],
+    conda:
+        "../envs/tileport.yaml"
+    script:
+        "../scripts/final_round.py"

@@ -1,14 +1,14 @@
 rule rust_build:
-    """Assemble results/{op}/rust as a crate (template + committed Cargo.lock) and build its IR dumper."""
+    """Assemble {root}/{op}/rust (root: results, or a GPU round's tree) as a crate (template + committed Cargo.lock) and build its IR dumper."""
     input:
-        kernels=lambda wc: [f"results/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
-        verdicts=lambda wc: [f"results/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
+        kernels=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
+        verdicts=lambda wc: [f"{wc.root}/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
         template=["rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/irdump.rs"],
         code=code("rust_ir"),
     output:
-        verdict="results/{op}/rust/build.json",
+        verdict="{root}/{op}/rust/build.json",
     log:
-        "results/{op}/logs/rust_build.log",
+        "{root}/{op}/logs/rust_build.log",
     params:
         tools=config["tools"],
         op_dir=op_dir,
@@ -25,16 +25,16 @@ rule rust_ir:
     """Compile one variant of the Rust port to Tile IR with cutile's compiler (CPU) + tileirdisasm."""
     input:
         op_inputs,
-        build="results/{op}/rust/build.json",
+        build="{root}/{op}/rust/build.json",
         analysis="results/{op}/analysis.json",
-        source_map="results/{op}/rust/src/{kernel}.rs.map.json",
+        source_map="{root}/{op}/rust/src/{kernel}.rs.map.json",
         code=code("rust_ir", "toolchain"),
     output:
-        bytecode="results/{op}/rust_ir/{kernel}/{variant}.tileirbc",
-        text="results/{op}/rust_ir/{kernel}/{variant}.tileir",
-        verdict="results/{op}/rust_ir/{kernel}/{variant}.json",
+        bytecode="{root}/{op}/rust_ir/{kernel}/{variant}.tileirbc",
+        text="{root}/{op}/rust_ir/{kernel}/{variant}.tileir",
+        verdict="{root}/{op}/rust_ir/{kernel}/{variant}.json",
     log:
-        "results/{op}/logs/rust_ir/{kernel}/{variant}.log",
+        "{root}/{op}/logs/rust_ir/{kernel}/{variant}.log",
     params:
         tools=config["tools"],
         op_dir=op_dir,

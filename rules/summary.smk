@@ -1,7 +1,7 @@
 rule summary:
     """One row per (op, kernel, variant) with every stage's verdict: results/summary.csv."""
     input:
-        [t for op in OPS for t in stage_targets(op)],
+        summary_inputs,
         code=code("summary"),
     output:
         "results/summary.csv",

@@ -1,4 +1,5 @@
-# Thin wrapper: rule accept_kernel -> tileport.route.accept (publish the attempt the routes led to)
+# Thin wrapper: rules accept_kernel / round_kernel -> tileport.route.accept (publish the attempt the
+# routes led to, into results/<op>/ or a GPU round's results tree)
 import sys
 from pathlib import Path
 
@@ -7,7 +8,8 @@ from tileport import route, stage
 
 w, o = snakemake.wildcards, snakemake.output
 with stage.guarded(snakemake, "write_kernel"):
-    results = Path(o.verdict).parent.parent.parent
+    # attempts live under the workflow's results/, whichever tree the kernel is published to
+    results = Path(snakemake.input.write).parents[4]
     d = route.accept(results, w.op, w.kernel, snakemake.input.route, o.rust, o.source_map, o.verdict)
     print(f"attempt {d['attempt']}: {d['verdict']} {d['summary']}")
     for r in d["details"].get("routes", []):

@@ -7,6 +7,6 @@ from tileport import host, stage
 
 w, i, o = snakemake.wildcards, snakemake.input, snakemake.output
 with stage.guarded(snakemake, "host_shim"):
-    d = host.write_shim(w.op, i.analysis, Path(i.analysis).parent, o.ffi_rs, o.ffi_json, o.verdict,
+    d = host.write_shim(w.op, i.analysis, Path(o.verdict).parent.parent, o.ffi_rs, o.ffi_json, o.verdict,
                         attempt=snakemake.resources.attempt)
     print(d["verdict"], d["summary"])

@@ -8,8 +8,9 @@ from tileport import agents, perf_diagnose, stage
 w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 llm = snakemake.config["llm"]
 with stage.guarded(snakemake, "perf_diagnose"):
-    role = agents.role_config(p.backend, llm, Path(snakemake.output.verdict).parents[1],
-                              kernels=list(i.kernels))
+    # transcripts live under the workflow's results/ (a GPU round's tree has none of its own)
+    role = agents.role_config(p.backend, llm, p.results, kernels=list(i.kernels),
+                              stage="perf_diagnose" if p.round == 1 else f"perf_diagnose/round-{p.round}")
     d = perf_diagnose.diagnose(w.op, i.bench, list(i.ir_diffs), snakemake.output.verdict,
                                threshold=snakemake.params.threshold,
                                attempt=snakemake.resources.attempt, role=role)

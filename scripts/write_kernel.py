@@ -13,19 +13,26 @@ llm = snakemake.config["llm"]
 if attempt > cap:
     raise SystemExit(f"write_kernel: attempt {attempt} of {w.op}/{w.kernel} exceeds attempts.write_kernel "
                      f"= {cap} in config.yaml: not written")
+previous = ""
 if attempt > 1:
-    _prev = Path(snakemake.input.previous[0])
-    _next = json.loads(_prev.read_text()).get("next")
-    if _next != "retry":
-        raise SystemExit(f"write_kernel: {_prev} says '{_next}', not 'retry': attempt {attempt} of "
+    # route n-1 said retry (its failure + IR diagnosis), or it accepted attempt n-1 and a GPU
+    # round's route asked for attempt n (a functional failure or a slow port)
+    routes = [json.loads(Path(f).read_text()) for f in snakemake.input.previous]
+    asked = [d for d in routes[1:] if (d.get("request") or {}).get("kernel") == w.kernel
+             and d["request"].get("attempt") == attempt]
+    if routes[0].get("next") == "retry":
+        previous = routes[0]["feedback"]
+    elif asked:
+        previous = asked[0]["feedback"]
+    else:
+        raise SystemExit(f"write_kernel: {snakemake.input.previous[0]} says '{routes[0].get('next')}', "
+                         f"not 'retry', and no GPU round asked for it: attempt {attempt} of "
                          f"{w.op}/{w.kernel} is not part of the loop: not written")
 with stage.guarded(snakemake, "write_kernel"):
     # this attempt is (re)written: its earlier exchanges move to previous/ (replay reads them)
     if p.backend != "replay":
         route.retire(Path(out.verdict).parents[4], w.op, w.kernel, attempt)
     settings = agents.settings_from_config(llm) if p.backend != "translator" else None
-    # attempt n > 1: the previous attempt's failure, IR diff and diagnosis (route n-1's feedback)
-    previous = json.loads(Path(snakemake.input.previous[0]).read_text())["feedback"] if attempt > 1 else ""
     d = write_kernel.run_backend(
         p.op_dir, w.kernel, out.rust, out.verdict, w.op, p.backend, settings=settings,
         analysis_json=snakemake.input.analysis,

@@ -236,3 +236,12 @@ def test_run_with_gpu_but_no_library_blocked_with_empty_csv(tmp_path, monkeypatc
     d = B.run("op", tmp_path / "op", tmp_path / "results", out_csv, out_json, gpu="auto")
     assert d["verdict"] == "BLOCKED" and d["fail_class"] == "host"
     assert read_csv(out_csv) == [B.COLUMNS]
+
+
+def test_nothing_timed_because_every_variant_failed_its_test_says_so():
+    failed = {"verdict": "FAIL", "fail_class": "host", "summary": "port launches 2 kernel(s) per call"}
+    v = B.fold("op", [], 0.95, failed_test=failed)
+    assert (v.verdict, v.owner, v.fail_class) == ("BLOCKED", "host", "host")
+    assert v.summary.startswith("nothing to time: no variant passed the functional test") and "launches 2" in v.summary
+    # without a failed test, an empty benchmark is still the manifest's (no perf shape fits)
+    assert B.fold("op", [], 0.95).summary == "no perf shape fits any variant"

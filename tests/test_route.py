@@ -160,3 +160,143 @@ def test_accept_names_an_unreadable_route(tmp_path):
                  tmp_path / "k.json")
     assert d["verdict"] == "ERROR" and d["attempt"] == 1
     assert str(a1 / "route.json") in d["summary"] and "delete it and rerun" in d["summary"]
+
+
+# -- GPU rounds: decide_gpu / gpu_route / final over verdicts the real stage functions write -----
+
+from test_gpu_test import mismatch, row  # noqa: E402
+from test_perf_diagnose import SLOW, bench_json, brow  # noqa: E402
+
+from tileport import gpu_test as G  # noqa: E402
+from tileport.perf_diagnose import diagnose as perf_diagnose  # noqa: E402
+
+
+def gpu_verdicts(tmp_path, test_rows=None, bench_rows=None, not_run=False):
+    """test / bench / perf verdicts of one round as gpu_test, bench and perf_diagnose write them."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    if not_run:
+        t = G.not_run("gpu_test", "op", "no GPU: torch is not installed", tmp_path / "test.json")
+        b = G.not_run("bench", "op", "no GPU: torch is not installed", tmp_path / "bench.json")
+    else:
+        t = write(G.verdict_of("op", test_rows or [row()]), tmp_path / "test.json")
+        b = read(tmp_path / "bench.json") if bench_rows is None and (tmp_path / "bench.json").exists() else None
+        if bench_rows is not None:
+            bench_json(tmp_path / "bench.json", bench_rows)
+            b = read(tmp_path / "bench.json")
+        elif b is None:
+            b = G.not_run("bench", "op", "not benchmarked", tmp_path / "bench.json")
+    p = perf_diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf_diagnosis.json")
+    return t, b, p
+
+
+FAST = [brow(1.0, shape="a"), brow(1.02, shape="b")]
+
+
+@pytest.mark.parametrize("case,writer,n,cap,nxt,route", [
+    ("not_run", "anthropic", 1, 2, "stop", "not_run -> stop"),
+    ("pass_fast", "anthropic", 1, 2, "accept", "accept"),
+    ("pass_unbenched", "translator", 1, 2, "accept", "accept"),
+    ("numerics", "anthropic", 1, 2, "retry", "kernel -> ir_diagnose -> kernel_writer"),
+    ("numerics", "anthropic", 2, 2, "stop", "kernel -> ir_diagnose -> kernel_writer"),
+    ("numerics", "translator", 1, 2, "stop", "kernel -> ir_diagnose -> kernel_writer"),
+    ("launch_count", "anthropic", 1, 2, "stop", "host -> host_builder"),
+    ("slow", "anthropic", 1, 3, "retry", "below_threshold -> perf_diagnose -> kernel -> kernel_writer"),
+    ("slow", "replay", 3, 3, "stop", "below_threshold -> perf_diagnose -> kernel -> kernel_writer"),
+    ("slow_launches", "anthropic", 1, 3, "stop", "below_threshold -> perf_diagnose -> host -> host_builder"),
+    ("lost_context", "anthropic", 1, 3, "stop", "env -> stop"),
+])
+def test_decide_gpu_routes(tmp_path, case, writer, n, cap, nxt, route):
+    rows, brows, nr = [row()], None, False
+    if case == "not_run":
+        nr = True
+    elif case == "pass_fast":
+        brows = FAST
+    elif case == "numerics":
+        rows = [row(), row(variant="f16-T2", port=mismatch())]
+    elif case == "launch_count":
+        rows = [row(launches=(1, 2, 1))]
+    elif case == "slow":
+        brows = SLOW
+    elif case == "slow_launches":
+        brows = [brow(0.8, port_launches=2), brow(0.85, shape="b", port_launches=2)]
+    elif case == "lost_context":
+        rows = [row(not_run="CUDA context lost earlier: illegal address")]
+    t, b, p = gpu_verdicts(tmp_path, rows, brows, nr)
+    d = R.decide_gpu(t, b, p, {"k": n}, 1, writer=writer, writer_cap=cap,
+                     ir_notes={"k": {"f16-T2": ["assume ops are transparent"], "f16-T9": ["other note"]}})
+    assert (d["next"], d["route"]) == (nxt, route), d
+    assert d["round"] == 1 and d["attempts"] == {"k": n}
+    if nxt == "retry":
+        assert d["request"] == {"role": "kernel_writer", "kernel": "k", "attempt": n + 1}
+        # the writer's next prompt carries the failure and the IR diagnoser's view
+        assert d["feedback"].startswith("GPU round 1: ")
+        assert "IR diagnoser: assume ops are transparent (variant f16-T2)" in d["feedback"]
+        # a failing variant's notes only; the slowest config's variant has none here: all of them
+        assert ("other note" in d["feedback"]) == (case == "slow")
+        if case == "numerics":
+            assert "port output mismatch" in d["feedback"] and "f16-T2" in d["feedback"]
+        else:
+            assert "below threshold" in d["feedback"]
+    else:
+        assert "request" not in d
+    if nxt == "stop" and writer != "translator" and route.endswith("kernel_writer"):
+        assert d["reason"].startswith(f"cap reached: {n} of {cap}") and d["cap"] == cap
+    if writer == "translator" and nxt == "stop":
+        assert "deterministic" in d["reason"]
+    if route.endswith("host_builder"):
+        assert "host builder is deterministic" in d["reason"]
+
+
+def test_decide_gpu_retries_the_failing_kernel_of_several(tmp_path):
+    t, b, p = gpu_verdicts(tmp_path, [row(kernel="a"), row(kernel="b", port=mismatch())])
+    d = R.decide_gpu(t, b, p, {"a": 1, "b": 1}, 2, writer="anthropic", writer_cap=2)
+    assert d["request"] == {"role": "kernel_writer", "kernel": "b", "attempt": 2}
+    assert d["reason"] == "attempt 2 of b follows (round 3)"
+
+
+def test_decide_gpu_rejects_nonsense():
+    with pytest.raises(ValueError):
+        R.decide_gpu({}, {}, {}, {}, 1, writer="anthropic", writer_cap=2)
+    with pytest.raises(ValueError):
+        R.decide_gpu({}, {}, {}, {"k": 1}, 0, writer="anthropic", writer_cap=2)
+
+
+def published(root, op="op", kernel="k", attempt=1):
+    write(Verdict(stage="write_kernel", op=op, kernel=kernel, verdict="PASS", summary="ok", attempt=attempt),
+          root / op / "write_kernel" / f"{kernel}.json")
+
+
+def test_gpu_route_and_final_follow_the_rounds(tmp_path):
+    res = tmp_path / "results"
+    published(res)
+    gpu_verdicts(res / "op", [row(port=mismatch())])
+    d1 = R.gpu_route(res, "op", 1, ["k"], res / "op" / "rounds" / "1" / "route.json",
+                     writer="anthropic", writer_cap=2)
+    assert d1["next"] == "retry" and d1["request"]["attempt"] == 2
+    # round 2 is its own results tree: attempt 2 passes there
+    r2 = res / "op" / "rounds" / "2"
+    published(r2, attempt=2)
+    gpu_verdicts(r2 / "op", [row()], FAST)
+    d2 = R.gpu_route(res, "op", 2, ["k"], r2 / "route.json", writer="anthropic", writer_cap=2)
+    assert (d2["next"], d2["attempts"]) == ("accept", {"k": 2})
+    assert [x["next"] for x in R.gpu_history(res, "op")] == ["retry", "accept"]
+    f = R.final(res, "op", res / "op" / "final.json")
+    assert (f["round"], f["root"], f["next"]) == (2, str(r2), "accept")
+    # the round-1 files were left as they were
+    assert read(res / "op" / "test.json")["verdict"] == "FAIL"
+
+
+def test_gpu_route_with_unreadable_verdicts_stops_naming_them(tmp_path):
+    res = tmp_path / "results"
+    published(res)
+    gpu_verdicts(res / "op", [row()])
+    (res / "op" / "bench.json").write_text("{not json")
+    d = R.gpu_route(res, "op", 1, ["k"], res / "op" / "rounds" / "1" / "route.json",
+                    writer="anthropic", writer_cap=2)
+    assert d["next"] == "stop" and d["route"] == "unreadable -> stop"
+    assert "bench.json" in d["reason"]
+
+
+def test_final_without_any_route_is_round_1(tmp_path):
+    f = R.final(tmp_path, "op", tmp_path / "op" / "final.json")
+    assert (f["round"], f["next"], f["rounds"]) == (1, "stop", [])

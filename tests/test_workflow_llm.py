@@ -311,3 +311,66 @@ def test_prompts_hold_no_checkout_path(llm_runs):
     for s in seen:
         text = json.dumps(s["body"])
         assert str(REPO) not in text and "/tmp/" not in text and "<repo>" in text
+
+
+def test_gpu_failure_sends_the_kernel_back_to_the_writer_in_a_round_of_its_own(tmp_path):
+    """Round 1's GPU test fails on numerics (the verdict a GPU node's gpu_test writes, brought
+    back here): checkpoint gpu_route asks the writer for attempt 2 with the failure, and round 2
+    rebuilds, re-diffs and retests that attempt in results/relu/rounds/2/ without touching
+    round 1's files; summary.csv reports round 2."""
+    from test_gpu_test import mismatch, row
+
+    from tileport import gpu_test as G
+    from tileport import manifest as M
+    from tileport.verdict import write
+
+    wd = tmp_path / "wf"
+    copy_workflow(wd, ["relu"])
+    srv, url = serve([ok(reply_with(translated_relu())), ok(reply_with(translated_relu()))])
+    configure(wd, "anthropic", url, cap=2)
+    env = {"TILEPORT_FAKE_KEY": KEY}
+    try:
+        run(wd, env)
+        r1 = json.loads((wd / "results/relu/rounds/1/route.json").read_text())
+        assert (r1["next"], r1["route"]) == ("stop", "not_run -> stop")
+        v = [x.id for x in M.variants(M.load(wd / "operators/relu/manifest.yaml"))]
+        failed = G.verdict_of("relu", [row("relu_kernel", v[0]), row("relu_kernel", v[1], port=mismatch())])
+        write(failed, wd / "results/relu/test.json")
+        # up to the checkpoint; then a dry run lists the next attempt and round 2's jobs
+        run(wd, env, True, "results/relu/rounds/1/route.json")
+        r1 = json.loads((wd / "results/relu/rounds/1/route.json").read_text())
+        assert (r1["next"], r1["route"]) == ("retry", "kernel -> ir_diagnose -> kernel_writer")
+        assert r1["request"] == {"role": "kernel_writer", "kernel": "relu_kernel", "attempt": 2}
+        dry = run(wd, env, True, "results/summary.csv", "-n")
+        jobs = set(re.findall(r"^(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    wildcards: (.*)$",
+                              dry.stdout + dry.stderr, re.M))
+        assert ("write_kernel", "op=relu, kernel=relu_kernel, n=2") in jobs, dry.stdout[-3000:]
+        assert ("round_kernel", "op=relu, r=2, kernel=relu_kernel") in jobs
+        assert ("host_build", "root=results/relu/rounds/2") in jobs
+        assert ("gpu_test", "root=results/relu/rounds/2, op=relu") in jobs
+        before = {p: p.read_bytes() for p in (wd / "results/relu").glob("*.json")}
+        run(wd, env)
+        seen = list(FakeMessages.seen)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert len(seen) == 2
+    assert "GPU round 1: gpu_test FAIL (fail_class kernel)" in seen[1]["body"]["messages"][0]["content"]
+    assert "port output mismatch" in seen[1]["body"]["messages"][0]["content"]
+    r2 = wd / "results/relu/rounds/2"
+    assert json.loads((r2 / "relu/write_kernel/relu_kernel.json").read_text())["attempt"] == 2
+    assert json.loads((r2 / "host/build.json").read_text())["verdict"] == "PASS"
+    assert set(json.loads((r2 / "host/build.json").read_text())["details"]["ops"]) == {"relu"}
+    assert (r2 / "host/libtileport_host.so").is_file()
+    for k, x in (("ir_diff", "PASS"), ("rust_ir", "PASS")):
+        assert {json.loads(p.read_text())["verdict"] for p in (r2 / "relu" / k / "relu_kernel").glob("*.json")} == {x}
+    fin = json.loads((wd / "results/relu/final.json").read_text())
+    assert (fin["round"], fin["next"], fin["route"]) == (2, "stop", "not_run -> stop")
+    assert [x["next"] for x in fin["rounds"]] == ["retry", "stop"]
+    # round 1's verdicts were not rewritten by round 2
+    assert {p: p.read_bytes() for p in (wd / "results/relu").glob("*.json") if p.name != "final.json"} == \
+        {p: b for p, b in before.items() if p.name != "final.json"}
+    rs = rows(wd)
+    assert {(r["round"], r["attempts"], r["llm_calls"]) for r in rs} == {("2", "2", "2")}
+    assert all(r["test"].startswith("not_run") and r["gpu_route"].startswith("stop (not_run") for r in rs)
+    assert "Nothing to be done" in (lambda p: p.stdout + p.stderr)(run(wd, env, True, "results/summary.csv", "-n"))

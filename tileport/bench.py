@@ -109,12 +109,14 @@ def measure(c, cfg: dict, tol: dict) -> dict:
 
 
 def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None,
-         secs: float = 0.0) -> Verdict:
+         secs: float = 0.0, failed_test: dict | None = None) -> Verdict:
     """The operator's verdict from its bench rows (pure: unit-tested without a GPU).
 
     Geomeans over the configs that ran: ``ratio`` (ref/port), ``vs_torch`` (torch/port),
     ``ref_vs_torch`` (torch/ref); per ``kernel/variant`` the same over its configs plus the
     geomean of its per-config medians (``ref_us``, ``port_us``, ``torch_us``).
+    ``failed_test``: the gpu_test verdict when some variants failed it (they are not timed);
+    if that left nothing to time, the BLOCKED verdict says so and carries its ``fail_class``.
     """
     ok = [r for r in rows if not r.get("error")]
     errs = [r for r in rows if r.get("error")]
@@ -147,6 +149,11 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         return Verdict(stage="bench", op=op, verdict="FAIL", owner="kernel", fail_class="kernel",
                        attempt=attempt, summary=findings[0].message[:300], findings=findings,
                        details=details)
+    if not ok and failed_test and failed_test.get("verdict") == "FAIL":
+        fc = failed_test.get("fail_class") or "kernel"
+        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner=fc, fail_class=fc, attempt=attempt,
+                       summary=f"nothing to time: no variant passed the functional test (gpu_test FAIL: "
+                               f"{failed_test.get('summary', '')})"[:600], details=details)
     if not ok:
         return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="kernel", fail_class="kernel",
                        attempt=attempt, summary="no perf shape fits any variant", details=details)
@@ -230,7 +237,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
               flush=True)
     write_csv(rows, out_csv)
     v = fold(op, rows, float(cfg["threshold"]), attempt, H.env_versions(),
-             round(time.monotonic() - t0, 1))
+             round(time.monotonic() - t0, 1), failed_test=test if skipped else None)
     v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ["samples", "kernel_names"]} for r in rows]
     v.details["not_benchmarked"] = {k: "failed its functional test" for k in skipped}
     v.artifacts["csv"] = str(out_csv)

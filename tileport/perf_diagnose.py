@@ -180,5 +180,6 @@ def _llm(op: str, role: dict, det: dict, evidence: dict, cause: str, attempt: in
     fields = {"op": op, "geomean": f"{det.get('geomean_ratio', 0):.3f}", "threshold": det.get("threshold"),
               "evidence": json.dumps(evidence, indent=1, default=str)[:12000], "deterministic": cause,
               "port_source": "\n".join(src)[:20000] or "(none)"}
-    return agents.consult("perf_diagnoser", fields, role, op=op, stage="perf_diagnose", attempt=attempt,
+    return agents.consult("perf_diagnoser", fields, role, op=op, stage=role.get("stage", "perf_diagnose"),
+                          attempt=attempt,
                           lang="markdown", repo_root=Path(role["results"]).resolve().parent)

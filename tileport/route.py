@@ -262,18 +262,21 @@ def route(check_json, out_json, backend: str, n: int, cap: int) -> dict:
     return d
 
 
-def history(results, op: str, kernel: str) -> list[dict]:
-    """The routes taken so far for one kernel, attempt 1 first (stops at the first gap)."""
+def history(results, op: str, kernel: str, upto: int | None = None) -> list[dict]:
+    """The routes taken for one kernel, attempt 1 first: up to attempt ``upto`` (every attempt,
+    including one a GPU round asked for after an accepted attempt), or, without ``upto``, up to
+    the first route that is not a retry. Stops at the first gap."""
     out, n = [], 1
-    while True:
+    while upto is None or n <= upto:
         p = attempt_dir(results, op, kernel, n) / "route.json"
         try:
             out.append(json.loads(p.read_text()))
         except (OSError, ValueError):
             return out
-        if out[-1].get("next") != "retry":
+        if upto is None and out[-1].get("next") != "retry":
             return out
         n += 1
+    return out
 
 
 def accept(results, op: str, kernel: str, last_route, out_rs, out_map, out_json) -> dict:
@@ -308,7 +311,7 @@ def accept(results, op: str, kernel: str, last_route, out_rs, out_map, out_json)
     else:
         atomic_write_text(out_map, '{"lines": []}\n')
     wv = read(adir / "write.json")
-    routes = history(results, op, kernel)
+    routes = history(results, op, kernel, upto=n)
     details = {**wv.get("details", {}), "routes": [{k: x[k] for k in ("attempt", "next", "route", "reason")}
                                                    for x in routes]}
     findings = [Finding(**f) for f in wv.get("findings", [])]
@@ -322,3 +325,225 @@ def accept(results, op: str, kernel: str, last_route, out_rs, out_map, out_json)
                                                                         "attempt_dir": str(adir)},
                      "details": details, "fail_class": wv.get("fail_class")})
     return write(out, out_json)
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU rounds: the routes after the GPU stages (checkpoint ``gpu_route``)
+#
+# Round 1 of an operator is what results/<op>/ holds (the kernels accept_kernel published, the
+# shared host library, test.json, bench.json, perf_diagnosis.json). When its GPU verdicts send
+# the port back to the kernel writer, round r + 1 is a results tree of its own,
+# ``results/<op>/rounds/<r + 1>/`` (its own port crate, Tile IR, IR diff, shim, one-operator host
+# library, GPU test, benchmark), built by the same rules; ``results/<op>/rounds/<r>/route.json``
+# says where round r went. summary.csv reports the last round.
+
+GPU_ROUTES = ("accept", "retry", "stop")
+
+
+def round_dir(results, op: str, r: int) -> Path:
+    """``results/<op>/rounds/<r>``: round r's route.json (and, for r >= 2, its results tree)."""
+    return Path(results) / op / "rounds" / str(int(r))
+
+
+def round_root(results, op: str, r: int) -> Path:
+    """The results tree of round r: ``results`` itself for round 1, else :func:`round_dir`."""
+    return Path(results) if int(r) == 1 else round_dir(results, op, r)
+
+
+def gpu_history(results, op: str) -> list[dict]:
+    """The GPU routes of ``op`` from round 1 up to the first that is not a retry (or a gap)."""
+    out, r = [], 1
+    while True:
+        try:
+            out.append(json.loads((round_dir(results, op, r) / "route.json").read_text()))
+        except (OSError, ValueError):
+            return out
+        if out[-1].get("next") != "retry":
+            return out
+        r += 1
+
+
+def _failing_kernel(test_v: dict, attempts: dict[str, int]) -> str:
+    """The first kernel (in name order) with a failing variant in a gpu_test verdict."""
+    bad = sorted({key.split("/")[0] for key, w in ((test_v.get("details") or {}).get("variants") or {}).items()
+                  if w == "FAIL"} & set(attempts))
+    return bad[0] if bad else sorted(attempts)[0]
+
+
+def _slowest_kernel(perf_v: dict, bench_v: dict, attempts: dict[str, int]) -> str:
+    """The kernel of the slowest benchmark config (lowest ref/port ratio)."""
+    for src in ((perf_v.get("details") or {}).get("evidence") or {}, bench_v.get("details") or {}):
+        for w in src.get("worst_configs") or []:
+            if w.get("kernel") in attempts:
+                return w["kernel"]
+    return sorted(attempts)[0]
+
+
+def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, int], r: int, *,
+               writer: str, writer_cap: int, host_builder: str = "deterministic",
+               ir_notes: dict[str, dict[str, list[str]] | list[str]] | None = None) -> dict:
+    """Where GPU round ``r`` of an operator goes, from its verdicts alone.
+
+    ``test_v`` / ``bench_v`` / ``perf_v``: the round's gpu_test, bench and perf_diagnose
+    verdicts; ``attempts``: {kernel: writer attempt tested in this round}; ``ir_notes``:
+    {kernel: {variant: IR-diff notes and IR diagnoses}} (:func:`ir_notes`; the IR diagnoser's
+    view of a kernel whose Tile IR matched the reference but whose output did not): the
+    failing variants' notes (the slowest config's for a slow port) go into the feedback.
+    Returns ``{"round", "next": accept|retry|stop, "route", "reason", "feedback", "attempts"}``
+    plus ``"request": {"role", "kernel", "attempt"}`` on retry. Routes (issue "LLM agents for
+    every role", section 4):
+
+    - gpu_test NOT_RUN (no GPU) → ``stop``: nothing measured to route on;
+    - gpu_test FAIL/ERROR/BLOCKED ``fail_class kernel`` (numerics) → IR diagnoser → kernel writer,
+      the failing kernel's next attempt; ``host`` (launch, shim, library) → host builder;
+      ``env`` → ``stop``;
+    - gpu_test ALL_PASS and bench DONE (or not run) → ``accept``;
+    - bench BELOW_THRESHOLD → perf diagnoser → its ``owner``: kernel writer (the slowest
+      config's kernel) or host builder; bench FAIL/ERROR → as a gpu_test failure;
+    - a deterministic role (the translator, the deterministic host builder) is never asked
+      again (same input, same output) and a kernel at ``writer_cap`` attempts is not either:
+      ``stop`` with the reason and the last diagnosis.
+    Raises ValueError for r < 1, writer_cap < 1 or no kernel.
+    """
+    if r < 1 or writer_cap < 1 or not attempts:
+        raise ValueError(f"round {r} / cap {writer_cap} / kernels {attempts}: invalid")
+    out = {"round": r, "attempts": dict(attempts)}
+    tw, bw = test_v.get("verdict"), bench_v.get("verdict")
+
+    def stop(route: str, reason: str, feedback: str = "") -> dict:
+        return {**out, "next": "stop", "route": route, "reason": reason[:1500], "feedback": feedback}
+
+    def to_owner(owner: str, stage_v: dict, how: str, kernel: str) -> dict:
+        crit = [f"- {f['message']}" for f in stage_v.get("findings", []) if f.get("severity") == "critical"][:12]
+        feedback = (f"GPU round {r}: {stage_v['stage']} {stage_v['verdict']} (fail_class {owner}): "
+                    f"{stage_v['summary']}\n" + "\n".join(dict.fromkeys(crit)))
+        if owner == "env" or owner not in ("kernel", "host"):
+            return stop(f"{how}{owner or 'unknown'} -> stop",
+                        f"{stage_v['stage']} {stage_v['verdict']} ({owner or 'no owner'}): {stage_v['summary']}",
+                        feedback)
+        if owner == "host":
+            route = f"{how}host -> host_builder"
+            if host_builder == "deterministic":
+                return stop(route, f"the host builder is deterministic: another shim would repeat "
+                                   f"this one; last: {stage_v['summary']}", feedback)
+            return stop(route, f"host builder backend {host_builder!r} has no attempt loop; last: "
+                               f"{stage_v['summary']}", feedback)
+        failing = [key.split("/", 1)[1] for key, w in ((test_v.get("details") or {}).get("variants") or {}).items()
+                   if w == "FAIL" and key.startswith(f"{kernel}/")]
+        failing += [w.get("variant") for w in ((stage_v.get("details") or {}).get("evidence") or {})
+                    .get("worst_configs", [])[:1] if w.get("kernel") == kernel]
+        notes = _notes_for((ir_notes or {}).get(kernel) or [], failing)
+        route = (f"{how}kernel -> ir_diagnose -> kernel_writer" if stage_v["stage"] == "gpu_test"
+                 else f"{how}kernel -> kernel_writer")
+        if notes:
+            feedback += "\n" + "\n".join(f"- IR diagnoser: {x}" for x in dict.fromkeys(notes))
+        n = attempts[kernel]
+        if writer in DETERMINISTIC:
+            return stop(route, f"the {writer} is deterministic: another attempt would repeat "
+                               f"attempt {n} of {kernel}; last: {stage_v['summary']}", feedback)
+        if n >= writer_cap:
+            return {**stop(route, f"cap reached: {n} of {writer_cap} kernel-writer attempts of {kernel}; "
+                                  f"last: {stage_v['summary']}", feedback), "cap": writer_cap}
+        return {**out, "next": "retry", "route": route, "feedback": feedback,
+                "reason": f"attempt {n + 1} of {kernel} follows (round {r + 1})",
+                "request": {"role": "kernel_writer", "kernel": kernel, "attempt": n + 1}}
+
+    if tw == "NOT_RUN" or tw is None:
+        return stop("not_run -> stop", f"gpu_test {tw or 'missing'}: {test_v.get('summary', '')}")
+    if tw != "ALL_PASS":
+        fc = test_v.get("fail_class") or test_v.get("owner") or "kernel"
+        return to_owner(fc, test_v, "", _failing_kernel(test_v, attempts))
+    if bw in ("DONE", "NOT_RUN"):
+        return {**out, "next": "accept", "route": "accept",
+                "reason": f"gpu_test ALL_PASS; bench {bw}: {bench_v.get('summary', '')}"[:1500], "feedback": ""}
+    if bw == "BELOW_THRESHOLD":
+        if perf_v.get("verdict") != "FAIL":
+            return stop("below_threshold -> stop",
+                        f"bench below threshold, perf diagnosis {perf_v.get('verdict')}: "
+                        f"{perf_v.get('summary', '')}")
+        return to_owner(perf_v.get("owner") or "kernel", perf_v, "below_threshold -> perf_diagnose -> ",
+                        _slowest_kernel(perf_v, bench_v, attempts))
+    fc = bench_v.get("fail_class") or bench_v.get("owner") or "kernel"
+    return to_owner(fc, {**bench_v, "stage": bench_v.get("stage", "bench")}, "",
+                    _failing_kernel(test_v, attempts))
+
+
+def ir_notes(root, op: str, kernels: list[str]) -> dict[str, dict[str, list[str]]]:
+    """{kernel: {variant: notes}} from the round's IR diffs (their warn/info findings: what the
+    structural diff let pass) and IR diagnoses under ``root/<op>/``: the deterministic IR
+    diagnoser's view of a kernel whose output was wrong although its Tile IR matched."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for k in kernels:
+        per: dict[str, list[str]] = {}
+        for sub in ("ir_diff", "diagnosis"):
+            for f in sorted((Path(root) / op / sub / k).glob("*.json")):
+                try:
+                    d = read(f)
+                except VerdictError:
+                    continue
+                if sub == "ir_diff":
+                    notes = [x["message"] for x in d.get("findings", []) if x.get("severity") in ("warn", "info")]
+                else:
+                    notes = [d["summary"]] if d["verdict"] == "FAIL" else []
+                per.setdefault(f.stem, []).extend(notes[:4])
+        out[k] = per
+    return out
+
+
+def _notes_for(notes: dict[str, list[str]] | list[str], variants: list[str]) -> list[str]:
+    """The IR notes of the variants that failed (all variants' when none is named), each note once."""
+    if isinstance(notes, list):
+        return notes[:12]
+    pick = [v for v in variants if v in notes] or sorted(notes)
+    out: dict[str, list[str]] = {}
+    for v in pick:
+        for msg in notes[v]:
+            out.setdefault(msg, []).append(v)
+    return [f"{msg} (variant{'s' if len(vs) > 1 else ''} {', '.join(vs)})" for msg, vs in out.items()][:12]
+
+
+def gpu_route(results, op: str, r: int, kernels: list[str], out_json, *, writer: str, writer_cap: int,
+              host_builder: str = "deterministic") -> dict:
+    """Stage ``gpu_route`` (a Snakemake checkpoint): :func:`decide_gpu` on GPU round ``r``'s
+    verdicts under :func:`round_root`, written to ``out_json``. The writer attempt each kernel
+    had in that round is read from the round's ``write_kernel/<kernel>.json``; unreadable
+    verdicts count as missing (``stop`` naming them), never raise."""
+    root = round_root(results, op, r)
+    docs, missing = {}, []
+    for name, rel in (("test", "test.json"), ("bench", "bench.json"), ("perf", "perf_diagnosis.json")):
+        try:
+            docs[name] = read(root / op / rel)
+        except VerdictError as exc:
+            docs[name] = {"stage": name, "verdict": None, "summary": str(exc)}
+            missing.append(str(exc))
+    attempts = {}
+    for k in kernels:
+        try:
+            attempts[k] = int(read(root / op / "write_kernel" / f"{k}.json").get("attempt") or 1)
+        except VerdictError as exc:
+            attempts[k] = 1
+            missing.append(str(exc))
+    if missing and docs["test"]["verdict"] is not None and docs["test"]["verdict"] != "NOT_RUN":
+        d = {"round": r, "attempts": attempts, "next": "stop", "route": "unreadable -> stop",
+             "reason": f"unreadable verdict(s): {'; '.join(missing)}"[:1500], "feedback": ""}
+    else:
+        d = decide_gpu(docs["test"], docs["bench"], docs["perf"], attempts, r, writer=writer,
+                       writer_cap=writer_cap, host_builder=host_builder,
+                       ir_notes=ir_notes(root, op, kernels))
+    atomic_write_text(out_json, json.dumps(d, indent=1) + "\n")
+    return d
+
+
+def final(results, op: str, out_json) -> dict:
+    """Stage ``final_round``: ``{"op", "round", "root", "next", "route", "reason", "rounds"}`` of
+    the operator's last GPU round (:func:`gpu_history`) written to ``out_json``; summary.csv
+    reports that round's tree."""
+    hist = gpu_history(results, op)
+    last = hist[-1] if hist else {"round": 1, "next": "stop", "route": "missing", "reason": "no GPU route"}
+    r = int(last.get("round") or max(len(hist), 1))
+    d = {"op": op, "round": r, "root": str(round_root(results, op, r)),
+         **{k: last.get(k) for k in ("next", "route", "reason")},
+         "rounds": [{k: x.get(k) for k in ("round", "attempts", "next", "route", "reason", "request")}
+                    for x in hist]}
+    atomic_write_text(out_json, json.dumps(d, indent=1) + "\n")
+    return d

@@ -12,6 +12,11 @@ An operator whose manifest is malformed gets one row with kernel/variant ``-``.
 ``llm_calls,tokens_in,tokens_out,cost_usd``: the kernel writer's LLM exchanges for that kernel
 (from its transcripts; cost blank when the model has no price in config.yaml).
 
+``round,gpu_route``: the operator's last GPU round (1 = results/<op>/; r >= 2 =
+results/<op>/rounds/<r>/, which every GPU and port column of the row then describes) and where
+its route went (``next (route): reason``, e.g. a stop at the kernel-writer cap with the last
+diagnosis).
+
 ``summary_ops.csv``: one row per operator (``op,configs,geomean_ratio,verdict,vs_torch,
 ref_vs_torch`` and its LLM calls, tokens and cost over all stages) and a last row ``ALL`` over
 every config of every operator.
@@ -28,7 +33,7 @@ from .verdict import VerdictError, atomic_write_text, read
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
            "ref_us", "port_us", "torch_us", "vs_torch", "llm_calls", "tokens_in", "tokens_out",
-           "cost_usd"]
+           "cost_usd", "round", "gpu_route"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
                "llm_calls", "tokens_in", "tokens_out", "cost_usd"]
 _LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
@@ -74,21 +79,35 @@ def _sum_usage(*us: dict) -> dict:
             "tokens_out": sum(x["tokens_out"] for x in us), "cost_usd": f"{sum(cost):.6f}" if cost else ""}
 
 
-def kernel_usage(results: str | Path, op: str, kernel: str) -> dict:
+def kernel_usage(results: str | Path, op: str, kernel: str, root: str | Path | None = None) -> dict:
     """LLM use behind one kernel's published port: the writer's and the IR diagnoser's calls of
-    attempts 1..n, n = the attempt ``write_kernel/<kernel>.json`` published."""
-    n = (_v(Path(results) / op / "write_kernel" / f"{kernel}.json") or {}).get("attempt")
+    attempts 1..n, n = the attempt ``<root>/<op>/write_kernel/<kernel>.json`` published (root:
+    the operator's last GPU round's tree, default ``results``)."""
+    n = (_v(Path(root or results) / op / "write_kernel" / f"{kernel}.json") or {}).get("attempt")
     return _sum_usage(llm_usage(results, op, "write_kernel", kernel, upto=n),
                       llm_usage(results, op, "ir_diagnose", kernel, upto=n))
 
 
-def op_usage(results: str | Path, op: str) -> dict:
+def op_usage(results: str | Path, op: str, root: str | Path | None = None) -> dict:
     """An operator's LLM use: its kernels' (:func:`kernel_usage`) plus the perf diagnoser's."""
     base = Path(results) / op / "transcripts"
     kernels = sorted({p.name for st in ("write_kernel", "ir_diagnose") if (base / st).is_dir()
                       for p in (base / st).iterdir() if p.is_dir() and p.name != "previous"})
-    return _sum_usage(*(kernel_usage(results, op, k) for k in kernels),
+    return _sum_usage(*(kernel_usage(results, op, k, root) for k in kernels),
                       llm_usage(results, op, "perf_diagnose"))
+
+
+def last_round(results: str | Path, op: str) -> tuple[int, Path, str]:
+    """(round, results tree, ``next (route): reason``) of the operator's last GPU round, from
+    ``results/<op>/rounds/<r>/route.json`` (round 1 and results/ when there is none)."""
+    from .route import gpu_history, round_root
+
+    hist = gpu_history(results, op)
+    if not hist:
+        return 1, Path(results), ""
+    d = hist[-1]
+    r = int(d.get("round") or len(hist))
+    return r, round_root(results, op, r), f"{d.get('next')} ({d.get('route')}): {d.get('reason', '')}"[:300]
 
 
 def _v(path: Path) -> dict | None:
@@ -103,8 +122,10 @@ def _word(doc: dict | None) -> str:
 
 
 def rows_for(results: Path, op: str, variants: list, manifest_error: str | None) -> list[dict]:
-    """Summary rows of one operator, read from its verdict files under ``results/<op>``."""
-    r = results / op
+    """Summary rows of one operator, read from its verdict files under ``results/<op>`` (analysis,
+    reference Tile IR, transcripts) and under its last GPU round's tree (everything else)."""
+    rnd, root, groute = last_round(results, op)
+    r, q = results / op, root / op
     an = _v(r / "analysis.json")
     if manifest_error or not variants:
         return [{"op": op, "kernel": "-", "variant": "-", "analyze": _word(an),
@@ -113,10 +134,10 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "rust_build": "not_run", "owner": (an or {}).get("owner") or "kernel",
                  "note": (manifest_error or (an or {}).get("summary", "")).replace("\n", " ")[:300],
                  "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": "",
-                 **_LLM0}]
-    build = _v(r / "rust" / "build.json")
-    test, bench, perf = _v(r / "test.json"), _v(r / "bench.json"), _v(r / "perf_diagnosis.json")
-    hb = _v(results / "host" / "build.json")
+                 **_LLM0, "round": 1, "gpu_route": ""}]
+    build = _v(q / "rust" / "build.json")
+    test, bench, perf = _v(q / "test.json"), _v(q / "bench.json"), _v(q / "perf_diagnosis.json")
+    hb = _v(root / "host" / "build.json")
     lib = ((hb or {}).get("details") or {}).get("ops", {}).get(op) or {}
     tested = ((test or {}).get("details") or {}).get("sources_sha")
     tested_inputs = ((test or {}).get("details") or {}).get("inputs_sha")
@@ -136,13 +157,13 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         bench = {**bench, "verdict": "NOT_RUN", "summary": stale} if bench else bench
     out = []
     # a kernel's LLM use: its writer attempts and the IR diagnoser's calls on them
-    usage = {k: kernel_usage(results, op, k) for k in {k for k, _ in variants}}
+    usage = {k: kernel_usage(results, op, k, root) for k in {k for k, _ in variants}}
     for kernel, variant in variants:
-        wk = _v(r / "write_kernel" / f"{kernel}.json")
+        wk = _v(q / "write_kernel" / f"{kernel}.json")
         ref = _v(r / "ref" / kernel / f"{variant}.json")
-        rir = _v(r / "rust_ir" / kernel / f"{variant}.json")
-        dif = _v(r / "ir_diff" / kernel / f"{variant}.json")
-        dia = _v(r / "diagnosis" / kernel / f"{variant}.json")
+        rir = _v(q / "rust_ir" / kernel / f"{variant}.json")
+        dif = _v(q / "ir_diff" / kernel / f"{variant}.json")
+        dia = _v(q / "diagnosis" / kernel / f"{variant}.json")
         # the note is the first non-passing stage's own summary, in pipeline order
         note, owner = "", ""
         # a kernel an LLM ported although the analyser found constructs the translator lacks:
@@ -179,7 +200,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             "reference_ir": _word(ref), "write_kernel": _word(wk), "rust_ir": _word(rir),
             "ir_diff": _word(dif), "attempts": (wk or {}).get("attempt", 0),
             "rust_build": _word(build), "owner": owner, "note": note.replace("\n", " ")[:300],
-            "diagnosis": diag[:500], **gpu, **usage[kernel],
+            "diagnosis": diag[:500], **gpu, **usage[kernel], "round": rnd, "gpu_route": groute,
         })
     return out
 
@@ -223,11 +244,12 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None) -> 
 
     rows, all_ratios, all_vt, all_rvt = [], [], [], []
     for op in ops:
-        b = _v(Path(results) / op / "bench.json")
+        root = last_round(results, op)[1]
+        b = _v(root / op / "bench.json")
         if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": _word(b) if b is None
                          else (b["summary"] if b["verdict"] == "NOT_RUN" else b["verdict"]),
-                         "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op)})
+                         "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op, root)})
             continue
         good = [r for r in b["details"].get("rows", []) if not r.get("error")]
         all_ratios += [r["ratio"] for r in good]
@@ -237,7 +259,7 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None) -> 
         rows.append({"op": op, "configs": d.get("configs", 0),
                      "geomean_ratio": _fmt(d.get("geomean_ratio")), "verdict": judged(b, threshold),
                      "vs_torch": _fmt(d.get("geomean_vs_torch")),
-                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch")), **op_usage(results, op)})
+                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch")), **op_usage(results, op, root)})
     rows.append({"op": "ALL", "configs": len(all_ratios),
                  "geomean_ratio": _fmt(S.geomean(all_ratios)) if all_ratios else "",
                  "verdict": "" if all_ratios else "not_run (no config measured)", "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",
@@ -263,7 +285,8 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
     rows = []
     for name, why in (skipped or {}).items():
         rows.append({c: "not_run" for c in COLUMNS} | {"op": name, "kernel": "-", "variant": "-",
-                                                      "attempts": 0, "owner": "kernel",
+                                                      "attempts": 0, "owner": "kernel", "round": 1,
+                                                      "gpu_route": "",
                                                       "note": why.replace("\n", " ")[:300],
                                                       "diagnosis": "", "ref_us": "", "port_us": "",
                                                       "torch_us": "", "vs_torch": "", **_LLM0})
