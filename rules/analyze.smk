@@ -1,8 +1,11 @@
 rule analyze:
-    """Parse kernel.py (ast, no GPU) and the manifest into analysis.json (verdict PASS/BLOCKED/ERROR)."""
+    """Analyser: parse kernel.py (ast, no GPU) and the manifest into analysis.json (verdict
+    PASS/BLOCKED/ERROR); an LLM analyser (config roles.analyser) adds checked notes for the writer."""
     input:
         op_inputs,
-        code=code("analyze", "manifest", "constructs"),
+        prompt=lambda wc: ([] if config["roles"]["analyser"] == "deterministic"
+                           else [str(Path(workflow.basedir) / "prompts" / "analyser.md")]),
+        code=code("analyze", "manifest", "constructs", "agents"),
     output:
         "results/{op}/analysis.json",
     log:
@@ -10,6 +13,9 @@ rule analyze:
     params:
         tools=config["tools"],
         op_dir=op_dir,
+        backend=config["roles"]["analyser"],
+        llm=lambda wc: {} if config["roles"]["analyser"] == "deterministic" else {
+            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
     retries: retries("analyze")
     resources:
         attempt=lambda wc, attempt: attempt,

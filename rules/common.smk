@@ -16,6 +16,8 @@ config.setdefault("llm", {**_settings_dict(_LlmSettings()), "base_url": "", "rep
 if isinstance(config.get("roles"), dict):  # older config.yaml files have no ir_diagnoser
     config["roles"].setdefault("ir_diagnoser", "deterministic")
     config["roles"].setdefault("perf_diagnoser", "deterministic")
+    config["roles"].setdefault("host_builder", "deterministic")
+    config["roles"].setdefault("analyser", "deterministic")
 if config.get("gpu") is False:  # unquoted YAML `gpu: off` reads as false
     config["gpu"] = "off"
 try:
@@ -139,8 +141,9 @@ def follow_routes(op, kernel, start):
 
 
 def max_rounds(op):
-    """Each GPU round after the first costs one kernel-writer attempt: a bound, not a target."""
-    return 1 + max(1, len(kernels_of(op))) * config["attempts"]["write_kernel"]
+    """Each GPU round after the first costs one kernel-writer or host-builder attempt: a bound,
+    not a target."""
+    return 1 + max(1, len(kernels_of(op))) * config["attempts"]["write_kernel"] + config["attempts"]["host_shim"]
 
 
 def round_root(op, r):
@@ -207,7 +210,7 @@ def previous_route(wildcards):
 
 
 def routed_attempt(wildcards):
-    """Round 1's attempt of a kernel (rule accept_kernel): its last route and attempt files."""
+    """Round 1's attempt of a kernel, for accept_kernel: its last route and attempt files."""
     n = follow_routes(wildcards.op, wildcards.kernel, 1)
     a = f"results/{wildcards.op}/attempts/{wildcards.kernel}/{n}"
     return {"route": f"{a}/route.json", "write": f"{a}/write.json", "rust": f"{a}/rust/src/{wildcards.kernel}.rs"}
@@ -226,7 +229,8 @@ def round_inputs(wildcards):
     return {"test": f"{root}/{op}/test.json", "bench": f"{root}/{op}/bench.json",
             "perf": f"{root}/{op}/perf_diagnosis.json", "shim": f"{root}/{op}/host/shim.json",
             "kernels": [f"{root}/{op}/write_kernel/{k}.json" for k in kernels_of(op)],
-            "ir_diffs": [f"{root}/{op}/ir_diff/{k}/{v}.json" for k, v in VARIANTS[op]]}
+            "ir_diffs": [f"{root}/{op}/ir_diff/{k}/{v}.json" for k, v in VARIANTS[op]],
+            "diagnoses": [f"{root}/{op}/diagnosis/{k}/{v}.json" for k, v in VARIANTS[op]]}
 
 
 def variants_of(op, kernel):
@@ -272,14 +276,19 @@ def final_inputs(wildcards):
     (rule final_round; one such rule per operator lets Snakemake follow each operator's
     checkpoints independently, and in parallel)."""
     taken = gpu_routes(wildcards.op)
-    return {"verdicts": stage_targets(wildcards.op, round_root(wildcards.op, taken[-1][0])),
+    root = round_root(wildcards.op, taken[-1][0])
+    # the shared library (round 1) is rebuilt whenever any operator changes: only its existence
+    # matters here (summary reads it itself), so one operator's edit reruns no other's final_round
+    shared = {f"{root}/host/build.json", f"{root}/host/libtileport_host.so"}
+    return {"verdicts": [ancient(t) if t in shared else t for t in stage_targets(wildcards.op, root)],
             "routes": [f"results/{wildcards.op}/rounds/{r}/route.json" for r, _ in taken]}
 
 
 def summary_inputs(wildcards):
     """What summary.csv reads: each operator's final round (or, for a broken manifest, its analysis)."""
     return [t for op in OPS for t in (stage_targets(op) if op in MANIFEST_ERRORS
-                                      else [f"results/{op}/final.json"])]
+                                      else [f"results/{op}/final.json"])] + (
+        ["results/host/build.json"] if GPU_OPS else [])
 
 
 def code(*modules):

@@ -1,7 +1,12 @@
 rule host_shim:
-    """Host builder (deterministic): C ABI shims {root}/{op}/host/ffi.rs + their signatures ffi.json."""
+    """Host builder (backend from config roles.host_builder): C ABI shims {root}/{op}/host/ffi.rs
+    + their signatures ffi.json. In a GPU round's tree it reads the route that asked for it."""
     input:
         analysis="results/{op}/analysis.json",
+        previous=lambda wc: ([] if wc.root == "results"
+                             else [f"results/{wc.op}/rounds/{root_round(wc.root) - 1}/route.json"]),
+        prompt=lambda wc: ([] if config["roles"]["host_builder"] == "deterministic"
+                           else [str(Path(workflow.basedir) / "prompts" / "host_builder.md")]),
         verdicts=lambda wc: [f"{wc.root}/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
         source_maps=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs.map.json" for k in kernels_of(wc.op)],
         code=code("host"),
@@ -13,6 +18,12 @@ rule host_shim:
         "{root}/{op}/logs/host_shim.log",
     params:
         tools=config["tools"],
+        backend=config["roles"]["host_builder"],
+        round=lambda wc: root_round(wc.root),
+        # the workflow's results/ (transcripts live there, whichever tree the shim is for)
+        results=lambda wc, input: str(Path(input.analysis).parents[1]),
+        llm=lambda wc: {} if config["roles"]["host_builder"] == "deterministic" else {
+            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
     retries: retries("host_shim")
     resources:
         attempt=lambda wc, attempt: attempt,

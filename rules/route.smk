@@ -76,7 +76,9 @@ checkpoint gpu_route:
     tested in round r+1's own results tree) / stop (cap, env, not run, a deterministic role)."""
     input:
         unpack(round_inputs),
-        code=code("route"),
+        prompt=lambda wc: ([] if config["roles"]["ir_diagnoser"] == "deterministic"
+                           else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]),
+        code=code("route", "agents"),
     output:
         route="results/{op}/rounds/{r}/route.json",
     log:
@@ -86,6 +88,13 @@ checkpoint gpu_route:
         kernels=lambda wc: kernels_of(wc.op),
         writer=config["roles"]["kernel_writer"],
         cap=config["attempts"]["write_kernel"],
+        host_builder=config["roles"]["host_builder"],
+        host_cap=config["attempts"]["host_shim"],
+        op_dir=op_dir,
+        diagnoser=config["roles"]["ir_diagnoser"],
+        # what changes an LLM IR diagnoser's reply reruns the route (as for check_kernel)
+        llm=lambda wc: {} if config["roles"]["ir_diagnoser"] == "deterministic" else {
+            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
     conda:
         "../envs/tileport.yaml"
     script:

@@ -1,10 +1,13 @@
-# Thin wrapper: rule analyze -> tileport.analyze.run
+# Thin wrapper: rule analyze -> tileport.analyze.run_backend (deterministic, or + the LLM analyser's notes)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import analyze, stage
+from tileport import agents, analyze, stage
 
 with stage.guarded(snakemake, "analyze"):
-    d = analyze.run(snakemake.params.op_dir, snakemake.output[0], snakemake.wildcards.op)
+    p = snakemake.params
+    role = (None if p.backend == "deterministic"
+            else agents.role_config(p.backend, snakemake.config["llm"], Path(snakemake.output[0]).parents[1]))
+    d = analyze.run_backend(p.op_dir, snakemake.output[0], snakemake.wildcards.op, p.backend, role)
     print(d["verdict"], d["summary"])

@@ -3,11 +3,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import route, stage
+from tileport import agents, route, stage
 
 w, p = snakemake.wildcards, snakemake.params
 with stage.logged(snakemake.log[0]):
     results = Path(snakemake.output.route).parents[3]
     d = route.gpu_route(results, w.op, int(w.r), list(p.kernels), snakemake.output.route,
-                        writer=p.writer, writer_cap=int(p.cap))
+                        writer=p.writer, writer_cap=int(p.cap), host_builder=p.host_builder,
+                        host_cap=int(p.host_cap), op_dir=p.op_dir,
+                        diagnoser=agents.role_config(p.diagnoser, snakemake.config["llm"], results))
     print(f"round {d['round']}: {d['next']} ({d['route']}): {d['reason']}")

@@ -1,12 +1,26 @@
-# Thin wrapper: rule host_shim -> tileport.host.write_shim
+# Thin wrapper: rule host_shim -> tileport.host.write_shim (deterministic) or write_shim_llm (the LLM
+# host builder: backend anthropic/replay, or auto when the previous GPU round's route asked for it)
+import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import host, stage
+from tileport import agents, host, stage
 
-w, i, o = snakemake.wildcards, snakemake.input, snakemake.output
+w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.params
 with stage.guarded(snakemake, "host_shim"):
-    d = host.write_shim(w.op, i.analysis, Path(o.verdict).parent.parent, o.ffi_rs, o.ffi_json, o.verdict,
-                        attempt=snakemake.resources.attempt)
+    asked = {}
+    if i.previous:
+        d = json.loads(Path(i.previous[0]).read_text())
+        if (d.get("request") or {}).get("role") == "host_builder":
+            asked = d
+    llm = p.backend in ("anthropic", "replay") or (p.backend == "auto" and asked)
+    if llm:
+        role = agents.role_config(p.backend, snakemake.config["llm"], p.results)
+        d = host.write_shim_llm(w.op, i.analysis, Path(o.verdict).parent.parent, o.ffi_rs, o.ffi_json,
+                                o.verdict, role, rnd=p.round, previous=asked.get("feedback", ""),
+                                attempt=snakemake.resources.attempt)
+    else:
+        d = host.write_shim(w.op, i.analysis, Path(o.verdict).parent.parent, o.ffi_rs, o.ffi_json, o.verdict,
+                            attempt=snakemake.resources.attempt)
     print(d["verdict"], d["summary"])

@@ -136,3 +136,87 @@ def test_config_constexpr_unknown_to_the_kernel(op_copy):
     m.write_text(m.read_text().replace("{TILE: 1024}", "{TILE: 1024, BLOCK: 2}").replace("{TILE: 2048}", "{TILE: 2048, BLOCK: 2}"))
     un = A.analyse(d)["unsupported"]
     assert un and un[0]["construct"] == "constexpr BLOCK" and un[0]["file"].endswith("manifest.yaml")
+
+
+# -- the analyser role played by an LLM (a local server speaking the Messages API) --------------
+
+from test_agents import FakeMessages, ok, server  # noqa: E402,F401  (server: a fixture)
+
+from tileport import agents  # noqa: E402
+
+
+def gather_softmax(op_copy):
+    """softmax with a ct.gather the translator lacks (the deterministic analyser: BLOCKED)."""
+    d = op_copy("softmax")
+    src = (d / "kernel.py").read_text().replace(
+        "        m = ct.max(t, axis=1, keepdims=True)\n",
+        "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.gather(x, t)\n")
+    (d / "kernel.py").write_text(src)
+    return d, src.splitlines().index("        g = ct.gather(x, t)") + 1
+
+
+def notes_reply(kernels, line):
+    return ("```markdown\nline {0}: ct.gather reads x at the indices in t; cutile: load the rows "
+            "and select.\n```\n```json\n{{\"kernels\": {1}, \"constructs\": [{{\"line\": {0}, "
+            "\"construct\": \"ct.gather\", \"rust\": \"load + select\"}}]}}\n```\nVERDICT: PASS\n"
+            ).format(line, json.dumps(kernels))
+
+
+@pytest.fixture
+def role(server, monkeypatch, tmp_path):
+    monkeypatch.setenv("TILEPORT_AN_KEY", "sk-ant-analyser")
+    s = agents.LlmSettings(model="claude-test", max_tokens=256, temperature=0.0, timeout_s=5.0, max_retries=0,
+                           base_url=server[1], api_key_env="TILEPORT_AN_KEY")
+    return {"backend": "auto", "settings": s, "results": tmp_path / "results", "replay_dir": tmp_path / "results"}
+
+
+def test_llm_analyser_notes_are_checked_and_kept(op_copy, tmp_path, role):
+    d, line = gather_softmax(op_copy)
+    FakeMessages.script = [ok(notes_reply({"softmax_kernel": ["x", "y", "BM", "TILE"]}, line))]
+    out = tmp_path / "results" / "softmax" / "analysis.json"
+    v = A.run_backend(d, out, "softmax", "auto", role)
+    assert v["verdict"] == "BLOCKED"                      # the analysis stays tileport's
+    llm = v["details"]["llm"]
+    assert llm["notes"].startswith(f"line {line}: ct.gather") and llm["constructs"][0]["line"] == line
+    assert "ct.gather" in FakeMessages.seen[0]["body"]["messages"][0]["content"]
+    assert (tmp_path / "results" / "softmax" / "transcripts" / "analyze" / "attempt-1.json").is_file()
+    assert json.loads(out.read_text())["details"]["llm"] == llm
+
+
+@pytest.mark.parametrize("kernels,line,why", [
+    ({"softmax_kernel": ["x", "y", "TILE"]}, None, "parameters of softmax_kernel"),
+    ({"other_kernel": ["x"]}, None, "kernels ['other_kernel'] differ"),
+    ({"softmax_kernel": ["x", "y", "BM", "TILE"]}, 999, "names no line of kernel.py"),
+])
+def test_llm_analyser_that_disagrees_with_the_parse_is_an_agent_output_failure(op_copy, tmp_path, role,
+                                                                               kernels, line, why):
+    d, real = gather_softmax(op_copy)
+    FakeMessages.script = [ok(notes_reply(kernels, line or real))]
+    v = A.run_backend(d, tmp_path / "a.json", "softmax", "anthropic", role)
+    llm = v["details"]["llm"]
+    assert llm["fail_class"] == "agent_output" and why in llm["error"] and "notes" not in llm
+    assert v["verdict"] == "BLOCKED" and any(f["message"].startswith("LLM analyser (agent_output)")
+                                             for f in v["findings"])
+
+
+def test_auto_analyser_asks_only_when_blocked(repo, tmp_path, role):
+    v = A.run_backend(repo / "operators" / "relu", tmp_path / "a.json", "relu", "auto", role)
+    assert v["verdict"] == "PASS" and "llm" not in v["details"] and FakeMessages.seen == []
+
+
+def test_llm_analyser_garbage_reply_and_syntax_error(op_copy, tmp_path, role):
+    d, _ = gather_softmax(op_copy)
+    FakeMessages.script = [ok("I analysed it, all fine.")]
+    v = A.run_backend(d, tmp_path / "a.json", "softmax", "auto", role)
+    assert v["details"]["llm"]["fail_class"] == "agent_output"
+    # a rerun asks again; the earlier exchange is kept under previous/
+    FakeMessages.script = [ok("Still nothing to parse.")]
+    A.run_backend(d, tmp_path / "a.json", "softmax", "auto", role)
+    tdir = tmp_path / "results" / "softmax" / "transcripts" / "analyze"
+    assert len(FakeMessages.seen) == 2 and len(list((tdir / "previous").rglob("attempt-1.json"))) == 1
+    # nothing to annotate: a kernel.py that does not parse is never sent
+    src = (d / "kernel.py").read_text()
+    (d / "kernel.py").write_text(src.replace("keepdims=True)", "keepdims=True", 1))
+    v = A.run_backend(d, tmp_path / "b.json", "softmax", "anthropic", role)
+    assert v["verdict"] == "BLOCKED" and v["findings"][0]["category"] == "syntax"
+    assert len(FakeMessages.seen) == 2

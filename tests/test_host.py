@@ -163,3 +163,77 @@ def test_sources_restored_with_old_mtimes_are_rebuilt(tmp_path):
     os.utime(host_dir / "src/a.rs", (1, 1))
     host._refresh_if_stale(host_dir, target, origin)          # differs from the stamp: fresh mtime
     assert (host_dir / "src/a.rs").stat().st_mtime > 1
+
+
+# -- the host builder played by an LLM (a local server speaking the Messages API) ---------------
+
+from test_agents import FakeMessages, ok, server  # noqa: E402,F401  (server: a fixture)
+
+from tileport import agents as A  # noqa: E402
+
+
+def shim_reply(rust: str) -> str:
+    return f"```rust\n{rust}```\n\n```json\n{{\"symbols\": [], \"changes\": \"none\"}}\n```\n\nVERDICT: PASS\n"
+
+
+@pytest.fixture
+def llm_tree(built, tmp_path, server, monkeypatch):
+    """A copy of the built relu tree and the host builder role pointed at the fake server."""
+    results = tmp_path / "results"
+    shutil.copytree(built[0] / "relu", results / "relu", ignore=shutil.ignore_patterns("host"))
+    monkeypatch.setenv("TILEPORT_HOST_KEY", "sk-ant-host-test")
+    s = A.LlmSettings(model="claude-test", max_tokens=512, temperature=0.0, timeout_s=5.0, max_retries=0,
+                      base_url=server[1], api_key_env="TILEPORT_HOST_KEY")
+    role = {"backend": "auto", "settings": s, "results": results, "replay_dir": results}
+    return results, role, (built[0] / "relu" / "host" / "ffi.rs").read_text()
+
+
+def shim(results, role, **kw):
+    r = results / "relu"
+    return host.write_shim_llm("relu", r / "analysis.json", r, r / "host" / "ffi.rs", r / "host" / "ffi.json",
+                               r / "host" / "shim.json", role, **kw)
+
+
+def test_llm_shim_is_checked_built_and_transcribed(llm_tree):
+    results, role, det = llm_tree
+    FakeMessages.script = [ok(shim_reply(det))]
+    d = shim(results, role, rnd=2, previous="GPU round 1: gpu_test FAIL (fail_class host): port launches 2")
+    assert d["verdict"] == "PASS" and d["details"]["backend"] == "anthropic", d["summary"]
+    prompt = FakeMessages.seen[0]["body"]["messages"][0]["content"]
+    assert "tp_relu__relu_kernel" in prompt and "port launches 2" in prompt and "pub struct TpTensor" in prompt
+    text = (results / "relu" / "host" / "ffi.rs").read_text()
+    assert text.startswith("// Written by tileport's host builder (backend: anthropic)") and det in text
+    assert (results / "relu" / "transcripts" / "host_shim" / "attempt-2.json").is_file()
+    # cargo builds the LLM's shim into a library that exports its symbol
+    b = host.build(["relu"], results, results / "host" / "build.json")
+    assert b["verdict"] == "PASS" and b["details"]["ops"]["relu"]["in_library"], b["summary"]
+    # replay (no server call) answers the same request from the transcript: the same ffi.rs
+    shim(results, {**role, "backend": "replay"}, rnd=2,
+         previous="GPU round 1: gpu_test FAIL (fail_class host): port launches 2")
+    assert len(FakeMessages.seen) == 1
+    assert (results / "relu" / "host" / "ffi.rs").read_text() == text.replace("backend: anthropic", "backend: replay")
+
+
+@pytest.mark.parametrize("reply,why", [
+    (lambda det: "Here is the shim, trust me.", "fenced ```rust"),
+    (lambda det: shim_reply(det.replace("fn tp_relu__relu_kernel(", "fn tp_relu_other(")),
+     "does not export ['tp_relu__relu_kernel']"),
+])
+def test_unusable_llm_shim_fails_as_agent_output_and_leaves_the_operator_out(llm_tree, reply, why):
+    results, role, det = llm_tree
+    FakeMessages.script = [ok(reply(det))]
+    d = shim(results, role)
+    assert (d["verdict"], d["fail_class"], d["owner"]) == ("FAIL", "agent_output", "host")
+    assert why in d["summary"]
+    assert (results / "relu" / "host" / "ffi.rs").read_text().startswith("// host builder (anthropic) round 1 gave no usable shim")
+    b = host.build(["relu"], results, results / "host" / "build.json")
+    assert b["verdict"] == "ERROR"
+    assert b["details"]["ops"]["relu"]["reason"].startswith("host shim unusable (agent_output)")
+
+
+def test_llm_shim_without_a_key_is_an_environment_error(llm_tree, monkeypatch):
+    results, role, _ = llm_tree
+    monkeypatch.delenv("TILEPORT_HOST_KEY")
+    d = shim(results, role)
+    assert (d["verdict"], d["fail_class"]) == ("ERROR", "env") and "TILEPORT_HOST_KEY" in d["summary"]
+    assert FakeMessages.seen == []

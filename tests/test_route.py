@@ -169,6 +169,7 @@ from test_perf_diagnose import SLOW, bench_json, brow  # noqa: E402
 
 from tileport import gpu_test as G  # noqa: E402
 from tileport.perf_diagnose import diagnose as perf_diagnose  # noqa: E402
+from test_agents import server  # noqa: E402,F401  (a fixture: the local Messages API)
 
 
 def gpu_verdicts(tmp_path, test_rows=None, bench_rows=None, not_run=False):
@@ -300,3 +301,67 @@ def test_gpu_route_with_unreadable_verdicts_stops_naming_them(tmp_path):
 def test_final_without_any_route_is_round_1(tmp_path):
     f = R.final(tmp_path, "op", tmp_path / "op" / "final.json")
     assert (f["round"], f["next"], f["rounds"]) == (1, "stop", [])
+
+
+@pytest.mark.parametrize("builder,h,cap,nxt", [("auto", 1, 2, "retry"), ("anthropic", 2, 3, "retry"),
+                                               ("replay", 2, 2, "stop"), ("deterministic", 1, 5, "stop")])
+def test_host_failures_go_to_the_host_builder_within_its_cap(tmp_path, builder, h, cap, nxt):
+    t, b, p = gpu_verdicts(tmp_path, [row(launches=(1, 2, 1))])
+    d = R.decide_gpu(t, b, p, {"k": 1}, 1, writer="anthropic", writer_cap=2, host_builder=builder,
+                     host_attempt=h, host_cap=cap)
+    assert (d["next"], d["route"]) == (nxt, "host -> host_builder")
+    if nxt == "retry":
+        assert d["request"] == {"role": "host_builder", "attempt": h + 1}
+        assert "port launches 2 kernel(s) per call, reference 1" in d["feedback"]
+    elif builder == "deterministic":
+        assert "host builder is deterministic" in d["reason"]
+    else:
+        assert d["reason"].startswith(f"cap reached: {h} of {cap} host-builder attempts") and d["cap"] == cap
+
+
+def test_gpu_route_counts_host_builder_attempts_over_rounds(tmp_path):
+    res = tmp_path / "results"
+    published(res)
+    gpu_verdicts(res / "op", [row(launches=(1, 2, 1))])
+    kw = dict(writer="anthropic", writer_cap=2, host_builder="auto", host_cap=2)
+    d1 = R.gpu_route(res, "op", 1, ["k"], res / "op" / "rounds" / "1" / "route.json", **kw)
+    assert d1["request"] == {"role": "host_builder", "attempt": 2}
+    r2 = res / "op" / "rounds" / "2"
+    published(r2)
+    gpu_verdicts(r2 / "op", [row(launches=(1, 2, 1))])
+    d2 = R.gpu_route(res, "op", 2, ["k"], r2 / "route.json", **kw)
+    assert (d2["next"], d2["cap"]) == ("stop", 2) and "2 of 2 host-builder attempts" in d2["reason"]
+
+
+def test_llm_ir_diagnoser_on_a_gpu_numerics_failure_joins_the_feedback(tmp_path, server, monkeypatch):
+    from conftest import REPO
+    from test_agents import FakeMessages, ok
+
+    from tileport import agents as A
+
+    res = tmp_path / "results"
+    published(res, kernel="relu_kernel")
+    gpu_verdicts(res / "op", [row("relu_kernel", "f16-T1"), row("relu_kernel", "f16-T2", port=mismatch())])
+    write(Verdict(stage="ir_diff", op="op", kernel="relu_kernel", variant="f16-T2", verdict="PASS_WITH_NOTES",
+                  summary="same dataflow", findings=[Finding("hint", "warn", "kernel", "assume ops differ")]),
+          res / "op" / "ir_diff" / "relu_kernel" / "f16-T2.json")
+    (res / "op" / "rust" / "src").mkdir(parents=True)
+    (res / "op" / "rust" / "src" / "relu_kernel.rs").write_text("// the port\n")
+    monkeypatch.setenv("TILEPORT_DIAG_KEY", "sk-ant-diag")
+    s = A.LlmSettings(model="claude-test", max_tokens=256, temperature=0.0, timeout_s=5.0, max_retries=0,
+                      base_url=server[1], api_key_env="TILEPORT_DIAG_KEY")
+    FakeMessages.script = [ok("```markdown\nThe zero tile is f32 where the input is f16.\n```\n"
+                              "```json\n{\"owner\": \"kernel\", \"lines\": []}\n```\nVERDICT: FAIL\n")]
+    diag = {"backend": "anthropic", "settings": s, "results": res, "replay_dir": res}
+    d = R.gpu_route(res, "op", 1, ["relu_kernel"], res / "op" / "rounds" / "1" / "route.json",
+                    writer="anthropic", writer_cap=2, diagnoser=diag, op_dir=REPO / "operators" / "relu")
+    assert d["next"] == "retry" and d["llm_diagnoser"]["advice"].startswith("The zero tile is f32")
+    assert "- LLM IR diagnoser, variant f16-T2: The zero tile is f32" in d["feedback"]
+    sent = FakeMessages.seen[0]["body"]["messages"][0]["content"]
+    assert "port output mismatch" in sent and "// the port" in sent
+    assert (res / "op" / "transcripts" / "ir_diagnose" / "relu_kernel" / "attempt-1.json").is_file()
+    # an LLM failure (here: no key) leaves the deterministic feedback as it was
+    monkeypatch.delenv("TILEPORT_DIAG_KEY")
+    d2 = R.gpu_route(res, "op", 1, ["relu_kernel"], res / "op" / "rounds" / "1" / "route.json",
+                     writer="anthropic", writer_cap=2, diagnoser=diag, op_dir=REPO / "operators" / "relu")
+    assert d2["next"] == "retry" and "error" in d2["llm_diagnoser"] and "LLM IR diagnoser" not in d2["feedback"]

@@ -129,7 +129,8 @@ def test_switching_gpu_mode_does_not_rerun_gpu_stages(workdir):
     text = cfg.read_text()
     try:
         cfg.write_text(text.replace("threshold: 0.95", "threshold: 0.5"))
-        assert planned(wd) == {"perf_diagnose": 3, "summary": 1}   # relu, softmax, gelu
+        # relu, softmax, gelu (each operator's GPU route reads its perf diagnosis)
+        assert planned(wd) == {"perf_diagnose": 3, "gpu_route": 3, "final_round": 3, "summary": 1}
     finally:
         cfg.write_text(text)
 
@@ -153,7 +154,8 @@ def test_touching_one_operator_reruns_only_its_chain(workdir):
     assert jobs == {"analyze": 1, "reference_ir": 6, "write_kernel": 1, "check_kernel": 1, "route": 1,
                     "accept_kernel": 1, "rust_build": 1,
                     "rust_ir": 6, "ir_diff": 6, "ir_diagnose": 6, "host_shim": 1, "host_build": 1,
-                    "gpu_test": 1, "bench": 1, "perf_diagnose": 1, "summary": 1}
+                    "gpu_test": 1, "bench": 1, "perf_diagnose": 1, "gpu_route": 1, "final_round": 1,
+                    "summary": 1}
     p = snakemake(wd, "-n", "results/summary.csv")
     assert "results/relu/" not in re.sub(r"input: .*", "", p.stdout)
     snakemake(wd, "results/summary.csv")

@@ -47,8 +47,13 @@ def run(wd, env_extra=None, check=True, target="results/summary.csv", *extra):
     return p
 
 
-def configure(wd, backend, base_url="", cap=3, diagnoser="deterministic"):
+def configure(wd, backend, base_url="", cap=3, diagnoser="deterministic", host_builder="deterministic",
+              analyser="deterministic"):
     cfg = (REPO / "config.yaml").read_text()
+    assert "  analyser: deterministic\n" in cfg
+    cfg = cfg.replace("  analyser: deterministic\n", f"  analyser: {analyser}\n")
+    assert "  host_builder: deterministic\n" in cfg
+    cfg = cfg.replace("  host_builder: deterministic\n", f"  host_builder: {host_builder}\n")
     assert "  ir_diagnoser: deterministic\n" in cfg
     cfg = cfg.replace("  ir_diagnoser: deterministic\n", f"  ir_diagnoser: {diagnoser}\n")
     cfg = cfg.replace("operators: []", "operators: [relu]")
@@ -374,3 +379,81 @@ def test_gpu_failure_sends_the_kernel_back_to_the_writer_in_a_round_of_its_own(t
     assert {(r["round"], r["attempts"], r["llm_calls"]) for r in rs} == {("2", "2", "2")}
     assert all(r["test"].startswith("not_run") and r["gpu_route"].startswith("stop (not_run") for r in rs)
     assert "Nothing to be done" in (lambda p: p.stdout + p.stderr)(run(wd, env, True, "results/summary.csv", "-n"))
+
+
+def test_gpu_host_failure_sends_the_shim_to_the_llm_host_builder(tmp_path):
+    """Round 1's GPU test blames the host (the port launched two kernels per call): with
+    roles.host_builder auto, round 2's shim is the LLM's, cargo builds it into round 2's own
+    library; the translator's kernel is reused, not rewritten."""
+    from test_gpu_test import row
+
+    from tileport import gpu_test as G
+    from tileport import manifest as M
+    from tileport.verdict import write
+
+    wd = tmp_path / "wf"
+    copy_workflow(wd, ["relu"])
+    configure(wd, "translator", "", cap=2, host_builder="auto")
+    run(wd)
+    det = (wd / "results/relu/host/ffi.rs").read_text()
+    v = [x.id for x in M.variants(M.load(wd / "operators/relu/manifest.yaml"))]
+    write(G.verdict_of("relu", [row("relu_kernel", v[0], launches=(1, 2, 1))]), wd / "results/relu/test.json")
+    srv, url = serve([ok(f"```rust\n{det}```\n```json\n{{\"symbols\": [], \"changes\": \"one launch\"}}\n```\nVERDICT: PASS\n")])
+    configure(wd, "translator", url, cap=2, host_builder="auto")
+    try:
+        run(wd, {"TILEPORT_FAKE_KEY": KEY})
+        seen = list(FakeMessages.seen)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert len(seen) == 1 and "port launches 2 kernel(s) per call" in seen[0]["body"]["messages"][0]["content"]
+    fin = json.loads((wd / "results/relu/final.json").read_text())
+    assert [(x["route"], x["next"]) for x in fin["rounds"]] == [("host -> host_builder", "retry"),
+                                                                ("not_run -> stop", "stop")]
+    assert fin["rounds"][0]["request"] == {"role": "host_builder", "attempt": 2}
+    r2 = wd / "results/relu/rounds/2"
+    shim = json.loads((r2 / "relu/host/shim.json").read_text())
+    assert shim["verdict"] == "PASS" and shim["details"]["backend"] == "anthropic"
+    assert json.loads((r2 / "host/build.json").read_text())["verdict"] == "PASS"
+    assert json.loads((r2 / "relu/write_kernel/relu_kernel.json").read_text())["attempt"] == 1
+    assert not (wd / ATTEMPTS / "2").exists()
+    assert {r["round"] for r in rows(wd)} == {"2"}
+    assert {r["llm_calls"] for r in list(csv.DictReader(open(wd / "results/summary_ops.csv")))[:1]} == {"1"}
+    assert not [p for p in (wd / "results").rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+
+
+def test_llm_analyser_notes_reach_the_writer_and_replay_offline(tmp_path):
+    from tileport import analyze
+
+    wd = copy_workflow(tmp_path / "wf", ["relu"])
+    params = [p["name"] for p in analyze.analyse(REPO / "operators" / "relu")["kernels"][0]["params"]]
+    notes = ("```markdown\nrelu_kernel: y = max(x, 0) per element; keep the zero tile in x's dtype.\n```\n"
+             "```json\n" + json.dumps({"kernels": {"relu_kernel": params}, "constructs": []})
+             + "\n```\nVERDICT: PASS\n")
+    srv, url = serve([ok(notes), ok(reply_with(translated_relu()))])
+    configure(wd, "anthropic", url, cap=2, analyser="anthropic")
+    try:
+        run(wd, {"TILEPORT_FAKE_KEY": KEY})
+        seen = list(FakeMessages.seen)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert len(seen) == 2
+    an = json.loads((wd / "results/relu/analysis.json").read_text())
+    assert an["verdict"] == "PASS" and an["details"]["llm"]["notes"].startswith("relu_kernel: y = max(x, 0)")
+    assert "analyser_notes" in seen[1]["body"]["messages"][0]["content"]
+    assert "keep the zero tile in x's dtype" in seen[1]["body"]["messages"][0]["content"]
+    ops = list(csv.DictReader(open(wd / "results/summary_ops.csv")))
+    assert ops[0]["op"] == "relu" and ops[0]["llm_calls"] == "2"
+    assert not [p for p in (wd / "results").rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    kernel = (wd / "results/relu/rust/src/relu_kernel.rs").read_bytes()
+    # replay, server gone: the same notes, the same kernel, from the transcripts alone
+    for p in list((wd / "results" / "relu").iterdir()):
+        if p.name != "transcripts":
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    configure(wd, "replay", "http://127.0.0.1:9", cap=2, analyser="replay")
+    run(wd, {"TILEPORT_FAKE_KEY": ""})
+    again = json.loads((wd / "results/relu/analysis.json").read_text())
+    assert again["details"]["llm"]["notes"] == an["details"]["llm"]["notes"]
+    assert again["details"]["llm"]["backend"] == "replay"
+    assert (wd / "results/relu/rust/src/relu_kernel.rs").read_bytes() == kernel

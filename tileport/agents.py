@@ -389,6 +389,23 @@ def settings_dict(s: LlmSettings) -> dict:
     return asdict(s)
 
 
+def retire_transcript(t: Path) -> bool:
+    """Move one transcript to ``<its folder>/previous/<UTC time>/`` (kept, never overwritten,
+    no longer counted in summary.csv). Returns whether there was one."""
+    import time as _time
+
+    t = Path(t)
+    if not t.exists():
+        return False
+    stamp = _time.strftime("%Y%m%dT%H%M%SZ", _time.gmtime())
+    d, i = t.parent / "previous" / stamp, 1
+    while (d / t.name).exists():
+        d, i = t.parent / "previous" / f"{stamp}.{i}", i + 1
+    d.mkdir(parents=True, exist_ok=True)
+    t.replace(d / t.name)
+    return True
+
+
 def consult(role: str, fields: dict, cfg: dict, *, op: str, stage: str, attempt: int, lang: str,
             repo_root: str | Path | None = None) -> dict:
     """One advisory exchange of a diagnoser role (IR diagnoser, perf diagnoser): fill
@@ -396,7 +413,8 @@ def consult(role: str, fields: dict, cfg: dict, *, op: str, stage: str, attempt:
     any clone), ask ``cfg["backend"]`` (``anthropic`` / ``auto`` -> the API, ``replay`` -> the
     transcripts under ``cfg["replay_dir"]``), store the transcript as
     ``<cfg["results"]>/<op>/transcripts/<stage>/attempt-<n>.json`` (``stage`` may hold a kernel:
-    ``ir_diagnose/<kernel>``) and parse the reply (one fenced ``lang`` block, a json block, a
+    ``ir_diagnose/<kernel>``; an earlier one of the same attempt moves to ``previous/``: the stage
+    asking again is a rerun) and parse the reply (one fenced ``lang`` block, a json block, a
     ``VERDICT:`` line).
 
     Returns ``{"backend", "output", "agent_claim", "transcript"}``, or ``{"backend", "error",
@@ -406,6 +424,9 @@ def consult(role: str, fields: dict, cfg: dict, *, op: str, stage: str, attempt:
     llm = "replay" if cfg["backend"] == "replay" else "anthropic"
     results = Path(cfg["results"])
     tpath = transcript_path(results, op, stage, attempt)
+    if llm != "replay":
+        # the stage that asks is being rerun: its earlier exchange is kept under previous/
+        retire_transcript(tpath)
     try:
         if repo_root:
             fields = without_repo(fields, repo_root)

@@ -10,6 +10,7 @@ syntax error, manifest/kernel mismatch), or ERROR (the manifest itself is malfor
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
@@ -387,3 +388,82 @@ def _loc_from_msg(msg: str) -> dict | None:
         if ln.isdigit():
             return loc(f, int(ln))
     return loc(head, None)
+
+
+def run_backend(op_dir: str | Path, out_json: str | Path, op: str, backend: str = "deterministic",
+                role: dict | None = None) -> dict:
+    """Stage ``analyze`` with the analyser role's backend (config ``roles.analyser``).
+
+    ``deterministic``: :func:`run`. ``anthropic`` / ``replay``: :func:`run`, then an LLM
+    (``prompts/analyser.md``) is shown kernel.py, the manifest and that analysis and writes notes
+    for the kernel writer on every construct the translator lacks; ``auto``: the same, only when
+    :func:`run` says BLOCKED for unsupported constructs. Nothing is asked when the file cannot be
+    parsed or the manifest is malformed (no analysis to annotate). ``role``:
+    ``{"backend", "settings", "results", "replay_dir"}`` (:func:`tileport.agents.role_config`);
+    transcript ``results/<op>/transcripts/analyze/attempt-1.json``.
+
+    tileport checks the reply's ``json`` block against its own parse: the same kernel names with
+    the same parameter names in order, and every construct's ``line`` inside kernel.py. A checked
+    reply is stored as ``details.llm`` (``notes``, ``constructs``, ``transcript``) and reaches an
+    LLM kernel writer's prompt; an unusable or disagreeing reply is ``details.llm.error`` with
+    ``fail_class`` agent_output (env for key / network / replay miss) plus a ``warn`` finding.
+    The verdict word stays the deterministic analyser's: the notes are advice, tileport's later
+    stages judge the port. Never raises on bad input.
+    """
+    from . import agents
+    from .verdict import read
+
+    d = run(op_dir, out_json, op)
+    det = d.get("details") or {}
+    if backend == "deterministic" or not det.get("kernels") or (backend == "auto" and d["verdict"] != "BLOCKED"):
+        return d
+    op_dir = Path(op_dir)
+    try:
+        fields = {"op": op, "reference_source": (op_dir / "kernel.py").read_text(),
+                  "manifest": (op_dir / "manifest.yaml").read_text(), "verdict": d["verdict"],
+                  "analysis": json.dumps({k: det.get(k) for k in ("kernels", "dtypes", "constexprs", "unsupported")},
+                                         indent=1, default=str)[:30000]}
+    except OSError:
+        return d
+    got = agents.consult("analyser", fields, role, op=op, stage="analyze", attempt=1, lang="markdown",
+                         repo_root=op_dir.resolve().parent.parent)
+    llm = {"backend": got["backend"], **({"transcript": got["transcript"]} if "transcript" in got else {})}
+    problem = got.get("error")
+    if not problem:
+        claim = (got.get("agent_claim") or {}).get("validation") or {}
+        problem = _disagreement(claim, det, (op_dir / "kernel.py").read_text().count("\n") + 1)
+    if problem:
+        llm.update(error=problem[:800], fail_class=got.get("fail_class", "agent_output") if "error" in got
+                   else "agent_output")
+        d["findings"].append({"category": "input", "severity": "warn", "owner": "tool",
+                              "message": f"LLM analyser ({llm['fail_class']}): {problem}"[:1500],
+                              "ref": None, "port": None})
+    else:
+        llm.update(notes=got["output"].strip()[:8000], constructs=claim.get("constructs", [])[:50])
+    d["details"]["llm"] = llm
+    out = read(out_json)
+    out.pop("schema", None)
+    return write(Verdict(**{k: out[k] for k in ("stage", "op", "verdict", "summary", "owner")},
+                         findings=[Finding(**{k: f.get(k) for k in ("category", "severity", "owner", "message",
+                                                                      "ref", "port")}) for f in d["findings"]],
+                         details=d["details"], artifacts=out.get("artifacts", {})), out_json)
+
+
+def _disagreement(claim: dict, det: dict, n_lines: int) -> str:
+    """Why an LLM analyser's validation block disagrees with tileport's parse ('' if it does not)."""
+    ks = claim.get("kernels")
+    if not isinstance(ks, dict):
+        return "validation block lacks a 'kernels' object"
+    mine = {k["name"]: [p["name"] for p in k["params"]] for k in det["kernels"]}
+    if set(ks) != set(mine):
+        return f"kernels {sorted(ks)} differ from kernel.py's {sorted(mine)}"
+    for k, params in mine.items():
+        if ks[k] != params:
+            return f"parameters of {k} {ks[k]} differ from kernel.py's {params}"
+    cs = claim.get("constructs", [])
+    if not isinstance(cs, list):
+        return "'constructs' is not a list"
+    for c in cs:
+        if not isinstance(c, dict) or not isinstance(c.get("line"), int) or not 1 <= c["line"] <= n_lines:
+            return f"construct {c!r} names no line of kernel.py (1..{n_lines})"
+    return ""

@@ -91,7 +91,8 @@ def library_for(op: str, results: Path, host_build: Path):
                               f"{sorted(hb.get('details', {}).get('ops', {}))}): run the workflow "
                               f"with {op} among config.yaml's operators")
     if not st["in_library"]:
-        owner = "kernel" if "port crate" in st["reason"] or "no shim" in st["reason"] else "host"
+        owner = ("kernel" if "port crate" in st["reason"] or "no shim" in st["reason"]
+                 else "env" if st["reason"].startswith("host shim unusable (env)") else "host")
         return None, (owner, f"not in the host library: {st['reason']}")
     try:
         now = HOST.sources_sha(results, op)

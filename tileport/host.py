@@ -202,6 +202,70 @@ def write_shim(op: str, analysis_json: str | Path, results_op: str | Path, out_r
                          artifacts={"ffi_rs": str(out_rs), "ffi_json": str(out_json)}), out_verdict)
 
 
+def write_shim_llm(op: str, analysis_json: str | Path, results_op: str | Path, out_rs: str | Path,
+                   out_json: str | Path, out_verdict: str | Path, role: dict, rnd: int = 1,
+                   previous: str = "", attempt: int = 1) -> dict:
+    """Stage ``host_shim`` with the host builder role played by an LLM (``prompts/host_builder.md``).
+
+    tileport first writes the signatures (``ffi.json``, from the analysis: the contract the
+    Python side calls) and its own shim (:func:`write_shim`); the LLM is shown both, the ABI
+    module, the kernels and ``previous`` (what the last GPU round found) and replies with the
+    whole ``ffi.rs``. ``role``: ``{"backend", "settings", "results", "replay_dir"}``
+    (:func:`tileport.agents.role_config`); transcript
+    ``results/<op>/transcripts/host_shim/attempt-<rnd>.json`` (one per GPU round's tree).
+    tileport checks that every signature's symbol is exported (``#[no_mangle]`` + ``extern "C"
+    fn <symbol>``); cargo (rule host_build) and the GPU stages judge the rest.
+    Verdicts: PASS (``details.backend``, ``transcript``, ``agent_claim``); FAIL ``fail_class
+    agent_output`` (no usable reply, a symbol missing); ERROR ``fail_class env`` (key, network,
+    replay miss); the deterministic shim's own BLOCKED when no kernel has a port. The failed
+    cases leave an ``ffi.rs`` that only says why (no deterministic fallback is passed off as the
+    LLM's). Never raises for a bad reply.
+    """
+    from . import agents
+
+    det = write_shim(op, analysis_json, results_op, out_rs, out_json, out_verdict, attempt=attempt)
+    if det["verdict"] != "PASS":
+        return det
+    results_op = Path(results_op)
+    spec = json.loads(Path(out_json).read_text())
+    kernels = []
+    for k in sorted({f["kernel"] for f in spec["functions"]}):
+        kernels.append(f"// {k}.rs\n" + (results_op / "rust" / "src" / f"{k}.rs").read_text())
+    fields = {"op": op, "attempt": rnd, "signatures": json.dumps(spec["functions"], indent=1),
+              "abi": ABI_RS.read_text(), "kernels": "\n".join(kernels)[:40000],
+              "current_shim": Path(out_rs).read_text(), "previous": previous or "(first attempt)"}
+    got = agents.consult("host_builder", fields, role, op=op, stage="host_shim", attempt=rnd, lang="rust",
+                         repo_root=Path(role["results"]).resolve().parent)
+    base = dict(stage="host_shim", op=op, attempt=attempt)
+    details = {"backend": got["backend"], "round": rnd, "functions": [f["symbol"] for f in spec["functions"]]}
+    if "transcript" in got:
+        details["transcript"] = got["transcript"]
+    problem = got.get("error")
+    text = got.get("output", "")
+    if not problem:
+        lacking = [f["symbol"] for f in spec["functions"]
+                   if not re.search(r'extern\s+"C"\s+fn\s+' + re.escape(f["symbol"]) + r"\s*\(", text)]
+        if lacking or "#[no_mangle]" not in text:
+            problem = f"the shim does not export {lacking or 'any #[no_mangle] symbol'}"
+    if problem:
+        fc = got.get("fail_class", "agent_output") if "error" in got else "agent_output"
+        atomic_write_text(out_rs, f"// host builder ({got['backend']}) round {rnd} gave no usable shim: "
+                                  f"{problem[:300]}\n")
+        return write(Verdict(**base, verdict="ERROR" if fc == "env" else "FAIL", owner="env" if fc == "env" else "host",
+                             fail_class=fc, summary=f"host builder ({got['backend']}): {problem}"[:1500],
+                             findings=[Finding("build", "critical", "env" if fc == "env" else "host",
+                                               f"{out_rs}: {problem}"[:1500])],
+                             details=details), out_verdict)
+    details["agent_claim"] = got.get("agent_claim")
+    atomic_write_text(out_rs, f"// Written by tileport's host builder (backend: {got['backend']}) for operator "
+                              f"{op}, round {rnd}; transcript {got.get('transcript', '-')}.\n" + text)
+    return write(Verdict(**base, verdict="PASS",
+                         summary=f"{len(spec['functions'])} shim(s) by the LLM host builder: "
+                                 f"{', '.join(details['functions'])}",
+                         details=details, artifacts={"ffi_rs": str(out_rs), "ffi_json": str(out_json)}),
+                 out_verdict)
+
+
 # ---------------------------------------------------------------------------------------------
 # host_build
 
@@ -216,6 +280,8 @@ def _op_eligible(results: Path, op: str) -> tuple[list[str], str]:
     if b["verdict"] != "PASS":
         return [], f"port crate did not build: {b['summary']}"
     if s["verdict"] != "PASS":
+        if s.get("fail_class") in ("agent_output", "host", "env"):   # the host builder's own failure
+            return [], f"host shim unusable ({s['fail_class']}): {s['summary']}"
         return [], f"no shim: {s['summary']}"
     path = results / op / "host" / "ffi.json"
     try:

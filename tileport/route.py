@@ -27,7 +27,7 @@ import json
 import shutil
 from pathlib import Path
 
-from . import ir_diagnose, ir_diff, rust_ir
+from . import agents, ir_diagnose, ir_diff, rust_ir
 from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 
 # writers that give the same output for the same input: retrying them cannot help
@@ -40,19 +40,7 @@ def attempt_dir(results: str | Path, op: str, kernel: str, n: int) -> Path:
     return Path(results) / op / "attempts" / kernel / str(int(n))
 
 
-def _retire_transcript(t: Path) -> bool:
-    """Move one transcript to ``<its folder>/previous/<UTC time>/`` (kept, never overwritten)."""
-    import time as _time
-
-    if not t.exists():
-        return False
-    stamp = _time.strftime("%Y%m%dT%H%M%SZ", _time.gmtime())
-    d, i = t.parent / "previous" / stamp, 1
-    while (d / t.name).exists():
-        d, i = t.parent / "previous" / f"{stamp}.{i}", i + 1
-    d.mkdir(parents=True, exist_ok=True)
-    t.replace(d / t.name)
-    return True
+_retire_transcript = agents.retire_transcript
 
 
 def retire(results, op: str, kernel: str, n: int) -> list[str]:
@@ -381,6 +369,7 @@ def _slowest_kernel(perf_v: dict, bench_v: dict, attempts: dict[str, int]) -> st
 
 def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, int], r: int, *,
                writer: str, writer_cap: int, host_builder: str = "deterministic",
+               host_attempt: int = 1, host_cap: int = 1,
                ir_notes: dict[str, dict[str, list[str]] | list[str]] | None = None) -> dict:
     """Where GPU round ``r`` of an operator goes, from its verdicts alone.
 
@@ -401,8 +390,11 @@ def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, in
     - bench BELOW_THRESHOLD → perf diagnoser → its ``owner``: kernel writer (the slowest
       config's kernel) or host builder; bench FAIL/ERROR → as a gpu_test failure;
     - a deterministic role (the translator, the deterministic host builder) is never asked
-      again (same input, same output) and a kernel at ``writer_cap`` attempts is not either:
+      again (same input, same output), nor is a kernel at ``writer_cap`` writer attempts or a
+      host builder at ``host_cap`` (``host_attempt``: shims so far, the first one included):
       ``stop`` with the reason and the last diagnosis.
+    A retry's ``request`` is ``{"role": "kernel_writer", "kernel", "attempt"}`` or
+    ``{"role": "host_builder", "attempt"}``.
     Raises ValueError for r < 1, writer_cap < 1 or no kernel.
     """
     if r < 1 or writer_cap < 1 or not attempts:
@@ -426,8 +418,12 @@ def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, in
             if host_builder == "deterministic":
                 return stop(route, f"the host builder is deterministic: another shim would repeat "
                                    f"this one; last: {stage_v['summary']}", feedback)
-            return stop(route, f"host builder backend {host_builder!r} has no attempt loop; last: "
-                               f"{stage_v['summary']}", feedback)
+            if host_attempt >= host_cap:
+                return {**stop(route, f"cap reached: {host_attempt} of {host_cap} host-builder attempts; "
+                                      f"last: {stage_v['summary']}", feedback), "cap": host_cap}
+            return {**out, "next": "retry", "route": route, "feedback": feedback,
+                    "reason": f"host-builder attempt {host_attempt + 1} follows (round {r + 1})",
+                    "request": {"role": "host_builder", "attempt": host_attempt + 1}}
         failing = [key.split("/", 1)[1] for key, w in ((test_v.get("details") or {}).get("variants") or {}).items()
                    if w == "FAIL" and key.startswith(f"{kernel}/")]
         failing += [w.get("variant") for w in ((stage_v.get("details") or {}).get("evidence") or {})
@@ -503,11 +499,16 @@ def _notes_for(notes: dict[str, list[str]] | list[str], variants: list[str]) -> 
 
 
 def gpu_route(results, op: str, r: int, kernels: list[str], out_json, *, writer: str, writer_cap: int,
-              host_builder: str = "deterministic") -> dict:
+              host_builder: str = "deterministic", host_cap: int = 1, diagnoser: dict | None = None,
+              op_dir=None) -> dict:
     """Stage ``gpu_route`` (a Snakemake checkpoint): :func:`decide_gpu` on GPU round ``r``'s
     verdicts under :func:`round_root`, written to ``out_json``. The writer attempt each kernel
     had in that round is read from the round's ``write_kernel/<kernel>.json``; unreadable
-    verdicts count as missing (``stop`` naming them), never raise."""
+    verdicts count as missing (``stop`` naming them), never raise. ``diagnoser``: the IR
+    diagnoser role (:func:`tileport.agents.role_config`); when it is an LLM and a numerics
+    failure goes back to the writer, it is asked about the first failing variant
+    (:func:`llm_diagnosis`, transcript ``ir_diagnose/<kernel>/attempt-<n>.json`` of the tested
+    attempt n) and its advice joins the feedback (``llm_diagnoser``: its answer)."""
     root = round_root(results, op, r)
     docs, missing = {}, []
     for name, rel in (("test", "test.json"), ("bench", "bench.json"), ("perf", "perf_diagnosis.json")):
@@ -527,11 +528,42 @@ def gpu_route(results, op: str, r: int, kernels: list[str], out_json, *, writer:
         d = {"round": r, "attempts": attempts, "next": "stop", "route": "unreadable -> stop",
              "reason": f"unreadable verdict(s): {'; '.join(missing)}"[:1500], "feedback": ""}
     else:
+        # the host builder's attempts so far: round 1's shim plus one per earlier request
+        host_attempt = 1 + sum(1 for x in gpu_history(results, op)[:r - 1]
+                               if (x.get("request") or {}).get("role") == "host_builder")
         d = decide_gpu(docs["test"], docs["bench"], docs["perf"], attempts, r, writer=writer,
-                       writer_cap=writer_cap, host_builder=host_builder,
-                       ir_notes=ir_notes(root, op, kernels))
+                       writer_cap=writer_cap, host_builder=host_builder, host_attempt=host_attempt,
+                       host_cap=host_cap, ir_notes=ir_notes(root, op, kernels))
+        req = d.get("request") or {}
+        if (diagnoser or {}).get("backend", "deterministic") != "deterministic" and op_dir \
+                and d["route"] == "kernel -> ir_diagnose -> kernel_writer" and req.get("kernel"):
+            d = _gpu_llm_diagnosis(d, root, op, req["kernel"], docs["test"], diagnoser, op_dir)
     atomic_write_text(out_json, json.dumps(d, indent=1) + "\n")
     return d
+
+
+def _gpu_llm_diagnosis(d: dict, root: Path, op: str, kernel: str, test_v: dict, diagnoser: dict,
+                       op_dir) -> dict:
+    """The LLM IR diagnoser on a GPU numerics failure (see :func:`gpu_route`); never raises."""
+    n = d["attempts"][kernel]
+    bad = sorted(key.split("/", 1)[1] for key, w in ((test_v.get("details") or {}).get("variants") or {}).items()
+                 if w == "FAIL" and key.startswith(f"{kernel}/"))
+    if not bad:
+        return d
+    try:
+        diff = read(root / op / "ir_diff" / kernel / f"{bad[0]}.json")
+    except VerdictError as exc:
+        return {**d, "llm_diagnoser": {"backend": diagnoser["backend"], "error": str(exc), "fail_class": "env"}}
+    crit = [f["message"] for f in test_v.get("findings", []) if f.get("severity") == "critical"][:6]
+    det = {"summary": (f"the Tile IR matched the reference ({diff['verdict']}: {diff['summary']}) but the GPU "
+                       f"test failed: {test_v['summary']}; " + "; ".join(crit))[:3000]}
+    _retire_transcript(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel / f"attempt-{n}.json")
+    got = llm_diagnosis(op_dir, op, kernel, n, bad[0], diff, det,
+                        root / op / "rust" / "src" / f"{kernel}.rs", diagnoser)
+    out = {**d, "llm_diagnoser": got}
+    if got.get("advice"):
+        out["feedback"] = d["feedback"] + f"\n- LLM IR diagnoser, variant {bad[0]}: {got['advice']}"
+    return out
 
 
 def final(results, op: str, out_json) -> dict:

@@ -89,12 +89,14 @@ def kernel_usage(results: str | Path, op: str, kernel: str, root: str | Path | N
 
 
 def op_usage(results: str | Path, op: str, root: str | Path | None = None) -> dict:
-    """An operator's LLM use: its kernels' (:func:`kernel_usage`) plus the perf diagnoser's."""
+    """An operator's LLM use: its kernels' (:func:`kernel_usage`, up to the attempts its last GPU
+    round's tree ``root`` published) plus the perf diagnoser's, the host builder's and the analyser's."""
     base = Path(results) / op / "transcripts"
     kernels = sorted({p.name for st in ("write_kernel", "ir_diagnose") if (base / st).is_dir()
                       for p in (base / st).iterdir() if p.is_dir() and p.name != "previous"})
     return _sum_usage(*(kernel_usage(results, op, k, root) for k in kernels),
-                      llm_usage(results, op, "perf_diagnose"))
+                      llm_usage(results, op, "perf_diagnose"), llm_usage(results, op, "host_shim"),
+                      llm_usage(results, op, "analyze"))
 
 
 def last_round(results: str | Path, op: str) -> tuple[int, Path, str]:

@@ -830,7 +830,11 @@ def _llm_fields(op_dir, kernel, op, attempt, analysis_json, ref_ir, previous: st
     variant = an["variants"][0]["id"] if an.get("variants") else "?"
     return {"op": op, "kernel": kernel, "attempt": attempt, "variant": variant,
             "reference_source": (Path(op_dir) / "kernel.py").read_text(),
-            "analysis": json.dumps({"kernel": kinfo, "variants": an.get("variants", [])}, indent=1),
+            # the LLM analyser's checked notes, when one ran (absent otherwise: the prompt, and so
+            # the request hash of every earlier transcript, stays as it was)
+            "analysis": json.dumps({"kernel": kinfo, "variants": an.get("variants", []),
+                                    **({"analyser_notes": an["llm"]["notes"]} if (an.get("llm") or {}).get("notes")
+                                       else {})}, indent=1),
             "reference_ir": Path(ref_ir).read_text() if ref_ir and Path(ref_ir).exists() else "(none)",
             "previous": previous}
 
