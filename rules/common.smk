@@ -161,13 +161,31 @@ def root_ops(root):
     return GPU_OPS if root == "results" else [root.split("/")[1]]
 
 
+def _gpu_route_next(op, path):
+    """A GPU route as the DAG may follow it: a retry whose ``request`` is not one tileport writes
+    (role, a kernel of the operator, an int attempt in 2..cap) is followed as a stop, so a
+    hand-edited or damaged route.json cannot send the DAG to a nonexistent or cyclic attempt
+    (gpu_route names the problem when it rewrites the file)."""
+    d = _route_next(path)
+    if not isinstance(d, dict):
+        return {"next": "stop"}
+    if d.get("next") != "retry":
+        return d
+    req = d.get("request")
+    ok = isinstance(req, dict) and type(req.get("attempt")) is int and req["attempt"] >= 2 and (
+        (req.get("role") == "kernel_writer" and req.get("kernel") in kernels_of(op)
+         and req["attempt"] <= config["attempts"]["write_kernel"])
+        or (req.get("role") == "host_builder" and req["attempt"] <= config["attempts"]["host_shim"]))
+    return d if ok else {**d, "next": "stop", "request": None}
+
+
 def gpu_routes(op):
     """The operator's GPU routes from round 1 (checkpoint ``gpu_route``) up to the first that
     does not say retry: [(round, route dict)]."""
     out, r = [], 1
     while True:
         path = checkpoints.gpu_route.get(op=op, r=str(r)).output.route
-        d = _route_next(path)
+        d = _gpu_route_next(op, path)
         out.append((r, d))
         if d.get("next") != "retry" or r >= max_rounds(op):
             return out
@@ -181,8 +199,8 @@ def round_attempts(op, r):
     att = {k: follow_routes(op, k, 1) for k in kernels_of(op)}
     for rr in range(1, int(r)):
         path = checkpoints.gpu_route.get(op=op, r=str(rr)).output.route
-        req = _route_next(path).get("request") or {}
-        if req.get("kernel") in att and isinstance(req.get("attempt"), int):
+        req = _gpu_route_next(op, path).get("request") or {}
+        if req.get("kernel") in att:
             att[req["kernel"]] = follow_routes(op, req["kernel"], req["attempt"])
     return att
 
@@ -200,7 +218,7 @@ def previous_route(wildcards):
     # rounds in order, up to the one that asked (a later round would depend on this attempt)
     for r in range(1, max_rounds(wildcards.op) + 1):
         path = checkpoints.gpu_route.get(op=wildcards.op, r=str(r)).output.route
-        d = _route_next(path)
+        d = _gpu_route_next(wildcards.op, path)
         req = d.get("request") or {}
         if req.get("kernel") == wildcards.kernel and req.get("attempt") == n:
             return [prev, path]

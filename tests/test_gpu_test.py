@@ -384,3 +384,17 @@ def test_wrong_recorded_sha_is_stale(tmp_path):
     make_op(results, "op")
     hb = host_build(results, {"op": {**in_lib(results, "op"), "sources_sha": "0" * 64}})
     assert G.library_for("op", results, hb)[1][0] == "host"
+
+
+@pytest.mark.parametrize("reason,owner", [
+    ("host shim unusable (agent_output): host builder (anthropic): reply has 0 fenced ```rust blocks", "host"),
+    ("host shim unusable (env): host builder (anthropic): no API key in TILEPORT_KEY", "env"),
+    ("port crate did not build: rustc error", "kernel"),
+])
+def test_a_library_holding_no_operator_blames_the_operators_own_reason(tmp_path, reason, owner):
+    # a GPU round's one-operator library: its only shim failed, so host_build is an ERROR with
+    # fail_class kernel ("no operator has a built port and a shim"); the operator's own reason decides
+    results = tmp_path / "results"
+    hb = host_build(results, {"op": {"in_library": False, "reason": reason, "findings": []}}, verdict="ERROR",
+                    summary="no operator has a built port and a shim: no library", fail_class="kernel")
+    assert G.library_for("op", results, hb) == (None, (owner, f"not in the host library: {reason}"))

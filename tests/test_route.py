@@ -365,3 +365,42 @@ def test_llm_ir_diagnoser_on_a_gpu_numerics_failure_joins_the_feedback(tmp_path,
     d2 = R.gpu_route(res, "op", 1, ["relu_kernel"], res / "op" / "rounds" / "1" / "route.json",
                      writer="anthropic", writer_cap=2, diagnoser=diag, op_dir=REPO / "operators" / "relu")
     assert d2["next"] == "retry" and "error" in d2["llm_diagnoser"] and "LLM IR diagnoser" not in d2["feedback"]
+
+
+def test_decide_gpu_never_pays_for_a_verdict_it_does_not_know(tmp_path):
+    t, b, p = gpu_verdicts(tmp_path, [row()], FAST)
+    d = R.decide_gpu({**t, "verdict": "PASS"}, b, p, {"k": 1}, 1, writer="anthropic", writer_cap=3)
+    assert (d["next"], d["route"]) == ("stop", "unknown -> stop") and "'PASS'" in d["reason"]
+    d = R.decide_gpu(t, {**b, "verdict": "GREAT"}, p, {"k": 1}, 1, writer="anthropic", writer_cap=3)
+    assert (d["next"], d["route"]) == ("stop", "unknown -> stop")
+
+
+def test_decide_gpu_survives_malformed_details(tmp_path):
+    t, b, p = gpu_verdicts(tmp_path, [row(port=mismatch())], SLOW)
+    t = {**t, "details": {"variants": ["k/f16-T1"]}, "findings": t["findings"]}
+    p2 = {**p, "verdict": "FAIL", "owner": "kernel", "details": {"evidence": {"worst_configs": ["k f16-T1"]}}}
+    d = R.decide_gpu(t, b, p2, {"k": 1}, 1, writer="anthropic", writer_cap=2, ir_notes={"k": {"x": ["n"]}})
+    assert d["next"] == "retry" and d["request"]["kernel"] == "k"
+    d = R.decide_gpu({**t, "verdict": "ALL_PASS"}, {**b, "verdict": "BELOW_THRESHOLD", "details": "?"}, p2,
+                     {"k": 1}, 1, writer="anthropic", writer_cap=2)
+    assert d["next"] == "retry" and d["route"].startswith("below_threshold")
+
+
+def test_auto_writer_does_not_retry_a_kernel_the_translator_ported(tmp_path):
+    t, b, p = gpu_verdicts(tmp_path, [row(port=mismatch())])
+    d = R.decide_gpu(t, b, p, {"k": 1}, 1, writer="auto", writer_cap=3, writers={"k": "translator"})
+    assert d["next"] == "stop" and d["reason"].startswith("the translator is deterministic")
+    d = R.decide_gpu(t, b, p, {"k": 1}, 1, writer="auto", writer_cap=3, writers={"k": "anthropic"})
+    assert d["next"] == "retry"
+
+
+@pytest.mark.parametrize("route", [
+    {"next": "retry", "request": "garbage"}, {"next": "retry", "request": {"attempt": True}},
+    {"next": "retry", "round": "x"}, ["not", "a", "dict"],
+])
+def test_damaged_round_routes_end_the_history_there(tmp_path, route):
+    res = tmp_path / "results"
+    (res / "op" / "rounds" / "1").mkdir(parents=True)
+    (res / "op" / "rounds" / "1" / "route.json").write_text(json.dumps(route))
+    f = R.final(res, "op", res / "op" / "final.json")
+    assert f["round"] == 1 and len(f["rounds"]) == (0 if isinstance(route, list) else 1)

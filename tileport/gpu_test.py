@@ -84,16 +84,19 @@ def library_for(op: str, results: Path, host_build: Path):
     except VerdictError as exc:
         return None, ("host", f"host library not built: {exc}")
     st = hb.get("details", {}).get("ops", {}).get(op)
+    # this operator's own reason first: a library with no operator in it (e.g. a round's
+    # one-operator library whose shim the host builder could not write) is that operator's case
+    if st and not st.get("in_library"):
+        reason = str(st.get("reason", ""))
+        owner = ("kernel" if "port crate" in reason or "no shim" in reason
+                 else "env" if reason.startswith("host shim unusable (env)") else "host")
+        return None, (owner, f"not in the host library: {reason}")
     if hb["verdict"] == "ERROR":
         return None, (hb.get("fail_class") or "host", f"host library not built: {hb['summary']}")
     if not st:
         return None, ("host", f"{op} is not in the host library (built for "
                               f"{sorted(hb.get('details', {}).get('ops', {}))}): run the workflow "
                               f"with {op} among config.yaml's operators")
-    if not st["in_library"]:
-        owner = ("kernel" if "port crate" in st["reason"] or "no shim" in st["reason"]
-                 else "env" if st["reason"].startswith("host shim unusable (env)") else "host")
-        return None, (owner, f"not in the host library: {st['reason']}")
     try:
         now = HOST.sources_sha(results, op)
     except (OSError, ValueError, KeyError) as exc:

@@ -428,9 +428,14 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
         else:
             status[op] = {"in_library": False, "reason": why, "findings": []}
     if not included:
-        return write(Verdict(stage="host_build", op="*", verdict="ERROR", owner="kernel",
-                             fail_class="kernel", attempt=attempt,
-                             summary="no operator has a built port and a shim: no library",
+        # whose fault: the host builder's when every shim it wrote is unusable (env when each
+        # failed for the environment), else the ports'
+        why = [st["reason"] for st in status.values()]
+        fc = ("env" if why and all(w.startswith("host shim unusable (env)") for w in why)
+              else "host" if why and all(w.startswith("host shim unusable") for w in why) else "kernel")
+        return write(Verdict(stage="host_build", op="*", verdict="ERROR", owner=fc,
+                             fail_class=fc, attempt=attempt,
+                             summary=f"no operator has a built port and a usable shim: no library ({why[0][:300] if why else 'no operator'})",
                              details={"ops": status}), out_verdict)
     findings: list[Finding] = []
     t0 = time.monotonic()

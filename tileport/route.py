@@ -343,38 +343,60 @@ def gpu_history(results, op: str) -> list[dict]:
     out, r = [], 1
     while True:
         try:
-            out.append(json.loads((round_dir(results, op, r) / "route.json").read_text()))
+            d = json.loads((round_dir(results, op, r) / "route.json").read_text())
         except (OSError, ValueError):
             return out
-        if out[-1].get("next") != "retry":
+        if not isinstance(d, dict):
+            return out
+        out.append({**d, "round": r})       # the file's place, not what it claims, is its round
+        req = d.get("request")
+        if d.get("next") != "retry" or not isinstance(req, dict) or type(req.get("attempt")) is not int:
             return out
         r += 1
 
 
+def _dict(x) -> dict:
+    return x if isinstance(x, dict) else {}
+
+
+def _list(x) -> list:
+    return x if isinstance(x, list) else []
+
+
+def _failed_variants(test_v: dict) -> list[str]:
+    """``kernel/variant`` keys a gpu_test verdict marks FAIL (malformed details: none)."""
+    return sorted(k for k, w in _dict(_dict(test_v.get("details")).get("variants")).items()
+                  if isinstance(k, str) and w == "FAIL")
+
+
 def _failing_kernel(test_v: dict, attempts: dict[str, int]) -> str:
     """The first kernel (in name order) with a failing variant in a gpu_test verdict."""
-    bad = sorted({key.split("/")[0] for key, w in ((test_v.get("details") or {}).get("variants") or {}).items()
-                  if w == "FAIL"} & set(attempts))
+    bad = sorted({key.split("/")[0] for key in _failed_variants(test_v)} & set(attempts))
     return bad[0] if bad else sorted(attempts)[0]
+
+
+def _worst_configs(perf_v: dict, bench_v: dict) -> list[dict]:
+    return [w for src in (_dict(_dict(perf_v.get("details")).get("evidence")), _dict(bench_v.get("details")))
+            for w in _list(src.get("worst_configs")) if isinstance(w, dict)]
 
 
 def _slowest_kernel(perf_v: dict, bench_v: dict, attempts: dict[str, int]) -> str:
     """The kernel of the slowest benchmark config (lowest ref/port ratio)."""
-    for src in ((perf_v.get("details") or {}).get("evidence") or {}, bench_v.get("details") or {}):
-        for w in src.get("worst_configs") or []:
-            if w.get("kernel") in attempts:
-                return w["kernel"]
+    for w in _worst_configs(perf_v, bench_v):
+        if w.get("kernel") in attempts:
+            return w["kernel"]
     return sorted(attempts)[0]
 
 
 def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, int], r: int, *,
                writer: str, writer_cap: int, host_builder: str = "deterministic",
-               host_attempt: int = 1, host_cap: int = 1,
+               host_attempt: int = 1, host_cap: int = 1, writers: dict[str, str] | None = None,
                ir_notes: dict[str, dict[str, list[str]] | list[str]] | None = None) -> dict:
     """Where GPU round ``r`` of an operator goes, from its verdicts alone.
 
     ``test_v`` / ``bench_v`` / ``perf_v``: the round's gpu_test, bench and perf_diagnose
-    verdicts; ``attempts``: {kernel: writer attempt tested in this round}; ``ir_notes``:
+    verdicts; ``attempts``: {kernel: writer attempt tested in this round}; ``writers``:
+    {kernel: backend that wrote that attempt} (``translator`` under ``auto`` = deterministic); ``ir_notes``:
     {kernel: {variant: IR-diff notes and IR diagnoses}} (:func:`ir_notes`; the IR diagnoser's
     view of a kernel whose Tile IR matched the reference but whose output did not): the
     failing variants' notes (the slowest config's for a slow port) go into the feedback.
@@ -424,18 +446,20 @@ def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, in
             return {**out, "next": "retry", "route": route, "feedback": feedback,
                     "reason": f"host-builder attempt {host_attempt + 1} follows (round {r + 1})",
                     "request": {"role": "host_builder", "attempt": host_attempt + 1}}
-        failing = [key.split("/", 1)[1] for key, w in ((test_v.get("details") or {}).get("variants") or {}).items()
-                   if w == "FAIL" and key.startswith(f"{kernel}/")]
-        failing += [w.get("variant") for w in ((stage_v.get("details") or {}).get("evidence") or {})
-                    .get("worst_configs", [])[:1] if w.get("kernel") == kernel]
+        failing = [key.split("/", 1)[1] for key in _failed_variants(test_v) if key.startswith(f"{kernel}/")]
+        failing += [w.get("variant") for w in _worst_configs(stage_v, {})[:1]
+                    if w.get("kernel") == kernel and isinstance(w.get("variant"), str)]
         notes = _notes_for((ir_notes or {}).get(kernel) or [], failing)
         route = (f"{how}kernel -> ir_diagnose -> kernel_writer" if stage_v["stage"] == "gpu_test"
                  else f"{how}kernel -> kernel_writer")
         if notes:
             feedback += "\n" + "\n".join(f"- IR diagnoser: {x}" for x in dict.fromkeys(notes))
         n = attempts[kernel]
-        if writer in DETERMINISTIC:
-            return stop(route, f"the {writer} is deterministic: another attempt would repeat "
+        who = (writers or {}).get(kernel)
+        if writer in DETERMINISTIC or who in DETERMINISTIC:
+            # auto: a kernel the translator ported is ported by it again (the LLM only takes
+            # over where the translator is BLOCKED)
+            return stop(route, f"the {who or writer} is deterministic: another attempt would repeat "
                                f"attempt {n} of {kernel}; last: {stage_v['summary']}", feedback)
         if n >= writer_cap:
             return {**stop(route, f"cap reached: {n} of {writer_cap} kernel-writer attempts of {kernel}; "
@@ -446,6 +470,10 @@ def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, in
 
     if tw == "NOT_RUN" or tw is None:
         return stop("not_run -> stop", f"gpu_test {tw or 'missing'}: {test_v.get('summary', '')}")
+    if tw not in ("ALL_PASS", "FAIL", "ERROR", "BLOCKED"):
+        return stop("unknown -> stop", f"gpu_test verdict {tw!r} is not one gpu_test writes: {test_v.get('summary', '')}")
+    if bw not in (None, "DONE", "NOT_RUN", "BELOW_THRESHOLD", "FAIL", "ERROR", "BLOCKED"):
+        return stop("unknown -> stop", f"bench verdict {bw!r} is not one bench writes: {bench_v.get('summary', '')}")
     if tw != "ALL_PASS":
         fc = test_v.get("fail_class") or test_v.get("owner") or "kernel"
         return to_owner(fc, test_v, "", _failing_kernel(test_v, attempts))
@@ -517,10 +545,12 @@ def gpu_route(results, op: str, r: int, kernels: list[str], out_json, *, writer:
         except VerdictError as exc:
             docs[name] = {"stage": name, "verdict": None, "summary": str(exc)}
             missing.append(str(exc))
-    attempts = {}
+    attempts, writers = {}, {}
     for k in kernels:
         try:
-            attempts[k] = int(read(root / op / "write_kernel" / f"{k}.json").get("attempt") or 1)
+            wk = read(root / op / "write_kernel" / f"{k}.json")
+            attempts[k] = int(wk.get("attempt") or 1)
+            writers[k] = str(_dict(wk.get("details")).get("backend") or "")
         except VerdictError as exc:
             attempts[k] = 1
             missing.append(str(exc))
@@ -533,7 +563,7 @@ def gpu_route(results, op: str, r: int, kernels: list[str], out_json, *, writer:
                                if (x.get("request") or {}).get("role") == "host_builder")
         d = decide_gpu(docs["test"], docs["bench"], docs["perf"], attempts, r, writer=writer,
                        writer_cap=writer_cap, host_builder=host_builder, host_attempt=host_attempt,
-                       host_cap=host_cap, ir_notes=ir_notes(root, op, kernels))
+                       host_cap=host_cap, writers=writers, ir_notes=ir_notes(root, op, kernels))
         req = d.get("request") or {}
         if (diagnoser or {}).get("backend", "deterministic") != "deterministic" and op_dir \
                 and d["route"] == "kernel -> ir_diagnose -> kernel_writer" and req.get("kernel"):

@@ -181,6 +181,9 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             if d["verdict"] not in ("PASS", "PASS_WITH_NOTES"):
                 note, owner = f"{d['stage']}: {d['summary']}", d.get("owner") or ""
                 break
+        llm_an = ((an or {}).get("details") or {}).get("llm") or {}
+        if not note and llm_an.get("error"):
+            note = f"analyze: LLM analyser ({llm_an.get('fail_class')}): {llm_an['error']}"
         if not note and dif is not None:
             fd = (dif.get("details") or {}).get("first_divergence")
             note = dif["summary"] if dif["verdict"] != "PASS" else ""
