@@ -398,3 +398,50 @@ def test_a_library_holding_no_operator_blames_the_operators_own_reason(tmp_path,
     hb = host_build(results, {"op": {"in_library": False, "reason": reason, "findings": []}}, verdict="ERROR",
                     summary="no operator has a built port and a shim: no library", fail_class="kernel")
     assert G.library_for("op", results, hb) == (None, (owner, f"not in the host library: {reason}"))
+
+
+# -- kept measurements: a GPU-less rerun restores what a GPU measured of the same sources --------
+
+def measured_tree(tmp_path):
+    """results/relu with shim + kernel files, and a measured test.json / bench.json of them."""
+    from conftest import REPO
+
+
+    results, op_dir = tmp_path / "results", tmp_path / "relu"
+    import shutil
+    shutil.copytree(REPO / "operators" / "relu", op_dir)
+    make_op(results, "relu", kernels=("relu_kernel",))
+    hashes = {"sources_sha": HOST.sources_sha(results, "relu"), "inputs_sha": H.inputs_sha(op_dir)}
+    t = G.verdict_of("relu", [row("relu_kernel", "f16-TILE1024")])
+    t.details.update(hashes)
+    write(t, results / "relu" / "test.json")
+    b = Verdict(stage="bench", op="relu", verdict="DONE", summary="geomean ratio 1.000", details=hashes)
+    write(b, results / "relu" / "bench.json")
+    (results / "relu" / "bench.csv").write_text("op,kernel\nrelu,relu_kernel\n")
+    return results, op_dir
+
+
+@no_gpu_here
+def test_kept_measurements_come_back_only_for_the_same_sources(tmp_path):
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    assert sorted(G.snapshot(results, "relu", op_dir)) == sorted(
+        str(r / G.KEEP / f) for f in ("test.json", "bench.json", "bench.csv"))
+    before = {f: (r / f).read_bytes() for f in ("test.json", "bench.json", "bench.csv")}
+    for f in before:
+        (r / f).unlink()                      # what Snakemake does before it reruns a job
+    assert G.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "ALL_PASS"
+    assert B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", gpu="auto")["verdict"] == "DONE"
+    assert {f: (r / f).read_bytes() for f in before} == before
+    # the kernel.py changed: the kept measurement no longer describes the operator
+    (op_dir / "kernel.py").write_text((op_dir / "kernel.py").read_text() + "# edited\n")
+    (r / "test.json").unlink()
+    assert G.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "NOT_RUN"
+    # a NOT_RUN is never kept, and a kept file of other sources is not restored
+    assert G.snapshot(results, "relu", op_dir) == []
+    (op_dir / "kernel.py").write_text((op_dir / "kernel.py").read_text().replace("# edited\n", ""))
+    (r / "host" / "ffi.rs").write_text("// another shim\n")
+    (r / "test.json").unlink()
+    assert G.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "NOT_RUN"

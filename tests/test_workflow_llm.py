@@ -457,3 +457,36 @@ def test_llm_analyser_notes_reach_the_writer_and_replay_offline(tmp_path):
     assert again["details"]["llm"]["notes"] == an["details"]["llm"]["notes"]
     assert again["details"]["llm"]["backend"] == "replay"
     assert (wd / "results/relu/rust/src/relu_kernel.rs").read_bytes() == kernel
+
+
+def test_gpu_verdicts_brought_back_survive_a_config_change_here(tmp_path):
+    """GPU verdicts copied back from a GPU node, then a change of attempts.write_kernel: the
+    routes and everything after them rerun, and without a GPU gpu_test/bench restore the kept
+    measurement (same sources, same inputs) instead of writing NOT_RUN."""
+    from test_gpu_test import row
+
+    from tileport import gpu_test as G
+    from tileport import harness as H
+    from tileport import host as HOST
+    from tileport.verdict import Verdict, write
+
+    wd = copy_workflow(tmp_path / "wf", ["relu"])
+    configure(wd, "translator", "", cap=2)
+    run(wd)
+    r, op_dir = wd / "results" / "relu", wd / "operators" / "relu"
+    hashes = {"sources_sha": HOST.sources_sha(wd / "results", "relu"), "inputs_sha": H.inputs_sha(op_dir)}
+    t = G.verdict_of("relu", [row("relu_kernel", "f16-TILE1024")])
+    t.details.update(hashes)
+    write(t, r / "test.json")
+    write(Verdict(stage="bench", op="relu", verdict="DONE", summary="geomean ratio 1.000 over 1 config(s)",
+                  details={**hashes, "geomean_ratio": 1.0, "variants": {}, "rows": []}), r / "bench.json")
+    (r / "bench.csv").write_text("op,kernel\n")
+    run(wd)
+    assert json.loads((r / "final.json").read_text())["next"] == "accept"
+    planted = (r / "test.json").read_bytes(), (r / "bench.json").read_bytes()
+    configure(wd, "translator", "", cap=3)
+    p = run(wd)
+    assert "gpu_test" in p.stdout + p.stderr                    # it did rerun ...
+    assert ((r / "test.json").read_bytes(), (r / "bench.json").read_bytes()) == planted   # ... and kept them
+    assert json.loads((r / "final.json").read_text())["next"] == "accept"
+    assert "Nothing to be done" in (lambda q: q.stdout + q.stderr)(run(wd, None, True, "results/summary.csv", "-n"))

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from . import harness as H
 from . import stats as S
-from .gpu_test import MEASURED, OpContext, gpu_gate, library_for
+from . import host as HOST
+from .gpu_test import MEASURED, OpContext, gpu_gate, library_for, restore, snapshot
 from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 
 REPO = Path(__file__).resolve().parent.parent
@@ -183,7 +184,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     cfg = {**DEFAULTS, **(cfg or {})}
     op_dir, results = Path(op_dir), Path(results)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
-    gate = gpu_gate("bench", op, gpu, out_json, attempt)
+    gate = gpu_gate("bench", op, gpu, out_json, attempt,
+                    keep=lambda: restore(results, op, op_dir, "bench.json", out_json, ("bench.csv", out_csv)))
     if gate is not None:
         if gate["verdict"] not in MEASURED or not Path(out_csv).exists():
             write_csv([], out_csv)
@@ -240,8 +242,13 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
              round(time.monotonic() - t0, 1), failed_test=test if skipped else None)
     v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ["samples", "kernel_names"]} for r in rows]
     v.details["not_benchmarked"] = {k: "failed its functional test" for k in skipped}
+    v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
+    v.details["inputs_sha"] = H.inputs_sha(op_dir)
     v.artifacts["csv"] = str(out_csv)
-    return write(v, out_json)
+    d = write(v, out_json)
+    if Path(out_json) == results / op / "bench.json":
+        snapshot(results, op, op_dir)
+    return d
 
 
 def main(argv=None) -> int:

@@ -52,12 +52,83 @@ def _measured(out: str | Path) -> dict | None:
     return d if d["verdict"] in MEASURED else None
 
 
-def gpu_gate(stage: str, op: str, gpu: str, out: str | Path, attempt: int = 1) -> dict | None:
+KEEP = ".measured"
+
+
+def _hashes_match(doc: dict, results: Path, op: str, op_dir: Path) -> bool:
+    """The verdict measured the sources ``results/<op>`` holds now (``details.sources_sha``:
+    kernels + shim, :func:`tileport.host.sources_sha`) and the operator's current kernel.py,
+    reference.py and manifest (``details.inputs_sha``, :func:`tileport.harness.inputs_sha`)."""
+    d = doc.get("details") if isinstance(doc.get("details"), dict) else {}
+    try:
+        return (bool(d.get("sources_sha")) and d.get("sources_sha") == HOST.sources_sha(results, op)
+                and d.get("inputs_sha") == H.inputs_sha(op_dir))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def snapshot(results: str | Path, op: str, op_dir: str | Path) -> list[str]:
+    """Keep the operator's GPU measurements in ``results/<op>/.measured/`` (not a Snakemake
+    output, so a rerun does not delete it): ``test.json``, and ``bench.json`` + ``bench.csv``,
+    each only when it is a measurement (ALL_PASS / FAIL / DONE / BELOW_THRESHOLD) of the
+    sources and inputs the tree holds now (:func:`_hashes_match`). Called where a measurement
+    is written (the GPU stages) and where one is read on the CPU side (checkpoint gpu_route,
+    e.g. after verdicts were copied back from a GPU node). Returns the files kept."""
+    import shutil
+
+    results, op_dir = Path(results), Path(op_dir)
+    kept = []
+    for name, extra in (("test.json", None), ("bench.json", "bench.csv")):
+        src = results / op / name
+        try:
+            doc = read(src)
+        except VerdictError:
+            continue
+        if doc["verdict"] not in MEASURED or not _hashes_match(doc, results, op, op_dir):
+            continue
+        k = results / op / KEEP
+        k.mkdir(parents=True, exist_ok=True)
+        for f in (name, extra):
+            if f and (results / op / f).exists():
+                shutil.copyfile(results / op / f, k / f)
+                kept.append(str(k / f))
+    return kept
+
+
+def restore(results: str | Path, op: str, op_dir: str | Path, name: str, out: str | Path,
+            extra: tuple[str, str | Path] | None = None) -> dict | None:
+    """Without a GPU: bring back the kept measurement ``results/<op>/.measured/<name>`` to
+    ``out`` (byte for byte; ``extra`` = (kept file, destination), e.g. bench.csv) when it still
+    measured the current sources and inputs; None otherwise (the caller writes NOT_RUN).
+    Snakemake removes a job's outputs before it runs, so a GPU-less rerun (a config change
+    upstream) would otherwise replace a GPU's verdict by NOT_RUN."""
+    import shutil
+
+    results, op_dir = Path(results), Path(op_dir)
+    src = results / op / KEEP / name
+    try:
+        doc = read(src)
+    except VerdictError:
+        return None
+    if doc["verdict"] not in MEASURED or not _hashes_match(doc, results, op, op_dir):
+        return None
+    if extra and not (results / op / KEEP / extra[0]).exists():
+        return None
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, out)
+    if extra:
+        shutil.copyfile(results / op / KEEP / extra[0], extra[1])
+    print(f"tileport: no GPU here: kept measurement {src} restored (same sources and inputs)")
+    return doc
+
+
+def gpu_gate(stage: str, op: str, gpu: str, out: str | Path, attempt: int = 1, keep=None) -> dict | None:
     """Apply config.yaml's ``gpu`` mode. Returns a verdict (the caller stops) or None (a GPU is
     there: go on). Without a GPU: NOT_RUN (``auto``/``off``), or ERROR and exit 1
     (``required``) -- except that an existing GPU measurement at ``out`` is kept as it is and
-    returned: a GPU-less run never overwrites what a GPU measured."""
-    kept = _measured(out)
+    returned, and otherwise ``keep()`` (:func:`restore` of the kept copy, when given) may bring
+    back the measurement of the same sources: a GPU-less run never overwrites what a GPU measured."""
+    kept = _measured(out) or (keep() if keep else None)
     if gpu == "off":
         return kept or not_run(stage, op, "gpu: off", out, attempt)
     try:
@@ -170,7 +241,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
 
     op_dir, results = Path(op_dir), Path(results)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
-    gate = gpu_gate("gpu_test", op, gpu, out_json, attempt)
+    gate = gpu_gate("gpu_test", op, gpu, out_json, attempt,
+                    keep=lambda: restore(results, op, op_dir, "test.json", out_json))
     if gate is not None:
         return gate
     library, why = library_for(op, results, host_build)
@@ -227,7 +299,10 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
     v = verdict_of(op, rows, attempt, round(time.monotonic() - t0, 1), H.env_versions())
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
     v.details["inputs_sha"] = H.inputs_sha(op_dir)                # kernel.py, reference.py, manifest
-    return write(v, out_json)
+    d = write(v, out_json)
+    if Path(out_json) == results / op / "test.json":
+        snapshot(results, op, op_dir)
+    return d
 
 
 def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, env=None) -> Verdict:

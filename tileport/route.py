@@ -538,6 +538,12 @@ def gpu_route(results, op: str, r: int, kernels: list[str], out_json, *, writer:
     (:func:`llm_diagnosis`, transcript ``ir_diagnose/<kernel>/attempt-<n>.json`` of the tested
     attempt n) and its advice joins the feedback (``llm_diagnoser``: its answer)."""
     root = round_root(results, op, r)
+    if op_dir:
+        # verdicts copied back from a GPU node: keep them, so a GPU-less rerun of gpu_test/bench
+        # (a config change upstream) restores them instead of writing NOT_RUN
+        from .gpu_test import snapshot
+
+        snapshot(root, op, op_dir)
     docs, missing = {}, []
     for name, rel in (("test", "test.json"), ("bench", "bench.json"), ("perf", "perf_diagnosis.json")):
         try:
