@@ -1,5 +1,6 @@
 """Integration: the workflow with an LLM kernel writer (backend anthropic) against a local server
 speaking the Messages API, then again with backend replay and the server stopped."""
+import contextlib
 import csv
 import http.server
 import json
@@ -64,6 +65,17 @@ def configure(wd, backend, base_url="", cap=3, diagnoser="deterministic", host_b
     assert "  write_kernel: 2\n" in cfg
     cfg = cfg.replace("  write_kernel: 2\n", f"  write_kernel: {cap}\n")
     (wd / "config.yaml").write_text(cfg)
+
+
+@contextlib.contextmanager
+def messages_api(script):
+    """A local Messages API answering ``script`` for the duration of the block (yields its URL)."""
+    srv, url = serve(script)
+    try:
+        yield url
+    finally:
+        srv.shutdown()
+        srv.server_close()
 
 
 def serve(script):
@@ -398,14 +410,10 @@ def test_gpu_host_failure_sends_the_shim_to_the_llm_host_builder(tmp_path):
     det = (wd / "results/relu/host/ffi.rs").read_text()
     v = [x.id for x in M.variants(M.load(wd / "operators/relu/manifest.yaml"))]
     write(G.verdict_of("relu", [row("relu_kernel", v[0], launches=(1, 2, 1))]), wd / "results/relu/test.json")
-    srv, url = serve([ok(f"```rust\n{det}```\n```json\n{{\"symbols\": [], \"changes\": \"one launch\"}}\n```\nVERDICT: PASS\n")])
-    configure(wd, "translator", url, cap=2, host_builder="auto")
-    try:
+    with messages_api([ok(f"```rust\n{det}```\n```json\n{{\"symbols\": [], \"changes\": \"one launch\"}}\n```\nVERDICT: PASS\n")]) as url:
+        configure(wd, "translator", url, cap=2, host_builder="auto")
         run(wd, {"TILEPORT_FAKE_KEY": KEY})
         seen = list(FakeMessages.seen)
-    finally:
-        srv.shutdown()
-        srv.server_close()
     assert len(seen) == 1 and "port launches 2 kernel(s) per call" in seen[0]["body"]["messages"][0]["content"]
     fin = json.loads((wd / "results/relu/final.json").read_text())
     assert [(x["route"], x["next"]) for x in fin["rounds"]] == [("host -> host_builder", "retry"),
@@ -430,14 +438,10 @@ def test_llm_analyser_notes_reach_the_writer_and_replay_offline(tmp_path):
     notes = ("```markdown\nrelu_kernel: y = max(x, 0) per element; keep the zero tile in x's dtype.\n```\n"
              "```json\n" + json.dumps({"kernels": {"relu_kernel": params}, "constructs": []})
              + "\n```\nVERDICT: PASS\n")
-    srv, url = serve([ok(notes), ok(reply_with(translated_relu()))])
-    configure(wd, "anthropic", url, cap=2, analyser="anthropic")
-    try:
+    with messages_api([ok(notes), ok(reply_with(translated_relu()))]) as url:
+        configure(wd, "anthropic", url, cap=2, analyser="anthropic")
         run(wd, {"TILEPORT_FAKE_KEY": KEY})
         seen = list(FakeMessages.seen)
-    finally:
-        srv.shutdown()
-        srv.server_close()
     assert len(seen) == 2
     an = json.loads((wd / "results/relu/analysis.json").read_text())
     assert an["verdict"] == "PASS" and an["details"]["llm"]["notes"].startswith("relu_kernel: y = max(x, 0)")

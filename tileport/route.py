@@ -427,6 +427,16 @@ def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, in
     def stop(route: str, reason: str, feedback: str = "") -> dict:
         return {**out, "next": "stop", "route": route, "reason": reason[:1500], "feedback": feedback}
 
+    def again(route: str, feedback: str, last: str, *, deterministic: str | None, repeat: str, n: int,
+              cap: int, capped: str, follows: str, request: dict) -> dict:
+        """The owning role once more (``request``), unless it is deterministic or at its cap."""
+        if deterministic:
+            return stop(route, f"the {deterministic} is deterministic: another {repeat}; last: {last}", feedback)
+        if n >= cap:
+            return {**stop(route, f"cap reached: {n} of {cap} {capped}; last: {last}", feedback), "cap": cap}
+        return {**out, "next": "retry", "route": route, "feedback": feedback,
+                "reason": f"{follows} (round {r + 1})", "request": request}
+
     def to_owner(owner: str, stage_v: dict, how: str, kernel: str) -> dict:
         crit = [f"- {f['message']}" for f in stage_v.get("findings", []) if f.get("severity") == "critical"][:12]
         feedback = (f"GPU round {r}: {stage_v['stage']} {stage_v['verdict']} (fail_class {owner}): "
@@ -436,16 +446,11 @@ def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, in
                         f"{stage_v['stage']} {stage_v['verdict']} ({owner or 'no owner'}): {stage_v['summary']}",
                         feedback)
         if owner == "host":
-            route = f"{how}host -> host_builder"
-            if host_builder == "deterministic":
-                return stop(route, f"the host builder is deterministic: another shim would repeat "
-                                   f"this one; last: {stage_v['summary']}", feedback)
-            if host_attempt >= host_cap:
-                return {**stop(route, f"cap reached: {host_attempt} of {host_cap} host-builder attempts; "
-                                      f"last: {stage_v['summary']}", feedback), "cap": host_cap}
-            return {**out, "next": "retry", "route": route, "feedback": feedback,
-                    "reason": f"host-builder attempt {host_attempt + 1} follows (round {r + 1})",
-                    "request": {"role": "host_builder", "attempt": host_attempt + 1}}
+            return again(f"{how}host -> host_builder", feedback, stage_v["summary"],
+                         deterministic="host builder" if host_builder == "deterministic" else None,
+                         repeat="shim would repeat this one", n=host_attempt, cap=host_cap,
+                         capped="host-builder attempts", follows=f"host-builder attempt {host_attempt + 1} follows",
+                         request={"role": "host_builder", "attempt": host_attempt + 1})
         failing = [key.split("/", 1)[1] for key in _failed_variants(test_v) if key.startswith(f"{kernel}/")]
         failing += [w.get("variant") for w in _worst_configs(stage_v, {})[:1]
                     if w.get("kernel") == kernel and isinstance(w.get("variant"), str)]
@@ -455,18 +460,13 @@ def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, in
         if notes:
             feedback += "\n" + "\n".join(f"- IR diagnoser: {x}" for x in dict.fromkeys(notes))
         n = attempts[kernel]
-        who = (writers or {}).get(kernel)
-        if writer in DETERMINISTIC or who in DETERMINISTIC:
-            # auto: a kernel the translator ported is ported by it again (the LLM only takes
-            # over where the translator is BLOCKED)
-            return stop(route, f"the {who or writer} is deterministic: another attempt would repeat "
-                               f"attempt {n} of {kernel}; last: {stage_v['summary']}", feedback)
-        if n >= writer_cap:
-            return {**stop(route, f"cap reached: {n} of {writer_cap} kernel-writer attempts of {kernel}; "
-                                  f"last: {stage_v['summary']}", feedback), "cap": writer_cap}
-        return {**out, "next": "retry", "route": route, "feedback": feedback,
-                "reason": f"attempt {n + 1} of {kernel} follows (round {r + 1})",
-                "request": {"role": "kernel_writer", "kernel": kernel, "attempt": n + 1}}
+        # auto: a kernel the translator ported is ported by it again (the LLM only takes over
+        # where the translator is BLOCKED)
+        who = next((x for x in ((writers or {}).get(kernel), writer) if x in DETERMINISTIC), None)
+        return again(route, feedback, stage_v["summary"], deterministic=who,
+                     repeat=f"attempt would repeat attempt {n} of {kernel}", n=n, cap=writer_cap,
+                     capped=f"kernel-writer attempts of {kernel}", follows=f"attempt {n + 1} of {kernel} follows",
+                     request={"role": "kernel_writer", "kernel": kernel, "attempt": n + 1})
 
     if tw == "NOT_RUN" or tw is None:
         return stop("not_run -> stop", f"gpu_test {tw or 'missing'}: {test_v.get('summary', '')}")
