@@ -122,9 +122,10 @@ def _route_next(path):
     import json
 
     try:
-        return json.loads(Path(path).read_text())
+        d = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return {"next": "stop"}
+    return d if isinstance(d, dict) else {"next": "stop"}     # unreadable or damaged: a stop
 
 
 def follow_routes(op, kernel, start):
@@ -167,8 +168,6 @@ def _gpu_route_next(op, path):
     hand-edited or damaged route.json cannot send the DAG to a nonexistent or cyclic attempt
     (gpu_route names the problem when it rewrites the file)."""
     d = _route_next(path)
-    if not isinstance(d, dict):
-        return {"next": "stop"}
     if d.get("next") != "retry":
         return d
     req = d.get("request")
@@ -227,18 +226,20 @@ def previous_route(wildcards):
     return [prev]
 
 
+def attempt_files(op, kernel, n):
+    """The files of writer attempt ``n`` that accept_kernel / round_kernel publish."""
+    a = f"results/{op}/attempts/{kernel}/{n}"
+    return {"route": f"{a}/route.json", "write": f"{a}/write.json", "rust": f"{a}/rust/src/{kernel}.rs"}
+
+
 def routed_attempt(wildcards):
     """Round 1's attempt of a kernel, for accept_kernel: its last route and attempt files."""
-    n = follow_routes(wildcards.op, wildcards.kernel, 1)
-    a = f"results/{wildcards.op}/attempts/{wildcards.kernel}/{n}"
-    return {"route": f"{a}/route.json", "write": f"{a}/write.json", "rust": f"{a}/rust/src/{wildcards.kernel}.rs"}
+    return attempt_files(wildcards.op, wildcards.kernel, follow_routes(wildcards.op, wildcards.kernel, 1))
 
 
 def round_attempt(wildcards):
     """The attempt of one kernel that GPU round r >= 2 tests (rule round_kernel)."""
-    n = round_attempts(wildcards.op, wildcards.r)[wildcards.kernel]
-    a = f"results/{wildcards.op}/attempts/{wildcards.kernel}/{n}"
-    return {"route": f"{a}/route.json", "write": f"{a}/write.json", "rust": f"{a}/rust/src/{wildcards.kernel}.rs"}
+    return attempt_files(wildcards.op, wildcards.kernel, round_attempts(wildcards.op, wildcards.r)[wildcards.kernel])
 
 
 def round_inputs(wildcards):

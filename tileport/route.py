@@ -40,9 +40,6 @@ def attempt_dir(results: str | Path, op: str, kernel: str, n: int) -> Path:
     return Path(results) / op / "attempts" / kernel / str(int(n))
 
 
-_retire_transcript = agents.retire_transcript
-
-
 def retire(results, op: str, kernel: str, n: int) -> list[str]:
     """Before writer attempt ``n`` is (re)written, move its own earlier transcripts -- the
     writer's and the IR diagnoser's ``attempt-<n>.json`` -- to ``transcripts/<stage>/<kernel>/
@@ -52,7 +49,7 @@ def retire(results, op: str, kernel: str, n: int) -> list[str]:
     Not called under replay (which reads the transcripts). Returns what was moved."""
     ts = [Path(results) / op / "transcripts" / stage / kernel / f"attempt-{int(n)}.json"
           for stage in ("write_kernel", "ir_diagnose")]
-    return [str(t) for t in ts if _retire_transcript(t)]
+    return [str(t) for t in ts if agents.retire_transcript(t)]
 
 
 def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: list[str],
@@ -111,7 +108,7 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
     if backend in ("anthropic", "auto"):
         # a rerun of this attempt's check (e.g. tileport's code changed) asks again, the old
         # exchange is kept under previous/
-        _retire_transcript(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel
+        agents.retire_transcript(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel
                            / f"attempt-{int(n)}.json")
     for v in variants:
         d = rust_ir.dump(op_dir, op, kernel, v, adir / "build.json", ir / f"{v}.tileirbc",
@@ -324,9 +321,6 @@ def accept(results, op: str, kernel: str, last_route, out_rs, out_map, out_json)
 # ``results/<op>/rounds/<r + 1>/`` (its own port crate, Tile IR, IR diff, shim, one-operator host
 # library, GPU test, benchmark), built by the same rules; ``results/<op>/rounds/<r>/route.json``
 # says where round r went. summary.csv reports the last round.
-
-GPU_ROUTES = ("accept", "retry", "stop")
-
 
 def round_dir(results, op: str, r: int) -> Path:
     """``results/<op>/rounds/<r>``: round r's route.json (and, for r >= 2, its results tree)."""
@@ -593,7 +587,7 @@ def _gpu_llm_diagnosis(d: dict, root: Path, op: str, kernel: str, test_v: dict, 
     crit = [f["message"] for f in test_v.get("findings", []) if f.get("severity") == "critical"][:6]
     det = {"summary": (f"the Tile IR matched the reference ({diff['verdict']}: {diff['summary']}) but the GPU "
                        f"test failed: {test_v['summary']}; " + "; ".join(crit))[:3000]}
-    _retire_transcript(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel / f"attempt-{n}.json")
+    agents.retire_transcript(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel / f"attempt-{n}.json")
     got = llm_diagnosis(op_dir, op, kernel, n, bad[0], diff, det,
                         root / op / "rust" / "src" / f"{kernel}.rs", diagnoser)
     out = {**d, "llm_diagnoser": got}
@@ -608,7 +602,7 @@ def final(results, op: str, out_json) -> dict:
     reports that round's tree."""
     hist = gpu_history(results, op)
     last = hist[-1] if hist else {"round": 1, "next": "stop", "route": "missing", "reason": "no GPU route"}
-    r = int(last.get("round") or max(len(hist), 1))
+    r = max(len(hist), 1)                  # gpu_history: rounds 1..n, consecutive
     d = {"op": op, "round": r, "root": str(round_root(results, op, r)),
          **{k: last.get(k) for k in ("next", "route", "reason")},
          "rounds": [{k: x.get(k) for k in ("round", "attempts", "next", "route", "reason", "request")}

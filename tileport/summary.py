@@ -107,8 +107,7 @@ def last_round(results: str | Path, op: str) -> tuple[int, Path, str]:
     hist = gpu_history(results, op)
     if not hist:
         return 1, Path(results), ""
-    d = hist[-1]
-    r = int(d.get("round") or len(hist))
+    d, r = hist[-1], len(hist)             # gpu_history: rounds 1..n, consecutive
     return r, round_root(results, op, r), f"{d.get('next')} ({d.get('route')}): {d.get('reason', '')}"[:300]
 
 
