@@ -180,6 +180,15 @@ GYM = {
         def k_clash(x, TILE: ct.Constant[int]):
             ct.store(x, index=(0,), tile=scaled(ct.load(x, index=(0,), shape=(TILE,))) * SCALE)
         """,
+    "tilegym/ops/star.py": """\
+        import cuda.tile as ct
+        from .utils import *
+
+
+        @ct.kernel
+        def k_star(x, TILE: ct.Constant[int]):
+            ct.store(x, index=(0,), tile=ct.full((TILE,), SCALE, dtype=ct.float32))
+        """,
     "tilegym/ops/thirdparty.py": """\
         import cuda.tile as ct
         import numpy as np
@@ -287,6 +296,8 @@ def test_third_party_module_objects_and_clashes(site, tmp_path):
     for k, needle in (("k_scipy", "copies no other third-party import"), ("k_modobj", "module object")):
         r = extract(site, tmp_path, "tilegym.ops.thirdparty", [k])
         assert r["problems"] and needle in str(r["problems"][0]), k
+    r = extract(site, tmp_path, "tilegym.ops.star", ["k_star"])
+    assert r["problems"][0].owner == "tool" and "does not follow star imports" in str(r["problems"][0])
     r = extract(site, tmp_path, "tilegym.ops.clash", ["k_clash"])
     assert r["problems"] and "with different definitions" in str(r["problems"][0])
     assert r["problems"][0].name == "SCALE"

@@ -167,6 +167,7 @@ class Module:
     is_package: bool
     bindings: dict[str, list[int]] = field(default_factory=dict)   # name -> top-level stmt indices
     nested: dict[str, int] = field(default_factory=dict)           # name -> line (inside if/try/...)
+    star: list[int] = field(default_factory=list)                  # lines of `from X import *`
 
 
 def _bound_names(stmt: ast.stmt) -> list[str]:
@@ -180,6 +181,22 @@ def _bound_names(stmt: ast.stmt) -> list[str]:
     for t in targets:
         out += [n.id for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
     return out
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+@lru_cache(maxsize=256)
+def _parsed(path: str, mtime_ns: int, size: int) -> tuple[bytes, ast.Module | SyntaxError]:
+    """A module file's bytes and syntax tree, once per file version and process (the rule's
+    input function imports every operator's kernels when Snakemake builds the DAG)."""
+    data = Path(path).read_bytes()
+    try:
+        return data, ast.parse(data.decode(), filename=path)
+    except SyntaxError as exc:
+        return data, exc
 
 
 class Loader:
@@ -205,18 +222,18 @@ class Loader:
                 break
         else:
             return None
-        data = path.read_bytes()
+        data, tree = _parsed(str(path), *_stamp(path))
         if self.check_record and rel in self.wheel.record and self.wheel.record[rel] != _digest(data):
             raise ImportFailed(f"{path}: differs from the hash in the RECORD of {self.wheel.name} "
                                f"{self.wheel.version}: the installed file was modified (run make install)")
         self.files[rel] = hashlib.sha256(data).hexdigest()
         text = data.decode()
-        try:
-            tree = ast.parse(text, filename=rel)
-        except SyntaxError as exc:
-            raise ImportFailed(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+        if isinstance(tree, SyntaxError):
+            raise ImportFailed(f"{path}:{tree.lineno}: syntax error: {tree.msg}")
         mod = Module(name, rel, path, text, text.splitlines(), tree, pkg)
         for i, stmt in enumerate(tree.body):
+            if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+                mod.star.append(stmt.lineno)
             names = _bound_names(stmt)
             if names:
                 for n in names:
@@ -383,6 +400,10 @@ class Extraction:
                 f"{where} is bound only inside a module-level if/try/with/loop at "
                 f"{mod.rel}:{mod.nested[name]}; tileport copies top-level definitions only",
                 used_in, line, "tool", name))
+        elif name not in _BUILTINS and mod.star:
+            self.problems.append(ImportBlocked(
+                f"{where} is not bound in {mod.rel} itself and may come from its `import *` at "
+                f"line {mod.star[0]}; tileport does not follow star imports", used_in, line, "tool", name))
         elif name not in _BUILTINS:
             self.problems.append(ImportBlocked(
                 f"{where} is not defined in {mod.rel} (a NameError when the kernel is compiled)",
