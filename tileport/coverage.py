@@ -55,7 +55,7 @@ def inventory(package: str = PACKAGE) -> list[dict]:
         ex = I.Extraction(loader, name, [])
         found = [{"module": name, "function": st.name, "file": rel, "line": st.lineno}
                  for st in mod.tree.body
-                 if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and ex._is_kernel(st, mod)]
+                 if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and ex.is_kernel(st, mod)]
         found += [{"module": name, "function": k, "file": rel, "line": line, "factory": outer}
                   for k, (outer, line) in I.nested_kernels(mod).items()]
         out += sorted(found, key=lambda k: k["line"])

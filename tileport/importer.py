@@ -276,7 +276,7 @@ def _stmt_start(stmt: ast.stmt) -> int:
     return min([d.lineno for d in decos] + [stmt.lineno])
 
 
-def _qualname(expr: ast.expr, mod: Module, loader: Loader) -> str | None:
+def _qualname(expr: ast.expr, mod: Module) -> str | None:
     """Dotted name an expression such as ``ct.kernel`` / ``experimental_kernel`` refers to,
     through the module's imports (``import cuda.tile as ct`` -> ``cuda.tile.kernel``)."""
     if isinstance(expr, ast.Call):
@@ -362,7 +362,7 @@ class Extraction:
         self.main = main
         self.module_order.append(main.name)
         defs = {s.name: s for s in main.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        kernels = sorted(n for n, s in defs.items() if self._is_kernel(s, main))
+        kernels = sorted(n for n, s in defs.items() if self.is_kernel(s, main))
         nested = nested_kernels(main)
         for k in self.kernels:
             stmt = defs.get(k)
@@ -376,15 +376,16 @@ class Extraction:
                 self.problems.append(ImportBlocked(
                     f"{main.rel}: no function '{k}' (its @ct.kernel functions: {kernels})",
                     main.rel, None, "kernel", k))
-            elif not self._is_kernel(stmt, main):
+            elif not self.is_kernel(stmt, main):
                 self.problems.append(ImportBlocked(
                     f"{main.rel}:{stmt.lineno}: '{k}' is not a @ct.kernel function (its @ct.kernel "
                     f"functions: {kernels})", main.rel, stmt.lineno, "kernel", k))
             else:
                 self.resolve(main, k, main.rel, stmt.lineno, k)
 
-    def _is_kernel(self, stmt, mod: Module) -> bool:
-        return any(_qualname(d, mod, self.loader) == f"{CUTILE}.kernel" for d in stmt.decorator_list)
+    def is_kernel(self, stmt, mod: Module) -> bool:
+        """Whether a def of ``mod`` carries cuTile's ``@kernel`` (under any alias of cuda.tile)."""
+        return any(_qualname(d, mod) == f"{CUTILE}.kernel" for d in stmt.decorator_list)
 
     # -- resolution
     def resolve(self, mod: Module, name: str, used_in: str, line: int, via: str) -> None:
@@ -425,7 +426,7 @@ class Extraction:
         k = Kept(mod, i, stmt, _bound_names(stmt), lines, kind)
         self.kept[key] = k
         for d in getattr(stmt, "decorator_list", []):
-            q = _qualname(d, mod, self.loader)
+            q = _qualname(d, mod)
             if q in CUTILE_DECORATORS:
                 if q == f"{CUTILE}.kernel":
                     k.kind = "kernel"
