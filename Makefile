@@ -5,6 +5,9 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
+# the kernel sources tileport reads as text (tilegym): their own stamp, so a new pin reinstalls
+# only them
+SRC_STAMP := $(VENV)/.sources-$(shell sha1sum requirements-sources.txt | cut -c1-12)
 CORES ?= all
 # GPU jobs at once on this machine (1: a benchmark never shares the GPU with another GPU job)
 GPUS ?= 1
@@ -21,6 +24,8 @@ run: install
 	  $(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS) || exit 1; \
 	done
 	@$(PY) -m tileport.summary results/summary.csv
+	@$(PY) -m tileport.coverage results/summary.csv --out results/coverage.md >/dev/null \
+	  && echo "tileport: every TileGym @ct.kernel and how far it got: results/coverage.md"
 
 test: install
 	$(PY) -m pytest -q tests
@@ -31,7 +36,7 @@ test-slurm: install
 	.ci/slurm-cluster up
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_slurm.py --slurm; rc=$$?; .ci/slurm-cluster down; exit $$rc
 
-install: system-deps $(STAMP)
+install: system-deps $(STAMP) $(SRC_STAMP)
 
 # libclang for cutile's bindgen (Debian libclang-dev); cargo must already be on the machine.
 system-deps:
@@ -47,3 +52,8 @@ $(STAMP): requirements.lock
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
 	@rm -f $(VENV)/.installed-* && touch $@
+
+# hash-pinned, without dependencies: tileport reads these wheels' modules as text, never imports them
+$(SRC_STAMP): requirements-sources.txt $(STAMP)
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements-sources.txt
+	@rm -f $(VENV)/.sources-* && touch $@

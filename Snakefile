@@ -21,6 +21,7 @@ wildcard_constraints:
     root="results|results/[a-z][a-z0-9_]*/rounds/[1-9][0-9]*",
 
 
+include: "rules/import_source.smk"
 include: "rules/analyze.smk"
 include: "rules/reference_ir.smk"
 include: "rules/write_kernel.smk"
@@ -38,6 +39,7 @@ include: "rules/summary.smk"
 # cheap and many (verdict collection): on a cluster they run on the submit host, not as jobs
 localrules:
     all,
+    import_source,
     summary,
     route,
     accept_kernel,

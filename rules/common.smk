@@ -7,6 +7,7 @@ sys.path.insert(0, workflow.basedir)
 
 from tileport import config as tp_config
 from tileport import manifest as tp_manifest
+from tileport import source as tp_source
 from tileport.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 
 # llm: optional (only the LLM backends read it); defaults from tileport.agents.LlmSettings
@@ -76,7 +77,9 @@ VARIANTS = {}
 MANIFEST_ERRORS = {}
 for _op in OPS:
     _dir = OPERATORS_DIR / _op
-    _lacking = [f for f in ("kernel.py", "manifest.yaml") if not (_dir / f).is_file()]
+    # an operator whose manifest names a wheel's module (source:) has no kernel.py of its own
+    _own = () if tp_source.source_of(_dir) is not None else ("kernel.py",)
+    _lacking = [f for f in (*_own, "manifest.yaml") if not (_dir / f).is_file()]
     try:
         if _lacking:
             raise tp_manifest.ManifestError(f"{_dir}: operator folder lacks {' and '.join(_lacking)}")
@@ -93,9 +96,32 @@ GPU_OPS = [op for op in OPS if op not in MANIFEST_ERRORS]
 
 
 def op_inputs(wildcards):
-    """The operator's own source files (those that exist): every stage of it depends on them."""
+    """The operator's source files (those that exist): every stage of it depends on them. An
+    operator with ``source:`` reads the imported results/<op>/src/kernel.py (and its import
+    verdict) instead of operators/<op>/kernel.py (tileport.source.kernel_py)."""
     d = OPERATORS_DIR / wildcards.op
+    if tp_source.source_of(d) is not None:
+        src = f"results/{wildcards.op}/{tp_source.IMPORT_DIR}"
+        return [f"{src}/kernel.py", f"{src}/kernel.py{tp_source.MAP_SUFFIX}",
+                f"{src}/{tp_source.VERDICT_NAME}", str(d / "manifest.yaml")]
     return [str(d / f) for f in ("kernel.py", "manifest.yaml") if (d / f).is_file()]
+
+
+# cuTile Python sources read from installed wheels (rule import_source)
+SOURCES_PIN = str(Path(workflow.basedir) / "requirements-sources.txt")
+IMPORTED_OPS = [op for op in OPS if tp_source.source_of(OPERATORS_DIR / op) is not None]
+
+
+def source_files(wildcards):
+    """The installed wheel's files that importing the operator's kernels reads (its module and
+    the sibling modules its kept definitions come from): a new wheel reruns exactly the
+    operators whose files changed (Snakemake compares their checksums when a reinstall gives
+    them a new mtime)."""
+    from tileport import importer as tp_importer
+
+    src = tp_source.source_of(OPERATORS_DIR / wildcards.op) or {}
+    kernels = src.get("kernels") or [k for k, _ in VARIANTS.get(wildcards.op, [])]
+    return tp_importer.module_files(src.get("module", ""), sorted(set(kernels)))
 
 
 def op_reference(wildcards):
@@ -312,4 +338,4 @@ def summary_inputs(wildcards):
 
 def code(*modules):
     """The tileport modules behind a stage, as inputs (editing that logic reruns the stage)."""
-    return [str(Path(workflow.basedir) / "tileport" / f"{m}.py") for m in (*modules, "verdict")]
+    return [str(Path(workflow.basedir) / "tileport" / f"{m}.py") for m in (*modules, "verdict", "source")]

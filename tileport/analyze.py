@@ -1,6 +1,9 @@
 """Stage ``analyze``: read a cuTile Python operator without running it.
 
-Parses ``operators/<op>/kernel.py`` with :mod:`ast` (no import, no GPU) and the manifest,
+Parses the operator's kernel file with :mod:`ast` (no import, no GPU) and the manifest: its
+own ``operators/<op>/kernel.py``, or ``results/<op>/src/kernel.py`` when the manifest names a
+wheel's module with ``source:`` (:func:`tileport.source.kernel_py`; an import that did not PASS
+makes the analysis BLOCKED with the import's cause and owner),
 and writes ``results/<op>/analysis.json``: a verdict document whose ``details`` hold the
 kernels, their parameters with roles, dtypes, constexprs, variants, the launch grid rule,
 the cuTile calls used (with padding modes, reduction axes, mma, loops) and the
@@ -16,11 +19,17 @@ from pathlib import Path
 
 from . import constructs as C
 from . import manifest as M
+from . import source as S
 from .verdict import Finding, Verdict, loc, write
 
 
 class AnalysisError(ValueError):
-    """kernel.py cannot be analysed (syntax error, no kernels); message names file:line."""
+    """kernel.py cannot be analysed (syntax error, no kernels); message names file:line.
+    ``owner``: who must act (``kernel``; ``tool`` for an import tileport could not do)."""
+
+    def __init__(self, message: str, owner: str = "kernel"):
+        super().__init__(message)
+        self.owner = owner
 
 
 def tile_alias(tree: ast.Module) -> str:
@@ -218,7 +227,11 @@ def analyse(op_dir: str | Path) -> dict:
     man = M.load(op_dir / "manifest.yaml")
     mpath = Path(man["_path"])
     mtext = mpath.read_text()      # for the line numbers of manifest findings
-    kpath = op_dir / "kernel.py"
+    kpath = S.kernel_py(op_dir)
+    try:
+        S.check_imported(op_dir)
+    except S.SourceBlocked as exc:
+        raise AnalysisError(str(exc), exc.owner) from None
     try:
         src = kpath.read_text()
     except OSError as exc:
@@ -363,9 +376,9 @@ def run(op_dir: str | Path, out_json: str | Path, op: str) -> dict:
                                  ref=_loc_from_msg(str(exc)))]), out_json)
     except AnalysisError as exc:
         cat = "syntax" if "syntax error" in str(exc) else "input"
-        return write(Verdict(stage="analyze", op=op, verdict="BLOCKED", owner="kernel",
+        return write(Verdict(stage="analyze", op=op, verdict="BLOCKED", owner=exc.owner,
                              summary=str(exc), findings=[Finding(
-                                 cat, "critical", "kernel", str(exc), ref=_loc_from_msg(str(exc)))]),
+                                 cat, "critical", exc.owner, str(exc), ref=_loc_from_msg(str(exc)))]),
                      out_json)
     findings = [Finding("unsupported", "critical", "kernel",
                         f"{u['file']}:{u['line']}: {u['construct']}: {u['reason']}",
@@ -419,7 +432,7 @@ def run_backend(op_dir: str | Path, out_json: str | Path, op: str, backend: str 
         return d
     op_dir = Path(op_dir)
     try:
-        fields = {"op": op, "reference_source": (op_dir / "kernel.py").read_text(),
+        fields = {"op": op, "reference_source": S.kernel_py(op_dir).read_text(),
                   "manifest": (op_dir / "manifest.yaml").read_text(), "verdict": d["verdict"],
                   "analysis": json.dumps({k: det.get(k) for k in ("kernels", "dtypes", "constexprs", "unsupported")},
                                          indent=1, default=str)[:30000]}
@@ -431,7 +444,7 @@ def run_backend(op_dir: str | Path, out_json: str | Path, op: str, backend: str 
     problem = got.get("error")
     if not problem:
         claim = (got.get("agent_claim") or {}).get("validation") or {}
-        problem = _disagreement(claim, det, (op_dir / "kernel.py").read_text().count("\n") + 1)
+        problem = _disagreement(claim, det, S.kernel_py(op_dir).read_text().count("\n") + 1)
     if problem:
         llm.update(error=problem[:800], fail_class=got.get("fail_class", "agent_output") if "error" in got
                    else "agent_output")

@@ -27,6 +27,7 @@ from pathlib import Path
 from . import harness as H
 from . import host as HOST
 from . import manifest as M
+from . import source as S
 from .verdict import Finding, Verdict, VerdictError, read, write
 
 REPO = Path(__file__).resolve().parent.parent
@@ -194,7 +195,7 @@ class OpContext:
         if "tensors" not in self.man:
             raise H.HarnessError(f"{op_dir / 'manifest.yaml'}: no 'tensors' section: the GPU "
                                  f"stages cannot build the inputs of a call")
-        self.kmod = H.load_module(op_dir / "kernel.py", f"tileport_ref_{op}")
+        self.kmod = H.load_module(S.kernel_py(op_dir), f"tileport_ref_{op}")
         self.rmod = H.load_module(op_dir / "reference.py", f"tileport_torch_{op}")
         an = read(results / op / "analysis.json")
         self.params = {k["name"]: k["params"] for k in an["details"]["kernels"]}

@@ -79,12 +79,15 @@ def load_module(path: str | Path, name: str):
 def inputs_sha(op_dir: str | Path) -> str:
     """sha256 over an operator's own files (kernel.py, reference.py, manifest.yaml; a missing
     one counts as empty): recorded by the GPU stages, compared by the summary to flag results
-    of files that changed since."""
+    of files that changed since. kernel.py is the one the stages read
+    (:func:`tileport.source.kernel_py`: results/<op>/src/kernel.py for an imported source)."""
     import hashlib
+
+    from .source import kernel_py
 
     h = hashlib.sha256()
     for name in ("kernel.py", "reference.py", "manifest.yaml"):
-        p = Path(op_dir) / name
+        p = kernel_py(op_dir) if name == "kernel.py" else Path(op_dir) / name
         h.update(name.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"") + b"\0")
     return h.hexdigest()
 

@@ -30,6 +30,20 @@ MANIFEST_SCHEMA: dict[str, Any] = {
     "properties": {
         "op": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
         "description": {"type": "string"},
+        # the kernels come from an installed wheel's module (rule import_source writes them to
+        # results/<op>/src/kernel.py; tileport.source.kernel_py): `module` is its dotted name,
+        # `kernels` the @ct.kernel functions to keep (default: the keys of `kernels` below)
+        "source": {
+            "type": "object",
+            "properties": {
+                "module": {"type": "string",
+                           "pattern": "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$"},
+                "kernels": {"type": "array", "minItems": 1, "uniqueItems": True,
+                            "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}},
+            },
+            "required": ["module"],
+            "additionalProperties": False,
+        },
         "kernels": {
             "type": "object",
             "minProperties": 1,
@@ -207,6 +221,12 @@ def load(path: str | Path) -> dict:
             raise ManifestError(
                 f"{path}:{_yaml_line(text, ['configs', i]) or 1}: key 'configs/{i}': constexpr "
                 f"names {list(cfg)} differ from the first config's {keys0}")
+    if "kernels" in doc.get("source", {}):
+        missing = [k for k in doc["kernels"] if k not in doc["source"]["kernels"]]
+        if missing:
+            raise ManifestError(
+                f"{path}:{_yaml_line(text, ['source', 'kernels']) or 1}: key 'source/kernels': "
+                f"{doc['source']['kernels']} lacks {missing}, which 'kernels' describes")
     from .constructs import RESERVED_KERNEL_NAMES
     for k in doc["kernels"]:
         if k in RESERVED_KERNEL_NAMES or k.startswith("__"):

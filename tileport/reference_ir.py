@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import analyze as A
 from . import manifest as M
+from . import source as S
 from . import toolchain
 from .verdict import Finding, Verdict, atomic_write_text, loc, write
 
@@ -71,9 +72,9 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     variant = M.variant_by_id(man, variant_id)
     kinfo = next((k for k in details["kernels"] if k["name"] == kernel), None)
     if kinfo is None:
-        raise KeyError(f"{op_dir / 'kernel.py'}: no kernel '{kernel}'")
+        raise KeyError(f"{S.kernel_py(op_dir)}: no kernel '{kernel}'")
     try:
-        mod = load_module(op_dir / "kernel.py")
+        mod = load_module(S.kernel_py(op_dir))
     except SystemExit as exc:
         raise RuntimeError(f"importing kernel.py called sys.exit({exc.code})") from None
     from cuda.tile.compilation import export_kernel
@@ -93,11 +94,12 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
     try:
         export(op_dir, kernel, variant_id, out_bc, out_txt)
     except (A.AnalysisError, M.ManifestError, KeyError) as exc:
+        owner = getattr(exc, "owner", "kernel")
         return write(Verdict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id,
-                             verdict="BLOCKED", owner="kernel", summary=str(exc),
-                             findings=[Finding("input", "critical", "kernel", str(exc))]), out_json)
+                             verdict="BLOCKED", owner=owner, summary=str(exc),
+                             findings=[Finding("input", "critical", owner, str(exc))]), out_json)
     except Exception as exc:  # cuTile compiler errors carry the kernel's file:line
-        kpy = Path(op_dir) / "kernel.py"
+        kpy = S.kernel_py(op_dir)
         tb = traceback.format_exc(limit=3)
         if isinstance(exc, (FileNotFoundError, PermissionError)) or (
                 isinstance(exc, RuntimeError) and "tileirdisasm" in str(exc)):

@@ -28,6 +28,7 @@ import shutil
 from pathlib import Path
 
 from . import agents, ir_diagnose, ir_diff, rust_ir
+from . import source as S       # kernel-path plumbing (import_source): S.kernel_py(op_dir)
 from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 
 # writers that give the same output for the same input: retrying them cannot help
@@ -128,7 +129,7 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
         if diff["verdict"] in ("PASS", "PASS_WITH_NOTES"):
             continue
         dg = ir_diagnose.run(ir / f"{v}.diff.json", crate, str(crate / "src" / f"{kernel}.rs.map.json"),
-                             Path(op_dir) / "kernel.py", ir / f"{v}.diagnosis.json", op, kernel, v)
+                             S.kernel_py(op_dir), ir / f"{v}.diagnosis.json", op, kernel, v)
         diags[v] = dg["summary"]
         findings += [Finding(**f) for f in dg.get("findings", [])][:5]
         if backend != "deterministic" and llm is None and (
@@ -174,7 +175,7 @@ def llm_diagnosis(op_dir, op: str, kernel: str, n: int, variant: str, diff: dict
         lines.append(f"- {f['message']}" + (f" ({loc})" if loc else ""))
     try:
         fields = {"op": op, "kernel": kernel, "attempt": n, "variant": variant,
-                  "reference_source": (Path(op_dir) / "kernel.py").read_text(),
+                  "reference_source": S.kernel_py(op_dir).read_text(),
                   "port_source": Path(port_rs).read_text(),
                   "findings": "\n".join(lines) or diff.get("summary", "(none)"),
                   "deterministic": det.get("summary", "(none)")}

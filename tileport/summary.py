@@ -17,6 +17,12 @@ results/<op>/rounds/<r>/, which every GPU and port column of the row then descri
 its route went (``next (route): reason``, e.g. a stop at the kernel-writer cap with the last
 diagnosis).
 
+``source``: where the kernel's cuTile Python comes from: ``module:function`` for a kernel the
+importer read from an installed wheel (manifest ``source:``, e.g.
+``tilegym.ops.cutile.softmax:_softmax_kernel``), ``operators/<op>/kernel.py:function`` for an
+operator's own kernel.py; the import's own verdict (``results/<op>/src/import.json``) is the
+first stage of such a row's ``note``/``owner`` chain.
+
 ``summary_ops.csv``: one row per operator (``op,configs,geomean_ratio,verdict,vs_torch,
 ref_vs_torch`` and its LLM calls, tokens and cost over all stages) and a last row ``ALL`` over
 every config of every operator.
@@ -28,12 +34,13 @@ import io
 import json
 from pathlib import Path
 
+from . import source as S
 from .verdict import VerdictError, atomic_write_text, read
 
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
            "ref_us", "port_us", "torch_us", "vs_torch", "llm_calls", "tokens_in", "tokens_out",
-           "cost_usd", "round", "gpu_route"]
+           "cost_usd", "round", "gpu_route", "source"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
                "llm_calls", "tokens_in", "tokens_out", "cost_usd"]
 _LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
@@ -128,6 +135,13 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
     rnd, root, groute = last_round(results, op)
     r, q = results / op, root / op
     an = _v(r / "analysis.json")
+    op_dir = Path(results).resolve().parent / "operators" / op
+    imported = S.source_of(op_dir)
+    # an imported source's own verdict heads the note chain (None: an own kernel.py)
+    imp = _v(r / S.IMPORT_DIR / S.VERDICT_NAME) if imported else None
+    if imported and imp is None:
+        imp = {"verdict": "missing", "stage": "import_source", "owner": "tool",
+               "summary": f"no import verdict {r / S.IMPORT_DIR / S.VERDICT_NAME}"}
     if manifest_error or not variants:
         return [{"op": op, "kernel": "-", "variant": "-", "analyze": _word(an),
                  "reference_ir": "not_run", "write_kernel": "not_run", "rust_ir": "not_run",
@@ -135,14 +149,14 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "rust_build": "not_run", "owner": (an or {}).get("owner") or "kernel",
                  "note": (manifest_error or (an or {}).get("summary", "")).replace("\n", " ")[:300],
                  "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": "",
-                 **_LLM0, "round": 1, "gpu_route": ""}]
+                 **_LLM0, "round": 1, "gpu_route": "",
+                 "source": imported["module"] if imported else f"operators/{op}/kernel.py"}]
     build = _v(q / "rust" / "build.json")
     test, bench, perf = _v(q / "test.json"), _v(q / "bench.json"), _v(q / "perf_diagnosis.json")
     hb = _v(root / "host" / "build.json")
     lib = ((hb or {}).get("details") or {}).get("ops", {}).get(op) or {}
     tested = ((test or {}).get("details") or {}).get("sources_sha")
     tested_inputs = ((test or {}).get("details") or {}).get("inputs_sha")
-    op_dir = Path(results).resolve().parent / "operators" / op
     stale = None
     if tested and lib.get("sources_sha") and tested != lib["sources_sha"]:
         # the GPU verdicts describe sources the library no longer holds: do not show them
@@ -171,7 +185,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         # the analyser's BLOCKED is not this row's problem, the later stages' verdicts are
         llm_ported = (wk or {}).get("verdict") == "PASS" and \
             ((wk or {}).get("details") or {}).get("backend") in ("anthropic", "replay")
-        for d in (an, ref, wk, build, rir, dif):
+        for d in ((imp,) if imp else ()) + (an, ref, wk, build, rir, dif):
             if d is an and llm_ported and d is not None and d["verdict"] == "BLOCKED":
                 continue
             if d is None:
@@ -205,6 +219,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             "ir_diff": _word(dif), "attempts": (wk or {}).get("attempt", 0),
             "rust_build": _word(build), "owner": owner, "note": note.replace("\n", " ")[:300],
             "diagnosis": diag[:500], **gpu, **usage[kernel], "round": rnd, "gpu_route": groute,
+            "source": S.source_name(op_dir, kernel),
         })
     return out
 
@@ -293,7 +308,8 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
                                                       "gpu_route": "",
                                                       "note": why.replace("\n", " ")[:300],
                                                       "diagnosis": "", "ref_us": "", "port_us": "",
-                                                      "torch_us": "", "vs_torch": "", **_LLM0})
+                                                      "torch_us": "", "vs_torch": "", **_LLM0,
+                                                      "source": ""})
     for op in ops:
         rows += rows_for(results, op, [tuple(x) for x in variants.get(op, [])],
                          manifest_errors.get(op))

@@ -50,6 +50,9 @@ _LOC = {
         "line": {"type": ["integer", "null"]},
         "text": {"type": "string"},
         "source": {"type": "string"},
+        # for a line of an imported results/<op>/src/kernel.py: the wheel module's file:line
+        # it was copied from (tileport.source.annotate)
+        "origin": {"type": "string"},
     },
     "required": ["file"],
     "additionalProperties": False,
@@ -180,8 +183,13 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 
 def write(verdict: Verdict | dict, path: str | os.PathLike) -> dict:
-    """Validate and write a verdict as JSON (atomically). Returns the written dict."""
-    doc = verdict.to_dict() if isinstance(verdict, Verdict) else verdict
+    """Validate and write a verdict as JSON (atomically). Returns the written dict.
+
+    Every line of an imported ``results/<op>/src/kernel.py`` the verdict names also gets the
+    wheel module's line it came from (:func:`tileport.source.annotate`)."""
+    from .source import annotate
+
+    doc = annotate(verdict.to_dict() if isinstance(verdict, Verdict) else verdict)
     validate(doc, str(path))
     atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=False) + "\n")
     return doc

@@ -35,6 +35,7 @@ from pathlib import Path
 from . import analyze as A
 from . import constructs as C
 from . import manifest as M
+from . import source as S       # kernel-path plumbing (import_source): S.kernel_py(op_dir)
 from .verdict import Finding, Verdict, atomic_write_text, loc, write
 
 
@@ -802,13 +803,14 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1) -> dict:
     except (A.AnalysisError, ValueError) as exc:
         if not out_rs.exists():
             atomic_write_text(out_rs, f"// BLOCKED: {exc}\n")
+        owner = getattr(exc, "owner", "kernel")     # import_source: an import tileport could not do
         return write(Verdict(stage="write_kernel", op=op, kernel=kernel, verdict="BLOCKED",
-                             owner="kernel", attempt=attempt, summary=str(exc),
-                             findings=[Finding("input", "critical", "kernel", str(exc))],
+                             owner=owner, attempt=attempt, summary=str(exc),
+                             findings=[Finding("input", "critical", owner, str(exc))],
                              details={"backend": "translator"}), out_json)
     atomic_write_text(out_rs, src)
     atomic_write_text(str(out_rs) + ".map.json", json.dumps(
-        {"rust": str(out_rs), "python": _display_path(Path(op_dir) / "kernel.py"),
+        {"rust": str(out_rs), "python": _display_path(S.kernel_py(op_dir)),
          "lines": [[r, p] for r, p in smap], "entries": entries}) + "\n")
     return write(Verdict(stage="write_kernel", op=op, kernel=kernel, verdict="PASS", owner=None,
                          attempt=attempt, summary=f"translated {kernel} ({src.count(chr(10))} lines)",
@@ -829,7 +831,7 @@ def _llm_fields(op_dir, kernel, op, attempt, analysis_json, ref_ir, previous: st
     kinfo = next((k for k in an.get("kernels", []) if k["name"] == kernel), {})
     variant = an["variants"][0]["id"] if an.get("variants") else "?"
     return {"op": op, "kernel": kernel, "attempt": attempt, "variant": variant,
-            "reference_source": (Path(op_dir) / "kernel.py").read_text(),
+            "reference_source": S.kernel_py(op_dir).read_text(),
             # the LLM analyser's checked notes, when one ran (absent otherwise: the prompt, and so
             # the request hash of every earlier transcript, stays as it was)
             "analysis": json.dumps({"kernel": kinfo, "variants": an.get("variants", []),
@@ -907,7 +909,7 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
             details=info), out_json)
     atomic_write_text(out_rs, parsed.output if parsed.output.endswith("\n") else parsed.output + "\n")
     atomic_write_text(str(out_rs) + ".map.json", json.dumps(
-        {"rust": str(out_rs), "python": _display_path(Path(op_dir) / "kernel.py"), "lines": [],
+        {"rust": str(out_rs), "python": _display_path(S.kernel_py(op_dir)), "lines": [],
          "entries": {}}) + "\n")
     return write(Verdict(**base, verdict="PASS", summary=(
         f"{llm} wrote {kernel} ({parsed.output.count(chr(10)) + 1} lines; the agent claims "

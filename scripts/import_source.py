@@ -1,0 +1,12 @@
+# Thin wrapper: rule import_source -> tileport.importer.run
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from tileport import importer, stage
+
+with stage.guarded(snakemake, "import_source"):
+    out = snakemake.output
+    d = importer.run(snakemake.params.op_dir, out.kernel, out.source_map, out.verdict,
+                     snakemake.wildcards.op, snakemake.params.pin)
+    print(d["verdict"], d["summary"])
