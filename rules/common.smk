@@ -9,6 +9,48 @@ from tileport import config as tp_config
 from tileport import manifest as tp_manifest
 from tileport.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 
+def _profile_files():
+    """The Snakemake profiles this run may have read: every profile of the workflow's
+    ``profiles/`` folder (``default`` is merged into every run; site copies live beside it) and
+    those named by ``--profile`` / ``$SNAKEMAKE_PROFILE`` (Snakemake hands the workflow no list)."""
+    import os
+
+    from snakemake.cli import get_profile_dir
+
+    files = sorted(p for p in Path(workflow.basedir, "profiles").glob("*/*.yaml")
+                   if re.fullmatch(r"(profile|config)(\.v\d+\+)?\.yaml", p.name))
+    argv, names = sys.argv[1:], [os.environ.get("SNAKEMAKE_PROFILE", "")]
+    for i, a in enumerate(argv):
+        if a == "--profile":
+            names += [x for x in argv[i + 1:i + 2]]
+        elif a.startswith("--profile="):
+            names.append(a.split("=", 1)[1])
+    for name in filter(None, names):
+        try:
+            found = get_profile_dir(name)
+        except Exception:   # Snakemake itself reports a profile it cannot find
+            found = None
+        if found:
+            files.append(Path(found[1]))
+    return files
+
+
+def check_yaml_inputs():
+    """Stop at Snakefile load when a YAML file Snakemake read for this run (config files, profiles)
+    repeats a key: Snakemake's loader keeps the last value without a word (a second ``attempts:``
+    block or a second ``bench:`` rule under ``set-resources`` would silently replace the first).
+    Raises WorkflowError naming each file and both lines (tileport.yamlio)."""
+    from tileport import yamlio
+
+    files = [Path(f) for f in workflow.configfiles] + _profile_files()
+    problems = [p for f in dict.fromkeys(f.resolve() for f in files) if (p := yamlio.check_file(f))]
+    if problems:
+        raise WorkflowError("\n".join(problems) + "\n(remove or rename the repeated key; tileport "
+                            "never guesses which value was meant)")
+
+
+check_yaml_inputs()
+
 # llm: optional (only the LLM backends read it); defaults from tileport.agents.LlmSettings
 from tileport.agents import LlmSettings as _LlmSettings, settings_dict as _settings_dict
 

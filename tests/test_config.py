@@ -1,14 +1,14 @@
 import copy
 
 import pytest
-import yaml
 
 from tileport import config as C
+from tileport import yamlio
 
 
 @pytest.fixture
 def cfg(repo):
-    return yaml.safe_load((repo / "config.yaml").read_text())
+    return yamlio.load_file(repo / "config.yaml")
 
 
 def check(cfg, repo):

@@ -2,16 +2,18 @@
 exercised by tests/test_slurm.py under make test-slurm)."""
 import re
 
+import pytest
 import yaml
 
 from conftest import REPO
+from tileport import yamlio
 
 RULES = {m[1] for f in (REPO / "rules").glob("*.smk") for m in re.finditer(r"^(?:rule|checkpoint) (\w+):", f.read_text(), re.M)}
 GPU_RULES = {"gpu_test", "bench"}
 
 
 def profile(name):
-    return yaml.safe_load((REPO / "profiles" / name / "config.yaml").read_text())
+    return yamlio.load_file(REPO / "profiles" / name / "config.yaml")
 
 
 def rule_resources(rule):

@@ -1,10 +1,12 @@
 """Validation of ``config.yaml`` against ``schemas/config.schema.yaml``."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import jsonschema
-import yaml
+
+from . import yamlio
 
 
 class ConfigError(ValueError):
@@ -18,7 +20,7 @@ def validate(config: dict, schema_path: str | Path) -> dict:
         ConfigError: e.g. ``config.yaml: key 'gpu_target': value 'hopper' -- expected a string
             matching '^sm_[0-9]{2,3}[a-z]?$'``.
     """
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    schema = yamlio.load_file(schema_path)
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(config),
                     key=lambda e: list(e.absolute_path))
     if not errors:
