@@ -355,3 +355,52 @@ def summary_inputs(wildcards):
 def code(*modules):
     """The tileport modules behind a stage, as inputs (editing that logic reruns the stage)."""
     return [str(Path(workflow.basedir) / "tileport" / f"{m}.py") for m in (*modules, "verdict")]
+
+
+# --- GPU requests on a cluster ------------------------------------------------------------------
+# The GPU rules ask for gpu=1, which Snakemake's SLURM executor turns into `sbatch --gpus=1`. A
+# site that accepts only --gres gives the rule `gres: "gpu:<type>:1"` in its profile; the
+# executor would then pass both --gres and --gpus (plugin 2.8.0 `set_gres_string`), and such a
+# site rejects the job. So a GPU rule whose profile names a GPU in `gres` asks for gpu=0.
+GPU_RULES = ("gpu_test", "bench")
+
+
+def _gres_names_gpu(gres):
+    """Whether a Slurm GRES request (``gpu``, ``gpu:2``, ``gpu:h200:1``, comma-separated) names a GPU."""
+    return any(part.strip().split(":")[0] == "gpu" for part in str(gres or "").split(","))
+
+
+def _set_resources(rule):
+    """{resource: value} the profile or --set-resources gives ``rule`` (values as Snakemake parsed them)."""
+    res = workflow.resource_settings.overwrite_resources.get(rule) or {}
+    out = {}
+    for name, value in dict(res).items():
+        raw = getattr(value, "raw", value)      # a snakemake Resource (text as given) or a value
+        out[name] = raw
+    return out
+
+
+def gpu_count(rule):
+    """The ``gpu`` resource of GPU rule ``rule``: 1, or 0 where the profile's ``gres`` for that
+    rule names the GPU (then sbatch gets --gres alone)."""
+    return 0 if _gres_names_gpu(_set_resources(rule).get("gres")) else 1
+
+
+def check_gpu_requests():
+    """Stop at load when a profile asks for a GPU rule's GPU twice: ``gres`` naming a GPU together
+    with ``gpu`` > 0 or ``gpu_model`` (sbatch would get both --gres and --gpus)."""
+    problems = []
+    for rule in GPU_RULES:
+        res = _set_resources(rule)
+        if not _gres_names_gpu(res.get("gres")):
+            continue
+        both = [f"{k} {res[k]!r}" for k in ("gpu", "gpu_model") if res.get(k) not in (None, 0, "0", "")]
+        if both:
+            problems.append(f"set-resources: {rule}: gres {res['gres']!r} and {' and '.join(both)} "
+                            f"would both reach sbatch (--gres and --gpus)")
+    if problems:
+        raise WorkflowError("\n".join(problems) + "\n(keep gres alone: tileport then drops the GPU "
+                            "rules' own gpu=1; or drop gres)")
+
+
+check_gpu_requests()
