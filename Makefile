@@ -12,6 +12,9 @@ GPUS ?= 1
 .PHONY: run test test-slurm install system-deps
 
 run: install
+	@# a run killed earlier (SIGKILL, SIGHUP) leaves Snakemake's lock: removed when no Snakemake
+	@# process works here any more, never under a live run (tileport/runlock.py)
+	@$(PY) -m tileport.runlock --snakemake $(VENV)/bin/snakemake
 	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS)
 	@# Snakemake 9 may leave jobs behind chained checkpoints (route -> gpu_route) for a next run
 	@# after it updates the DAG (snakemake/snakemake#3862): finish them, at most twice more
