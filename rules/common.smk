@@ -404,3 +404,19 @@ def check_gpu_requests():
 
 
 check_gpu_requests()
+
+
+# --- names in profiles -------------------------------------------------------------------------
+def check_profile_rule_names():
+    """Stop at load when ``set-resources`` or ``set-threads`` (a profile or the command line)
+    names a rule the workflow does not have: Snakemake ignores it without a word, so a misspelt
+    ``bnech:`` would leave the benchmark on the default resources. Called at the end of the
+    Snakefile, once every rule is defined."""
+    rules = {r.name for r in workflow.rules}
+    settings = workflow.resource_settings
+    problems = [f"{what}: {sorted(unknown)} name no rule of this workflow"
+                for what, given in (("set-resources", settings.overwrite_resources),
+                                     ("set-threads", settings.overwrite_threads))
+                if (unknown := set(given or {}) - rules)]
+    if problems:
+        raise WorkflowError("\n".join(problems) + f"\n(rules: {', '.join(sorted(rules))})")

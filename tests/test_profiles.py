@@ -175,3 +175,17 @@ def test_gres_and_gpu_together_is_an_error_at_load(gpu_job_wd, tmp_path):
     assert rc != 0 and args == {}
     for rule in sorted(GPU_RULES):
         assert f"set-resources: {rule}: gres 'gpu:h200:1' and gpu_model 'h200' would both" in out, out[-3000:]
+
+
+def test_set_resources_for_a_rule_that_does_not_exist_is_an_error(gpu_job_wd):
+    """Snakemake ignores a misspelt rule under set-resources without a word."""
+    import os
+    import subprocess
+    import sys
+
+    exe = os.path.join(os.path.dirname(sys.executable), "snakemake")
+    p = subprocess.run([exe, "-n", "--cores", "1", "results/relu/test.json", "--set-resources", "bnech:runtime=5",
+                        "--set-threads", "gpu_tset=2"], cwd=gpu_job_wd, capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out[-2000:]
+    assert "set-resources: ['bnech'] name no rule" in out and "set-threads: ['gpu_tset'] name no rule" in out

@@ -32,6 +32,15 @@ def test_duplicate_key_names_file_key_and_both_lines(text, key, lines):
     assert isinstance(err, yaml.YAMLError)          # callers reporting YAML errors report it too
 
 
+@pytest.mark.parametrize("text,word,line", [("on: 1\n", "on", 1), ("tensors:\n  x: {}\n  no: {}\n", "no", 3),
+                                            ("~: 1\n", "~", 1)])
+def test_key_word_that_yaml_reads_as_bool_or_null_is_an_error(text, word, line):
+    with pytest.raises(yamlio.AmbiguousKeyError) as e:
+        yamlio.load(text, "m.yaml")
+    assert str(e.value).startswith(f"m.yaml:{line}: key '{word}' reads as ")
+    assert yamlio.load(text.replace(f"{word}:", f"'{word}':")) is not None      # quoted: a name
+
+
 def test_valid_yaml_loads_as_safe_load_does():
     text = ("base: &b {x: 1, y: 2}\n"
             "merged:\n  <<: *b\n  x: 3\n"        # a key beside a merge overrides it: not a duplicate

@@ -8,6 +8,10 @@ composer and constructor: the document is composed into nodes as usual, and each
 keys are constructed and compared before the mapping is built. Merge keys (``<<: *anchor``)
 keep their YAML meaning: a key written next to a merge overrides the merged one, which is not a
 duplicate.
+
+The same loader refuses a mapping key that YAML 1.1 turns from a word into a boolean or null
+(``on:``, ``no:``, ``null:``): every key tileport and Snakemake read is a name, and ``no``
+would silently become ``False``. Values are left as YAML reads them (schemas check their types).
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from typing import Any
 import yaml
 from yaml.constructor import ConstructorError
 
-__all__ = ["DuplicateKeyError", "StrictSafeLoader", "load", "load_file", "check_file"]
+__all__ = ["DuplicateKeyError", "AmbiguousKeyError", "StrictSafeLoader", "load", "load_file", "check_file"]
 
 
 class DuplicateKeyError(ConstructorError):
@@ -44,8 +48,30 @@ class DuplicateKeyError(ConstructorError):
         return f"{self.path}:{self.line}: {self.problem}"
 
 
+class AmbiguousKeyError(ConstructorError):
+    """A mapping key written as a plain word that YAML 1.1 (PyYAML, Snakemake) reads as a boolean
+    or null: ``on:``, ``off:``, ``yes:``, ``no:``, ``null:``, ``~:``. Every key tileport and
+    Snakemake read is a name, so the word was meant as a name and would silently become
+    ``True``/``False``/``None``. ``str()`` is ``<path>:<line>: ...``."""
+
+    def __init__(self, path: str, word: str, value: Any, mark: yaml.Mark):
+        self.path, self.word, self.line = path, word, mark.line + 1
+        super().__init__(
+            context=None, context_mark=None,
+            problem=(f"key {word!r} reads as {value!r} in YAML, not as the name {word!r}: "
+                     f"quote it ('{word}') if a name was meant"),
+            problem_mark=mark)
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.problem}"
+
+
+_NOT_A_NAME = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:null")
+
+
 class StrictSafeLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that raises :class:`DuplicateKeyError` on a repeated mapping key.
+    """``yaml.SafeLoader`` that raises :class:`DuplicateKeyError` on a repeated mapping key and
+    :class:`AmbiguousKeyError` on a plain key word that YAML reads as a boolean or null.
 
     ``name`` (the file name used in messages) comes from the stream as in PyYAML: pass a file
     object, or set ``loader.name`` after construction.
@@ -58,6 +84,9 @@ class StrictSafeLoader(yaml.SafeLoader):
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     continue
                 key = self.construct_object(key_node, deep=True)
+                if (isinstance(key_node, yaml.ScalarNode) and key_node.tag in _NOT_A_NAME
+                        and not key_node.style and key_node.value):
+                    raise AmbiguousKeyError(self.name, key_node.value, key, key_node.start_mark)
                 try:
                     first = seen.setdefault(key, key_node.start_mark)
                 except TypeError:       # an unhashable key: SafeConstructor reports it
@@ -80,6 +109,8 @@ def load(text: str | bytes, path: str | Path | None = None) -> Any:
     Raises:
         DuplicateKeyError: a mapping repeats a key; ``str()`` is
             ``<path>:<line>: duplicate key 'k' at lines <first> and <line> (...)``.
+        AmbiguousKeyError: a key written ``on``/``no``/``null``/... that YAML reads as a
+            boolean or null.
         yaml.YAMLError: any other YAML error (``problem_mark`` gives its line).
     """
     loader = StrictSafeLoader(text)
@@ -91,7 +122,7 @@ def load(text: str | bytes, path: str | Path | None = None) -> Any:
 
 
 def load_file(path: str | Path) -> Any:
-    """:func:`load` the file at ``path`` (UTF-8). Raises OSError, DuplicateKeyError, YAMLError."""
+    """:func:`load` the file at ``path`` (UTF-8). Raises OSError and what :func:`load` raises."""
     return load(Path(path).read_text(encoding="utf-8"), path)
 
 
@@ -103,7 +134,7 @@ def check_file(path: str | Path) -> str | None:
         load_file(path)
     except OSError as exc:
         return f"{path}: cannot read: {exc.strerror}"
-    except DuplicateKeyError as exc:
+    except (DuplicateKeyError, AmbiguousKeyError) as exc:
         return str(exc)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
