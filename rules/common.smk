@@ -67,6 +67,25 @@ try:
 except tp_config.ConfigError as exc:
     raise WorkflowError(str(exc))
 
+
+def canonical_config():
+    """Give every config value the one spelling of its meaning before rules read it, so that only
+    a change in meaning reruns jobs (Snakemake compares parameters by repr): the schema's key
+    order, 20.0 as 20, and each ``tools`` path compared by where it resolves (the default path
+    written out is the default, ""); a non-default cargo target dir (a cache) reaches the jobs
+    through the environment, never as a parameter (tileport.config.resolve_tools)."""
+    import os
+
+    from tileport import yamlio
+
+    schema = yamlio.load_file(Path(workflow.basedir) / "schemas" / "config.schema.yaml")
+    config.update(tp_config.canonical(config, schema))
+    config["tools"], env = tp_config.resolve_tools(config.get("tools"), Path.cwd())
+    os.environ.update(env)
+
+
+canonical_config()
+
 if config["gpu"] == "required":
     # fail before any job, with the reason on the console (a failing GPU job would only say
     # "non-zero exit status" and delete its verdict)

@@ -140,6 +140,26 @@ def test_noop_rerun_plans_zero_jobs(workdir):
     assert planned(wd) == {}
 
 
+def test_config_spelling_the_same_meaning_plans_nothing(workdir):
+    """Issue 16: tools.cargo_target_dir set to the path it defaults to replanned every job (GPU
+    stages included). Paths compare by where they resolve, numbers and key order by value."""
+    from tileport import rust_ir, toolchain
+
+    wd, _, _ = workdir
+    cfg = wd / "config.yaml"
+    text = cfg.read_text()
+    tools = 'tools:\n  tileirdisasm: ""\n  cuda_root: ""\n  cargo_target_dir: ""\n'
+    assert text.endswith(tools)
+    spelled = (f"tools:\n  cargo_target_dir: {rust_ir.default_target_dir()}\n"
+               f"  tileirdisasm: {toolchain.tool('tileirdisasm')}\n  cuda_root: \"\"\n")
+    try:
+        cfg.write_text(text.replace(tools, spelled).replace("warmup_ms: 20 ", "warmup_ms: 20.0 "))
+        assert "warmup_ms: 20.0" in cfg.read_text()
+        assert planned(wd) == {}
+    finally:
+        cfg.write_text(text)
+
+
 def test_touching_one_operator_reruns_only_its_chain(workdir):
     wd, _, _ = workdir
     k = wd / "operators" / "softmax" / "kernel.py"
