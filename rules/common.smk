@@ -366,6 +366,7 @@ def final_inputs(wildcards):
 
 def summary_inputs(wildcards):
     """What summary.csv reads: each operator's final round (or, for a broken manifest, its analysis)."""
+    check_route_files()
     return [t for op in OPS for t in (stage_targets(op) if op in MANIFEST_ERRORS
                                       else [f"results/{op}/final.json"])] + (
         ["results/host/build.json"] if GPU_OPS else [])
@@ -439,3 +440,25 @@ def check_profile_rule_names():
                 if (unknown := set(given or {}) - rules)]
     if problems:
         raise WorkflowError("\n".join(problems) + f"\n(rules: {', '.join(sorted(rules))})")
+
+
+# --- deleted routing records ---------------------------------------------------------------------
+def check_route_files():
+    """Stop a run that reads the routes (the summary's DAG) when a route a later file proves was
+    made (tileport.route_files) is missing: Snakemake would not rebuild it (a deleted intermediate
+    file whose followers are up to date is not noticed, a checkpoint's output not even looked
+    for) and summary.csv would show an empty gpu_route. ``make run`` rebuilds them first; routes
+    named as targets of this run are being rebuilt and pass."""
+    import os
+
+    from tileport import route_files
+
+    targets = {os.path.normpath(t) for t in workflow.dag_settings.targets}
+    missing = [(r, e) for r, e in route_files.missing_routes("results") if os.path.normpath(r) not in targets]
+    if missing:
+        raise WorkflowError(
+            "routing records missing (deleted?) although files made from them exist:\n"
+            + "\n".join(f"  {r} (needed by {e})" for r, e in missing)
+            + "\nSnakemake does not rebuild them by itself. Rebuild them (nothing after them reruns "
+            + "unless one comes out different) with:\n  .venv/bin/snakemake --cores all "
+            + " ".join(r for r, _ in missing) + "\nthen run again (make run does both).")

@@ -160,6 +160,24 @@ def test_config_spelling_the_same_meaning_plans_nothing(workdir):
         cfg.write_text(text)
 
 
+def test_deleted_routes_are_named_and_rebuilt_alone(workdir):
+    """Issue 16: after deleting a checkpoint output (a GPU round's or a writer attempt's
+    route.json) the dry run said "Nothing to be done" and summary.csv's gpu_route came out empty.
+    Now the run stops naming each file and the command; rebuilding them reruns nothing else."""
+    wd, _, _ = workdir
+    gone = ["results/relu/rounds/1/route.json", "results/softmax/attempts/softmax_kernel/1/route.json"]
+    for g in gone:
+        (wd / g).unlink()
+    p = snakemake(wd, "-n", "results/summary.csv", check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out[-3000:]
+    assert "results/relu/rounds/1/route.json (needed by results/relu/final.json)" in out, out[-3000:]
+    assert "results/softmax/attempts/softmax_kernel/1/route.json (needed by" in out
+    snakemake(wd, *gone)                        # the command the message gives (make run runs it)
+    assert all((wd / g).is_file() for g in gone)
+    assert planned(wd) == {}
+
+
 def test_touching_one_operator_reruns_only_its_chain(workdir):
     wd, _, _ = workdir
     k = wd / "operators" / "softmax" / "kernel.py"
