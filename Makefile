@@ -19,7 +19,7 @@ run: install
 	@# rebuild just those files first (tileport/route_files.py)
 	@missing=$$($(PY) -m tileport.route_files results); if [ -n "$$missing" ]; then \
 	  echo "tileport: rebuilding missing routing records:" $$missing; \
-	  $(VENV)/bin/snakemake --cores $(CORES) $$missing || exit 1; \
+	  $(VENV)/bin/snakemake --cores $(CORES) $$missing --allowed-rules route gpu_route || exit 1; \
 	fi
 	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS)
 	@# Snakemake 9 may leave jobs behind chained checkpoints (route -> gpu_route) for a next run

@@ -459,6 +459,13 @@ def check_route_files():
         raise WorkflowError(
             "routing records missing (deleted?) although files made from them exist:\n"
             + "\n".join(f"  {r} (needed by {e})" for r, e in missing)
-            + "\nSnakemake does not rebuild them by itself. Rebuild them (nothing after them reruns "
-            + "unless one comes out different) with:\n  .venv/bin/snakemake --cores all "
-            + " ".join(r for r, _ in missing) + "\nthen run again (make run does both).")
+            + "\nSnakemake does not rebuild them by itself. Rebuild them alone (nothing after them "
+            + "reruns unless one comes out different) with:\n  .venv/bin/snakemake --cores all "
+            + " ".join(r for r, _ in missing) + " " + REBUILD_ROUTES_ONLY
+            + "\nthen run again (make run does both).")
+
+
+# only the routing rules may run when rebuilding routes: a needrun job passes its rerun to every
+# job after it in the same DAG (a route's followers, through the shared host library the other
+# operators' too), while a later run compares the rebuilt route by checksum
+REBUILD_ROUTES_ONLY = "--allowed-rules route gpu_route"

@@ -15,9 +15,9 @@ every route that a later file proves was made and that is missing now:
 * writer attempt n >= 2 (``attempts/<kernel>/<n>/write.json``) was asked for by the route of
   attempt n-1; the tree of GPU round r >= 2 (``rounds/<r>/<op>/``) by round r-1's route.
 
-``make run`` rebuilds what it finds as targets of a Snakemake run of their own (so nothing after
-them reruns unless a rebuilt route differs); a bare ``snakemake`` of the summary stops naming
-them (rules/common.smk).
+``make run`` rebuilds what it finds as targets of a Snakemake run of their own in which only the
+routing rules may run (so nothing after them reruns unless a rebuilt route differs); a bare
+``snakemake`` of the summary stops naming them and that command (rules/common.smk).
 
 Command line: ``python -m tileport.route_files [RESULTS]`` prints the missing routes, one per
 line (nothing when none is missing); exit status 0.
