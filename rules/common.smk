@@ -10,15 +10,15 @@ from tileport import manifest as tp_manifest
 from tileport.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 
 def _profile_files():
-    """The Snakemake profiles this run may have read: every profile of the workflow's
-    ``profiles/`` folder (``default`` is merged into every run; site copies live beside it) and
+    """The Snakemake profiles this run may have read: every profile in the ``profiles/`` folder
+    of the workflow (``default`` is merged into every run; site copies live beside it) and
     those named by ``--profile`` / ``$SNAKEMAKE_PROFILE`` (Snakemake hands the workflow no list)."""
     import os
 
     from snakemake.cli import get_profile_dir
 
     files = sorted(p for p in Path(workflow.basedir, "profiles").glob("*/*.yaml")
-                   if re.fullmatch(r"(profile|config)(\.v\d+\+)?\.yaml", p.name))
+                   if re.fullmatch(r"(profile|config)(\.v[0-9]+[+])?\.yaml", p.name))
     argv, names = sys.argv[1:], [os.environ.get("SNAKEMAKE_PROFILE", "")]
     for i, a in enumerate(argv):
         if a == "--profile":
@@ -379,7 +379,7 @@ def code(*modules):
 
 # --- GPU requests on a cluster ------------------------------------------------------------------
 # The GPU rules ask for gpu=1, which Snakemake's SLURM executor turns into `sbatch --gpus=1`. A
-# site that accepts only --gres gives the rule `gres: "gpu:<type>:1"` in its profile; the
+# site that accepts only --gres sets `gres: "gpu:<type>:1"` for these rules in its profile; the
 # executor would then pass both --gres and --gpus (plugin 2.8.0 `set_gres_string`), and such a
 # site rejects the job. So a GPU rule whose profile names a GPU in `gres` asks for gpu=0.
 GPU_RULES = ("gpu_test", "bench")
@@ -390,9 +390,9 @@ def _gres_names_gpu(gres):
     return any(part.strip().split(":")[0] == "gpu" for part in str(gres or "").split(","))
 
 
-def _set_resources(rule):
-    """{resource: value} the profile or --set-resources gives ``rule`` (values as Snakemake parsed them)."""
-    res = workflow.resource_settings.overwrite_resources.get(rule) or {}
+def _set_resources(name):
+    """{resource: value} the profile or --set-resources gives the rule called ``name``."""
+    res = workflow.resource_settings.overwrite_resources.get(name) or {}
     out = {}
     for name, value in dict(res).items():
         raw = getattr(value, "raw", value)      # a snakemake Resource (text as given) or a value
@@ -400,23 +400,23 @@ def _set_resources(rule):
     return out
 
 
-def gpu_count(rule):
-    """The ``gpu`` resource of GPU rule ``rule``: 1, or 0 where the profile's ``gres`` for that
-    rule names the GPU (then sbatch gets --gres alone)."""
-    return 0 if _gres_names_gpu(_set_resources(rule).get("gres")) else 1
+def gpu_count(name):
+    """The ``gpu`` resource of the GPU rule called ``name`` (1), or 0 where the profile gives that
+    rule a ``gres`` naming the GPU (then sbatch gets --gres alone)."""
+    return 0 if _gres_names_gpu(_set_resources(name).get("gres")) else 1
 
 
 def check_gpu_requests():
     """Stop at load when a profile asks for a GPU rule's GPU twice: ``gres`` naming a GPU together
     with ``gpu`` > 0 or ``gpu_model`` (sbatch would get both --gres and --gpus)."""
     problems = []
-    for rule in GPU_RULES:
-        res = _set_resources(rule)
+    for name in GPU_RULES:
+        res = _set_resources(name)
         if not _gres_names_gpu(res.get("gres")):
             continue
         both = [f"{k} {res[k]!r}" for k in ("gpu", "gpu_model") if res.get(k) not in (None, 0, "0", "")]
         if both:
-            problems.append(f"set-resources: {rule}: gres {res['gres']!r} and {' and '.join(both)} "
+            problems.append(f"set-resources: {name}: gres {res['gres']!r} and {' and '.join(both)} "
                             f"would both reach sbatch (--gres and --gpus)")
     if problems:
         raise WorkflowError("\n".join(problems) + "\n(keep gres alone: tileport then drops the GPU "
@@ -429,7 +429,7 @@ check_gpu_requests()
 # --- names in profiles -------------------------------------------------------------------------
 def check_profile_rule_names():
     """Stop at load when ``set-resources`` or ``set-threads`` (a profile or the command line)
-    names a rule the workflow does not have: Snakemake ignores it without a word, so a misspelt
+    names no rule of this workflow (Snakemake ignores such an entry without a word), so a misspelt
     ``bnech:`` would leave the benchmark on the default resources. Called at the end of the
     Snakefile, once every rule is defined."""
     rules = {r.name for r in workflow.rules}
@@ -456,13 +456,14 @@ def check_route_files():
     targets = {os.path.normpath(t) for t in workflow.dag_settings.targets}
     missing = [(r, e) for r, e in route_files.missing_routes("results") if os.path.normpath(r) not in targets]
     if missing:
+        files = "\n".join(f"  {r} (needed by {e})" for r, e in missing)
+        routes = " ".join(r for r, _ in missing)
         raise WorkflowError(
-            "routing records missing (deleted?) although files made from them exist:\n"
-            + "\n".join(f"  {r} (needed by {e})" for r, e in missing)
-            + "\nSnakemake does not rebuild them by itself. Rebuild them alone (nothing after them "
-            + "reruns unless one comes out different) with:\n  .venv/bin/snakemake --cores all "
-            + " ".join(r for r, _ in missing) + " " + REBUILD_ROUTES_ONLY
-            + "\nthen run again (make run does both).")
+            f"routing records missing (deleted?) although files made from them exist:\n{files}\n"
+            f"Snakemake does not rebuild them by itself. Rebuild them alone (nothing after them "
+            f"reruns unless one comes out different) with:\n"
+            f"  .venv/bin/snakemake --cores all {routes} {REBUILD_ROUTES_ONLY}\n"
+            f"then run again (make run does both).")
 
 
 # only the routing rules may run when rebuilding routes: a needrun job passes its rerun to every
