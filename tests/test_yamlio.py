@@ -87,8 +87,8 @@ def dry_run(wd, *args):
 
 
 @pytest.mark.parametrize("rel,anchor,repeat", [
-    # config.yaml: a second `attempts` block further down replaces the first, caps and all
-    ("config.yaml", "attempts:\n", "\nattempts:\n  analyze: 1\n"),
+    # config.yaml: a second `gpu` further down silently replaced the first (the schema passes)
+    ("config.yaml", "gpu:", '\ngpu: "off"\n'),
     # the workflow profile, merged into every run: a second rerun-triggers silently wins
     ("profiles/default/config.yaml", "rerun-triggers:", "\nrerun-triggers: [mtime]\n"),
 ])
