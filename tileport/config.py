@@ -1,4 +1,5 @@
-"""Validation of ``config.yaml`` against ``schemas/config.schema.yaml``."""
+"""``config.yaml``: validation against ``schemas/config.schema.yaml``, one spelling per meaning
+for the values that become job parameters, and where its ``tools`` paths resolve."""
 from __future__ import annotations
 
 import os
@@ -63,7 +64,8 @@ def canonical(value, schema: dict | None = None):
     Snakemake decides that a job's parameters changed by comparing ``repr()`` of each (Snakemake
     9.27, ``persistence._serialize_param_builtin``), so ``20`` and ``20.0``, or one mapping with its
     keys in another order, would rerun every job that takes it. Mappings get the key order of the
-    schema's ``properties`` (the order of the shipped config.yaml), then any other keys sorted;
+    schema's ``properties`` (for ``bench`` and ``tools``, the mappings rules take whole, the order
+    of the shipped config.yaml, whose parameters so keep their repr), then any other keys sorted;
     a float with an integral value (``20.0``, which JSON Schema counts as an integer) becomes an
     int. Lists keep their order.
 
