@@ -15,6 +15,15 @@ GPUS ?= 1
 .PHONY: run test test-slurm install system-deps
 
 run: install
+	@# a run killed earlier (SIGKILL, SIGHUP) leaves Snakemake's lock: removed when no Snakemake
+	@# process works here any more, never under a live run (tileport/runlock.py)
+	@$(PY) -m tileport.runlock --snakemake $(VENV)/bin/snakemake
+	@# a routing record (checkpoint output) deleted by hand: Snakemake would not rebuild it;
+	@# rebuild just those files first (tileport/route_files.py)
+	@missing=$$($(PY) -m tileport.route_files results); if [ -n "$$missing" ]; then \
+	  echo "tileport: rebuilding missing routing records:" $$missing; \
+	  $(VENV)/bin/snakemake --cores $(CORES) $$missing --allowed-rules route gpu_route || exit 1; \
+	fi
 	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS)
 	@# Snakemake 9 may leave jobs behind chained checkpoints (route -> gpu_route) for a next run
 	@# after it updates the DAG (snakemake/snakemake#3862): finish them, at most twice more

@@ -55,3 +55,7 @@ rule all:
     input:
         "results/summary.csv",
     default_target: True
+
+
+# every rule is defined: a profile's set-resources / set-threads may name only these
+check_profile_rule_names()

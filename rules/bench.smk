@@ -23,7 +23,7 @@ rule bench:
         bench={k: v for k, v in config["bench"].items() if k != "threshold"},
     retries: retries("bench")
     resources:
-        gpu=1,
+        gpu=gpu_count("bench"),
         attempt=lambda wc, attempt: attempt,
     conda:
         "../envs/tileport.yaml"

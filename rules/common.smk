@@ -10,6 +10,48 @@ from tileport import manifest as tp_manifest
 from tileport import source as tp_source
 from tileport.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 
+def _profile_files():
+    """The Snakemake profiles this run may have read: every profile in the ``profiles/`` folder
+    of the workflow (``default`` is merged into every run; site copies live beside it) and
+    those named by ``--profile`` / ``$SNAKEMAKE_PROFILE`` (Snakemake hands the workflow no list)."""
+    import os
+
+    from snakemake.cli import get_profile_dir
+
+    files = sorted(p for p in Path(workflow.basedir, "profiles").glob("*/*.yaml")
+                   if re.fullmatch(r"(profile|config)(\.v[0-9]+[+])?\.yaml", p.name))
+    argv, names = sys.argv[1:], [os.environ.get("SNAKEMAKE_PROFILE", "")]
+    for i, a in enumerate(argv):
+        if a == "--profile":
+            names += [x for x in argv[i + 1:i + 2]]
+        elif a.startswith("--profile="):
+            names.append(a.split("=", 1)[1])
+    for name in filter(None, names):
+        try:
+            found = get_profile_dir(name)
+        except Exception:   # Snakemake itself reports a profile it cannot find
+            found = None
+        if found:
+            files.append(Path(found[1]))
+    return files
+
+
+def check_yaml_inputs():
+    """Stop at Snakefile load when a YAML file Snakemake read for this run (config files, profiles)
+    repeats a key: Snakemake's loader keeps the last value without a word (a second ``attempts:``
+    block or a second ``bench:`` rule under ``set-resources`` would silently replace the first).
+    Raises WorkflowError naming each file and both lines (tileport.yamlio)."""
+    from tileport import yamlio
+
+    files = [Path(f) for f in workflow.configfiles] + _profile_files()
+    problems = [p for f in dict.fromkeys(f.resolve() for f in files) if (p := yamlio.check_file(f))]
+    if problems:
+        raise WorkflowError("\n".join(problems) + "\n(remove or rename the repeated key; tileport "
+                            "never guesses which value was meant)")
+
+
+check_yaml_inputs()
+
 # llm: optional (only the LLM backends read it); defaults from tileport.agents.LlmSettings
 from tileport.agents import LlmSettings as _LlmSettings, settings_dict as _settings_dict
 
@@ -25,6 +67,25 @@ try:
     tp_config.validate(config, Path(workflow.basedir) / "schemas" / "config.schema.yaml")
 except tp_config.ConfigError as exc:
     raise WorkflowError(str(exc))
+
+
+def canonical_config():
+    """Give every config value the one spelling of its meaning before rules read it, so that only
+    a change in meaning reruns jobs (Snakemake compares parameters by repr): the schema's key
+    order, 20.0 as 20, and each ``tools`` path compared by where it resolves (the default path
+    written out is the default, ""); a non-default cargo target dir (a cache) reaches the jobs
+    through the environment, never as a parameter (tileport.config.resolve_tools)."""
+    import os
+
+    from tileport import yamlio
+
+    schema = yamlio.load_file(Path(workflow.basedir) / "schemas" / "config.schema.yaml")
+    config.update(tp_config.canonical(config, schema))
+    config["tools"], env = tp_config.resolve_tools(config.get("tools"), Path.cwd())
+    os.environ.update(env)
+
+
+canonical_config()
 
 if config["gpu"] == "required":
     # fail before any job, with the reason on the console (a failing GPU job would only say
@@ -331,6 +392,7 @@ def final_inputs(wildcards):
 
 def summary_inputs(wildcards):
     """What summary.csv reads: each operator's final round (or, for a broken manifest, its analysis)."""
+    check_route_files()
     return [t for op in OPS for t in (stage_targets(op) if op in MANIFEST_ERRORS
                                       else [f"results/{op}/final.json"])] + (
         ["results/host/build.json"] if GPU_OPS else [])
@@ -339,3 +401,98 @@ def summary_inputs(wildcards):
 def code(*modules):
     """The tileport modules behind a stage, as inputs (editing that logic reruns the stage)."""
     return [str(Path(workflow.basedir) / "tileport" / f"{m}.py") for m in (*modules, "verdict", "source")]
+
+
+# --- GPU requests on a cluster ------------------------------------------------------------------
+# The GPU rules ask for gpu=1, which Snakemake's SLURM executor turns into `sbatch --gpus=1`. A
+# site that accepts only --gres sets `gres: "gpu:<type>:1"` for these rules in its profile; the
+# executor would then pass both --gres and --gpus (plugin 2.8.0 `set_gres_string`), and such a
+# site rejects the job. So a GPU rule whose profile names a GPU in `gres` asks for gpu=0.
+GPU_RULES = ("gpu_test", "bench")
+
+
+def _gres_names_gpu(gres):
+    """Whether a Slurm GRES request (``gpu``, ``gpu:2``, ``gpu:h200:1``, comma-separated) names a GPU."""
+    return any(part.strip().split(":")[0] == "gpu" for part in str(gres or "").split(","))
+
+
+def _set_resources(name):
+    """{resource: value} the profile or --set-resources gives the rule called ``name``."""
+    res = workflow.resource_settings.overwrite_resources.get(name) or {}
+    out = {}
+    for name, value in dict(res).items():
+        raw = getattr(value, "raw", value)      # a snakemake Resource (text as given) or a value
+        out[name] = raw
+    return out
+
+
+def gpu_count(name):
+    """The ``gpu`` resource of the GPU rule called ``name`` (1), or 0 where the profile gives that
+    rule a ``gres`` naming the GPU (then sbatch gets --gres alone)."""
+    return 0 if _gres_names_gpu(_set_resources(name).get("gres")) else 1
+
+
+def check_gpu_requests():
+    """Stop at load when a profile asks for a GPU rule's GPU twice: ``gres`` naming a GPU together
+    with ``gpu`` > 0 or ``gpu_model`` (sbatch would get both --gres and --gpus)."""
+    problems = []
+    for name in GPU_RULES:
+        res = _set_resources(name)
+        if not _gres_names_gpu(res.get("gres")):
+            continue
+        both = [f"{k} {res[k]!r}" for k in ("gpu", "gpu_model") if res.get(k) not in (None, 0, "0", "")]
+        if both:
+            problems.append(f"set-resources: {name}: gres {res['gres']!r} and {' and '.join(both)} "
+                            f"would both reach sbatch (--gres and --gpus)")
+    if problems:
+        raise WorkflowError("\n".join(problems) + "\n(keep gres alone: tileport then drops the GPU "
+                            "rules' own gpu=1; or drop gres)")
+
+
+check_gpu_requests()
+
+
+# --- names in profiles -------------------------------------------------------------------------
+def check_profile_rule_names():
+    """Stop at load when ``set-resources`` or ``set-threads`` (a profile or the command line)
+    names no rule of this workflow (Snakemake ignores such an entry without a word), so a misspelt
+    ``bnech:`` would leave the benchmark on the default resources. Called at the end of the
+    Snakefile, once every rule is defined."""
+    rules = {r.name for r in workflow.rules}
+    settings = workflow.resource_settings
+    problems = [f"{what}: {sorted(unknown)} name no rule of this workflow"
+                for what, given in (("set-resources", settings.overwrite_resources),
+                                     ("set-threads", settings.overwrite_threads))
+                if (unknown := set(given or {}) - rules)]
+    if problems:
+        raise WorkflowError("\n".join(problems) + f"\n(rules: {', '.join(sorted(rules))})")
+
+
+# --- deleted routing records ---------------------------------------------------------------------
+def check_route_files():
+    """Stop a run that reads the routes (the summary's DAG) when a route a later file proves was
+    made (tileport.route_files) is missing: Snakemake would not rebuild it (a deleted intermediate
+    file whose followers are up to date is not noticed, a checkpoint's output not even looked
+    for) and summary.csv would show an empty gpu_route. ``make run`` rebuilds them first; routes
+    named as targets of this run are being rebuilt and pass."""
+    import os
+
+    from tileport import route_files
+
+    targets = {os.path.normpath(t) for t in workflow.dag_settings.targets}
+    missing = [(r, e) for r, e in route_files.missing_routes("results") if os.path.normpath(r) not in targets]
+    if missing:
+        files = "\n".join(f"  {r} (needed by {e})" for r, e in missing)
+        routes = " ".join(r for r, _ in missing)
+        raise WorkflowError(
+            f"routing records missing (deleted?) although files made from them exist:\n{files}\n"
+            f"Snakemake does not rebuild them by itself. Rebuild them alone (nothing after them "
+            f"reruns unless one comes out different) with:\n"
+            f"  .venv/bin/snakemake --cores all {routes} {REBUILD_ROUTES_ONLY}\n"
+            f"then run again (make run does both).")
+
+
+# only the routing rules may run when rebuilding routes: a needrun job passes its rerun to every
+# job after it in the same DAG (a route's followers, through the shared host library the other
+# operators' too), while a later run compares the rebuilt route by checksum
+REBUILD_ROUTES_ONLY = "--allowed-rules route gpu_route"

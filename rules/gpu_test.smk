@@ -23,7 +23,7 @@ rule gpu_test:
         seed=config["bench"]["seed"],
     retries: retries("gpu_test")
     resources:
-        gpu=1,
+        gpu=gpu_count("gpu_test"),
         attempt=lambda wc, attempt: attempt,
     conda:
         "../envs/tileport.yaml"

@@ -2,16 +2,18 @@
 exercised by tests/test_slurm.py under make test-slurm)."""
 import re
 
+import pytest
 import yaml
 
 from conftest import REPO
+from tileport import yamlio
 
 RULES = {m[1] for f in (REPO / "rules").glob("*.smk") for m in re.finditer(r"^(?:rule|checkpoint) (\w+):", f.read_text(), re.M)}
 GPU_RULES = {"gpu_test", "bench"}
 
 
 def profile(name):
-    return yaml.safe_load((REPO / "profiles" / name / "config.yaml").read_text())
+    return yamlio.load_file(REPO / "profiles" / name / "config.yaml")
 
 
 def rule_resources(rule):
@@ -78,7 +80,112 @@ def test_make_run_command_is_a_valid_snakemake_call():
     import subprocess
 
     out = subprocess.run(["make", "-n", "run"], cwd=REPO, capture_output=True, text=True).stdout
-    line = next(x for x in out.splitlines() if "/snakemake --cores" in x)
+    line = next(x for x in out.splitlines() if "/snakemake --cores" in x and "results/summary.csv" in x)
     assert line.split()[-2:] == ["--resources", "gpu=1"]
     p = subprocess.run(line + " -n --quiet rules", shell=True, cwd=REPO, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-2000:]
+
+
+# --- what sbatch receives, through Snakemake's real SLURM executor and a recording stand-in ------
+STANDIN = {
+    # records its arguments and refuses the job: the test reads what would have been submitted
+    "sbatch": 'printf "%s\\n" "$*" >> "$SBATCH_RECORD"\necho "sbatch: error: test stand-in" >&2\nexit 1\n',
+    "sacctmgr": "echo acct\n",          # the account check of the executor
+}
+
+
+def site_profile(dst, gres=None, **gpu_extra):
+    """A copy of profiles/slurm as the README tells a site to make one: an account, a GPU
+    partition, and optionally ``gres`` (and other resources) for both GPU rules."""
+    import shutil
+
+    shutil.copytree(REPO / "profiles" / "slurm", dst)
+    prof = yamlio.load_file(dst / "config.yaml")
+    prof["default-resources"]["slurm_account"] = "acct"
+    for rule in GPU_RULES:
+        prof["set-resources"][rule]["slurm_partition"] = "gpu"
+        if gres:
+            prof["set-resources"][rule]["gres"] = gres
+        prof["set-resources"][rule].update(gpu_extra)
+    (dst / "config.yaml").write_text(yaml.safe_dump(prof, sort_keys=False))
+    return dst
+
+
+def sbatch_args(wd, profile, tmp_path) -> tuple[int, str, dict]:
+    """Submit one job of each GPU rule through ``--profile`` (relu's gpu_test, softmax's bench:
+    independent jobs, so one failed submission does not hold back the other):
+    (exit status, output, {rule: the arguments sbatch got}). Inputs are placeholders and no
+    other rule may run."""
+    import os
+    import subprocess
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("sbatch", "sacctmgr", "sinfo", "squeue", "sacct", "scancel", "sshare", "scontrol"):
+        (bin_dir / name).write_text("#!/bin/sh\n" + STANDIN.get(name, "exit 1\n"))
+        (bin_dir / name).chmod(0o755)
+    record = tmp_path / "sbatch.txt"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SBATCH_RECORD": str(record)}
+    exe = os.path.join(os.path.dirname(sys.executable), "snakemake")
+    p = subprocess.run([exe, "--profile", str(profile), "results/relu/test.json", "results/softmax/bench.json",
+                        "--forcerun", "results/relu/test.json", "--allowed-rules", *sorted(GPU_RULES),
+                        "--slurm-init-seconds-before-status-checks", "1"],
+                       cwd=wd, env=env, capture_output=True, text=True, timeout=300)
+    calls = record.read_text().splitlines() if record.exists() else []
+    by_rule = {re.search(r"--comment rule_(\w+?)_wildcards", c)[1]: c.split(" --wrap")[0] for c in calls}
+    return p.returncode, p.stdout + p.stderr, by_rule
+
+
+@pytest.fixture(scope="module")
+def gpu_job_wd(tmp_path_factory):
+    """A workflow copy with relu and softmax whose GPU jobs' inputs exist (placeholders)."""
+    from conftest import copy_workflow
+
+    wd = copy_workflow(tmp_path_factory.mktemp("sbatch"), ["relu", "softmax"])
+    for op in ("relu", "softmax"):
+        for f in ("analysis.json", "host/ffi.rs", "host/ffi.json", f"rust/src/{op}_kernel.rs", "test.json"):
+            (wd / "results" / op / f).parent.mkdir(parents=True, exist_ok=True)
+            (wd / "results" / op / f).write_text("{}\n")
+    for f in ("libtileport_host.so", "build.json"):
+        (wd / "results" / "host").mkdir(parents=True, exist_ok=True)
+        (wd / "results" / "host" / f).write_text("{}\n")
+    return wd
+
+
+def test_shipped_slurm_profile_asks_for_gpus(gpu_job_wd, tmp_path):
+    rc, out, args = sbatch_args(gpu_job_wd, site_profile(tmp_path / "site"), tmp_path)
+    assert set(args) == GPU_RULES, out[-3000:]
+    for rule, a in args.items():
+        assert "--gpus=1" in a.split() and "--gres" not in a, (rule, a)
+
+
+def test_gres_only_site_gets_gres_alone(gpu_job_wd, tmp_path):
+    """README recipe for a site that accepts only --gres: ``gres: "gpu:h200:1"`` under the GPU
+    rules. The rule's own gpu=1 must then not reach sbatch as --gpus (issue 16)."""
+    rc, out, args = sbatch_args(gpu_job_wd, site_profile(tmp_path / "site", gres="gpu:h200:1"), tmp_path)
+    assert set(args) == GPU_RULES, out[-3000:]
+    for rule, a in args.items():
+        assert "--gres=gpu:h200:1" in a.split() and "--gpus" not in a, (rule, a)
+
+
+def test_gres_and_gpu_together_is_an_error_at_load(gpu_job_wd, tmp_path):
+    rc, out, args = sbatch_args(gpu_job_wd, site_profile(tmp_path / "site", gres="gpu:h200:1", gpu_model="h200"),
+                                tmp_path)
+    assert rc != 0 and args == {}
+    for rule in sorted(GPU_RULES):
+        assert f"set-resources: {rule}: gres 'gpu:h200:1' and gpu_model 'h200' would both" in out, out[-3000:]
+
+
+def test_set_resources_for_a_rule_that_does_not_exist_is_an_error(gpu_job_wd):
+    """Snakemake ignores a misspelt rule under set-resources without a word."""
+    import os
+    import subprocess
+    import sys
+
+    exe = os.path.join(os.path.dirname(sys.executable), "snakemake")
+    p = subprocess.run([exe, "-n", "--cores", "1", "results/relu/test.json", "--set-resources", "bnech:runtime=5",
+                        "--set-threads", "gpu_tset=2"], cwd=gpu_job_wd, capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out[-2000:]
+    assert "set-resources: ['bnech'] name no rule" in out and "set-threads: ['gpu_tset'] name no rule" in out

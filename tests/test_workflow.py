@@ -140,6 +140,49 @@ def test_noop_rerun_plans_zero_jobs(workdir):
     assert planned(wd) == {}
 
 
+def test_config_spelling_the_same_meaning_plans_nothing(workdir):
+    """Issue 16: tools.cargo_target_dir set to the path it defaults to replanned every job (GPU
+    stages included). Paths compare by where they resolve, numbers and key order by value."""
+    from tileport import rust_ir, toolchain
+
+    wd, _, _ = workdir
+    cfg = wd / "config.yaml"
+    text = cfg.read_text()
+    tools = 'tools:\n  tileirdisasm: ""\n  cuda_root: ""\n  cargo_target_dir: ""\n'
+    assert text.endswith(tools)
+    spelled = (f"tools:\n  cargo_target_dir: {rust_ir.default_target_dir()}\n"
+               f"  tileirdisasm: {toolchain.tool('tileirdisasm')}\n  cuda_root: \"\"\n")
+    try:
+        cfg.write_text(text.replace(tools, spelled).replace("warmup_ms: 20 ", "warmup_ms: 20.0 "))
+        assert "warmup_ms: 20.0" in cfg.read_text()
+        assert planned(wd) == {}
+    finally:
+        cfg.write_text(text)
+
+
+def test_deleted_routes_are_named_and_rebuilt_alone(workdir):
+    """Issue 16: after deleting a checkpoint output (a GPU round's or a writer attempt's
+    route.json) the dry run said "Nothing to be done" and summary.csv's gpu_route came out empty.
+    Now the run stops naming each file and the command; rebuilding them reruns nothing else."""
+    wd, _, _ = workdir
+    gone = ["results/relu/rounds/1/route.json", "results/softmax/attempts/softmax_kernel/1/route.json"]
+    for g in gone:
+        (wd / g).unlink()
+    p = snakemake(wd, "-n", "results/summary.csv", check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out[-3000:]
+    assert "results/relu/rounds/1/route.json (needed by results/relu/final.json)" in out, out[-3000:]
+    assert "results/softmax/attempts/softmax_kernel/1/route.json (needed by" in out
+    # the command the message gives (make run runs it): only the two routes run
+    rebuild = next(ln.split("--cores all ", 1)[1] for ln in out.splitlines() if ".venv/bin/snakemake --cores all" in ln)
+    assert rebuild.split() == [*gone, "--allowed-rules", "route", "gpu_route"]
+    p = snakemake(wd, *rebuild.split())
+    ran = re.findall(r"Finished jobid: \d+ \(Rule: (\w+)\)", p.stdout + p.stderr)
+    assert sorted(ran) == ["gpu_route", "route"], (p.stdout + p.stderr)[-3000:]
+    assert all((wd / g).is_file() for g in gone)
+    assert planned(wd) == {}
+
+
 def test_touching_one_operator_reruns_only_its_chain(workdir):
     wd, _, _ = workdir
     k = wd / "operators" / "softmax" / "kernel.py"

@@ -370,6 +370,8 @@ def cli_args(description: str, argv=None, extra=None):
     ``config.yaml``'s ``gpu`` and ``bench.seed``; an unknown operator exits with status 2."""
     import yaml
 
+    from . import yamlio
+
     ap = argparse.ArgumentParser(description=description,
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--op", required=True, help="operator folder name under --operators")
@@ -384,7 +386,7 @@ def cli_args(description: str, argv=None, extra=None):
         extra(ap)
     a = ap.parse_args(argv)
     try:
-        cfg = yaml.safe_load(Path(a.config).read_text()) or {}
+        cfg = yamlio.load_file(a.config) or {}
     except (OSError, yaml.YAMLError) as exc:
         ap.error(f"--config {a.config}: {exc}")
     a.cfg = cfg

@@ -13,6 +13,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from . import yamlio
+
 DTYPES = ("f16", "bf16", "f32")
 
 _SHAPE = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
@@ -193,7 +195,7 @@ def load(path: str | Path) -> dict:
     except OSError as exc:
         raise ManifestError(f"{path}: cannot read manifest: {exc.strerror}") from None
     try:
-        doc = yaml.safe_load(text)
+        doc = yamlio.load(text, path)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -1,0 +1,73 @@
+"""Deleted routing records (checkpoint outputs) are found from the files made after them
+(tileport/route_files.py); the workflow-level behaviour is in tests/test_workflow.py."""
+import json
+import subprocess
+
+from conftest import REPO
+from tileport import route_files
+
+
+def tree(tmp_path):
+    """A results tree like a run leaves it: op 'act' with kernel k, writer attempts 1 and 2
+    (attempt 1 accepted, GPU round 1 asked for attempt 2, tested in round 2)."""
+    res = tmp_path / "results"
+    op = res / "act"
+    for n in (1, 2):
+        a = op / "attempts" / "k" / str(n)
+        a.mkdir(parents=True)
+        (a / "write.json").write_text("{}")
+        (a / "route.json").write_text("{}")
+    (op / "write_kernel").mkdir()
+    (op / "write_kernel" / "k.json").write_text(json.dumps({"kernel": "k", "attempt": 1}))
+    for r in (1, 2):
+        (op / "rounds" / str(r)).mkdir(parents=True)
+        (op / "rounds" / str(r) / "route.json").write_text("{}")
+    r2 = op / "rounds" / "2" / "act"
+    (r2 / "write_kernel").mkdir(parents=True)
+    (r2 / "write_kernel" / "k.json").write_text(json.dumps({"kernel": "k", "attempt": 2}))
+    (op / "final.json").write_text(json.dumps({"rounds": [{"round": 1, "attempts": {"k": 1}},
+                                                          {"round": 2, "attempts": {"k": 2}}]}))
+    (res / "host").mkdir()
+    return res
+
+
+def test_complete_tree_misses_nothing(tmp_path):
+    assert route_files.missing_routes(tree(tmp_path)) == []
+    assert route_files.missing_routes(tmp_path / "nothing-here") == []
+
+
+def test_every_deleted_route_is_found_with_what_needs_it(tmp_path):
+    res = tree(tmp_path)
+    op = res / "act"
+    gone = [op / "rounds" / "1" / "route.json", op / "rounds" / "2" / "route.json",
+            op / "attempts" / "k" / "1" / "route.json", op / "attempts" / "k" / "2" / "route.json"]
+    for g in gone:
+        g.unlink()
+    found = dict(route_files.missing_routes(res))
+    assert sorted(found) == sorted(map(str, gone))
+    assert found[str(op / "rounds" / "2" / "route.json")] == str(op / "final.json")
+    # without final.json, the later files still prove each route was made
+    (op / "final.json").unlink()
+    found = dict(route_files.missing_routes(res))
+    assert sorted(found) == sorted(map(str, gone[:1] + gone[2:]))
+    assert found[str(op / "rounds" / "1" / "route.json")] == str(op / "rounds" / "2" / "act")
+    assert found[str(op / "attempts" / "k" / "2" / "route.json")] == str(op / "rounds" / "2" / "act" / "write_kernel" / "k.json")
+
+
+def test_a_route_never_made_is_not_missing(tmp_path):
+    """A loop still running (attempt 1 checked, not yet routed) needs nothing yet."""
+    res = tmp_path / "results"
+    a = res / "act" / "attempts" / "k" / "1"
+    a.mkdir(parents=True)
+    (a / "write.json").write_text("{}")
+    (a / "check.json").write_text("{}")
+    (res / "act" / "write_kernel").mkdir()
+    (res / "act" / "write_kernel" / "k.json").write_text("# ERROR: see placeholder\n")
+    assert route_files.missing_routes(res) == []
+
+
+def test_make_run_rebuilds_missing_routes_before_the_run():
+    out = subprocess.run(["make", "-n", "run"], cwd=REPO, capture_output=True, text=True).stdout.splitlines()
+    rebuild = next(i for i, x in enumerate(out) if "-m tileport.route_files results" in x)
+    main = next(i for i, x in enumerate(out) if "/snakemake --cores all results/summary.csv" in x)
+    assert rebuild < main

@@ -1,0 +1,98 @@
+"""make run after a killed run: a stale Snakemake lock is removed, a live run's never
+(tileport/runlock.py), on a one-rule workflow with a real Snakemake."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+from tileport import runlock
+
+SNAKEMAKE = os.path.join(os.path.dirname(sys.executable), "snakemake")
+
+
+def snakemake(wd, *args):
+    return subprocess.run([SNAKEMAKE, "--cores", "1", *args], cwd=wd, capture_output=True, text=True)
+
+
+@pytest.fixture
+def wd(tmp_path):
+    (tmp_path / "Snakefile").write_text('rule slow:\n    output: "done"\n    shell: "sleep 60; touch {output}"\n')
+    return tmp_path
+
+
+def start_run(wd):
+    """A Snakemake run in ``wd`` (in a process group of its own), once it holds the lock."""
+    p = subprocess.Popen([SNAKEMAKE, "--cores", "1", "done"], cwd=wd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not runlock.lock_files(wd):
+        assert p.poll() is None and time.monotonic() < deadline, "snakemake did not lock its directory"
+        time.sleep(0.2)
+    return p
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP])
+def test_killed_run_leaves_a_lock_that_make_run_removes(wd, sig):
+    p = start_run(wd)
+    try:
+        # alive: the lock is kept and the live process is named
+        status, msg = runlock.check(wd, SNAKEMAKE)
+        assert status == 2 and f"pid {p.pid}" in msg and "still alive" in msg, msg
+        assert runlock.lock_files(wd)
+    finally:
+        os.killpg(p.pid, sig)       # the run and its job, as a closed terminal or the OOM killer
+        p.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while runlock.live_processes(wd) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert runlock.lock_files(wd), "the killed run left no lock: nothing to test"
+    # without the check, the next run stops with Snakemake's LockException (make run exited 2)
+    blocked = snakemake(wd, "--touch", "done")
+    assert blocked.returncode != 0 and "cannot be locked" in blocked.stdout + blocked.stderr
+    status, msg = runlock.check(wd, SNAKEMAKE)
+    assert status == 0 and "removed a stale Snakemake lock" in msg, msg
+    assert runlock.lock_files(wd) == []
+
+
+def test_a_job_left_running_by_a_killed_run_keeps_the_lock(wd):
+    """A killed Snakemake's job may still write its outputs: the run is not over."""
+    lock = wd / ".snakemake" / "locks" / "0.output.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(f"{wd}/done\n")
+    script = wd / ".snakemake" / "scripts" / "tmpabc.rust_build.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("import time\ntime.sleep(60)\n")
+    job = subprocess.Popen([sys.executable, str(script)], cwd=wd)
+    try:
+        status, msg = runlock.check(wd, SNAKEMAKE)
+    finally:
+        job.kill()
+        job.wait()
+    assert status == 2 and f"pid {job.pid}" in msg and lock.exists(), msg
+
+
+def test_lock_of_a_run_started_on_another_machine_is_left_with_the_command(wd):
+    lock = wd / ".snakemake" / "locks" / "0.input.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("x\n")
+    (wd / ".snakemake" / runlock.RECORD).write_text(json.dumps({"host": "login-node-7", "started": "now"}))
+    status, msg = runlock.check(wd, SNAKEMAKE)
+    assert status == 2 and "login-node-7" in msg and f"cd {wd} && {SNAKEMAKE} --unlock" in msg, msg
+    assert lock.exists()
+
+
+def test_no_lock_goes_on_silently_and_records_this_machine(wd):
+    assert runlock.check(wd, SNAKEMAKE) == (0, "")
+    assert runlock.read_record(wd)["host"] == os.uname().nodename
+
+
+def test_make_run_checks_the_lock_before_snakemake():
+    out = subprocess.run(["make", "-n", "run"], cwd=REPO, capture_output=True, text=True).stdout.splitlines()
+    check = next(i for i, x in enumerate(out) if "-m tileport.runlock" in x)
+    first_run = next(i for i, x in enumerate(out) if "/snakemake --cores" in x)
+    assert check < first_run
