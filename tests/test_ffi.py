@@ -182,3 +182,106 @@ def test_huge_device_ordinal_is_refused_not_allocated(lib):
     # the shim's context cache is indexed by ordinal: a huge one must be refused up front
     e = code_of(lib, device=2 ** 31 - 1)
     assert e.code == 8 and "outside 0..=255" in e.cause
+
+
+# -- the fast path (torch tensors): one struct pack per call, same bytes as the checked path ------
+
+class FastTensor(FakeTensor):
+    """A tensor type the fast path accepts (as it accepts torch.Tensor), on CUDA device ``dev``."""
+
+    def __init__(self, *a, dev=0, **kw):
+        super().__init__(*a, **kw)
+        self.dev = dev
+
+    def get_device(self):
+        return self.dev
+
+    @property
+    def device(self):
+        class D:
+            type, index = ("cuda", self.dev) if self.dev >= 0 else ("cpu", None)
+
+            def __str__(d):
+                return f"{d.type}:{d.index}" if d.index is not None else d.type
+        return D()
+
+
+@pytest.fixture
+def fast(monkeypatch):
+    monkeypatch.setattr(ffi, "_FAST_TYPES", {FastTensor})
+
+
+def test_desc_format_packs_the_ctypes_layout():
+    import struct
+
+    for shape, strides in (((7,), (1,)), ((3, 5), (10, 1)), ((2, 3, 4), (12, 4, 1))):
+        t = FakeTensor(shape, "torch.bfloat16", ptr=0x7F00_0000_2000, strides=strides)
+        d = descriptor(t)
+        buf = bytearray(ctypes.sizeof(ffi.TpTensor))
+        struct.pack_into(ffi.desc_format([len(shape)]), buf, 0, t.ptr, len(shape), *shape, *strides, 2)
+        assert bytes(buf) == ctypes.string_at(ctypes.addressof(d), ctypes.sizeof(d))
+    assert struct.calcsize(ffi.desc_format([1, 2, 6])) == 3 * 120
+
+
+def _recorder(calls):
+    def fn(*args):
+        out = []
+        for x in args:
+            if isinstance(x, int) and x > 2 ** 20:             # a descriptor address (fast path)
+                out.append(ctypes.string_at(x, 120))
+            elif hasattr(x, "_obj"):                            # byref(descriptor) (checked path)
+                out.append(ctypes.string_at(ctypes.addressof(x._obj), 120))
+            elif isinstance(x, ctypes.c_void_p):
+                out.append(x.value)
+            else:
+                out.append(x)
+        calls.append(out)
+        return 0
+    return fn
+
+
+def test_fast_and_checked_paths_pass_the_shim_the_same_bytes(lib, fast, monkeypatch):
+    calls = []
+    monkeypatch.setattr(lib.shim(RMS), "fn", _recorder(calls))
+    mk = lambda cls: {"x": cls((4, 8), "torch.bfloat16", ptr=0x7F00_0000_1000),   # noqa: E731
+                      "w": cls((8,), "torch.bfloat16", ptr=0x7F00_0000_9000),
+                      "y": cls((4, 8), "torch.bfloat16", ptr=0x7F00_0001_0000, strides=(16, 1))}
+    for cls in (FastTensor, FakeTensor):
+        lib.call(RMS, mk(cls), {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8}, (3, 1, 1), stream=0, device=0)
+    fast_args, checked_args = calls
+    assert fast_args[:3] == checked_args[:3]                   # the three descriptors, byte for byte
+    assert fast_args[3:] == pytest.approx(checked_args[3:])    # scalars, constexprs, grid, device, stream
+    assert fast_args[5:] == [4, 8, 3, 1, 1, 0, None]
+
+
+def test_fast_path_reaches_the_shim_and_its_errors(lib, fast):
+    """Without a driver a valid fast call gets the shim's TP_ERR_CUDA_CONTEXT; the shim's own
+    checks answer a null pointer and mixed dtypes on the fast path too."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("a CUDA driver is present: a valid call would launch")
+    except OSError:
+        pass
+    arrays = lambda **kw: {"x": FastTensor((4, 8)), "w": FastTensor((8,)), "y": FastTensor((4, 8)), **kw}  # noqa: E731
+    e = code_of(lib, arrays=arrays())
+    assert (e.code, e.fail_class) == (5, "env")
+    assert code_of(lib, arrays=arrays(w=FastTensor((8,), ptr=0))).code == 1
+    e = code_of(lib, arrays=arrays(w=FastTensor((8,), "torch.float32")))
+    assert e.code == 3 and "'w' is f32 but 'x' is f16" in e.cause
+
+
+def test_fast_path_hands_unusual_calls_to_the_checked_path(lib, fast):
+    arrays = lambda **kw: {"x": FastTensor((4, 8)), "w": FastTensor((8,)), "y": FastTensor((4, 8)), **kw}  # noqa: E731
+    # a rank the kernel does not take: the shim names it
+    e = code_of(lib, arrays=arrays(x=FastTensor((32,))))
+    assert e.code == 2 and "array 'x': rank 1 but the kernel takes rank 2" in e.cause
+    # values the fast path will not pass: refused before the shim, named
+    assert "constexpr BM = 0" in code_of(lib, arrays=arrays(), cx={"BM": 0, "TILE": 8}).cause
+    assert "constexpr BM = True" in code_of(lib, arrays=arrays(), cx={"BM": True, "TILE": 8}).cause
+    assert "scalar inv_n" in code_of(lib, arrays=arrays(), scalars={"inv_n": "x", "eps": 1e-6}).cause
+    assert "grid dimension" in code_of(lib, arrays=arrays(), grid=(2 ** 32, 1, 1)).cause
+    # a tensor on the CPU, or on another device than the launch
+    e = code_of(lib, arrays=arrays(w=FastTensor((8,), dev=-1)))
+    assert e.code == 0 and "array 'w' is on cpu, not on a CUDA device" in e.cause
+    e = code_of(lib, arrays=arrays(y=FastTensor((4, 8), dev=1)))
+    assert e.code == 0 and "array 'y' is on CUDA device 1, the launch is on device 0" in e.cause
