@@ -188,7 +188,7 @@ class Shim:
                 return
         self._checked_call(arrays, scalars, constexprs, grid, stream, device)
 
-    def _fast_args(self, arrays, scalars, constexprs, grid, stream, device) -> tuple:
+    def _fast_args(self, arrays, scalars, constexprs, grid, stream, device) -> list:
         """The shim's arguments for a call of torch tensors on one device, or :class:`_Slow`."""
         vals: list = []
         dev = -1
@@ -217,8 +217,10 @@ class Shim:
             tv = type(v)
             if tv is float and not is_int:
                 out.append(v)
-            elif tv is int and (not is_int or -_I32_MAX - 1 <= v <= _I32_MAX):
+            elif tv is int and is_int and -_I32_MAX - 1 <= v <= _I32_MAX:
                 out.append(v)
+            elif tv is int and not is_int:
+                out.append(float(v))        # as the checked path converts it
             else:
                 raise _Slow
         for c in self._constexprs:
