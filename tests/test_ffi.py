@@ -218,21 +218,51 @@ def test_desc_format_packs_the_ctypes_layout():
         t = FakeTensor(shape, "torch.bfloat16", ptr=0x7F00_0000_2000, strides=strides)
         d = descriptor(t)
         buf = bytearray(ctypes.sizeof(ffi.TpTensor))
-        struct.pack_into(ffi.desc_format([len(shape)]), buf, 0, t.ptr, len(shape), *shape, *strides, 2)
+        struct.pack_into("=" + host.desc_format([len(shape)]), buf, 0, t.ptr, len(shape), *shape, *strides, 2)
         assert bytes(buf) == ctypes.string_at(ctypes.addressof(d), ctypes.sizeof(d))
-    assert struct.calcsize(ffi.desc_format([1, 2, 6])) == 3 * 120
+    assert struct.calcsize("=" + host.desc_format([1, 2, 6])) == 3 * host.DESC_BYTES == 3 * ctypes.sizeof(d)
 
 
-def _recorder(calls):
+def test_call_block_layout():
+    import struct
+
+    spec = {"arrays": [{"ndim": 2}, {"ndim": 1}], "scalars": [{"type": "f32"}, {"type": "i32"}],
+            "constexprs": ["BM"]}
+    fmt, off = host.call_block(spec)
+    assert off == {"arrays": [0, 120], "scalars": [240, 244], "constexprs": [248], "grid": [252, 256, 260],
+                   "device": 264, "stream": 272, "size": 280}
+    assert struct.calcsize(fmt) == off["size"]
+    vals = [1, 2, 3, 4, 5, 6, 1, 7, 1, 8, 1, 1, 0.5, -3, 16, 9, 10, 11, 0, 2 ** 64 - 1]
+    raw = struct.pack(fmt, *vals)
+    assert struct.unpack_from("=fiiIIIi", raw, 240) == (0.5, -3, 16, 9, 10, 11, 0)
+    assert struct.unpack_from("=Q", raw, 272) == (2 ** 64 - 1,)
+    # no constexprs and no scalars: the stream still lands 8-byte aligned
+    assert host.call_block({"arrays": [{"ndim": 1}], "scalars": [], "constexprs": []})[1]["stream"] == 136
+
+
+def _decode(shim, addr):
+    """The arguments a packed call carries: descriptor bytes, then the other values."""
+    import struct
+
+    fmt, off = host.call_block(shim.spec)
+    raw = ctypes.string_at(addr, off["size"])
+    k = len(shim.spec["arrays"])
+    rest = struct.unpack_from("=" + fmt[1:].split("xi4x")[-1], raw, off["arrays"][-1] + host.DESC_BYTES) \
+        if k else ()
+    return [raw[o:o + host.DESC_BYTES] for o in off["arrays"]] + list(rest)
+
+
+def _recorder(calls, shim=None):
     def fn(*args):
+        if shim is not None:                                   # the packed entry: one block address
+            calls.append(_decode(shim, args[0]))
+            return 0
         out = []
         for x in args:
-            if isinstance(x, int) and x > 2 ** 20:             # a descriptor address (fast path)
-                out.append(ctypes.string_at(x, 120))
-            elif hasattr(x, "_obj"):                            # byref(descriptor) (checked path)
+            if hasattr(x, "_obj"):                             # byref(descriptor) (checked path)
                 out.append(ctypes.string_at(ctypes.addressof(x._obj), 120))
             elif isinstance(x, ctypes.c_void_p):
-                out.append(x.value)
+                out.append(x.value or 0)
             else:
                 out.append(x)
         calls.append(out)
@@ -241,8 +271,11 @@ def _recorder(calls):
 
 
 def test_fast_and_checked_paths_pass_the_shim_the_same_bytes(lib, fast, monkeypatch):
+    shim = lib.shim(RMS)
+    assert shim.packed is not None                             # the generated shim has its packed entry
     calls = []
-    monkeypatch.setattr(lib.shim(RMS), "fn", _recorder(calls))
+    monkeypatch.setattr(shim, "packed", _recorder(calls, shim))
+    monkeypatch.setattr(shim, "fn", _recorder(calls))
     mk = lambda cls: {"x": cls((4, 8), "torch.bfloat16", ptr=0x7F00_0000_1000),   # noqa: E731
                       "w": cls((8,), "torch.bfloat16", ptr=0x7F00_0000_9000),
                       "y": cls((4, 8), "torch.bfloat16", ptr=0x7F00_0001_0000, strides=(16, 1))}
@@ -251,7 +284,36 @@ def test_fast_and_checked_paths_pass_the_shim_the_same_bytes(lib, fast, monkeypa
     fast_args, checked_args = calls
     assert fast_args[:3] == checked_args[:3]                   # the three descriptors, byte for byte
     assert fast_args[3:] == pytest.approx(checked_args[3:])    # scalars, constexprs, grid, device, stream
-    assert fast_args[5:] == [4, 8, 3, 1, 1, 0, None]
+    assert fast_args[5:] == [4, 8, 3, 1, 1, 0, 0]
+
+
+def test_packed_entry_reads_its_block_like_the_shim(lib):
+    """The generated ``__packed`` entry, on the real library: the shim's own checks answer the
+    values read at call_block's offsets (no driver needed for these statuses)."""
+    import struct
+
+    shim = lib.shim(RMS)
+    fmt, off = host.call_block(shim.spec)
+    buf = ctypes.create_string_buffer(off["size"] + 8)
+    addr = ctypes.addressof(buf)
+
+    def run(w_ptr=0x7F00_0000_9000, tile=8, grid=(1, 1, 1), device=0, at=addr):
+        vals = []
+        for (shape, ptr) in (((4, 8), 0x7F00_0000_1000), ((8,), w_ptr), ((4, 8), 0x7F00_0001_0000)):
+            strides = (8, 1) if len(shape) == 2 else (1,)
+            vals += [ptr, len(shape), *shape, *strides, 1]
+        struct.pack_into(fmt, buf, at - addr, *vals, 0.125, 1e-6, 4, tile, *grid, device, 0)
+        rc = shim.packed(at)
+        return rc, lib.last_error()
+
+    rc, msg = run(w_ptr=0)
+    assert rc == 1 and "array 'w': data pointer is null" in msg
+    assert run(tile=0)[1].endswith("constexpr TILE = 0 is not positive")
+    assert run(grid=(1, 0, 1))[1].endswith("launch grid (1, 0, 1) has a zero dimension")
+    rc, msg = run(device=300)
+    assert rc == 8 and "device ordinal 300" in msg
+    assert shim.packed(None) == 1 and "argument block pointer is null" in lib.last_error()
+    assert shim.packed(addr + 4) == 8 and "not 8-byte aligned" in lib.last_error()
 
 
 def test_fast_path_reaches_the_shim_and_its_errors(lib, fast):

@@ -9,10 +9,12 @@ by default), raising :class:`FfiError` -- naming the kernel, the status code and
 cause -- on any non-zero status. No torch import happens unless a stream must be looked up.
 
 Host time per call is the price of a small kernel, so :class:`Shim` (one per symbol) marshals
-a call of torch tensors in one pass: every descriptor of the call packed by one precompiled
-``struct`` into a per-thread buffer (the kernel parameters' ranks are fixed, so the layout is
-too), scalars, constexprs and the launch grid checked by type and range, the current stream
-read as a raw handle (``torch._C._cuda_getCurrentRawStream``). Anything that path does not
+a call of torch tensors in one pass: scalars, constexprs and the launch grid checked by type
+and range, the current stream read as a raw handle (``torch._C._cuda_getCurrentRawStream``),
+and every argument packed by one precompiled ``struct`` into a per-thread buffer laid out as
+:func:`tileport.host.call_block` (the kernel parameters' ranks are fixed, so the layout is
+too), handed to the shim's ``__packed`` entry as one pointer (a library without that entry gets
+the descriptors' addresses and the other arguments one by one). Anything that path does not
 recognise (another tensor type, a rank that differs from the kernel's, a value of another
 type or out of range, a tensor on another device) goes through the checked path, which names
 the argument at fault or builds the descriptors one by one; both paths pass the shim the same
@@ -27,9 +29,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .host import ABI_VERSION, DTYPE_CODES, STATUS
-
-MAX_DIMS = 6
+from .host import ABI_VERSION, DTYPE_CODES, MAX_DIMS, STATUS, call_block, desc_format
 #: torch dtype names (``str(t.dtype)`` without ``torch.``) -> tileport dtype names
 TORCH_DTYPES = {"float16": "f16", "half": "f16", "bfloat16": "bf16", "float32": "f32", "float": "f32"}
 
@@ -121,17 +121,6 @@ def _register_fast(t) -> None:
         _FAST_TYPES.add(type(t))
 
 
-def desc_format(ranks: list[int]) -> str:
-    """``struct`` format of consecutive ``TpTensor`` descriptors of arrays of these ranks:
-    native byte order, the layout of ``#[repr(C)] TpTensor`` (120 bytes each) with the unused
-    extents and strides left as zero padding."""
-    out = "="
-    for r in ranks:
-        pad = 8 * (MAX_DIMS - r)
-        out += f"Qi4x{r}q{pad}x{r}q{pad}xi4x"
-    return out
-
-
 class _Slow(Exception):
     """The fast path met something it does not handle: take the checked path."""
 
@@ -139,27 +128,32 @@ class _Slow(Exception):
 class Shim:
     """One bound shim (an ``ffi.json`` entry): call it with arrays, scalars, constexprs, grid.
 
-    ``spec``: the ``ffi.json`` entry; ``fn``: the ctypes function (arrays as ``void *``).
+    ``spec``: the ``ffi.json`` entry; ``fn``: the ctypes function (arrays as ``void *``);
+    ``packed``: its ``__packed`` entry (one ``void *``), or None when the library has none.
     See :meth:`__call__`.
     """
 
-    def __init__(self, lib: "HostLibrary", spec: dict, fn):
-        self.lib, self.spec, self.fn = lib, spec, fn
+    def __init__(self, lib: "HostLibrary", spec: dict, fn, packed=None):
+        self.lib, self.spec, self.fn, self.packed = lib, spec, fn, packed
         self.symbol, self.kernel = spec["symbol"], spec["kernel"]
         self._arrays = [(a["name"], a["ndim"]) for a in spec["arrays"]]
         self._scalars = [(s["name"], s["type"] == "i32") for s in spec["scalars"]]
         self._constexprs = list(spec["constexprs"])
         ranks = [a["ndim"] for a in spec["arrays"]]
         self._fast = all(0 <= r <= MAX_DIMS for r in ranks) and bool(ranks)
-        self._pack = struct.Struct(desc_format(ranks) if self._fast else "=").pack_into
+        fmt, off = call_block(spec) if self._fast else ("=", {"size": 0})
+        if packed is None:          # descriptors only; the rest goes as separate arguments
+            fmt = "=" + desc_format(ranks)
+        self._pack = struct.Struct(fmt).pack_into
+        self._size = off["size"]
         self._tls = threading.local()
 
     def _buffer(self) -> tuple:
-        """This thread's descriptor buffer and its address (the shim reads it during the call)."""
+        """This thread's argument block and its address (the shim reads it during the call)."""
         try:
             return self._tls.b
         except AttributeError:
-            buf = ctypes.create_string_buffer(_DESC_SIZE * len(self._arrays))
+            buf = ctypes.create_string_buffer(self._size)
             self._tls.b = (buf, ctypes.addressof(buf))
             return self._tls.b
 
@@ -182,14 +176,15 @@ class Shim:
             except Exception:  # noqa: BLE001 - anything unexpected: the checked path names it
                 args = None
             if args is not None:
-                rc = self.fn(*args)
+                rc = self.packed(args) if self.packed is not None else self.fn(*args)
                 if rc != 0:
                     raise FfiError(self.kernel, self.symbol, rc, self.lib.last_error())
                 return
         self._checked_call(arrays, scalars, constexprs, grid, stream, device)
 
-    def _fast_args(self, arrays, scalars, constexprs, grid, stream, device) -> list:
-        """The shim's arguments for a call of torch tensors on one device, or :class:`_Slow`."""
+    def _fast_args(self, arrays, scalars, constexprs, grid, stream, device):
+        """For a call of torch tensors on one device: the address of the packed argument block
+        (a library with ``__packed`` entries), else the shim's argument list; or :class:`_Slow`."""
         vals: list = []
         dev = -1
         for name, r in self._arrays:
@@ -209,9 +204,7 @@ class Shim:
             device = dev
         elif device != dev or type(device) is not int:
             raise _Slow
-        buf, addr = self._buffer()
-        self._pack(buf, 0, *vals)
-        out = [addr + _DESC_SIZE * i for i in range(len(self._arrays))]
+        out = []
         for name, is_int in self._scalars:
             v = scalars[name]
             tv = type(v)
@@ -238,8 +231,13 @@ class Shim:
             handle = getattr(stream, "cuda_stream", stream)
             if type(handle) is not int:
                 raise _Slow
-        out += (gx, gy, gz, device, handle or None)
-        return out
+        buf, addr = self._buffer()
+        if self.packed is not None:
+            self._pack(buf, 0, *vals, *out, gx, gy, gz, device, handle)
+            return addr
+        self._pack(buf, 0, *vals)
+        return [addr + _DESC_SIZE * i for i in range(len(self._arrays))] + out + [
+            gx, gy, gz, device, handle or None]
 
     def _checked_call(self, arrays, scalars, constexprs, grid, stream, device) -> None:
         """The checked path: every argument validated in turn, the first bad one named."""
@@ -353,8 +351,11 @@ class HostLibrary:
                                + [ctypes.c_int32] * len(spec["constexprs"])
                                + [ctypes.c_uint32] * 3 + [ctypes.c_int32, ctypes.c_void_p])
                 fn.restype = ctypes.c_int32
+                packed = getattr(self._lib, spec["symbol"] + "__packed", None)
+                if packed is not None:
+                    packed.argtypes, packed.restype = [ctypes.c_void_p], ctypes.c_int32
                 self.functions[spec["symbol"]] = {**spec, "fn": fn}
-                self.shims[spec["symbol"]] = Shim(self, spec, fn)
+                self.shims[spec["symbol"]] = Shim(self, spec, fn, packed)
 
     def for_variant(self, kernel: str, variant: str) -> dict:
         """The shim spec (``ffi.json`` entry) whose family holds ``kernel``'s ``variant``.

@@ -327,6 +327,28 @@ pub unsafe fn borrow<T: cuda_core::DType + 'static>(d: &TpTensor, ctx: &Arc<cuda
     t
 }
 
+/// Read a `T` at byte offset `off` of a packed argument block (any alignment).
+///
+/// # Safety
+/// `blk` must point to at least `off + size_of::<T>()` readable bytes holding a valid `T`.
+pub unsafe fn rd<T: Copy>(blk: *const u8, off: usize) -> T {
+    std::ptr::read_unaligned(blk.add(off) as *const T)
+}
+
+/// The status of a packed entry's block pointer: `Some(code)` (and the message naming the
+/// entry) when it is null or not 8-byte aligned (the descriptors in it are read in place).
+pub fn bad_block(blk: *const u8, symbol: &str) -> Option<i32> {
+    if blk.is_null() {
+        set_last_error(format!("{symbol}: argument block pointer is null"));
+        return Some(TP_ERR_NULL_POINTER);
+    }
+    if (blk as usize) % 8 != 0 {
+        set_last_error(format!("{symbol}: argument block {blk:p} is not 8-byte aligned"));
+        return Some(TP_ERR_BAD_ARGUMENT);
+    }
+    None
+}
+
 /// Map a cutile launch error to [`TP_ERR_LAUNCH`].
 pub fn launched<T, E: std::fmt::Debug>(r: Result<T, E>) -> Result<(), TpError> {
     r.map(|_| ()).map_err(|e| (TP_ERR_LAUNCH, format!("cutile launch failed: {e:?}")))
