@@ -18,9 +18,9 @@ rule bench:
     params:
         tools=config["tools"],
         op_dir=op_dir,
-        # what changes a measurement (not gpu mode or threshold: the scripts read those from
+        # what changes a measurement (not gpu mode or the thresholds: the scripts read those from
         # snakemake.config, so switching them never reruns -- and wipes -- a GPU result)
-        bench={k: v for k, v in config["bench"].items() if k != "threshold"},
+        bench={k: v for k, v in config["bench"].items() if k not in ("threshold", "loop_threshold")},
     retries: retries("bench")
     resources:
         gpu=gpu_count("bench"),

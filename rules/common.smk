@@ -61,6 +61,11 @@ if isinstance(config.get("roles"), dict):  # older config.yaml files have no ir_
     config["roles"].setdefault("perf_diagnoser", "deterministic")
     config["roles"].setdefault("host_builder", "deterministic")
     config["roles"].setdefault("analyser", "deterministic")
+if isinstance(config.get("bench"), dict):  # older config.yaml files have no loop timing keys
+    from tileport.bench import DEFAULTS as _BENCH_DEFAULTS
+
+    for _k in ("loop_threshold", "loop_ms", "loop_rounds"):
+        config["bench"].setdefault(_k, _BENCH_DEFAULTS[_k])
 if config.get("gpu") is False:  # unquoted YAML `gpu: off` reads as false
     config["gpu"] = "off"
 try:

@@ -14,6 +14,7 @@ rule perf_diagnose:
     params:
         tools=config["tools"],
         threshold=config["bench"]["threshold"],
+        loop_threshold=config["bench"]["loop_threshold"],
         results="results",
         round=lambda wc: root_round(wc.root),
         backend=config["roles"]["perf_diagnoser"],

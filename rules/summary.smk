@@ -11,6 +11,7 @@ rule summary:
     params:
         tools=config["tools"],
         threshold=config["bench"]["threshold"],
+        loop_threshold=config["bench"]["loop_threshold"],
         ops=OPS,
         variants=VARIANTS,
         manifest_errors=MANIFEST_ERRORS,

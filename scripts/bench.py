@@ -8,5 +8,6 @@ from tileport import bench, stage
 w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.params
 with stage.guarded(snakemake, "bench"):
     d = bench.run(w.op, p.op_dir, Path(i.analysis).parent.parent, o.csv, o.verdict, gpu=snakemake.config["gpu"],
-                  cfg={**p.bench, "threshold": snakemake.config["bench"]["threshold"]}, host_build=i.host_build, attempt=snakemake.resources.attempt)
+                  cfg={**p.bench, "threshold": snakemake.config["bench"]["threshold"],
+                       "loop_threshold": snakemake.config["bench"]["loop_threshold"]}, host_build=i.host_build, attempt=snakemake.resources.attempt)
     print(d["verdict"], d["summary"])

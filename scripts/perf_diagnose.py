@@ -13,5 +13,6 @@ with stage.guarded(snakemake, "perf_diagnose"):
                               stage="perf_diagnose" if p.round == 1 else f"perf_diagnose/round-{p.round}")
     d = perf_diagnose.diagnose(w.op, i.bench, list(i.ir_diffs), snakemake.output.verdict,
                                threshold=snakemake.params.threshold,
+                               loop_threshold=snakemake.params.loop_threshold,
                                attempt=snakemake.resources.attempt, role=role)
     print(d["verdict"], d["summary"])

@@ -10,5 +10,6 @@ with stage.guarded(snakemake, "summary"):
                                  snakemake.params.variants, snakemake.params.manifest_errors,
                                  snakemake.output[0], skipped=snakemake.params.skipped,
                                  ops_csv=snakemake.output[1],
-                                 threshold=snakemake.params.threshold)
+                                 threshold=snakemake.params.threshold,
+                                 loop_threshold=snakemake.params.loop_threshold)
     print(f"{len(rows)} rows")

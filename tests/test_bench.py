@@ -20,7 +20,9 @@ def brow(ratio, kernel="k", variant="f16-T1", shape="64x128", port_us=10.0, vs_t
          "ratio": ratio, "paired_ratio": ratio, "vs_torch": vs_torch,
          "ref_vs_torch": ref_vs_torch if ref_vs_torch is not None else torch_us / ref_us,
          "ref_launches": 1, "port_launches": 1, "torch_launches": 2,
-         "ref_wall_us": ref_us + 5, "port_wall_us": port_us + 6,
+         "ref_loop_us": ref_us + 5, "port_loop_us": port_us + 6, "torch_loop_us": torch_us + 5,
+         "loop_ratio": (ref_us + 5) / (port_us + 6), "loop_calls": 100,
+         "ref_host_us": 5.0, "port_host_us": 6.0, "torch_host_us": 7.0,
          "port_host_overhead_us": 6.0, "ref_host_overhead_us": 5.0,
          "checked": checked, "error": error,
          "samples": {"ref": [ref_us], "port": [port_us], "torch": [torch_us]},
@@ -102,8 +104,10 @@ def test_per_variant_geomeans():
     assert a["ref_us"] == pytest.approx(math.sqrt(2.0 * 32.0))  # 0.5*4, 2*16
     assert a["torch_us"] == pytest.approx(math.sqrt(4.0 * 64.0))
     assert a["vs_torch"] == pytest.approx(2.0)
+    f32 = rows[2]
     assert var["k/f32-T1"] == pytest.approx({"configs": 1, "ratio": 0.9, "vs_torch": 3.0, "ref_us": 9.0,
-                                             "port_us": 10.0, "torch_us": 30.0})
+                                             "port_us": 10.0, "torch_us": 30.0, "ref_vs_torch": 30.0 / 9.0,
+                                             "loop_ratio": f32["loop_ratio"]})
     assert var["k2/f16-T1"]["configs"] == 1
     # the operator geomean runs over configs, not over variant geomeans
     assert v.details["geomean_ratio"] == pytest.approx((0.5 * 2.0 * 0.9 * 1.0) ** 0.25)
@@ -245,3 +249,120 @@ def test_nothing_timed_because_every_variant_failed_its_test_says_so():
     assert v.summary.startswith("nothing to time: no variant passed the functional test") and "launches 2" in v.summary
     # without a failed test, an empty benchmark is still the manifest's (no perf shape fits)
     assert B.fold("op", [], 0.95).summary == "no perf shape fits any variant"
+
+
+# -- loop timing -------------------------------------------------------------------------------
+
+def test_rotation_puts_every_side_in_every_position():
+    sides = ["ref", "port", "torch"]
+    orders = [B.rotation(sides, r) for r in range(3)]
+    assert orders == [["ref", "port", "torch"], ["port", "torch", "ref"], ["torch", "ref", "port"]]
+    for pos in range(3):
+        assert sorted(o[pos] for o in orders) == sorted(sides)
+    assert B.rotation(sides, 4) == orders[1]
+
+
+class FakeDevice:
+    """A clock (seconds) advanced by enqueues and by syncs that drain the queued device work."""
+
+    def __init__(self, host_us, device_us):
+        self.t, self.busy_until, self.log = 0.0, 0.0, []
+        self.host_us, self.device_us = host_us, device_us
+
+    def side(self, label):
+        def call():
+            self.log.append(label)
+            self.t += self.host_us[label] * 1e-6
+            # the kernel starts when the host enqueued it and the device is free
+            self.busy_until = max(self.busy_until, self.t) + self.device_us[label] * 1e-6
+        return call
+
+    def sync(self):
+        self.log.append("sync")
+        self.t = max(self.t, self.busy_until)
+
+    def clock(self):
+        return self.t
+
+
+def test_loop_times_arithmetic_host_and_device_bound():
+    # ref: host 5 µs, device 20 µs (device-bound); port: host 30 µs, device 20 µs (host-bound)
+    dev = FakeDevice({"ref": 5.0, "port": 30.0, "torch": 1.0}, {"ref": 20.0, "port": 20.0, "torch": 10.0})
+    out = B.loop_times([(s, dev.side(s)) for s in ("ref", "port", "torch")], n=50, rounds=3,
+                       sync=dev.sync, clock=dev.clock)
+    assert out["ref"]["host_us"] == pytest.approx([5.0] * 3)
+    # device-bound: the first launch waits 5 µs of host time, then 50 kernels back to back
+    assert out["ref"]["loop_us"] == pytest.approx([(5.0 + 50 * 20.0) / 50] * 3)
+    assert out["port"]["host_us"] == pytest.approx([30.0] * 3)
+    # host-bound: 50 enqueues, then the last kernel drains
+    assert out["port"]["loop_us"] == pytest.approx([(50 * 30.0 + 20.0) / 50] * 3)
+    assert out["torch"]["loop_us"] == pytest.approx([(1.0 + 50 * 10.0) / 50] * 3)
+
+
+def test_loop_times_alternates_the_order_and_syncs_around_every_loop():
+    dev = FakeDevice({"ref": 1.0, "port": 1.0, "torch": 1.0}, {"ref": 1.0, "port": 1.0, "torch": 1.0})
+    out = B.loop_times([(s, dev.side(s)) for s in ("ref", "port", "torch")], n=2, rounds=4,
+                       sync=dev.sync, clock=dev.clock)
+    assert out["order"] == [B.rotation(["ref", "port", "torch"], r) for r in range(4)]
+    expect = []
+    for order in out["order"]:
+        for s in order:
+            expect += ["sync", s, s, "sync"]
+    assert dev.log == expect
+    assert all(len(out[s]["loop_us"]) == 4 for s in ("ref", "port", "torch"))
+    with pytest.raises(ValueError):
+        B.loop_times([("ref", dev.side("ref"))], n=0, rounds=1, sync=dev.sync)
+
+
+def test_loop_calls_clamped():
+    assert B.loop_calls(100.0, 20) == 200            # 20 ms / 100 µs
+    assert B.loop_calls(1.0, 20) == B.LOOP_MAX_CALLS
+    assert B.loop_calls(10_000.0, 20) == B.LOOP_MIN_CALLS
+    assert B.loop_calls(0.0, 20) == B.LOOP_MAX_CALLS
+
+
+def test_loop_gate_geomean_and_configs_below():
+    rows = [brow(1.0, shape="a", loop_ratio=0.5, port_host_us=40.0, port_us=10.0),
+            brow(1.0, shape="b", loop_ratio=1.8), brow(1.0, shape="c", loop_ratio=0.96)]
+    v = B.fold("op", rows, threshold=0.95, loop_threshold=0.97)
+    loop = v.details["loop"]
+    g = (0.5 * 1.8 * 0.96) ** (1 / 3)
+    assert loop["geomean"] == pytest.approx(g)
+    assert loop["verdict"] == "BELOW_THRESHOLD" and loop["threshold"] == 0.97 and loop["configs"] == 3
+    assert [r["shape"] for r in loop["below"]] == ["a", "c"]
+    assert loop["below"][0]["port_host_us"] == 40.0
+    assert loop["port_host_us"] == 6.0 and loop["ref_host_us"] == 5.0        # medians
+    assert v.verdict == "DONE"               # the device-time verdict is its own
+    assert f"loop ratio {g:.3f} (BELOW_THRESHOLD at 0.97, 2 config(s) below" in v.summary
+    assert v.details["variants"]["k/f16-T1"]["loop_ratio"] == pytest.approx(loop["geomean"])
+    done = B.fold("op", rows, threshold=0.95, loop_threshold=0.9).details["loop"]
+    assert done["verdict"] == "DONE" and [r["shape"] for r in done["below"]] == ["a"]
+
+
+def test_rows_without_loop_times_have_no_loop_gate():
+    rows = [brow(1.0)]
+    for k in ("loop_ratio", "ref_loop_us", "port_loop_us"):
+        rows[0].pop(k)
+    v = B.fold("op", rows, threshold=0.95)
+    assert "loop" not in v.details and "loop ratio" not in v.summary
+    assert "loop_ratio" not in v.details["variants"]["k/f16-T1"]
+
+
+def test_references_slower_than_torch_listed():
+    rows = [brow(1.0, shape="a", ref_vs_torch=0.55), brow(1.0, shape="b", ref_vs_torch=1.3),
+            brow(1.0, shape="c", ref_vs_torch=0.85)]
+    v = B.fold("op", rows, threshold=0.95)
+    assert [(r["shape"], r["ref_vs_torch"]) for r in v.details["ref_behind_torch"]] == [("a", 0.55), ("c", 0.85)]
+    assert "reference slower than torch in 2 of 3 config(s) (lowest 0.55x: f16-T1 a)" in v.summary
+    assert v.details["variants"]["k/f16-T1"]["ref_vs_torch"] == pytest.approx((0.55 * 1.3 * 0.85) ** (1 / 3))
+
+
+def test_csv_has_the_loop_columns(tmp_path):
+    p = tmp_path / "bench.csv"
+    B.write_csv([brow(1.0, port_us=10.0)], p)
+    head, row = read_csv(p)[:2]
+    r = dict(zip(head, row))
+    for c in ("ref_loop_us", "port_loop_us", "torch_loop_us", "loop_ratio", "loop_calls", "ref_host_us",
+              "port_host_us", "torch_host_us"):
+        assert c in head
+    assert r["port_loop_us"] == "16.0000" and r["loop_ratio"] == f"{15 / 16:.4f}" and r["loop_calls"] == "100"

@@ -182,3 +182,168 @@ def test_huge_device_ordinal_is_refused_not_allocated(lib):
     # the shim's context cache is indexed by ordinal: a huge one must be refused up front
     e = code_of(lib, device=2 ** 31 - 1)
     assert e.code == 8 and "outside 0..=255" in e.cause
+
+
+# -- the fast path (torch tensors): one struct pack per call, same bytes as the checked path ------
+
+class FastTensor(FakeTensor):
+    """A tensor type the fast path accepts (as it accepts torch.Tensor), on CUDA device ``dev``."""
+
+    def __init__(self, *a, dev=0, **kw):
+        super().__init__(*a, **kw)
+        self.dev = dev
+
+    def get_device(self):
+        return self.dev
+
+    @property
+    def device(self):
+        class D:
+            type, index = ("cuda", self.dev) if self.dev >= 0 else ("cpu", None)
+
+            def __str__(d):
+                return f"{d.type}:{d.index}" if d.index is not None else d.type
+        return D()
+
+
+@pytest.fixture
+def fast(monkeypatch):
+    monkeypatch.setattr(ffi, "_FAST_TYPES", {FastTensor})
+
+
+def test_desc_format_packs_the_ctypes_layout():
+    import struct
+
+    for shape, strides in (((7,), (1,)), ((3, 5), (10, 1)), ((2, 3, 4), (12, 4, 1))):
+        t = FakeTensor(shape, "torch.bfloat16", ptr=0x7F00_0000_2000, strides=strides)
+        d = descriptor(t)
+        buf = bytearray(ctypes.sizeof(ffi.TpTensor))
+        struct.pack_into("=" + host.desc_format([len(shape)]), buf, 0, t.ptr, len(shape), *shape, *strides, 2)
+        assert bytes(buf) == ctypes.string_at(ctypes.addressof(d), ctypes.sizeof(d))
+    assert struct.calcsize("=" + host.desc_format([1, 2, 6])) == 3 * host.DESC_BYTES == 3 * ctypes.sizeof(d)
+
+
+def test_call_block_layout():
+    import struct
+
+    spec = {"arrays": [{"ndim": 2}, {"ndim": 1}], "scalars": [{"type": "f32"}, {"type": "i32"}],
+            "constexprs": ["BM"]}
+    fmt, off = host.call_block(spec)
+    assert off == {"arrays": [0, 120], "scalars": [240, 244], "constexprs": [248], "grid": [252, 256, 260],
+                   "device": 264, "stream": 272, "size": 280}
+    assert struct.calcsize(fmt) == off["size"]
+    vals = [1, 2, 3, 4, 5, 6, 1, 7, 1, 8, 1, 1, 0.5, -3, 16, 9, 10, 11, 0, 2 ** 64 - 1]
+    raw = struct.pack(fmt, *vals)
+    assert struct.unpack_from("=fiiIIIi", raw, 240) == (0.5, -3, 16, 9, 10, 11, 0)
+    assert struct.unpack_from("=Q", raw, 272) == (2 ** 64 - 1,)
+    # no constexprs and no scalars: the stream still lands 8-byte aligned
+    assert host.call_block({"arrays": [{"ndim": 1}], "scalars": [], "constexprs": []})[1]["stream"] == 136
+
+
+def _decode(shim, addr):
+    """The arguments a packed call carries: descriptor bytes, then the other values."""
+    import struct
+
+    fmt, off = host.call_block(shim.spec)
+    raw = ctypes.string_at(addr, off["size"])
+    k = len(shim.spec["arrays"])
+    rest = struct.unpack_from("=" + fmt[1:].split("xi4x")[-1], raw, off["arrays"][-1] + host.DESC_BYTES) \
+        if k else ()
+    return [raw[o:o + host.DESC_BYTES] for o in off["arrays"]] + list(rest)
+
+
+def _recorder(calls, shim=None):
+    def fn(*args):
+        if shim is not None:                                   # the packed entry: one block address
+            calls.append(_decode(shim, args[0]))
+            return 0
+        out = []
+        for x in args:
+            if hasattr(x, "_obj"):                             # byref(descriptor) (checked path)
+                out.append(ctypes.string_at(ctypes.addressof(x._obj), 120))
+            elif isinstance(x, ctypes.c_void_p):
+                out.append(x.value or 0)
+            else:
+                out.append(x)
+        calls.append(out)
+        return 0
+    return fn
+
+
+def test_fast_and_checked_paths_pass_the_shim_the_same_bytes(lib, fast, monkeypatch):
+    shim = lib.shim(RMS)
+    assert shim.packed is not None                             # the generated shim has its packed entry
+    calls = []
+    monkeypatch.setattr(shim, "packed", _recorder(calls, shim))
+    monkeypatch.setattr(shim, "fn", _recorder(calls))
+    mk = lambda cls: {"x": cls((4, 8), "torch.bfloat16", ptr=0x7F00_0000_1000),   # noqa: E731
+                      "w": cls((8,), "torch.bfloat16", ptr=0x7F00_0000_9000),
+                      "y": cls((4, 8), "torch.bfloat16", ptr=0x7F00_0001_0000, strides=(16, 1))}
+    for cls in (FastTensor, FakeTensor):
+        lib.call(RMS, mk(cls), {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8}, (3, 1, 1), stream=0, device=0)
+    fast_args, checked_args = calls
+    assert fast_args[:3] == checked_args[:3]                   # the three descriptors, byte for byte
+    assert fast_args[3:] == pytest.approx(checked_args[3:])    # scalars, constexprs, grid, device, stream
+    assert fast_args[5:] == [4, 8, 3, 1, 1, 0, 0]
+
+
+def test_packed_entry_reads_its_block_like_the_shim(lib):
+    """The generated ``__packed`` entry, on the real library: the shim's own checks answer the
+    values read at call_block's offsets (no driver needed for these statuses)."""
+    import struct
+
+    shim = lib.shim(RMS)
+    fmt, off = host.call_block(shim.spec)
+    buf = ctypes.create_string_buffer(off["size"] + 8)
+    addr = ctypes.addressof(buf)
+
+    def run(w_ptr=0x7F00_0000_9000, tile=8, grid=(1, 1, 1), device=0, at=addr):
+        vals = []
+        for (shape, ptr) in (((4, 8), 0x7F00_0000_1000), ((8,), w_ptr), ((4, 8), 0x7F00_0001_0000)):
+            strides = (8, 1) if len(shape) == 2 else (1,)
+            vals += [ptr, len(shape), *shape, *strides, 1]
+        struct.pack_into(fmt, buf, at - addr, *vals, 0.125, 1e-6, 4, tile, *grid, device, 0)
+        rc = shim.packed(at)
+        return rc, lib.last_error()
+
+    rc, msg = run(w_ptr=0)
+    assert rc == 1 and "array 'w': data pointer is null" in msg
+    assert run(tile=0)[1].endswith("constexpr TILE = 0 is not positive")
+    assert run(grid=(1, 0, 1))[1].endswith("launch grid (1, 0, 1) has a zero dimension")
+    rc, msg = run(device=300)
+    assert rc == 8 and "device ordinal 300" in msg
+    assert shim.packed(None) == 1 and "argument block pointer is null" in lib.last_error()
+    assert shim.packed(addr + 4) == 8 and "not 8-byte aligned" in lib.last_error()
+
+
+def test_fast_path_reaches_the_shim_and_its_errors(lib, fast):
+    """Without a driver a valid fast call gets the shim's TP_ERR_CUDA_CONTEXT; the shim's own
+    checks answer a null pointer and mixed dtypes on the fast path too."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("a CUDA driver is present: a valid call would launch")
+    except OSError:
+        pass
+    arrays = lambda **kw: {"x": FastTensor((4, 8)), "w": FastTensor((8,)), "y": FastTensor((4, 8)), **kw}  # noqa: E731
+    e = code_of(lib, arrays=arrays())
+    assert (e.code, e.fail_class) == (5, "env")
+    assert code_of(lib, arrays=arrays(w=FastTensor((8,), ptr=0))).code == 1
+    e = code_of(lib, arrays=arrays(w=FastTensor((8,), "torch.float32")))
+    assert e.code == 3 and "'w' is f32 but 'x' is f16" in e.cause
+
+
+def test_fast_path_hands_unusual_calls_to_the_checked_path(lib, fast):
+    arrays = lambda **kw: {"x": FastTensor((4, 8)), "w": FastTensor((8,)), "y": FastTensor((4, 8)), **kw}  # noqa: E731
+    # a rank the kernel does not take: the shim names it
+    e = code_of(lib, arrays=arrays(x=FastTensor((32,))))
+    assert e.code == 2 and "array 'x': rank 1 but the kernel takes rank 2" in e.cause
+    # values the fast path will not pass: refused before the shim, named
+    assert "constexpr BM = 0" in code_of(lib, arrays=arrays(), cx={"BM": 0, "TILE": 8}).cause
+    assert "constexpr BM = True" in code_of(lib, arrays=arrays(), cx={"BM": True, "TILE": 8}).cause
+    assert "scalar inv_n" in code_of(lib, arrays=arrays(), scalars={"inv_n": "x", "eps": 1e-6}).cause
+    assert "grid dimension" in code_of(lib, arrays=arrays(), grid=(2 ** 32, 1, 1)).cause
+    # a tensor on the CPU, or on another device than the launch
+    e = code_of(lib, arrays=arrays(w=FastTensor((8,), dev=-1)))
+    assert e.code == 0 and "array 'w' is on cpu, not on a CUDA device" in e.cause
+    e = code_of(lib, arrays=arrays(y=FastTensor((4, 8), dev=1)))
+    assert e.code == 0 and "array 'y' is on CUDA device 1, the launch is on device 0" in e.cause

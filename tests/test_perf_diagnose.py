@@ -7,20 +7,23 @@ from tileport.verdict import Finding, Verdict, read, write
 
 
 def brow(ratio, variant="f16-T1", shape="64x128", grid="64x1x1", port_us=10.0, ref_launches=1,
-         port_launches=1, port_ho=6.0, ref_ho=5.0, error=""):
+         port_launches=1, port_ho=6.0, ref_ho=5.0, error="", port_host=3.0, ref_host=3.0):
     ref_us = ratio * port_us
     return {"op": "op", "kernel": "k", "variant": variant, "shape": shape, "grid": grid, "reps": 20,
             "ref_us": ref_us, "port_us": port_us, "torch_us": port_us, "ref_iqr_us": 0.1,
             "port_iqr_us": 0.1, "torch_iqr_us": 0.1, "ratio": ratio, "paired_ratio": ratio * 1.01,
             "vs_torch": 1.0, "ref_vs_torch": port_us / ref_us, "ref_launches": ref_launches,
-            "port_launches": port_launches, "torch_launches": 1, "ref_wall_us": ref_us + ref_ho,
-            "port_wall_us": port_us + port_ho, "port_host_overhead_us": port_ho,
-            "ref_host_overhead_us": ref_ho, "checked": "ok", "error": error}
+            "port_launches": port_launches, "torch_launches": 1, "ref_loop_us": ref_us + ref_ho,
+            "port_loop_us": port_us + port_ho, "torch_loop_us": port_us + 1.0,
+            "loop_ratio": (ref_us + ref_ho) / (port_us + port_ho), "loop_calls": 100,
+            "ref_host_us": ref_host, "port_host_us": port_host, "torch_host_us": 2.0,
+            "port_host_overhead_us": port_ho, "ref_host_overhead_us": ref_ho, "checked": "ok",
+            "error": error}
 
 
-def bench_json(path, rows, threshold=0.95):
+def bench_json(path, rows, threshold=0.95, loop_threshold=0.97):
     """bench.json as bench.run writes it: fold's verdict plus details.rows."""
-    v = B.fold("op", [r for r in rows], threshold)
+    v = B.fold("op", [r for r in rows], threshold, loop_threshold=loop_threshold)
     v.details["rows"] = [{k: r.get(k) for k in B.COLUMNS} for r in rows]
     write(v, path)
     return v
@@ -38,7 +41,7 @@ SLOW = [brow(0.8, shape="a", grid="8x1x1"), brow(0.85, shape="b", grid="16x1x1")
 
 
 def test_done_is_pass(tmp_path):
-    bench_json(tmp_path / "bench.json", [brow(1.2)])
+    bench_json(tmp_path / "bench.json", [brow(1.2, ref_ho=6.0)])
     d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json", attempt=2)
     assert d["verdict"] == "PASS" and d["stage"] == "perf_diagnose" and d["attempt"] == 2
     assert d["summary"].startswith("nothing to diagnose: geomean ratio 1.200")
@@ -283,3 +286,45 @@ def test_llm_perf_diagnoser_without_key_is_recorded_not_fatal(tmp_path, fake_api
     bench_json(tmp_path / "b.json", SLOW)
     d = diagnose("op", tmp_path / "b.json", [], tmp_path / "p.json", role=role(tmp_path, "anthropic", url))
     assert d["verdict"] == "FAIL" and d["details"]["llm"]["fail_class"] == "env" and fake.seen == []
+
+
+# -- the loop gate -------------------------------------------------------------------------------
+
+def test_device_done_but_host_bound_loop_blames_host(tmp_path):
+    # device time equal; the port's host path costs 40 µs per call against a 10 µs kernel
+    rows = [brow(1.0, shape="a", port_ho=30.0, ref_ho=0.5, port_host=40.0, ref_host=8.0),
+            brow(1.0, shape="b", port_ho=0.5, ref_ho=0.5)]
+    bench_json(tmp_path / "bench.json", rows)
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert d["verdict"] == "FAIL" and d["owner"] == "host" and d["fail_class"] == "host"
+    assert d["summary"].startswith("device time met (geomean ratio 1.000 >= 0.95); below the loop gate: "
+                                   "host overhead")
+    assert "1 config(s) below, 1 of them host-bound" in d["summary"]
+    assert ("port 40.0 µs per call (host 40.0 µs, device 10.0 µs) vs reference 10.5 µs (host 8.0 µs, "
+            "device 10.0 µs)") in d["summary"]
+    assert d["findings"][0]["owner"] == "host" and d["findings"][0]["severity"] == "critical"
+    assert d["details"]["evidence"]["loop"]["below"][0]["shape"] == "a"
+
+
+def test_device_bound_loop_below_blames_the_kernel(tmp_path):
+    # device ratio 0.955 passes 0.95; the loop follows device time (host 3 µs << 10 µs kernels)
+    bench_json(tmp_path / "bench.json", [brow(0.955, ref_ho=1.0, port_ho=1.0)])
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert d["verdict"] == "FAIL" and d["owner"] == "kernel"
+    assert "below the loop gate: device time" in d["summary"] and "0 of them host-bound" in d["summary"]
+
+
+def test_loop_threshold_is_rejudged(tmp_path):
+    rows = [brow(1.0, port_ho=2.0, ref_ho=1.0)]            # loop ratio 11/12 = 0.917
+    bench_json(tmp_path / "bench.json", rows, loop_threshold=0.97)
+    assert diagnose("op", tmp_path / "bench.json", [], tmp_path / "p.json")["verdict"] == "FAIL"
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "p.json", loop_threshold=0.9)
+    assert d["verdict"] == "PASS" and d["summary"].endswith(f"loop ratio {11 / 12:.3f} >= 0.9")
+
+
+def test_below_threshold_carries_the_loop_evidence(tmp_path):
+    bench_json(tmp_path / "bench.json", SLOW)
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    ho = [f for f in d["findings"] if f["message"].startswith("host overhead")][0]
+    assert "host time per call port 3.0 µs vs reference 3.0 µs; loop ratio" in ho["message"]
+    assert d["details"]["evidence"]["loop"]["configs"] == 5

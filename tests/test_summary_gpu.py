@@ -47,8 +47,10 @@ def summarize(tmp_path, ops, variants=None):
     results = tmp_path / "results"
     out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
     S.write_summary(results, ops, variants or {op: VARIANTS for op in ops}, {}, out, ops_csv=ops_csv)
-    # the LLM usage columns are checked in test_llm_usage_columns; here: the GPU ones
-    llm = ("llm_calls", "tokens_in", "tokens_out", "cost_usd")
+    # the LLM usage columns are checked in test_llm_usage_columns, the loop gate's in
+    # test_loop_columns; here: the device-time ones
+    llm = ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict", "ref_host_us",
+           "port_host_us")
     ops_rows = [{k: v for k, v in r.items() if k not in llm} for r in csv.DictReader(open(ops_csv))]
     return list(csv.DictReader(open(out))), ops_rows
 
@@ -223,6 +225,37 @@ def test_reads_what_the_stages_write(tmp_path):
     assert ops[0]["verdict"] == "DONE" and ops[0]["configs"] == "3"
     assert ops[0]["geomean_ratio"] == f"{(0.81 * 1.21) ** (1 / 3):.3f}"
     assert ops[1]["geomean_ratio"] == ops[0]["geomean_ratio"]
+
+
+def test_loop_columns(tmp_path):
+    """loop_ratio / ref_vs_torch per variant, the loop gate per operator (re-judged under the
+    configured loop_threshold), the loop geomean over every config in ALL."""
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write_test_json(results, "op", variants={"k/f16-T1": "PASS", "k/f32-T1": "PASS"})
+    brows = []
+    for variant, loop, shape in (("f16-T1", 0.5, "a"), ("f16-T1", 1.0, "b"), ("f32-T1", 1.5, "a")):
+        brows.append({"op": "op", "kernel": "k", "variant": variant, "shape": shape, "ratio": 1.0,
+                      "ref_us": 10.0, "port_us": 10.0, "torch_us": 5.0, "vs_torch": 0.5,
+                      "ref_vs_torch": 0.5, "loop_ratio": loop, "ref_loop_us": 10.0, "port_loop_us": 10.0 / loop,
+                      "ref_host_us": 4.0, "port_host_us": {"a": 20.0, "b": 6.0}[shape], "checked": "ok",
+                      "error": ""})
+    v = B.fold("op", brows, 0.95, loop_threshold=0.97)
+    v.details["rows"] = [{k: r.get(k) for k in B.COLUMNS} for r in brows]
+    write(v, results / "op" / "bench.json")
+    out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
+    S.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
+    rows, ops = list(csv.DictReader(open(out))), list(csv.DictReader(open(ops_csv)))
+    assert [(r["variant"], r["loop_ratio"], r["ref_vs_torch"]) for r in rows] == [
+        ("f16-T1", f"{0.5 ** 0.5:.3f}", "0.500"), ("f32-T1", "1.500", "0.500")]
+    g = f"{0.75 ** (1 / 3):.3f}"
+    assert (ops[0]["loop_ratio"], ops[0]["loop_verdict"], ops[0]["ref_host_us"], ops[0]["port_host_us"]) == \
+        (g, "BELOW_THRESHOLD", "4.00", "20.00")
+    assert ops[0]["verdict"] == "DONE"
+    assert (ops[1]["op"], ops[1]["loop_ratio"], ops[1]["loop_verdict"]) == ("ALL", g, "")
+    S.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv, loop_threshold=0.9)
+    assert list(csv.DictReader(open(ops_csv)))[0]["loop_verdict"] == "DONE"
+    assert list(rows[0]) == S.COLUMNS
 
 
 def test_stale_gpu_results_and_library_exclusion_are_shown(tmp_path):

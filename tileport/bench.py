@@ -9,13 +9,21 @@ Per perf config (kernel x variant x perf shape that fits), in one process:
    the sum of the CUPTI kernel durations it launched (:func:`tileport.cupti.profile`);
 3. median and spread per side; ratio = ref median / port median (> 1: the port is faster),
    the median of the per-round paired ratios next to it; vs_torch = torch median / port median;
-4. host wall time per call (back-to-back calls, synchronised at the ends) minus device time
-   = host overhead per call;
+4. time per call in a loop, the other speed users feel (:func:`loop_times`): per round and
+   side, ``n`` calls enqueued back to back (no L2 flush), one synchronisation; loop time per
+   call = (enqueue + drain) / n, host time per call = the enqueue alone / n (the CPU cost of a
+   call while the device keeps up); the sides' order rotates round by round so that clock and
+   power drift favour none; medians over ``loop_rounds`` rounds; loop_ratio = ref loop time /
+   port loop time; host overhead per call = loop time - device time;
 5. the outputs of the last timed ref and port calls are checked against the PyTorch semantics.
 
 ``results/<op>/bench.csv``: one row per config. ``results/<op>/bench.json``: DONE when the
 operator's geomean ratio over its configs is >= ``threshold`` (config.yaml), else
 BELOW_THRESHOLD; FAIL if a timed port call errs or its output is wrong; NOT_RUN without GPU.
+The loop gate stands beside it (``details.loop``): the geomean loop ratio against
+``loop_threshold``, and the configs under it. ``details.ref_behind_torch`` lists the configs
+where the reference itself is slower than PyTorch (``ref_vs_torch`` < 1): the references
+worth porting at all.
 
 Run directly on a GPU node without Snakemake::
 
@@ -39,23 +47,63 @@ from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, wr
 REPO = Path(__file__).resolve().parent.parent
 
 DEFAULTS = {"threshold": 0.95, "warmup_ms": 20, "rep_ms": 150, "min_reps": 10, "max_reps": 100,
-            "l2_flush_mib": 256, "seed": 0}
+            "l2_flush_mib": 256, "seed": 0, "loop_threshold": 0.97, "loop_ms": 20, "loop_rounds": 6}
+#: calls per loop: loop_ms / device time per call, clamped here (CUDA's launch queue holds about
+#: a thousand launches; beyond it a launch blocks and host time would include waiting)
+LOOP_MIN_CALLS, LOOP_MAX_CALLS = 10, 200
 
 COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_us", "torch_us",
            "ref_iqr_us", "port_iqr_us", "torch_iqr_us", "ratio", "paired_ratio", "vs_torch",
-           "ref_vs_torch", "ref_launches", "port_launches", "torch_launches", "ref_wall_us",
-           "port_wall_us", "port_host_overhead_us", "ref_host_overhead_us", "checked", "error"]
+           "ref_vs_torch", "ref_launches", "port_launches", "torch_launches",
+           "ref_loop_us", "port_loop_us", "torch_loop_us", "loop_ratio", "loop_calls",
+           "ref_host_us", "port_host_us", "torch_host_us",
+           "port_host_overhead_us", "ref_host_overhead_us", "checked", "error"]
 
 
-def _wall_us(fn, n: int) -> float:
-    import torch
+def rotation(labels: list[str], r: int) -> list[str]:
+    """The sides' order in round ``r``: ``labels`` rotated left by ``r`` (so over len(labels)
+    consecutive rounds every side runs once in every position)."""
+    k = r % len(labels)
+    return labels[k:] + labels[:k]
 
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) * 1e6 / n
+
+def loop_calls(device_us: float, loop_ms: float) -> int:
+    """Calls per timed loop: ``loop_ms`` of device time at ``device_us`` per call, clamped to
+    [:data:`LOOP_MIN_CALLS`, :data:`LOOP_MAX_CALLS`]."""
+    n = int(loop_ms * 1e3 / max(device_us, 1e-3))
+    return max(LOOP_MIN_CALLS, min(LOOP_MAX_CALLS, n))
+
+
+def loop_times(sides: list[tuple[str, callable]], n: int, rounds: int, sync,
+               clock=time.perf_counter) -> dict:
+    """Time ``n`` back-to-back calls per side and round (module doc, step 4).
+
+    ``sides``: (label, call); ``sync``: blocks until the device is idle
+    (``torch.cuda.synchronize``); ``clock``: seconds. In round r the sides run in
+    :func:`rotation` order; each side's loop starts after a ``sync`` and ends with one.
+    Returns ``{label: {"loop_us": [...], "host_us": [...]}}`` per round (µs per call), plus
+    ``"order": [[label, ...], ...]`` (the order of every round).
+    """
+    if n < 1 or rounds < 1:
+        raise ValueError(f"loop_times: n = {n} and rounds = {rounds} must be >= 1")
+    fns = dict(sides)
+    out: dict = {label: {"loop_us": [], "host_us": []} for label, _ in sides}
+    out["order"] = []
+    for r in range(rounds):
+        order = rotation([label for label, _ in sides], r)
+        out["order"].append(order)
+        for label in order:
+            fn = fns[label]
+            sync()
+            t0 = clock()
+            for _ in range(n):
+                fn()
+            t1 = clock()
+            sync()
+            t2 = clock()
+            out[label]["loop_us"].append((t2 - t0) * 1e6 / n)
+            out[label]["host_us"].append((t1 - t0) * 1e6 / n)
+    return out
 
 
 def measure(c, cfg: dict, tol: dict) -> dict:
@@ -92,30 +140,59 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     row["paired_ratio"] = S.median(S.paired_ratios(dev["ref"], dev["port"]))
     row["vs_torch"] = row["torch_us"] / row["port_us"]
     row["ref_vs_torch"] = row["torch_us"] / row["ref_us"]
-    nwall = max(5, min(50, reps))
-    row["ref_wall_us"] = _wall_us(c.ref, nwall)
-    row["port_wall_us"] = _wall_us(c.port, nwall)
-    row["ref_host_overhead_us"] = max(0.0, row["ref_wall_us"] - row["ref_us"])
-    row["port_host_overhead_us"] = max(0.0, row["port_wall_us"] - row["port_us"])
+    del flush_buf
+    n = loop_calls(min(row["ref_us"], row["port_us"], row["torch_us"]), cfg["loop_ms"])
+    loops = loop_times(sides, n, int(cfg["loop_rounds"]), torch.cuda.synchronize)
+    row["loop_calls"] = n
+    for s in ("ref", "port", "torch"):
+        row[f"{s}_loop_us"] = S.median(loops[s]["loop_us"])
+        row[f"{s}_host_us"] = S.median(loops[s]["host_us"])
+    row["loop_ratio"] = row["ref_loop_us"] / row["port_loop_us"]
+    row["ref_host_overhead_us"] = max(0.0, row["ref_loop_us"] - row["ref_us"])
+    row["port_host_overhead_us"] = max(0.0, row["port_loop_us"] - row["port_us"])
     expected = c.expected()
     checks = [H.compare(a, e, tol["rtol"], tol["atol"])["ok"]
               for side in ("ref", "port") for a, e in zip(c.outputs[side], expected)]
     row["checked"] = "ok" if all(checks) else "MISMATCH"
     row["error"] = ""
     row["samples"] = {s: dev[s] for s in ("ref", "port", "torch")}
+    row["loop_samples"] = {s: loops[s]["loop_us"] for s in ("ref", "port", "torch")}
     row["kernel_names"] = {s: sorted({n for k in prof["kernels"][s] for n, _ in k})
                            for s in ("ref", "port", "torch")}
-    del flush_buf
     return row
 
 
+def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
+    """The loop gate over the rows that carry a loop time (None when none does): ``geomean``
+    of ``loop_ratio``, ``threshold``, ``verdict`` DONE / BELOW_THRESHOLD (the geomean against
+    the threshold), ``below`` (every config whose own loop ratio is under the threshold, lowest
+    first, with its loop and host times per call), ``port_host_us`` / ``ref_host_us`` (medians
+    over the configs of the host time per call, µs)."""
+    timed = [r for r in rows if isinstance(r.get("loop_ratio"), (int, float))]
+    if not timed:
+        return None
+    g = S.geomean([r["loop_ratio"] for r in timed])
+    below = sorted((r for r in timed if r["loop_ratio"] < loop_threshold), key=lambda r: r["loop_ratio"])
+    keys = ("kernel", "variant", "shape", "loop_ratio", "ref_loop_us", "port_loop_us", "ref_host_us",
+            "port_host_us", "ref_us", "port_us")
+    return {"geomean": g, "threshold": loop_threshold, "configs": len(timed),
+            "verdict": "DONE" if g >= loop_threshold else "BELOW_THRESHOLD",
+            "below": [{k: r.get(k) for k in keys} for r in below],
+            "port_host_us": S.median([r["port_host_us"] for r in timed]),
+            "ref_host_us": S.median([r["ref_host_us"] for r in timed])}
+
+
 def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None,
-         secs: float = 0.0, failed_test: dict | None = None) -> Verdict:
+         secs: float = 0.0, failed_test: dict | None = None,
+         loop_threshold: float = DEFAULTS["loop_threshold"]) -> Verdict:
     """The operator's verdict from its bench rows (pure: unit-tested without a GPU).
 
     Geomeans over the configs that ran: ``ratio`` (ref/port), ``vs_torch`` (torch/port),
     ``ref_vs_torch`` (torch/ref); per ``kernel/variant`` the same over its configs plus the
-    geomean of its per-config medians (``ref_us``, ``port_us``, ``torch_us``).
+    geomean of its per-config medians (``ref_us``, ``port_us``, ``torch_us``) and of
+    ``loop_ratio``. The verdict word judges device time; ``details.loop`` is the loop gate
+    (:func:`loop_gate`, ``loop_threshold``), ``details.ref_behind_torch`` the configs whose
+    reference is slower than PyTorch, lowest ``ref_vs_torch`` first.
     ``failed_test``: the gpu_test verdict when some variants failed it (they are not timed);
     if that left nothing to time, the BLOCKED verdict says so and carries its ``fail_class``.
     """
@@ -136,9 +213,18 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                          "vs_torch": S.geomean([r["vs_torch"] for r in rs]),
                          "ref_us": S.geomean([r["ref_us"] for r in rs]),
                          "port_us": S.geomean([r["port_us"] for r in rs]),
-                         "torch_us": S.geomean([r["torch_us"] for r in rs])}
+                         "torch_us": S.geomean([r["torch_us"] for r in rs]),
+                         "ref_vs_torch": S.geomean([r["ref_vs_torch"] for r in rs])}
+        if all(isinstance(r.get("loop_ratio"), (int, float)) for r in rs):
+            variants[key]["loop_ratio"] = S.geomean([r["loop_ratio"] for r in rs])
     details = {"threshold": threshold, "configs": len(ok), "variants": variants, "env": env or {},
                "seconds": secs}
+    loop = loop_gate(ok, loop_threshold)
+    if loop is not None:
+        details["loop"] = loop
+    details["ref_behind_torch"] = [
+        {k: r[k] for k in ("kernel", "variant", "shape", "ref_vs_torch", "ref_us", "torch_us")}
+        for r in sorted(ok, key=lambda r: r["ref_vs_torch"]) if r["ref_vs_torch"] < 1.0]
     if ok:
         details["geomean_ratio"] = S.geomean([r["ratio"] for r in ok])
         details["geomean_vs_torch"] = S.geomean([r["vs_torch"] for r in ok])
@@ -160,10 +246,19 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                        attempt=attempt, summary="no perf shape fits any variant", details=details)
     g = details["geomean_ratio"]
     word = "DONE" if g >= threshold else "BELOW_THRESHOLD"
+    tail = ""
+    if loop is not None:
+        tail = (f"; loop ratio {loop['geomean']:.3f} ({loop['verdict']} at {loop_threshold}, "
+                f"{len(loop['below'])} config(s) below; host time per call port "
+                f"{loop['port_host_us']:.1f} µs, reference {loop['ref_host_us']:.1f} µs)")
+    behind = details["ref_behind_torch"]
+    if behind:
+        tail += (f"; reference slower than torch in {len(behind)} of {len(ok)} config(s) "
+                 f"(lowest {behind[0]['ref_vs_torch']:.2f}x: {behind[0]['variant']} {behind[0]['shape']})")
     return Verdict(stage="bench", op=op, verdict=word, owner=None if word == "DONE" else "kernel",
                    attempt=attempt,
                    summary=f"geomean ratio {g:.3f} over {len(ok)} config(s) (threshold {threshold}); "
-                           f"vs torch {details['geomean_vs_torch']:.3f}",
+                           f"vs torch {details['geomean_vs_torch']:.3f}" + tail,
                    details=details)
 
 
@@ -235,12 +330,17 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
             continue
         rows.append(row)
         print(f"{kernel}/{variant.id} {row['shape']}: ref {row['ref_us']:.1f} us, port "
-              f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us, ratio {row['ratio']:.3f}",
-              flush=True)
+              f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us, ratio {row['ratio']:.3f}; "
+              f"loop ref {row['ref_loop_us']:.1f} / port {row['port_loop_us']:.1f} / torch "
+              f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f}, host "
+              f"ref {row['ref_host_us']:.1f} / port {row['port_host_us']:.1f} us; ref vs torch "
+              f"{row['ref_vs_torch']:.2f}", flush=True)
     write_csv(rows, out_csv)
     v = fold(op, rows, float(cfg["threshold"]), attempt, H.env_versions(),
-             round(time.monotonic() - t0, 1), failed_test=test if skipped else None)
-    v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ["samples", "kernel_names"]} for r in rows]
+             round(time.monotonic() - t0, 1), failed_test=test if skipped else None,
+             loop_threshold=float(cfg["loop_threshold"]))
+    v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ["samples", "loop_samples", "kernel_names"]}
+                         for r in rows]
     v.details["not_benchmarked"] = {k: "failed its functional test" for k in skipped}
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
     v.details["inputs_sha"] = H.inputs_sha(op_dir)

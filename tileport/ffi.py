@@ -7,16 +7,29 @@ rank, extents and strides *in elements*, dtype code -- without touching its memo
 :meth:`HostLibrary.call` launches one on the caller's stream (``torch.cuda.current_stream()``
 by default), raising :class:`FfiError` -- naming the kernel, the status code and rustc-side
 cause -- on any non-zero status. No torch import happens unless a stream must be looked up.
+
+Host time per call is the price of a small kernel, so :class:`Shim` (one per symbol) marshals
+a call of torch tensors in one pass: scalars, constexprs and the launch grid checked by type
+and range, the current stream read as a raw handle (``torch._C._cuda_getCurrentRawStream``),
+and every argument packed by one precompiled ``struct`` into a per-thread buffer laid out as
+:func:`tileport.host.call_block` (the kernel parameters' ranks are fixed, so the layout is
+too), handed to the shim's ``__packed`` entry as one pointer (a library without that entry gets
+the descriptors' addresses and the other arguments one by one). Anything that path does not
+recognise (another tensor type, a rank that differs from the kernel's, a value of another
+type or out of range, a tensor on another device) goes through the checked path, which names
+the argument at fault or builds the descriptors one by one; both paths pass the shim the same
+bytes.
 """
 from __future__ import annotations
 
 import ctypes
 import json
+import struct
+import sys
+import threading
 from pathlib import Path
 
-from .host import ABI_VERSION, DTYPE_CODES, STATUS
-
-MAX_DIMS = 6
+from .host import ABI_VERSION, DTYPE_CODES, MAX_DIMS, STATUS, call_block, desc_format
 #: torch dtype names (``str(t.dtype)`` without ``torch.``) -> tileport dtype names
 TORCH_DTYPES = {"float16": "f16", "half": "f16", "bfloat16": "bf16", "float32": "f32", "float": "f32"}
 
@@ -85,78 +98,150 @@ def descriptor(t) -> TpTensor:
 
 
 _SCALAR_CTYPES = {"f32": ctypes.c_float, "i32": ctypes.c_int32}
+_DESC_SIZE = ctypes.sizeof(TpTensor)
+_I32_MAX, _U32_MAX = 2 ** 31 - 1, 2 ** 32 - 1
+#: tensor types whose descriptors the fast path packs (torch.Tensor once torch is imported)
+_FAST_TYPES: set = set()
+#: dtype object -> ABI dtype code (0: unknown), filled as dtypes are first seen
+_CODE_OF: dict = {}
 
 
-class HostLibrary:
-    """The built shim library plus the ``ffi.json`` signatures of the operators it holds.
+def _code_of(dtype) -> int:
+    code = _CODE_OF.get(dtype)
+    if code is None:
+        name = dtype_name(dtype)
+        code = _CODE_OF[dtype] = DTYPE_CODES[name] if name else 0
+    return code
 
-    Raises (constructor):
-        FfiError: the library cannot be loaded, has another ABI version, or lacks a listed symbol.
+
+def _register_fast(t) -> None:
+    """Let the fast path pack tensors of ``type(t)`` when it is torch's own tensor class."""
+    torch = sys.modules.get("torch")
+    if torch is not None and type(t) in (torch.Tensor, torch.nn.Parameter):
+        _FAST_TYPES.add(type(t))
+
+
+class _Slow(Exception):
+    """The fast path met something it does not handle: take the checked path."""
+
+
+class Shim:
+    """One bound shim (an ``ffi.json`` entry): call it with arrays, scalars, constexprs, grid.
+
+    ``spec``: the ``ffi.json`` entry; ``fn``: the ctypes function (arrays as ``void *``);
+    ``packed``: its ``__packed`` entry (one ``void *``), or None when the library has none.
+    See :meth:`__call__`.
     """
 
-    def __init__(self, library: str | Path, ffi_jsons: list[str | Path]):
-        self.path = str(library)
+    def __init__(self, lib: "HostLibrary", spec: dict, fn, packed=None):
+        self.lib, self.spec, self.fn, self.packed = lib, spec, fn, packed
+        self.symbol, self.kernel = spec["symbol"], spec["kernel"]
+        self._arrays = [(a["name"], a["ndim"]) for a in spec["arrays"]]
+        self._scalars = [(s["name"], s["type"] == "i32") for s in spec["scalars"]]
+        self._constexprs = list(spec["constexprs"])
+        ranks = [a["ndim"] for a in spec["arrays"]]
+        self._fast = all(0 <= r <= MAX_DIMS for r in ranks) and bool(ranks)
+        fmt, off = call_block(spec) if self._fast else ("=", {"size": 0})
+        if packed is None:          # descriptors only; the rest goes as separate arguments
+            fmt = "=" + desc_format(ranks)
+        self._pack = struct.Struct(fmt).pack_into
+        self._size = off["size"]
+        self._tls = threading.local()
+
+    def _buffer(self) -> tuple:
+        """This thread's argument block and its address (the shim reads it during the call)."""
         try:
-            self._lib = ctypes.CDLL(self.path)
-        except OSError as exc:
-            raise FfiError("*", "dlopen", 0, f"cannot load {self.path}: {exc}") from None
-        self._lib.tp_abi_version.restype = ctypes.c_int32
-        got = self._lib.tp_abi_version()
-        if got != ABI_VERSION:
-            raise FfiError("*", "tp_abi_version", 0,
-                           f"{self.path} has ABI version {got}, this wrapper speaks {ABI_VERSION}")
-        self._lib.tp_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        self._lib.tp_last_error.restype = ctypes.c_size_t
-        self.functions: dict[str, dict] = {}
-        for path in ffi_jsons:
-            for spec in json.loads(Path(path).read_text())["functions"]:
-                try:
-                    fn = getattr(self._lib, spec["symbol"])
-                except AttributeError:
-                    raise FfiError(spec["kernel"], spec["symbol"], 0,
-                                   f"{self.path} has no symbol {spec['symbol']} (listed in {path}); "
-                                   f"rebuild the host library") from None
-                fn.argtypes = ([ctypes.POINTER(TpTensor)] * len(spec["arrays"])
-                               + [_SCALAR_CTYPES[s["type"]] for s in spec["scalars"]]
-                               + [ctypes.c_int32] * len(spec["constexprs"])
-                               + [ctypes.c_uint32] * 3 + [ctypes.c_int32, ctypes.c_void_p])
-                fn.restype = ctypes.c_int32
-                self.functions[spec["symbol"]] = {**spec, "fn": fn}
+            return self._tls.b
+        except AttributeError:
+            buf = ctypes.create_string_buffer(self._size)
+            self._tls.b = (buf, ctypes.addressof(buf))
+            return self._tls.b
 
-    def for_variant(self, kernel: str, variant: str) -> dict:
-        """The shim spec (``ffi.json`` entry) whose family holds ``kernel``'s ``variant``.
-
-        Raises:
-            FfiError: no bound shim covers that variant.
-        """
-        for spec in self.functions.values():
-            if spec["kernel"] == kernel and variant in spec["variants"]:
-                return spec
-        raise FfiError(kernel, "?", 0, f"no shim in {self.path} covers variant {variant}")
-
-    def last_error(self) -> str:
-        """This thread's last error message of the library (empty when the last call succeeded)."""
-        buf = ctypes.create_string_buffer(2048)
-        self._lib.tp_last_error(buf, len(buf))
-        return buf.value.decode("utf-8", "replace")
-
-    def call(self, symbol: str, arrays: dict, scalars: dict, constexprs: dict,
-             grid: tuple[int, int, int], stream=None, device: int | None = None) -> None:
-        """Launch one shim (asynchronously, on ``stream``: a ``torch.cuda.Stream``, a raw handle,
-        or None for ``torch.cuda.current_stream()``).
+    def __call__(self, arrays: dict, scalars: dict, constexprs: dict, grid, stream=None,
+                 device: int | None = None) -> None:
+        """Launch the shim (asynchronously, on ``stream``: a ``torch.cuda.Stream``, a raw handle,
+        or None for the device's current torch stream).
 
         ``arrays``: kernel parameter name -> tensor; ``scalars``: name -> number; ``constexprs``:
         name -> int; ``grid``: launch grid (blocks per axis); ``device``: CUDA ordinal (default:
-        the first array's ``device.index``, else 0).
+        the first array's device index, else 0).
 
         Raises:
-            FfiError: a missing argument, or the shim's non-zero status with its message.
+            FfiError: a missing or unusable argument (not passed to the shim), or the shim's
+            non-zero status with its message.
         """
-        spec = self.functions.get(symbol)
-        if spec is None:
-            raise FfiError("?", symbol, 0, f"{self.path} binds no shim {symbol} "
-                                           f"(have {sorted(self.functions)})")
-        kernel = spec["kernel"]
+        if self._fast:
+            try:
+                args = self._fast_args(arrays, scalars, constexprs, grid, stream, device)
+            except Exception:  # noqa: BLE001 - anything unexpected: the checked path names it
+                args = None
+            if args is not None:
+                rc = self.packed(args) if self.packed is not None else self.fn(*args)
+                if rc != 0:
+                    raise FfiError(self.kernel, self.symbol, rc, self.lib.last_error())
+                return
+        self._checked_call(arrays, scalars, constexprs, grid, stream, device)
+
+    def _fast_args(self, arrays, scalars, constexprs, grid, stream, device):
+        """For a call of torch tensors on one device: the address of the packed argument block
+        (a library with ``__packed`` entries), else the shim's argument list; or :class:`_Slow`."""
+        vals: list = []
+        dev = -1
+        for name, r in self._arrays:
+            t = arrays[name]
+            if type(t) not in _FAST_TYPES:
+                raise _Slow
+            sh = t.shape
+            if len(sh) != r:
+                raise _Slow
+            d = t.get_device()
+            if d != dev:
+                if dev != -1 or d < 0:
+                    raise _Slow          # on the CPU, or on two devices: named by the checked path
+                dev = d
+            vals += (t.data_ptr(), r, *sh, *t.stride(), _CODE_OF.get(t.dtype) or _code_of(t.dtype))
+        if device is None:
+            device = dev
+        elif device != dev or type(device) is not int:
+            raise _Slow
+        out = []
+        for name, is_int in self._scalars:
+            v = scalars[name]
+            tv = type(v)
+            if tv is float and not is_int:
+                out.append(v)
+            elif tv is int and is_int and -_I32_MAX - 1 <= v <= _I32_MAX:
+                out.append(v)
+            elif tv is int and not is_int:
+                out.append(float(v))        # as the checked path converts it
+            else:
+                raise _Slow
+        for c in self._constexprs:
+            v = constexprs[c]
+            if type(v) is not int or not 1 <= v <= _I32_MAX:
+                raise _Slow
+            out.append(v)
+        gx, gy, gz = grid
+        for g in (gx, gy, gz):
+            if type(g) is not int or not 0 <= g <= _U32_MAX:
+                raise _Slow
+        if stream is None:
+            handle = self.lib.current_stream(device)
+        else:
+            handle = getattr(stream, "cuda_stream", stream)
+            if type(handle) is not int:
+                raise _Slow
+        buf, addr = self._buffer()
+        if self.packed is not None:
+            self._pack(buf, 0, *vals, *out, gx, gy, gz, device, handle)
+            return addr
+        self._pack(buf, 0, *vals)
+        return [addr + _DESC_SIZE * i for i in range(len(self._arrays))] + out + [
+            gx, gy, gz, device, handle or None]
+
+    def _checked_call(self, arrays, scalars, constexprs, grid, stream, device) -> None:
+        """The checked path: every argument validated in turn, the first bad one named."""
+        spec, kernel, symbol = self.spec, self.kernel, self.symbol
 
         def bad(msg):
             return FfiError(kernel, symbol, 0, msg)
@@ -166,14 +251,20 @@ class HostLibrary:
                 raise bad(f"{what} = {v!r} is not an integer in [{lo}, {hi}]")
             return v
 
-        descs = []
+        descs, devices = [], []
         for a in spec["arrays"]:
             if a["name"] not in arrays:
                 raise bad(f"missing array '{a['name']}'")
+            t = arrays[a["name"]]
             try:
-                descs.append(descriptor(arrays[a["name"]]))
+                descs.append(descriptor(t))
             except ValueError as exc:
                 raise bad(f"array '{a['name']}': {exc}") from None
+            dv = getattr(t, "device", None)
+            if getattr(dv, "type", "cuda") != "cuda":
+                raise bad(f"array '{a['name']}' is on {dv}, not on a CUDA device")
+            if dv is not None and getattr(dv, "index", None) is not None:
+                devices.append((a["name"], dv.index))
         svals = []
         for sc in spec["scalars"]:
             if sc["name"] not in scalars:
@@ -198,19 +289,124 @@ class HostLibrary:
             raise bad(f"launch grid {grid} does not have 3 dimensions")
         grid = tuple(integer(g, 0, 2 ** 32 - 1, "grid dimension") for g in grid)
         if device is None:
-            first = arrays[spec["arrays"][0]["name"]]
-            device = getattr(getattr(first, "device", None), "index", None) or 0
+            device = devices[0][1] if devices else 0
         device = integer(device, 0, 2 ** 31 - 1, "device")
+        for name, idx in devices:
+            if idx != device:
+                raise bad(f"array '{name}' is on CUDA device {idx}, the launch is on device {device}")
         if stream is None:
             try:
-                import torch
+                handle = self.lib.current_stream(device)
             except ImportError:
                 raise bad("no stream given and torch is not installed") from None
-            stream = torch.cuda.current_stream()
-        handle = getattr(stream, "cuda_stream", stream)
+        else:
+            handle = getattr(stream, "cuda_stream", stream)
         if handle is not None and (isinstance(handle, bool) or not isinstance(handle, int)):
             raise bad(f"stream {stream!r} is neither a CUDA stream object nor a raw handle")
-        rc = spec["fn"](*[ctypes.byref(d) for d in descs], *svals, *cvals, *grid, device,
-                        ctypes.c_void_p(handle or None))
+        for a in spec["arrays"]:
+            _register_fast(arrays[a["name"]])
+        rc = self.fn(*[ctypes.byref(d) for d in descs], *svals, *cvals, *grid, device,
+                     ctypes.c_void_p(handle or None))
         if rc != 0:
-            raise FfiError(kernel, symbol, rc, self.last_error())
+            raise FfiError(kernel, symbol, rc, self.lib.last_error())
+
+
+class HostLibrary:
+    """The built shim library plus the ``ffi.json`` signatures of the operators it holds.
+
+    ``functions``: symbol -> its ``ffi.json`` entry plus ``fn`` (the ctypes function);
+    ``shims``: symbol -> :class:`Shim`.
+
+    Raises (constructor):
+        FfiError: the library cannot be loaded, has another ABI version, or lacks a listed symbol.
+    """
+
+    def __init__(self, library: str | Path, ffi_jsons: list[str | Path]):
+        self.path = str(library)
+        try:
+            self._lib = ctypes.CDLL(self.path)
+        except OSError as exc:
+            raise FfiError("*", "dlopen", 0, f"cannot load {self.path}: {exc}") from None
+        self._lib.tp_abi_version.restype = ctypes.c_int32
+        got = self._lib.tp_abi_version()
+        if got != ABI_VERSION:
+            raise FfiError("*", "tp_abi_version", 0,
+                           f"{self.path} has ABI version {got}, this wrapper speaks {ABI_VERSION}")
+        self._lib.tp_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        self._lib.tp_last_error.restype = ctypes.c_size_t
+        self._raw_stream = None
+        self.functions: dict[str, dict] = {}
+        self.shims: dict[str, Shim] = {}
+        for path in ffi_jsons:
+            for spec in json.loads(Path(path).read_text())["functions"]:
+                try:
+                    fn = getattr(self._lib, spec["symbol"])
+                except AttributeError:
+                    raise FfiError(spec["kernel"], spec["symbol"], 0,
+                                   f"{self.path} has no symbol {spec['symbol']} (listed in {path}); "
+                                   f"rebuild the host library") from None
+                # descriptors as void *: the fast path passes addresses, the checked one byref()
+                fn.argtypes = ([ctypes.c_void_p] * len(spec["arrays"])
+                               + [_SCALAR_CTYPES[s["type"]] for s in spec["scalars"]]
+                               + [ctypes.c_int32] * len(spec["constexprs"])
+                               + [ctypes.c_uint32] * 3 + [ctypes.c_int32, ctypes.c_void_p])
+                fn.restype = ctypes.c_int32
+                packed = getattr(self._lib, spec["symbol"] + "__packed", None)
+                if packed is not None:
+                    packed.argtypes, packed.restype = [ctypes.c_void_p], ctypes.c_int32
+                self.functions[spec["symbol"]] = {**spec, "fn": fn}
+                self.shims[spec["symbol"]] = Shim(self, spec, fn, packed)
+
+    def for_variant(self, kernel: str, variant: str) -> dict:
+        """The shim spec (``ffi.json`` entry) whose family holds ``kernel``'s ``variant``.
+
+        Raises:
+            FfiError: no bound shim covers that variant.
+        """
+        for spec in self.functions.values():
+            if spec["kernel"] == kernel and variant in spec["variants"]:
+                return spec
+        raise FfiError(kernel, "?", 0, f"no shim in {self.path} covers variant {variant}")
+
+    def last_error(self) -> str:
+        """This thread's last error message of the library (empty when the last call succeeded)."""
+        buf = ctypes.create_string_buffer(2048)
+        self._lib.tp_last_error(buf, len(buf))
+        return buf.value.decode("utf-8", "replace")
+
+    def current_stream(self, device: int) -> int:
+        """Raw handle of torch's current CUDA stream on ``device`` (0: the legacy default stream).
+
+        Raises:
+            ImportError: torch is not installed.
+        """
+        if self._raw_stream is None:
+            import torch
+
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            self._raw_stream = raw or (lambda d: torch.cuda.current_stream(d).cuda_stream)
+        return self._raw_stream(device)
+
+    def shim(self, symbol: str) -> Shim:
+        """The bound :class:`Shim` of ``symbol``.
+
+        Raises:
+            FfiError: the library binds no such shim.
+        """
+        s = self.shims.get(symbol)
+        if s is None:
+            raise FfiError("?", symbol, 0, f"{self.path} binds no shim {symbol} "
+                                           f"(have {sorted(self.functions)})")
+        return s
+
+    def call(self, symbol: str, arrays: dict, scalars: dict, constexprs: dict,
+             grid: tuple[int, int, int], stream=None, device: int | None = None) -> None:
+        """Launch one shim: ``self.shim(symbol)(arrays, scalars, constexprs, grid, stream, device)``
+        (see :meth:`Shim.__call__`).
+
+        Raises:
+            FfiError: an unknown symbol, a missing or unusable argument, or the shim's non-zero
+            status with its message.
+        """
+        s = self.shims.get(symbol) or self.shim(symbol)
+        s(arrays, scalars, constexprs, grid, stream, device)

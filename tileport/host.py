@@ -12,6 +12,11 @@ C signature of every shim (all integers native-endian, the ABI of ``rust/host/ab
                              int32_t <constexpr>..., uint32_t grid_x, uint32_t grid_y,
                              uint32_t grid_z, int32_t device, void *stream);
 
+Beside each shim, ``<symbol>__packed(const uint8_t *block)`` takes the same arguments laid out
+in one block (:func:`call_block`: the descriptors, then the scalars, constexprs, launch grid,
+device and stream) and calls the shim: one foreign-call argument instead of one per parameter,
+which is what a Python caller pays per argument.
+
 Arrays and scalars come in the kernel's parameter order. The shim checks every descriptor
 (null pointers, rank, dtype, extents/strides within i32), borrows the memory as cutile tensors
 (no copy, never freed), and launches the kernel asynchronously on the caller's stream; it returns
@@ -44,6 +49,8 @@ HOST_TEMPLATE = REPO / "rust" / "host-template"
 ABI_RS = REPO / "rust" / "host" / "abi.rs"
 ABI_VERSION = 1
 LIB_NAME = "libtileport_host.so"
+#: ``TP_MAX_DIMS`` and ``size_of::<TpTensor>()`` of ``rust/host/abi.rs``
+MAX_DIMS, DESC_BYTES = 6, 120
 
 #: status codes of ``rust/host/abi.rs`` -> (name, fail_class, meaning)
 STATUS = {
@@ -103,6 +110,68 @@ def function_spec(op: str, kinfo: dict, entry: str, fam: list[dict]) -> dict:
     }
 
 
+def desc_format(ranks: list[int]) -> str:
+    """``struct`` format (no byte-order prefix) of consecutive ``TpTensor`` descriptors of arrays
+    of these ranks: the layout of ``#[repr(C)] TpTensor`` (:data:`DESC_BYTES` each: u64 data,
+    i32 ndim + 4 pad, i64 shape[6], i64 strides[6], i32 dtype + 4 pad), the extents and strides
+    beyond the rank left as zero padding."""
+    out = ""
+    for r in ranks:
+        pad = 8 * (MAX_DIMS - r)
+        out += f"Qi4x{r}q{pad}x{r}q{pad}xi4x"
+    return out
+
+
+def call_block(spec: dict) -> tuple[str, dict]:
+    """Layout of the argument block of ``<symbol>__packed`` for one shim spec (``ffi.json`` entry).
+
+    Returns ``(fmt, offsets)``: ``fmt`` a native-byte-order ``struct`` format whose values are,
+    in order, every array's descriptor fields (data, ndim, the ``ndim`` extents and strides,
+    dtype code), the scalars (f32 / i32), the constexprs (i32), grid x, y, z (u32), the device
+    (i32) and the stream handle (u64, 0 = the legacy default stream); ``offsets`` the byte
+    offset of each: ``{"arrays": [...], "scalars": [...], "constexprs": [...], "grid": [x, y,
+    z], "device": n, "stream": n, "size": bytes}``. Descriptors come first (the block must be
+    8-byte aligned; they are :data:`DESC_BYTES` apart), 4-byte fields after them, the stream
+    8-byte aligned last.
+    """
+    k = len(spec["arrays"])
+    fmt = "=" + desc_format([a["ndim"] for a in spec["arrays"]])
+    off = {"arrays": [DESC_BYTES * i for i in range(k)]}
+    pos = DESC_BYTES * k
+    off["scalars"] = []
+    for sc in spec["scalars"]:
+        off["scalars"].append(pos)
+        fmt += "i" if sc["type"] == "i32" else "f"
+        pos += 4
+    off["constexprs"] = [pos + 4 * i for i in range(len(spec["constexprs"]))]
+    fmt += "i" * len(spec["constexprs"])
+    pos += 4 * len(spec["constexprs"])
+    off["grid"] = [pos, pos + 4, pos + 8]
+    off["device"] = pos + 12
+    fmt += "IIIi"
+    pos += 16
+    pad = -pos % 8
+    fmt += f"{pad}xQ" if pad else "Q"
+    off["stream"] = pos + pad
+    off["size"] = pos + pad + 8
+    return fmt, off
+
+
+def _packed_fn(spec: dict) -> str:
+    """Rust text of the ``<symbol>__packed`` entry of one shim (see :func:`call_block`)."""
+    _, off = call_block(spec)
+    sym = spec["symbol"]
+    args = [f"blk.add({o}) as *const TpTensor" for o in off["arrays"]]
+    args += [f"rd::<{_RUST_SCALAR[s['type']]}>(blk, {o})" for s, o in zip(spec["scalars"], off["scalars"])]
+    args += [f"rd::<i32>(blk, {o})" for o in off["constexprs"]]
+    args += [f"rd::<u32>(blk, {o})" for o in off["grid"]]
+    args += [f"rd::<i32>(blk, {off['device']})", f"rd::<u64>(blk, {off['stream']}) as usize as *mut c_void"]
+    return (f"/// `{sym}` with its arguments in one block of {off['size']} bytes (tileport's call_block layout).\n"
+            f"#[no_mangle]\npub unsafe extern \"C\" fn {sym}__packed(blk: *const u8) -> i32 {{\n"
+            f"    if let Some(rc) = bad_block(blk, \"{sym}__packed\") {{\n        return rc;\n    }}\n"
+            f"    {sym}(\n        " + ",\n        ".join(args) + ",\n    )\n}\n")
+
+
 def _shim_fn(spec: dict) -> str:
     """Rust text of one ``extern "C"`` shim."""
     A = [(a["name"], f"arr_{a['name']}", a["ndim"]) for a in spec["arrays"]]
@@ -137,7 +206,7 @@ def _shim_fn(spec: dict) -> str:
     body.append("        }")
     body.append("    })")
     return (doc + "#[no_mangle]\npub unsafe extern \"C\" fn " + sym + "(\n    "
-            + ",\n    ".join(params) + ",\n) -> i32 {\n" + "\n".join(body) + "\n}\n")
+            + ",\n    ".join(params) + ",\n) -> i32 {\n" + "\n".join(body) + "\n}\n\n" + _packed_fn(spec))
 
 
 def render(op: str, specs: list[dict]) -> str:

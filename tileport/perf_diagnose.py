@@ -5,9 +5,14 @@ likely cause with its evidence, and an ``owner`` (kernel / host) for the routing
 
 * **launch counts** -- the port launches more kernels per call than the reference (from the
   benchmark's CUPTI records): host;
-* **host overhead** -- wall time per back-to-back call minus device time, port vs reference;
-  reported always, but it cannot explain a *device-time* ratio, so it never decides the owner
-  on its own;
+* **host overhead** -- time per call in a loop minus device time, and host (enqueue) time per
+  call, port vs reference; reported always, but it cannot explain a *device-time* ratio, so it
+  never decides the owner of a device-time diagnosis on its own;
+* **loop gate** -- the benchmark's loop ratio (ref / port time per call in a back-to-back loop)
+  against ``loop_threshold``: when it is below, the configs under the threshold are named, each
+  as *host-bound* (the port's host time per call exceeds both its device time and the
+  reference's host time: the loop runs at the speed of the port's host path; owner host) or
+  *device-bound* (the loop follows device time; owner kernel);
 * **hints** -- IR-diff findings of category ``hint`` (latency, allow_tma, occupancy,
   num_cta_in_cga dropped or changed in the port): kernel;
 * **inserted checks** -- IR-diff notes that the port carries operations the reference lacks
@@ -18,8 +23,10 @@ likely cause with its evidence, and an ``owner`` (kernel / host) for the routing
 * **configs dragging the geomean down** -- the configs with the lowest ratio, with their
   per-config ratio and the geomean the operator would have without them.
 
-Verdict: PASS (at or above threshold: nothing to diagnose), FAIL (a diagnosis, ``owner`` set),
-BLOCKED (no benchmark to read), NOT_RUN (the benchmark did not run).
+Verdict: PASS (both gates met: nothing to diagnose), FAIL (a diagnosis, ``owner`` set: the
+device-time geomean below ``threshold``, or only the loop geomean below ``loop_threshold``),
+BLOCKED (no benchmark to read), NOT_RUN (the benchmark did not run). The GPU route follows the
+device-time verdict; a loop-only FAIL is reported in the summary, it does not reroute.
 """
 from __future__ import annotations
 
@@ -50,10 +57,55 @@ def judged(bench: dict, threshold: float | None) -> str:
     return "DONE" if g >= threshold else "BELOW_THRESHOLD"
 
 
+def host_bound(r: dict) -> bool:
+    """A config whose loop runs at the speed of the port's host path: the port's host (enqueue)
+    time per call exceeds its device time and the reference's host time per call."""
+    try:
+        return r["port_host_us"] > r["port_us"] and r["port_host_us"] > r["ref_host_us"]
+    except (KeyError, TypeError):
+        return False
+
+
+def loop_judged(bench: dict, loop_threshold: float | None) -> dict | None:
+    """The benchmark's loop gate (``details.loop``) re-judged under ``loop_threshold`` (None: as
+    the benchmark judged it) from its rows; None when the benchmark timed no loop."""
+    det = bench.get("details") or {}
+    loop = det.get("loop")
+    if not isinstance(loop, dict) or loop_threshold is None or loop_threshold == loop.get("threshold"):
+        return loop
+    from .bench import loop_gate
+
+    rows = [r for r in det.get("rows", []) if not r.get("error")]
+    return loop_gate(rows, loop_threshold) or loop
+
+
+def _loop_findings(loop: dict) -> tuple[list[Finding], str, str]:
+    """Findings, owner and cause of a loop gate below its threshold."""
+    below = loop.get("below") or []
+    hb = [r for r in below if host_bound(r)]
+    owner = "host" if hb and len(hb) * 2 >= len(below) else "kernel"
+    lead = (hb or below or [{}])[0]
+    head = (f"loop ratio {loop['geomean']:.3f} < {loop['threshold']} (time per call in a "
+            f"back-to-back loop, ref / port); {len(below)} config(s) below, {len(hb)} of them "
+            f"host-bound")
+    if lead:
+        head += (f"; e.g. {lead.get('variant')} {lead.get('shape')}: loop ratio "
+                 f"{lead.get('loop_ratio', 0):.3f}, port {lead.get('port_loop_us', 0):.1f} µs per call "
+                 f"(host {lead.get('port_host_us', 0):.1f} µs, device {lead.get('port_us', 0):.1f} µs) vs "
+                 f"reference {lead.get('ref_loop_us', 0):.1f} µs (host {lead.get('ref_host_us', 0):.1f} µs, "
+                 f"device {lead.get('ref_us', 0):.1f} µs)")
+    cause = ("host overhead: the port's host path per call is slower than ct.launch: " if owner == "host"
+             else "device time: the loop follows the port's slower kernels: ") + head
+    return [Finding("performance", "critical", owner, cause[:1500])], owner, cause
+
+
 def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_json: str | Path,
-             attempt: int = 1, threshold: float | None = None, role: dict | None = None) -> dict:
+             attempt: int = 1, threshold: float | None = None, role: dict | None = None,
+             loop_threshold: float | None = None) -> dict:
     """Stage entry point (see module doc). ``ir_diffs``: the operator's ir_diff verdict files;
-    ``threshold``: config.yaml's (None: the one the benchmark used). ``role``: the perf diagnoser
+    ``threshold``, ``loop_threshold``: config.yaml's (None: the ones the benchmark used); a
+    benchmark DONE on device time but below the loop gate gets a loop diagnosis (FAIL, owner
+    host when most configs under the gate are host-bound, else kernel). ``role``: the perf diagnoser
     role's backend (``{"backend", "settings", "results", "replay_dir", "kernels"}``; default
     deterministic): below threshold, ``anthropic``/``replay`` (``auto``: only without critical
     evidence) also ask an LLM (``prompts/perf_diagnoser.md``; transcript
@@ -71,11 +123,20 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
         bench = {**bench, "verdict": word, "details": {**bench["details"], "threshold": threshold}}
     if bench["verdict"] == "NOT_RUN":
         return write(Verdict(**base, verdict="NOT_RUN", summary=bench["summary"]), out_json)
+    loop = loop_judged(bench, loop_threshold)
     if bench["verdict"] == "DONE":
         g = bench["details"].get("geomean_ratio")
+        if loop is not None and loop["verdict"] == "BELOW_THRESHOLD":
+            findings, owner, cause = _loop_findings(loop)
+            return write(Verdict(**base, verdict="FAIL", owner=owner, fail_class=owner,
+                                 summary=f"device time met (geomean ratio {g:.3f} >= "
+                                         f"{bench['details'].get('threshold')}); below the loop gate: "
+                                         f"{cause}"[:1000], findings=findings,
+                                 details={"evidence": {"geomean_ratio": g, "loop": loop}}), out_json)
+        more = f"; loop ratio {loop['geomean']:.3f} >= {loop['threshold']}" if loop else ""
         return write(Verdict(**base, verdict="PASS",
                              summary=f"nothing to diagnose: geomean ratio {g:.3f} >= threshold "
-                                     f"{bench['details'].get('threshold')}"), out_json)
+                                     f"{bench['details'].get('threshold')}{more}"), out_json)
     if bench["verdict"] != "BELOW_THRESHOLD":
         return write(Verdict(**base, verdict="BLOCKED", owner=bench.get("owner") or "kernel",
                              summary=f"no timing to diagnose: bench {bench['verdict']}: "
@@ -93,15 +154,20 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
                                 f"{len(extra)} config(s) launch a different number of kernels: e.g. "
                                 f"{extra[0]['variant']} {extra[0]['shape']}: port "
                                 f"{extra[0]['port_launches']} vs reference {extra[0]['ref_launches']}"))
-    # host overhead (wall - device per call)
+    # host overhead (loop time - device time per call; host time per call)
     if rows:
         ho_p = S.median([r["port_host_overhead_us"] for r in rows])
         ho_r = S.median([r["ref_host_overhead_us"] for r in rows])
         evidence["host_overhead_us"] = {"port_median": ho_p, "ref_median": ho_r}
+        msg = (f"host overhead per call (loop time - device time, back-to-back): port "
+               f"{ho_p:.1f} µs vs reference {ho_r:.1f} µs median")
+        if loop is not None:
+            evidence["loop"] = loop
+            msg += (f"; host time per call port {loop['port_host_us']:.1f} µs vs reference "
+                    f"{loop['ref_host_us']:.1f} µs; loop ratio {loop['geomean']:.3f} ({loop['verdict']} "
+                    f"at {loop['threshold']})")
         findings.append(Finding("performance", "info", "host",
-                                f"host overhead per call (wall - device, back-to-back): port "
-                                f"{ho_p:.1f} µs vs reference {ho_r:.1f} µs median; it does not enter "
-                                f"the device-time ratio"))
+                                msg + "; it does not enter the device-time ratio"))
     # IR-diff hints and inserted operations
     hint_msgs, inserted = [], []
     for p in ir_diffs:

@@ -8,6 +8,9 @@ result (PASS / FAIL / ``not_run (<reason>)``); ``ratio`` the geomean over the va
 configs of reference / port device time, ``ref_us``/``port_us``/``torch_us`` the geomean of
 the per-config medians (µs), ``vs_torch`` the geomean of torch / port time.
 An operator whose manifest is malformed gets one row with kernel/variant ``-``.
+Last, ``loop_ratio`` (geomean over the variant's configs of reference / port time per call in
+a back-to-back loop) and ``ref_vs_torch`` (geomean of torch / reference device time: below 1,
+the reference itself is slower than PyTorch).
 
 ``llm_calls,tokens_in,tokens_out,cost_usd``: the kernel writer's LLM exchanges for that kernel
 (from its transcripts; cost blank when the model has no price in config.yaml).
@@ -24,8 +27,10 @@ operator's own kernel.py; the import's own verdict (``results/<op>/src/import.js
 first stage of such a row's ``note``/``owner`` chain.
 
 ``summary_ops.csv``: one row per operator (``op,configs,geomean_ratio,verdict,vs_torch,
-ref_vs_torch`` and its LLM calls, tokens and cost over all stages) and a last row ``ALL`` over
-every config of every operator.
+ref_vs_torch`` and its LLM calls, tokens and cost over all stages, then the loop gate:
+``loop_ratio`` (geomean of the configs' loop ratios), ``loop_verdict`` (DONE / BELOW_THRESHOLD
+against ``bench.loop_threshold``), ``ref_host_us,port_host_us`` (median host time per call,
+µs)) and a last row ``ALL`` over every config of every operator.
 """
 from __future__ import annotations
 
@@ -40,9 +45,11 @@ from .verdict import VerdictError, atomic_write_text, read
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
            "ref_us", "port_us", "torch_us", "vs_torch", "llm_calls", "tokens_in", "tokens_out",
-           "cost_usd", "round", "gpu_route", "source"]
+           "cost_usd", "round", "gpu_route", "source", "loop_ratio", "ref_vs_torch"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
-               "llm_calls", "tokens_in", "tokens_out", "cost_usd"]
+               "llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict",
+               "ref_host_us", "port_host_us"]
+_LOOP0 = {"loop_ratio": "", "loop_verdict": "", "ref_host_us": "", "port_host_us": ""}
 _LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
 
 
@@ -150,7 +157,8 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "note": (manifest_error or (an or {}).get("summary", "")).replace("\n", " ")[:300],
                  "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": "",
                  **_LLM0, "round": 1, "gpu_route": "",
-                 "source": imported["module"] if imported else f"operators/{op}/kernel.py"}]
+                 "source": imported["module"] if imported else f"operators/{op}/kernel.py",
+                 "loop_ratio": "", "ref_vs_torch": ""}]
     build = _v(q / "rust" / "build.json")
     test, bench, perf = _v(q / "test.json"), _v(q / "bench.json"), _v(q / "perf_diagnosis.json")
     hb = _v(root / "host" / "build.json")
@@ -231,7 +239,7 @@ def _fmt(x: float | None, nd: int = 3) -> str:
 def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     """test / ratio / ref_us / port_us / torch_us / vs_torch of one kernel/variant."""
     out = {"test": "missing", "ratio": "missing", "ref_us": "", "port_us": "", "torch_us": "",
-           "vs_torch": ""}
+           "vs_torch": "", "loop_ratio": "", "ref_vs_torch": ""}
     if test is not None:
         if test["verdict"] == "NOT_RUN":
             out["test"] = test["summary"]
@@ -247,7 +255,8 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
             if v:
                 out.update(ratio=_fmt(v["ratio"]), ref_us=_fmt(v["ref_us"], 2),
                            port_us=_fmt(v["port_us"], 2), torch_us=_fmt(v["torch_us"], 2),
-                           vs_torch=_fmt(v["vs_torch"]))
+                           vs_torch=_fmt(v["vs_torch"]), loop_ratio=_fmt(v.get("loop_ratio")),
+                           ref_vs_torch=_fmt(v.get("ref_vs_torch")))
             else:
                 out["ratio"] = "not_run (no perf shape fits)"
         else:
@@ -255,35 +264,44 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     return out
 
 
-def ops_rows(results: str | Path, ops: list, threshold: float | None = None) -> list[dict]:
+def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
+             loop_threshold: float | None = None) -> list[dict]:
     """Rows of ``summary_ops.csv``: per operator, then ``ALL`` (geomean over every config).
-    ``threshold`` (config.yaml's) re-judges DONE / BELOW_THRESHOLD; None keeps the bench's."""
+    ``threshold`` / ``loop_threshold`` (config.yaml's) re-judge DONE / BELOW_THRESHOLD of the
+    device-time and the loop gate; None keeps the bench's."""
     from . import stats as S
-    from .perf_diagnose import judged
+    from .perf_diagnose import judged, loop_judged
 
-    rows, all_ratios, all_vt, all_rvt = [], [], [], []
+    rows, all_ratios, all_vt, all_rvt, all_loop = [], [], [], [], []
     for op in ops:
         root = last_round(results, op)[1]
         b = _v(root / op / "bench.json")
         if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": _word(b) if b is None
                          else (b["summary"] if b["verdict"] == "NOT_RUN" else b["verdict"]),
-                         "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op, root)})
+                         "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op, root), **_LOOP0})
             continue
         good = [r for r in b["details"].get("rows", []) if not r.get("error")]
         all_ratios += [r["ratio"] for r in good]
         all_vt += [r["vs_torch"] for r in good]
         all_rvt += [r["ref_vs_torch"] for r in good]
+        all_loop += [r["loop_ratio"] for r in good if isinstance(r.get("loop_ratio"), (int, float))]
         d = b["details"]
+        loop = loop_judged(b, loop_threshold)
         rows.append({"op": op, "configs": d.get("configs", 0),
                      "geomean_ratio": _fmt(d.get("geomean_ratio")), "verdict": judged(b, threshold),
                      "vs_torch": _fmt(d.get("geomean_vs_torch")),
-                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch")), **op_usage(results, op, root)})
+                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch")), **op_usage(results, op, root),
+                     **(_LOOP0 if loop is None else {
+                         "loop_ratio": _fmt(loop["geomean"]), "loop_verdict": loop["verdict"],
+                         "ref_host_us": _fmt(loop["ref_host_us"], 2),
+                         "port_host_us": _fmt(loop["port_host_us"], 2)})})
     rows.append({"op": "ALL", "configs": len(all_ratios),
                  "geomean_ratio": _fmt(S.geomean(all_ratios)) if all_ratios else "",
                  "verdict": "" if all_ratios else "not_run (no config measured)", "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",
                  "ref_vs_torch": _fmt(S.geomean(all_rvt)) if all_rvt else "",
-                 **_total_llm(rows)})
+                 **_total_llm(rows), **_LOOP0,
+                 "loop_ratio": _fmt(S.geomean(all_loop)) if all_loop else ""})
     return rows
 
 
@@ -297,7 +315,8 @@ def _total_llm(rows: list[dict]) -> dict:
 
 def write_summary(results: str | Path, ops: list, variants: dict, manifest_errors: dict,
                   out_csv: str | Path, skipped: dict | None = None,
-                  ops_csv: str | Path | None = None, threshold: float | None = None) -> list[dict]:
+                  ops_csv: str | Path | None = None, threshold: float | None = None,
+                  loop_threshold: float | None = None) -> list[dict]:
     """Write ``summary.csv`` (atomically) for ``ops`` (+ one ``not_run`` row per ``skipped``
     folder, with its reason) and, given ``ops_csv``, ``summary_ops.csv``; returns the rows."""
     results = Path(results)
@@ -309,7 +328,8 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
                                                       "note": why.replace("\n", " ")[:300],
                                                       "diagnosis": "", "ref_us": "", "port_us": "",
                                                       "torch_us": "", "vs_torch": "", **_LLM0,
-                                                      "source": ""})
+                                                      "source": "", "loop_ratio": "",
+                                                      "ref_vs_torch": ""})
     for op in ops:
         rows += rows_for(results, op, [tuple(x) for x in variants.get(op, [])],
                          manifest_errors.get(op))
@@ -322,7 +342,8 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=OPS_COLUMNS, lineterminator="\n")
         w.writeheader()
-        w.writerows(ops_rows(results, [o for o in ops if o not in manifest_errors], threshold))
+        w.writerows(ops_rows(results, [o for o in ops if o not in manifest_errors], threshold,
+                             loop_threshold))
         atomic_write_text(ops_csv, buf.getvalue())
     return rows
 

@@ -10,6 +10,7 @@
 
 use std::cell::RefCell;
 use std::ffi::c_void;
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cutile::tensor::Tensor;
@@ -187,7 +188,43 @@ pub const TP_MAX_DEVICE: i32 = 255;
 
 static CONTEXTS: OnceLock<Mutex<Vec<Option<Arc<cuda_core::Context>>>>> = OnceLock::new();
 
+/// Streams one thread keeps wrapped (the most recent first); beyond it the oldest is forgotten.
+const STREAMS_PER_THREAD: usize = 8;
+
+/// A caller's stream as cutile sees it, kept across calls: (device, raw handle, context, stream).
+type Wrapped = (i32, usize, Arc<cuda_core::Context>, ManuallyDrop<Arc<cuda_core::Stream>>);
+
+thread_local! {
+    static STREAMS: RefCell<Vec<Wrapped>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The device's primary context, retained once per process and kept.
+fn context(device: i32) -> Result<Arc<cuda_core::Context>, TpError> {
+    let cell = CONTEXTS.get_or_init(|| Mutex::new(Vec::new()));
+    let mut ctxs = cell.lock().map_err(|_| (TP_ERR_CUDA_CONTEXT, "context cache poisoned".to_string()))?;
+    let i = device as usize;
+    if ctxs.len() <= i {
+        ctxs.resize(i + 1, None);
+    }
+    match &ctxs[i] {
+        Some(c) => Ok(c.clone()),
+        None => {
+            let c = cuda_core::Context::new(i)
+                .map_err(|e| (TP_ERR_CUDA_CONTEXT, format!("CUDA device {device}: {e:?}")))?;
+            ctxs[i] = Some(c.clone());
+            Ok(c)
+        }
+    }
+}
+
 /// The device's primary context (retained once per process and kept) and the caller's stream.
+///
+/// The `Stream` wrapper of a (device, handle) pair is made once per thread and kept: cuda-core's
+/// `Stream` drop queries the stream and, while work is queued on it (always, for back-to-back
+/// launches), records an event and hands it to a retirement thread -- a per-call cost of
+/// several driver calls that a borrowed handle does not need. Kept wrappers are never dropped
+/// (a wrapper pushed out of the per-thread cache, or left at thread exit, is forgotten: a
+/// few dozen bytes), because the caller may have destroyed the handle by then.
 ///
 /// # Safety
 /// `stream` must be a valid `CUstream` of `device` (or null for the legacy default stream)
@@ -197,40 +234,119 @@ pub unsafe fn context_and_stream(device: i32, stream: *mut c_void)
     if !(0..=TP_MAX_DEVICE).contains(&device) {
         return Err((TP_ERR_BAD_ARGUMENT, format!("device ordinal {device} is outside 0..={TP_MAX_DEVICE}")));
     }
-    let cell = CONTEXTS.get_or_init(|| Mutex::new(Vec::new()));
-    let mut ctxs = cell.lock().map_err(|_| (TP_ERR_CUDA_CONTEXT, "context cache poisoned".to_string()))?;
-    let i = device as usize;
-    if ctxs.len() <= i {
-        ctxs.resize(i + 1, None);
-    }
-    let ctx = match &ctxs[i] {
-        Some(c) => c.clone(),
+    let key = stream as usize;
+    let hit = STREAMS.with(|c| {
+        let mut c = c.borrow_mut();
+        let pos = c.iter().position(|(d, h, _, _)| *d == device && *h == key)?;
+        if pos != 0 {
+            let w = c.remove(pos);
+            c.insert(0, w);
+        }
+        let (_, _, ctx, s) = &c[0];
+        Some((ctx.clone(), Arc::clone(s)))
+    });
+    let (ctx, s) = match hit {
+        Some(found) => found,
         None => {
-            let c = cuda_core::Context::new(i)
-                .map_err(|e| (TP_ERR_CUDA_CONTEXT, format!("CUDA device {device}: {e:?}")))?;
-            ctxs[i] = Some(c.clone());
-            c
+            let ctx = context(device)?;
+            let s = cuda_core::Stream::borrow_raw(stream, &ctx);
+            STREAMS.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.len() >= STREAMS_PER_THREAD {
+                    c.pop();        // ManuallyDrop: the wrapper is forgotten, never dropped
+                }
+                c.insert(0, (device, key, ctx.clone(), ManuallyDrop::new(s.clone())));
+            });
+            (ctx, s)
         }
     };
-    drop(ctxs);
     ctx.bind_to_thread()
         .map_err(|e| (TP_ERR_CUDA_CONTEXT, format!("CUDA device {device}: bind context: {e:?}")))?;
-    let s = cuda_core::Stream::borrow_raw(stream, &ctx);
     Ok((ctx, s))
+}
+
+/// Borrowed tensors one thread keeps (the most recent first); beyond it the oldest is dropped.
+const TENSORS_PER_THREAD: usize = 16;
+
+/// What a borrowed tensor is made of: device pointer, rank, extents, strides, dtype code, context.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct TensorKey {
+    data: u64,
+    ndim: i32,
+    shape: [i64; TP_MAX_DIMS],
+    strides: [i64; TP_MAX_DIMS],
+    dtype: i32,
+    context: usize,
+}
+
+thread_local! {
+    static TENSORS: RefCell<Vec<(TensorKey, Arc<dyn std::any::Any + Send + Sync>)>> =
+        const { RefCell::new(Vec::new()) };
 }
 
 /// Borrow the memory of a checked descriptor as a cutile tensor (no copy, never freed).
 ///
+/// A borrowed tensor is a pure function of its descriptor (pointer, extents, strides, dtype;
+/// the specialisation bits cutile derives from them) plus access bookkeeping that every launch
+/// releases before the shim returns (`async_on`). So the tensor of a descriptor seen before on
+/// this thread is reused: calling a kernel on the same arrays again (a loop) skips cutile's
+/// per-tensor allocations and checks. Dropping a borrowed tensor frees nothing.
+///
 /// # Safety
 /// `d` must describe live device memory of element type `T` in `ctx` for the whole launch.
-pub unsafe fn borrow<T: cuda_core::DType>(d: &TpTensor, ctx: &Arc<cuda_core::Context>) -> Arc<Tensor<T>> {
+pub unsafe fn borrow<T: cuda_core::DType + 'static>(d: &TpTensor, ctx: &Arc<cuda_core::Context>) -> Arc<Tensor<T>> {
     let n = d.ndim as usize;
-    Arc::new(Tensor::<T>::borrow_raw_parts(
+    let mut key = TensorKey { data: d.data, ndim: d.ndim, shape: [0; TP_MAX_DIMS], strides: [0; TP_MAX_DIMS],
+                              dtype: d.dtype, context: Arc::as_ptr(ctx) as usize };
+    key.shape[..n].copy_from_slice(&d.shape[..n]);
+    key.strides[..n].copy_from_slice(&d.strides[..n]);
+    let hit = TENSORS.with(|c| {
+        let mut c = c.borrow_mut();
+        let pos = c.iter().position(|(k, _)| *k == key)?;
+        let t = c[pos].1.clone().downcast::<Tensor<T>>().ok()?;
+        if pos != 0 {
+            let e = c.remove(pos);
+            c.insert(0, e);
+        }
+        Some(t)
+    });
+    if let Some(t) = hit {
+        return t;
+    }
+    let t = Arc::new(Tensor::<T>::borrow_raw_parts(
         d.data,
         ctx.clone(),
         d.shape[..n].iter().map(|&v| v as i32).collect(),
         d.strides[..n].iter().map(|&v| v as i32).collect(),
-    ))
+    ));
+    TENSORS.with(|c| {
+        let mut c = c.borrow_mut();
+        c.truncate(TENSORS_PER_THREAD - 1);
+        c.insert(0, (key, t.clone() as Arc<dyn std::any::Any + Send + Sync>));
+    });
+    t
+}
+
+/// Read a `T` at byte offset `off` of a packed argument block (any alignment).
+///
+/// # Safety
+/// `blk` must point to at least `off + size_of::<T>()` readable bytes holding a valid `T`.
+pub unsafe fn rd<T: Copy>(blk: *const u8, off: usize) -> T {
+    std::ptr::read_unaligned(blk.add(off) as *const T)
+}
+
+/// The status of a packed entry's block pointer: `Some(code)` (and the message naming the
+/// entry) when it is null or not 8-byte aligned (the descriptors in it are read in place).
+pub fn bad_block(blk: *const u8, symbol: &str) -> Option<i32> {
+    if blk.is_null() {
+        set_last_error(format!("{symbol}: argument block pointer is null"));
+        return Some(TP_ERR_NULL_POINTER);
+    }
+    if (blk as usize) % 8 != 0 {
+        set_last_error(format!("{symbol}: argument block {blk:p} is not 8-byte aligned"));
+        return Some(TP_ERR_BAD_ARGUMENT);
+    }
+    None
 }
 
 /// Map a cutile launch error to [`TP_ERR_LAUNCH`].
