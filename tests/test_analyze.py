@@ -79,7 +79,8 @@ def test_role_mismatch_is_blocked(op_copy, tmp_path):
     m = d / "manifest.yaml"
     m.write_text(m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: input}"))
     v = A.run(d, tmp_path / "a.json", "relu")
-    assert v["verdict"] == "BLOCKED" and "manifest role 'input' but the kernel stores to it" in v["summary"]
+    assert v["verdict"] == "BLOCKED" and v["owner"] == "manifest"
+    assert "the manifest says role 'input' but relu_kernel writes it" in v["summary"] and "write role: output" in v["summary"]
 
 
 def test_manifest_and_kernel_must_agree(op_copy, tmp_path):
@@ -90,7 +91,7 @@ def test_manifest_and_kernel_must_agree(op_copy, tmp_path):
                  .replace("      y: {ndim: 2, role: output}", "      y: {ndim: 2, role: output}\n      z: {ndim: 2, role: input}"))
     reasons = [u["reason"] for u in A.analyse(d)["unsupported"]]
     assert any("manifest lists array 'z'" in r for r in reasons)
-    assert any("manifest says i32, the kernel annotates f32" in r for r in reasons)
+    assert any("the manifest says i32, but kernel.py:14 annotates eps as `float`" in r for r in reasons)
 
 
 def test_tile_sizes_must_be_powers_of_two(op_copy):
