@@ -303,6 +303,8 @@ def analyse(op_dir: str | Path) -> dict:
                     p.update(ndim=spec["ndim"], role=spec["role"], dtype=spec.get("dtype", "{dtype}"))
                     if spec.get("list"):
                         p["list"] = True
+                    if spec.get("alias_group"):
+                        p["alias_group"] = spec["alias_group"]
                     if detail == "i64":
                         p["index_dtype"] = "i64"
                 if a.arg in kman.get("scalars", {}):
@@ -363,13 +365,14 @@ def analyse(op_dir: str | Path) -> dict:
             u["file"] = str(kpath)
             u["kernel"] = kname
         unsupported.extend(unsup)
-        uses = array_uses(fn, alias, {p["name"] for p in params if p["kind"] == "array"})
+        uses = array_uses(fn, alias, {p["name"] for p in params if p["kind"] == "array"}, tree)
         for p in params:
             if p["kind"] == "array" and "role" in p:
                 _role_check(p, uses.get(p["name"], {}), kname, mline, mismatch)
         variants = [{"id": v.id, "dtype": v.dtype, "constexprs": v.constexprs,
-                     "arrays": {p["name"]: (v.dtype if p["dtype"] == "{dtype}" else p["dtype"])
-                                for p in params if p["kind"] == "array" and "dtype" in p}}
+                     "arrays": {p["name"]: M.resolve_dtype(p["dtype"], v.dtype)
+                                for p in params if p["kind"] == "array" and "dtype" in p},
+                     **({"compiler_hints": v.hints} if v.hints else {})}
                     for v in kvs]
         kernels.append({
             "name": kname, "line": fn.lineno, "params": params, "calls": calls,
@@ -466,12 +469,16 @@ _READS = {"load", "gather"}
 _WRITES = {"store", "scatter"}
 
 
-def array_uses(fn: ast.FunctionDef, alias: str, arrays: set[str]) -> dict[str, dict[str, list]]:
+def array_uses(fn: ast.FunctionDef, alias: str, arrays: set[str], module: ast.Module | None = None,
+               _depth: int = 0) -> dict[str, dict[str, list]]:
     """How a kernel touches each array parameter: ``{name: {"read": [lines], "write": [lines],
-    "atomic": [lines]}}`` from ``ct.load``/``ct.gather`` (read), ``ct.store``/``ct.scatter``
-    (write) and ``ct.atomic_*`` (read-modify-write), following local names bound to an array
-    or to an element of a list of arrays (``a = As[g]``)."""
+    "atomic": [lines], "unknown": [lines]}}`` from ``ct.load``/``ct.gather`` (read),
+    ``ct.store``/``ct.scatter`` (write) and ``ct.atomic_*`` (read-modify-write), following local
+    names bound to an array or to an element of a list of arrays (``a = As[g]``) and helper
+    functions of the same ``module`` the array is passed to (their uses count at the call's
+    line); an array passed to a function this module does not define is ``unknown``."""
     alias_of: dict[str, str] = {}
+    helpers = {n.name: n for n in (module.body if module else []) if isinstance(n, ast.FunctionDef)}
 
     def base(node) -> str | None:
         while isinstance(node, ast.Subscript):
@@ -489,17 +496,39 @@ def array_uses(fn: ast.FunctionDef, alias: str, arrays: set[str]) -> dict[str, d
                     alias_of[t.id] = b
     out: dict[str, dict[str, list]] = {}
     for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and _is_ct(n.func, alias) and n.args:
+        if not isinstance(n, ast.Call):
+            continue
+        if _is_ct(n.func, alias):
+            if not n.args:
+                continue
             name = n.func.attr
             how = ("read" if name in _READS else "write" if name in _WRITES
                    else "atomic" if name.startswith("atomic_") else None)
             b = base(n.args[0]) if how else None
             if b:
                 out.setdefault(b, {}).setdefault(how, []).append(n.lineno)
+            continue
+        passed = [(i, a) for i, a in enumerate(n.args) if base(a)] + \
+                 [(k.arg, k.value) for k in n.keywords if k.arg and base(k.value)]
+        if not passed:
+            continue
+        callee = helpers.get(n.func.id) if isinstance(n.func, ast.Name) else None
+        if callee is None or _depth >= 4:
+            for _, a in passed:
+                out.setdefault(base(a), {}).setdefault("unknown", []).append(n.lineno)
+            continue
+        names = [a.arg for a in callee.args.args]
+        inner_of = {(names[i] if isinstance(i, int) and i < len(names) else i): base(a) for i, a in passed}
+        inner = array_uses(callee, alias, set(inner_of), module, _depth + 1)
+        for pname, use in inner.items():
+            for how, lines in use.items():
+                out.setdefault(inner_of[pname], {}).setdefault(how, []).extend([n.lineno] * len(lines))
     return out
 
 
 def _role_check(p: dict, use: dict, kname: str, mline, mismatch) -> None:
+    if use.get("unknown"):
+        return                  # passed to a function defined elsewhere: no conclusion
     reads, writes, atomic = use.get("read", []), use.get("write", []), use.get("atomic", [])
     want = p["role"]
     if atomic:

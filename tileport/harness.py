@@ -203,7 +203,7 @@ def tensor_plan(man: dict, kernel: str, variant: M.Variant, env: dict) -> list[d
     plan = []
     for name, t in tensors.items():
         where = f"{mpath}: {base}/{name}"
-        dtype = t.get("dtype", variant.dtype)
+        dtype = M.resolve_dtype(t.get("dtype"), variant.dtype)
         count = int(evaluate(t["count"], env, f"{where}/count")) if "count" in t else None
         shapes = []
         for i in range(count if count is not None else 1):
@@ -307,7 +307,7 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
                for s in ("ref", "port")}
 
     def array_dtype(p) -> str:
-        return variant.dtype if p.get("dtype", "{dtype}") == "{dtype}" else p["dtype"]
+        return M.resolve_dtype(p.get("dtype"), variant.dtype)
 
     def args_for(side: str) -> tuple[dict, dict]:
         space = {**env, **tensors_in, **{n: o for (n, _, _), o in zip(outs_spec, outputs[side])}}
@@ -337,6 +337,8 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     g = evaluate(kman["grid"], env, f"{mpath}: kernels/{kernel}/grid")
     grid = tuple(int(x) for x in (tuple(g) + (1, 1, 1))[:3])
     kfn = getattr(kmod, kernel)
+    if variant.hints:                   # as the launch code: kernel.replace_hints(...)
+        kfn = kfn.replace_hints(**variant.hints)
     ra, rs = args_for("ref")
     ref_args = []
     for p in kernel_params:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,10 @@ INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutati
 _NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _EXPR = {"type": ["string", "number"]}
 _DT = {"enum": list(DTYPES)}
+# an array's / tensor's dtype: one code, or a mapping variant dtype -> code (launch code that
+# picks, e.g., bf16 intermediates for f16 and bf16 inputs and f32 ones for f32)
+_ADT = {"anyOf": [_DT, {"type": "object", "minProperties": 1, "propertyNames": _DT,
+                        "additionalProperties": _DT}]}
 _SHAPE = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
 _TOL = {
     "type": "object",
@@ -73,11 +77,22 @@ _TOL = {
 _CONFIG = {"type": "object", "propertyNames": {"pattern": _NAME},
            "additionalProperties": {"type": ["integer", "boolean", "number"]}}
 _CONFIGS = {"type": "array", "minItems": 1, "items": _CONFIG}
+# cuTile's compiler hints (``@ct.kernel(...)`` arguments that launch code changes with
+# ``kernel.replace_hints(...)``; ranges from cuda-tile 1.7.0 ``ct.kernel``'s docstring)
+HINT_KEYS = ("num_ctas", "occupancy", "num_worker_warps", "opt_level")
+_HINTS = {"type": "object", "properties": {
+    "num_ctas": {"enum": [1, 2, 4, 8, 16]},
+    "occupancy": {"type": "integer", "minimum": 1, "maximum": 32},
+    "num_worker_warps": {"type": "integer", "minimum": 1},
+    "opt_level": {"type": "integer", "minimum": 0, "maximum": 3}},
+    "additionalProperties": False}
 _VARIANTS = {"type": "array", "minItems": 1, "items": {
     "type": "object",
     "properties": {"dtype": _DT,
                    "dtypes": {"type": "array", "items": _DT, "minItems": 1, "uniqueItems": True},
-                   "constexprs": _CONFIG},
+                   "constexprs": _CONFIG,
+                   "compiler_hints": _HINTS,
+                   "name": {"type": "string", "pattern": "^[A-Za-z0-9_]+$", "maxLength": 60}},
     "additionalProperties": False}}
 _INIT = {"anyOf": [
     {"enum": ["randn", "range", "permutation"]},
@@ -98,7 +113,7 @@ _TENSORS = {
             "shape": {"type": "array", "minItems": 1, "maxItems": 6, "items": {"type": ["string", "integer"]}},
             "role": {"enum": ["input", "output"]},
             "scale": _EXPR,
-            "dtype": _DT,
+            "dtype": _ADT,
             "init": _INIT,
             "count": {"type": ["string", "integer"]},
         },
@@ -129,8 +144,11 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                             "properties": {
                                 "ndim": {"type": "integer", "minimum": 1, "maximum": 6},
                                 "role": {"enum": ["input", "output", "inout"]},
-                                "dtype": _DT,
+                                "dtype": _ADT,
                                 "list": {"type": "boolean"},
+                                # arrays of one group may share memory (launch code passing the
+                                # same tensor twice); others are assumed not to alias
+                                "alias_group": {"type": "string", "pattern": _NAME},
                             },
                             "required": ["ndim", "role"],
                             "additionalProperties": False,
@@ -145,6 +163,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                     "bind": {"type": "object", "additionalProperties": _EXPR},
                     "configs": _CONFIGS,
                     "variants": _VARIANTS,
+                    "compiler_hints": _HINTS,
                     "tensors": _TENSORS,
                     "reference": {"type": "string", "pattern": _NAME},
                     "torch_impl": {"type": "string", "pattern": _NAME},
@@ -195,9 +214,13 @@ _KEYS: dict[tuple, tuple[str, str]] = {
     ("kernels", "*", "arrays", "*", "role"): ("how the kernel uses the array",
                                               "role: input, role: output or role: inout"),
     ("kernels", "*", "arrays", "*", "dtype"): ("the array's element type (default: the variant's dtype)",
-                                               "dtype: i32 (one of " + ", ".join(DTYPES) + ")"),
+                                               "dtype: i32 (one of " + ", ".join(DTYPES) + "), or per variant "
+                                               "dtype dtype: {f16: bf16, bf16: bf16, f32: f32}"),
     ("kernels", "*", "arrays", "*", "list"): ("whether the parameter is a list of arrays",
                                               "list: true"),
+    ("kernels", "*", "arrays", "*", "alias_group"): ("the group of arrays that may share memory",
+                                                     "alias_group: h (the same name on every array the "
+                                                     "launch code may pass the same tensor to)"),
     ("kernels", "*", "scalars"): ("the kernel's runtime scalar parameters", "scalars: {eps: f32, Batch: i32}"),
     ("kernels", "*", "scalars", "*"): ("a runtime scalar's type",
                                        "i32 or f32 (a Python int / float at launch), or i64 for a parameter "
@@ -209,6 +232,16 @@ _KEYS: dict[tuple, tuple[str, str]] = {
                                   "configs: [{TILE: 1024}, {TILE: 2048}]"),
     ("kernels", "*", "variants"): ("this kernel's explicit variants",
                                    "variants: [{dtypes: [f16, bf16], constexprs: {TILE: 1024}}]"),
+    ("kernels", "*", "compiler_hints"): ("the compiler hints the launch code sets (kernel.replace_hints)",
+                                         "compiler_hints: {num_ctas: 2, occupancy: 1} (also: num_worker_warps, "
+                                         "opt_level)"),
+    ("kernels", "*", "compiler_hints", "num_ctas"): ("the CTAs per cluster", "num_ctas: 2 (1, 2, 4, 8 or 16)"),
+    ("kernels", "*", "compiler_hints", "occupancy"): ("the expected CTAs per SM", "occupancy: 2 (1 to 32)"),
+    ("kernels", "*", "compiler_hints", "num_worker_warps"): ("the worker warps", "num_worker_warps: 8"),
+    ("kernels", "*", "compiler_hints", "opt_level"): ("the optimisation level", "opt_level: 3 (0 to 3)"),
+    ("variants", "#", "compiler_hints"): ("this variant's compiler hints", "compiler_hints: {num_ctas: 2}"),
+    ("variants", "#", "name"): ("the variant's name (its id becomes <dtype>-<name>)",
+                                "name: tma_128 (letters, digits and _, at most 60)"),
     ("kernels", "*", "tensors"): ("this kernel's tensors for the GPU stages", "tensors: {x: {shape: [M, N], role: input}}"),
     ("kernels", "*", "reference"): ("the reference.py function this kernel is compared with",
                                     "reference: backward_reference (a function name)"),
@@ -249,7 +282,8 @@ _KEYS: dict[tuple, tuple[str, str]] = {
     ("tensors", "*", "shape", "#"): ("a shape entry", "an int or an expression in quotes such as \"2 * N\""),
     ("tensors", "*", "role"): ("whether reference.py takes or returns the tensor", "role: input or role: output"),
     ("tensors", "*", "scale"): ("the factor randn values are multiplied by", "scale: \"K ** -0.5\""),
-    ("tensors", "*", "dtype"): ("the tensor's element type (default: the variant's dtype)", "dtype: i32"),
+    ("tensors", "*", "dtype"): ("the tensor's element type (default: the variant's dtype)",
+                                "dtype: i32, or per variant dtype dtype: {f16: bf16, f32: f32}"),
     ("tensors", "*", "init"): ("how the tensor's values are made",
                                "init: randn, {uniform: [0, 1]}, {randint: [0, E]}, range, {range: 1}, "
                                "{sorted: [0, T]}, {offsets: T}, permutation, {permutation: T} or {full: 0}"),
@@ -371,26 +405,50 @@ def _name_rule(name: str, path: list) -> str:
             f"(letters, digits and _, not starting with a digit)")
 
 
+#: longest variant id written out in full (ids name files; a file name has at most 255 bytes)
+MAX_ID = 120
+
+
 @dataclass(frozen=True)
 class Variant:
     """One dtype x constexpr configuration of a kernel.
 
     ``dtype`` is a :data:`DTYPES` code (the dtype of every array the manifest gives no ``dtype``);
     ``constexprs`` maps constexpr name -> value (int of any sign, bool or float), e.g.
-    ``{"TILE": 1024, "LOAD_LATENCY": -1, "eps": 1e-06}``.
+    ``{"TILE": 1024, "LOAD_LATENCY": -1, "eps": 1e-06}``; ``hints`` the cuTile compiler hints
+    the kernel is compiled with (``kernel.replace_hints(**hints)``): the kernel's
+    ``compiler_hints`` updated by the variant entry's. Hints an explicit variant entry sets are
+    part of the id (``f16-TILE128-num_ctas2``): they compile another kernel.
     """
 
     dtype: str
     constexprs: dict
+    hints: dict = field(default_factory=dict)
+    own_hints: tuple = ()
+    name: str | None = None
 
     @property
     def id(self) -> str:
+        """``<dtype>-<name>`` for a named variant, else ``<dtype>-<NAME><value>...`` (``-1`` as
+        ``m1``, ``1e-06`` as ``1em06``, ``true``/``false``); an id longer than
+        :data:`MAX_ID` characters (it names files: results/<op>/ref/<kernel>/<id>.json) keeps
+        its parts within the first 80 characters and ends in ``-h`` + 8 hex digits of
+        its sha256."""
+        if self.name:
+            return f"{self.dtype}-{self.name}"
+
         def show(v):
             if isinstance(v, bool):
                 return str(v).lower()
             return str(v).replace(".", "p").replace("-", "m").replace("+", "")
         parts = [self.dtype] + [f"{k}{show(v)}" for k, v in self.constexprs.items()]
-        return "-".join(parts)
+        parts += [f"{k}{show(self.hints[k])}" for k in self.own_hints]
+        full = "-".join(parts)
+        if len(full) <= MAX_ID:
+            return full
+        import hashlib
+
+        return f"{full[:80].rsplit('-', 1)[0]}-h{hashlib.sha256(full.encode()).hexdigest()[:8]}"
 
 
 def _yaml_line(text: str, path: list) -> int | None:
@@ -499,6 +557,19 @@ def load(path: str | Path) -> dict:
             seen.add(v.id)
             if v.dtype not in used:
                 used.append(v.dtype)
+    kv = kernel_variants(doc)
+    for k, kman in doc["kernels"].items():
+        vdts = list(dict.fromkeys(v.dtype for v in kv[k]))
+        specs = [(["kernels", k, "arrays", a], sp.get("dtype")) for a, sp in kman["arrays"].items()]
+        tens = kman.get("tensors") or doc.get("tensors") or {}
+        base = ["kernels", k, "tensors"] if "tensors" in kman else ["tensors"]
+        specs += [(base + [t], sp.get("dtype")) for t, sp in tens.items()]
+        for kp, spec in specs:
+            if isinstance(spec, dict):
+                missing = [d for d in vdts if d not in spec]
+                if missing:
+                    raise at(kp + ["dtype"], f"the dtype mapping gives no dtype for variant dtype {missing[0]} "
+                                             f"(variants of {k}: {', '.join(vdts)}); add {missing[0]}: <dtype>")
     for dt in used:
         if dt not in doc["tolerance"]:
             raise at(["tolerance"], f"no rtol/atol for listed dtype '{dt}'; write {dt}: {{rtol: ..., atol: ...}} "
@@ -599,21 +670,26 @@ def _check_tensors(tensors: dict, base: list, at: _Where) -> None:
         for key in ("scale", "count"):
             if key in t:
                 _check_expr(t[key], kp + [key], at)
-        fam = DTYPES[t["dtype"]][2] if "dtype" in t else "float"
-        kind, args = init_spec(t, t.get("dtype", "f16"))
+        dts = list(t["dtype"].values()) if isinstance(t.get("dtype"), dict) else [t.get("dtype", "f16")]
+        fams = {DTYPES[d][2] for d in dts}
+        fam = fams.pop() if len(fams) == 1 else "float" if fams <= {"float", "float8"} else "mixed"
+        if fam == "mixed":
+            raise at(kp + ["dtype"], f"the dtype mapping of tensor '{name}' mixes integer and float dtypes "
+                                     f"({', '.join(dts)}); one init cannot make both: split the variants")
+        kind, args = init_spec(t, dts[0])
         for a in args:
             _check_expr(a, kp + ["init"], at)
         if fam in ("int", "uint", "bool") and "init" not in t:
-            raise at(kp, f"tensor '{name}' has the integer dtype {t['dtype']} but no init; say how its "
+            raise at(kp, f"tensor '{name}' has the integer dtype {dts[0]} but no init; say how its "
                          f"values are made, e.g. init: {{randint: [0, N]}} for indices below N, "
                          f"{{sorted: [0, N]}}, permutation, range, {{offsets: N}} or {{full: 0}}")
-        if fam not in ("int", "uint", "bool") and kind in ("randint", "sorted", "offsets", "permutation"):
+        if fam in ("float", "float8") and kind in ("randint", "sorted", "offsets", "permutation"):
             raise at(kp + ["init"], f"init {kind} makes integers but tensor '{name}' has the float dtype "
                                     f"{t.get('dtype', 'of the variant')}; write dtype: i32 (or i64) for an "
                                     f"index tensor")
-        if fam != "float" and kind in ("randn", "uniform"):
+        if fam not in ("float", "float8") and kind in ("randn", "uniform"):
             raise at(kp + ["init"], f"init {kind} makes floats but tensor '{name}' has the dtype "
-                                    f"{t['dtype']}; write init: {{randint: [low, high]}} or another integer "
+                                    f"{dts[0]}; write init: {{randint: [low, high]}} or another integer "
                                     f"generator")
         if "scale" in t and kind != "randn":
             raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is made by "
@@ -629,12 +705,14 @@ def _check_bindings(doc: dict, at: _Where) -> None:
 
 
 # ---- variants ------------------------------------------------------------------------------
-def _crossed(dtypes: list, configs: list) -> list[Variant]:
-    return [Variant(dt, dict(cfg)) for dt in dtypes for cfg in configs]
+def _crossed(dtypes: list, configs: list, hints: dict) -> list[Variant]:
+    return [Variant(dt, dict(cfg), dict(hints)) for dt in dtypes for cfg in configs]
 
 
-def _explicit(entries: list) -> list[Variant]:
-    return [Variant(dt, dict(v.get("constexprs", {}))) for v in entries for dt in _vdtypes(v)]
+def _explicit(entries: list, hints: dict) -> list[Variant]:
+    return [Variant(dt, dict(v.get("constexprs", {})), {**hints, **v.get("compiler_hints", {})},
+                    tuple(k for k in HINT_KEYS if k in v.get("compiler_hints", {})), v.get("name"))
+            for v in entries for dt in _vdtypes(v)]
 
 
 def kernel_variants(manifest: dict) -> dict[str, list[Variant]]:
@@ -643,14 +721,15 @@ def kernel_variants(manifest: dict) -> dict[str, list[Variant]]:
     ``configs`` crossed with ``dtypes`` (one empty config when there are none)."""
     out = {}
     for k, km in manifest["kernels"].items():
+        hints = km.get("compiler_hints", {})
         if "variants" in km:
-            out[k] = _explicit(km["variants"])
+            out[k] = _explicit(km["variants"], hints)
         elif "configs" in km:
-            out[k] = _crossed(manifest["dtypes"], km["configs"])
+            out[k] = _crossed(manifest["dtypes"], km["configs"], hints)
         elif "variants" in manifest:
-            out[k] = _explicit(manifest["variants"])
+            out[k] = _explicit(manifest["variants"], hints)
         else:
-            out[k] = _crossed(manifest.get("dtypes", []), manifest.get("configs", [{}]))
+            out[k] = _crossed(manifest.get("dtypes", []), manifest.get("configs", [{}]), hints)
     return out
 
 
@@ -705,10 +784,20 @@ def variant_source(manifest: dict, kernel: str) -> list:
     return ["variants"] if "variants" in manifest else ["configs"]
 
 
+def resolve_dtype(spec, variant_dtype: str) -> str:
+    """The dtype code an array's or tensor's ``dtype`` gives in a variant of dtype
+    ``variant_dtype``: the code itself, the mapping's entry, or (None / ``{dtype}``) the
+    variant's. Raises KeyError for a mapping without that variant dtype (:func:`load`
+    rejects such manifests)."""
+    if spec is None or spec == "{dtype}":
+        return variant_dtype
+    return spec[variant_dtype] if isinstance(spec, dict) else spec
+
+
 def array_dtype(manifest: dict, kernel: str, array: str, variant: Variant) -> str:
-    """The element type of one array parameter in one variant: its ``dtype``, else the
-    variant's."""
-    return manifest["kernels"][kernel]["arrays"][array].get("dtype", variant.dtype)
+    """The element type of one array parameter in one variant: its ``dtype`` (a code or a
+    per-variant-dtype mapping), else the variant's."""
+    return resolve_dtype(manifest["kernels"][kernel]["arrays"][array].get("dtype"), variant.dtype)
 
 
 def kernel_tensors(manifest: dict, kernel: str) -> dict | None:

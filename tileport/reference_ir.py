@@ -32,12 +32,20 @@ def load_module(kernel_py: str | Path):
     return mod
 
 
+def kernel_object(mod, kernel: str, variant: M.Variant):
+    """The ``@ct.kernel`` object of ``kernel`` in the imported module, with the variant's
+    compiler hints applied as the launch code applies them (``kernel.replace_hints``)."""
+    fn = getattr(mod, kernel)
+    return fn.replace_hints(**variant.hints) if variant.hints else fn
+
+
 def signature_for(kernel_params: list[dict], variant: M.Variant):
     """A ``KernelSignature`` for one variant.
 
     ``kernel_params`` is ``analysis.json``'s ``kernels[i].params``. Arrays get their own
-    ``dtype`` or, where it is ``{dtype}``, the variant's; a ``list`` array becomes a
-    ``ListConstraint`` of such arrays (elements may not alias); scalars get their ``dtype``
+    ``dtype`` (a code, or a mapping by variant dtype) or, where it is ``{dtype}``, the variant's; a ``list`` array becomes a
+    ``ListConstraint`` of such arrays (elements may not alias); arrays alias only within their
+    ``alias_group``; scalars get their ``dtype``
     (i32 / i64 / f32); constexprs the variant's value as written (int, float or bool).
     """
     import cuda.tile as ct
@@ -52,9 +60,10 @@ def signature_for(kernel_params: list[dict], variant: M.Variant):
         if p["kind"] == "array":
             nd = p["ndim"]
             arr = ArrayConstraint(
-                dt(variant.dtype if p.get("dtype", "{dtype}") == "{dtype}" else p["dtype"]), nd,
+                dt(M.resolve_dtype(p.get("dtype"), variant.dtype)), nd,
                 index_dtype=ct.int64 if p.get("index_dtype") == "i64" else ct.int32,
-                stride_lower_bound_incl=0, alias_groups=[], may_alias_internally=False,
+                stride_lower_bound_incl=0,
+                alias_groups=[p["alias_group"]] if p.get("alias_group") else [], may_alias_internally=False,
                 stride_constant=[None] * (nd - 1) + [1])
             params.append(ListConstraint(arr, alias_groups=[], elements_may_alias=False)
                           if p.get("list") else arr)
@@ -108,13 +117,14 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     out_bc = Path(out_bc)
     out_bc.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_bc.with_name(out_bc.name + ".tmp")
-    export_kernel(getattr(mod, kernel), [sig], str(tmp), output_format="tileir_bytecode")
+    export_kernel(kernel_object(mod, kernel, variant), [sig], str(tmp), output_format="tileir_bytecode")
     text = toolchain.disassemble(tmp)
     tmp.replace(out_bc)
     atomic_write_text(out_txt, text)
 
 
-def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: int | None) -> str | None:
+def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: int | None,
+                       message: str = "") -> str | None:
     """Why a cuTile *type* error at ``kernel.py:line`` is the manifest's doing, or None.
 
     The arrays whose values reach that line (its names, followed back through assignments of
@@ -150,14 +160,18 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
                 for x in ast.walk(t):
                     if isinstance(x, ast.Name):
                         deps[x.id] = deps.get(x.id, set()) | got
-    at_line = set()
+    at_line, direct = set(), set()
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and getattr(n, "lineno", None) == line:
             at_line |= deps.get(n.id, set())
-    suspects = sorted(at_line & defaulted, key=[p["name"] for p in kinfo["params"]].index)
+            direct.add(n.id)
+    order = [p["name"] for p in kinfo["params"]]
+    suspects = sorted(at_line & defaulted, key=order.index)
     if not suspects:
         return None
-    fix = _try_dtypes(op_dir, kernel, kinfo["params"], variant, suspects, line)
+    # the arrays the line names itself first, then those its values come from
+    tried = sorted(suspects, key=lambda a: (a not in direct, -order.index(a)))
+    fix = _try_dtypes(op_dir, kernel, kinfo["params"], variant, tried, line, message)
     names = ", ".join(suspects)
     head = (f"the array(s) {names} reach that line and took the variant's dtype {variant.dtype} because the "
             f"manifest gives them none (kernels/{kernel}/arrays)")
@@ -170,28 +184,33 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
             f"bound to it)")
 
 
-#: dtypes tried, in order, for an array whose defaulted dtype cuTile refused: index arrays and
-#: fp32 side arrays are the common cases (issue 17)
+#: dtypes tried, in order, for an array whose defaulted dtype cuTile refused (after those the
+#: compiler's message names): index arrays and fp32 side arrays are the common cases (issue 17)
 _TRIED = ("i32", "f32", "i64")
 
 
-def _try_dtypes(op_dir, kernel, params, variant, suspects, line, limit: int = 6):
+def _try_dtypes(op_dir, kernel, params, variant, suspects, line, message: str = "", limit: int = 8):
     """(array, dtype, compiled) such that giving that one array that dtype makes cuTile compile
     the variant (compiled True) or at least no longer stop at ``line`` (another array may need
-    its dtype too), trying :data:`_TRIED` for each suspect (at most ``limit`` compiles), or None."""
+    its dtype too), or None. Tried per suspect, in order: the dtypes cuTile's ``message`` names
+    (e.g. ``cannot implicitly cast float32 to float16``), then :data:`_TRIED`; at most ``limit``
+    compiles."""
     import tempfile
 
     from cuda.tile.compilation import export_kernel
 
     try:
         mod = load_module(Path(op_dir) / "kernel.py")
-        fn = getattr(mod, kernel)
+        fn = kernel_object(mod, kernel, variant)
     except BaseException:  # noqa: BLE001
         return None
+    by_name = {cute: code for code, (cute, _, _) in M.DTYPES.items()}
+    named = [by_name[w] for w in re.findall(r"[a-z0-9_]+", message) if w in by_name]
+    candidates = list(dict.fromkeys(named + list(_TRIED)))
     n = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for name in reversed(suspects):          # later parameters are the side/index arrays, usually
-            for dt in _TRIED:
+        for name in suspects:
+            for dt in candidates:
                 if dt == variant.dtype or n >= limit:
                     continue
                 n += 1
@@ -251,7 +270,7 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
         eloc = getattr(exc, "loc", None)
         if line is None and getattr(eloc, "line", None) and str(getattr(eloc, "filename", "")).endswith("kernel.py"):
             line = eloc.line
-        why = traced_to_manifest(op_dir, kernel, variant_id, line) if _is_type_error(exc) else None
+        why = traced_to_manifest(op_dir, kernel, variant_id, line, text) if _is_type_error(exc) else None
         if why:
             msg = (f"{kpy}:{line}: cuTile Python refused variant {variant_id} of {kernel}: "
                    f"{text.splitlines()[0]}; {why}")

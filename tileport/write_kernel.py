@@ -787,8 +787,9 @@ class ToolLimit(Unsupported):
 def _manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
     """The translator gives every array the variant's element type ``E`` (f16/bf16/f32) and
     knows f32/i32 scalars only (annotated or not: it reads the kind from analysis.json): a
-    parameter the manifest describes otherwise (a fixed ``dtype``, ``list``, ``index_dtype``
-    i64, an i64 scalar, a variant dtype outside f16/bf16/f32) raises :class:`ToolLimit`."""
+    parameter the manifest describes otherwise (a fixed ``dtype``, ``list``, ``alias_group``,
+    ``index_dtype`` i64, an i64 scalar, a variant dtype outside f16/bf16/f32) raises
+    :class:`ToolLimit`."""
     for p in kinfo["params"]:
         why = None
         if p["kind"] == "array" and p.get("dtype", "{dtype}") != "{dtype}":
@@ -796,6 +797,9 @@ def _manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
                    f"variant's element type E and has no rule for an array of another dtype yet")
         elif p["kind"] == "array" and p.get("list"):
             why = "a list of arrays; the translator has no rule for list parameters yet"
+        elif p["kind"] == "array" and p.get("alias_group"):
+            why = (f"an array that may alias others (alias_group {p['alias_group']}); the translator's "
+                   f"tensors are distinct borrows and it has no rule for aliasing parameters yet")
         elif p["kind"] == "array" and p.get("index_dtype") == "i64":
             why = "an array indexed with int64 (ct.IndexedWithInt64); the translator has no rule for it yet"
         elif p["kind"].startswith("scalar") and p["kind"] not in ("scalar_f32", "scalar_i32"):
