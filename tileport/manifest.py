@@ -309,6 +309,8 @@ def _general(path: list) -> tuple:
         else:
             out.append(p)
     t = tuple(out)
+    if len(t) >= 2 and t[-2] == "compiler_hints":
+        return ("kernels", "*", "compiler_hints", t[-1])
     if t[:3] in (("kernels", "*", "tensors"), ("kernels", "*", "configs"), ("kernels", "*", "variants")) \
             and len(t) > 3:
         return t[2:]
@@ -394,7 +396,8 @@ def _in_words(err: jsonschema.ValidationError) -> tuple[list, str]:
     if v == "minLength":
         return path, f"{what} is empty{write}"
     if v == "anyOf":
-        return path, f"{what} is {_describe(val)}, which is none of the accepted forms{write}"
+        hint = _suggest(val, list(DTYPES)) if path and path[-1] == "dtype" else ""
+        return path, f"{what} is {_describe(val)}{hint}, which is none of the accepted forms{write}"
     return path, f"{what} is {_describe(val)}, which is not accepted{write}"
 
 
