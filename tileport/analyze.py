@@ -322,18 +322,13 @@ def analyse(op_dir: str | Path) -> dict:
         calls, unsup = calls_used(fn, alias, str(kpath), cnames)
         # the manifest describes exactly the kernel's parameters
         pnames = {a.arg for a in fn.args.args}
-        for extra in kman["arrays"]:
-            if extra not in pnames:
-                mismatch(kname, f"array {extra}", mline(["kernels", kname, "arrays", extra]),
-                         f"the manifest lists array '{extra}' but {kname} has no such parameter "
-                         f"(it has {', '.join(a.arg for a in fn.args.args)}); remove it or spell it as "
-                         f"kernel.py does")
-        for extra in kman.get("scalars", {}):
-            if extra not in pnames:
-                mismatch(kname, f"scalar {extra}", mline(["kernels", kname, "scalars", extra]),
-                         f"the manifest lists scalar '{extra}' but {kname} has no such parameter "
-                         f"(it has {', '.join(a.arg for a in fn.args.args)}); remove it or spell it as "
-                         f"kernel.py does")
+        for section, what in (("arrays", "array"), ("scalars", "scalar")):
+            for extra in kman.get(section, {}):
+                if extra not in pnames:
+                    mismatch(kname, f"{what} {extra}", mline(["kernels", kname, section, extra]),
+                             f"the manifest lists {what} '{extra}' but {kname} has no such parameter "
+                             f"(it has {', '.join(a.arg for a in fn.args.args)}); remove it or spell it "
+                             f"as kernel.py does")
         for b in kman.get("bind", {}):
             kinds = {p["name"]: p["kind"] for p in params}
             if b not in kinds:
