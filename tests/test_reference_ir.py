@@ -90,3 +90,13 @@ def test_a_manifest_that_disagrees_with_the_kernel_blocks_before_compiling(tmp_p
     v = _ref(d, "pick", "f16-TILE128-LATm1-bias1em06-NEGtrue", tmp_path)
     assert v["verdict"] == "BLOCKED" and v["owner"] == "manifest" and "write role: output" in v["summary"]
     assert not (tmp_path / "r.tileirbc").exists()
+
+
+def test_a_wrong_ndim_is_traced_to_the_manifest(op_copy, tmp_path):
+    d = op_copy("softmax")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("      x: {ndim: 2, role: input}", "      x: {ndim: 3, role: input}"))
+    v = R.run(d, "softmax_kernel", "f16-BM16-TILE1024", tmp_path / "r.tileirbc", tmp_path / "r.tileir",
+              tmp_path / "r.json", "softmax")
+    assert v["verdict"] == "ERROR" and v["owner"] == "manifest", v["summary"]
+    assert "the manifest gives x ndim 3 (kernels/softmax_kernel/arrays/x); with ndim 2 cuTile compiles" in v["summary"]

@@ -128,11 +128,12 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
     """Why a cuTile *type* error at ``kernel.py:line`` is the manifest's doing, or None.
 
     The arrays whose values reach that line (its names, followed back through assignments of
-    the kernel body) and whose dtype the manifest did not state took the variant's dtype by
-    default; an int index array or an fp32 side array given the variant's f16 is refused by
-    cuTile although the kernel is valid. Traced means shown: one of those arrays, given another
-    dtype (:func:`_try_dtypes`), makes cuTile compile the variant or get past that line. The
-    answer names the arrays, the dtype they got, the one that helps and what to write."""
+    the kernel body) are the suspects: one whose dtype the manifest did not state took the
+    variant's dtype by default (an int index array or an fp32 side array given the variant's
+    f16 is refused by cuTile although the kernel is valid), and any may have the wrong
+    ``ndim``. Traced means shown: giving one of them another dtype or rank
+    (:func:`_trial_fix`) makes cuTile compile the variant or get past that line. The answer
+    names the array, what the manifest gave it, what helps and what to write."""
     import ast
 
     try:
@@ -144,9 +145,9 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
         fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
     except Exception:  # noqa: BLE001 - no trace is an answer too
         return None
-    defaulted = {p["name"] for p in kinfo["params"] if p["kind"] == "array" and p.get("dtype") == "{dtype}"}
-    if not defaulted or line is None:
+    if line is None:
         return None
+    arrays = {p["name"]: p for p in kinfo["params"] if p["kind"] == "array"}
     # name -> the parameters its value derives from (assignments in source order, to a fixpoint)
     deps: dict[str, set] = {p["name"]: {p["name"]} for p in kinfo["params"]}
     assigns = sorted((n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))),
@@ -166,22 +167,30 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
             at_line |= deps.get(n.id, set())
             direct.add(n.id)
     order = [p["name"] for p in kinfo["params"]]
-    suspects = sorted(at_line & defaulted, key=order.index)
-    if not suspects:
-        return None
     # the arrays the line names itself first, then those its values come from
-    tried = sorted(suspects, key=lambda a: (a not in direct, -order.index(a)))
-    fix = _try_dtypes(op_dir, kernel, kinfo["params"], variant, tried, line, message)
-    names = ", ".join(suspects)
-    head = (f"the array(s) {names} reach that line and took the variant's dtype {variant.dtype} because the "
-            f"manifest gives them none (kernels/{kernel}/arrays)")
+    reach = sorted(at_line & set(arrays), key=lambda a: (a not in direct, -order.index(a)))
+    defaulted = [a for a in reach if arrays[a].get("dtype") == "{dtype}"]
+    by_name = {cute: code for code, (cute, _, _) in M.DTYPES.items()}
+    named = [by_name[w] for w in re.findall(r"[a-z0-9_]+", message) if w in by_name]
+    dtypes = [d for d in dict.fromkeys(named + list(_TRIED)) if d != variant.dtype]
+    dtype_trials = [(a, "dtype", d) for a in defaulted for d in dtypes]
+    ndim_trials = [(a, "ndim", nd) for a in reach
+                   for nd in sorted(range(1, 7), key=lambda k: abs(k - arrays[a]["ndim"])) if nd != arrays[a]["ndim"]][:6]
+    rank_words = re.search(r"\b(rank|ndim|shape length|dimensions?|index has|number of indices)\b", message)
+    trials = ndim_trials + dtype_trials if rank_words else dtype_trials + ndim_trials
+    fix = _trial_fix(op_dir, kernel, kinfo["params"], variant, trials, line)
     if not fix:
-        return None           # no dtype makes a difference: the kernel's own error
-    name, dt, passed = fix
+        return None           # no change the manifest could make helps: the kernel's own error
+    name, field, value, passed = fix
     got = "compiles this variant" if passed else f"gets past line {line}"
-    return (f"{head}; with {name} as {dt} cuTile {got}: write {name}: {{ndim: ..., "
-            f"role: ..., dtype: {dt}}} under kernels/{kernel}/arrays (and dtype: {dt} on the tensor "
-            f"bound to it)")
+    if field == "dtype":
+        names = ", ".join(defaulted)
+        return (f"the array(s) {names} reach that line and took the variant's dtype {variant.dtype} because "
+                f"the manifest gives them none (kernels/{kernel}/arrays); with {name} as {value} cuTile {got}: "
+                f"write {name}: {{ndim: ..., role: ..., dtype: {value}}} under kernels/{kernel}/arrays (and "
+                f"dtype: {value} on the tensor bound to it)")
+    return (f"the manifest gives {name} ndim {arrays[name]['ndim']} (kernels/{kernel}/arrays/{name}); with ndim "
+            f"{value} cuTile {got}: write {name}: {{ndim: {value}, ...}}")
 
 
 #: dtypes tried, in order, for an array whose defaulted dtype cuTile refused (after those the
@@ -189,12 +198,10 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
 _TRIED = ("i32", "f32", "i64")
 
 
-def _try_dtypes(op_dir, kernel, params, variant, suspects, line, message: str = "", limit: int = 8):
-    """(array, dtype, compiled) such that giving that one array that dtype makes cuTile compile
-    the variant (compiled True) or at least no longer stop at ``line`` (another array may need
-    its dtype too), or None. Tried per suspect, in order: the dtypes cuTile's ``message`` names
-    (e.g. ``cannot implicitly cast float32 to float16``), then :data:`_TRIED`; at most ``limit``
-    compiles."""
+def _trial_fix(op_dir, kernel, params, variant, trials, line, limit: int = 10):
+    """The first ``(array, field, value)`` of ``trials`` (field ``dtype`` or ``ndim``) that makes
+    cuTile compile the variant (returned with True) or at least no longer stop at ``line``
+    (False: another array may need its fact too), or None; at most ``limit`` compiles."""
     import tempfile
 
     from cuda.tile.compilation import export_kernel
@@ -204,26 +211,17 @@ def _try_dtypes(op_dir, kernel, params, variant, suspects, line, message: str = 
         fn = kernel_object(mod, kernel, variant)
     except BaseException:  # noqa: BLE001
         return None
-    by_name = {cute: code for code, (cute, _, _) in M.DTYPES.items()}
-    named = [by_name[w] for w in re.findall(r"[a-z0-9_]+", message) if w in by_name]
-    candidates = list(dict.fromkeys(named + list(_TRIED)))
-    n = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for name in suspects:
-            for dt in candidates:
-                if dt == variant.dtype or n >= limit:
-                    continue
-                n += 1
-                trial = [dict(p, dtype=dt) if p["name"] == name else p for p in params]
-                try:
-                    export_kernel(fn, [signature_for(trial, variant)], f"{tmp}/t.bc",
-                                  output_format="tileir_bytecode")
-                except Exception as exc:  # noqa: BLE001 - refused again: where?
-                    at = getattr(getattr(exc, "loc", None), "line", None)
-                    if _is_type_error(exc) and at is not None and at != line:
-                        return name, dt, False
-                    continue
-                return name, dt, True
+        for name, field, value in trials[:limit]:
+            trial = [dict(p, **{field: value}) if p["name"] == name else p for p in params]
+            try:
+                export_kernel(fn, [signature_for(trial, variant)], f"{tmp}/t.bc", output_format="tileir_bytecode")
+            except Exception as exc:  # noqa: BLE001 - refused again: where?
+                at = getattr(getattr(exc, "loc", None), "line", None)
+                if _is_type_error(exc) and at is not None and at != line:
+                    return name, field, value, False
+                continue
+            return name, field, value, True
     return None
 
 
