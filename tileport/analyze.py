@@ -5,7 +5,19 @@ and writes ``results/<op>/analysis.json``: a verdict document whose ``details`` 
 kernels, their parameters with roles, dtypes, constexprs, variants, the launch grid rule,
 the cuTile calls used (with padding modes, reduction axes, mma, loops) and the
 unsupported constructs with ``file:line``. Verdict PASS, or BLOCKED (unsupported construct,
-syntax error, manifest/kernel mismatch), or ERROR (the manifest itself is malformed).
+syntax error, manifest/kernel mismatch), or ERROR (the manifest itself is malformed, or
+cannot describe a kernel).
+
+Per kernel (``details.kernels[i]``), what a kernel writer needs: ``params`` in order --
+arrays with ``ndim``, ``role``, ``dtype`` (``"{dtype}"`` = the variant's, a code, or a mapping
+variant dtype -> code), ``list``, ``alias_group``, ``index_dtype``; scalars with ``kind``
+``scalar_<type>``, ``dtype`` (i32/i64/f32) and ``annotated``; constexprs with ``ctype``
+(int/float/bool) --, ``constexprs`` (the names its variants set), ``scalars`` ({name: type})
+and ``variants`` ([{``id``, ``dtype``, ``constexprs``, ``arrays``: {name: dtype in that
+variant}, ``compiler_hints``}]). ``details.variants`` is the union over kernels (each id once).
+``details.unsupported`` items carry ``owner`` (``manifest`` for a manifest that disagrees with
+the kernel, ``tool`` with ``kind: undescribable`` for what the format cannot say; constructs
+have none: the kernel's), ``category`` and ``kernel``; manifest items come first.
 """
 from __future__ import annotations
 
