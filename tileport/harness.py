@@ -124,7 +124,11 @@ def evaluate(expr, env: dict, where: str):
     try:
         return eval(compile(expr, where, "eval"), {"__builtins__": {}}, dict(env))
     except Exception as exc:
-        raise ManifestValueError(f"{where}: expression {expr!r}: {type(exc).__name__}: {exc}") from None
+        hint = ""
+        if isinstance(exc, NameError):
+            names = sorted(k for k in env if isinstance(k, str) and not k.startswith("_"))
+            hint = f"; an expression here may use {', '.join(names[:40])}{' ...' if len(names) > 40 else ''}"
+        raise ManifestValueError(f"{where}: expression {expr!r}: {type(exc).__name__}: {exc}{hint}") from None
 
 
 def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits") -> bool:
