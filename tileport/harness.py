@@ -255,8 +255,8 @@ def _make(spec: dict, dims: tuple, dev, gen, seed: int, k: int):
         n = math.prod(dims)
         vals = int_values(kind, args, n, seed * 1000003 + k, spec["where"] + "/init")
         return torch.as_tensor(vals).reshape(dims).to(device=dev, dtype=tdt)
-    if kind == "full":
-        return torch.full(dims, float(args[0]), device=dev, dtype=tdt)
+    if kind == "full":          # made in fp32 and cast: torch has no fill for every dtype (fp8)
+        return torch.full(dims, float(args[0]), device=dev, dtype=torch.float32).to(tdt)
     if kind == "uniform":
         lo, hi = (float(a) for a in args)
         x = torch.rand(dims, device=dev, dtype=torch.float32, generator=gen) * (hi - lo) + lo
@@ -301,8 +301,8 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
             if spec["role"] == "input" or spec["init_given"]:
                 made.append(_make(spec, dims, dev, gen, seed, k))
             else:
-                made.append(torch.full(dims, float("nan"), device=dev,
-                                       dtype=getattr(torch, _TORCH_DTYPES[spec["dtype"]])))
+                made.append(torch.full(dims, float("nan"), device=dev, dtype=torch.float32).to(
+                    getattr(torch, _TORCH_DTYPES[spec["dtype"]])))
         if spec["role"] == "input":
             tensors_in[spec["name"]] = made if spec["list"] else made[0]
         else:
