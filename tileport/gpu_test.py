@@ -191,9 +191,12 @@ class OpContext:
 
         self.op, self.op_dir, self.results = op, op_dir, results
         self.man = M.load(op_dir / "manifest.yaml")
-        if "tensors" not in self.man:
-            raise H.HarnessError(f"{op_dir / 'manifest.yaml'}: no 'tensors' section: the GPU "
-                                 f"stages cannot build the inputs of a call")
+        lacking = [k for k in self.man["kernels"] if M.kernel_tensors(self.man, k) is None]
+        if lacking:
+            raise H.ManifestValueError(f"{op_dir / 'manifest.yaml'}: no 'tensors' section for "
+                                       f"{', '.join(lacking)}: the GPU stages cannot build the inputs "
+                                       f"of a call; write tensors: {{<name>: {{shape: [...], role: input}}, "
+                                       f"...}} (the operator's, or under kernels/<kernel>)")
         self.kmod = H.load_module(op_dir / "kernel.py", f"tileport_ref_{op}")
         self.rmod = H.load_module(op_dir / "reference.py", f"tileport_torch_{op}")
         an = read(results / op / "analysis.json")
