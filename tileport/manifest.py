@@ -511,8 +511,9 @@ def load(path: str | Path) -> dict:
             key path, the line and what to write instead; an inconsistency the schema cannot
             express (configs of one list with different keys, configs and variants both given,
             dtypes missing where configs are crossed with them, a variant listed twice, a dtype
-            without tolerance, an integer input without ``init``, a bind naming no parameter,
-            an expression that is not Python, ``op`` not matching the folder name).
+            mapping without one of its kernel's variant dtypes, a variant dtype without
+            tolerance, an integer tensor without ``init``, an init that makes the other kind
+            of number, an expression that is not Python, ``op`` not matching the folder name).
     """
     path = Path(path)
     try:
@@ -549,7 +550,8 @@ def load(path: str | Path) -> dict:
             raise at(["kernels", k], f"kernel name '{k}' is reserved (a Rust keyword or a file of the "
                                      f"generated crate); rename the kernel")
     used = []
-    for k, vs in kernel_variants(doc).items():
+    kv = kernel_variants(doc)
+    for k, vs in kv.items():
         seen = set()
         for v in vs:
             if v.id in seen:
@@ -560,7 +562,6 @@ def load(path: str | Path) -> dict:
             seen.add(v.id)
             if v.dtype not in used:
                 used.append(v.dtype)
-    kv = kernel_variants(doc)
     for k, kman in doc["kernels"].items():
         vdts = list(dict.fromkeys(v.dtype for v in kv[k]))
         specs = [(["kernels", k, "arrays", a], sp.get("dtype")) for a, sp in kman["arrays"].items()]
