@@ -327,8 +327,7 @@ def analyse(op_dir: str | Path) -> dict:
                 _scalar_param(p, detail, kman, kname, a, mline, mismatch)
             else:
                 p["ctype"] = detail
-                _constexpr_param(p, detail, kvs, cfg_keys, kname, a, man, src_key, src_words, mline, mismatch,
-                                 kpath)
+                _constexpr_param(detail, kvs, cfg_keys, kname, a, man, src_key, src_words, mline, mismatch)
             params.append(p)
         cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
         calls, unsup = calls_used(fn, alias, str(kpath), cnames)
@@ -443,7 +442,7 @@ def _scalar_param(p, detail, kman, kname, a, mline, mismatch) -> None:
     p.update(kind=f"scalar_{t}", dtype=t, annotated=detail is not None)
 
 
-def _constexpr_param(p, ctype, kvs, cfg_keys, kname, a, man, src_key, src_words, mline, mismatch, kpath):
+def _constexpr_param(ctype, kvs, cfg_keys, kname, a, man, src_key, src_words, mline, mismatch):
     """Check a constexpr's values over the kernel's variants against its annotation."""
     if ctype not in ("int", "float", "bool"):
         mismatch(kname, f"constexpr {a.arg}", mline(["kernels", kname]),

@@ -216,7 +216,7 @@ def tensor_plan(man: dict, kernel: str, variant: M.Variant, env: dict) -> list[d
             if any(d < 0 for d in dims):
                 raise ManifestValueError(f"{where}/shape: {list(dims)} has a negative extent")
             shapes.append(dims)
-        kind, args = M.init_spec(t, dtype)
+        kind, args = M.init_spec(t)
         plan.append({"name": name, "role": t["role"], "dtype": dtype, "init": kind,
                      "init_given": "init" in t,
                      "args": [evaluate(a, env, f"{where}/init") for a in args],

@@ -650,9 +650,9 @@ def _check_expr(expr, keypath: list, at: _Where) -> None:
                           f"expression such as \"cdiv(N, TILE)\"") from None
 
 
-def init_spec(t: dict, dtype: str) -> tuple[str, list]:
-    """(generator, its argument expressions) of a tensor spec whose element type is ``dtype``:
-    ``init`` as written, else ``randn`` (the default of float inputs, scaled by ``scale``).
+def init_spec(t: dict) -> tuple[str, list]:
+    """(generator, its argument expressions) of a tensor spec: ``init`` as written, else
+    ``randn`` (the default of float tensors, scaled by ``scale``).
     See the README's manifest section for what each generator makes."""
     init = t.get("init", "randn")
     if isinstance(init, str):
@@ -680,7 +680,7 @@ def _check_tensors(tensors: dict, base: list, at: _Where) -> None:
         if fam == "mixed":
             raise at(kp + ["dtype"], f"the dtype mapping of tensor '{name}' mixes integer and float dtypes "
                                      f"({', '.join(dts)}); one init cannot make both: split the variants")
-        kind, args = init_spec(t, dts[0])
+        kind, args = init_spec(t)
         for a in args:
             _check_expr(a, kp + ["init"], at)
         if fam in ("int", "uint", "bool") and "init" not in t:
