@@ -150,7 +150,7 @@ for _op in OPS:
         if _lacking:
             raise tp_manifest.ManifestError(f"{_dir}: operator folder lacks {' and '.join(_lacking)}")
         _man = tp_manifest.load(_dir / "manifest.yaml")
-        VARIANTS[_op] = [(k, v.id) for k in _man["kernels"] for v in tp_manifest.variants(_man)]
+        VARIANTS[_op] = tp_manifest.kernel_variant_ids(_man)
     except tp_manifest.ManifestError as exc:
         VARIANTS[_op] = []
         MANIFEST_ERRORS[_op] = str(exc)

@@ -79,7 +79,8 @@ def test_role_mismatch_is_blocked(op_copy, tmp_path):
     m = d / "manifest.yaml"
     m.write_text(m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: input}"))
     v = A.run(d, tmp_path / "a.json", "relu")
-    assert v["verdict"] == "BLOCKED" and "manifest role 'input' but the kernel stores to it" in v["summary"]
+    assert v["verdict"] == "BLOCKED" and v["owner"] == "manifest"
+    assert "the manifest says role 'input' but relu_kernel writes it" in v["summary"] and "write role: output" in v["summary"]
 
 
 def test_manifest_and_kernel_must_agree(op_copy, tmp_path):
@@ -90,7 +91,7 @@ def test_manifest_and_kernel_must_agree(op_copy, tmp_path):
                  .replace("      y: {ndim: 2, role: output}", "      y: {ndim: 2, role: output}\n      z: {ndim: 2, role: input}"))
     reasons = [u["reason"] for u in A.analyse(d)["unsupported"]]
     assert any("manifest lists array 'z'" in r for r in reasons)
-    assert any("manifest says i32, the kernel annotates f32" in r for r in reasons)
+    assert any("the manifest says i32, but kernel.py:14 annotates eps as `float`" in r for r in reasons)
 
 
 def test_tile_sizes_must_be_powers_of_two(op_copy):
@@ -220,3 +221,93 @@ def test_llm_analyser_garbage_reply_and_syntax_error(op_copy, tmp_path, role):
     v = A.run_backend(d, tmp_path / "b.json", "softmax", "anthropic", role)
     assert v["verdict"] == "BLOCKED" and v["findings"][0]["category"] == "syntax"
     assert len(FakeMessages.seen) == 2
+
+
+# -- manifests that describe real launches (issue 12 section 2, issue 13, issue 17) ----------------
+from manifest_ops import PICK_KERNEL, make_op, pick_manifest  # noqa: E402
+
+
+def test_analysis_json_carries_dtypes_scalars_and_variants_per_kernel(tmp_path):
+    d = make_op(tmp_path)
+    v = A.run(d, tmp_path / "a.json", "pick")
+    man_findings = [f for f in v["findings"] if f["category"] == "manifest"]
+    assert man_findings == [], man_findings          # roles, scalars, constexprs all agree
+    k = {x["name"]: x for x in v["details"]["kernels"]}
+    p = {x["name"]: x for x in k["pick"]["params"]}
+    assert (p["src"]["dtype"], p["idx"]["dtype"], p["stat"]["dtype"]) == ("{dtype}", "i32", "f32")
+    assert p["Count"] == {"name": "Count", "kind": "scalar_i32", "line": 11, "dtype": "i32", "annotated": False}
+    assert (p["gain"]["kind"], p["gain"]["annotated"]) == ("scalar_f32", True)
+    assert (p["bias"]["ctype"], p["NEG"]["ctype"], p["LAT"]["ctype"]) == ("float", "bool", "int")
+    assert k["pick"]["scalars"] == {"Count": "i32", "gain": "f32"}
+    assert k["pick"]["constexprs"] == ["TILE", "LAT", "bias", "NEG"]
+    vs = k["pick"]["variants"]
+    assert [x["id"] for x in vs] == ["f16-TILE128-LATm1-bias1em06-NEGtrue", "bf16-TILE128-LATm1-bias1em06-NEGtrue",
+                                     "f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2"]
+    assert vs[1]["arrays"] == {"src": "bf16", "idx": "i32", "dst": "bf16", "stat": "f32"}
+    assert vs[2]["compiler_hints"] == {"occupancy": 2} and "compiler_hints" not in vs[0]
+    assert {x["name"]: x.get("list") for x in k["copy_all"]["params"]} == {"srcs": True, "dsts": True, "TILE": None}
+    assert [x["id"] for x in k["copy_all"]["variants"]] == ["f16-TILE64", "bf16-TILE64", "f32-TILE64"]
+
+
+def test_scatter_only_output_and_list_elements_pass_the_role_check(tmp_path):
+    """Issue 13's analyser fault: a scatter-only output was said to be 'only loaded'."""
+    d = make_op(tmp_path, manifest=pick_manifest().replace("dst: {ndim: 1, role: output}", "dst: {ndim: 1, role: input}")
+                .replace("dsts: {ndim: 1, role: output, list: true}", "dsts: {ndim: 1, role: inout, list: true}"))
+    un = [u for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"]
+    assert [u["construct"] for u in un] == ["parameter dst", "parameter dsts"]
+    assert "the manifest says role 'input' but pick writes it (line 20) and never reads it; write role: output" \
+        in un[0]["reason"]
+    assert "copy_all writes it (line 29) and never reads it; write role: output" in un[1]["reason"]
+    assert all(u["owner"] == "manifest" and u["file"].endswith("manifest.yaml") for u in un)
+
+
+def test_unannotated_parameters_and_constexpr_types(tmp_path):
+    text = (pick_manifest().replace("    scalars: {Count: i32}\n", "")
+            .replace("{TILE: 32, LAT: 2, bias: 0.0, NEG: false}", "{TILE: 32, LAT: 2, bias: 0, NEG: 0}"))
+    un = [u for u in A.analyse(make_op(tmp_path, manifest=text))["unsupported"] if u.get("category") == "manifest"]
+    reasons = " | ".join(u["reason"] for u in un)
+    # an unannotated parameter the manifest lists nowhere: say both ways to list it
+    assert "pick's parameter Count (kernel.py:11) is neither under kernels/pick/arrays nor under kernels/pick/scalars" \
+        in reasons and "Count: i32 (or f32) under scalars" in reasons
+    assert "bias is declared ct.Constant[float] (kernel.py:12) but kernels/pick/variants gives 0" in reasons
+    assert "write a float with a dot such as 0.0" in reasons
+    assert "NEG is declared ct.Constant[bool]" in reasons and "write true or false" in reasons
+    assert not any("LAT" in u["construct"] for u in un)           # LAT: -1 is a valid int constexpr
+
+
+def test_kernel_the_manifest_cannot_describe_is_an_error_naming_concept_and_line(tmp_path):
+    kernel = PICK_KERNEL.replace("def copy_all(srcs, dsts, TILE: ConstInt):",
+                                 "def copy_all(srcs, dsts, TILE: ConstInt, MODE: ct.Constant[str], *rest):")
+    d = make_op(tmp_path, kernel=kernel)
+    v = A.run(d, tmp_path / "a.json", "pick")
+    assert v["verdict"] == "ERROR" and v["owner"] == "tool"
+    line = pick_manifest().splitlines().index("  copy_all:") + 1
+    assert f"manifest.yaml:{line}: parameter *rest: copy_all takes *rest: the manifest describes" in v["summary"]
+    msgs = [f["message"] for f in v["findings"] if f["owner"] == "tool"]
+    assert any("MODE is a ct.Constant[str]" in m and "no words for this type" in m for m in msgs)
+
+
+HELPER_KERNEL = '''\
+import cuda.tile as ct
+
+
+def _put(out, i, tile):
+    ct.store(out, index=(i,), tile=tile)
+
+
+@ct.kernel
+def relay(x, y, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    _put(y, b, ct.load(x, index=(b,), shape=(TILE,)))
+'''
+
+
+def test_role_check_follows_arrays_into_helpers_of_the_module(tmp_path):
+    man = ("op: relay\nkernels:\n  relay:\n    arrays:\n      x: {ndim: 1, role: input}\n"
+           "      y: {ndim: 1, role: ROLE}\n    grid: \"(1, 1, 1)\"\ndtypes: [f16]\nconfigs: [{TILE: 64}]\n"
+           "shape_names: [N]\ntest_shapes: [[64]]\nperf_shapes: [[64]]\ntolerance: {f16: {rtol: 0, atol: 0}}\n")
+    d = make_op(tmp_path, "relay", HELPER_KERNEL, man.replace("ROLE", "output"))
+    assert [u for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"] == []
+    d = make_op(tmp_path, "relay", HELPER_KERNEL, man.replace("ROLE", "input"))
+    un = [u for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"]
+    assert "relay writes it (line 11) and never reads it" in un[0]["reason"]      # the call's line

@@ -445,3 +445,20 @@ def test_kept_measurements_come_back_only_for_the_same_sources(tmp_path):
     (r / "host" / "ffi.rs").write_text("// another shim\n")
     (r / "test.json").unlink()
     assert G.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "NOT_RUN"
+
+
+def test_a_manifest_fault_is_the_manifests_and_stops_the_route(tmp_path):
+    """A bad manifest value found by a GPU stage (an expression, a generator's bounds, a tensor of
+    another dtype than the kernel's array) is owned by the manifest: no writer can fix it."""
+    from tileport import harness as H
+    from tileport import route as R
+    from tileport.gpu_test import input_error
+
+    d = write(input_error("op", H.ManifestValueError("m.yaml: tensors/i/init: init randint: [4, 4) holds no value")),
+              tmp_path / "t.json")
+    assert (d["verdict"], d["owner"], d.get("fail_class")) == ("ERROR", "manifest", None)
+    assert d["findings"][0]["category"] == "manifest"
+    route = R.decide_gpu(d, {}, {}, {"k": 1}, 1, writer="anthropic", writer_cap=3)
+    assert route["next"] == "stop" and "manifest" in route["route"]
+    d = input_error("op", H.HarnessError("reference.py:3: import failed: NameError"))
+    assert (d.owner, d.fail_class) == ("kernel", "kernel")

@@ -30,13 +30,13 @@ def test_yaml_syntax_error_names_line(op_copy):
 
 def test_schema_error_names_key_value_and_line(op_copy):
     d = op_copy("relu")
-    text = (d / "manifest.yaml").read_text().replace("dtypes: [f16, bf16, f32]", "dtypes: [f16, f64]")
+    text = (d / "manifest.yaml").read_text().replace("dtypes: [f16, bf16, f32]", "dtypes: [f16, f12]")
     (d / "manifest.yaml").write_text(text)
     with pytest.raises(M.ManifestError) as e:
         M.load(d / "manifest.yaml")
     msg = str(e.value)
-    line = text.splitlines().index("dtypes: [f16, f64]") + 1
-    assert f"manifest.yaml:{line}:" in msg and "dtypes/1" in msg and "f64" in msg
+    line = text.splitlines().index("dtypes: [f16, f12]") + 1
+    assert f"manifest.yaml:{line}:" in msg and "dtypes/1" in msg and "f12" in msg
 
 
 def test_missing_tolerance_for_a_dtype(op_copy):
@@ -52,3 +52,94 @@ def test_op_must_match_folder(op_copy):
     (d / "manifest.yaml").write_text((d / "manifest.yaml").read_text().replace("op: relu", "op: other"))
     with pytest.raises(M.ManifestError, match="does not match folder"):
         M.load(d / "manifest.yaml")
+
+
+# -- forms real launches need (issue 12 section 2, issue 17) ---------------------------------------
+import re  # noqa: E402
+
+from manifest_ops import make_op, pick_manifest  # noqa: E402
+
+
+def test_kernel_spelled_constexprs_any_sign_float_bool_and_explicit_variants(tmp_path):
+    man = M.load(make_op(tmp_path) / "manifest.yaml")
+    pick = M.variants(man, "pick")
+    # the pairs the manifest means, nothing crossed: f16/bf16 with TILE 128, f32 with TILE 32
+    assert [v.id for v in pick] == ["f16-TILE128-LATm1-bias1em06-NEGtrue", "bf16-TILE128-LATm1-bias1em06-NEGtrue",
+                                    "f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2"]
+    assert pick[0].constexprs == {"TILE": 128, "LAT": -1, "bias": 1e-06, "NEG": True}
+    assert pick[2].hints == {"occupancy": 2} and pick[0].hints == {}
+    # per-kernel configs are crossed with the operator's dtypes
+    assert [v.id for v in M.variants(man, "copy_all")] == ["f16-TILE64", "bf16-TILE64", "f32-TILE64"]
+    assert M.kernel_variant_ids(man) == [("pick", v.id) for v in pick] + \
+        [("copy_all", f"{dt}-TILE64") for dt in ("f16", "bf16", "f32")]
+    assert M.variant_by_id(man, "f32-TILE64", "copy_all").constexprs == {"TILE": 64}
+    with pytest.raises(KeyError, match="known"):
+        M.variant_by_id(man, "f32-TILE64", "pick")
+    assert M.array_dtype(man, "pick", "idx", pick[0]) == "i32" and M.array_dtype(man, "pick", "src", pick[0]) == "f16"
+
+
+def test_configs_paired_with_dtypes_mean_only_those_variants(tmp_path):
+    """Issue 17 item 4: launch code that picks 128/128/64 for f16 and 32/32/32 for f32."""
+    text = pick_manifest().replace(
+        "dtypes: [f16, bf16, f32]\n", "").replace(
+        "    configs: [{TILE: 64}]\n",
+        "    variants:\n      - {dtype: f16, constexprs: {TILE: 128}}\n      - {dtype: f32, constexprs: {TILE: 32}}\n")
+    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    assert [v.id for v in M.variants(man, "copy_all")] == ["f16-TILE128", "f32-TILE32"]
+    assert len(M.kernel_variant_ids(man)) == 3 + 2
+
+
+def _err(tmp_path, old, new, base=None):
+    text = (base or pick_manifest())
+    assert old in text, old
+    d = make_op(tmp_path, manifest=text.replace(old, new, 1))
+    with pytest.raises(M.ManifestError) as e:
+        M.load(d / "manifest.yaml")
+    msg = str(e.value)
+    line = text.replace(old, new, 1)[:text.replace(old, new, 1).index(new)].count("\n") + 1 if new else None
+    return msg, line
+
+
+@pytest.mark.parametrize("old,new,words", [
+    ("{TILE: 64}", "{tile m: 64}", "not a name a Python parameter can have"),
+    ("{TILE: 64}", "{TILE: 1e-6}", "YAML reads 1e-6 as text: write 1.0e-6"),
+    ("dtype: i32}", "dtype: int32}", "tileport spells int32 as i32"),
+    ("role: output, dtype: f32}", "role: outptu, dtype: f32}", "(did you mean output?)"),
+    ("ndim: 1, role: input}", "ndim: 9, role: input}", "above the largest allowed value 6; write ndim: 2"),
+    ("    configs: [{TILE: 64}]", "    config: [{TILE: 64}]", "'config' is not a key of one kernel's launch description"),
+    ("{Count: i32}", "{Count: int}", "write one of i32, i64, f32"),
+    ("compiler_hints: {occupancy: 2}", "compiler_hints: {num_ctas: 3}", "the CTAs per cluster is the number 3; write one of 1, 2, 4, 8, 16"),
+])
+def test_schema_errors_are_words_with_line_and_what_to_write(tmp_path, old, new, words):
+    """Issue 17 item 3: no JSON-schema regex quoted; the line, the key, what to write instead."""
+    msg, line = _err(tmp_path, old, new)
+    assert words in msg, msg
+    assert f"manifest.yaml:{line}: key '" in msg, msg
+    assert "^[" not in msg and "does not match '" not in msg and "is not valid under any" not in msg
+
+
+@pytest.mark.parametrize("old,new,words", [
+    ("    configs: [{TILE: 64}]\n", "    configs: [{TILE: 64}]\n    variants: [{dtype: f16}]\n",
+     "either configs (crossed with dtypes) or variants"),
+    ("{dtype: f32, constexprs", "{dtype: f32, dtypes: [f32], constexprs", "exactly one of the two"),
+    ("{dtype: f32, constexprs: {TILE: 32, LAT: 2, bias: 0.0, NEG: false}, compiler_hints: {occupancy: 2}}",
+     "{dtype: f16, constexprs: {TILE: 128, LAT: -1, bias: 1.0e-6, NEG: true}}", "occurs twice"),
+    ("dtypes: [f16, bf16, f32]\n", "", "lacks the key 'dtypes': the configs of copy_all are crossed with it"),
+    ("{ndim: 1, role: output, dtype: f32}", "{ndim: 1, role: output, dtype: {f16: f32, bf16: f32}}",
+     "gives no dtype for variant dtype f32"),
+    ("idx: {shape: [N], role: input, dtype: i32, init: permutation}", "idx: {shape: [N], role: input, dtype: i32}",
+     "has the integer dtype i32 but no init"),
+    ("src: {shape: [N], role: input}", "src: {shape: [N], role: input, init: {randint: [0, N]}}",
+     "write dtype: i32 (or i64) for an index tensor"),
+])
+def test_consistency_errors_say_what_to_write(tmp_path, old, new, words):
+    msg, _ = _err(tmp_path, old, new)
+    assert words in msg and re.search(r"manifest.yaml:\d+: key '", msg), msg
+
+
+def test_long_ids_are_shortened_with_a_hash_and_variants_can_be_named():
+    long = M.Variant("bf16", {f"STRIDE_{i}": 4096 for i in range(12)})
+    assert len(long.id) <= M.MAX_ID and re.fullmatch(r"bf16-STRIDE_0.*-h[0-9a-f]{8}", long.id)
+    other = M.Variant("bf16", {**long.constexprs, "STRIDE_11": 1})
+    assert other.id != long.id
+    assert M.Variant("f16", {"TILE": 8}, name="tma_small").id == "f16-tma_small"

@@ -43,3 +43,60 @@ def test_unknown_variant_is_blocked(repo, tmp_path):
     v = R.run(repo / "operators" / "relu", "relu_kernel", "f64-TILE7", tmp_path / "a", tmp_path / "b",
               tmp_path / "r.json", "relu")
     assert v["verdict"] == "BLOCKED" and "unknown variant" in v["summary"]
+
+
+# -- per-array dtypes, lists, typed scalars, hints; faults traced to the manifest (issue 17 item 2) -
+from manifest_ops import make_op, pick_manifest  # noqa: E402
+
+
+def _ref(d, kernel, variant, tmp_path, op="pick"):
+    return R.run(d, kernel, variant, tmp_path / "r.tileirbc", tmp_path / "r.tileir", tmp_path / "r.json", op)
+
+
+def test_signature_has_each_arrays_dtype_lists_scalars_and_hints(tmp_path):
+    d = make_op(tmp_path)
+    v = _ref(d, "pick", "f16-TILE128-LATm1-bias1em06-NEGtrue", tmp_path)
+    assert v["verdict"] == "PASS", v["summary"]
+    head = (tmp_path / "r.tileir").read_text()
+    entry = next(ln for ln in head.splitlines() if "entry @" in ln)
+    # src/dst f16, idx i32, stat f32; Count i32 and gain f32 scalars
+    assert entry.count("tile<ptr<f16>>") == 2 and "tile<ptr<i32>>" in entry and "tile<ptr<f32>>" in entry
+    v = _ref(d, "pick", "f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2", tmp_path)
+    assert v["verdict"] == "PASS" and "occupancy = 2" in (tmp_path / "r.tileir").read_text()
+    v = _ref(d, "copy_all", "bf16-TILE64", tmp_path)                   # lists of arrays
+    assert v["verdict"] == "PASS", v["summary"]
+
+
+def test_a_compile_failure_from_a_defaulted_dtype_is_the_manifests(tmp_path):
+    """Issue 17 item 2: an int index array left to the variant's float dtype is refused by cuTile;
+    the kernel is valid, the manifest lacks the fact: owner manifest, the array and what to write."""
+    d = make_op(tmp_path, manifest=pick_manifest().replace("idx: {ndim: 1, role: input, dtype: i32}",
+                                                           "idx: {ndim: 1, role: input}"))
+    v = _ref(d, "pick", "bf16-TILE128-LATm1-bias1em06-NEGtrue", tmp_path)
+    assert v["verdict"] == "ERROR" and v["owner"] == "manifest", v["summary"]
+    assert v["findings"][0]["owner"] == "manifest" and v["findings"][0]["ref"]["line"] == 15
+    assert "kernel.py:15: cuTile Python refused variant bf16-TILE128" in v["summary"]
+    assert "took the variant's dtype bf16 because the manifest gives them none" in v["summary"]
+    assert "with idx as i32 cuTile compiles this variant: write idx: {ndim: ..., role: ..., dtype: i32}" in v["summary"]
+    # the fp32 side array: the compiler's own message names the dtype to try first
+    d = make_op(tmp_path, "pick2", manifest=pick_manifest("pick2").replace(
+        "stat: {ndim: 1, role: output, dtype: f32}", "stat: {ndim: 1, role: output}"))
+    v = _ref(d, "pick", "f16-TILE128-LATm1-bias1em06-NEGtrue", tmp_path, "pick2")
+    assert v["owner"] == "manifest" and "with stat as f32 cuTile compiles this variant" in v["summary"], v["summary"]
+
+
+def test_a_manifest_that_disagrees_with_the_kernel_blocks_before_compiling(tmp_path):
+    d = make_op(tmp_path, manifest=pick_manifest().replace("dst: {ndim: 1, role: output}", "dst: {ndim: 1, role: input}"))
+    v = _ref(d, "pick", "f16-TILE128-LATm1-bias1em06-NEGtrue", tmp_path)
+    assert v["verdict"] == "BLOCKED" and v["owner"] == "manifest" and "write role: output" in v["summary"]
+    assert not (tmp_path / "r.tileirbc").exists()
+
+
+def test_a_wrong_ndim_is_traced_to_the_manifest(op_copy, tmp_path):
+    d = op_copy("softmax")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("      x: {ndim: 2, role: input}", "      x: {ndim: 3, role: input}"))
+    v = R.run(d, "softmax_kernel", "f16-BM16-TILE1024", tmp_path / "r.tileirbc", tmp_path / "r.tileir",
+              tmp_path / "r.json", "softmax")
+    assert v["verdict"] == "ERROR" and v["owner"] == "manifest", v["summary"]
+    assert "the manifest gives x ndim 3 (kernels/softmax_kernel/arrays/x); with ndim 2 cuTile compiles" in v["summary"]

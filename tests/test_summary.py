@@ -30,3 +30,41 @@ def test_missing_verdict_is_marked(tmp_path):
     (tmp_path / "results" / "op").mkdir(parents=True)
     rows = S.rows_for(tmp_path / "results", "op", [("k", "f16-T1")], None)
     assert rows[0]["analyze"] == "missing" and rows[0]["note"] == "a verdict file is missing"
+
+
+def test_every_operator_folder_is_in_both_summaries_with_its_verdict(tmp_path):
+    """Issue 17 item 1: an operator whose manifest is malformed (or a folder that cannot be an
+    operator) has its row in summary_ops.csv as well, and the ALL row counts it."""
+    res = tmp_path / "results"
+    write(Verdict(stage="analyze", op="good", verdict="PASS", summary="ok"), res / "good" / "analysis.json")
+    write(Verdict(stage="bench", op="good", verdict="NOT_RUN", summary="not_run (no GPU: torch is not installed)"),
+          res / "good" / "bench.json")
+    errs = {"bad1": "operators/bad1/manifest.yaml:3: key 'dtypes': the variant dtypes lists f16 twice; list each once",
+            "bad2": "operators/bad2: operator folder lacks manifest.yaml"}
+    skipped = {"Bad-Name": "operators/Bad-Name: folder name is not an operator name: not run"}
+    S.write_summary(res, ["bad1", "good", "bad2"], {"good": [("k", "f16-T1")]}, errs, res / "summary.csv",
+                    skipped=skipped, ops_csv=res / "summary_ops.csv")
+    rows = list(csv.DictReader(open(res / "summary.csv")))
+    ops = {r["op"]: r for r in csv.DictReader(open(res / "summary_ops.csv"))}
+    assert {r["op"] for r in rows} | {"ALL"} == set(ops) == {"bad1", "good", "bad2", "Bad-Name", "ALL"}
+    assert ops["bad1"]["verdict"] == ("ERROR (manifest: operators/bad1/manifest.yaml:3: key 'dtypes': the variant "
+                                      "dtypes lists f16 twice; list each once)")
+    assert ops["bad2"]["verdict"].startswith("ERROR (manifest: operators/bad2: operator folder lacks")
+    assert ops["Bad-Name"]["verdict"].startswith("not_run (operators/Bad-Name: folder name")
+    assert ops["good"]["verdict"] == "not_run (no GPU: torch is not installed)"
+    assert ops["ALL"]["verdict"] == "not_run (no config measured); 4 operator(s): ERROR 2, not_run 2"
+    assert next(r for r in rows if r["op"] == "bad1")["owner"] == "manifest"
+
+
+def test_summary_rows_are_the_variants_the_manifest_means(tmp_path):
+    """Issue 17 item 4: configs paired with dtypes give rows for those pairs only."""
+    from manifest_ops import make_op, pick_manifest
+    from tileport import manifest as M
+
+    man = M.load(make_op(tmp_path, manifest=pick_manifest()) / "manifest.yaml")
+    res = tmp_path / "results"
+    S.write_summary(res, ["pick"], {"pick": M.kernel_variant_ids(man)}, {}, res / "summary.csv")
+    rows = list(csv.DictReader(open(res / "summary.csv")))
+    assert [(r["kernel"], r["variant"].split("-")[0]) for r in rows if r["kernel"] == "pick"] == \
+        [("pick", "f16"), ("pick", "bf16"), ("pick", "f32")]           # not 3 dtypes x 2 configs
+    assert len(rows) == 6

@@ -77,7 +77,7 @@ def test_gpu_columns_of_a_passing_op(tmp_path):
     assert ops == [{"op": "op", "configs": "3", "geomean_ratio": "1.118", "verdict": "DONE",
                     "vs_torch": "1.842", "ref_vs_torch": "1.600"},
                    {"op": "ALL", "configs": "3", "geomean_ratio": f"{(1.2 * 1.27 * 0.9) ** (1 / 3):.3f}",
-                    "verdict": "", "vs_torch": f"{(2.5 * 2.5 * 1.0) ** (1 / 3):.3f}",
+                    "verdict": "1 operator(s): DONE 1", "vs_torch": f"{(2.5 * 2.5 * 1.0) ** (1 / 3):.3f}",
                     "ref_vs_torch": f"{(2.0 * 2.0 * 1.1) ** (1 / 3):.3f}"}]
 
 
@@ -121,7 +121,7 @@ def test_not_run_shows_its_reason(tmp_path):
     assert ops[0] == {"op": "op", "configs": "0", "geomean_ratio": "",
                       "verdict": "not_run (no GPU: torch is not installed)", "vs_torch": "", "ref_vs_torch": ""}
     assert ops[1] == {"op": "ALL", "configs": "0", "geomean_ratio": "",
-                      "verdict": "not_run (no config measured)", "vs_torch": "",
+                      "verdict": "not_run (no config measured); 1 operator(s): not_run 1", "vs_torch": "",
                       "ref_vs_torch": ""}
 
 

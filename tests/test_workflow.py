@@ -105,6 +105,18 @@ def test_malformed_manifest_is_one_marked_row(workdir):
     assert "manifest.yaml:" in bad[0]["note"] and "dtypes" in bad[0]["note"]
 
 
+def test_every_folder_is_a_row_of_summary_ops_too(workdir):
+    """Issue 17 item 1: the malformed manifest and the broken folders are in summary_ops.csv as
+    well, with their verdict, and the ALL row counts them."""
+    wd, _, _ = workdir
+    ops = {r["op"]: r for r in csv.DictReader(open(wd / "results" / "summary_ops.csv"))}
+    assert set(ops) == {r["op"] for r in rows(wd)} | {"ALL"}
+    assert ops["rms_norm"]["verdict"].startswith("ERROR (manifest: ") and "manifest.yaml:" in ops["rms_norm"]["verdict"]
+    assert ops["lonely"]["verdict"].startswith("ERROR (manifest: ") and "lacks manifest.yaml" in ops["lonely"]["verdict"]
+    assert ops["relu.bak"]["verdict"].startswith("not_run (") and ops["type"]["verdict"].startswith("not_run (")
+    assert ops["ALL"]["verdict"].endswith(f"{len(ops) - 1} operator(s): not_run 5, ERROR 2"), ops["ALL"]
+
+
 def test_broken_folders_are_rows_not_crashes(workdir):
     wd, _, _ = workdir
     rs = {r["op"]: r for r in rows(wd)}

@@ -209,3 +209,52 @@ def test_negative_axis(op_copy):
     k.write_text(k.read_text().replace("m = ct.max(t, axis=1,", "m = ct.max(t, axis=-1,"))
     src, _ = W.translate_kernel(d, "softmax_kernel")
     assert "reduce_max(t, 1)" in src
+
+
+STAT_KERNEL = """\
+import cuda.tile as ct
+
+
+@ct.kernel
+def row_stat(x, y, ss, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(b, 0), shape=(1, TILE)), ct.float32)
+    ct.store(ss, index=(b,), tile=ct.sum(t * t, axis=1))
+    ct.store(y, index=(b, 0), tile=ct.astype(t, y.dtype))
+"""
+STAT_MANIFEST = """\
+op: row_stat
+kernels:
+  row_stat:
+    arrays:
+      x: {ndim: 2, role: input}
+      y: {ndim: 2, role: output}
+      ss: {ndim: 1, role: output, dtype: f32}
+    grid: "(M, 1, 1)"
+dtypes: [f16]
+configs: [{TILE: 64}]
+shape_names: [M]
+test_shapes: [[8]]
+perf_shapes: [[8]]
+tolerance: {f16: {rtol: 0.0, atol: 0.0}}
+"""
+
+
+def test_manifest_forms_without_a_rule_are_the_tools_not_the_kernels(tmp_path):
+    """An fp32 side array next to f16 data is valid input the translator cannot port yet (it gives
+    every array the variant's E): BLOCKED owner tool naming the parameter; a manifest that
+    disagrees with the kernel stays the manifest's."""
+    from manifest_ops import make_op
+
+    d = make_op(tmp_path, "row_stat", STAT_KERNEL, STAT_MANIFEST)
+    v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
+    assert v["verdict"] == "BLOCKED" and v["owner"] == "tool" and v["findings"][0]["owner"] == "tool"
+    assert "kernel.py:5: parameter ss: the manifest fixes its dtype to f32" in v["summary"]
+    d = make_op(tmp_path, "row_stat", STAT_KERNEL, STAT_MANIFEST.replace("ss: {ndim: 1, role: output,",
+                                                                         "ss: {ndim: 1, role: input,"))
+    v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
+    assert v["verdict"] == "BLOCKED" and v["owner"] == "manifest" and "write role: output" in v["summary"]
+    d = make_op(tmp_path, "row_stat", STAT_KERNEL, STAT_MANIFEST.replace(", dtype: f32}", "}").replace(
+        "dtypes: [f16]", "dtypes: [f16, i32]").replace("tolerance: {f16:", "tolerance: {i32: {rtol: 0, atol: 0}, f16:"))
+    v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
+    assert v["owner"] == "tool" and "variant dtype i32; the translator's element type E" in v["summary"]

@@ -8,7 +8,19 @@ and writes ``results/<op>/analysis.json``: a verdict document whose ``details`` 
 kernels, their parameters with roles, dtypes, constexprs, variants, the launch grid rule,
 the cuTile calls used (with padding modes, reduction axes, mma, loops) and the
 unsupported constructs with ``file:line``. Verdict PASS, or BLOCKED (unsupported construct,
-syntax error, manifest/kernel mismatch), or ERROR (the manifest itself is malformed).
+syntax error, manifest/kernel mismatch), or ERROR (the manifest itself is malformed, or
+cannot describe a kernel).
+
+Per kernel (``details.kernels[i]``), what a kernel writer needs: ``params`` in order --
+arrays with ``ndim``, ``role``, ``dtype`` (``"{dtype}"`` = the variant's, a code, or a mapping
+variant dtype -> code), ``list``, ``alias_group``, ``index_dtype``; scalars with ``kind``
+``scalar_<type>``, ``dtype`` (i32/i64/f32) and ``annotated``; constexprs with ``ctype``
+(int/float/bool) --, ``constexprs`` (the names its variants set), ``scalars`` ({name: type})
+and ``variants`` ([{``id``, ``dtype``, ``constexprs``, ``arrays``: {name: dtype in that
+variant}, ``compiler_hints``}]). ``details.variants`` is the union over kernels (each id once).
+``details.unsupported`` items carry ``owner`` (``manifest`` for a manifest that disagrees with
+the kernel, ``tool`` with ``kind: undescribable`` for what the format cannot say; constructs
+have none: the kernel's), ``category`` and ``kernel``; manifest items come first.
 """
 from __future__ import annotations
 
@@ -60,9 +72,10 @@ def _is_ct(node: ast.AST, alias: str, attr: str | None = None) -> bool:
 
 
 def _constant_type(sub: ast.Subscript) -> str:
-    """'int' | 'float' | 'bool' of a ``ct.Constant[T]`` annotation (other T: 'int')."""
+    """'int' | 'float' | 'bool' of a ``ct.Constant[T]`` annotation; the source text of T for any
+    other T (a constexpr the manifest cannot give a value of)."""
     t = sub.slice
-    return t.id if isinstance(t, ast.Name) and t.id in ("int", "float", "bool") else "int"
+    return t.id if isinstance(t, ast.Name) and t.id in ("int", "float", "bool") else ast.unparse(t)
 
 
 def constexpr_aliases(tree: ast.Module, alias: str) -> dict[str, str]:
@@ -88,19 +101,34 @@ def kernel_functions(tree: ast.Module, alias: str) -> list[ast.FunctionDef]:
     return out
 
 
-def param_type(arg: ast.arg, alias: str, const_aliases: dict[str, str]) -> tuple[str, str | None]:
-    """(kind, constexpr type 'int'/'float'/'bool' or None) of a kernel parameter."""
+def param_type(arg: ast.arg, alias: str, const_aliases: dict[str, str],
+               scalars: dict | None = None) -> tuple[str, str | None]:
+    """(kind, detail) of a kernel parameter from its annotation and the manifest's ``scalars``.
+
+    kind ``constexpr`` (detail: 'int'/'float'/'bool', or the text of another ``ct.Constant[T]``),
+    ``scalar`` (detail: the annotation's scalar type ``f32`` for ``float``, ``i32`` for ``int``,
+    ``i64`` for ``ct.ScalarInt64``, or None for an unannotated parameter the manifest lists
+    under ``scalars``), or ``array`` (detail ``i64`` for ``ct.IndexedWithInt64``, else None).
+    Facts: cuda-tile 1.7.0 ``cuda/tile/_stub.py`` (an int argument is int32 unless annotated
+    ``ct.ScalarInt64``; arrays index with int32 unless annotated ``ct.IndexedWithInt64``).
+    """
     ann = arg.annotation
     if ann is None:
-        return "array", None
+        return ("scalar", None) if arg.arg in (scalars or {}) else ("array", None)
     if isinstance(ann, ast.Name) and ann.id in const_aliases:
         return "constexpr", const_aliases[ann.id]
     if isinstance(ann, ast.Subscript) and _is_ct(ann.value, alias, "Constant"):
         return "constexpr", _constant_type(ann)
+    if _is_ct(ann, alias, "Constant"):
+        return "constexpr", "(no type)"
     if isinstance(ann, ast.Name) and ann.id == "float":
-        return "scalar_f32", None
+        return "scalar", "f32"
     if isinstance(ann, ast.Name) and ann.id == "int":
-        return "scalar_i32", None
+        return "scalar", "i32"
+    if _is_ct(ann, alias, "ScalarInt64"):
+        return "scalar", "i64"
+    if _is_ct(ann, alias, "IndexedWithInt64"):
+        return "array", "i64"
     return "array", None
 
 
@@ -249,130 +277,315 @@ def analyse(op_dir: str | Path) -> dict:
         raise AnalysisError(f"{kpath}:{m.group(1) if m else 1}: {m.group(2) if m else exc}") from None
     consts = constexpr_aliases(tree, alias)
     fns = {f.name: f for f in kernel_functions(tree, alias)}
+    kvariants = M.kernel_variants(man)
     kernels, unsupported = [], []
+
+    def mline(keypath: list) -> int:
+        return M._yaml_line(mtext, keypath) or 1
+
+    def mismatch(kname, construct, line, reason, file=None, owner="manifest", kind="manifest"):
+        """A finding on the manifest: ``owner`` manifest (it disagrees with the kernel: edit the
+        manifest) or tool (kind ``undescribable``: the manifest format has no words for it)."""
+        unsupported.append({"construct": construct, "file": str(file or mpath), "line": line,
+                            "reason": reason, "owner": owner, "category": "manifest", "kind": kind,
+                            "kernel": kname})
+
     for kname, kman in man["kernels"].items():
         if kname not in fns:
-            unsupported.append({"construct": f"kernel {kname}", "file": str(mpath),
-                                "line": M._yaml_line(mtext, ["kernels", kname]) or 1,
-                                "reason": f"manifest lists kernel '{kname}' but kernel.py has no "
-                                          f"@{alias}.kernel of that name (has {sorted(fns)})"})
+            mismatch(kname, f"kernel {kname}", mline(["kernels", kname]),
+                     f"the manifest lists kernel '{kname}' but kernel.py has no @{alias}.kernel of that "
+                     f"name; write one of {sorted(fns)} (the function's name as kernel.py spells it)")
             continue
         fn = fns[kname]
+        kvs = kvariants[kname]
+        src_key = M.variant_source(man, kname)
+        src_words = "/".join(src_key)
+        cfg_keys = list(kvs[0].constexprs) if kvs else []
+        kline = mline(["kernels", kname])
+        for extra, what in ((fn.args.vararg, "*"), (fn.args.kwarg, "**")):
+            if extra is not None:
+                mismatch(kname, f"parameter {what}{extra.arg}", kline,
+                         f"{kname} takes {what}{extra.arg}: the manifest describes a kernel's named "
+                         f"positional parameters only (no words for variadic parameters)",
+                         owner="tool", kind="undescribable")
+        for a in fn.args.kwonlyargs + fn.args.posonlyargs:
+            mismatch(kname, f"parameter {a.arg}", kline,
+                     f"{kname} takes {a.arg} as a keyword-only or positional-only parameter: the "
+                     f"manifest describes plain positional parameters only", owner="tool", kind="undescribable")
         params = []
-        cfg_keys = list(man["configs"][0])
         for a in fn.args.args:
-            kind, ctype = param_type(a, alias, consts)
+            kind, detail = param_type(a, alias, consts, kman.get("scalars"))
             p = {"name": a.arg, "kind": kind, "line": a.lineno}
-            if ctype:
-                p["ctype"] = ctype
             if kind == "array":
                 spec = kman["arrays"].get(a.arg)
                 if spec is None:
-                    unsupported.append({"construct": f"parameter {a.arg}", "line": a.lineno,
-                                        "file": str(kpath),
-                                        "reason": f"not in the manifest's kernels.{kname}.arrays and "
-                                                  "not annotated: list arrays there, annotate "
-                                                  "scalars (`x: float` / `n: int`)"})
+                    mismatch(kname, f"parameter {a.arg}", kline,
+                             f"{kname}'s parameter {a.arg} (kernel.py:{a.lineno}) is neither under "
+                             f"kernels/{kname}/arrays nor under kernels/{kname}/scalars; write "
+                             f"{a.arg}: {{ndim: <rank>, role: input}} under arrays, or {a.arg}: i32 (or f32) "
+                             f"under scalars for a runtime number")
                 else:
-                    p.update(ndim=spec["ndim"], role=spec["role"], dtype="{dtype}")
-            elif kind == "constexpr":
-                if a.arg not in cfg_keys:
-                    unsupported.append({"construct": f"constexpr {a.arg}", "line": a.lineno,
-                                        "file": str(kpath),
-                                        "reason": f"constexpr not set by the manifest configs {cfg_keys}"})
-                else:
-                    want = {"int": int, "float": (int, float), "bool": bool}[ctype]
-                    bad = [c[a.arg] for c in man["configs"]
-                           if not isinstance(c[a.arg], want)
-                           or (ctype != "bool" and isinstance(c[a.arg], bool))
-                           or (ctype == "int" and c[a.arg] < 1)]
-                    if bad:
-                        unsupported.append({"construct": f"constexpr {a.arg}", "line": a.lineno,
-                                            "file": str(kpath),
-                                            "reason": f"declared ct.Constant[{ctype}] "
-                                                      f"{'(a positive int) ' if ctype == 'int' else ''}"
-                                                      f"but the manifest configs give {bad}"})
+                    p.update(ndim=spec["ndim"], role=spec["role"], dtype=spec.get("dtype", "{dtype}"))
+                    if spec.get("list"):
+                        p["list"] = True
+                    if spec.get("alias_group"):
+                        p["alias_group"] = spec["alias_group"]
+                    if detail == "i64":
+                        p["index_dtype"] = "i64"
+                if a.arg in kman.get("scalars", {}):
+                    mismatch(kname, f"scalar {a.arg}", mline(["kernels", kname, "scalars", a.arg]),
+                             f"{a.arg} is annotated as an array in kernel.py:{a.lineno} but listed under "
+                             f"scalars; remove it from scalars")
+            elif kind == "scalar":
+                _scalar_param(p, detail, kman, kname, a, mline, mismatch)
             else:
-                p["dtype"] = "f32" if kind == "scalar_f32" else "i32"
+                p["ctype"] = detail
+                _constexpr_param(detail, kvs, cfg_keys, kname, a, man, src_key, src_words, mline, mismatch)
             params.append(p)
         cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
         calls, unsup = calls_used(fn, alias, str(kpath), cnames)
         # the manifest describes exactly the kernel's parameters
         pnames = {a.arg for a in fn.args.args}
-        for extra in sorted(set(kman["arrays"]) - pnames):
-            unsupported.append({"construct": f"array {extra}", "file": str(mpath),
-                                "line": M._yaml_line(mtext, ["kernels", kname, "arrays", extra]) or 1,
-                                "reason": f"manifest lists array '{extra}' but {kname} has no such parameter"})
-        scal = {p["name"]: p["dtype"] for p in params if p["kind"].startswith("scalar")}
-        for name, dt in kman.get("scalars", {}).items():
-            if name not in scal:
-                unsupported.append({"construct": f"scalar {name}", "file": str(mpath),
-                                    "line": M._yaml_line(mtext, ["kernels", kname, "scalars", name]) or 1,
-                                    "reason": f"manifest lists scalar '{name}' but {kname} has no "
-                                              f"`{name}: float|int` parameter"})
-            elif scal[name] != dt:
-                unsupported.append({"construct": f"scalar {name}", "file": str(mpath),
-                                    "line": M._yaml_line(mtext, ["kernels", kname, "scalars", name]) or 1,
-                                    "reason": f"manifest says {dt}, the kernel annotates {scal[name]}"})
+        for section, what in (("arrays", "array"), ("scalars", "scalar")):
+            for extra in kman.get(section, {}):
+                if extra not in pnames:
+                    mismatch(kname, f"{what} {extra}", mline(["kernels", kname, section, extra]),
+                             f"the manifest lists {what} '{extra}' but {kname} has no such parameter "
+                             f"(it has {', '.join(a.arg for a in fn.args.args)}); remove it or spell it "
+                             f"as kernel.py does")
+        for b in kman.get("bind", {}):
+            kinds = {p["name"]: p["kind"] for p in params}
+            if b not in kinds:
+                mismatch(kname, f"bind {b}", mline(["kernels", kname, "bind", b]),
+                         f"the manifest binds '{b}' but {kname} has no such parameter (it has "
+                         f"{', '.join(kinds)}); bind only its array and scalar parameters")
+            elif kinds[b] == "constexpr":
+                mismatch(kname, f"bind {b}", mline(["kernels", kname, "bind", b]),
+                         f"{b} is a constexpr of {kname}: its value comes from {src_words}, not from "
+                         f"bind; remove it from bind")
+        if src_key[0] == "kernels":      # this kernel's own configs: each must be its constexpr
+            for name in cfg_keys:
+                if name not in cnames:
+                    mismatch(kname, f"constexpr {name}", mline(_first_value_path(man, src_key, name)),
+                             f"{src_words} sets {name} but {kname} takes no `{name}: ct.Constant[...]` "
+                             f"parameter (its constexprs: {', '.join(sorted(cnames)) or 'none'}); remove "
+                             f"{name} or spell it as kernel.py does")
         # tile dimensions must be powers of two (cuTile's rule); check the constexprs used there
         for name in sorted(tile_dim_constexprs(fn, alias) & cnames):
-            for i, cfg in enumerate(man["configs"]):
-                v = cfg.get(name)
-                if isinstance(v, int) and not isinstance(v, bool) and v & (v - 1):
-                    unsupported.append({"construct": f"constexpr {name}={v}", "file": str(mpath),
-                                        "line": M._yaml_line(mtext, ["configs", i, name]) or 1,
-                                        "reason": f"{name} sets a tile dimension in {kname}, and "
-                                                  f"tile dimensions must be powers of two"})
+            for v in kvs:
+                x = v.constexprs.get(name)
+                if isinstance(x, int) and not isinstance(x, bool) and (x < 1 or x & (x - 1)):
+                    mismatch(kname, f"constexpr {name}={x}", mline(_first_value_path(man, src_key, name, x)),
+                             f"{name} sets a tile dimension in {kname}, and tile dimensions must be "
+                             f"positive powers of two; write a power of two such as "
+                             f"{1 << max(0, (x - 1).bit_length()) if x >= 1 else 1}")
+                    break
         for u in unsup:
             u["file"] = str(kpath)
+            u["kernel"] = kname
         unsupported.extend(unsup)
-        stored = {c.get("array") for c in calls if c["call"].endswith(".store")}
-        loaded = {c.get("array") for c in calls if c["call"].endswith(".load")}
+        uses = array_uses(fn, alias, {p["name"] for p in params if p["kind"] == "array"}, tree)
         for p in params:
             if p["kind"] == "array" and "role" in p:
-                want = p["role"]
-                got = ("inout" if p["name"] in stored and p["name"] in loaded else
-                       "output" if p["name"] in stored else "input")
-                if want != got:
-                    unsupported.append({"construct": f"parameter {p['name']}", "line": p["line"],
-                                        "file": str(kpath),
-                                        "reason": f"manifest role '{want}' but the kernel "
-                                                  f"{'stores to' if got != 'input' else 'only loads'} it"})
+                _role_check(p, uses.get(p["name"], {}), kname, mline, mismatch)
+        variants = [{"id": v.id, "dtype": v.dtype, "constexprs": v.constexprs,
+                     "arrays": {p["name"]: M.resolve_dtype(p["dtype"], v.dtype)
+                                for p in params if p["kind"] == "array" and "dtype" in p},
+                     **({"compiler_hints": v.hints} if v.hints else {})}
+                    for v in kvs]
         kernels.append({
             "name": kname, "line": fn.lineno, "params": params, "calls": calls,
             "grid": kman["grid"], "loops": sum(1 for c in calls if c["call"].startswith("for")),
+            "constexprs": cfg_keys, "variants": variants,
+            "scalars": {p["name"]: p["dtype"] for p in params if p["kind"].startswith("scalar")},
         })
-    # every constexpr the configs set must be a constexpr parameter of some kernel
-    used = {p["name"] for k in kernels for p in k["params"] if p["kind"] == "constexpr"}
-    for name in man["configs"][0]:
-        if kernels and name not in used:
-            unsupported.append({"construct": f"constexpr {name}", "file": str(mpath),
-                                "line": M._yaml_line(mtext, ["configs", 0, name]) or 1,
-                                "reason": f"the configs set {name} but no kernel takes a "
-                                          f"`{name}: ct.Constant[...]` parameter"})
+    # every constexpr the operator's configs set must be a constexpr parameter of some kernel
+    shared = [k for k in man["kernels"] if M.variant_source(man, k)[0] != "kernels"]
+    if shared:
+        src_key = M.variant_source(man, shared[0])
+        used = {p["name"] for k in kernels if k["name"] in shared for p in k["params"] if p["kind"] == "constexpr"}
+        for name in M.constexpr_names(man, shared[0]):
+            if kernels and name not in used:
+                mismatch(None, f"constexpr {name}", mline(_first_value_path(man, src_key, name)),
+                         f"the configs set {name} but no kernel takes a `{name}: ct.Constant[...]` "
+                         f"parameter; remove {name} or spell it as kernel.py does")
+    # manifest findings first: they must be fixed before the kernel's constructs mean anything
+    unsupported.sort(key=lambda u: u.get("category") != "manifest")
     return {
         "op": man["op"],
         "kernel_file": str(kpath),
         "manifest": man["_path"],
         "tile_alias": alias,
         "kernels": kernels,
-        "dtypes": man["dtypes"],
-        "constexprs": list(man["configs"][0]),
-        "variants": [{"id": v.id, "dtype": v.dtype, "constexprs": v.constexprs}
-                     for v in M.variants(man)],
+        "dtypes": list(dict.fromkeys(v.dtype for v in M.variants(man))),
+        "constexprs": list(dict.fromkeys(n for k in kernels for n in k["constexprs"])),
+        "variants": [{"id": v.id, "dtype": v.dtype, "constexprs": v.constexprs} for v in M.variants(man)],
         "hints": man.get("hints", {}),
         "unsupported": unsupported,
     }
 
 
+def _first_value_path(man: dict, src_key: list, name: str, value=None) -> list:
+    """Key path of the first entry of the variant list ``src_key`` that sets ``name`` (to
+    ``value`` when given), for its line."""
+    node = man
+    for k in src_key:
+        node = node.get(k, {}) if isinstance(node, dict) else {}
+    for i, entry in enumerate(node if isinstance(node, list) else []):
+        cfg = entry.get("constexprs", {}) if src_key[-1] == "variants" else entry
+        if name in cfg and (value is None or cfg[name] == value):
+            return src_key + ([i, "constexprs", name] if src_key[-1] == "variants" else [i, name])
+    return src_key
+
+
+def _scalar_param(p, detail, kman, kname, a, mline, mismatch) -> None:
+    """Resolve a runtime scalar's type from its annotation and ``kernels/<k>/scalars``."""
+    declared = kman.get("scalars", {}).get(a.arg)
+    ann = {"f32": "`float`", "i32": "`int`", "i64": "`ct.ScalarInt64`"}.get(detail)
+    t = declared or detail
+    if detail is not None and declared is not None and declared != detail:
+        mismatch(kname, f"scalar {a.arg}", mline(["kernels", kname, "scalars", a.arg]),
+                 f"the manifest says {declared}, but kernel.py:{a.lineno} annotates {a.arg} as {ann}, "
+                 f"which launches as {detail}; write {a.arg}: {detail}")
+        t = detail
+    if detail is None and declared == "i64":
+        mismatch(kname, f"scalar {a.arg}", mline(["kernels", kname, "scalars", a.arg]),
+                 f"{a.arg} is unannotated in kernel.py:{a.lineno}: ct.launch passes a Python int as "
+                 f"int32 unless the parameter is annotated ct.ScalarInt64; write {a.arg}: i32")
+    p.update(kind=f"scalar_{t}", dtype=t, annotated=detail is not None)
+
+
+def _constexpr_param(ctype, kvs, cfg_keys, kname, a, man, src_key, src_words, mline, mismatch):
+    """Check a constexpr's values over the kernel's variants against its annotation."""
+    if ctype not in ("int", "float", "bool"):
+        mismatch(kname, f"constexpr {a.arg}", mline(["kernels", kname]),
+                 f"{a.arg} is a ct.Constant[{ctype}] (kernel.py:{a.lineno}): manifest constexpr values "
+                 f"are ints, floats and bools only (no words for this type)", owner="tool",
+                 kind="undescribable")
+        return
+    if a.arg not in cfg_keys:
+        example = {"int": "64", "float": "1.0", "bool": "true"}[ctype]
+        mismatch(kname, f"constexpr {a.arg}", mline(src_key),
+                 f"{kname}'s ct.Constant[{ctype}] parameter {a.arg} (kernel.py:{a.lineno}) has no value in "
+                 f"{src_words}; add {a.arg}: {example} (its launch value) to every entry there", file=None)
+        return
+    ok = {"int": lambda x: isinstance(x, int) and not isinstance(x, bool),
+          "float": lambda x: isinstance(x, float),
+          "bool": lambda x: isinstance(x, bool)}[ctype]
+    bad = [v.constexprs[a.arg] for v in kvs if not ok(v.constexprs[a.arg])]
+    if bad:
+        x = bad[0]
+        fix = {"int": f"an int such as {int(x) if isinstance(x, (int, float)) else 1}",
+               "float": f"a float with a dot such as {float(x) if isinstance(x, (int, float)) else 1.0}",
+               "bool": "true or false"}[ctype]
+        mismatch(kname, f"constexpr {a.arg}", mline(_first_value_path(man, src_key, a.arg, x)),
+                 f"{a.arg} is declared ct.Constant[{ctype}] (kernel.py:{a.lineno}) but {src_words} gives "
+                 f"{', '.join(map(repr, dict.fromkeys(bad)))}, which cuTile would compile as another type; "
+                 f"write {fix}")
+
+
+_READS = {"load", "gather"}
+_WRITES = {"store", "scatter"}
+
+
+def array_uses(fn: ast.FunctionDef, alias: str, arrays: set[str], module: ast.Module | None = None,
+               _depth: int = 0) -> dict[str, dict[str, list]]:
+    """How a kernel touches each array parameter: ``{name: {"read": [lines], "write": [lines],
+    "atomic": [lines], "unknown": [lines]}}`` from ``ct.load``/``ct.gather`` (read),
+    ``ct.store``/``ct.scatter`` (write) and ``ct.atomic_*`` (read-modify-write), following local
+    names bound to an array or to an element of a list of arrays (``a = As[g]``) and helper
+    functions of the same ``module`` the array is passed to (their uses count at the call's
+    line); an array passed to a function this module does not define is ``unknown``."""
+    alias_of: dict[str, str] = {}
+    helpers = {n.name: n for n in (module.body if module else []) if isinstance(n, ast.FunctionDef)}
+
+    def base(node) -> str | None:
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Name):
+            return node.id if node.id in arrays else alias_of.get(node.id)
+        return None
+
+    stmts = sorted((n for n in ast.walk(fn) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
+    for n in stmts:
+        b = base(n.value) if isinstance(n.value, (ast.Name, ast.Subscript)) else None
+        if b:
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    alias_of[t.id] = b
+    out: dict[str, dict[str, list]] = {}
+    for n in ast.walk(fn):
+        if not isinstance(n, ast.Call):
+            continue
+        if _is_ct(n.func, alias):
+            if not n.args:
+                continue
+            name = n.func.attr
+            how = ("read" if name in _READS else "write" if name in _WRITES
+                   else "atomic" if name.startswith("atomic_") else None)
+            b = base(n.args[0]) if how else None
+            if b:
+                out.setdefault(b, {}).setdefault(how, []).append(n.lineno)
+            continue
+        passed = [(i, a) for i, a in enumerate(n.args) if base(a)] + \
+                 [(k.arg, k.value) for k in n.keywords if k.arg and base(k.value)]
+        if not passed:
+            continue
+        callee = helpers.get(n.func.id) if isinstance(n.func, ast.Name) else None
+        if callee is None or _depth >= 4:
+            for _, a in passed:
+                out.setdefault(base(a), {}).setdefault("unknown", []).append(n.lineno)
+            continue
+        names = [a.arg for a in callee.args.args]
+        inner_of = {(names[i] if isinstance(i, int) and i < len(names) else i): base(a) for i, a in passed}
+        inner = array_uses(callee, alias, set(inner_of), module, _depth + 1)
+        for pname, use in inner.items():
+            for how, lines in use.items():
+                out.setdefault(inner_of[pname], {}).setdefault(how, []).extend([n.lineno] * len(lines))
+    return out
+
+
+def _role_check(p: dict, use: dict, kname: str, mline, mismatch) -> None:
+    if use.get("unknown"):
+        return                  # passed to a function defined elsewhere: no conclusion
+    reads, writes, atomic = use.get("read", []), use.get("write", []), use.get("atomic", [])
+    want = p["role"]
+    if atomic:
+        ok = want in ("output", "inout") if not reads else want == "inout"
+        got = "inout" if reads else "output or inout"
+    else:
+        got = "inout" if reads and writes else "output" if writes else "input"
+        ok = want == got
+    if ok:
+        return
+    did = []
+    if writes:
+        did.append(f"writes it (line {', '.join(map(str, sorted(set(writes))))})")
+    if atomic:
+        did.append(f"updates it atomically (line {', '.join(map(str, sorted(set(atomic))))})")
+    if reads:
+        did.append(f"reads it (line {', '.join(map(str, sorted(set(reads))))})")
+    how = " and ".join(did) if did else "never writes it"
+    if writes and not reads and not atomic:
+        how += " and never reads it"
+    mismatch(kname, f"parameter {p['name']}", mline(["kernels", kname, "arrays", p["name"], "role"]),
+             f"the manifest says role '{want}' but {kname} {how}; write role: {got.split(' or ')[0]}")
+
+
 def run(op_dir: str | Path, out_json: str | Path, op: str) -> dict:
-    """Analyse ``op_dir`` and write ``out_json`` (a verdict). Never raises on bad input."""
+    """Analyse ``op_dir`` and write ``out_json`` (a verdict). Never raises on bad input.
+
+    Verdict PASS; BLOCKED when the kernel uses constructs the translator lacks (owner kernel)
+    or the manifest disagrees with the kernel (owner ``manifest``, listed first); ERROR when
+    the manifest is malformed (owner ``manifest``) or cannot describe a kernel at all (owner
+    ``tool``: the manifest format lacks the concept; the finding names it and the manifest line).
+    """
     try:
         details = analyse(op_dir)
     except M.ManifestError as exc:
-        return write(Verdict(stage="analyze", op=op, verdict="ERROR", owner="kernel",
+        return write(Verdict(stage="analyze", op=op, verdict="ERROR", owner="manifest",
                              summary=str(exc), findings=[Finding(
-                                 "manifest", "critical", "kernel", str(exc),
+                                 "manifest", "critical", "manifest", str(exc),
                                  ref=_loc_from_msg(str(exc)))]), out_json)
     except AnalysisError as exc:
         cat = "syntax" if "syntax error" in str(exc) else "input"
@@ -380,16 +593,26 @@ def run(op_dir: str | Path, out_json: str | Path, op: str) -> dict:
                              summary=str(exc), findings=[Finding(
                                  cat, "critical", exc.owner, str(exc), ref=_loc_from_msg(str(exc)))]),
                      out_json)
-    findings = [Finding("unsupported", "critical", "kernel",
+    findings = [Finding(u.get("category", "unsupported"), "critical", u.get("owner", "kernel"),
                         f"{u['file']}:{u['line']}: {u['construct']}: {u['reason']}",
                         ref=loc(u["file"], u["line"], u["construct"]))
                 for u in details["unsupported"]]
-    verdict = "BLOCKED" if findings else "PASS"
+    undescribable = [u for u in details["unsupported"] if u.get("kind") == "undescribable"]
+    verdict = "ERROR" if undescribable else "BLOCKED" if findings else "PASS"
     n = len(details["variants"])
-    summary = (f"{len(details['kernels'])} kernel(s), {n} variant(s)" if not findings else
-               f"{len(findings)} unsupported construct(s); first: {findings[0].message}")
-    return write(Verdict(stage="analyze", op=op, verdict=verdict,
-                         owner=None if verdict == "PASS" else "kernel", summary=summary,
+    n_man = sum(1 for u in details["unsupported"] if u.get("category") == "manifest")
+    if undescribable:
+        first = findings[details["unsupported"].index(undescribable[0])]
+        summary = f"the manifest cannot describe a kernel: {first.message}"
+        owner = "tool"
+    elif findings:
+        parts = [f"{n_man} manifest finding(s)" if n_man else "",
+                 f"{len(findings) - n_man} unsupported construct(s)" if len(findings) > n_man else ""]
+        summary = f"{'; '.join(x for x in parts if x)}; first: {findings[0].message}"
+        owner = findings[0].owner
+    else:
+        summary, owner = f"{len(details['kernels'])} kernel(s), {n} variant(s)", None
+    return write(Verdict(stage="analyze", op=op, verdict=verdict, owner=owner, summary=summary,
                          findings=findings, details=details,
                          artifacts={"kernel": details["kernel_file"]}), out_json)
 

@@ -41,7 +41,8 @@ from pathlib import Path
 from . import harness as H
 from . import stats as S
 from . import host as HOST
-from .gpu_test import MEASURED, OpContext, gpu_gate, library_for, restore, snapshot
+from . import manifest as M
+from .gpu_test import MEASURED, OpContext, gpu_gate, input_error, library_for, restore, snapshot
 from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 
 REPO = Path(__file__).resolve().parent.parent
@@ -308,6 +309,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         todo = H.cases(ctx.man, "perf")
     except Exception as exc:  # noqa: BLE001 - manifest/module/library problems: one clear verdict
         write_csv([], out_csv)
+        if isinstance(exc, (H.HarnessError, M.ManifestError)):
+            return write(input_error(op, exc, attempt, stage="bench"), out_json)
         owner = "host" if type(exc).__name__ == "FfiError" else "kernel"
         return write(Verdict(stage="bench", op=op, verdict="ERROR", owner=owner, fail_class=owner,
                              attempt=attempt, summary=str(exc)[:600],

@@ -62,7 +62,8 @@ DTYPE_ATTRS = {
 RUST_DTYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
 
 # element types the frontend treats as unrestricted floats (fma contraction applies); 'E' is
-# the variant dtype, always one of f16/bf16/f32 here (manifest.DTYPES)
+# the variant dtype, always one of f16/bf16/f32 here (write_kernel says BLOCKED, owner tool, for
+# a variant of another manifest dtype)
 FLOAT_TILE_DTYPES = {"E", "f16", "bf16", "f32"}
 
 RUST_KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "extern", "false",

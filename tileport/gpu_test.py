@@ -192,9 +192,12 @@ class OpContext:
 
         self.op, self.op_dir, self.results = op, op_dir, results
         self.man = M.load(op_dir / "manifest.yaml")
-        if "tensors" not in self.man:
-            raise H.HarnessError(f"{op_dir / 'manifest.yaml'}: no 'tensors' section: the GPU "
-                                 f"stages cannot build the inputs of a call")
+        lacking = [k for k in self.man["kernels"] if M.kernel_tensors(self.man, k) is None]
+        if lacking:
+            raise H.ManifestValueError(f"{op_dir / 'manifest.yaml'}: no 'tensors' section for "
+                                       f"{', '.join(lacking)}: the GPU stages cannot build the inputs "
+                                       f"of a call; write tensors: {{<name>: {{shape: [...], role: input}}, "
+                                       f"...}} (the operator's, or under kernels/<kernel>)")
         self.kmod = H.load_module(S.kernel_py(op_dir), f"tileport_ref_{op}")
         self.rmod = H.load_module(op_dir / "reference.py", f"tileport_torch_{op}")
         an = read(results / op / "analysis.json")
@@ -205,6 +208,19 @@ class OpContext:
         spec = self.lib.for_variant(kernel, variant.id)
         return H.build_call(self.op_dir, self.man, self.kmod, self.rmod, self.params[kernel],
                             kernel, variant, shape, self.lib, spec["symbol"], seed=seed)
+
+
+def input_error(op: str, exc: Exception, attempt: int = 1, stage: str = "gpu_test") -> Verdict:
+    """ERROR verdict for an operator input the GPU stage cannot use: owner ``manifest`` (no
+    fail_class: the routes stop, no writer or host builder can fix a manifest) when the manifest
+    is the cause (:class:`tileport.manifest.ManifestError`,
+    :class:`tileport.harness.ManifestValueError`), else ``kernel`` (kernel.py / reference.py
+    do not import, analysis.json unreadable)."""
+    manifest = isinstance(exc, (M.ManifestError, H.ManifestValueError))
+    owner = "manifest" if manifest else "kernel"
+    return Verdict(stage=stage, op=op, verdict="ERROR", owner=owner,
+                   fail_class=None if manifest else "kernel", attempt=attempt, summary=str(exc)[:600],
+                   findings=[Finding("manifest" if manifest else "input", "critical", owner, str(exc)[:1500])])
 
 
 def check_call(c, tol: dict) -> dict:
@@ -254,20 +270,14 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
     try:
         ctx = OpContext(op, op_dir, results, library)
     except (H.HarnessError, M.ManifestError, VerdictError) as exc:
-        return write(Verdict(stage="gpu_test", op=op, verdict="ERROR", owner="kernel",
-                             fail_class="kernel", attempt=attempt, summary=str(exc)[:600],
-                             findings=[Finding("input", "critical", "kernel", str(exc)[:1500])]),
-                     out_json)
+        return write(input_error(op, exc, attempt), out_json)
     except Exception as exc:  # FfiError on load: the library itself
         return write(Verdict(stage="gpu_test", op=op, verdict="ERROR", owner="host",
                              fail_class="host", attempt=attempt, summary=str(exc)[:600]), out_json)
     try:
         todo = H.cases(ctx.man, "test")
     except H.HarnessError as exc:
-        return write(Verdict(stage="gpu_test", op=op, verdict="ERROR", owner="kernel",
-                             fail_class="kernel", attempt=attempt, summary=str(exc)[:600],
-                             findings=[Finding("manifest", "critical", "kernel", str(exc)[:1500])]),
-                     out_json)
+        return write(input_error(op, exc, attempt), out_json)
     rows, counted, dead = [], set(), None
     for kernel, variant, shape in todo:
         if dead:
@@ -277,10 +287,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
         try:
             c = ctx.call(kernel, variant, shape, seed)
         except H.HarnessError as exc:   # the manifest's tensors/bind/grid: not the port's fault
-            return write(Verdict(stage="gpu_test", op=op, verdict="ERROR", owner="kernel",
-                                 fail_class="kernel", attempt=attempt, summary=str(exc)[:600],
-                                 findings=[Finding("manifest", "critical", "kernel",
-                                                   str(exc)[:1500])]), out_json)
+            return write(input_error(op, exc, attempt), out_json)
         except Exception as exc:  # noqa: BLE001 - no shim for the variant, allocation failure
             rows.append({"kernel": kernel, "variant": variant.id, "shape": list(shape),
                          "port": {"ok": False, "error": str(exc)[:800], "fail_class": "host"},

@@ -1,17 +1,22 @@
 """The GPU harness shared by the functional test and the benchmark: one *call* of an operator.
 
-A call is (kernel, variant, shape): the manifest's ``tensors`` give reference.py's inputs
-(seeded ``randn(shape) * scale`` in the variant dtype) and outputs; the kernel's ``bind`` maps
-its parameters to tensors, views (``x[:, :N]``) and scalars (``1.0 / N``); the manifest's
-``grid`` expression gives the launch grid. The *same* grid, arguments and input memory go to
-three sides, each writing its own output buffers:
+A call is (kernel, variant, shape): the kernel's ``tensors`` (else the operator's) give
+reference.py's inputs and outputs, each in its ``dtype`` (default: the variant's) and made by its
+``init`` generator (default for floats: seeded ``randn(shape) * scale``; integer tensors name
+theirs: ``randint``, ``sorted``, ``range``, ``permutation``, ``offsets``, ``full``; see
+:func:`int_values`), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
+parameters to tensors, views (``x[:, :N]``) and scalars (``1.0 / N``, cast to the scalar's
+type); the kernel's ``grid`` expression gives the launch grid. The *same* grid, arguments and
+input memory go to three sides, each writing its own output buffers (filled with the tensor's
+``init`` when it has one, else NaN):
 
 * ``ref``  -- the cuTile Python kernel, ``ct.launch`` on the current torch stream;
 * ``port`` -- the cuTile Rust kernel through its C shim (:class:`tileport.ffi.HostLibrary`);
 * ``torch`` -- ``reference.torch_impl`` (PyTorch's native-dtype ATen/cuBLAS path; falls back to
   ``reference.reference``).
 
-``expected()`` is ``reference.reference`` (the PyTorch semantics, usually in fp32), the oracle
+``expected()`` is ``reference.reference`` (or the kernel's ``reference:`` function; the
+PyTorch semantics, usually in fp32), the oracle
 both kernels are compared against with the manifest's per-dtype rtol/atol. Expressions are
 evaluated with Python's ``eval`` over shape names, constexprs, ``hints``, ``num_sms``,
 ``cdiv``/``min``/``max``/``sqrt`` and the tensors: a manifest is code, like kernel.py.
@@ -26,11 +31,16 @@ from pathlib import Path
 
 from . import manifest as M
 
-_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
+_TORCH_DTYPES = {code: torch_name for code, (_, torch_name, _) in M.DTYPES.items()}
 
 
 class HarnessError(ValueError):
     """A manifest expression or an operator module cannot be used (names file and cause)."""
+
+
+class ManifestValueError(HarnessError):
+    """A manifest expression fails or gives an unusable value (the manifest's to fix: owner
+    ``manifest``)."""
 
 
 class NoGpu(RuntimeError):
@@ -117,22 +127,105 @@ def evaluate(expr, env: dict, where: str):
     try:
         return eval(compile(expr, where, "eval"), {"__builtins__": {}}, dict(env))
     except Exception as exc:
-        raise HarnessError(f"{where}: expression {expr!r}: {type(exc).__name__}: {exc}") from None
+        hint = ""
+        if isinstance(exc, NameError):
+            names = sorted(k for k in env if isinstance(k, str) and not k.startswith("_"))
+            hint = f"; an expression here may use {', '.join(names[:40])}{' ...' if len(names) > 40 else ''}"
+        raise ManifestValueError(f"{where}: expression {expr!r}: {type(exc).__name__}: {exc}{hint}") from None
 
 
 def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits") -> bool:
     """The manifest's ``fits`` (or ``perf_fits``) predicate, default True, for one shape and
-    config. Raises :class:`HarnessError` for a bad expression."""
+    config; for ``fits``, also every shape name that is also a constexpr name must equal the
+    constexpr (a kernel compiled for ``N: 4096`` runs on shapes with N = 4096 only). Raises
+    :class:`HarnessError` for a bad expression."""
+    if key == "fits" and any(constexprs[n] != v for n, v in zip(man["shape_names"], shape) if n in constexprs):
+        return False
     expr = man.get(key, "True")
     return bool(evaluate(expr, base_env(man, shape, constexprs, 0), f"{man['_path']}: {key}"))
 
 
 def cases(man: dict, kind: str) -> list[tuple[str, M.Variant, tuple[int, ...]]]:
     """(kernel, variant, shape) of every ``test_shapes`` (kind ``test``) or ``perf_shapes``
-    (kind ``perf``: also ``perf_fits``) entry that fits the variant, in manifest order."""
+    (kind ``perf``: also ``perf_fits``) entry that fits the variant, over each kernel's own
+    variants (:func:`tileport.manifest.variants`), in manifest order."""
     shapes = man["test_shapes" if kind == "test" else "perf_shapes"]
-    return [(k, v, tuple(s)) for k in man["kernels"] for v in M.variants(man) for s in shapes
+    return [(k, v, tuple(s)) for k in man["kernels"] for v in M.variants(man, k) for s in shapes
             if fits(man, s, v.constexprs) and (kind == "test" or fits(man, s, v.constexprs, "perf_fits"))]
+
+
+def int_values(kind: str, args: list, numel: int, seed: int, where: str):
+    """The values an integer generator makes for a tensor of ``numel`` elements (row-major),
+    as a numpy int64 array; ``args`` are already evaluated. Deterministic in ``seed``.
+
+    * ``randint [lo, hi]``: uniform in [lo, hi);  ``sorted [lo, hi]``: the same, ascending;
+    * ``range`` / ``range start``: start, start + 1, ... (start 0 by default);
+    * ``permutation`` / ``permutation n``: the first ``numel`` of a random permutation of
+      0..n-1 (n = numel by default; distinct indices, e.g. for a scatter without collisions);
+    * ``offsets total``: ascending from 0 to ``total`` inclusive, random steps (segment starts
+      such as cu_seqlens; numel >= 2);
+    * ``full v``: every element v.
+
+    Raises:
+        ManifestValueError: bounds that cannot hold ``numel`` values (naming ``where``).
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ints = [int(a) for a in args]
+    if kind in ("randint", "sorted"):
+        lo, hi = ints
+        if hi <= lo:
+            raise ManifestValueError(f"{where}: init {kind}: [{lo}, {hi}) holds no value; the upper "
+                                     f"bound must exceed the lower one")
+        v = rng.integers(lo, hi, numel, dtype=np.int64)
+        return np.sort(v) if kind == "sorted" else v
+    if kind == "range":
+        return np.arange(numel, dtype=np.int64) + (ints[0] if ints else 0)
+    if kind == "permutation":
+        n = ints[0] if ints else numel
+        if n < numel:
+            raise ManifestValueError(f"{where}: init permutation {n}: a permutation of {n} values cannot "
+                                     f"fill {numel} elements; give n >= {numel}")
+        return rng.permutation(n)[:numel].astype(np.int64)
+    if kind == "offsets":
+        total, = ints
+        if numel < 2:
+            raise ManifestValueError(f"{where}: init offsets needs at least 2 elements (0 and {total})")
+        inner = np.sort(rng.integers(0, total + 1, numel - 2, dtype=np.int64))
+        return np.concatenate([[0], inner, [total]]).astype(np.int64)
+    if kind == "full":
+        return np.full(numel, ints[0], dtype=np.int64)
+    raise ManifestValueError(f"{where}: init {kind} makes floats, not integers")
+
+
+def tensor_plan(man: dict, kernel: str, variant: M.Variant, env: dict) -> list[dict]:
+    """The tensors of one call of ``kernel``, without allocating them: per tensor its name,
+    role, dtype code, generator and evaluated arguments, scale, and the shape of each element
+    (one shape, or ``count`` shapes for a list; ``i`` in a shape expression is the element's
+    index). Raises :class:`ManifestValueError` for a bad expression or a non-positive extent."""
+    mpath = man["_path"]
+    tensors = M.kernel_tensors(man, kernel)
+    base = f"kernels/{kernel}/tensors" if "tensors" in man["kernels"][kernel] else "tensors"
+    plan = []
+    for name, t in tensors.items():
+        where = f"{mpath}: {base}/{name}"
+        dtype = M.resolve_dtype(t.get("dtype"), variant.dtype)
+        count = int(evaluate(t["count"], env, f"{where}/count")) if "count" in t else None
+        shapes = []
+        for i in range(count if count is not None else 1):
+            e = {**env, "i": i} if count is not None else env
+            dims = tuple(int(evaluate(x, e, f"{where}/shape")) for x in t["shape"])
+            if any(d < 0 for d in dims):
+                raise ManifestValueError(f"{where}/shape: {list(dims)} has a negative extent")
+            shapes.append(dims)
+        kind, args = M.init_spec(t)
+        plan.append({"name": name, "role": t["role"], "dtype": dtype, "init": kind,
+                     "init_given": "init" in t,
+                     "args": [evaluate(a, env, f"{where}/init") for a in args],
+                     "scale": evaluate(t["scale"], env, f"{where}/scale") if "scale" in t else None,
+                     "shapes": shapes, "list": count is not None, "where": where})
+    return plan
 
 
 @dataclass
@@ -154,54 +247,105 @@ class Call:
     notes: list = field(default_factory=list)
 
 
+def _make(spec: dict, dims: tuple, dev, gen, seed: int, k: int):
+    """One tensor of ``spec`` (:func:`tensor_plan`) with shape ``dims`` on ``dev``."""
+    import torch
+
+    tdt = getattr(torch, _TORCH_DTYPES[spec["dtype"]])
+    kind, args = spec["init"], spec["args"]
+    if M.DTYPES[spec["dtype"]][2] in ("int", "uint", "bool") or kind in ("randint", "sorted", "range",
+                                                                         "permutation", "offsets"):
+        n = math.prod(dims)
+        vals = int_values(kind, args, n, seed * 1000003 + k, spec["where"] + "/init")
+        return torch.as_tensor(vals).reshape(dims).to(device=dev, dtype=tdt)
+    if kind == "full":          # made in fp32 and cast: torch has no fill for every dtype (fp8)
+        return torch.full(dims, float(args[0]), device=dev, dtype=torch.float32).to(tdt)
+    if kind == "uniform":
+        lo, hi = (float(a) for a in args)
+        x = torch.rand(dims, device=dev, dtype=torch.float32, generator=gen) * (hi - lo) + lo
+        return x.to(tdt)
+    x = torch.randn(dims, device=dev, dtype=torch.float32, generator=gen)
+    if spec["scale"] is not None:
+        x = x * float(spec["scale"])
+    return x.to(tdt)
+
+
+def _flat(xs) -> list:
+    out = []
+    for x in xs:
+        out.extend(x if isinstance(x, (list, tuple)) else [x])
+    return out
+
+
 def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[dict], kernel: str,
                variant: M.Variant, shape, lib, symbol: str, seed: int = 0, device: int = 0) -> Call:
     """Allocate the tensors of one call and return its :class:`Call`.
 
-    ``kernel_params``: the analysis' parameter list of ``kernel`` (order, kinds). ``lib``: a
-    :class:`tileport.ffi.HostLibrary` (or None: the port side then raises). Raises
-    :class:`HarnessError` for a bad expression or binding.
+    ``kernel_params``: the analysis' parameter list of ``kernel`` (order, kinds, dtypes). ``lib``:
+    a :class:`tileport.ffi.HostLibrary` (or None: the port side then raises). Raises
+    :class:`HarnessError` for a bad expression or binding (:class:`ManifestValueError` when the
+    manifest is the cause: an expression, a generator's bounds, a bound tensor whose dtype is not
+    the kernel's array dtype, a reference function reference.py lacks).
     """
     import torch
 
     mpath = man["_path"]
+    kman = man["kernels"][kernel]
     dev = torch.device("cuda", device)
     num_sms = torch.cuda.get_device_properties(dev).multi_processor_count
     env = base_env(man, list(shape), variant.constexprs, num_sms)
-    dtype = getattr(torch, _TORCH_DTYPES[variant.dtype])
     gen = torch.Generator(device=dev).manual_seed(seed)
-    tensors_in, outs_spec = {}, []
-    for name, t in man["tensors"].items():
-        dims = tuple(int(evaluate(e, env, f"{mpath}: tensors/{name}/shape")) for e in t["shape"])
-        if t["role"] == "input":
-            x = torch.randn(dims, device=dev, dtype=torch.float32, generator=gen)
-            if "scale" in t:
-                x = x * float(evaluate(t["scale"], env, f"{mpath}: tensors/{name}/scale"))
-            tensors_in[name] = x.to(dtype)
+    plan = tensor_plan(man, kernel, variant, env)
+    tensors_in, outs_spec, k = {}, [], 0
+    for spec in plan:
+        made = []
+        for dims in spec["shapes"]:
+            k += 1
+            if spec["role"] == "input" or spec["init_given"]:
+                made.append(_make(spec, dims, dev, gen, seed, k))
+            else:
+                made.append(torch.full(dims, float("nan"), device=dev, dtype=torch.float32).to(
+                    getattr(torch, _TORCH_DTYPES[spec["dtype"]])))
+        if spec["role"] == "input":
+            tensors_in[spec["name"]] = made if spec["list"] else made[0]
         else:
-            outs_spec.append((name, dims))
-    outputs = {s: [torch.full(d, float("nan"), device=dev, dtype=dtype) for _, d in outs_spec]
+            outs_spec.append((spec["name"], made, spec["list"]))
+    outputs = {s: [[m.clone() for m in made] if lst else made[0].clone() for _, made, lst in outs_spec]
                for s in ("ref", "port")}
 
+    def array_dtype(p) -> str:
+        return M.resolve_dtype(p.get("dtype"), variant.dtype)
+
     def args_for(side: str) -> tuple[dict, dict]:
-        space = {**env, **tensors_in, **{n: o for (n, _), o in zip(outs_spec, outputs[side])}}
-        kman = man["kernels"][kernel]
+        space = {**env, **tensors_in, **{n: o for (n, _, _), o in zip(outs_spec, outputs[side])}}
         bind = kman.get("bind", {})
         arrays, scalars = {}, {}
         for p in kernel_params:
+            where = f"{mpath}: kernels/{kernel}/bind/{p['name']}"
             if p["kind"] == "array":
-                expr = bind.get(p["name"], p["name"])
-                arrays[p["name"]] = evaluate(expr, space, f"{mpath}: kernels/{kernel}/bind/{p['name']}")
+                val = evaluate(bind.get(p["name"], p["name"]), space, where)
+                want = getattr(torch, _TORCH_DTYPES[array_dtype(p)])
+                for x in (val if isinstance(val, (list, tuple)) else [val]):
+                    if getattr(x, "dtype", want) != want:
+                        raise ManifestValueError(
+                            f"{where}: the tensor bound to {p['name']} is {x.dtype}, but {kernel}'s array "
+                            f"{p['name']} is {array_dtype(p)} in variant {variant.id}; give the tensor "
+                            f"dtype: {array_dtype(p)} (or the array the tensor's dtype)")
+                arrays[p["name"]] = list(val) if p.get("list") else val
             elif p["kind"].startswith("scalar"):
                 expr = bind.get(p["name"])
                 if expr is None:
-                    raise HarnessError(f"{mpath}: kernels/{kernel}/bind: no value for scalar {p['name']}")
-                scalars[p["name"]] = evaluate(expr, space, f"{mpath}: kernels/{kernel}/bind/{p['name']}")
+                    raise ManifestValueError(f"{mpath}: kernels/{kernel}/bind: no value for scalar "
+                                             f"{p['name']}; write {p['name']}: <expression> under bind")
+                v = evaluate(expr, space, where)
+                scalars[p["name"]] = float(v) if p.get("dtype", "f32").startswith("f") else int(v)
         return arrays, scalars
 
-    g = evaluate(man["kernels"][kernel]["grid"], env, f"{mpath}: kernels/{kernel}/grid")
+    g = evaluate(kman["grid"], env, f"{mpath}: kernels/{kernel}/grid")
     grid = tuple(int(x) for x in (tuple(g) + (1, 1, 1))[:3])
     kfn = getattr(kmod, kernel)
+    if variant.hints:                   # as the launch code: kernel.replace_hints(...)
+        kfn = kfn.replace_hints(**variant.hints)
     ra, rs = args_for("ref")
     ref_args = []
     for p in kernel_params:
@@ -224,20 +368,28 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
             raise RuntimeError("no host library")
         lib.call(symbol, pa, ps, variant.constexprs, grid, device=device)
 
-    ins = [tensors_in[n] for n, t in man["tensors"].items() if t["role"] == "input"]
-    fast = getattr(rmod, "torch_impl", None) or rmod.reference
+    ins = [tensors_in[sp["name"]] for sp in plan if sp["role"] == "input"]
+    ref_name = kman.get("reference", "reference")
+    semantics = getattr(rmod, ref_name, None)
+    if semantics is None:
+        raise ManifestValueError(f"{mpath}: kernels/{kernel}/reference: reference.py has no function "
+                                 f"{ref_name}(); write the name of the function that computes {kernel}'s "
+                                 f"outputs")
+    timed = kman.get("torch_impl") or ("torch_impl" if ref_name == "reference" else None)
+    fast = getattr(rmod, timed, None) if timed else None
     box = {}
 
     def torch_side():
-        box["out"] = fast(*ins)
+        box["out"] = (fast or semantics)(*ins)
 
     def expected():
-        r = rmod.reference(*ins)
-        return list(r) if isinstance(r, (tuple, list)) else [r]
+        r = semantics(*ins)
+        return _flat(r if isinstance(r, (tuple, list)) else [r])
 
-    notes = [] if hasattr(rmod, "torch_impl") else ["reference.py has no torch_impl: timed reference()"]
+    notes = [] if fast else [f"reference.py has no {timed or 'torch_impl'} for {kernel}: timed {ref_name}()"]
+    flat_outputs = {s: _flat(o) for s, o in outputs.items()}
     return Call(op=man["op"], kernel=kernel, variant=variant, shape=tuple(shape), grid=grid,
-                inputs=ins, outputs=outputs, ref=ref, port=port, torch=torch_side,
+                inputs=ins, outputs=flat_outputs, ref=ref, port=port, torch=torch_side,
                 expected=expected, symbol=symbol, notes=notes)
 
 

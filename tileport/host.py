@@ -253,7 +253,7 @@ def write_shim(op: str, analysis_json: str | Path, results_op: str | Path, out_r
         except (OSError, ValueError, KeyError) as exc:
             blocked[k] = f"source map unreadable: {exc}"
             continue
-        for entry, fam in families(kinfo, entries, det.get("variants", [])).items():
+        for entry, fam in families(kinfo, entries, kinfo.get("variants", det.get("variants", []))).items():
             specs.append(function_spec(op, kinfo, entry, fam))
     doc = {"op": op, "abi_version": ABI_VERSION, "functions": specs, "blocked": blocked,
            "status_codes": {str(c): n for c, (n, _, _) in STATUS.items()},

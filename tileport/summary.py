@@ -30,7 +30,10 @@ first stage of such a row's ``note``/``owner`` chain.
 ref_vs_torch`` and its LLM calls, tokens and cost over all stages, then the loop gate:
 ``loop_ratio`` (geomean of the configs' loop ratios), ``loop_verdict`` (DONE / BELOW_THRESHOLD
 against ``bench.loop_threshold``), ``ref_host_us,port_host_us`` (median host time per call,
-µs)) and a last row ``ALL`` over every config of every operator.
+µs)) and a last row ``ALL`` over every config of every operator. Every folder under
+``operators/`` has a row in both files: an operator whose manifest is malformed has verdict
+``ERROR (manifest: <file:line: cause>)``, a folder that cannot be an operator ``not_run (<why>)``;
+the ``ALL`` row's verdict counts the operators by verdict.
 """
 from __future__ import annotations
 
@@ -153,7 +156,8 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         return [{"op": op, "kernel": "-", "variant": "-", "analyze": _word(an),
                  "reference_ir": "not_run", "write_kernel": "not_run", "rust_ir": "not_run",
                  "ir_diff": "not_run", "attempts": 0, "test": "not_run", "ratio": "not_run",
-                 "rust_build": "not_run", "owner": (an or {}).get("owner") or "kernel",
+                 "rust_build": "not_run",
+                 "owner": "manifest" if manifest_error else (an or {}).get("owner") or "kernel",
                  "note": (manifest_error or (an or {}).get("summary", "")).replace("\n", " ")[:300],
                  "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": "",
                  **_LLM0, "round": 1, "gpu_route": "",
@@ -265,15 +269,24 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
 
 
 def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
-             loop_threshold: float | None = None) -> list[dict]:
+             loop_threshold: float | None = None, unusable: dict | None = None) -> list[dict]:
     """Rows of ``summary_ops.csv``: per operator, then ``ALL`` (geomean over every config).
     ``threshold`` / ``loop_threshold`` (config.yaml's) re-judge DONE / BELOW_THRESHOLD of the
-    device-time and the loop gate; None keeps the bench's."""
+    device-time and the loop gate; None keeps the bench's.
+    ``unusable``: operators that never reach the GPU stages, with their verdict text (a
+    malformed manifest: ``ERROR (manifest: ...)``; a folder that cannot be an operator:
+    ``not_run (...)``); they get their row too, in ``ops`` order or after it. The ``ALL``
+    row's verdict counts the operators by verdict (``19 operators: DONE 5, ERROR 6, ...``)."""
     from . import stats as S
     from .perf_diagnose import judged, loop_judged
 
+    unusable = unusable or {}
     rows, all_ratios, all_vt, all_rvt, all_loop = [], [], [], [], []
-    for op in ops:
+    for op in list(ops) + [o for o in unusable if o not in ops]:
+        if op in unusable:
+            rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": unusable[op],
+                         "vs_torch": "", "ref_vs_torch": "", **_LLM0, **_LOOP0})
+            continue
         root = last_round(results, op)[1]
         b = _v(root / op / "bench.json")
         if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
@@ -296,13 +309,25 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                          "loop_ratio": _fmt(loop["geomean"]), "loop_verdict": loop["verdict"],
                          "ref_host_us": _fmt(loop["ref_host_us"], 2),
                          "port_host_us": _fmt(loop["port_host_us"], 2)})})
+    counts: dict[str, int] = {}
+    for r in rows:
+        w = str(r["verdict"]).split(" ", 1)[0] or "missing"
+        counts[w] = counts.get(w, 0) + 1
+    tally = f"{len(rows)} operator(s): " + ", ".join(f"{w} {n}" for w, n in counts.items())
     rows.append({"op": "ALL", "configs": len(all_ratios),
                  "geomean_ratio": _fmt(S.geomean(all_ratios)) if all_ratios else "",
-                 "verdict": "" if all_ratios else "not_run (no config measured)", "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",
+                 "verdict": tally if all_ratios else f"not_run (no config measured); {tally}",
+                 "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",
                  "ref_vs_torch": _fmt(S.geomean(all_rvt)) if all_rvt else "",
                  **_total_llm(rows), **_LOOP0,
                  "loop_ratio": _fmt(S.geomean(all_loop)) if all_loop else ""})
     return rows
+
+
+def _first_line(text: str, n: int = 200) -> str:
+    """The first line of an error, at most ``n`` characters (a table cell)."""
+    line = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    return line if len(line) <= n else line[: n - 3] + "..."
 
 
 def _total_llm(rows: list[dict]) -> dict:
@@ -342,8 +367,11 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=OPS_COLUMNS, lineterminator="\n")
         w.writeheader()
-        w.writerows(ops_rows(results, [o for o in ops if o not in manifest_errors], threshold,
-                             loop_threshold))
+        # every folder under operators/ has its row in both files, whatever stopped it
+        unusable = {op: f"ERROR (manifest: {_first_line(err)})" for op, err in manifest_errors.items()
+                    if op in ops}
+        unusable.update({name: f"not_run ({_first_line(why)})" for name, why in (skipped or {}).items()})
+        w.writerows(ops_rows(results, list(ops), threshold, loop_threshold, unusable))
         atomic_write_text(ops_csv, buf.getvalue())
     return rows
 

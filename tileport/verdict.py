@@ -17,6 +17,9 @@ Verdict words by stage (the schema accepts all of them everywhere):
 * ``NOT_RUN`` -- a GPU stage on a machine without a CUDA device (``gpu: auto``) or with
   ``gpu: off``; the reason is the summary.
 
+``owner`` says who must act: ``kernel`` (the user's kernel.py), ``manifest`` (the user's
+manifest.yaml: it is malformed, disagrees with the kernel, or lacks a fact such as an array's
+dtype), ``host``, ``compiler``, ``env`` or ``tool`` (tileport's own limits).
 ``fail_class`` (FAIL / ERROR / BLOCKED of the GPU stages) says who must act: ``kernel``,
 ``host`` (the FFI shim or its build), ``env`` (driver, device, toolchain), ``agent_output``.
 """
@@ -35,7 +38,7 @@ SCHEMA_ID = "tileport.verdict/1"
 VERDICTS = ("PASS", "PASS_WITH_NOTES", "FAIL", "BLOCKED", "ERROR", "ALL_PASS", "DONE",
             "BELOW_THRESHOLD", "NOT_RUN")
 FAIL_CLASSES = ("kernel", "host", "env", "agent_output")
-OWNERS = ("kernel", "host", "compiler", "env", "tool")
+OWNERS = ("kernel", "host", "compiler", "env", "tool", "manifest")
 SEVERITIES = ("critical", "warn", "info")
 CATEGORIES = (
     "memory", "reduction", "math", "cast", "control_flow", "constant", "signature",

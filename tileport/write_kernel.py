@@ -751,14 +751,17 @@ def translate_entries(op_dir: str | Path, kernel: str) -> tuple[str, list, dict]
     kfile = details["kernel_file"]
     if details["unsupported"]:      # the analysis is the gate: no port of a BLOCKED operator
         u = details["unsupported"][0]
-        raise Unsupported(u["file"], u["line"], u["construct"], u["reason"])
+        exc = Unsupported(u["file"], u["line"], u["construct"], u["reason"])
+        exc.owner = u.get("owner", "kernel")      # manifest findings are the manifest's to fix
+        raise exc
     if kinfo is None:
         raise Unsupported(kfile, 1, f"kernel {kernel}", "not found in the analysis")
+    _manifest_forms_without_rule(kinfo, kfile)
     tree = ast.parse(Path(kfile).read_text(), filename=kfile)
     fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
     keys = specialisation_keys(fn, kinfo["params"])
     groups: dict[tuple, list[str]] = {}
-    for v in details["variants"]:
+    for v in kinfo.get("variants", details["variants"]):
         groups.setdefault(tuple(v["constexprs"][k] for k in keys), []).append(v["id"])
     header = MODULE_HEADER.format(src=_display_path(kfile))
     parts, smap, entries = [header], [], {}
@@ -774,6 +777,41 @@ def translate_entries(op_dir: str | Path, kernel: str) -> tuple[str, list, dict]
         line += body.count("\n") + 1
         entries.update({vid: name for vid in vids})
     return "".join(parts) + "}\n", smap, entries
+
+
+class ToolLimit(Unsupported):
+    """A manifest form the translator has no rule for yet (owner ``tool``, not the kernel)."""
+
+    owner = "tool"
+
+
+def _manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
+    """The translator gives every array the variant's element type ``E`` (f16/bf16/f32) and
+    knows f32/i32 scalars only (annotated or not: it reads the kind from analysis.json): a
+    parameter the manifest describes otherwise (a fixed ``dtype``, ``list``, ``alias_group``,
+    ``index_dtype`` i64, an i64 scalar, a variant dtype outside f16/bf16/f32) raises
+    :class:`ToolLimit`."""
+    for p in kinfo["params"]:
+        why = None
+        if p["kind"] == "array" and p.get("dtype", "{dtype}") != "{dtype}":
+            why = (f"the manifest fixes its dtype to {p['dtype']}; the translator gives every array the "
+                   f"variant's element type E and has no rule for an array of another dtype yet")
+        elif p["kind"] == "array" and p.get("list"):
+            why = "a list of arrays; the translator has no rule for list parameters yet"
+        elif p["kind"] == "array" and p.get("alias_group"):
+            why = (f"an array that may alias others (alias_group {p['alias_group']}); the translator's "
+                   f"tensors are distinct borrows and it has no rule for aliasing parameters yet")
+        elif p["kind"] == "array" and p.get("index_dtype") == "i64":
+            why = "an array indexed with int64 (ct.IndexedWithInt64); the translator has no rule for it yet"
+        elif p["kind"].startswith("scalar") and p["kind"] not in ("scalar_f32", "scalar_i32"):
+            why = f"a {p.get('dtype')} scalar; the translator knows f32 and i32 scalars only"
+        if why:
+            raise ToolLimit(kfile, p.get("line"), f"parameter {p['name']}", why)
+    for v in kinfo.get("variants", []):
+        if v["dtype"] not in C.RUST_DTYPE:
+            raise ToolLimit(kfile, kinfo.get("line"), f"variant {v['id']}",
+                            f"variant dtype {v['dtype']}; the translator's element type E is one of "
+                            f"{', '.join(C.RUST_DTYPE)} only")
 
 
 def translate_kernel(op_dir: str | Path, kernel: str) -> tuple[str, list]:
@@ -794,9 +832,10 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1) -> dict:
     except Unsupported as exc:
         if not out_rs.exists():
             atomic_write_text(out_rs, f"// BLOCKED: {exc}\n")
+        owner = getattr(exc, "owner", "kernel")
         return write(Verdict(stage="write_kernel", op=op, kernel=kernel, verdict="BLOCKED",
-                             owner="kernel", attempt=attempt, summary=str(exc),
-                             findings=[Finding("unsupported", "critical", "kernel", str(exc),
+                             owner=owner, attempt=attempt, summary=str(exc),
+                             findings=[Finding("unsupported", "critical", owner, str(exc),
                                                ref=loc(exc.file, exc.line, exc.construct))],
                              details={"backend": "translator", "construct": exc.construct}),
                      out_json)
