@@ -4,6 +4,7 @@
 # and a third for papers:
 #   make report the run's figures and LaTeX tables (results/paper/) and Snakemake's report
 #               (results/report.html; make report REPORT=results/report.zip for a zip)
+#   make publish  the same from a published run's measurements (PUBLISHED=docs/results/h200)
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -15,7 +16,7 @@ GPUS ?= 1
 # Snakemake's report: one self-contained HTML page (or .zip) with every figure and table
 REPORT ?= results/report.html
 
-.PHONY: run test test-slurm install system-deps report test-deps
+.PHONY: run test test-slurm install system-deps report test-deps publish
 
 run: install
 	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS)
@@ -41,6 +42,20 @@ report: run
 results/report.html results/report.zip: $(wildcard results/paper/*.* results/paper/figures/* results/report/tables/*) \
 		$(wildcard report/*.rst) rules/report.smk
 	$(VENV)/bin/snakemake --report $@ paper
+
+# a published run (docs/results/<run>/): its committed GPU measurements copied into results/ (only
+# where they differ, test.json before bench.*, so a rerun changes nothing), the report built from
+# them, and its figures, tables, summaries and report page copied back into the folder
+PUBLISHED ?= docs/results/h200
+publish:
+	$(MAKE) --no-print-directory run
+	@for d in $(PUBLISHED)/ops/*/; do op=$$(basename $$d); test -d results/$$op || { echo "tileport: $$op is not an operator of this checkout" >&2; exit 1; }; \
+	  for f in test.json bench.json bench.csv; do cmp -s $$d/$$f results/$$op/$$f || cp $$d/$$f results/$$op/$$f; done; done
+	$(MAKE) --no-print-directory report
+	mkdir -p $(PUBLISHED)/paper
+	cp -r results/paper/. $(PUBLISHED)/paper/
+	cp results/summary.csv results/summary_ops.csv $(REPORT) $(PUBLISHED)/
+	@for d in $(PUBLISHED)/ops/*/; do cp results/$$(basename $$d)/perf_diagnosis.json $$d; done
 
 # what the report's tests use: Debian's chromium (headless check of results/report.html) and
 # pdfLaTeX with booktabs (the tables compile); measured on a 2-core machine: about 35 s and

@@ -71,7 +71,8 @@ def test_three_significant_digits(x, text):
 
 
 def test_tex_escape():
-    assert T.tex_escape("layer_norm 5% & µs ×2 {x}") == r"layer\_norm 5\% \& \textmu{}s $\times$2 \{x\}"
+    assert T.tex_escape("layer_norm 5% & µs ×2 {x} > 1") == \
+        r"layer\_norm 5\% \& \textmu{}s $\times$2 \{x\} \textgreater{} 1"
 
 
 def test_operators_table(tmp_path):
@@ -85,11 +86,14 @@ def test_operators_table(tmp_path):
     assert df.iloc[1]["verdict"] == ""
     prov = [{"field": "GPU", "value": "NVIDIA H200 (sm_90)"}, {"field": "driver", "value": "580.159.04"}]
     out = {e: tmp_path / f"operators.{e}" for e in ("tex", "csv", "html")}
-    T.write(df, heads, out, "Caption with sm_90.", "tab:x", prov, column_format=fmt)
+    T.write(df, heads, out, "Caption with sm_90 (> 1: faster).", "tab:x", prov, column_format=fmt,
+            tex_df=T.operators_tex(df))
     tex = out["tex"].read_text()
     assert "% provenance:\n%   GPU: NVIDIA H200 (sm_90)\n%   driver: 580.159.04" in tex
-    for needle in (r"\toprule", r"\midrule", r"\bottomrule", r"layer\_norm & 6 & 0.943 & 0.916 & 0.973 & BELOW\_THRESHOLD",
-                   r"\caption{Caption with sm\_90.}", r"\label{tab:x}", r"\begin{tabular}{lrrrrlrr}"):
+    for needle in (r"\toprule", r"\midrule", r"\bottomrule", r"layer\_norm & 6 & 0.943 & 0.916--0.973 & BELOW\_THRESHOLD",
+                   r"ALL & 74 & 0.990 & 0.982--0.995 &  & 1.01 & 1.02",
+                   r"\caption{Caption with sm\_90 (\textgreater{} 1: faster).}", r"\label{tab:x}",
+                   r"\begin{tabular}{lrrclrr}", "\\centering\n\\small\n"):
         assert needle in tex
     assert pd.read_csv(out["csv"], dtype=str).iloc[0]["geomean_ratio"] == "0.943"
     assert "<table" in out["html"].read_text() and "580.159.04" in out["html"].read_text()
@@ -216,8 +220,17 @@ def test_operator_geomeans_match_summary_ops(h200):
     assert "loop_geomean" not in ops.columns            # those verdicts have no loop timing
 
 
-def test_loop_timing_is_carried_when_present(h200):
+def test_loop_timing_is_carried_when_present(h200, tmp_path):
     res, data = h200
+    # bench.csv with the loop columns (the benchmark writes them there)
+    shutil.copytree(res / "relu", tmp_path / "relu")
+    b = pd.read_csv(tmp_path / "relu" / "bench.csv", dtype=str, keep_default_na=False)
+    b["port_loop_us"], b["loop_ratio"] = "20.5", "0.9700"
+    b.to_csv(tmp_path / "relu" / "bench.csv", index=False)
+    s = pd.read_csv(res / "summary.csv", dtype=str, keep_default_na=False)
+    s[s["op"] == "relu"].to_csv(tmp_path / "summary.csv", index=False)
+    relu = D.configs(tmp_path, tmp_path / "summary.csv")
+    assert len(relu) == 12 and set(relu["loop_ratio"]) == {0.97} and set(relu["port_loop_us"]) == {20.5}
     cfg = pd.read_csv(data / "configs.csv")
     cfg["loop_ratio"] = cfg["ratio"] * 0.98
     ops = D.operators(cfg, res / "summary_ops.csv").set_index("op")
@@ -283,3 +296,44 @@ def test_latex_tables_compile(h200, tmp_path):
     assert p.returncode == 0, p.stdout[-3000:]
     assert (tmp_path / "paper.pdf").read_bytes()[:5] == b"%PDF-"
     assert "Undefined control sequence" not in p.stdout and "Missing $" not in p.stdout
+
+
+def test_report_before_any_gpu_measurement(h200, tmp_path):
+    """A run without a GPU: the tables say not_run, the figures say why they are empty."""
+    from tileport.report import figures as F
+    from tileport.report.figures import ratio, times
+
+    res, _ = h200
+    s = pd.read_csv(res / "summary.csv", dtype=str, keep_default_na=False)
+    s["test"] = s["ratio"] = "not_run (no GPU: torch is not installed)"
+    s.to_csv(tmp_path / "summary.csv", index=False)
+    o = pd.read_csv(res / "summary_ops.csv", dtype=str, keep_default_na=False)
+    o["configs"], o["geomean_ratio"], o["verdict"] = "0", "", "not_run (no GPU: torch is not installed)"
+    o.to_csv(tmp_path / "summary_ops.csv", index=False)
+    cfg = D.configs(res, tmp_path / "summary.csv")
+    assert cfg.empty
+    ops = D.operators(cfg, tmp_path / "summary_ops.csv")
+    df, _, _ = T.operators(ops)
+    assert set(df["configs"]) == {"0"} and set(df["geomean_ratio"]) == {""}
+    assert df.iloc[0]["verdict"].startswith("not_run (no GPU")
+    assert D.measured_ops(tmp_path / "summary.csv") == []
+    for fig in (ratio.draw(ops, 0.95), times.draw(cfg)):
+        assert "not_run" in fig.axes[0].texts[0].get_text()
+        F.save(fig, {e: tmp_path / f"f.{e}" for e in ("pdf", "svg", "png")}, "t", "d")
+
+
+def test_figures_are_reproducible(h200, tmp_path):
+    """The same data draws the same bytes (no dates in the files, a fixed SVG id salt)."""
+    from tileport.report import figures as F
+    from tileport.report.figures import coverage
+
+    _, data = h200
+    cov = pd.read_csv(data / "coverage.csv")
+    outs = []
+    for k in range(2):
+        out = {e: tmp_path / f"c{k}.{e}" for e in ("pdf", "svg", "png")}
+        F.save(coverage.draw(cov), out, "coverage", "Measured on NVIDIA H200")
+        outs.append({e: p.read_bytes() for e, p in out.items()})
+    assert outs[0] == outs[1]
+    assert outs[0]["pdf"][:5] == b"%PDF-" and b"Measured on NVIDIA H200" in outs[0]["svg"]
+    assert outs[0]["png"][:8] == b"\x89PNG\r\n\x1a\n"

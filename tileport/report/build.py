@@ -75,9 +75,9 @@ def figure(name: str, inputs: dict, threshold: float, out: dict) -> None:
 
 CAPTIONS = {
     "operators": ("Device time of the cuTile Rust port against the cuTile Python reference, per "
-                  "operator: geomean over its perf configs of reference time / port time (> 1: the "
-                  "port is faster) with a 95 % BCa bootstrap interval over the configs; torch/port "
-                  "and torch/ref: geomean of PyTorch time over port and reference time."),
+                  "operator: geomean over its perf configs of reference time / port time (above 1: "
+                  "the port is faster) with a 95 % BCa bootstrap interval over the configs; "
+                  "torch/port and torch/ref: geomean of PyTorch time over port and reference time."),
     "coverage": ("Coverage per operator family: kernels, kernels whose every variant passes the "
                  "Tile IR diff (IR PASS), kernels whose every variant passes the GPU test (GPU PASS)."),
     "provenance": "Provenance of the measurements and of this report.",
@@ -88,10 +88,12 @@ def table(name: str, inputs: dict, out: dict) -> None:
     """Write table ``name`` (:data:`TABLES`) as ``out["tex"]``, ``out["csv"]``, ``out["html"]``
     from ``inputs`` (``data``: its data CSV, absent for provenance; ``provenance``)."""
     prov = _prov(inputs["provenance"])
+    tex_df = None
     if name == "operators":
         df, heads, fmt = T.operators(pd.read_csv(inputs["data"], keep_default_na=False, na_values=[""]))
         loop = "loop_geomean" in df.columns
         cap = CAPTIONS[name] + (" Loop: the same for time per call of back-to-back calls." if loop else "")
+        tex_df = T.operators_tex(df)
     elif name == "coverage":
         df, heads, fmt = T.coverage(D.coverage_families(pd.read_csv(inputs["data"], keep_default_na=False)))
         cap = CAPTIONS[name]
@@ -99,7 +101,7 @@ def table(name: str, inputs: dict, out: dict) -> None:
         df, heads, fmt = T.provenance(prov["rows"])
         cap = CAPTIONS[name]
     T.write(df, heads, out, f"{cap} {D.short_provenance(prov)}", f"tab:tileport-{name}",
-            prov["rows"], column_format=fmt, html_title=name)
+            prov["rows"], column_format=fmt, html_title=name, tex_df=tex_df)
 
 
 def run_rule(rule: str, inp: dict, out: dict, params: dict, config: dict) -> None:

@@ -75,16 +75,32 @@ def configs(results: str | Path, summary_csv: str | Path) -> pd.DataFrame:
         if b is None:
             continue
         rnd = 1 if root == results else int(root.name)
+        loops = _csv_loops(root / op / "bench.csv")
         for r in (b.get("details") or {}).get("rows") or []:
             if r.get("error") or (op, r.get("kernel"), r.get("variant")) not in measured:
                 continue
-            rows.append({**{c: r.get(c) for c in CONFIG_COLUMNS + LOOP_COLUMNS}, "op": op, "round": rnd})
+            row = {**{c: r.get(c) for c in CONFIG_COLUMNS + LOOP_COLUMNS}, "op": op, "round": rnd}
+            for c, v in loops.get((r.get("kernel"), r.get("variant"), r.get("shape")), {}).items():
+                row[c] = v if row[c] is None else row[c]
+            rows.append(row)
     df = pd.DataFrame(rows, columns=CONFIG_COLUMNS + LOOP_COLUMNS + ["round"])
     if not df.empty and df[LOOP_COLUMNS].isna().all().all():
         df = df.drop(columns=LOOP_COLUMNS)
     elif df.empty:
         df = df.drop(columns=LOOP_COLUMNS)
     return df
+
+
+def _csv_loops(path: Path) -> dict:
+    """Loop-timing columns of ``bench.csv`` by (kernel, variant, shape), as numbers: the
+    benchmark writes them there (and into ``details.rows`` when they are among its columns)."""
+    try:
+        df = read_csv(path)
+    except (OSError, ValueError, pd.errors.EmptyDataError):
+        return {}
+    cols = [c for c in LOOP_COLUMNS if c in df.columns]
+    return {(r["kernel"], r["variant"], r["shape"]): {c: number(r[c]) for c in cols}
+            for r in df.to_dict("records")} if cols else {}
 
 
 def _gm(xs) -> float | None:

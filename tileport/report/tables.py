@@ -52,12 +52,14 @@ def interval(lo, hi) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
         "µ": r"\textmu{}", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$", "–": "--", "…": r"\dots{}"}
 
 
 def tex_escape(text) -> str:
     """``text`` as LaTeX source for a pdfLaTeX document with only ``booktabs`` loaded: the ten
-    special characters escaped, µ, ×, ≥, ≤, – and … spelled as commands; other non-ASCII
+    special characters and ``<``, ``>``, ``|`` (not in the default OT1 font encoding) escaped,
+    µ, ×, ≥, ≤, – and … spelled as commands; other non-ASCII
     characters are replaced by ``?`` (they would not compile without inputenc tables)."""
     out = []
     for ch in str(text):
@@ -72,21 +74,25 @@ def tex_escape(text) -> str:
 
 def write(df: pd.DataFrame, tex_headers: dict[str, str], out: dict[str, str | Path], caption: str,
           label: str, provenance_rows: list[dict], column_format: str | None = None,
-          html_title: str = "") -> None:
+          html_title: str = "", tex_df: pd.DataFrame | None = None) -> None:
     """Write one table three ways. ``df``: the formatted rows (every cell already text, as
-    :func:`sig3` made it); ``out``: paths for ``tex``, ``csv`` and ``html``; ``tex_headers``:
-    LaTeX source of each column's header (columns not named keep their escaped name);
-    ``caption``: plain text (escaped here); ``provenance_rows``: [{"field", "value"}] written as
-    ``%`` comments at the top of the ``.tex`` and under the HTML table."""
+    :func:`sig3` made it) for the CSV and HTML; ``tex_df``: the same rows as the LaTeX table
+    shows them (e.g. an interval in one column; default ``df``); ``out``: paths for ``tex``,
+    ``csv`` and ``html``; ``tex_headers``: LaTeX source of each column's header (columns not
+    named keep their escaped name); ``caption``: plain text (escaped here);
+    ``provenance_rows``: [{"field", "value"}] written as ``%`` comments at the top of the
+    ``.tex`` and under the HTML table. The LaTeX table is set in ``\\small``."""
     df = df.astype(str)
     atomic_write_text(out["csv"], df.to_csv(index=False, lineterminator="\n"))
 
-    tex = df.copy()
-    tex.columns = [tex_headers.get(c, tex_escape(c)) for c in df.columns]
+    tex = (df if tex_df is None else tex_df).astype(str)
+    cols = list(tex.columns)
+    tex.columns = [tex_headers.get(c, tex_escape(c)) for c in cols]
     body = (tex.style.hide(axis="index").format(tex_escape)
             .to_latex(caption=tex_escape(caption), label=label, hrules=True, position="htbp",
                       position_float="centering",
-                      column_format=column_format or "l" * len(df.columns)))
+                      column_format=column_format or "l" * len(cols)))
+    body = body.replace("\\centering\n", "\\centering\n\\small\n", 1)
     head = [f"% {Path(out['tex']).name}: written by tileport (rules/report.smk) from the workflow's verdicts",
             "% provenance:"] + [f"%   {r['field']}: {r['value']}" for r in provenance_rows]
     atomic_write_text(out["tex"], "\n".join(head) + "\n" + body)
@@ -112,7 +118,8 @@ def _html(text) -> str:
 
 def operators(ops: pd.DataFrame) -> tuple[pd.DataFrame, dict, str]:
     """The operators table from :func:`tileport.report.data.operators`' frame: (formatted rows,
-    LaTeX headers, column format). Loop columns appear when the frame has them."""
+    LaTeX headers, column format of :func:`operators_tex`'s columns). Loop columns appear when
+    the frame has them."""
     loop = "loop_geomean" in ops.columns
     rows = []
     for r in ops.to_dict("records"):
@@ -127,11 +134,24 @@ def operators(ops: pd.DataFrame) -> tuple[pd.DataFrame, dict, str]:
         rows.append(row)
     df = pd.DataFrame(rows)
     heads = {"op": "operator", "configs": "configs", "geomean_ratio": r"ref/port",
-             "ci_low": r"95\,\% CI low", "ci_high": r"95\,\% CI high", "verdict": "verdict",
-             "vs_torch": r"torch/port", "ref_vs_torch": r"torch/ref",
-             "loop_geomean": r"loop ref/port", "loop_ci_low": r"loop CI low", "loop_ci_high": r"loop CI high"}
-    fmt = "lr" + "r" * 3 + "l" + "rr" + ("rrr" if loop else "")
+             "ci": r"95\,\% CI", "verdict": "verdict", "vs_torch": r"torch/port",
+             "ref_vs_torch": r"torch/ref", "loop_geomean": r"loop ref/port", "loop_ci": r"loop 95\,\% CI"}
+    fmt = "lrrcl" + "rr" + ("rc" if loop else "")
     return df, heads, fmt
+
+
+def operators_tex(df: pd.DataFrame) -> pd.DataFrame:
+    """:func:`operators`' rows as the LaTeX table shows them: each interval in one column
+    (``0.916–0.973``, empty without one)."""
+    def span(lo, hi):
+        return f"{lo}–{hi}" if lo and hi else ""
+
+    out = df.drop(columns=["ci_low", "ci_high"])
+    out.insert(3, "ci", [span(a, b) for a, b in zip(df["ci_low"], df["ci_high"])])
+    if "loop_geomean" in df.columns:
+        out = out.drop(columns=["loop_ci_low", "loop_ci_high"])
+        out["loop_ci"] = [span(a, b) for a, b in zip(df["loop_ci_low"], df["loop_ci_high"])]
+    return out
 
 
 def coverage(fam: pd.DataFrame) -> tuple[pd.DataFrame, dict, str]:
