@@ -84,9 +84,7 @@ def configs(results: str | Path, summary_csv: str | Path) -> pd.DataFrame:
                 row[c] = v if row[c] is None else row[c]
             rows.append(row)
     df = pd.DataFrame(rows, columns=CONFIG_COLUMNS + LOOP_COLUMNS + ["round"])
-    if not df.empty and df[LOOP_COLUMNS].isna().all().all():
-        df = df.drop(columns=LOOP_COLUMNS)
-    elif df.empty:
+    if df[LOOP_COLUMNS].isna().all().all():        # no loop timing recorded (or no row)
         df = df.drop(columns=LOOP_COLUMNS)
     return df
 
