@@ -1,6 +1,10 @@
 # tileport -- the two commands of the README:
 #   make run    install what is missing (idempotent), then run the main job
 #   make test   install what is missing, then run the test suite
+# and a third for papers:
+#   make report the run's figures and LaTeX tables (results/paper/) and Snakemake's report
+#               (results/report.html; make report REPORT=results/report.zip for a zip)
+#   make publish  the same from a published run's measurements (PUBLISHED=docs/results/h200)
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -12,7 +16,10 @@ CORES ?= all
 # GPU jobs at once on this machine (1: a benchmark never shares the GPU with another GPU job)
 GPUS ?= 1
 
-.PHONY: run test test-slurm install system-deps
+# Snakemake's report: one self-contained HTML page (or .zip) with every figure and table
+REPORT ?= results/report.html
+
+.PHONY: run test test-slurm install system-deps report test-deps publish
 
 run: install
 	@# a run killed earlier (SIGKILL, SIGHUP) leaves Snakemake's lock: removed when no Snakemake
@@ -36,8 +43,44 @@ run: install
 	@$(PY) -m tileport.coverage results/summary.csv --out results/coverage.md >/dev/null \
 	  && echo "tileport: every TileGym @ct.kernel and how far it got: results/coverage.md"
 
-test: install
+test: install test-deps
 	$(PY) -m pytest -q tests
+
+# the report: the main job, then the figure and table rules, then Snakemake's report page --
+# rebuilt only when a figure, a table, a caption or the report rules changed (a rerun with
+# nothing changed does nothing)
+report: run
+	$(VENV)/bin/snakemake --cores $(CORES) paper --resources gpu=$(GPUS)
+	@$(MAKE) --no-print-directory $(REPORT)
+
+results/report.html results/report.zip: $(wildcard results/paper/*.* results/paper/figures/* results/report/tables/*) \
+		$(wildcard report/*.rst) rules/report.smk
+	$(VENV)/bin/snakemake --report $@ paper
+
+# a published run (docs/results/<run>/): its committed GPU measurements copied into results/ (only
+# where they differ, test.json before bench.*, so a rerun changes nothing), the report built from
+# them, and its figures, tables, summaries and report page copied back into the folder
+PUBLISHED ?= docs/results/h200
+publish:
+	$(MAKE) --no-print-directory run
+	@for d in $(PUBLISHED)/ops/*/; do op=$$(basename $$d); test -d results/$$op || { echo "tileport: $$op is not an operator of this checkout" >&2; exit 1; }; \
+	  for f in test.json bench.json bench.csv; do cmp -s $$d/$$f results/$$op/$$f || cp $$d/$$f results/$$op/$$f; done; done
+	$(MAKE) --no-print-directory report
+	mkdir -p $(PUBLISHED)/paper
+	cp -r results/paper/. $(PUBLISHED)/paper/
+	cp results/summary.csv results/summary_ops.csv $(REPORT) $(PUBLISHED)/
+	@for d in $(PUBLISHED)/ops/*/; do cp results/$$(basename $$d)/perf_diagnosis.json $$d; done
+
+# what the report's tests use: Debian's chromium (headless check of results/report.html) and
+# pdfLaTeX with booktabs (the tables compile); measured on a 2-core machine: about 35 s and
+# 60 s of apt-get install when missing
+test-deps:
+	@if ! command -v chromium >/dev/null || ! command -v pdflatex >/dev/null || ! kpsewhich booktabs.sty >/dev/null 2>&1; then \
+	  echo "tileport: installing chromium, texlive-latex-base and texlive-latex-recommended (Debian) for the report's tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends \
+	    chromium texlive-latex-base texlive-latex-recommended; \
+	fi
 
 # the cluster test (CI runs it after make test): a real one-node Slurm cluster on this machine
 # (installs Debian's slurm-wlm + munge, needs root or sudo), the workflow through profiles/slurm

@@ -34,6 +34,7 @@ include: "rules/gpu_test.smk"
 include: "rules/bench.smk"
 include: "rules/perf_diagnose.smk"
 include: "rules/summary.smk"
+include: "rules/report.smk"
 
 
 # cheap and many (verdict collection): on a cluster they run on the submit host, not as jobs

@@ -9,7 +9,7 @@ sys.path.insert(0, str(REPO))
 
 # what a temp copy of the workflow needs (operators are added per test)
 WORKFLOW_FILES = ["Snakefile", "config.yaml", "envs", "requirements.lock", "requirements-sources.txt", "rules", "scripts", "schemas",
-                  "profiles", "tileport", "prompts", "rust/irdump.rs", "rust/port-template/Cargo.toml",
+                  "report", "profiles", "tileport", "prompts", "rust/irdump.rs", "rust/port-template/Cargo.toml",
                   "rust/port-template/Cargo.lock", "rust/port-template/src", "rust/host-template",
                   "rust/host"]
 

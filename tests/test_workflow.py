@@ -224,3 +224,57 @@ def test_manifest_edit_reruns_its_operator(workdir):
     jobs = planned(wd)
     assert jobs.get("analyze") == 1 and jobs.get("rust_ir") == 6
     snakemake(wd, "results/summary.csv")
+
+
+def test_report_from_copied_measurements(workdir):
+    """make report's steps on this copy: the published H200 verdicts of relu and softmax copied
+    back as from a GPU node (their source hashes set to this tree's, as a node running this
+    checkout writes them), the report rules, Snakemake's report page read in headless Chromium
+    (screenshot kept in the checkout's results/report/), and a rerun that plans nothing."""
+    from tileport import harness, host
+    from tileport.report import browser
+
+    wd, _, _ = workdir
+    pub = REPO / "docs" / "results" / "h200" / "ops"
+    for op in ("relu", "softmax"):
+        for name in ("test.json", "bench.json"):          # bench after test: not older than its input
+            d = json.loads((pub / op / name).read_text())
+            d["details"]["sources_sha"] = host.sources_sha(wd / "results", op)
+            d["details"]["inputs_sha"] = harness.inputs_sha(wd / "operators" / op)
+            (wd / "results" / op / name).write_text(json.dumps(d))
+        shutil.copy(pub / op / "bench.csv", wd / "results" / op / "bench.csv")    # a new mtime, as cp gives
+    t0 = time.monotonic()
+    snakemake(wd, "paper")
+    secs = time.monotonic() - t0
+    ops = {r["op"]: r for r in csv.DictReader(open(wd / "results" / "paper" / "operators.csv"))}
+    assert (ops["relu"]["configs"], ops["relu"]["geomean_ratio"]) == ("12", "1.00")
+    assert (ops["softmax"]["geomean_ratio"], ops["ALL"]["configs"]) == ("0.951", "18")
+    assert float(ops["softmax"]["ci_low"]) < 0.951 < float(ops["softmax"]["ci_high"])
+    assert "NVIDIA H200" in (wd / "results" / "paper" / "operators.tex").read_text()
+    for fig in ("ratio", "times", "host_overhead", "coverage_matrix", "llm_roles"):
+        assert (wd / "results" / "paper" / "figures" / f"{fig}.pdf").read_bytes()[:5] == b"%PDF-"
+    p = snakemake(wd, "-n", "paper")
+    assert "Nothing to be done" in p.stdout + p.stderr, f"a rerun plans jobs ({secs:.0f} s run):\n{p.stdout[-2000:]}"
+    # Snakemake's report, read as a person would
+    exe = os.path.join(os.path.dirname(sys.executable), "snakemake")
+    p = subprocess.run([exe, "--report", "results/report.html", "paper"], cwd=wd, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
+    if shutil.which("chromium") is None and not os.environ.get("CI"):
+        pytest.skip("chromium not installed (make test-deps)")
+    shot = REPO / "results" / "report" / "browser-check.png"
+    seen = browser.check(wd / "results" / "report.html", shot, show="results/paper/figures/ratio.svg")
+    assert seen["title"] == "Snakemake Report" and seen["results"] == 8
+    assert {"GPU stages (gpu_test, bench)", "Coverage (analyze ... bench)", "Provenance"} <= set(seen["categories"])
+    assert "GPU stages" in seen["app_text"]                      # the page rendered its menu
+    assert len(seen["images"]) == 5
+    for path, img in seen["images"].items():
+        assert img["width"] > 100 and img["height"] > 100 and "error" not in img, (path, img)
+    assert len(seen["tables"]) == 3 and all(t["rows"] > 2 for t in seen["tables"].values())
+    assert shot.stat().st_size > 10_000
+    # each figure is its own rule: editing one figure's code redraws that figure only
+    f = wd / "tileport" / "report" / "figures" / "llm.py"
+    f.write_text(f.read_text() + "# edited\n")
+    p = snakemake(wd, "-n", "paper")
+    stats = (p.stdout + p.stderr).split("Job stats:", 1)[1]
+    assert {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)} == \
+        {"figure_llm_roles": 1, "paper": 1, "total": 2}

@@ -42,6 +42,7 @@ from . import harness as H
 from . import stats as S
 from . import host as HOST
 from . import manifest as M
+from . import provenance
 from .gpu_test import MEASURED, OpContext, gpu_gate, input_error, library_for, restore, snapshot
 from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 
@@ -347,6 +348,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     v.details["not_benchmarked"] = {k: "failed its functional test" for k in skipped}
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
     v.details["inputs_sha"] = H.inputs_sha(op_dir)
+    v.details["provenance"] = provenance.collect(bench=cfg)       # GPU, clocks now, versions, commit
     v.artifacts["csv"] = str(out_csv)
     d = write(v, out_json)
     if Path(out_json) == results / op / "bench.json":

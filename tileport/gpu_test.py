@@ -27,6 +27,7 @@ from pathlib import Path
 from . import harness as H
 from . import host as HOST
 from . import manifest as M
+from . import provenance
 from . import source as S
 from .verdict import Finding, Verdict, VerdictError, read, write
 
@@ -307,6 +308,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
     v = verdict_of(op, rows, attempt, round(time.monotonic() - t0, 1), H.env_versions())
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
     v.details["inputs_sha"] = H.inputs_sha(op_dir)                # kernel.py, reference.py, manifest
+    v.details["provenance"] = provenance.collect(bench={"seed": seed})   # GPU, driver, versions, commit
     d = write(v, out_json)
     if Path(out_json) == results / op / "test.json":
         snapshot(results, op, op_dir)
