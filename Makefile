@@ -9,7 +9,7 @@ CORES ?= all
 # GPU jobs at once on this machine (1: a benchmark never shares the GPU with another GPU job)
 GPUS ?= 1
 
-.PHONY: run test test-slurm install system-deps
+.PHONY: run test test-slurm test-nvidia install system-deps
 
 run: install
 	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS)
@@ -30,6 +30,12 @@ test: install
 test-slurm: install
 	.ci/slurm-cluster up
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_slurm.py --slurm; rc=$$?; .ci/slurm-cluster down; exit $$rc
+
+# slow, not part of make test: builds NVIDIA's shipped crate (tilegym ops/cutile_rs) with cutile 0.2.0
+# and with tileport's pin, in its own cargo target dirs (about 2 min per pin set cold on 2 idle cores,
+# under a minute warm), and runs the IR dump + IR diff of one of its kernels against the reference
+test-nvidia: install
+	$(PY) -m pytest -q tests/test_nv_port.py --nvidia
 
 install: system-deps $(STAMP)
 
