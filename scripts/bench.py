@@ -8,5 +8,6 @@ from tileport import bench, stage
 w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.params
 with stage.guarded(snakemake, "bench"):
     d = bench.run(w.op, p.op_dir, Path(i.analysis).parent.parent, o.csv, o.verdict, gpu=snakemake.config["gpu"],
-                  cfg={**p.bench, "threshold": snakemake.config["bench"]["threshold"]}, host_build=i.host_build, attempt=snakemake.resources.attempt)
+                  cfg={**p.bench, "threshold": snakemake.config["bench"]["threshold"]}, host_build=i.host_build, attempt=snakemake.resources.attempt,
+                  nv_build=i.nv[0] if len(i.nv) else None)
     print(d["verdict"], d["summary"])

@@ -4,12 +4,15 @@ A call is (kernel, variant, shape): the manifest's ``tensors`` give reference.py
 (seeded ``randn(shape) * scale`` in the variant dtype) and outputs; the kernel's ``bind`` maps
 its parameters to tensors, views (``x[:, :N]``) and scalars (``1.0 / N``); the manifest's
 ``grid`` expression gives the launch grid. The *same* grid, arguments and input memory go to
-three sides, each writing its own output buffers:
+three sides (four where NVIDIA ported the kernel), each writing its own output buffers:
 
 * ``ref``  -- the cuTile Python kernel, ``ct.launch`` on the current torch stream;
 * ``port`` -- the cuTile Rust kernel through its C shim (:class:`tileport.ffi.HostLibrary`);
 * ``torch`` -- ``reference.torch_impl`` (PyTorch's native-dtype ATen/cuBLAS path; falls back to
-  ``reference.reference``).
+  ``reference.reference``);
+* ``nv`` -- NVIDIA's shipped cuTile Rust port of the same TileGym kernel through its own C function
+  (:class:`tileport.nv_ffi.NvSide`), bound from the reference launch's arguments; absent (None,
+  with ``nv_note`` saying why) for kernels NVIDIA did not port or variants it does not implement.
 
 ``expected()`` is ``reference.reference`` (the PyTorch semantics, usually in fp32), the oracle
 both kernels are compared against with the manifest's per-dtype rtol/atol. Expressions are
@@ -149,15 +152,21 @@ class Call:
     expected: callable           # -> list of tensors (reference semantics)
     symbol: str = ""
     notes: list = field(default_factory=list)
+    nv: callable = None          # NVIDIA's port (None: not ported / not usable, see nv_note)
+    nv_note: str = ""
 
 
 def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[dict], kernel: str,
-               variant: M.Variant, shape, lib, symbol: str, seed: int = 0, device: int = 0) -> Call:
+               variant: M.Variant, shape, lib, symbol: str, seed: int = 0, device: int = 0,
+               nv=None) -> Call:
     """Allocate the tensors of one call and return its :class:`Call`.
 
     ``kernel_params``: the analysis' parameter list of ``kernel`` (order, kinds). ``lib``: a
-    :class:`tileport.ffi.HostLibrary` (or None: the port side then raises). Raises
-    :class:`HarnessError` for a bad expression or binding.
+    :class:`tileport.ffi.HostLibrary` (or None: the port side then raises). ``nv``: the
+    :class:`tileport.nv_ffi.NvSide` of this kernel, or None; a binding it refuses (a variant it
+    does not implement, a tensor dtype its FFI would misread) leaves ``Call.nv`` None with the
+    reason in ``Call.nv_note``, never an error of the call. Raises :class:`HarnessError` for a bad
+    expression or binding.
     """
     import torch
 
@@ -178,7 +187,7 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
         else:
             outs_spec.append((name, dims))
     outputs = {s: [torch.full(d, float("nan"), device=dev, dtype=dtype) for _, d in outs_spec]
-               for s in ("ref", "port")}
+               for s in ("ref", "port") + (("nv",) if nv is not None else ())}
 
     def args_for(side: str) -> tuple[dict, dict]:
         space = {**env, **tensors_in, **{n: o for (n, _), o in zip(outs_spec, outputs[side])}}
@@ -233,9 +242,19 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
         return list(r) if isinstance(r, (tuple, list)) else [r]
 
     notes = [] if hasattr(rmod, "torch_impl") else ["reference.py has no torch_impl: timed reference()"]
+    nv_fn, nv_note = None, ""
+    if nv is not None:
+        from .nv_ffi import NvError
+
+        na, ns = args_for("nv")
+        try:
+            nv_fn = nv.bind({**na, **ns}, variant.constexprs, grid, variant.dtype, device=device)
+        except NvError as exc:
+            nv_note = f"NVIDIA's port not run: {exc}"[:600]
+            outputs.pop("nv", None)
     return Call(op=man["op"], kernel=kernel, variant=variant, shape=tuple(shape), grid=grid,
                 inputs=ins, outputs=outputs, ref=ref, port=port, torch=torch_side,
-                expected=expected, symbol=symbol, notes=notes)
+                expected=expected, symbol=symbol, notes=notes, nv=nv_fn, nv_note=nv_note)
 
 
 def compare(actual, expected, rtol: float, atol: float) -> dict:

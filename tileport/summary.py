@@ -17,6 +17,12 @@ results/<op>/rounds/<r>/, which every GPU and port column of the row then descri
 its route went (``next (route): reason``, e.g. a stop at the kernel-writer cap with the last
 diagnosis).
 
+``nv_ir_diff,nv_us,vs_nv``: NVIDIA's shipped cuTile Rust port of the row's kernel (where the
+operator imports a TileGym kernel NVIDIA ported, :mod:`tileport.nv_port`; blank otherwise): the
+verdict of tileport's IR diff on its Tile IR against the reference's, the geomean of its
+per-config median device time (µs) and of NVIDIA's time / the port's (> 1: tileport's port is
+faster).
+
 ``summary_ops.csv``: one row per operator (``op,configs,geomean_ratio,verdict,vs_torch,
 ref_vs_torch`` and its LLM calls, tokens and cost over all stages) and a last row ``ALL`` over
 every config of every operator.
@@ -33,10 +39,11 @@ from .verdict import VerdictError, atomic_write_text, read
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
            "ref_us", "port_us", "torch_us", "vs_torch", "llm_calls", "tokens_in", "tokens_out",
-           "cost_usd", "round", "gpu_route"]
+           "cost_usd", "round", "gpu_route", "nv_ir_diff", "nv_us", "vs_nv"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
-               "llm_calls", "tokens_in", "tokens_out", "cost_usd"]
+               "llm_calls", "tokens_in", "tokens_out", "cost_usd", "vs_nv"]
 _LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
+_NV0 = {"nv_ir_diff": "", "nv_us": "", "vs_nv": ""}
 
 
 def llm_usage(results: str | Path, op: str, stage: str | None = None, kernel: str | None = None,
@@ -135,7 +142,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "rust_build": "not_run", "owner": (an or {}).get("owner") or "kernel",
                  "note": (manifest_error or (an or {}).get("summary", "")).replace("\n", " ")[:300],
                  "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": "",
-                 **_LLM0, "round": 1, "gpu_route": ""}]
+                 **_LLM0, "round": 1, "gpu_route": "", **_NV0}]
     build = _v(q / "rust" / "build.json")
     test, bench, perf = _v(q / "test.json"), _v(q / "bench.json"), _v(q / "perf_diagnosis.json")
     hb = _v(root / "host" / "build.json")
@@ -196,6 +203,8 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                 if d is not None and d["verdict"] in ("FAIL", "ERROR", "BLOCKED", "BELOW_THRESHOLD"):
                     note, owner = f"{d['stage']}: {d['summary']}", d.get("fail_class") or d.get("owner") or ""
                     break
+        nvd = r / "nv_ir_diff" / kernel / f"{variant}.json"
+        gpu["nv_ir_diff"] = _word(_v(nvd)) if nvd.exists() else ""
         diag = dia["summary"] if dia and dia["verdict"] == "FAIL" else ""
         if not diag and perf is not None and perf["verdict"] == "FAIL":
             diag = f"perf ({perf['owner']}): {perf['summary']}"
@@ -216,7 +225,7 @@ def _fmt(x: float | None, nd: int = 3) -> str:
 def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     """test / ratio / ref_us / port_us / torch_us / vs_torch of one kernel/variant."""
     out = {"test": "missing", "ratio": "missing", "ref_us": "", "port_us": "", "torch_us": "",
-           "vs_torch": ""}
+           "vs_torch": "", **_NV0}
     if test is not None:
         if test["verdict"] == "NOT_RUN":
             out["test"] = test["summary"]
@@ -233,6 +242,8 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
                 out.update(ratio=_fmt(v["ratio"]), ref_us=_fmt(v["ref_us"], 2),
                            port_us=_fmt(v["port_us"], 2), torch_us=_fmt(v["torch_us"], 2),
                            vs_torch=_fmt(v["vs_torch"]))
+                if v.get("nv_us") is not None:
+                    out.update(nv_us=_fmt(v["nv_us"], 2), vs_nv=_fmt(v["vs_nv"]))
             else:
                 out["ratio"] = "not_run (no perf shape fits)"
         else:
@@ -246,29 +257,31 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None) -> 
     from . import stats as S
     from .perf_diagnose import judged
 
-    rows, all_ratios, all_vt, all_rvt = [], [], [], []
+    rows, all_ratios, all_vt, all_rvt, all_vn = [], [], [], [], []
     for op in ops:
         root = last_round(results, op)[1]
         b = _v(root / op / "bench.json")
         if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": _word(b) if b is None
                          else (b["summary"] if b["verdict"] == "NOT_RUN" else b["verdict"]),
-                         "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op, root)})
+                         "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op, root), "vs_nv": ""})
             continue
         good = [r for r in b["details"].get("rows", []) if not r.get("error")]
         all_ratios += [r["ratio"] for r in good]
         all_vt += [r["vs_torch"] for r in good]
         all_rvt += [r["ref_vs_torch"] for r in good]
+        all_vn += [r["vs_nv"] for r in good if isinstance(r.get("vs_nv"), (int, float))]
         d = b["details"]
         rows.append({"op": op, "configs": d.get("configs", 0),
                      "geomean_ratio": _fmt(d.get("geomean_ratio")), "verdict": judged(b, threshold),
                      "vs_torch": _fmt(d.get("geomean_vs_torch")),
-                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch")), **op_usage(results, op, root)})
+                     "ref_vs_torch": _fmt(d.get("geomean_ref_vs_torch")), **op_usage(results, op, root),
+                     "vs_nv": _fmt(d.get("geomean_vs_nv"))})
     rows.append({"op": "ALL", "configs": len(all_ratios),
                  "geomean_ratio": _fmt(S.geomean(all_ratios)) if all_ratios else "",
                  "verdict": "" if all_ratios else "not_run (no config measured)", "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",
                  "ref_vs_torch": _fmt(S.geomean(all_rvt)) if all_rvt else "",
-                 **_total_llm(rows)})
+                 **_total_llm(rows), "vs_nv": _fmt(S.geomean(all_vn)) if all_vn else ""})
     return rows
 
 
@@ -293,7 +306,8 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
                                                       "gpu_route": "",
                                                       "note": why.replace("\n", " ")[:300],
                                                       "diagnosis": "", "ref_us": "", "port_us": "",
-                                                      "torch_us": "", "vs_torch": "", **_LLM0})
+                                                      "torch_us": "", "vs_torch": "", **_LLM0,
+                                                      **_NV0})
     for op in ops:
         rows += rows_for(results, op, [tuple(x) for x in variants.get(op, [])],
                          manifest_errors.get(op))
