@@ -492,3 +492,26 @@ def test_silu_and_mul_port_against_the_reference_ir(nv_builds, tmp_path, monkeyp
     assert r["stage"] == "nv_ir_diff" and r["verdict"] in ("PASS", "PASS_WITH_NOTES", "FAIL")
     assert r["details"]["nv"]["entry"] == "silu_and_mul_kernel"
     assert json.loads((tmp_path / "d.json").read_text())["stage"] == "nv_ir_diff"
+
+
+@pytest.mark.nvidia
+def test_every_entry_calls_the_real_library_up_to_the_device(nv_builds):
+    """The built library, called through NvSide for every entry with descriptors of the reference
+    launch and device -1: it reads every descriptor and argument, then stops at its device check
+    (-4) -- the arity, types and descriptor layout hold against the real C functions (no GPU)."""
+    root, _ = nv_builds
+    lib = F.NvLibrary(root / "shipped" / "build.json")
+    assert sorted(lib.sigs) == sorted(spec["symbol"] for spec in PORTS.values())
+    for op, spec in PORTS.items():
+        for entry, e in spec["entries"].items():
+            side = lib.side(op, entry, e, spec["symbol"])
+            args, cx = {}, {}
+            for name, kind in reference_params(e["reference"]):
+                if kind == "array":
+                    args[name] = FakeTensor((1,) if name == "Start_q" else (2, 64, 64),
+                                            "torch.int32" if name == "Start_q" else "torch.float16")
+                else:
+                    cx[name] = False if kind.endswith("bool") else 64
+            launch = side.bind(args, cx, (2, 2, 1), "f16", device=-1, stream=0)
+            with pytest.raises(F.NvError, match=r"returned -4: device init failed"):
+                launch()
