@@ -19,7 +19,7 @@ GPUS ?= 1
 # Snakemake's report: one self-contained HTML page (or .zip) with every figure and table
 REPORT ?= results/report.html
 
-.PHONY: run test test-slurm install system-deps report test-deps publish
+.PHONY: run test test-slurm test-nvidia install system-deps report test-deps publish
 
 run: install
 	@# a run killed earlier (SIGKILL, SIGHUP) leaves Snakemake's lock: removed when no Snakemake
@@ -87,6 +87,12 @@ test-deps:
 test-slurm: install
 	.ci/slurm-cluster up
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_slurm.py --slurm; rc=$$?; .ci/slurm-cluster down; exit $$rc
+
+# slow, not part of make test: builds NVIDIA's shipped crate (tilegym ops/cutile_rs) with cutile 0.2.0
+# and with tileport's pin, in its own cargo target dirs (about 2 min per pin set cold on 2 idle cores,
+# under a minute warm), and runs the IR dump + IR diff of one of its kernels against the reference
+test-nvidia: install
+	$(PY) -m pytest -q tests/test_nv_port.py --nvidia
 
 install: system-deps $(STAMP) $(SRC_STAMP)
 

@@ -9,7 +9,9 @@ rule bench:
         test="{root}/{op}/test.json",
         library=ancient("{root}/host/libtileport_host.so"),
         host_build=ancient("{root}/host/build.json"),
-        code=code("bench", "harness", "ffi", "cupti", "stats", "gpu_test"),
+        # NVIDIA's shipped port of the operator's kernels, when it imports ones NVIDIA ported
+        nv=nv_gpu_inputs,
+        code=code("bench", "harness", "ffi", "cupti", "stats", "gpu_test", "nv_ffi"),
     output:
         csv="{root}/{op}/bench.csv",
         verdict="{root}/{op}/bench.json",

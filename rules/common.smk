@@ -9,6 +9,7 @@ from tileport import config as tp_config
 from tileport import manifest as tp_manifest
 from tileport import source as tp_source
 from tileport.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
+from tileport import nv_port as tp_nv
 
 def _profile_files():
     """The Snakemake profiles this run may have read: every profile in the ``profiles/`` folder
@@ -120,9 +121,10 @@ def _discover_ops():
             SKIPPED[p.name] = (f"{p}: '{p.name}' is a Rust keyword: the shared host library names "
                                f"one module per operator: rename the operator folder: not run")
             print(f"tileport: {SKIPPED[p.name]}", file=sys.stderr)
-        elif p.name in ("host", "logs"):
+        elif p.name in ("host", "logs", "nvidia"):
             SKIPPED[p.name] = (f"{p}: '{p.name}' is reserved (results/{p.name}/ holds the shared "
-                               f"host library and logs): rename the operator folder: not run")
+                               f"host library, logs and NVIDIA's shipped ports): rename the operator "
+                               f"folder: not run")
             print(f"tileport: {SKIPPED[p.name]}", file=sys.stderr)
         elif OP_NAME.match(p.name):
             found.append(p.name)
@@ -399,7 +401,7 @@ def summary_inputs(wildcards):
     """What summary.csv reads: each operator's final round (or, for a broken manifest, its analysis)."""
     check_route_files()
     return [t for op in OPS for t in (stage_targets(op) if op in MANIFEST_ERRORS
-                                      else [f"results/{op}/final.json"])] + (
+                                      else [f"results/{op}/final.json"] + nv_targets(op))] + (
         ["results/host/build.json"] if GPU_OPS else [])
 
 
@@ -501,3 +503,34 @@ def check_route_files():
 # job after it in the same DAG (a route's followers, through the shared host library the other
 # operators' too), while a later run compares the rebuilt route by checksum
 REBUILD_ROUTES_ONLY = "--allowed-rules route gpu_route"
+
+
+# NVIDIA's shipped cuTile Rust ports (rules/nv_port.smk): the operators that import a TileGym
+# kernel NVIDIA ported (manifest source: + rust/nvidia/ports.yaml)
+try:
+    NV_PORTS = tp_nv.load_ports()
+except tp_nv.NvPortError as exc:
+    raise WorkflowError(str(exc))
+
+# op -> {kernel: (NVIDIA op, entry)}
+NV_LINKS = {op: l for op in GPU_OPS
+            for l in [tp_nv.links(OPERATORS_DIR / op / "manifest.yaml", NV_PORTS)] if l}
+
+
+def nv_variants(op):
+    """(kernel, variant) pairs of ``op`` whose kernel NVIDIA ported."""
+    return [(k, v) for k, v in VARIANTS.get(op, []) if k in NV_LINKS.get(op, {})]
+
+
+def nv_targets(op):
+    """The NVIDIA verdicts summary.csv reads for one operator ([] when NVIDIA ported none of its kernels)."""
+    if op not in NV_LINKS:
+        return []
+    return ["results/nvidia/shipped/build.json", "results/nvidia/tileport/build.json"] + [
+        f"results/{op}/nv_ir_diff/{k}/{v}.json" for k, v in nv_variants(op)]
+
+
+def nv_gpu_inputs(wildcards):
+    """NVIDIA's built library for the GPU stages of an operator with ported kernels (ancient: a
+    rebuild does not rerun a measurement; the stages read the library the verdict names)."""
+    return [ancient("results/nvidia/shipped/build.json")] if wildcards.op in NV_LINKS else []

@@ -12,7 +12,9 @@ rule gpu_test:
         # current sources by hash)
         library=ancient("{root}/host/libtileport_host.so"),
         host_build=ancient("{root}/host/build.json"),
-        code=code("gpu_test", "harness", "ffi", "cupti", "host"),
+        # NVIDIA's shipped port of the operator's kernels, when it imports ones NVIDIA ported
+        nv=nv_gpu_inputs,
+        code=code("gpu_test", "harness", "ffi", "cupti", "host", "nv_ffi"),
     output:
         verdict="{root}/{op}/test.json",
     log:

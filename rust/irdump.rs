@@ -1,7 +1,9 @@
-//! tileport's Tile IR dumper for generated cuTile Rust ports (written by this team).
+//! tileport's Tile IR dumper for cuTile Rust kernels (written by this team): the generated ports
+//! (`main_with`: the `port` module of each translated kernel file) and NVIDIA's shipped ports
+//! (`main_with_modules`: each op's own `#[cutile::module]`, e.g. `matmul_module`).
 //!
 //! Usage: irdump-<op> <kernel> <entry> <out.tileirbc> <gpu target> <generics,comma,separated> <strides>
-//! (<kernel> names the module of the generated file, <entry> the `#[cutile::entry()]` function.)
+//! (<kernel> names the module table entry, <entry> the `#[cutile::entry()]` function.)
 //! where <strides> is `name=s0,s1;name2=...` (element strides, -1 = dynamic).
 //! Compiles the kernel's captured module AST with cutile's `KernelCompiler` (no GPU, no
 //! driver) and writes Tile IR bytecode; exits 2 on bad arguments, 1 on a compile error.
@@ -9,6 +11,13 @@
 use cutile::cutile_compiler::ast::Module;
 
 pub type ModuleFn = fn() -> Module;
+
+/// One module a dumper can compile: (name on the command line, `#[cutile::module]` name, its AST).
+#[allow(dead_code)] // one of the two entry points is unused in each binary
+pub type NamedModule = (&'static str, &'static str, ModuleFn);
+
+/// The module name and AST of a command-line kernel name, if the binary holds it.
+type Lookup = Box<dyn Fn(&str) -> Option<(&'static str, ModuleFn)> + Send>;
 
 fn parse_strides(spec: &str) -> Result<Vec<(String, Vec<i32>)>, String> {
     let mut out = Vec::new();
@@ -25,7 +34,7 @@ fn parse_strides(spec: &str) -> Result<Vec<(String, Vec<i32>)>, String> {
     Ok(out)
 }
 
-fn compile(kernels: &[(&str, ModuleFn)], args: &[String]) -> Result<(), (i32, String)> {
+fn compile(lookup: &Lookup, args: &[String]) -> Result<(), (i32, String)> {
     if args.len() != 7 {
         return Err((2, format!("usage: {} <kernel> <entry> <out> <target> <generics> <strides>", args[0])));
     }
@@ -33,12 +42,8 @@ fn compile(kernels: &[(&str, ModuleFn)], args: &[String]) -> Result<(), (i32, St
     let generics: Vec<String> = args[5].split(',').filter(|s| !s.is_empty()).map(String::from).collect();
     let strides = parse_strides(&args[6]).map_err(|e| (2, e))?;
     let stride_refs: Vec<(&str, &[i32])> = strides.iter().map(|(n, s)| (n.as_str(), s.as_slice())).collect();
-    let module_fn = kernels
-        .iter()
-        .find(|(name, _)| name == kernel)
-        .map(|(_, f)| *f)
-        .ok_or_else(|| (2, format!("no kernel '{kernel}' in this crate")))?;
-    let artifacts = cutile::compile_api::KernelCompiler::new(module_fn, "port", entry)
+    let (module, module_fn) = lookup(kernel).ok_or_else(|| (2, format!("no kernel '{kernel}' in this crate")))?;
+    let artifacts = cutile::compile_api::KernelCompiler::new(module_fn, module, entry)
         .generics(generics)
         .strides(&stride_refs)
         .target(target)
@@ -49,9 +54,21 @@ fn compile(kernels: &[(&str, ModuleFn)], args: &[String]) -> Result<(), (i32, St
     Ok(())
 }
 
-/// Entry point used by each generated crate's `main`. `--sources-sha` prints the hash of the
-/// kernel sources the binary was built from (tileport checks it against the files on disk).
+/// Entry point used by each generated crate's `main` (every kernel file holds a module `port`).
+/// `--sources-sha` prints the hash of the kernel sources the binary was built from (tileport
+/// checks it against the files on disk).
+#[allow(dead_code)]
 pub fn main_with(kernels: &'static [(&'static str, ModuleFn)], sources_sha: &str) {
+    run(Box::new(move |k| kernels.iter().find(|(name, _)| *name == k).map(|(_, f)| ("port", *f))), sources_sha)
+}
+
+/// Entry point of a dumper whose modules have their own names (NVIDIA's shipped ports).
+#[allow(dead_code)]
+pub fn main_with_modules(modules: &'static [NamedModule], sources_sha: &str) {
+    run(Box::new(move |k| modules.iter().find(|(name, _, _)| *name == k).map(|(_, m, f)| (*m, *f))), sources_sha)
+}
+
+fn run(lookup: Lookup, sources_sha: &str) {
     let args: Vec<String> = std::env::args().collect();
     if args.len() == 2 && args[1] == "--sources-sha" {
         println!("{sources_sha}");
@@ -60,7 +77,7 @@ pub fn main_with(kernels: &'static [(&'static str, ModuleFn)], sources_sha: &str
     // cutile's compiler recurses deeply over the kernel AST: give it a large stack.
     let handle = std::thread::Builder::new()
         .stack_size(256 << 20)
-        .spawn(move || compile(kernels, &args))
+        .spawn(move || compile(&lookup, &args))
         .expect("spawn compiler thread");
     match handle.join() {
         Ok(Ok(())) => {}

@@ -9,5 +9,5 @@ w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 with stage.guarded(snakemake, "gpu_test"):
     d = gpu_test.run(w.op, p.op_dir, Path(i.analysis).parent.parent, snakemake.output.verdict,
                      gpu=snakemake.config["gpu"], host_build=i.host_build, seed=p.seed,
-                     attempt=snakemake.resources.attempt)
+                     attempt=snakemake.resources.attempt, nv_build=i.nv[0] if len(i.nv) else None)
     print(d["verdict"], d["summary"])

@@ -11,7 +11,7 @@ sys.path.insert(0, str(REPO))
 WORKFLOW_FILES = ["Snakefile", "config.yaml", "envs", "requirements.lock", "requirements-sources.txt", "rules", "scripts", "schemas",
                   "report", "profiles", "tileport", "prompts", "rust/irdump.rs", "rust/port-template/Cargo.toml",
                   "rust/port-template/Cargo.lock", "rust/port-template/src", "rust/host-template",
-                  "rust/host"]
+                  "rust/host", "rust/nvidia"]
 
 
 def copy_workflow(dst: Path, ops=()) -> Path:
@@ -29,17 +29,28 @@ def pytest_addoption(parser):
     parser.addoption("--slurm", action="store_true",
                      help="run the cluster tests (marker 'slurm') against the Slurm cluster this machine "
                           "runs (.ci/slurm-cluster up); without it they are deselected")
+    parser.addoption("--nvidia", action="store_true",
+                     help="run the tests that build NVIDIA's shipped cuTile Rust crate (marker 'nvidia', "
+                          "make test-nvidia: about 2 min per pin set cold on 2 idle cores); without it they "
+                          "are deselected")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slurm: needs a running Slurm cluster (make test-slurm)")
+    config.addinivalue_line("markers", "nvidia: builds NVIDIA's cutile 0.2.0 crate (make test-nvidia)")
 
 
 def pytest_collection_modifyitems(config, items):
-    # make test: the cluster tests are not collected; make test-slurm: only they are
-    want = config.getoption("--slurm")
-    keep = [i for i in items if ("slurm" in i.keywords) == want]
-    drop = [i for i in items if ("slurm" in i.keywords) != want]
+    # make test: neither the cluster tests nor NVIDIA's crate builds are collected; make
+    # test-slurm / make test-nvidia: only the marked ones are
+    wanted = {m for m in ("slurm", "nvidia") if config.getoption(f"--{m}")}
+
+    def selected(item):
+        marks = {m for m in ("slurm", "nvidia") if m in item.keywords}
+        return bool(marks & wanted) if wanted else not marks
+
+    keep = [i for i in items if selected(i)]
+    drop = [i for i in items if not selected(i)]
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -48,9 +48,9 @@ def summarize(tmp_path, ops, variants=None):
     out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
     S.write_summary(results, ops, variants or {op: VARIANTS for op in ops}, {}, out, ops_csv=ops_csv)
     # the LLM usage columns are checked in test_llm_usage_columns, the loop gate's in
-    # test_loop_columns; here: the device-time ones
+    # test_loop_columns, NVIDIA's vs_nv in test_nv_port; here: the device-time ones
     llm = ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict", "ref_host_us",
-           "port_host_us")
+           "port_host_us", "vs_nv")
     ops_rows = [{k: v for k, v in r.items() if k not in llm} for r in csv.DictReader(open(ops_csv))]
     return list(csv.DictReader(open(out))), ops_rows
 

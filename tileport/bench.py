@@ -17,6 +17,13 @@ Per perf config (kernel x variant x perf shape that fits), in one process:
    port loop time; host overhead per call = loop time - device time;
 5. the outputs of the last timed ref and port calls are checked against the PyTorch semantics.
 
+Where NVIDIA shipped a port of the kernel and it passed the functional test for the variant
+(test.json ``details.nv``), it is a fourth side ``nv`` in every step: interleaved in the same rounds,
+its own CUPTI device time, wall time per call and check (``nv_us``, ``nv_iqr_us``, ``nv_launches``,
+``nv_loop_us``, ``nv_checked``); ``vs_nv`` = NVIDIA's median / the port's (> 1: the port is faster)
+and ``ref_vs_nv`` = NVIDIA's / the reference's. A failing NVIDIA call drops that side for the config
+(``nv_error``) and never fails the benchmark.
+
 ``results/<op>/bench.csv``: one row per config. ``results/<op>/bench.json``: DONE when the
 operator's geomean ratio over its configs is >= ``threshold`` (config.yaml), else
 BELOW_THRESHOLD; FAIL if a timed port call errs or its output is wrong; NOT_RUN without GPU.
@@ -59,7 +66,11 @@ COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_u
            "ref_vs_torch", "ref_launches", "port_launches", "torch_launches",
            "ref_loop_us", "port_loop_us", "torch_loop_us", "loop_ratio", "loop_calls",
            "ref_host_us", "port_host_us", "torch_host_us",
-           "port_host_overhead_us", "ref_host_overhead_us", "checked", "error"]
+           "port_host_overhead_us", "ref_host_overhead_us", "checked", "error",
+           "nv_us", "nv_iqr_us", "vs_nv", "ref_vs_nv", "nv_launches", "nv_loop_us", "nv_checked",
+           "nv_error"]
+#: the per-side columns of NVIDIA's port (empty when it is not a side of the config)
+NV_COLUMNS = COLUMNS[COLUMNS.index("nv_us"):]
 
 
 def rotation(labels: list[str], r: int) -> list[str]:
@@ -119,6 +130,14 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     for _, fn in sides:                     # JIT compile / cuBLAS heuristics, untimed
         fn()
     torch.cuda.synchronize()
+    nv_error = c.nv_note if c.nv is None else ""
+    if c.nv is not None:                    # NVIDIA's port: a side only if its first call works
+        try:
+            c.nv()
+            torch.cuda.synchronize()
+            sides.append(("nv", c.nv))
+        except Exception as exc:  # noqa: BLE001 - NVIDIA's failure is a note of its own
+            nv_error = f"{type(exc).__name__}: {exc}"[:600]
     est = {}
     for label, fn in sides:
         n, t0 = 0, time.perf_counter()
@@ -133,7 +152,8 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     dev = prof["device_us"]
     row = {"op": c.op, "kernel": c.kernel, "variant": c.variant.id,
            "shape": "x".join(map(str, c.shape)), "grid": "x".join(map(str, c.grid)), "reps": reps}
-    for s in ("ref", "port", "torch"):
+    labels = [label for label, _ in sides]
+    for s in labels:
         row[f"{s}_us"] = S.median(dev[s])
         row[f"{s}_iqr_us"] = S.spread(dev[s])["iqr"]
         ls = sorted(set(prof["launches"][s]))
@@ -157,10 +177,16 @@ def measure(c, cfg: dict, tol: dict) -> dict:
               for side in ("ref", "port") for a, e in zip(c.outputs[side], expected)]
     row["checked"] = "ok" if all(checks) else "MISMATCH"
     row["error"] = ""
-    row["samples"] = {s: dev[s] for s in ("ref", "port", "torch")}
-    row["loop_samples"] = {s: loops[s]["loop_us"] for s in ("ref", "port", "torch")}
-    row["kernel_names"] = {s: sorted({n for k in prof["kernels"][s] for n, _ in k})
-                           for s in ("ref", "port", "torch")}
+    row["nv_error"] = nv_error
+    if "nv" in labels:
+        row["vs_nv"] = row["nv_us"] / row["port_us"]
+        row["ref_vs_nv"] = row["nv_us"] / row["ref_us"]
+        row["nv_loop_us"] = S.median(loops["nv"]["loop_us"])
+        row["nv_checked"] = "ok" if all(H.compare(a, e, tol["rtol"], tol["atol"])["ok"]
+                                        for a, e in zip(c.outputs["nv"], expected)) else "MISMATCH"
+    row["samples"] = {s: dev[s] for s in labels}
+    row["loop_samples"] = {s: loops[s]["loop_us"] for s in labels}
+    row["kernel_names"] = {s: sorted({n for k in prof["kernels"][s] for n, _ in k}) for s in labels}
     return row
 
 
@@ -219,6 +245,10 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                          "ref_vs_torch": S.geomean([r["ref_vs_torch"] for r in rs])}
         if all(isinstance(r.get("loop_ratio"), (int, float)) for r in rs):
             variants[key]["loop_ratio"] = S.geomean([r["loop_ratio"] for r in rs])
+        nv = [r for r in rs if isinstance(r.get("nv_us"), (int, float))]
+        if nv:          # NVIDIA's port, over the configs where it was a side
+            variants[key].update(nv_configs=len(nv), nv_us=S.geomean([r["nv_us"] for r in nv]),
+                                 vs_nv=S.geomean([r["vs_nv"] for r in nv]))
     details = {"threshold": threshold, "configs": len(ok), "variants": variants, "env": env or {},
                "seconds": secs}
     loop = loop_gate(ok, loop_threshold)
@@ -231,6 +261,11 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         details["geomean_ratio"] = S.geomean([r["ratio"] for r in ok])
         details["geomean_vs_torch"] = S.geomean([r["vs_torch"] for r in ok])
         details["geomean_ref_vs_torch"] = S.geomean([r["ref_vs_torch"] for r in ok])
+        nv = [r for r in ok if isinstance(r.get("vs_nv"), (int, float))]
+        if nv:
+            details["nv_configs"] = len(nv)
+            details["geomean_vs_nv"] = S.geomean([r["vs_nv"] for r in nv])
+            details["geomean_ref_vs_nv"] = S.geomean([r["ref_vs_nv"] for r in nv])
         worst = sorted(ok, key=lambda r: r["ratio"])[:3]
         details["worst_configs"] = [{k: r[k] for k in ("kernel", "variant", "shape", "ratio",
                                                       "ref_us", "port_us")} for r in worst]
@@ -276,8 +311,10 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
 
 def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         out_json: str | Path, gpu: str = "auto", cfg: dict | None = None,
-        host_build: str | Path | None = None, attempt: int = 1) -> dict:
-    """Stage entry point (see module doc). Returns the verdict written to ``out_json``."""
+        host_build: str | Path | None = None, attempt: int = 1,
+        nv_build: str | Path | None = None) -> dict:
+    """Stage entry point (see module doc). Returns the verdict written to ``out_json``.
+    ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``)."""
     cfg = {**DEFAULTS, **(cfg or {})}
     op_dir, results = Path(op_dir), Path(results)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
@@ -304,9 +341,11 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                              summary=f"no functional test to build on: gpu_test {test['verdict']}: "
                                      f"{test['summary']}"[:600]), out_json)
     passed = {k for k, w in test.get("details", {}).get("variants", {}).items() if w == "PASS"}
+    nv_passed = {k for k, w in ((test.get("details", {}).get("nv") or {}).get("variants") or {}).items()
+                 if w == "PASS"}
     t0 = time.monotonic()
     try:
-        ctx = OpContext(op, op_dir, results, library)
+        ctx = OpContext(op, op_dir, results, library, nv_build)
         todo = H.cases(ctx.man, "perf")
     except Exception as exc:  # noqa: BLE001 - manifest/module/library problems: one clear verdict
         write_csv([], out_csv)
@@ -323,7 +362,10 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
             continue
         base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape))}
         try:
-            c = ctx.call(kernel, variant, shape, cfg["seed"])
+            key = f"{kernel}/{variant.id}"
+            c = ctx.call(kernel, variant, shape, cfg["seed"], nv=key in nv_passed)
+            if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
+                c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
             row = measure(c, cfg, ctx.man["tolerance"][variant.dtype])
             del c
         except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
@@ -333,8 +375,9 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                 break                 # the context is gone: later configs cannot run
             continue
         rows.append(row)
+        nv = f", NVIDIA {row['nv_us']:.1f} us" if isinstance(row.get("nv_us"), float) else ""
         print(f"{kernel}/{variant.id} {row['shape']}: ref {row['ref_us']:.1f} us, port "
-              f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us, ratio {row['ratio']:.3f}; "
+              f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us{nv}, ratio {row['ratio']:.3f}; "
               f"loop ref {row['ref_loop_us']:.1f} / port {row['port_loop_us']:.1f} / torch "
               f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f}, host "
               f"ref {row['ref_host_us']:.1f} / port {row['port_host_us']:.1f} us; ref vs torch "

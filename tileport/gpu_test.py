@@ -7,6 +7,12 @@ per-dtype rtol/atol. Per variant, the kernels each side launches for one call ar
 from CUPTI records (:mod:`tileport.cupti`); a port that launches a different number of
 kernels than the reference fails.
 
+Where NVIDIA shipped a cuTile Rust port of a kernel (:mod:`tileport.nv_port`), a second pass,
+after every call above (so that its failures cannot touch tileport's), runs NVIDIA's port on the
+same calls and compares it alike: ``details.nv`` (``variants``: PASS / FAIL / NOT_RUN per
+kernel/variant, ``cases``, ``note``); it never changes the verdict, and the benchmark times NVIDIA's
+port only where it passed here.
+
 Verdict (``results/<op>/test.json``): ``ALL_PASS``; ``FAIL`` with ``fail_class`` kernel / host /
 env and the worst mismatch (index, values, allowance); ``BLOCKED`` when the host library holds
 no port of the operator; ``NOT_RUN`` without a GPU under ``gpu: auto`` or with ``gpu: off``.
@@ -188,8 +194,10 @@ def _cuda_error(exc: BaseException) -> bool:
 class OpContext:
     """Everything one operator's GPU stage loads once: manifest, modules, library, analysis."""
 
-    def __init__(self, op: str, op_dir: Path, results: Path, library: str):
+    def __init__(self, op: str, op_dir: Path, results: Path, library: str,
+                 nv_build: str | Path | None = None):
         from .ffi import HostLibrary
+        from .nv_ffi import gpu_binding
 
         self.op, self.op_dir, self.results = op, op_dir, results
         self.man = M.load(op_dir / "manifest.yaml")
@@ -204,11 +212,16 @@ class OpContext:
         an = read(results / op / "analysis.json")
         self.params = {k["name"]: k["params"] for k in an["details"]["kernels"]}
         self.lib = HostLibrary(library, [results / op / "host" / "ffi.json"])
+        # NVIDIA's port of each kernel it ported ({} and a reason when its library is unusable)
+        self.nv, self.nv_note = gpu_binding(op_dir, results, nv_build)
 
-    def call(self, kernel, variant, shape, seed=0):
+    def call(self, kernel, variant, shape, seed=0, nv=False):
+        """The :class:`tileport.harness.Call`; with ``nv``, NVIDIA's port is bound as its fourth
+        side where it ported the kernel."""
         spec = self.lib.for_variant(kernel, variant.id)
         return H.build_call(self.op_dir, self.man, self.kmod, self.rmod, self.params[kernel],
-                            kernel, variant, shape, self.lib, spec["symbol"], seed=seed)
+                            kernel, variant, shape, self.lib, spec["symbol"], seed=seed,
+                            nv=self.nv.get(kernel) if nv else None)
 
 
 def input_error(op: str, exc: Exception, attempt: int = 1, stage: str = "gpu_test") -> Verdict:
@@ -252,9 +265,66 @@ def check_call(c, tol: dict) -> dict:
     return row
 
 
+def check_nv(c, tol: dict) -> dict:
+    """NVIDIA's port of one call, once, against the PyTorch semantics (``{"ok", ...}`` as
+    :func:`tileport.harness.compare`, or ``{"ok": False, "error", "cuda_error"}``)."""
+    import torch
+
+    try:
+        c.nv()
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - NVIDIA's side: recorded, never raised
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:800], "cuda_error": _cuda_error(exc)}
+    res = [H.compare(a, e, tol["rtol"], tol["atol"]) for a, e in zip(c.outputs["nv"], c.expected())]
+    return max(res, key=lambda r: (not r["ok"], r["max_abs"] or 0))
+
+
+def nv_pass(ctx: "OpContext", todo: list, seed: int) -> dict:
+    """The second pass (module doc): NVIDIA's port on every call of a kernel it ported.
+    Returns ``details.nv`` of test.json: ``{"variants", "cases", "note"}``."""
+    from . import cupti
+
+    out = {"variants": {}, "cases": [], "note": ctx.nv_note}
+    dead, counted = None, set()
+    for kernel, variant, shape in todo:
+        if kernel not in ctx.nv:
+            continue
+        key = f"{kernel}/{variant.id}"
+        row = {"kernel": kernel, "variant": variant.id, "shape": list(shape)}
+        if dead:
+            row["not_run"] = f"CUDA context lost earlier: {dead}"
+        else:
+            try:
+                c = ctx.call(kernel, variant, shape, seed, nv=True)
+            except Exception as exc:  # noqa: BLE001 - tileport's own side could not be built
+                row["not_run"] = f"{type(exc).__name__}: {exc}"[:400]
+                c = None
+            if c is not None and c.nv is None:
+                row["not_run"] = c.nv_note
+            elif c is not None:
+                row["nv"] = check_nv(c, ctx.man["tolerance"][variant.dtype])
+                if row["nv"].get("cuda_error"):
+                    dead = row["nv"]["error"][:200]
+                elif key not in counted:
+                    counted.add(key)
+                    try:
+                        row["launches"] = cupti.profile([("nv", c.nv)], reps=1)["launches"]["nv"][0]
+                    except Exception as exc:  # noqa: BLE001 - NVIDIA's side never fails the stage
+                        row["launches"] = f"{type(exc).__name__}: {exc}"[:200]
+                del c
+        out["cases"].append(row)
+        word = "NOT_RUN" if "not_run" in row else ("PASS" if row["nv"].get("ok") else "FAIL")
+        prev = out["variants"].get(key)
+        out["variants"][key] = ("FAIL" if "FAIL" in (prev, word) else
+                                "NOT_RUN" if "NOT_RUN" in (prev, word) else "PASS")
+    return out
+
+
 def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, gpu: str = "auto",
-        host_build: str | Path | None = None, seed: int = 0, attempt: int = 1) -> dict:
-    """Stage entry point (see module doc). Returns the verdict dict written to ``out_json``."""
+        host_build: str | Path | None = None, seed: int = 0, attempt: int = 1,
+        nv_build: str | Path | None = None) -> dict:
+    """Stage entry point (see module doc). Returns the verdict dict written to ``out_json``.
+    ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``)."""
     from . import cupti
 
     op_dir, results = Path(op_dir), Path(results)
@@ -269,7 +339,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
                              fail_class=why[0], attempt=attempt, summary=why[1]), out_json)
     t0 = time.monotonic()
     try:
-        ctx = OpContext(op, op_dir, results, library)
+        ctx = OpContext(op, op_dir, results, library, nv_build)
     except (H.HarnessError, M.ManifestError, VerdictError) as exc:
         return write(input_error(op, exc, attempt), out_json)
     except Exception as exc:  # FfiError on load: the library itself
@@ -305,7 +375,10 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
             row["kernel_names"] = {s: [n for n, _ in prof["kernels"][s][0]] for s in ("ref", "port")}
         rows.append(row)
         del c
+    nv = nv_pass(ctx, todo, seed) if (ctx.nv or ctx.nv_note) and not dead else None
     v = verdict_of(op, rows, attempt, round(time.monotonic() - t0, 1), H.env_versions())
+    if nv is not None:
+        v.details["nv"] = nv
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
     v.details["inputs_sha"] = H.inputs_sha(op_dir)                # kernel.py, reference.py, manifest
     v.details["provenance"] = provenance.collect(bench={"seed": seed})   # GPU, driver, versions, commit

@@ -7,13 +7,16 @@ theirs: ``randint``, ``sorted``, ``range``, ``permutation``, ``offsets``, ``full
 :func:`int_values`), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
 parameters to tensors, views (``x[:, :N]``) and scalars (``1.0 / N``, cast to the scalar's
 type); the kernel's ``grid`` expression gives the launch grid. The *same* grid, arguments and
-input memory go to three sides, each writing its own output buffers (filled with the tensor's
+input memory go to three sides (four where NVIDIA ported the kernel), each writing its own output buffers (filled with the tensor's
 ``init`` when it has one, else NaN):
 
 * ``ref``  -- the cuTile Python kernel, ``ct.launch`` on the current torch stream;
 * ``port`` -- the cuTile Rust kernel through its C shim (:class:`tileport.ffi.HostLibrary`);
 * ``torch`` -- ``reference.torch_impl`` (PyTorch's native-dtype ATen/cuBLAS path; falls back to
-  ``reference.reference``).
+  ``reference.reference``);
+* ``nv`` -- NVIDIA's shipped cuTile Rust port of the same TileGym kernel through its own C function
+  (:class:`tileport.nv_ffi.NvSide`), bound from the reference launch's arguments; absent (None,
+  with ``nv_note`` saying why) for kernels NVIDIA did not port or variants it does not implement.
 
 ``expected()`` is ``reference.reference`` (or the kernel's ``reference:`` function; the
 PyTorch semantics, usually in fp32), the oracle
@@ -245,6 +248,8 @@ class Call:
     expected: callable           # -> list of tensors (reference semantics)
     symbol: str = ""
     notes: list = field(default_factory=list)
+    nv: callable = None          # NVIDIA's port (None: not ported / not usable, see nv_note)
+    nv_note: str = ""
 
 
 def _make(spec: dict, dims: tuple, dev, gen, seed: int, k: int):
@@ -278,14 +283,18 @@ def _flat(xs) -> list:
 
 
 def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[dict], kernel: str,
-               variant: M.Variant, shape, lib, symbol: str, seed: int = 0, device: int = 0) -> Call:
+               variant: M.Variant, shape, lib, symbol: str, seed: int = 0, device: int = 0,
+               nv=None) -> Call:
     """Allocate the tensors of one call and return its :class:`Call`.
 
     ``kernel_params``: the analysis' parameter list of ``kernel`` (order, kinds, dtypes). ``lib``:
-    a :class:`tileport.ffi.HostLibrary` (or None: the port side then raises). Raises
-    :class:`HarnessError` for a bad expression or binding (:class:`ManifestValueError` when the
-    manifest is the cause: an expression, a generator's bounds, a bound tensor whose dtype is not
-    the kernel's array dtype, a reference function reference.py lacks).
+    a :class:`tileport.ffi.HostLibrary` (or None: the port side then raises). ``nv``: the
+    :class:`tileport.nv_ffi.NvSide` of this kernel, or None; a binding it refuses (a variant it
+    does not implement, a tensor dtype its FFI would misread) leaves ``Call.nv`` None with the
+    reason in ``Call.nv_note``, never an error of the call. Raises :class:`HarnessError` for a
+    bad expression or binding (:class:`ManifestValueError` when the manifest is the cause: an
+    expression, a generator's bounds, a bound tensor whose dtype is not the kernel's array dtype,
+    a reference function reference.py lacks).
     """
     import torch
 
@@ -311,7 +320,7 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
         else:
             outs_spec.append((spec["name"], made, spec["list"]))
     outputs = {s: [[m.clone() for m in made] if lst else made[0].clone() for _, made, lst in outs_spec]
-               for s in ("ref", "port")}
+               for s in ("ref", "port") + (("nv",) if nv is not None else ())}
 
     def array_dtype(p) -> str:
         return M.resolve_dtype(p.get("dtype"), variant.dtype)
@@ -387,10 +396,20 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
         return _flat(r if isinstance(r, (tuple, list)) else [r])
 
     notes = [] if fast else [f"reference.py has no {timed or 'torch_impl'} for {kernel}: timed {ref_name}()"]
+    nv_fn, nv_note = None, ""
+    if nv is not None:
+        from .nv_ffi import NvError
+
+        na, ns = args_for("nv")
+        try:
+            nv_fn = nv.bind({**na, **ns}, variant.constexprs, grid, variant.dtype, device=device)
+        except NvError as exc:
+            nv_note = f"NVIDIA's port not run: {exc}"[:600]
+            outputs.pop("nv", None)
     flat_outputs = {s: _flat(o) for s, o in outputs.items()}
     return Call(op=man["op"], kernel=kernel, variant=variant, shape=tuple(shape), grid=grid,
                 inputs=ins, outputs=flat_outputs, ref=ref, port=port, torch=torch_side,
-                expected=expected, symbol=symbol, notes=notes)
+                expected=expected, symbol=symbol, notes=notes, nv=nv_fn, nv_note=nv_note)
 
 
 def compare(actual, expected, rtol: float, atol: float) -> dict:

@@ -26,6 +26,12 @@ importer read from an installed wheel (manifest ``source:``, e.g.
 operator's own kernel.py; the import's own verdict (``results/<op>/src/import.json``) is the
 first stage of such a row's ``note``/``owner`` chain.
 
+``nv_ir_diff,nv_us,vs_nv``: NVIDIA's shipped cuTile Rust port of the row's kernel (where the
+operator imports a TileGym kernel NVIDIA ported, :mod:`tileport.nv_port`; blank otherwise): the
+verdict of tileport's IR diff on its Tile IR against the reference's, the geomean of its
+per-config median device time (µs) and of NVIDIA's time / the port's (> 1: tileport's port is
+faster).
+
 ``summary_ops.csv``: one row per operator (``op,configs,geomean_ratio,verdict,vs_torch,
 ref_vs_torch`` and its LLM calls, tokens and cost over all stages, then the loop gate:
 ``loop_ratio`` (geomean of the configs' loop ratios), ``loop_verdict`` (DONE / BELOW_THRESHOLD
@@ -48,12 +54,14 @@ from .verdict import VerdictError, atomic_write_text, read
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
            "ref_us", "port_us", "torch_us", "vs_torch", "llm_calls", "tokens_in", "tokens_out",
-           "cost_usd", "round", "gpu_route", "source", "loop_ratio", "ref_vs_torch"]
+           "cost_usd", "round", "gpu_route", "source", "loop_ratio", "ref_vs_torch", "nv_ir_diff",
+           "nv_us", "vs_nv"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
                "llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict",
-               "ref_host_us", "port_host_us"]
+               "ref_host_us", "port_host_us", "vs_nv"]
 _LOOP0 = {"loop_ratio": "", "loop_verdict": "", "ref_host_us": "", "port_host_us": ""}
 _LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
+_NV0 = {"nv_ir_diff": "", "nv_us": "", "vs_nv": ""}
 
 
 def llm_usage(results: str | Path, op: str, stage: str | None = None, kernel: str | None = None,
@@ -162,7 +170,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": "",
                  **_LLM0, "round": 1, "gpu_route": "",
                  "source": imported["module"] if imported else f"operators/{op}/kernel.py",
-                 "loop_ratio": "", "ref_vs_torch": ""}]
+                 "loop_ratio": "", "ref_vs_torch": "", **_NV0}]
     build = _v(q / "rust" / "build.json")
     test, bench, perf = _v(q / "test.json"), _v(q / "bench.json"), _v(q / "perf_diagnosis.json")
     hb = _v(root / "host" / "build.json")
@@ -222,6 +230,8 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                 if d is not None and d["verdict"] in ("FAIL", "ERROR", "BLOCKED", "BELOW_THRESHOLD"):
                     note, owner = f"{d['stage']}: {d['summary']}", d.get("fail_class") or d.get("owner") or ""
                     break
+        nvd = r / "nv_ir_diff" / kernel / f"{variant}.json"
+        gpu["nv_ir_diff"] = _word(_v(nvd)) if nvd.exists() else ""
         diag = dia["summary"] if dia and dia["verdict"] == "FAIL" else ""
         if not diag and perf is not None and perf["verdict"] == "FAIL":
             diag = f"perf ({perf['owner']}): {perf['summary']}"
@@ -243,7 +253,7 @@ def _fmt(x: float | None, nd: int = 3) -> str:
 def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     """test / ratio / ref_us / port_us / torch_us / vs_torch of one kernel/variant."""
     out = {"test": "missing", "ratio": "missing", "ref_us": "", "port_us": "", "torch_us": "",
-           "vs_torch": "", "loop_ratio": "", "ref_vs_torch": ""}
+           "vs_torch": "", "loop_ratio": "", "ref_vs_torch": "", **_NV0}
     if test is not None:
         if test["verdict"] == "NOT_RUN":
             out["test"] = test["summary"]
@@ -261,6 +271,8 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
                            port_us=_fmt(v["port_us"], 2), torch_us=_fmt(v["torch_us"], 2),
                            vs_torch=_fmt(v["vs_torch"]), loop_ratio=_fmt(v.get("loop_ratio")),
                            ref_vs_torch=_fmt(v.get("ref_vs_torch")))
+                if v.get("nv_us") is not None:
+                    out.update(nv_us=_fmt(v["nv_us"], 2), vs_nv=_fmt(v["vs_nv"]))
             else:
                 out["ratio"] = "not_run (no perf shape fits)"
         else:
@@ -281,24 +293,26 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
     from .perf_diagnose import judged, loop_judged
 
     unusable = unusable or {}
-    rows, all_ratios, all_vt, all_rvt, all_loop = [], [], [], [], []
+    rows, all_ratios, all_vt, all_rvt, all_loop, all_vn = [], [], [], [], [], []
     for op in list(ops) + [o for o in unusable if o not in ops]:
         if op in unusable:
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": unusable[op],
-                         "vs_torch": "", "ref_vs_torch": "", **_LLM0, **_LOOP0})
+                         "vs_torch": "", "ref_vs_torch": "", **_LLM0, **_LOOP0, "vs_nv": ""})
             continue
         root = last_round(results, op)[1]
         b = _v(root / op / "bench.json")
         if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": _word(b) if b is None
                          else (b["summary"] if b["verdict"] == "NOT_RUN" else b["verdict"]),
-                         "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op, root), **_LOOP0})
+                         "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op, root), **_LOOP0,
+                         "vs_nv": ""})
             continue
         good = [r for r in b["details"].get("rows", []) if not r.get("error")]
         all_ratios += [r["ratio"] for r in good]
         all_vt += [r["vs_torch"] for r in good]
         all_rvt += [r["ref_vs_torch"] for r in good]
         all_loop += [r["loop_ratio"] for r in good if isinstance(r.get("loop_ratio"), (int, float))]
+        all_vn += [r["vs_nv"] for r in good if isinstance(r.get("vs_nv"), (int, float))]
         d = b["details"]
         loop = loop_judged(b, loop_threshold)
         rows.append({"op": op, "configs": d.get("configs", 0),
@@ -308,7 +322,8 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                      **(_LOOP0 if loop is None else {
                          "loop_ratio": _fmt(loop["geomean"]), "loop_verdict": loop["verdict"],
                          "ref_host_us": _fmt(loop["ref_host_us"], 2),
-                         "port_host_us": _fmt(loop["port_host_us"], 2)})})
+                         "port_host_us": _fmt(loop["port_host_us"], 2)}),
+                     "vs_nv": _fmt(d.get("geomean_vs_nv"))})
     counts: dict[str, int] = {}
     for r in rows:
         w = str(r["verdict"]).split(" ", 1)[0] or "missing"
@@ -320,7 +335,8 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                  "vs_torch": _fmt(S.geomean(all_vt)) if all_vt else "",
                  "ref_vs_torch": _fmt(S.geomean(all_rvt)) if all_rvt else "",
                  **_total_llm(rows), **_LOOP0,
-                 "loop_ratio": _fmt(S.geomean(all_loop)) if all_loop else ""})
+                 "loop_ratio": _fmt(S.geomean(all_loop)) if all_loop else "",
+                 "vs_nv": _fmt(S.geomean(all_vn)) if all_vn else ""})
     return rows
 
 
@@ -354,7 +370,7 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
                                                       "diagnosis": "", "ref_us": "", "port_us": "",
                                                       "torch_us": "", "vs_torch": "", **_LLM0,
                                                       "source": "", "loop_ratio": "",
-                                                      "ref_vs_torch": ""})
+                                                      "ref_vs_torch": "", **_NV0})
     for op in ops:
         rows += rows_for(results, op, [tuple(x) for x in variants.get(op, [])],
                          manifest_errors.get(op))

@@ -1,0 +1,77 @@
+# NVIDIA's shipped cuTile Rust ports (tilegym ops/cutile_rs/) as the yardstick: tileport/nv_port.py.
+# They run for the operators whose manifest imports a TileGym kernel NVIDIA ported (source: +
+# rust/nvidia/ports.yaml); `snakemake results/nvidia/shipped/build.json` builds the crate alone.
+
+rule nv_build:
+    """Copy NVIDIA's crate out of the installed tilegym wheel and build it (cdylib + nv-irdump) with one pin set."""
+    input:
+        crate=tp_nv.crate_inputs(),
+        lock=lambda wc: str(tp_nv.LOCKS[wc.pins]),
+        template=["rust/irdump.rs", "rust/port-template/Cargo.toml"],
+        code=code("nv_port", "rust_ir"),
+    output:
+        verdict="results/nvidia/{pins}/build.json",
+    log:
+        "results/nvidia/logs/nv_build_{pins}.log",
+    wildcard_constraints:
+        pins="shipped|tileport",
+    params:
+        tools=config["tools"],
+    retries: retries("rust_build")
+    resources:
+        attempt=lambda wc, attempt: attempt,
+    conda:
+        "../envs/tileport.yaml"
+    script:
+        "../scripts/nv_build.py"
+
+
+rule nv_ir:
+    """Compile the NVIDIA entry that ports {kernel} to Tile IR for one variant (CPU) + tileirdisasm."""
+    input:
+        op_inputs,
+        ports="rust/nvidia/ports.yaml",
+        build="results/nvidia/shipped/build.json",
+        # tileport's cutile: the same kernel's IR under it is compared in details.other_pin
+        other="results/nvidia/tileport/build.json",
+        code=code("nv_port", "toolchain", "ir_diff"),
+    output:
+        bytecode="results/{op}/nv_ir/{kernel}/{variant}.tileirbc",
+        text="results/{op}/nv_ir/{kernel}/{variant}.tileir",
+        verdict="results/{op}/nv_ir/{kernel}/{variant}.json",
+    log:
+        "results/{op}/logs/nv_ir/{kernel}/{variant}.log",
+    params:
+        tools=config["tools"],
+        op_dir=op_dir,
+        target=config["gpu_target"],
+    retries: retries("rust_ir")
+    resources:
+        attempt=lambda wc, attempt: attempt,
+    conda:
+        "../envs/tileport.yaml"
+    script:
+        "../scripts/nv_ir.py"
+
+
+rule nv_ir_diff:
+    """tileport's IR diff of NVIDIA's port against the cuTile Python reference: does it pass the verifier?"""
+    input:
+        ref="results/{op}/ref/{kernel}/{variant}.tileir",
+        ref_verdict="results/{op}/ref/{kernel}/{variant}.json",
+        nv="results/{op}/nv_ir/{kernel}/{variant}.tileir",
+        nv_verdict="results/{op}/nv_ir/{kernel}/{variant}.json",
+        code=code("nv_port", "ir_diff"),
+    output:
+        verdict="results/{op}/nv_ir_diff/{kernel}/{variant}.json",
+    log:
+        "results/{op}/logs/nv_ir_diff/{kernel}/{variant}.log",
+    params:
+        tools=config["tools"],
+    retries: retries("ir_diff")
+    resources:
+        attempt=lambda wc, attempt: attempt,
+    conda:
+        "../envs/tileport.yaml"
+    script:
+        "../scripts/nv_ir_diff.py"
