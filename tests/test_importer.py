@@ -290,6 +290,34 @@ def test_blocked_names_the_name_and_its_line(site, tmp_path, kernel, owner, name
         assert src[p.line - 1].startswith("DT = torch")
 
 
+def test_a_kernel_factory_is_blocked_saying_what_the_kernel_reads_from_it(site, tmp_path):
+    files = {**GYM, "tilegym/ops/factory.py": """\
+        from functools import lru_cache
+
+        import cuda.tile as ct
+
+
+        @lru_cache
+        def make(occupancy, scale):
+            unused = 1
+
+            @ct.kernel(occupancy=occupancy)
+            def kf(x, TILE: ct.Constant[int]):
+                ct.store(x, index=(0,), tile=ct.full((TILE,), scale, dtype=ct.float32))
+            return kf
+
+
+        def launch(x):
+            return make(2, 0.5)
+        """}
+    r = extract(site, tmp_path, "tilegym.ops.factory", ["kf"], files=files)
+    (p,) = r["problems"]
+    assert (p.owner, p.name, p.line) == ("tool", "kf", 11)
+    assert ("inside the function 'make' (line 7), a kernel factory" in str(p)
+            and "called at line 17 in launch" in str(p)
+            and "read the factory's own occupancy (line 10), scale (line 12)" in str(p)), str(p)
+
+
 def test_third_party_module_objects_and_clashes(site, tmp_path):
     r = extract(site, tmp_path, "tilegym.ops.thirdparty", ["k_np"])
     assert r["problems"] == [] and "import numpy as np" in r["text"]     # pinned in requirements.lock

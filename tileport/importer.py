@@ -24,7 +24,8 @@ Decorators that are not cuTile's are handled by name, never silently: a decorato
 kernel (TileGym's ``@experimental_kernel`` only tags the kernel object for a warning that its
 patched ``ct.launch`` prints); any other is BLOCKED.
 
-BLOCKED (owner ``tool``): a used name that needs torch or a third-party module, a name bound only
+BLOCKED (owner ``tool``): a kernel defined inside a function (a kernel factory,
+:func:`factory_reason`), a used name that needs torch or a third-party module, a name bound only
 inside a module-level ``if``/``try``, a module object imported from the distribution, an unknown
 decorator, two different definitions of one name. BLOCKED (owner ``kernel``): the manifest names
 a function the module lacks or one that is not a ``@ct.kernel``, a used name the module never
@@ -367,11 +368,8 @@ class Extraction:
         for k in self.kernels:
             stmt = defs.get(k)
             if stmt is None and k in nested:
-                outer, line = nested[k]
-                self.problems.append(ImportBlocked(
-                    f"{main.rel}:{line}: '{k}' is defined inside the function '{outer}' (a kernel "
-                    f"factory: its decorator and body may use the factory's arguments); tileport "
-                    f"imports module-level kernels only", main.rel, line, "tool", k))
+                line, why = factory_reason(main, k)
+                self.problems.append(ImportBlocked(f"{main.rel}:{line}: {why}", main.rel, line, "tool", k))
             elif stmt is None:
                 self.problems.append(ImportBlocked(
                     f"{main.rel}: no function '{k}' (its @ct.kernel functions: {kernels})",
@@ -524,6 +522,47 @@ def nested_kernels(mod: Module) -> dict[str, tuple[str, int]]:
                 if isinstance(f, ast.Attribute) and f.attr == "kernel":
                     out.setdefault(node.name, (st.name, node.lineno))
     return out
+
+
+def factory_reason(mod: Module, kernel: str) -> tuple[int, str]:
+    """Why ``kernel``, defined inside a module-level function of ``mod`` (a kernel factory, see
+    :func:`nested_kernels`), cannot be imported: ``(line of its def, message)``. The message
+    names the factory's own names the kernel's decorators or body read (their values are the
+    factory's arguments at run time) and where the module calls the factory."""
+    outer_name, line = nested_kernels(mod)[kernel]
+    outer = next(st for st in mod.tree.body
+                 if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == outer_name)
+    inner = next(n for n in ast.walk(outer) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.name == kernel and n.lineno == line)
+    table = next(t for t in symtable.symtable(mod.text, mod.rel, "exec").get_children()
+                 if t.get_name() == outer_name and t.get_lineno() == outer.lineno)
+    own = set(table.get_locals()) - {kernel}
+    inner_local = {a.arg for a in ast.walk(inner.args) if isinstance(a, ast.arg)} | {
+        n.id for n in ast.walk(inner) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    uses = {}
+    for d in inner.decorator_list:
+        for n in ast.walk(d):
+            if isinstance(n, ast.Name) and n.id in own:
+                uses.setdefault(n.id, n.lineno)
+    for n in ast.walk(ast.Module(body=inner.body, type_ignores=[])):
+        if isinstance(n, ast.Name) and n.id in own and n.id not in inner_local:
+            uses.setdefault(n.id, n.lineno)
+    calls = []
+    for st in mod.tree.body:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == outer_name:
+                calls.append(f"{n.lineno}" + (f" in {st.name}" if hasattr(st, "name") else ""))
+    reads = (f"its decorators and body read the factory's own "
+             f"{', '.join(f'{n} (line {ln})' for n, ln in sorted(uses.items(), key=lambda x: x[1]))}, "
+             f"whose values are the arguments of that call, not text of the module"
+             if uses else "it reads no name of the factory's own, but it is still a new object per call")
+    return line, (
+        f"'{kernel}' is defined inside the function '{outer_name}' (line {outer.lineno}), a kernel "
+        f"factory: the kernel object exists only when Python calls '{outer_name}' at run time "
+        f"({'called at line ' + ', '.join(calls) if calls else 'never called in the module'}); "
+        f"{reads}. tileport imports module-level kernels only: importing this one would mean "
+        f"choosing those values and re-indenting the body, which moves every op's column away "
+        f"from the wheel's text")
 
 
 # ---------------------------------------------------------------------------------- layout
