@@ -2,6 +2,7 @@ import re
 
 import pytest
 
+from tileport import translate as T
 from tileport import write_kernel as W
 
 OPS = {"relu": "relu_kernel", "gelu": "gelu_tanh_kernel", "silu_and_mul": "silu_and_mul_kernel",
@@ -19,7 +20,7 @@ def test_every_operator_translates(repo, tmp_path, op):
 
 
 def test_softmax_constructs(repo):
-    src, smap = W.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
+    src, smap = T.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
     assert "const BM: i32, const TILE: i32" in src
     assert "x: &Tensor<E, {[-1, -1]}>" in src
     assert "padding::NegInf" in src and "reduce_max(t, 1)" in src and "reduce_sum(e, 1)" in src
@@ -39,7 +40,7 @@ def test_softmax_constructs(repo):
 
 
 def test_loop_carried_accumulator_is_mut(repo):
-    src, _ = W.translate_kernel(repo / "operators" / "matmul", "matmul_kernel")
+    src, _ = T.translate_kernel(repo / "operators" / "matmul", "matmul_kernel")
     assert "let mut acc: Tile<f32, {[BM, BN]}> = __t" in src or "let mut acc: Tile<f32, {[BM, BN]}>" in src
     assert re.search(r"\n\s+acc = __t\d+;", src)
     assert "mma(ta, tb, acc)" in src
@@ -47,12 +48,12 @@ def test_loop_carried_accumulator_is_mut(repo):
 
 
 def test_broadcast_and_scalars(repo):
-    src, _ = W.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
+    src, _ = T.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
     assert "broadcast_scalar(inv_n, shape![BM, 1])" in src
     assert "rsqrt(" in src and "ftz::Disabled" in src
-    src, _ = W.translate_kernel(repo / "operators" / "gelu", "gelu_tanh_kernel")
+    src, _ = T.translate_kernel(repo / "operators" / "gelu", "gelu_tanh_kernel")
     assert "broadcast_scalar(0.7978845608028654f32, shape![TILE])" in src
-    src, _ = W.translate_kernel(repo / "operators" / "silu_and_mul", "silu_and_mul_kernel")
+    src, _ = T.translate_kernel(repo / "operators" / "silu_and_mul", "silu_and_mul_kernel")
     assert "negf(a)" in src
 
 
@@ -67,8 +68,8 @@ def test_translation_is_by_construct_not_by_name(op_copy):
     m2 = d2 / "manifest.yaml"
     m2.write_text(m2.read_text().replace("softmax_kernel:", "my_rows:").replace("      x: {", "      inp: {")
                   .replace("      y: {", "      out: {"))
-    a, _ = W.translate_kernel(d1, "softmax_kernel")
-    b, _ = W.translate_kernel(d2, "my_rows")
+    a, _ = T.translate_kernel(d1, "softmax_kernel")
+    b, _ = T.translate_kernel(d2, "my_rows")
 
     def body(s):
         s = s.split("pub unsafe fn", 1)[1]
@@ -105,7 +106,7 @@ def test_unsupported_construct_is_blocked_with_line(op_copy, tmp_path, edit, con
 def test_generated_rust_parses_as_items(repo):
     """Sanity: braces balance and every `let` has a type annotation (cutile needs them)."""
     for op, k in OPS.items():
-        src, _ = W.translate_kernel(repo / "operators" / op, k)
+        src, _ = T.translate_kernel(repo / "operators" / op, k)
         assert src.count("{") == src.count("}")
         for line in src.splitlines():
             if line.strip().startswith("let "):
@@ -114,7 +115,7 @@ def test_generated_rust_parses_as_items(repo):
 
 def test_fma_contraction_mirrors_the_python_frontend(repo):
     """a*b + c, a*b - c and single-use named products become fma; multi-use products don't."""
-    src, _ = W.translate_kernel(repo / "operators" / "layer_norm", "layer_norm_kernel")
+    src, _ = T.translate_kernel(repo / "operators" / "layer_norm", "layer_norm_kernel")
     # var = sum(t*t)*inv_n - mean*mean  ->  fma(sum, inv_n, -(mean*mean))
     assert re.search(r"let __t(\d+): Tile<f32, \{\[BM, 1\]\}> = mean \* mean;\n\s+let __t(\d+): .* = negf\(__t\1\);\n"
                      r"\s+let var: .* = fma\(__t\d+, __t\d+, __t\2, rounding::NearestEven, ftz::Disabled\);", src)
@@ -122,9 +123,9 @@ def test_fma_contraction_mirrors_the_python_frontend(repo):
     assert re.search(r"let mean: Tile<f32, \{\[BM, 1\]\}> = __t\d+ \* __t\d+;", src)
     # (t - mean) * r * wt + bt  ->  fma(., wt, bt)
     assert re.search(r"= fma\(__t\d+, __t\d+, __t\d+, rounding::NearestEven, ftz::Disabled\);\n\s+let __t\d+: Tile<E, ", src)
-    src, _ = W.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
+    src, _ = T.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
     assert "let ms:" not in src and "fma(" in src       # ms = sum*inv_n used once, in ms + eps
-    src, _ = W.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
+    src, _ = T.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
     assert "fma(" not in src
 
 
@@ -133,7 +134,7 @@ def test_fma_contraction_of_c_minus_product(op_copy):
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("r = 0.5 * t * (1.0 + ct.tanh(inner))",
                                        "r = t - inner * t"))
-    src, _ = W.translate_kernel(d, "gelu_tanh_kernel")
+    src, _ = T.translate_kernel(d, "gelu_tanh_kernel")
     # c - a*b -> fma(-a, b, c): the product's left factor is negated (cuTile Python's
     # reference IR for this kernel is `negf` + `fma %neg, %t, %t`; checked with the pipeline)
     assert re.search(r"let __t(\d+): Tile<f32, \{\[TILE\]\}> = negf\(inner\);\n\s+let r: .* = fma\(__t\1, t, t,", src)
@@ -158,11 +159,11 @@ def test_bad_keyword_values_are_blocked(op_copy):
     d = op_copy("gelu")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("ct.tanh(inner)", "ct.exp2(inner, flush_to_zero=maybe)"))
-    with pytest.raises(W.Unsupported, match="flush_to_zero must be True or False"):
-        W.translate_kernel(d, "gelu_tanh_kernel")
+    with pytest.raises(T.Unsupported, match="flush_to_zero must be True or False"):
+        T.translate_kernel(d, "gelu_tanh_kernel")
     k.write_text(k.read_text().replace("flush_to_zero=maybe", "rounding_mode=ct.RoundingMode.RN"))
-    with pytest.raises(W.Unsupported, match="keyword 'rounding_mode' not translated"):
-        W.translate_kernel(d, "gelu_tanh_kernel")
+    with pytest.raises(T.Unsupported, match="keyword 'rounding_mode' not translated"):
+        T.translate_kernel(d, "gelu_tanh_kernel")
 
 
 def test_constexpr_branches_and_float_bool_constexprs_end_to_end(repo, tmp_path):
@@ -172,7 +173,7 @@ def test_constexpr_branches_and_float_bool_constexprs_end_to_end(repo, tmp_path)
     from conftest import run_chain
     from tileport import manifest as M
     d = repo / "tests" / "data" / "operators" / "branchy"
-    src, _, entries = W.translate_entries(d, "act_kernel")
+    src, _, entries = T.translate_entries(d, "act_kernel")
     assert len(set(entries.values())) == 4
     assert entries["f16-BM4-TILE1024-GELUfalse-SCALE2p5"] == "act_kernel__BM4_GELUfalse_SCALE2p5"
     assert "// if BM == 1: True for this entry" in src and "broadcast_scalar(2.5f32" in src
@@ -185,8 +186,8 @@ def test_runtime_if_is_blocked(op_copy):
     d = op_copy("relu")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("    zero = ct.zeros", "    if bid > 3:\n        bid = bid\n    zero = ct.zeros"))
-    with pytest.raises(W.Unsupported, match="only `if` on constexpr parameters"):
-        W.translate_kernel(d, "relu_kernel")
+    with pytest.raises(T.Unsupported, match="only `if` on constexpr parameters"):
+        T.translate_kernel(d, "relu_kernel")
 
 
 @pytest.mark.parametrize("old,new,reason", [
@@ -199,13 +200,13 @@ def test_malformed_calls_are_blocked_not_crashes(op_copy, old, new, reason):
     k = d / "kernel.py"
     assert old in k.read_text()
     k.write_text(k.read_text().replace(old, new))
-    with pytest.raises(W.Unsupported, match=reason):
-        W.translate_kernel(d, "softmax_kernel")
+    with pytest.raises(T.Unsupported, match=reason):
+        T.translate_kernel(d, "softmax_kernel")
 
 
 def test_negative_axis(op_copy):
     d = op_copy("softmax")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("m = ct.max(t, axis=1,", "m = ct.max(t, axis=-1,"))
-    src, _ = W.translate_kernel(d, "softmax_kernel")
+    src, _ = T.translate_kernel(d, "softmax_kernel")
     assert "reduce_max(t, 1)" in src

@@ -1,0 +1,50 @@
+"""The ``ir_diff`` stage: diff two IR files and write the verdict (:func:`run`)."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from ..verdict import Finding, Verdict, loc, write
+from .graph_diff import diff_ir
+from .locations import attach_sources
+from .parse import IRParseError
+
+
+def run(ref_path, port_path, out_json, op: str, kernel: str | None = None,
+        variant: str | None = None, attempt: int = 1) -> dict:
+    """Stage entry point: diff two IR files and write the ``ir_diff`` verdict JSON.
+
+    ``details`` = ``{"first_divergence": finding dict | None, "stats": {...}}``,
+    ``artifacts`` = ``{"ref": ref_path, "port": port_path}``.  A malformed or missing
+    input gives verdict ERROR (owner "tool", a finding naming ``file:line``) instead of
+    raising.  Returns the written verdict document.
+    """
+    ref_path, port_path = str(ref_path), str(port_path)
+    artifacts = {"ref": ref_path, "port": port_path}
+    try:
+        ref_text = Path(ref_path).read_text()
+        port_text = Path(port_path).read_text()
+        res = diff_ir(ref_text, port_text, ref_path, port_path)
+    except IRParseError as exc:
+        where = loc(exc.path, exc.line, exc.text.strip())
+        side_ref = exc.path == ref_path
+        f = Finding("input", "critical", "tool", f"cannot parse Tile IR: {exc}",
+                    where if side_ref else None, None if side_ref else where)
+        v = Verdict(stage="ir_diff", op=op, kernel=kernel, variant=variant, verdict="ERROR",
+                    owner="tool", attempt=attempt, summary=f"ERROR: {exc}", findings=[f],
+                    artifacts=artifacts, details={"first_divergence": asdict(f), "stats": {}})
+        return write(v, out_json)
+    except OSError as exc:
+        f = Finding("input", "critical", "tool", f"cannot read IR file: {exc}",
+                    loc(getattr(exc, "filename", None) or ref_path, None), None)
+        v = Verdict(stage="ir_diff", op=op, kernel=kernel, variant=variant, verdict="ERROR",
+                    owner="tool", attempt=attempt, summary=f"ERROR: {exc}", findings=[f],
+                    artifacts=artifacts, details={"first_divergence": None, "stats": {}})
+        return write(v, out_json)
+    attach_sources(res, ref_text, port_text)
+    v = Verdict(stage="ir_diff", op=op, kernel=kernel, variant=variant, verdict=res.verdict,
+                owner=res.owner, attempt=attempt, summary=res.summary, findings=res.findings,
+                artifacts=artifacts,
+                details={"first_divergence": asdict(res.first_divergence) if res.first_divergence else None,
+                         "stats": res.stats})
+    return write(v, out_json)

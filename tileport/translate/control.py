@@ -1,0 +1,144 @@
+"""Control flow: statements, assignment, loops, compile-time ``if``s and the launch grid.
+
+* ``for x in range(...)`` becomes a Rust range loop; a name reassigned inside a loop that was
+  bound outside it becomes a loop-carried ``let mut``;
+* an ``if`` on constexprs keeps only the branch the entry's constexpr values take (cuTile
+  Python resolves it when it compiles a variant);
+* ``ct.bid(axis)`` / ``ct.num_blocks(axis)`` read ``get_tile_block_id()`` /
+  ``get_num_tile_blocks()``, bound once at the top of the entry.
+"""
+from __future__ import annotations
+
+import ast
+
+from .. import analyze as A
+from .core import Ty, Unsupported, Var
+
+
+class ControlRules:
+    """Rules for statements and the launch grid (mixed into the driver's translator)."""
+
+    CALLS = {"bid": "grid_block_id", "num_blocks": "grid_num_blocks"}
+
+    # ---- statements ----------------------------------------------------------------
+    def block(self, stmts):
+        for s in stmts:
+            self.line = s.lineno
+            try:
+                self.stmt(s)
+            except Unsupported:
+                raise
+            except (AttributeError, IndexError, KeyError, TypeError, ValueError,
+                    ZeroDivisionError) as exc:
+                # a malformed call (missing argument, wrong arity...) the rules did not foresee
+                self.fail(s, ast.unparse(s).splitlines()[0][:80],
+                          f"cannot translate this statement ({type(exc).__name__}: {exc}); "
+                          f"check the cuTile call's arguments")
+
+    def stmt(self, s):
+        if isinstance(s, ast.Assign):
+            if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
+                self.fail(s, ast.unparse(s).split("=")[0].strip(), "only `name = expr` assignments")
+            self.assign(s.targets[0].id, s.value, s)
+        elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+            self.assign(s.target.id, ast.BinOp(left=ast.Name(s.target.id, ast.Load()), op=s.op,
+                                               right=s.value, lineno=s.lineno), s)
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "store"):
+            self.store(s.value)
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+            pass  # a string used as a comment
+        elif isinstance(s, ast.Pass):
+            pass
+        elif isinstance(s, ast.Return) and s.value is None and s is self.fn.body[-1]:
+            pass
+        elif isinstance(s, ast.For):
+            self.for_loop(s)
+        elif isinstance(s, ast.If):
+            self.static_if(s)
+        else:
+            self.fail(s, type(s).__name__.lower() + ": " + ast.unparse(s).splitlines()[0][:60],
+                      "statement not translated")
+
+    def assign(self, name: str, value, node):
+        expr, ty = self.expr(value)
+        if ty.kind in ("lit",):
+            ty, expr = self.lit_scalar(ty)
+        if ty.kind in ("arr", "dtype"):
+            self.fail(node, f"{name} = {ast.unparse(value)}", "aliasing an array or dtype is not translated")
+        var = self.lookup(name)
+        depth = len(self.scopes) - 1
+        if var is not None and var.depth < depth and var.decl is not None:
+            # loop-carried: assign to the outer binding (types must agree)
+            if var.ty != ty:
+                self.fail(node, name, f"reassigned in a loop with type {ty.rust()} but bound "
+                                      f"outside as {var.ty.rust()}")
+            ind, txt, pl = self.out.lines[var.decl]
+            if txt.startswith("let ") and not txt.startswith("let mut "):
+                self.out.lines[var.decl][1] = "let mut " + txt[4:]
+            self.out.emit(f"{var.rust} = {expr};", self.line)
+            return
+        if var is not None and var.decl is None:
+            self.fail(node, name, "rebinding a kernel parameter is not translated")
+        rn = self.rname(name)
+        last = self.out.lines[-1] if self.out.lines else None
+        if (expr.startswith("__t") and last is not None and last[0] == self.out.indent
+                and last[1].startswith(f"let {expr}: ")):
+            # the value was just bound to a temporary: give that binding the Python name
+            last[1] = f"let {rn}: " + last[1][len(f"let {expr}: "):]
+            idx = len(self.out.lines) - 1
+            if expr in self.muls:
+                a, b, i, _, fl = self.muls.pop(expr)
+                self.muls[rn] = (a, b, i, name, fl)
+        else:
+            idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
+        self.scopes[-1][name] = Var(rn, ty, idx, depth)
+
+    def static_if(self, s: ast.If):
+        """``if`` on constexprs: cuTile evaluates it when it compiles a variant, so this entry
+        (specialised for those constexpr values) keeps only the branch taken, inline (a Python
+        ``if`` opens no scope)."""
+        names = {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}
+        if not A.static_test(s.test, set(self.spec)) or not names <= set(self.spec):
+            self.fail(s, "if " + ast.unparse(s.test), "only `if` on constexpr parameters is "
+                                                      "translated (a runtime condition is not)")
+        taken = eval(compile(ast.Expression(s.test), self.file, "eval"),  # noqa: S307
+                     {"__builtins__": {}}, dict(self.spec))
+        self.out.emit(f"// if {ast.unparse(s.test)}: {bool(taken)} for this entry", s.lineno)
+        self.block(s.body if taken else s.orelse)
+
+    def for_loop(self, s: ast.For):
+        it = s.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and 1 <= len(it.args) <= 3 and not it.keywords and isinstance(s.target, ast.Name)
+                and not s.orelse):
+            self.fail(s, "for " + ast.unparse(it), "only `for <name> in range(...)` is translated")
+        args = [self.int_expr(a) for a in it.args]
+        var = self.rname(s.target.id)
+        if len(args) == 1:
+            head = f"for {var} in 0i32..{args[0]} {{"
+        elif len(args) == 2:
+            head = f"for {var} in {args[0]}..{args[1]} {{"
+        else:
+            head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
+        self.out.emit(head, s.lineno)
+        self.out.indent += 1
+        self.scopes.append({s.target.id: Var(var, Ty("i32"), None, len(self.scopes))})
+        self.block(s.body)
+        self.scopes.pop()
+        self.out.indent -= 1
+        self.out.emit("}", s.lineno)
+
+    # ---- launch grid ---------------------------------------------------------------
+    def grid_block_id(self, node) -> tuple[str, Ty]:
+        self.need_pid = True
+        return f"__pid.{self.axis_lit(node)}", Ty("i32")
+
+    def grid_num_blocks(self, node) -> tuple[str, Ty]:
+        self.need_nblk = True
+        return f"__nblk.{self.axis_lit(node)}", Ty("i32")
+
+    def axis_lit(self, node) -> int:
+        a = node.args[0] if node.args else None
+        if not (isinstance(a, ast.Constant) and a.value in (0, 1, 2)):
+            self.fail(node, ast.unparse(node), "grid axis must be the literal 0, 1 or 2")
+        return a.value
