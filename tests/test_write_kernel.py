@@ -39,6 +39,30 @@ def test_softmax_constructs(repo):
     assert "ct.max(" in py[dict(smap)[red] - 1]
 
 
+def test_loads_and_stores_are_the_unchecked_view_ops(repo):
+    """Every ct.load/ct.store becomes cutile's raw load_view_tko / store_unchecked, never the
+    checked Partition::load/store whose bounds assert the reference does not have."""
+    for op, k in OPS.items():
+        src, _ = T.translate_kernel(repo / "operators" / op, k)
+        assert "load_view_tko(&__view" in src and ".store_unchecked(" in src, op
+        assert not re.search(r"\.(load|store)\(", src), op
+
+
+def test_load_hints_are_carried(op_copy):
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("padding_mode=ct.PaddingMode.ZERO)",
+                                       "padding_mode=ct.PaddingMode.ZERO, latency=7, allow_tma=False)"))
+    src, _ = T.translate_kernel(d, "relu_kernel")
+    assert "ordering::Weak, scope::TileBlock, Some(7), tma::Disabled)" in src
+    k.write_text(k.read_text().replace("latency=7, allow_tma=False", "latency=TILE, allow_tma=True"))
+    src, _ = T.translate_kernel(d, "relu_kernel")
+    assert "ordering::Weak, scope::TileBlock, Some(TILE), tma::Enabled)" in src
+    k.write_text(k.read_text().replace("latency=TILE", "latency=bid"))
+    with pytest.raises(T.Unsupported, match="latency must be an int literal or an int constexpr"):
+        T.translate_kernel(d, "relu_kernel")
+
+
 def test_loop_carried_accumulator_is_mut(repo):
     src, _ = T.translate_kernel(repo / "operators" / "matmul", "matmul_kernel")
     assert "let mut acc: Tile<f32, {[BM, BN]}> = __t" in src or "let mut acc: Tile<f32, {[BM, BN]}>" in src
@@ -82,7 +106,8 @@ def test_translation_is_by_construct_not_by_name(op_copy):
 @pytest.mark.parametrize("edit,construct", [
     (("        m = ct.max(t, axis=1, keepdims=True)\n", "        m = ct.max(t, axis=None, keepdims=True)\n"), "ct.max"),
     (("for i in range(ct.bid(0), row_tiles, ct.num_blocks(0)):", "for i in [1, 2]:"), "for [1, 2]"),
-    (("padding_mode=ct.PaddingMode.NEG_INF)", "padding_mode=ct.PaddingMode.NEG_INF, latency=3)"), "latency"),
+    (("padding_mode=ct.PaddingMode.NEG_INF)", "padding_mode=ct.PaddingMode.NEG_INF, memory_scope=ct.MemoryScope.DEVICE)"),
+     "memory_scope"),
     (("        e = ct.exp(t - m)\n", "        e = ct.exp(t - m)\n        e = e % 3.0\n"), "e % 3.0"),
 ])
 def test_unsupported_construct_is_blocked_with_line(op_copy, tmp_path, edit, construct):

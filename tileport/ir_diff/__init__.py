@@ -24,10 +24,13 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
 * ``assume`` is transparent, its result aliases its operand: an assume only hands the
   optimiser a fact (bounds, divisibility); the value is unchanged.  Differences in
   assumes are reported as ``info`` at most.  [_Normaliser.assumes]
-* ``assert`` ops are removed (cuTile Rust inserts partition bounds checks the Python
-  frontend does not): an assert computes no value another op reads, it can only abort a
-  launch that would otherwise access out of bounds; removing it leaves every value of a
-  successful run unchanged.  Their count is reported as ``info``.  [_Normaliser.asserts]
+* ``assert`` ops are removed: an assert computes no value another op reads, it can only
+  abort a launch that would otherwise access out of bounds; removing it leaves every value
+  of a successful run unchanged.  Their count is reported as ``info``.  The translator's
+  ports have none (they use cutile's raw ``load_view_tko`` / ``store_view_tko``, as the
+  reference does); the rule is for ports written by an LLM or by hand, where cutile's
+  idiomatic checked ``Partition::load`` / ``store`` add partition bounds checks that the
+  Python frontend never emits.  [_Normaliser.asserts]
 * Dead pure ops are removed (liveness from side effects): an op whose results nobody
   reads and that has no effect cannot change the kernel's outputs.  Loads are kept
   (counted as memory traffic) even when dead.  [_Normaliser.dce]

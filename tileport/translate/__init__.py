@@ -12,6 +12,7 @@ time becomes generics of the entry: the array dtype is ``E: ElementType``, every
 * :mod:`.reductions` -- ``ct.sum/max/min/prod``;
 * :mod:`.shape` -- ``ct.reshape`` and broadcasting;
 * :mod:`.matrix` -- ``ct.mma``;
+* :mod:`.hints` -- latency / TMA hints of loads and stores;
 * :mod:`.core` -- types, names, the expression walk and the call dispatch;
 * :mod:`.driver` -- the composed :class:`KernelTranslator`, entries per specialisation.
 

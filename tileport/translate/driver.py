@@ -10,12 +10,14 @@ from .. import manifest as M
 from .arith import ArithRules
 from .control import ControlRules
 from .core import TranslatorBase, Ty, Unsupported, Var
+from .hints import HintRules
 from .matrix import MatrixRules
 from .memory import MemoryRules
 from .reductions import ReductionRules
 from .shape import ShapeRules
 
-FAMILIES = (ControlRules, MemoryRules, ArithRules, ReductionRules, ShapeRules, MatrixRules)
+FAMILIES = (ControlRules, MemoryRules, ArithRules, ReductionRules, ShapeRules, MatrixRules,
+            HintRules)
 
 
 def _merge_calls(families) -> dict[str, str]:

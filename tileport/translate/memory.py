@@ -1,13 +1,17 @@
 """Memory: arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``, ``a.shape[i]``.
 
 ``ct.load``/``ct.store`` become partition views (``make_partition_view`` with the same padding
-marker / ``partition_full_mut``) and indexed ``load`` / ``store_unchecked``, so both sides emit
-``load_view_tko`` / ``store_view_tko`` on the same ``partition_view`` type. The store is
-cutile's *unchecked* one because cuTile Python emits ``store_view_tko`` with no bounds
-assert: cutile's checked ``store`` adds an ``assert`` it cannot discharge when the tile index
-comes from a persistent loop bounded by another array's tiles, which the IR diff shows as
-extra asserts and the H200 benchmark as a 4-12 % slower port (softmax, rms_norm, layer_norm,
-2026-11-29); the unchecked store is the reference's own operation.
+marker / ``partition_full_mut``) read by cutile's raw ``load_view_tko`` and written by
+``store_unchecked`` (``store_view_tko_mut``), so both sides emit ``load_view_tko`` /
+``store_view_tko`` on the same ``partition_view`` type, with the reference's latency and TMA
+hints (:mod:`.hints`). Neither is cutile's *checked* ``Partition::load`` / ``store``: cuTile
+Python emits both ops with no bounds assert (a tile index outside the view is undefined
+behaviour there), while cutile's checked methods add an ``assert`` that the compiler cannot
+discharge when the tile index comes from a persistent loop bounded by another array's tiles.
+The IR diff showed those as extra asserts and the H200 benchmark as a slower port (stores:
+4-12 % on softmax, rms_norm, layer_norm, 2026-11-29; with raw loads too, softmax 0.952 ->
+1.000, layer_norm 0.943 -> 0.998, rms_norm 0.978 -> 0.999, issue 14); the raw ops are the
+reference's own operations.
 """
 from __future__ import annotations
 
@@ -63,14 +67,17 @@ class MemoryRules:
         self.fail(pm, ast.unparse(pm), "padding_mode must be a ct.PaddingMode member")
 
     def load(self, call) -> tuple[str, Ty]:
-        self.check_kwargs(call, {"index", "shape", "padding_mode"})
+        self.check_kwargs(call, {"index", "shape", "padding_mode", "latency", "allow_tma"})
         arr = self.array_arg(call.args[0] if call.args else None)
         idx_node, shp_node = self._kw(call, "index", 1), self._kw(call, "shape", 2)
         shape = self.shape_of(shp_node)
         if len(shape) != arr.ty.ndim:
             self.fail(call, "ct.load", f"tile rank {len(shape)} != array rank {arr.ty.ndim}")
         v = self.view(arr, shape, self.padding_of(call), call)
-        return self.bind(f"{v}.load({self.index_of(idx_node, arr.ty.ndim)})", Ty("tile", "E", shape))
+        # the reference's load_view_tko carries no bounds assert: see the module docstring
+        return self.bind(f"load_view_tko(&{v}, {self.index_of(idx_node, arr.ty.ndim)}, "
+                         f"ordering::Weak, scope::TileBlock, {self.latency_arg(call)}, "
+                         f"{self.tma_arg(call)})", Ty("tile", "E", shape))
 
     def store(self, call):
         self.check_kwargs(call, {"index", "tile"})
