@@ -19,5 +19,6 @@ with stage.guarded(snakemake, "ir_diff"):
                   snakemake.output.verdict)
     else:
         d = ir_diff.run(i.ref, i.port, snakemake.output.verdict, w.op, w.kernel, w.variant,
-                        attempt=snakemake.resources.attempt)
+                        attempt=snakemake.resources.attempt,
+                        writer=(ups["rust_ir"].get("details") or {}).get("writer"))
     print(d["verdict"], d["summary"])

@@ -55,6 +55,8 @@ def test_unsupported_construct_named_with_line(op_copy, tmp_path):
     assert v["verdict"] == "BLOCKED"
     assert f"kernel.py:{line}: ct.gather" in v["findings"][0]["message"]
     assert v["findings"][0]["ref"]["line"] == line
+    # a valid construct without a translation rule: the tool must act, not the kernel's author
+    assert v["owner"] == "tool" and v["findings"][0]["owner"] == "tool"
 
 
 def test_while_loop_is_unsupported(op_copy):
@@ -80,6 +82,7 @@ def test_role_mismatch_is_blocked(op_copy, tmp_path):
     m.write_text(m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: input}"))
     v = A.run(d, tmp_path / "a.json", "relu")
     assert v["verdict"] == "BLOCKED" and "manifest role 'input' but the kernel stores to it" in v["summary"]
+    assert v["owner"] == "kernel"            # the user's manifest contradicts the kernel
 
 
 def test_manifest_and_kernel_must_agree(op_copy, tmp_path):

@@ -749,6 +749,14 @@ def test_run_writes_valid_verdicts(tmp_path):
     fd = doc["details"]["first_divergence"]
     assert fd["category"] == "math" and fd["ref"]["line"] == 40
     assert json.loads(out.read_text())["verdict"] == "FAIL"
+    # the same difference in a port the deterministic translator wrote is the translator's:
+    # owner tool, "the translator lacks a rule", never the user's kernel (an LLM's port stays kernel)
+    doc = run(DATA / "ref_rms.tileir", bad_port, out, "rms", writer="translator")
+    assert doc["verdict"] == "FAIL" and doc["owner"] == "tool"
+    assert doc["summary"].startswith("the translator lacks a rule")
+    assert {f["owner"] for f in doc["findings"] if f["severity"] == "critical"} == {"tool"}
+    assert doc["details"]["first_divergence"]["owner"] == "tool"
+    assert run(DATA / "ref_rms.tileir", bad_port, out, "rms", writer="anthropic")["owner"] == "kernel"
 
 
 def test_run_reports_parse_errors_as_error_verdict(tmp_path):

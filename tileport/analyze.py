@@ -311,7 +311,8 @@ def analyse(op_dir: str | Path) -> dict:
                                         "reason": f"{name} sets a tile dimension in {kname}, and "
                                                   f"tile dimensions must be powers of two"})
         for u in unsup:
-            u["file"] = str(kpath)
+            # a valid cuTile construct the translator has no rule for: the tool must act
+            u["file"], u["owner"] = str(kpath), "tool"
         unsupported.extend(unsup)
         stored = {c.get("array") for c in calls if c["call"].endswith(".store")}
         loaded = {c.get("array") for c in calls if c["call"].endswith(".load")}
@@ -367,7 +368,7 @@ def run(op_dir: str | Path, out_json: str | Path, op: str) -> dict:
                              summary=str(exc), findings=[Finding(
                                  cat, "critical", "kernel", str(exc), ref=_loc_from_msg(str(exc)))]),
                      out_json)
-    findings = [Finding("unsupported", "critical", "kernel",
+    findings = [Finding("unsupported", "critical", u.get("owner", "kernel"),
                         f"{u['file']}:{u['line']}: {u['construct']}: {u['reason']}",
                         ref=loc(u["file"], u["line"], u["construct"]))
                 for u in details["unsupported"]]
@@ -376,7 +377,10 @@ def run(op_dir: str | Path, out_json: str | Path, op: str) -> dict:
     summary = (f"{len(details['kernels'])} kernel(s), {n} variant(s)" if not findings else
                f"{len(findings)} unsupported construct(s); first: {findings[0].message}")
     return write(Verdict(stage="analyze", op=op, verdict=verdict,
-                         owner=None if verdict == "PASS" else "kernel", summary=summary,
+                         # the user's input first (a manifest/kernel mismatch), else the translator
+                         owner=None if verdict == "PASS" else (
+                             "kernel" if any(f.owner == "kernel" for f in findings) else "tool"),
+                         summary=summary,
                          findings=findings, details=details,
                          artifacts={"kernel": details["kernel_file"]}), out_json)
 

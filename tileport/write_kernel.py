@@ -13,26 +13,29 @@ from pathlib import Path
 
 from . import analyze as A
 from .translate import Unsupported, display_path, translate_entries
-from .verdict import Finding, Verdict, atomic_write_text, loc, write
+from .verdict import LACKS_RULE, TRANSLATOR, Finding, Verdict, atomic_write_text, loc, write
 
 
 def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1) -> dict:
     """Translate and write ``out_rs`` (+ ``.map.json`` source map) and a verdict.
 
-    Verdict PASS, or BLOCKED naming the construct and file:line; the previous ``out_rs`` is
-    left untouched when translation fails (an empty placeholder is written only if none exists,
-    so downstream rules can still run and report BLOCKED)."""
+    Verdict PASS, or BLOCKED naming the construct and file:line: owner ``tool`` when the
+    translator lacks a rule for a construct (the kernel is not at fault), ``kernel`` when the
+    operator's input is bad (syntax, manifest). The previous ``out_rs`` is left untouched when
+    translation fails (an empty placeholder is written only if none exists, so downstream rules
+    can still run and report BLOCKED)."""
     out_rs = Path(out_rs)
     try:
         src, smap, entries = translate_entries(op_dir, kernel)
     except Unsupported as exc:
         if not out_rs.exists():
             atomic_write_text(out_rs, f"// BLOCKED: {exc}\n")
+        msg = f"{LACKS_RULE}: {exc}"
         return write(Verdict(stage="write_kernel", op=op, kernel=kernel, verdict="BLOCKED",
-                             owner="kernel", attempt=attempt, summary=str(exc),
-                             findings=[Finding("unsupported", "critical", "kernel", str(exc),
+                             owner="tool", attempt=attempt, summary=msg,
+                             findings=[Finding("unsupported", "critical", "tool", msg,
                                                ref=loc(exc.file, exc.line, exc.construct))],
-                             details={"backend": "translator", "construct": exc.construct}),
+                             details={"backend": TRANSLATOR, "construct": exc.construct}),
                      out_json)
     except (A.AnalysisError, ValueError) as exc:
         if not out_rs.exists():

@@ -4,20 +4,23 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from ..verdict import Finding, Verdict, loc, write
+from ..verdict import Finding, Verdict, loc, port_fault, write
 from .graph_diff import diff_ir
 from .locations import attach_sources
 from .parse import IRParseError
 
 
 def run(ref_path, port_path, out_json, op: str, kernel: str | None = None,
-        variant: str | None = None, attempt: int = 1) -> dict:
+        variant: str | None = None, attempt: int = 1, writer: str | None = None) -> dict:
     """Stage entry point: diff two IR files and write the ``ir_diff`` verdict JSON.
 
     ``details`` = ``{"first_divergence": finding dict | None, "stats": {...}}``,
     ``artifacts`` = ``{"ref": ref_path, "port": port_path}``.  A malformed or missing
     input gives verdict ERROR (owner "tool", a finding naming ``file:line``) instead of
-    raising.  Returns the written verdict document.
+    raising.  ``writer``: the kernel-writer backend of the port (the rust_ir verdict's
+    ``details.writer``); a difference in a port the deterministic translator wrote is the
+    translator's (owner ``tool``, :func:`tileport.translate.port_fault`).  Returns the written
+    verdict document.
     """
     ref_path, port_path = str(ref_path), str(port_path)
     artifacts = {"ref": ref_path, "port": port_path}
@@ -42,8 +45,13 @@ def run(ref_path, port_path, out_json, op: str, kernel: str | None = None,
                     artifacts=artifacts, details={"first_divergence": None, "stats": {}})
         return write(v, out_json)
     attach_sources(res, ref_text, port_text)
+    owner, summary = res.owner, res.summary
+    if res.verdict != "PASS":
+        owner, summary = port_fault(writer, owner, summary)
+        for f in res.findings + ([res.first_divergence] if res.first_divergence else []):
+            f.owner = port_fault(writer, f.owner, "")[0]
     v = Verdict(stage="ir_diff", op=op, kernel=kernel, variant=variant, verdict=res.verdict,
-                owner=res.owner, attempt=attempt, summary=res.summary, findings=res.findings,
+                owner=owner, attempt=attempt, summary=summary, findings=res.findings,
                 artifacts=artifacts,
                 details={"first_divergence": asdict(res.first_divergence) if res.first_divergence else None,
                          "stats": res.stats})

@@ -23,5 +23,5 @@ carries the ``kernel.py`` line it came from (the source map).
 from .core import Ty, Unsupported
 from .driver import KernelTranslator, display_path, specialisation_keys, translate_entries, translate_kernel
 
-__all__ = ["KernelTranslator", "Ty", "Unsupported", "display_path", "specialisation_keys", "translate_entries",
-           "translate_kernel"]
+__all__ = ["KernelTranslator", "Ty", "Unsupported", "display_path", "specialisation_keys",
+           "translate_entries", "translate_kernel"]
