@@ -20,5 +20,6 @@ with stage.guarded(snakemake, "ir_diff"):
     else:
         d = ir_diff.run(i.ref, i.port, snakemake.output.verdict, w.op, w.kernel, w.variant,
                         attempt=snakemake.resources.attempt,
-                        writer=(ups["rust_ir"].get("details") or {}).get("writer"))
+                        writer=(ups["rust_ir"].get("details") or {}).get("writer"),
+                        target=snakemake.params.target)
     print(d["verdict"], d["summary"])

@@ -82,7 +82,8 @@ def run_chain(op_dir, root, op, kernel, variant):
     r = reference_ir.run(op_dir, kernel, variant, root / "r.tileirbc", root / "r.tileir",
                          root / "r.json", op)
     assert r["verdict"] == "PASS", r["summary"]
-    diff = ir_diff.run(root / "r.tileir", root / "p.tileir", root / "diff.json", op, kernel, variant)
+    diff = ir_diff.run(root / "r.tileir", root / "p.tileir", root / "diff.json", op, kernel, variant,
+                       writer=d["details"].get("writer"), target="sm_90")
     diag = ir_diagnose.run(root / "diff.json", crate, str(rs) + ".map.json", op_dir / "kernel.py",
                            root / "diag.json", op, kernel, variant)
     return diff, diag, rs

@@ -12,7 +12,9 @@ def test_broken_reduction_rule_is_diagnosed(repo, tmp_path, monkeypatch):
     # break the translation rule for ct.max: it now emits a min-reduction
     monkeypatch.setitem(constructs.REDUCTIONS, "max", "reduce_min")
     diff, diag, rs = chain(repo, tmp_path, "softmax", "softmax_kernel", "f16-BM16-TILE1024")
-    assert diff["verdict"] == "FAIL" and diff["owner"] == "kernel"
+    # the translator's wrong rule is the tool's fault, never the user's valid kernel's
+    assert diff["verdict"] == "FAIL" and diff["owner"] == "tool"
+    assert diff["summary"].startswith("the translator lacks a rule")
     assert diff["details"]["first_divergence"]["category"] == "reduction"
     assert diag["verdict"] == "FAIL"
     d = diag["details"]["diagnoses"][0]

@@ -15,6 +15,7 @@ from tileport.ir_diff import diff_ir
 
 DATA = Path(__file__).parent / "data" / "ir" / "ops"
 OPS = ["relu", "gelu", "silu_and_mul", "softmax", "rms_norm", "layer_norm", "matmul", "bmm"]
+TARGET = "sm_90"         # the workflow's gpu_target: hints compare as they apply to it
 
 
 def ref(op: str) -> str:
@@ -86,6 +87,10 @@ MUTANTS = [
     ("relu", "max -> min", lambda t: sub(t, "= maxf %tile", "= minf %tile"), "math"),
     ("relu", "threshold 0 -> 1", lambda t: sub(t, "<f16: 0.000000e+00>", "<f16: 1.000000e+00>"), "constant"),
     ("relu", "padding zero -> nan", lambda t: sub(t, "padding_value = zero", "padding_value = nan", 0), "memory"),
+    ("relu", "threshold +0.0 -> -0.0 (max(-0, +0) is +0)", lambda t: sub(t, "<f16: 0.000000e+00>", "<f16: -0.000000e+00>"), "constant"),
+    ("relu", "threshold made in f32 as the f16 subnormal 2**-24", lambda t: sub(
+        t, "%cst_0_f16 = constant <f16: 0.000000e+00> : tile<1024xf16>",
+        "%c32 = constant <f32: 5.96046448E-8> : tile<1024xf32>\n  %cst_0_f16 = ftof %c32 : tile<1024xf32> -> tile<1024xf16>"), "constant"),
     ("gelu", "tanh -> exp", lambda t: sub(t, "= tanh %5", "= exp %5"), "math"),
     ("gelu", "0.044715 -> 0.44715", lambda t: sub(t, "4.471500e-02", "4.471500e-01"), "constant"),
     ("gelu", "fma addend is the cube", lambda t: sub(t, "fma %3, %1, %1 ", "fma %3, %1, %3 "), "math"),
@@ -175,6 +180,21 @@ def _dead_code(t: str) -> str:
                               f"\n  %unused_c = constant <f32: 7.000000e+00> : tile<f32>{loc}")
 
 
+def _f32_constant_converted(t: str) -> str:
+    # cutile's form of an f16 constant: an f32 constant converted to the element type
+    line = line_of(t, "%cst_0_f16 = constant <f16: 0.000000e+00> : tile<1024xf16>")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    return sub(t, line, f"  %c32 = constant <f32: 0.000000e+00> : tile<f32>{loc}\n"
+                        f"  %c16 = ftof %c32 : tile<f32> -> tile<f16>{loc}\n"
+                        f"  %r = reshape %c16 : tile<f16> -> tile<1xf16>{loc}\n"
+                        f"  %cst_0_f16 = broadcast %r : tile<1xf16> -> tile<1024xf16>{loc}")
+
+
+def _hints_by_target(t: str) -> str:
+    # cutile keys the hints it carries by the compile target, cuTile Python writes `default`
+    return sub(t, "optimization_hints=<default = {}>", "optimization_hints=<sm_90 = {}, sm_80 = {occupancy = 1}>")
+
+
 def _identity_broadcast(t: str) -> str:
     line = line_of(t, "%9 = subf %tile_30, %bcast_35")
     loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
@@ -198,6 +218,9 @@ REWRITES = [
     ("gelu", "dead ops added", _dead_code),
     ("layer_norm", "identity broadcast inserted", _identity_broadcast),
     ("rms_norm", "debug locations stripped", lambda t: re.sub(r" loc\(#loc\d*\)", "", t)),
+    ("relu", "a constant spelled as its bits", lambda t: sub(t, "<f16: 0.000000e+00>", "<f16: 0x0000>")),
+    ("relu", "an f16 constant made as an f32 constant converted", _f32_constant_converted),
+    ("relu", "hints keyed by the compile target (others' do not apply)", _hints_by_target),
 ]
 
 
@@ -207,7 +230,7 @@ def critical_categories(res) -> set:
 
 @pytest.mark.parametrize("op", OPS)
 def test_real_pairs_pass(op):
-    res = diff_ir(ref(op), (DATA / f"{op}.port.tileir").read_text())
+    res = diff_ir(ref(op), (DATA / f"{op}.port.tileir").read_text(), target=TARGET)
     assert res.verdict == "PASS", res.summary
 
 
@@ -227,7 +250,7 @@ def test_meaning_changing_mutant_fails(op, name, edit, category):
     original = ref(op)
     mutant = edit(original)
     assert mutant != original
-    res = diff_ir(original, mutant, f"{op}.ref.tileir", f"{op}.mutant.tileir")
+    res = diff_ir(original, mutant, f"{op}.ref.tileir", f"{op}.mutant.tileir", TARGET)
     assert res.verdict == "FAIL", f"{name}: {res.summary}"
     assert category in critical_categories(res), (name, critical_categories(res), res.summary)
     assert res.first_divergence is not None and res.first_divergence.severity == "critical"
@@ -238,14 +261,14 @@ def test_meaning_keeping_rewrite_passes(op, name, edit):
     original = ref(op)
     rewritten = edit(original)
     assert rewritten != original
-    res = diff_ir(original, rewritten)
+    res = diff_ir(original, rewritten, target=TARGET)
     assert res.verdict == "PASS", f"{name}: {res.summary} {[f.message for f in res.findings if f.severity != 'info']}"
 
 
 def test_catch_rate():
     """The figures for the report: every mutant caught, no false alarm."""
-    caught = sum(diff_ir(ref(op), e(ref(op))).verdict == "FAIL" for op, _, e, _ in MUTANTS)
-    false_alarms = sum(diff_ir(ref(op), e(ref(op))).verdict != "PASS" for op, _, e in REWRITES)
+    caught = sum(diff_ir(ref(op), e(ref(op)), target=TARGET).verdict == "FAIL" for op, _, e, _ in MUTANTS)
+    false_alarms = sum(diff_ir(ref(op), e(ref(op)), target=TARGET).verdict != "PASS" for op, _, e in REWRITES)
     print(f"\nmutation suite: {caught}/{len(MUTANTS)} meaning-changing mutants caught, "
           f"{false_alarms}/{len(REWRITES)} false alarms on meaning-keeping rewrites")
     assert len(MUTANTS) >= 30 and len(REWRITES) >= 10

@@ -27,6 +27,8 @@ def test_softmax_constructs(repo):
     assert re.search(r"for i in \(__pid\.0\.\.row_tiles\)\.step_by\(\(__nblk\.0\) as usize\)", src)
     assert "num_tiles(&__view1, 0i32)" in src and "padding::None" in src
     assert ".partition_full_mut(shape![BM, TILE])" in src
+    assert re.search(r"store_view_tko_mut\(&mut __out\d+, __t\d+, \[i, 0i32\], ordering::Weak, "
+                     r"scope::TileBlock, None, tma::Enabled\);", src)
     # every emitted line maps back to a kernel.py line
     py = (repo / "operators" / "softmax" / "kernel.py").read_text().splitlines()
     lines = src.splitlines()
@@ -40,11 +42,11 @@ def test_softmax_constructs(repo):
 
 
 def test_loads_and_stores_are_the_unchecked_view_ops(repo):
-    """Every ct.load/ct.store becomes cutile's raw load_view_tko / store_unchecked, never the
+    """Every ct.load/ct.store becomes cutile's raw load_view_tko / store_view_tko_mut, never the
     checked Partition::load/store whose bounds assert the reference does not have."""
     for op, k in OPS.items():
         src, _ = T.translate_kernel(repo / "operators" / op, k)
-        assert "load_view_tko(&__view" in src and ".store_unchecked(" in src, op
+        assert "load_view_tko(&__view" in src and "store_view_tko_mut(&mut __out" in src, op
         assert not re.search(r"\.(load|store)\(", src), op
 
 
@@ -237,3 +239,95 @@ def test_negative_axis(op_copy):
     k.write_text(k.read_text().replace("m = ct.max(t, axis=1,", "m = ct.max(t, axis=-1,"))
     src, _ = T.translate_kernel(d, "softmax_kernel")
     assert "reduce_max(t, 1)" in src
+
+
+def test_values_casts_methods_and_hints_end_to_end(repo, tmp_path):
+    """Issue 13's four translator faults with their right values, and hints carried: the sign
+    of a -0.0 constant (and inf and subnormal bits), ct.astype to the tile's own dtype with a
+    rounding mode (nothing, for f32 -> f32 and for E = f32), the method forms t.astype /
+    t.reshape, @ct.kernel(occupancy=<module constant>, num_ctas=ct.ByTarget(..)) and load/store
+    latency/allow_tma. Every variant's IR diff is PASS, without notes (real compilers)."""
+    from conftest import run_chain
+    d = repo / "tests" / "data" / "operators" / "fidelity"
+    src, _, entries = T.translate_entries(d, "fidelity_kernel")
+    # a rounding cast between E and f32 is an ftof for f16 and nothing for f32: one entry each
+    assert entries == {"f16-TILE1024": "fidelity_kernel__f16", "f32-TILE1024": "fidelity_kernel__f32"}
+    f16, f32 = src.split("fn fidelity_kernel__f32")
+    assert "ftof(f, rounding::Zero)" in f16 and "rounding::" not in f32
+    assert src.count("#[cutile::entry(optimization_hints = (sm_90 = (occupancy = 2, num_cta_in_cga = 2,),))]") == 2
+    assert "constant(-0.0f32, shape![TILE])" in src and "constant(f32::INFINITY, shape![TILE])" in src
+    # 6e-8 as the variant's value: the f16 subnormal 2**-24 / the f32 nearest to 6e-8
+    assert "constant(5.960464477539063e-08f32," in f16 and "constant(5.99999978589949e-08f32," in f32
+    assert "Some(4), tma::Disabled)" in src and "Some(2), tma::Enabled)" in src
+    for v in entries:
+        diff, _, _ = run_chain(d, tmp_path / v, "fidelity", "fidelity_kernel", v)
+        assert diff["verdict"] == "PASS", (v, diff["summary"], [f["message"] for f in diff["findings"]])
+
+
+@pytest.mark.parametrize("value,want", [
+    ("math.nan", ["constant(2143289344i32, shape![TILE])", "bitcast(__t"]),
+    ("-math.inf", ["constant(f32::NEG_INFINITY, shape![TILE])"]),
+    ("-0.0", ["constant(-0.0f32, shape![TILE])"]),
+    ("0.0", ["constant(0.0f32, shape![TILE])"]),
+])
+def test_f32_constants_keep_their_bits(op_copy, value, want):
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text("import math\n" + k.read_text().replace(
+        "zero = ct.zeros((TILE,), dtype=x.dtype)",
+        f"zero = ct.astype(ct.full((TILE,), {value}, dtype=ct.float32), x.dtype)"))
+    src, _ = T.translate_kernel(d, "relu_kernel")
+    for w in want:
+        assert w in src, (w, src)
+
+
+def test_e_constants_split_entries_only_when_rounding_via_f32_would_change_them(op_copy):
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    base = k.read_text()
+    k.write_text(base.replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
+                              "zero = ct.full((TILE,), -0.0, dtype=x.dtype)"))
+    src, _, entries = T.translate_entries(d, "relu_kernel")
+    assert set(entries.values()) == {"relu_kernel"}       # -0.0 is exact in every dtype: generic
+    assert "convert_tile(__t" in src and "constant(-0.0f32," in src
+    # 1 + 2**-11 + 2**-30: rounds to 1 + 2**-10 in f16, but to the f16 midpoint 1 + 2**-11 in
+    # f32, which then rounds to 1.0 in f16: an f32 constant converted to E would be wrong
+    k.write_text(base.replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
+                              "zero = ct.full((TILE,), 1.0004882821813226, dtype=x.dtype)"))
+    src, _, entries = T.translate_entries(d, "relu_kernel")
+    assert entries["f16-TILE1024"] == "relu_kernel__f16" and entries["f32-TILE1024"] == "relu_kernel__f32"
+    f16 = src.split("fn relu_kernel__f16")[1].split("pub unsafe fn")[0]
+    assert "constant(1.0009765625f32," in f16                 # the f16 value, exact in f32
+
+
+@pytest.mark.parametrize("decorator,want", [
+    ("@ct.kernel(occupancy=ct.ByTarget(sm_90=3, default=4))", "(sm_90 = (occupancy = 3,),)"),
+    ("@ct.kernel(occupancy=ct.ByTarget(sm_100=3, default=4), num_worker_warps=8)",
+     "(sm_90 = (occupancy = 4, num_worker_warps_per_cta = 8,),)"),
+    ("@ct.kernel(occupancy=ct.ByTarget(sm_100=3))", "#[cutile::entry()]"),
+    ("@ct.kernel(opt_level=3)", "#[cutile::entry()]"),
+    ("@ct.kernel(opt_level=2)", "optimisation level only as a launch option"),
+    ("@ct.kernel(occupancy=x)", "module-level constant"),
+    ("@ct.kernel(occupancy=2, max_regs=3)", "kernel option 'max_regs' not translated"),
+])
+def test_kernel_hints_for_the_target(op_copy, decorator, want):
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("@ct.kernel\n", decorator + "\n"))
+    try:
+        src, _ = T.translate_kernel(d, "relu_kernel")
+    except T.Unsupported as exc:
+        assert want in str(exc) and exc.line == 11
+        return
+    assert want in src
+
+
+def test_method_forms_are_the_ct_functions(op_copy):
+    d = op_copy("softmax")
+    k = d / "kernel.py"
+    a, _ = T.translate_kernel(d, "softmax_kernel")
+    k.write_text(k.read_text().replace(
+        "t = ct.astype(ct.load(x, index=(i, 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.NEG_INF), ct.float32)",
+        "t = ct.load(x, index=(i, 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)"))
+    b, _ = T.translate_kernel(d, "softmax_kernel")
+    assert a == b

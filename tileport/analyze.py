@@ -147,7 +147,7 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
     for node in body_nodes:
         line = getattr(node, "lineno", None)
         if isinstance(node, ast.Call):
-            if _is_ct(node.func, alias):
+            if _is_ct(node.func, alias) or _is_tile_method(node.func, alias):
                 name = node.func.attr
                 item = {"call": f"{alias}.{name}", "line": line}
                 if name in ("load", "store"):
@@ -200,6 +200,12 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
     calls.sort(key=lambda c: c["line"] or 0)
     unsupported.sort(key=lambda c: c["line"] or 0)
     return calls, unsupported
+
+
+def _is_tile_method(func: ast.AST, alias: str) -> bool:
+    """``t.astype(...)``, ``t.reshape(...)`` ...: a Tile method spelling a ct function."""
+    return (isinstance(func, ast.Attribute) and func.attr in C.TILE_METHODS
+            and not (isinstance(func.value, ast.Name) and func.value.id == alias))
 
 
 def _is_shape_subscript(node: ast.Subscript) -> bool:

@@ -38,6 +38,10 @@ TILE_CREATION = {"full", "zeros", "ones"}
 SHAPE_OPS = {"reshape", "astype", "mma"}
 GRID = {"bid", "num_blocks", "num_tiles"}
 
+# methods of a cuTile Tile that spell a ct function with the tile as first argument
+# (``t.astype(ct.float32)`` is ``ct.astype(t, ct.float32)``; cuda/tile/_stub.py class Tile)
+TILE_METHODS = {"astype", "reshape", "permute", "transpose", "extract", "item", "insert"}
+
 SUPPORTED_CALLS = (MEMORY | set(REDUCTIONS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
                    | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID)
 

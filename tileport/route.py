@@ -123,7 +123,8 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
             findings += [Finding(**f) for f in d.get("findings", [])][:5]
             diags[v] = d["summary"]
             continue
-        diff = ir_diff.run(refs[v], ir / f"{v}.tileir", ir / f"{v}.diff.json", op, kernel, v, attempt=int(n))
+        diff = ir_diff.run(refs[v], ir / f"{v}.tileir", ir / f"{v}.diff.json", op, kernel, v,
+                           attempt=int(n), target=target)
         per[v] = diff["verdict"]
         if diff["verdict"] in ("PASS", "PASS_WITH_NOTES"):
             continue

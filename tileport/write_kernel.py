@@ -16,8 +16,9 @@ from .translate import Unsupported, display_path, translate_entries
 from .verdict import LACKS_RULE, TRANSLATOR, Finding, Verdict, atomic_write_text, loc, write
 
 
-def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1) -> dict:
-    """Translate and write ``out_rs`` (+ ``.map.json`` source map) and a verdict.
+def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1, target: str = "sm_90") -> dict:
+    """Translate and write ``out_rs`` (+ ``.map.json`` source map) and a verdict; ``target`` is
+    the GPU architecture compiled for (config ``gpu_target``, keys the port's hints).
 
     Verdict PASS, or BLOCKED naming the construct and file:line: owner ``tool`` when the
     translator lacks a rule for a construct (the kernel is not at fault), ``kernel`` when the
@@ -26,7 +27,7 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1) -> dict:
     can still run and report BLOCKED)."""
     out_rs = Path(out_rs)
     try:
-        src, smap, entries = translate_entries(op_dir, kernel)
+        src, smap, entries = translate_entries(op_dir, kernel, target)
     except Unsupported as exc:
         if not out_rs.exists():
             atomic_write_text(out_rs, f"// BLOCKED: {exc}\n")
@@ -79,7 +80,7 @@ def _llm_fields(op_dir, kernel, op, attempt, analysis_json, ref_ir, previous: st
 
 def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator", *,
                 settings=None, analysis_json=None, ref_ir=None, results=None, replay_dir=None,
-                attempt: int = 1, previous: str = "") -> dict:
+                attempt: int = 1, previous: str = "", target: str = "sm_90") -> dict:
     """Stage ``write_kernel`` with config.yaml's kernel-writer backend.
 
     ``translator``: :func:`run`. ``anthropic`` / ``replay``: one exchange (:mod:`tileport.agents`)
@@ -99,7 +100,7 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
         raise ValueError(f"unknown kernel-writer backend '{backend}' (one of {BACKENDS})")
     results = Path(results) if results else Path(out_json).parents[4]
     if backend in ("translator", "auto"):
-        d = run(op_dir, kernel, out_rs, out_json, op, attempt)
+        d = run(op_dir, kernel, out_rs, out_json, op, attempt, target)
         if backend == "translator" or d["verdict"] == "PASS":
             return d
         previous = previous or ("The deterministic translator could not translate it: "

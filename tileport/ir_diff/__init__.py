@@ -72,7 +72,10 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
 * Hints (op ``optimization_hints = <...>``, bare ``latency = N`` / ``allow_tma = b``,
   entry ``optimization_hints=<...>`` with ``num_cta_in_cga``, ``occupancy`` ...) are
   stripped from signatures and compared separately on matched ops/entries (``warn``,
-  category hint).  Empty hint groups (``default = {}``) equal no hints.
+  category hint).  Empty hint groups (``default = {}``) equal no hints.  Given the compile
+  target, hints compare as they apply to it: the ``default`` group overridden by the
+  target's group (cuTile Python's ``<default = {...}>`` and cutile's ``<sm_90 = {...}>`` are
+  the same for sm_90; other architectures' groups do not apply).  [hints_for_target]
 * Type comparison of entries: argument count and types by position (critical,
   category signature, owner host).
 

@@ -10,7 +10,7 @@ from typing import Iterator
 
 from ..verdict import Finding, loc
 from .normalise import (_dce, _effectful, _enclosing_op, _Node, _Normaliser, _producer, _Side,
-                        _unify_strides, _Val)
+                        _unify_strides, _Val, hints_for_target)
 from .ops import COMMUTATIVE, TERMINATORS, category_of
 from .parse import Entry, _ws, parse_tileir
 
@@ -197,8 +197,9 @@ def _compare(rv: _SideView, pv: _SideView) -> list[tuple[_Node, _Node]]:
 class _Differ:
     """Diff of one entry pair."""
 
-    def __init__(self, ref: _Side, port: _Side, ref_path: str, port_path: str):
-        self.ref_path, self.port_path = ref_path, port_path
+    def __init__(self, ref: _Side, port: _Side, ref_path: str, port_path: str,
+                 target: str | None = None):
+        self.ref_path, self.port_path, self.target = ref_path, port_path, target
         self.findings: list[Finding] = []
         self.frontier: list[Finding] = []
         self.stats: dict = {}
@@ -482,19 +483,22 @@ class _Differ:
 
     # -- hints ----------------------------------------------------------------------
     def _hints(self, re_: Entry, pe: Entry, pairs) -> None:
-        if re_.hints != pe.hints:
+        t = self.target
+        on = f" for {t}" if t else ""
+        rh, ph = hints_for_target(re_.hints, t), hints_for_target(pe.hints, t)
+        if rh != ph:
             self.findings.append(Finding(
                 "hint", "warn", "kernel",
-                f"entry optimization hints differ: ref '{re_.hints or 'none'}' vs port "
-                f"'{pe.hints or 'none'}'",
+                f"entry optimization hints{on} differ: ref '{rh or 'none'}' vs port '{ph or 'none'}'",
                 loc(self.ref_path, re_.line, re_.text.strip()),
                 loc(self.port_path, pe.line, pe.text.strip())))
         for a, b in sorted(pairs, key=lambda ab: ab[0].line or 0):
-            if a.hints != b.hints:
+            ah, bh = hints_for_target(a.hints, t), hints_for_target(b.hints, t)
+            if ah != bh:
                 self.findings.append(Finding(
                     "hint", "warn", "kernel",
-                    f"'{a.opname}' hints differ: ref '{a.hints or 'none'}' vs port "
-                    f"'{b.hints or 'none'}'", self.rloc(a), self.ploc(b)))
+                    f"'{a.opname}' hints{on} differ: ref '{ah or 'none'}' vs port '{bh or 'none'}'",
+                    self.rloc(a), self.ploc(b)))
 
     # -- info notes -----------------------------------------------------------------
     def _notes(self, ref: _Side, port: _Side, stride_notes) -> None:
@@ -572,13 +576,15 @@ def _line_key(f: Finding) -> tuple:
 
 
 def diff_ir(ref_text: str, port_text: str, ref_path: str = "ref.tileir",
-            port_path: str = "port.tileir") -> DiffResult:
-    """Compare a reference and a port Tile IR text (see the module docstring).
+            port_path: str = "port.tileir", target: str | None = None) -> DiffResult:
+    """Compare a reference and a port Tile IR text (see the package docstring).
 
     Args:
         ref_text / port_text: tileirdisasm output of the cuTile Python reference and of
             the cuTile Rust port.
         ref_path / port_path: names used in finding locations.
+        target: the GPU architecture both are compiled for (``sm_90``): hints compare as they
+            apply to it (:func:`normalise.hints_for_target`); None compares them as written.
     Returns:
         :class:`DiffResult`.  FAIL if any critical finding, PASS_WITH_NOTES if any warn,
         else PASS.
@@ -612,7 +618,7 @@ def diff_ir(ref_text: str, port_text: str, ref_path: str = "ref.tileir",
         frontier.append(f)
     for re_, pe in zip(ref_mod.entries, port_mod.entries):
         rs, ps = _Side(re_, ref_path), _Side(pe, port_path)
-        d = _Differ(rs, ps, ref_path, port_path)
+        d = _Differ(rs, ps, ref_path, port_path, target)
         findings += d.findings
         frontier += d.frontier
         for key, fn in (("ops_before", lambda s, v: s.n_ops_before),

@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from .. import floats
 from .ops import TERMINATORS, _is_effectful_name
 from .parse import Entry, Op, _ws
 
@@ -64,6 +65,34 @@ def _rank0(t: str) -> bool:
     """True for a rank-0 tile type (``tile<f32>``, ``tile<ptr<f16>>``)."""
     t = t.strip()
     return t.startswith("tile<") and t.endswith(">") and not re.match(r"[\d?]", t[5:])
+
+
+_SCALAR_CONST = re.compile(r"<\s*(\w+)\s*:\s*([^\[\],<>]+?)\s*>")
+_INT_WIDTH = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+
+def _width(t: str) -> int:
+    e_m = floats.FORMATS.get(t)
+    return 1 + e_m[0] + e_m[1] if e_m else _INT_WIDTH.get(t, 0)
+
+
+def _const_bits(n: "_Node | None") -> tuple[str, int] | None:
+    """(element type, bits) of a scalar ``constant`` (as printed, or already canonical); None
+    for anything else."""
+    m = _SCALAR_CONST.fullmatch(n.pre.strip()) if n is not None and n.opname == "constant" else None
+    if m is None:
+        return None
+    t, text = m.group(1), m.group(2)
+    if t in _INT_WIDTH:
+        try:
+            return t, int(text, 0) & ((1 << _INT_WIDTH[t]) - 1)
+        except ValueError:
+            return None
+    if t not in floats.FORMATS:
+        return None
+    canon = re.fullmatch(r"\S+ 0x([0-9A-F]+)", text)
+    bits = int(canon.group(1), 16) if canon else floats.parse(text, t)
+    return None if bits is None else (t, bits)
 
 
 def _scalar_constant(n: "_Node | None") -> bool:
@@ -158,6 +187,7 @@ class _Normaliser:
         self.asserts()
         self.assumes()
         self.fma()
+        self.constants()
         self.shapes()
         self.tokens()
         self.index_space()
@@ -204,6 +234,38 @@ class _Normaliser:
                 n.results[0].alias = add.results[0]
                 out += [mul, add]
             nodes[:] = out
+
+    def constants(self) -> None:
+        """Float constants compare by their bits (:func:`floats.canonical`), and a conversion of
+        a constant is the constant it computes (program order, so a folded constant can be
+        folded again): ``ftof`` with the default rounding (nearest even; tileiras folds it the
+        same way, and at run time the conversion would give these bits), ``bitcast`` (the same
+        bits read as another type). cutile writes a constant of the generic element type as an
+        f32 constant converted to it (it has no literal of f16/bf16), cuTile Python writes the
+        constant itself."""
+        for n in self.s.walk():
+            if n.opname == "constant":
+                c = _const_bits(n)
+                if c is not None and c[0] in floats.FORMATS:
+                    n.pre = floats.canonical(*c)
+                continue
+            if n.opname not in ("ftof", "bitcast") or len(n.operands) != 1 or not n.results:
+                continue
+            if n.opname == "ftof" and n.pre.strip() not in ("%", "% rounding<nearest_even>"):
+                continue
+            c = _const_bits(_producer(n.operands[0]))
+            dst = re.search(r"[<x]([a-z][a-z0-9]*)>\s*$", n.result_types[0])
+            if c is None or dst is None:
+                continue
+            (src, bits), dst = c, dst.group(1)
+            if dst not in floats.FORMATS:
+                continue
+            if n.opname == "ftof" and src in floats.FORMATS:
+                bits = floats.convert(bits, src, dst)
+            elif n.opname != "bitcast" or _width(src) != _width(dst):
+                continue
+            n.opname, n.pre, n.operands = "constant", floats.canonical(dst, bits), []
+            n.types = n.result_types[0]
 
     def shapes(self) -> None:
         """Identity broadcast/reshape and splat canonicalisation (program order, so an
@@ -380,3 +442,28 @@ def _dce(side: _Side, eff_memo: dict) -> None:
                     mark(c)
     for nodes in side.all_lists():
         nodes[:] = [n for n in nodes if n in live]
+
+
+def hints_for_target(canon: str, target: str | None) -> str:
+    """The hints of a canonical hint text (:func:`parse._extract_hints`) that apply when the
+    kernel is compiled for ``target``: the ``default`` group (and bare hints) overridden by the
+    ``target`` group; groups of other architectures do not apply. cuTile Python writes
+    ``<default = {...}, sm_80 = {...}>`` (a ``ct.ByTarget`` per architecture, cuda-tile 1.7.0
+    ``CompilerOptions.hints_by_target``), cutile keys what it carries by the compile target
+    (``<sm_90 = {...}>``, cutile-compiler 0.5.0 ``build_load_store_hints``); for the compiled
+    target both mean the same. ``target`` None: the text unchanged."""
+    if target is None or not canon:
+        return canon
+    default: dict[str, str] = {}
+    mine: dict[str, str] = {}
+    for group in canon.split("; "):
+        m = re.fullmatch(r"([\w.\-]+)=\{(.*)\}", group)
+        items = m.group(2).split(", ") if m else [group]
+        into = default if m is None or m.group(1) == "default" else mine if m.group(1) == target else None
+        if into is None:
+            continue
+        for item in items:
+            k, _, v = item.partition("=")
+            into[k] = v
+    return ", ".join(f"{k}={v}" for k, v in sorted({**default, **mine}.items()))
+

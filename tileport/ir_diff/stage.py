@@ -11,7 +11,8 @@ from .parse import IRParseError
 
 
 def run(ref_path, port_path, out_json, op: str, kernel: str | None = None,
-        variant: str | None = None, attempt: int = 1, writer: str | None = None) -> dict:
+        variant: str | None = None, attempt: int = 1, writer: str | None = None,
+        target: str | None = None) -> dict:
     """Stage entry point: diff two IR files and write the ``ir_diff`` verdict JSON.
 
     ``details`` = ``{"first_divergence": finding dict | None, "stats": {...}}``,
@@ -19,15 +20,16 @@ def run(ref_path, port_path, out_json, op: str, kernel: str | None = None,
     input gives verdict ERROR (owner "tool", a finding naming ``file:line``) instead of
     raising.  ``writer``: the kernel-writer backend of the port (the rust_ir verdict's
     ``details.writer``); a difference in a port the deterministic translator wrote is the
-    translator's (owner ``tool``, :func:`tileport.translate.port_fault`).  Returns the written
-    verdict document.
+    translator's (owner ``tool``, :func:`tileport.verdict.port_fault`).  ``target``: the
+    compiled GPU architecture (config ``gpu_target``; hints compare as they apply to it).
+    Returns the written verdict document.
     """
     ref_path, port_path = str(ref_path), str(port_path)
     artifacts = {"ref": ref_path, "port": port_path}
     try:
         ref_text = Path(ref_path).read_text()
         port_text = Path(port_path).read_text()
-        res = diff_ir(ref_text, port_text, ref_path, port_path)
+        res = diff_ir(ref_text, port_text, ref_path, port_path, target)
     except IRParseError as exc:
         where = loc(exc.path, exc.line, exc.text.strip())
         side_ref = exc.path == ref_path

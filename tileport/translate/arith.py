@@ -9,9 +9,11 @@ contracted into ``fma`` exactly where cuTile Python's frontend does (:meth:`Arit
 from __future__ import annotations
 
 import ast
+import math
 
 from .. import constructs as C
-from .core import Ty
+from .. import floats
+from .core import DTYPE_KEY, Ty
 
 
 class ArithRules:
@@ -182,17 +184,32 @@ class ArithRules:
         return self.bind(f"{C.BINARY_MATH[name]}({le}, {re_})", Ty("tile", dtype, shape))
 
     def astype(self, node: ast.Call) -> tuple[str, Ty]:
-        """``ct.astype(t, dtype, rounding_mode=)``: nothing when the dtype is already ``t``'s."""
+        """``ct.astype(t, dtype, rounding_mode=)``. A cast to ``t``'s own element type is nothing
+        (cuTile Python emits no op, rounding mode or not; an ``ftof`` between equal types is
+        invalid Tile IR that tileirdisasm rejects). Without a rounding mode, or between E and
+        the type E is in this entry, the cast is cutile's ``convert_tile`` (nothing in the IR
+        when the types agree once E is known; it retypes the value for rustc); with a rounding
+        mode between different types an ``ftof`` with it, so an E side needs the entry's
+        concrete element type."""
         e, ty = self.tile_expr(node.args[0])
         d, dty = self.expr(node.args[1] if len(node.args) > 1 else self._kw(node, "dtype"))
         if dty.kind != "dtype":
             self.fail(node, "ct.astype", "second argument must be a dtype")
         fl = self.flags_of(node, rounding=True, ftz=False)
-        if dty.dtype == ty.dtype and not fl["rounding"]:
+        if ty.dtype == dty.dtype:
             return e, ty
-        if fl["rounding"]:
+        if fl["rounding"] and not self.same_dtype(ty.dtype, dty.dtype):
+            other = dty.dtype if ty.dtype == "E" else ty.dtype
+            if ("E" in (ty.dtype, dty.dtype) and DTYPE_KEY not in self.spec
+                    and other in {C.RUST_DTYPE.get(d) for d in self.dtypes}):
+                self.need_dtype = True      # a no-op for the variants where E is the other type
             return self.bind(f"ftof({e}, rounding::{fl['rounding']})", Ty("tile", dty.dtype, ty.shape))
         return self.bind(f"convert_tile({e})", Ty("tile", dty.dtype, ty.shape))
+
+    def same_dtype(self, a: str, b: str) -> bool:
+        """Are element types ``a`` and ``b`` (Rust names or 'E') the same in this entry?"""
+        concrete = {"E": C.RUST_DTYPE.get(self.spec.get(DTYPE_KEY), "E")}
+        return concrete.get(a, a) == concrete.get(b, b)
 
     def tile_constant(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.full(shape, value, dtype)``, ``ct.zeros/ones(shape, dtype)``."""
@@ -210,10 +227,50 @@ class ArithRules:
             val = vty.value
         else:
             val = 0 if name == "zeros" else 1
-        if dty.dtype == "f32":
-            v = self.f32_lit(val)
-        elif dty.dtype == "E" and val == 0:
-            v = "E::ZERO"
-        else:
-            self.fail(node, f"ct.{name}", f"constant {val} of dtype {dty.dtype} not translated")
-        return self.bind(f"constant({v}, shape![{', '.join(shape)}])", Ty("tile", dty.dtype, shape))
+        return self.constant_tile(val, dty.dtype, shape, node)
+
+    def constant_tile(self, val, dtype: str, shape: tuple, node) -> tuple[str, Ty]:
+        """A ``shape`` tile of ``dtype`` ('E', 'f32', 'i32') filled with ``val``, bit for bit
+        what cuTile Python makes of it (the sign of zero, infinities, NaN, subnormals and the
+        rounding of the value to the element type)."""
+        sh = f"shape![{', '.join(shape)}]"
+        if dtype == "i32":
+            if not (isinstance(val, int) or float(val).is_integer()):
+                self.fail(node, repr(val), "a non-integer value in an int32 tile")
+            return self.bind(f"constant({int(val)}i32, {sh})", Ty("tile", "i32", shape))
+        if dtype == "f32":
+            return self.f32_constant(val, shape)
+        if dtype != "E":
+            self.fail(node, repr(val), f"constant of dtype {dtype} not translated")
+        v = float(val)
+        if v == 0.0 and math.copysign(1.0, v) > 0:
+            return self.bind(f"constant(E::ZERO, {sh})", Ty("tile", "E", shape))
+        # cutile has no f16/bf16 literal and no E-typed one but E::ZERO (its ElementType trait
+        # has only ZERO): an f32 constant converted to E. Exact when the f32 value is already
+        # the variant's value: known per dtype-specialised entry, else checked for every dtype
+        # of the manifest (rounding v to f32 first must not change its rounding to f16/bf16).
+        c = self.spec.get(DTYPE_KEY)
+        if c is not None:
+            v = floats.decode(floats.encode(v, c), c)
+        elif any(floats.convert(floats.encode(v, "f32"), "f32", d) != floats.encode(v, d)
+                 for d in self.dtypes if d in floats.FORMATS):
+            self.need_dtype = True
+        t, _ = self.f32_constant(v, shape)
+        return self.bind(f"convert_tile({t})", Ty("tile", "E", shape))
+
+    def f32_constant(self, v: float, shape: tuple) -> tuple[str, Ty]:
+        """An f32 constant tile with the bits of ``v``: a literal when finite, cutile's
+        ``f32::INFINITY`` / ``f32::NEG_INFINITY`` (its constant op reads them, cutile-compiler
+        0.5.0 ``dense_const_path_parts``), NaN as the bitcast of its int32 bit pattern (cutile
+        has no NaN constant)."""
+        sh = f"shape![{', '.join(shape)}]"
+        v = float(v)
+        if math.isnan(v):
+            bits = floats.encode(v, "f32")
+            i = bits - (1 << 32) if bits >> 31 else bits
+            t, _ = self.bind(f"constant({i}i32, {sh})", Ty("tile", "i32", shape))
+            return self.bind(f"bitcast({t})", Ty("tile", "f32", shape))
+        if math.isinf(v):
+            return self.bind(f"constant(f32::{'NEG_' if v < 0 else ''}INFINITY, {sh})",
+                             Ty("tile", "f32", shape))
+        return self.bind(f"constant({self.f32_lit(v)}, {sh})", Ty("tile", "f32", shape))

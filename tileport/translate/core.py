@@ -7,6 +7,7 @@ handed to the rule named for it in ``CALLS`` (a family module's table, merged by
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field
 
 from .. import analyze as A
@@ -61,6 +62,54 @@ class Emitter:
         return len(self.lines) - 1
 
 
+# key of an entry's specialisation holding the variant's element type (manifest code), for an
+# entry that cannot be generic over E (a value or an op that depends on which type E is)
+DTYPE_KEY = "__dtype__"
+
+
+# names of Python's math module a kernel may read as constants (cuTile Python folds them)
+MATH_CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e, "tau": math.tau}
+
+
+def module_constants(tree: ast.Module) -> dict:
+    """Module-level names bound once to a literal (int, float, bool; ``-x``, ``math.inf``...):
+    cuTile Python reads them as compile-time constants inside a kernel. A name bound twice,
+    or to anything else, is left out (its value is not known without running the module)."""
+    maths = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import)
+             for a in n.names if a.name == "math"}
+    seen: dict = {}
+    for n in tree.body:
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+            n, ast.AnnAssign) and n.value is not None else []
+        for t in targets:
+            if isinstance(t, ast.Name):
+                seen[t.id] = seen.get(t.id, 0) + 1
+    out = {}
+    for n in tree.body:
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+            t = n.targets[0] if isinstance(n, ast.Assign) else n.target
+            if not isinstance(t, ast.Name) or seen.get(t.id) != 1 or (
+                    isinstance(n, ast.Assign) and len(n.targets) != 1):
+                continue
+            v = _literal(n.value, maths)
+            if isinstance(v, (int, float)):
+                out[t.id] = v
+    return out
+
+
+def _literal(node, maths: set):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _literal(node.operand, maths)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return -v if isinstance(node.op, ast.USub) else v
+    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in maths and node.attr in MATH_CONSTANTS):
+        return MATH_CONSTANTS[node.attr]
+    return None
+
+
 class TranslatorBase:
     """Translation state of one entry and the expression walk (see the module docstring)."""
 
@@ -68,10 +117,19 @@ class TranslatorBase:
     CALLS: dict[str, str] = {}
 
     def __init__(self, fn: ast.FunctionDef, params: list[dict], alias: str, file: str,
-                 spec: dict | None = None, entry: str | None = None):
+                 spec: dict | None = None, entry: str | None = None,
+                 dtypes: tuple = ("f16", "bf16", "f32"), target: str = "sm_90",
+                 module: ast.Module | None = None):
         self.fn, self.params, self.alias, self.file = fn, params, alias, file
-        # constexpr values this entry is specialised for (static `if` tests, float/bool)
+        self.target = target                 # the GPU architecture compiled for (config gpu_target)
+        self.module_consts = module_constants(module) if module is not None else {}
+        self.maths = {a.asname or a.name for n in (module.body if module else ())
+                      if isinstance(n, ast.Import) for a in n.names if a.name == "math"}
+        # constexpr values this entry is specialised for (static `if` tests, float/bool), and
+        # DTYPE_KEY when the entry serves one element type only
         self.spec = dict(spec or {})
+        self.dtypes = tuple(dtypes)          # the element types E takes over the variants
+        self.need_dtype = False              # set by a rule that needs E's concrete type
         self.entry = entry or fn.name
         self.out = Emitter()
         self.scopes: list[dict[str, Var]] = [{}]
@@ -143,15 +201,28 @@ class TranslatorBase:
             return Ty("i32"), f"{ty.value}i32"
         return Ty("f32"), self.f32_lit(ty.value)
 
-    @staticmethod
-    def f32_lit(v: float) -> str:
-        return f"{float(v)!r}f32".replace("inf", "INFINITY")
+    def f32_lit(self, v: float) -> str:
+        """A finite f32 literal with the bits cuTile Python gives ``v``: cutile reads the
+        decimal as an f64 and rounds it to f32 (cutile-compiler 0.5.0 ``encode_literal_bytes``),
+        as cuTile Python rounds the Python float. Infinities and NaN have no literal (they
+        are made as constant tiles: :meth:`ArithRules.f32_constant`); in a scalar position
+        cutile takes no ``f32::INFINITY`` either (``compile_expression.rs``: associated consts
+        "are not supported in expression position")."""
+        if not math.isfinite(float(v)):
+            self.fail(None, repr(v), "a non-finite f32 scalar has no cuTile Rust literal (cutile "
+                                     "0.5.0 reads associated consts such as f32::INFINITY only "
+                                     "as a constant tile's value): use it in a tile")
+        return f"{float(v)!r}f32"
 
     def expr(self, node) -> tuple[str, Ty]:
         if isinstance(node, ast.Name):
             var = self.lookup(node.id)
+            if var is None and node.id in self.module_consts:
+                v = self.module_consts[node.id]
+                return repr(v), Ty("lit", value=v)
             if var is None:
-                self.fail(node, node.id, "name not defined in the kernel (globals are not translated)")
+                self.fail(node, node.id, "name not defined in the kernel nor a module-level "
+                                         "constant (an int/float literal bound once)")
             return var.rust, var.ty
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             return repr(node.value), Ty("lit", value=node.value)
@@ -165,6 +236,11 @@ class TranslatorBase:
                 return self.bind(f"negf({e})", ty)
             if ty.kind in ("i32", "f32"):
                 return f"(-{e})", ty
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in self.maths and node.attr in MATH_CONSTANTS
+                and self.lookup(node.value.id) is None):
+            v = MATH_CONSTANTS[node.attr]
+            return repr(v), Ty("lit", value=v)
         if isinstance(node, ast.Attribute):
             if self.is_ct(node) and node.attr in C.DTYPE_ATTRS:
                 return node.attr, Ty("dtype", dtype=C.DTYPE_ATTRS[node.attr][1])
@@ -175,7 +251,15 @@ class TranslatorBase:
             return self.shape_dim(node)
         if isinstance(node, ast.Call) and self.is_ct(node.func):
             return self.call(node)
+        if isinstance(node, ast.Call) and A._is_tile_method(node.func, self.alias):
+            return self.call(self.method_as_call(node))
         self.fail(node, ast.unparse(node)[:60], f"expression ({type(node).__name__}) not translated")
+
+    def method_as_call(self, node: ast.Call) -> ast.Call:
+        """``t.name(args)`` as the ``ct.name(t, args)`` it spells (same line numbers)."""
+        func = ast.Attribute(value=ast.Name(self.alias, ast.Load()), attr=node.func.attr, ctx=ast.Load())
+        return ast.copy_location(ast.Call(func=ast.copy_location(func, node.func),
+                                          args=[node.func.value, *node.args], keywords=node.keywords), node)
 
     def call(self, node: ast.Call) -> tuple[str, Ty]:
         """A ``ct.<name>(...)`` call: the rule ``CALLS[name]`` translates it."""

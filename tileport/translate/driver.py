@@ -9,7 +9,7 @@ from .. import analyze as A
 from .. import manifest as M
 from .arith import ArithRules
 from .control import ControlRules
-from .core import TranslatorBase, Ty, Unsupported, Var
+from .core import DTYPE_KEY, TranslatorBase, Ty, Unsupported, Var
 from .hints import HintRules
 from .matrix import MatrixRules
 from .memory import MemoryRules
@@ -67,7 +67,7 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
         if self.need_nblk:
             head.append([2, "let __nblk: (i32, i32, i32) = get_num_tile_blocks();", self.fn.lineno])
         lines = head + [ln for ln in self.out.lines if ln[1] is not None]
-        sig = (f"    #[cutile::entry()]\n    pub unsafe fn {self.entry}<{', '.join(generics)}>(\n"
+        sig = (f"    {self.entry_attribute()}\n    pub unsafe fn {self.entry}<{', '.join(generics)}>(\n"
                + "".join(f"        {a},\n" for a in args) + "    ) {\n")
         text = sig + "".join("    " * ind + txt + "\n" for ind, txt, _ in lines) + "    }\n"
         first = sig.count("\n")
@@ -105,12 +105,17 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict]) -> list[str]:
             and (p["name"] in used or p.get("ctype", "int") != "int")]
 
 
-def translate_entries(op_dir: str | Path, kernel: str) -> tuple[str, list, dict]:
+def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
     """Translate one kernel of an operator into one Rust module.
 
     A kernel whose code depends on constexpr ``if``s or float/bool constexprs becomes one
     ``#[cutile::entry()]`` per distinct combination of those values over the manifest's
     variants (named ``<kernel>__<NAME><value>...``); otherwise one entry named like the kernel.
+    When a rule needs the concrete element type (a cast that is a no-op for one dtype only, a
+    constant whose bits depend on it), the entries are split per dtype too (``..._f16``).
+
+    ``target``: the GPU architecture the port is compiled for (config ``gpu_target``): the
+    entry's hints are keyed by it, and a ``ct.ByTarget`` hint takes its value for it.
 
     Returns (Rust source of ``src/<kernel>.rs``, source map ``[(rust_line, py_line)]`` (1-based),
     ``{variant id: entry name}``).
@@ -130,27 +135,39 @@ def translate_entries(op_dir: str | Path, kernel: str) -> tuple[str, list, dict]
     tree = ast.parse(Path(kfile).read_text(), filename=kfile)
     fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
     keys = specialisation_keys(fn, kinfo["params"])
-    groups: dict[tuple, list[str]] = {}
-    for v in details["variants"]:
-        groups.setdefault(tuple(v["constexprs"][k] for k in keys), []).append(v["id"])
+    dtypes = tuple(dict.fromkeys(v["dtype"] for v in details["variants"]))
     header = MODULE_HEADER.format(src=display_path(kfile))
-    parts, smap, entries = [header], [], {}
-    line = header.count("\n")
-    for key, vids in groups.items():
-        spec = dict(zip(keys, key))
-        name = kernel if not keys else kernel + "__" + "_".join(
-            f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items())
-        tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile, spec, name)
-        body, bmap = tr.translate()
-        smap += [(r + line, p) for r, p in bmap]
-        parts.append(body + "\n")
-        line += body.count("\n") + 1
-        entries.update({vid: name for vid in vids})
+    # generic over E first; per element type too when a rule needs E's concrete type
+    for by_dtype in (False, True):
+        groups: dict[tuple, list[str]] = {}
+        for v in details["variants"]:
+            groups.setdefault(tuple(v["constexprs"][k] for k in keys)
+                              + ((v["dtype"],) if by_dtype else ()), []).append(v["id"])
+        parts, smap, entries = [header], [], {}
+        line = header.count("\n")
+        need_dtype = False
+        for key, vids in groups.items():
+            spec = dict(zip(keys, key))
+            words = [f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items()]
+            if by_dtype:
+                spec[DTYPE_KEY] = key[-1]
+                words.append(key[-1])
+            name = kernel + "__" + "_".join(words) if words else kernel
+            tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile, spec, name,
+                                  dtypes, target, tree)
+            body, bmap = tr.translate()
+            need_dtype |= tr.need_dtype
+            smap += [(r + line, p) for r, p in bmap]
+            parts.append(body + "\n")
+            line += body.count("\n") + 1
+            entries.update({vid: name for vid in vids})
+        if not need_dtype:
+            break
     return "".join(parts) + "}\n", smap, entries
 
 
-def translate_kernel(op_dir: str | Path, kernel: str) -> tuple[str, list]:
+def translate_kernel(op_dir: str | Path, kernel: str, target: str = "sm_90") -> tuple[str, list]:
     """:func:`translate_entries` without the entry table: (Rust source, source map)."""
-    src, smap, _ = translate_entries(op_dir, kernel)
+    src, smap, _ = translate_entries(op_dir, kernel, target)
     return src, smap
 

@@ -1,8 +1,8 @@
 """Memory: arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``, ``a.shape[i]``.
 
 ``ct.load``/``ct.store`` become partition views (``make_partition_view`` with the same padding
-marker / ``partition_full_mut``) read by cutile's raw ``load_view_tko`` and written by
-``store_unchecked`` (``store_view_tko_mut``), so both sides emit ``load_view_tko`` /
+marker / ``partition_full_mut``) read by cutile's raw ``load_view_tko`` and written by its
+raw ``store_view_tko_mut`` (what ``store_unchecked`` calls), so both sides emit ``load_view_tko`` /
 ``store_view_tko`` on the same ``partition_view`` type, with the reference's latency and TMA
 hints (:mod:`.hints`). Neither is cutile's *checked* ``Partition::load`` / ``store``: cuTile
 Python emits both ops with no bounds assert (a tile index outside the view is undefined
@@ -80,7 +80,7 @@ class MemoryRules:
                          f"{self.tma_arg(call)})", Ty("tile", "E", shape))
 
     def store(self, call):
-        self.check_kwargs(call, {"index", "tile"})
+        self.check_kwargs(call, {"index", "tile", "latency", "allow_tma"})
         arr = self.array_arg(call.args[0] if call.args else None)
         idx_node, tile_node = self._kw(call, "index", 1), self._kw(call, "tile", 2)
         t, ty = self.tile_expr(tile_node)
@@ -93,8 +93,9 @@ class MemoryRules:
         self.out.emit(f"let mut {name}: PartitionMut<E, {{[{', '.join(ty.shape)}]}}> = "
                       f"{arr.rust}.partition_full_mut(shape![{', '.join(ty.shape)}]);", self.line)
         # the reference's store_view_tko carries no bounds assert: see the module docstring
-        self.out.emit(f"{name}.store_unchecked({t}, {self.index_of(idx_node, arr.ty.ndim)});",
-                      self.line)
+        self.out.emit(f"store_view_tko_mut(&mut {name}, {t}, {self.index_of(idx_node, arr.ty.ndim)}, "
+                      f"ordering::Weak, scope::TileBlock, {self.latency_arg(call)}, "
+                      f"{self.tma_arg(call)});", self.line)
 
     def num_tiles(self, node) -> tuple[str, Ty]:
         self.check_kwargs(node, {"axis", "shape"})

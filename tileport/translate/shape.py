@@ -6,6 +6,7 @@ a scalar operand of a tile operation becomes ``broadcast_scalar``.
 from __future__ import annotations
 
 import ast
+import math
 
 from .. import constructs as C
 from .core import Ty
@@ -55,6 +56,8 @@ class ShapeRules:
         if dtype != "f32" and ty.kind in ("lit", "f32"):
             self.fail(node, ast.unparse(node), f"scalar mixed with a {dtype} tile; cast the tile to "
                                                "ct.float32 first")
+        if ty.kind == "lit" and dtype == "f32" and not math.isfinite(ty.value):
+            return self.f32_constant(ty.value, shape)[0]       # inf / NaN: a constant tile
         if ty.kind == "lit":
             e = self.f32_lit(ty.value) if dtype == "f32" else f"{ty.value}i32"
         return self.bind(f"broadcast_scalar({e}, {sh})", Ty("tile", dtype, shape))[0]
