@@ -10,16 +10,19 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tileport.ir_diff import diff_ir
 
 DATA = Path(__file__).parent / "data" / "ir" / "ops"
+# one small kernel per construct (tests/data/operators/constructs, tests/test_constructs.py)
+CONSTRUCTS = Path(__file__).parent / "data" / "ir" / "constructs"
 OPS = ["relu", "gelu", "silu_and_mul", "softmax", "rms_norm", "layer_norm", "matmul", "bmm"]
 TARGET = "sm_90"         # the workflow's gpu_target: hints compare as they apply to it
 
 
 def ref(op: str) -> str:
-    return (DATA / f"{op}.ref.tileir").read_text()
+    return ((CONSTRUCTS if op.endswith("_kernel") else DATA) / f"{op}.ref.tileir").read_text()
 
 
 def sub(text: str, old: str, new: str, count: int = 1) -> str:
@@ -111,6 +114,13 @@ MUTANTS = [
     ("bmm", "batch and row index swapped", lambda t: sub(t, "%pview_25[%blockId_z_23, %blockId_x, %loopIdx]", "%pview_25[%blockId_x, %blockId_z_23, %loopIdx]"), "memory"),
     ("bmm", "B tile reshaped to the wrong shape", lambda t: sub(t, "tile<1x32x64xbf16> -> tile<32x64xbf16>", "tile<1x32x64xbf16> -> tile<64x32xbf16>"), "math"),
     ("bmm", "B partition 32x64 -> 64x32", lambda t: sub(t, "tile=(1x32x64)", "tile=(1x64x32)", 0), "memory"),
+    # constructs
+    ("select_kernel", "select operands swapped", lambda t: sub(t, "select %2, %tile, %cst_0_f16 ", "select %2, %cst_0_f16, %tile "), "math"),
+    ("select_kernel", "select condition of another comparison", lambda t: sub(t, "select %4, %3, %bcast", "select %2, %3, %bcast"), "math"),
+    ("select_kernel", "idx < 100 -> idx <= 100", lambda t: sub(t, "cmpi less_than %1", "cmpi less_than_or_equal %1"), "math"),
+    ("select_kernel", "signed -> unsigned comparison", lambda t: sub(t, "%1, %cst_7_i32, signed", "%1, %cst_7_i32, unsigned"), "math"),
+    ("select_kernel", "t != t unordered -> ordered (NaN)", lambda t: sub(t, "not_equal unordered", "not_equal ordered"), "math"),
+    ("select_kernel", "iota bound 100 -> 101", lambda t: sub(t, "<i32: 100>", "<i32: 101>"), "constant"),
 ]
 
 
@@ -202,6 +212,20 @@ def _identity_broadcast(t: str) -> str:
     return sub(t, "mulf %9, %bcast_36", "mulf %same, %bcast_36")
 
 
+def _mirrored_comparison(t: str) -> str:
+    # idx >= 7 written as 7 <= idx
+    return sub(t, "cmpi greater_than_or_equal %1, %cst_7_i32,", "cmpi less_than_or_equal %cst_7_i32, %1,")
+
+
+def _full_shape_scalar(t: str) -> str:
+    # the scalar 0.0 of ct.where materialised at the tile's shape instead of splatted
+    t = sub(t, "%cst_0_f16_4 = constant <f16: 0.000000e+00> : tile<f16>",
+            "%cst_0_f16_4 = constant <f16: 0.000000e+00> : tile<1024xf16>")
+    t = drop_line(t, "%reshape = reshape %cst_0_f16_4")
+    t = drop_line(t, "%bcast = broadcast %reshape")
+    return sub(t, "select %4, %3, %bcast ", "select %4, %3, %cst_0_f16_4 ")
+
+
 # (op, rewrite, edit) -- each keeps what the kernel computes
 REWRITES = [
     ("softmax", "every SSA value renamed", _rename),
@@ -221,6 +245,8 @@ REWRITES = [
     ("relu", "a constant spelled as its bits", lambda t: sub(t, "<f16: 0.000000e+00>", "<f16: 0x0000>")),
     ("relu", "an f16 constant made as an f32 constant converted", _f32_constant_converted),
     ("relu", "hints keyed by the compile target (others' do not apply)", _hints_by_target),
+    ("select_kernel", "a >= b written as b <= a", _mirrored_comparison),
+    ("select_kernel", "a scalar operand of select at full shape", _full_shape_scalar),
 ]
 
 
@@ -228,9 +254,10 @@ def critical_categories(res) -> set:
     return {f.category for f in res.findings if f.severity == "critical"}
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", OPS + sorted(p.name.split(".")[0] for p in CONSTRUCTS.glob("*.ref.tileir")))
 def test_real_pairs_pass(op):
-    res = diff_ir(ref(op), (DATA / f"{op}.port.tileir").read_text(), target=TARGET)
+    port = ((CONSTRUCTS if op.endswith("_kernel") else DATA) / f"{op}.port.tileir").read_text()
+    res = diff_ir(ref(op), port, target=TARGET)
     assert res.verdict == "PASS", res.summary
 
 
@@ -272,5 +299,9 @@ def test_catch_rate():
     print(f"\nmutation suite: {caught}/{len(MUTANTS)} meaning-changing mutants caught, "
           f"{false_alarms}/{len(REWRITES)} false alarms on meaning-keeping rewrites")
     assert len(MUTANTS) >= 30 and len(REWRITES) >= 10
-    assert len({m[0] for m in MUTANTS}) == len(OPS), "mutants come from all eight operators"
+    assert {m[0] for m in MUTANTS} >= set(OPS), "mutants come from all eight operators"
+    construct_kernels = yaml.safe_load((Path(__file__).parent / "data" / "operators" / "constructs"
+                                        / "manifest.yaml").read_text())["kernels"]
+    for k in construct_kernels:       # and from every construct kernel, both ways
+        assert k in {m[0] for m in MUTANTS} and k in {r[0] for r in REWRITES}, k
     assert caught == len(MUTANTS) and false_alarms == 0

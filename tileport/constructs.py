@@ -34,7 +34,13 @@ BINARY_MATH = {"maximum": "max_tile", "minimum": "min_tile"}
 # cuda.tile RoundingMode member -> cuTile Rust rounding marker (cuda/tile/_numeric_semantics.py)
 ROUNDING = {"RN": "NearestEven", "RZ": "Zero", "RM": "NegativeInf", "RP": "PositiveInf",
             "RA": "NearestAway", "FULL": "Full", "APPROX": "Approx"}
-TILE_CREATION = {"full", "zeros", "ones"}
+TILE_CREATION = {"full", "zeros", "ones", "arange"}
+# elementwise selection and comparison (Python's comparison operators on tiles)
+SELECTION = {"where"}
+# ast comparison operator -> cutile predicate marker (cmpi / cmpf); cuTile Python compares
+# floats `ordered` except `!=`, which is `unordered` (NaN != x is true)
+COMPARISONS = {"Lt": "LessThan", "LtE": "LessThanOrEqual", "Gt": "GreaterThan",
+               "GtE": "GreaterThanOrEqual", "Eq": "Equal", "NotEq": "NotEqual"}
 SHAPE_OPS = {"reshape", "astype", "mma"}
 GRID = {"bid", "num_blocks", "num_tiles"}
 
@@ -43,7 +49,7 @@ GRID = {"bid", "num_blocks", "num_tiles"}
 TILE_METHODS = {"astype", "reshape", "permute", "transpose", "extract", "item", "insert"}
 
 SUPPORTED_CALLS = (MEMORY | set(REDUCTIONS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
-                   | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID)
+                   | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION)
 
 PADDING = {
     # cuda.tile PaddingMode member -> cuTile Rust padding marker
@@ -61,6 +67,8 @@ DTYPE_ATTRS = {
     "bfloat16": ("bf16", "bf16"),
     "float32": ("f32", "f32"),
     "int32": ("i32", "i32"),
+    "int64": ("i64", "i64"),
+    "bool_": ("bool", "bool"),
 }
 # manifest dtype code -> Rust element type name used as generic argument
 RUST_DTYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32"}

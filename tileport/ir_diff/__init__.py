@@ -60,6 +60,11 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   launcher is compiled for declared strides); it is reported as ``info`` (memory, host).
   ``strides=[...]`` is then erased from the *types* of all ops: the strides are carried
   by the ``make_tensor_view`` op that every user of the view reaches through dataflow.
+* ``cmpi``/``cmpf`` ``greater_than[_or_equal] a, b`` is ``less_than[_or_equal] b, a``
+  (same signedness / ordering).  [_Normaliser.comparisons]
+* Float constants compare by their bits; ``ftof`` (nearest even) and ``bitcast`` of a
+  constant are the constant they compute (cutile makes an f16/bf16 constant as a converted
+  f32 one).  [_Normaliser.constants]
 * Commutative ops (addf, mulf, maxf, minf, addi, muli, maxi, mini, andi, ori, xori)
   compare their two operands as an unordered pair; everything else keeps order.
 * Loop-invariant code motion does not matter: an op's signature does not depend on the

@@ -188,6 +188,7 @@ class _Normaliser:
         self.assumes()
         self.fma()
         self.constants()
+        self.comparisons()
         self.shapes()
         self.tokens()
         self.index_space()
@@ -266,6 +267,17 @@ class _Normaliser:
                 continue
             n.opname, n.pre, n.operands = "constant", floats.canonical(dst, bits), []
             n.types = n.result_types[0]
+
+    def comparisons(self) -> None:
+        """``a > b`` is ``b < a`` and ``a >= b`` is ``b <= a`` (``cmpi``/``cmpf``, same
+        signedness or ordering): comparisons are written with ``less_than[_or_equal]``, operands
+        swapped, so the two spellings of one comparison have one signature."""
+        for n in self.s.walk():
+            if n.opname in ("cmpi", "cmpf") and len(n.operands) == 2:
+                m = re.match(r"^greater_than(_or_equal)?\b", n.pre.strip())
+                if m:
+                    n.pre = "less_than" + (m.group(1) or "") + n.pre.strip()[m.end():]
+                    n.operands = [n.operands[1], n.operands[0]]
 
     def shapes(self) -> None:
         """Identity broadcast/reshape and splat canonicalisation (program order, so an

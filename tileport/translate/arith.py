@@ -21,7 +21,8 @@ class ArithRules:
 
     CALLS = {**{n: "arith_call" for n in C.ARITH}, **{n: "flagged_math" for n in C.FLAGGED_MATH},
              **{n: "unary_math" for n in C.UNARY_MATH}, **{n: "binary_math" for n in C.BINARY_MATH},
-             **{n: "tile_constant" for n in C.TILE_CREATION}, "astype": "astype"}
+             **{n: "tile_constant" for n in C.TILE_CREATION - {"arange"}}, "astype": "astype",
+             "arange": "arange", "where": "where"}
 
     _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
@@ -210,6 +211,64 @@ class ArithRules:
         """Are element types ``a`` and ``b`` (Rust names or 'E') the same in this entry?"""
         concrete = {"E": C.RUST_DTYPE.get(self.spec.get(DTYPE_KEY), "E")}
         return concrete.get(a, a) == concrete.get(b, b)
+
+    def arange(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.arange(n, dtype=)``: cutile's ``iota`` ``[0, 1, ..., n-1]`` (start/step are not
+        translated yet)."""
+        self.check_kwargs(node, {"dtype"})
+        if len(node.args) != 1:
+            self.fail(node, "ct.arange", "expects the size as its one positional argument")
+        (n,) = self.shape_of(ast.Tuple(elts=[node.args[0]], ctx=ast.Load()))
+        _, dty = self.expr(self._kw(node, "dtype"))
+        if dty.kind != "dtype" or dty.dtype not in ("i32", "i64"):
+            self.fail(node, "ct.arange", "dtype must be ct.int32 or ct.int64")
+        return self.bind(f"iota(shape![{n}])", Ty("tile", dty.dtype, (n,)))
+
+    def compare(self, node: ast.Compare) -> tuple[str, Ty]:
+        """``a < b`` (``<= > >= == !=``) with a tile operand: cutile's ``cmpi`` (signedness from
+        the element type) or ``cmpf`` (``ordered``, ``unordered`` for ``!=``, as cuTile Python),
+        with Python broadcasting; a bool tile."""
+        if len(node.ops) != 1:
+            self.fail(node, ast.unparse(node), "chained comparisons are not translated")
+        pred = C.COMPARISONS[type(node.ops[0]).__name__]
+        le, lt = self.expr(node.left)
+        re_, rt = self.expr(node.comparators[0])
+        if "tile" not in (lt.kind, rt.kind):
+            self.fail(node, ast.unparse(node), "a comparison of scalars is not translated")
+        dtype = lt.dtype if lt.kind == "tile" else rt.dtype
+        if lt.kind == "tile" and rt.kind == "tile" and lt.dtype != rt.dtype:
+            self.fail(node, ast.unparse(node), f"mixed tile dtypes {lt.dtype} and {rt.dtype}")
+        shape = self.broadcast_shape(lt, rt, node)
+        le = self.as_tile(le, lt, dtype, shape, node)
+        re_ = self.as_tile(re_, rt, dtype, shape, node)
+        ty = Ty("tile", "bool", shape)
+        if dtype in C.FLOAT_TILE_DTYPES:
+            order = "Unordered" if pred == "NotEqual" else "Ordered"
+            return self.bind(f"cmpf({le}, {re_}, predicate::{pred}, cmp_ordering::{order})", ty)
+        return self.bind(f"cmpi({le}, {re_}, predicate::{pred})", ty)
+
+    def where(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.where(cond, x, y)``: cutile's ``select`` with Python broadcasting; a scalar
+        ``x``/``y`` takes the other operand's element type (cuTile Python's weak scalars)."""
+        self.check_kwargs(node, set())
+        if len(node.args) != 3:
+            self.fail(node, "ct.where", "expects (cond, x, y)")
+        ce, cty = self.expr(node.args[0])
+        xe, xt = self.expr(node.args[1])
+        ye, yt = self.expr(node.args[2])
+        if cty.kind != "tile" or cty.dtype != "bool":
+            self.fail(node, "ct.where", "the condition must be a bool tile (a comparison)")
+        tiles = [t for t in (xt, yt) if t.kind == "tile"]
+        if not tiles:
+            self.fail(node, "ct.where", "x or y must be a tile")
+        if len(tiles) == 2 and xt.dtype != yt.dtype:
+            self.fail(node, "ct.where", f"x and y have dtypes {xt.dtype} and {yt.dtype}")
+        dtype = tiles[0].dtype
+        shape = self.broadcast_shape(cty, Ty("tile", dtype, self.broadcast_shape(xt, yt, node)), node)
+        ce = self.as_tile(ce, cty, "bool", shape, node)
+        xe = self.as_tile(xe, xt, dtype, shape, node)
+        ye = self.as_tile(ye, yt, dtype, shape, node)
+        return self.bind(f"select({ce}, {xe}, {ye})", Ty("tile", dtype, shape))
 
     def tile_constant(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.full(shape, value, dtype)``, ``ct.zeros/ones(shape, dtype)``."""

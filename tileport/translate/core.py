@@ -228,6 +228,8 @@ class TranslatorBase:
             return repr(node.value), Ty("lit", value=node.value)
         if isinstance(node, ast.BinOp):
             return self.binop(node)
+        if isinstance(node, ast.Compare):
+            return self.compare(node)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             e, ty = self.expr(node.operand)
             if ty.kind == "lit":

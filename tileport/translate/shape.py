@@ -50,14 +50,23 @@ class ShapeRules:
                 if full == shape:
                     return e
             return self.bind(f"{e}.broadcast({sh})", Ty("tile", ty.dtype, shape))[0]
-        if ty.kind == "i32" and dtype in C.FLOAT_TILE_DTYPES:
+        if ty.kind == "lit":
+            # a Python scalar takes the tile's element type (cuTile Python's weak scalars)
+            if dtype == "E":
+                return self.constant_tile(ty.value, "E", shape, node)[0]
+            if dtype == "f32" and not math.isfinite(ty.value):
+                return self.f32_constant(ty.value, shape)[0]       # inf / NaN: a constant tile
+            if dtype == "f32":
+                e = self.f32_lit(ty.value)
+            elif dtype in ("i32", "i64") and isinstance(ty.value, int) and not isinstance(ty.value, bool):
+                e = f"{ty.value}{dtype}"
+            else:
+                self.fail(node, ast.unparse(node), f"the scalar {ty.value!r} mixed with a {dtype} tile "
+                                                   "is not translated")
+        elif ty.kind == "i32" and dtype in C.FLOAT_TILE_DTYPES:
             self.fail(node, ast.unparse(node), "an int scalar mixed with a float tile is not "
                                                "translated (no int-to-float scalar rule yet)")
-        if dtype != "f32" and ty.kind in ("lit", "f32"):
-            self.fail(node, ast.unparse(node), f"scalar mixed with a {dtype} tile; cast the tile to "
-                                               "ct.float32 first")
-        if ty.kind == "lit" and dtype == "f32" and not math.isfinite(ty.value):
-            return self.f32_constant(ty.value, shape)[0]       # inf / NaN: a constant tile
-        if ty.kind == "lit":
-            e = self.f32_lit(ty.value) if dtype == "f32" else f"{ty.value}i32"
+        elif ty.kind != dtype:
+            self.fail(node, ast.unparse(node), f"a {ty.kind} scalar mixed with a {dtype} tile; cast "
+                                               f"one of them first")
         return self.bind(f"broadcast_scalar({e}, {sh})", Ty("tile", dtype, shape))[0]

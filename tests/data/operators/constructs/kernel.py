@@ -1,0 +1,22 @@
+"""Test operator: one small kernel per construct the translator has a rule for.
+
+tests/test_constructs.py ports every kernel here with the real compilers and requires an IR
+diff PASS; tests/data/ir/constructs/ keeps their Tile IR for the mutation suite.
+"""
+import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+
+
+@ct.kernel
+def select_kernel(x, y, TILE: ConstInt):
+    """ct.arange (iota), comparisons of tiles (cmpi / cmpf, != unordered), ct.where (select)
+    with tile and scalar operands."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    idx = ct.arange(TILE, dtype=ct.int32)
+    r = ct.where(idx < 100, t, ct.zeros((TILE,), dtype=x.dtype))
+    r = ct.where(t > ct.zeros((TILE,), dtype=x.dtype), r, 0.0)
+    r = ct.where(t != t, 1.0, r)
+    r = ct.where(idx >= 7, r, -r)
+    ct.store(y, index=(bid,), tile=r)
