@@ -121,6 +121,17 @@ MUTANTS = [
     ("select_kernel", "signed -> unsigned comparison", lambda t: sub(t, "%1, %cst_7_i32, signed", "%1, %cst_7_i32, unsigned"), "math"),
     ("select_kernel", "t != t unordered -> ordered (NaN)", lambda t: sub(t, "not_equal unordered", "not_equal ordered"), "math"),
     ("select_kernel", "iota bound 100 -> 101", lambda t: sub(t, "<i32: 100>", "<i32: 101>"), "constant"),
+    ("gather_kernel", "bounds check signed (negative indices load)", lambda t: sub(t, "%5 = cmpi less_than %bcast, %bcast_6, unsigned", "%5 = cmpi less_than %bcast, %bcast_6, signed"), "math"),
+    ("gather_kernel", "row bound read from the column extent", lambda t: sub(t, "%4 = exti %assume signed", "%4 = exti %assume_2 signed"), "math"),
+    ("gather_kernel", "row offset times the column extent, not the row stride", lambda t: sub(t, "%6 = exti %assume_3 signed", "%6 = exti %assume_2 signed"), "math"),
+    ("gather_kernel", "user mask or-ed instead of and-ed", lambda t: sub(t, "%15 = andi %11, %2", "%15 = ori %11, %2"), "math"),
+    ("gather_kernel", "gather without its user mask", lambda t: sub(t, "load_ptr_tko weak %14, %15,", "load_ptr_tko weak %14, %11,"), "memory"),
+    ("gather_kernel", "padding -inf -> +inf", lambda t: sub(t, "<f16: 0xFC00>", "<f16: 0x7C00>"), "constant"),
+    ("gather_kernel", "scatter of the unmasked gather only", lambda t: sub(t, "store_ptr_tko weak %31, %23, %24", "store_ptr_tko weak %31, %result_23, %24"), "math"),
+    ("gather_kernel", "gather from the output array", lambda t: sub(t, "%reshape_11 = reshape %arg0 :", "%reshape_11 = reshape %arg5 :"), "memory"),
+    ("gather1d_kernel", "scatter without its bounds mask", lambda t: sub(t, "store_ptr_tko weak %14, %9, %12 token=%0 : tile<1024xptr<f16>>, tile<1024xf16>, tile<1024xi1>",
+                                                                        "store_ptr_tko weak %14, %9 token=%0 : tile<1024xptr<f16>>, tile<1024xf16>"), "memory"),
+    ("gather1d_kernel", "index widened unsigned (zero-extended)", lambda t: sub(t, "%4 = exti %3 signed", "%4 = exti %3 unsigned"), "cast"),
 ]
 
 
@@ -217,6 +228,29 @@ def _mirrored_comparison(t: str) -> str:
     return sub(t, "cmpi greater_than_or_equal %1, %cst_7_i32,", "cmpi less_than_or_equal %cst_7_i32, %1,")
 
 
+def _padding_by_select(t: str) -> str:
+    # cutile's form of a padded gather: a masked load without padding, then a select of the
+    # padding where the mask is false (and no make_token token)
+    line = line_of(t, "%result, %result_token = load_ptr_tko weak %14, %15, %bcast_14 token=%0")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    new = ("  %raw, %result_token = load_ptr_tko weak %14, %15 optimization_hints = <sm_90 = {latency = 3}> : "
+           f"tile<1024xptr<f16>>, tile<1024xi1> -> tile<1024xf16>, token{loc}\n"
+           f"  %result = select %15, %raw, %bcast_14 : tile<1024xi1>, tile<1024xf16>{loc}")
+    return sub(t, line, new)
+
+
+def _unread_padding_dropped(t: str) -> str:
+    # a load without a mask reads every lane: its padding operand is never used
+    return sub(t, "load_ptr_tko weak %22, %bcast_22 token=%0 : tile<1024xptr<f16>>, tile<1024xf16> -> ",
+               "load_ptr_tko weak %22 : tile<1024xptr<f16>> -> ")
+
+
+def _one_widening(t: str) -> str:
+    # the scatter reuses the gather's widened index instead of widening it again
+    t = drop_line(t, "%10 = exti %3 signed")
+    return t.replace("cmpi less_than %10,", "cmpi less_than %4,").replace("muli %10,", "muli %4,")
+
+
 def _full_shape_scalar(t: str) -> str:
     # the scalar 0.0 of ct.where materialised at the tile's shape instead of splatted
     t = sub(t, "%cst_0_f16_4 = constant <f16: 0.000000e+00> : tile<f16>",
@@ -247,6 +281,9 @@ REWRITES = [
     ("relu", "hints keyed by the compile target (others' do not apply)", _hints_by_target),
     ("select_kernel", "a >= b written as b <= a", _mirrored_comparison),
     ("select_kernel", "a scalar operand of select at full shape", _full_shape_scalar),
+    ("gather_kernel", "padding as a select after a masked load", _padding_by_select),
+    ("gather_kernel", "the unread padding of an unmasked load dropped", _unread_padding_dropped),
+    ("gather1d_kernel", "an index widened once for gather and scatter", _one_widening),
 ]
 
 

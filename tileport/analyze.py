@@ -150,9 +150,10 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
             if _is_ct(node.func, alias) or _is_tile_method(node.func, alias):
                 name = node.func.attr
                 item = {"call": f"{alias}.{name}", "line": line}
-                if name in ("load", "store"):
+                if name in ("load", "store", "gather", "scatter"):
                     arr = node.args[0].id if node.args and isinstance(node.args[0], ast.Name) else None
                     item["array"] = arr
+                if name in ("load", "store"):
                     pm = _kw(node, "padding_mode")
                     item["padding"] = pm.attr if isinstance(pm, ast.Attribute) else "UNDETERMINED"
                     shp = _kw(node, "shape", 2)
@@ -320,8 +321,8 @@ def analyse(op_dir: str | Path) -> dict:
             # a valid cuTile construct the translator has no rule for: the tool must act
             u["file"], u["owner"] = str(kpath), "tool"
         unsupported.extend(unsup)
-        stored = {c.get("array") for c in calls if c["call"].endswith(".store")}
-        loaded = {c.get("array") for c in calls if c["call"].endswith(".load")}
+        stored = {c.get("array") for c in calls if c["call"].endswith((".store", ".scatter"))}
+        loaded = {c.get("array") for c in calls if c["call"].endswith((".load", ".gather"))}
         for p in params:
             if p["kind"] == "array" and "role" in p:
                 want = p["role"]

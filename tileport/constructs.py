@@ -7,7 +7,7 @@ Facts about each function come from the cuda.tile 1.7.0 API (``cuda/tile/_stub.p
 from __future__ import annotations
 
 # memory: loads and stores through partition views (TMA-eligible)
-MEMORY = {"load", "store"}
+MEMORY = {"load", "store", "gather", "scatter"}
 # reductions with (tile, axis=, keepdims=)
 REDUCTIONS = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
 # elementwise unary math: cuTile Python name -> cuTile Rust call template ({x} = operand)

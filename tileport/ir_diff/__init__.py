@@ -49,7 +49,12 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   contraction to the translator; an unfused pair rounds twice and tileiras does not
   always contract it, so a difference is reported as ``warn`` (math, kernel).
 * ``join_tokens`` is an unordered set; ``make_token`` operands of a join are dropped
-  (a fresh token carries no ordering) and a join of one token is that token.
+  (a fresh token carries no ordering) and a join of one token is that token; a memory op's
+  ``token=`` from ``make_token`` is dropped too (it orders the op after nothing).
+* A masked ``load_ptr_tko`` whose only user is ``select(mask, load, pad)`` with the same mask
+  is the load with padding ``pad`` (masked-off lanes are undefined, the select gives them
+  ``pad``; cutile has no scalar of a generic element type to pass as padding); the padding of
+  a load without a mask is never read and is dropped.  [_Normaliser.masked_loads]
 * ``get_index_space_shape`` of a partition view reads only the tensor view and the
   tile shape, never the padding value (the index space is ``ceil(shape / tile)``), so
   it is rewritten to read the tensor view directly with the padding erased.

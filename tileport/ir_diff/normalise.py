@@ -10,7 +10,7 @@ from typing import Iterable, Iterator
 
 from .. import floats
 from .ops import TERMINATORS, _is_effectful_name
-from .parse import Entry, Op, _ws
+from .parse import Entry, Op, _split_top, _ws
 
 
 @dataclass(eq=False)
@@ -68,6 +68,7 @@ def _rank0(t: str) -> bool:
 
 
 _SCALAR_CONST = re.compile(r"<\s*(\w+)\s*:\s*([^\[\],<>]+?)\s*>")
+_TOKEN_OPERAND = re.compile(r"\s*\btoken\s*=\s*%")
 _INT_WIDTH = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 
 
@@ -191,6 +192,7 @@ class _Normaliser:
         self.comparisons()
         self.shapes()
         self.tokens()
+        self.masked_loads()
         self.index_space()
         self.tensor_views()
 
@@ -324,6 +326,59 @@ class _Normaliser:
                 n.opname, n.pre, n.operands = "make_token", "", []
             else:
                 n.operands, n.pre = keep, ""      # operand count lives in the operand list
+        _remove(self.s.all_lists(), doomed)
+        # a memory op's `token=` from make_token orders it after nothing: as if it had none
+        for n in self.s.walk():
+            m = _TOKEN_OPERAND.search(n.pre)
+            if m is None:
+                continue
+            k = n.pre[:m.start()].count("%")
+            p = _producer(n.operands[k]) if k < len(n.operands) else None
+            if p is not None and p.opname == "make_token":
+                del n.operands[k]
+                n.pre = _ws(n.pre[:m.start()] + n.pre[m.end():])
+
+    def masked_loads(self) -> None:
+        """``select(m, load_ptr_tko(p, m), pad)`` with the select as the load's only user is
+        ``load_ptr_tko(p, m, pad)``: a masked gather's padding, as cuTile Python writes it,
+        equals a masked load without padding whose masked-off lanes (undefined) the select with
+        the same mask replaces by ``pad``; cutile has no scalar of a generic element type to
+        pass as the padding of its ``load_ptr_tko``, so it writes the select. A padding without a
+        mask is never read (every lane loads): it is dropped (cuTile Python writes one for
+        ``check_bounds=False``)."""
+        for n in self.s.walk():
+            if n.opname == "load_ptr_tko" and len(n.operands) == 2 and " -> " in n.types:
+                head, _, tail = n.types.partition(" -> ")
+                types = _split_top(head)
+                if len(types) == 2 and not re.search(r"[<x]i1>$", types[1]):
+                    n.operands = n.operands[:1]
+                    n.pre = _ws(re.sub(r"^(\w+ %), %", r"\1", n.pre.strip()))
+                    n.types = f"{types[0]} -> {tail}"
+        users: dict = {}
+        for n in self.s.walk():
+            for v in n.args():
+                users.setdefault(id(v), []).append(n)
+        doomed = set()
+        for n in self.s.walk():
+            if (n.opname != "select" or len(n.operands) != 3 or not n.results):
+                continue
+            cond, val, pad = n.args()
+            load = val.node if val.kind == "op" and val.index == 0 else None
+            if (load is None or load.opname != "load_ptr_tko" or len(load.operands) != 2
+                    or load.args()[1] is not cond or users.get(id(val)) != [n]
+                    or " -> " not in load.types or load.parent is not n.parent
+                    or any(users.get(id(r)) for r in load.results[1:])):
+                continue
+            # the load moves to the select's place: the padding may be defined between them
+            nodes = load.parent.nodes if load.parent is not None else self.s.body
+            nodes.remove(load)
+            nodes.insert(nodes.index(n), load)
+            load.operands = load.operands + [pad]
+            load.pre = _ws(re.sub(r"^(\w+ %, %)", r"\1, %", load.pre.strip()))
+            head, _, tail = load.types.partition(" -> ")
+            load.types = f"{head}, {pad.type} -> {tail}"
+            n.results[0].alias = val
+            doomed.add(n)
         _remove(self.s.all_lists(), doomed)
 
     def index_space(self) -> None:

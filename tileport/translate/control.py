@@ -45,6 +45,8 @@ class ControlRules:
                                                right=s.value, lineno=s.lineno), s)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "store"):
             self.store(s.value)
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "scatter"):
+            self.scatter(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             pass  # a string used as a comment
         elif isinstance(s, ast.Pass):

@@ -130,6 +130,7 @@ class TranslatorBase:
         self.spec = dict(spec or {})
         self.dtypes = tuple(dtypes)          # the element types E takes over the variants
         self.need_dtype = False              # set by a rule that needs E's concrete type
+        self.need_strides = False            # the module needs memory.STRIDES_HELPER
         self.entry = entry or fn.name
         self.out = Emitter()
         self.scopes: list[dict[str, Var]] = [{}]

@@ -12,7 +12,7 @@ from .control import ControlRules
 from .core import DTYPE_KEY, TranslatorBase, Ty, Unsupported, Var
 from .hints import HintRules
 from .matrix import MatrixRules
-from .memory import MemoryRules
+from .memory import STRIDES_HELPER, MemoryRules
 from .reductions import ReductionRules
 from .shape import ShapeRules
 
@@ -136,16 +136,14 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
     fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
     keys = specialisation_keys(fn, kinfo["params"])
     dtypes = tuple(dict.fromkeys(v["dtype"] for v in details["variants"]))
-    header = MODULE_HEADER.format(src=display_path(kfile))
     # generic over E first; per element type too when a rule needs E's concrete type
     for by_dtype in (False, True):
         groups: dict[tuple, list[str]] = {}
         for v in details["variants"]:
             groups.setdefault(tuple(v["constexprs"][k] for k in keys)
                               + ((v["dtype"],) if by_dtype else ()), []).append(v["id"])
-        parts, smap, entries = [header], [], {}
-        line = header.count("\n")
-        need_dtype = False
+        bodies, entries = [], {}
+        need_dtype = need_strides = False
         for key, vids in groups.items():
             spec = dict(zip(keys, key))
             words = [f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items()]
@@ -155,14 +153,19 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
             name = kernel + "__" + "_".join(words) if words else kernel
             tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile, spec, name,
                                   dtypes, target, tree)
-            body, bmap = tr.translate()
+            bodies.append(tr.translate())
             need_dtype |= tr.need_dtype
-            smap += [(r + line, p) for r, p in bmap]
-            parts.append(body + "\n")
-            line += body.count("\n") + 1
+            need_strides |= tr.need_strides
             entries.update({vid: name for vid in vids})
         if not need_dtype:
             break
+    header = MODULE_HEADER.format(src=display_path(kfile)) + (STRIDES_HELPER if need_strides else "")
+    parts, smap = [header], []
+    line = header.count("\n")
+    for body, bmap in bodies:
+        smap += [(r + line, p) for r, p in bmap]
+        parts.append(body + "\n")
+        line += body.count("\n") + 1
     return "".join(parts) + "}\n", smap, entries
 
 

@@ -21,10 +21,23 @@ from .. import constructs as C
 from .core import Ty, Var
 
 
-class MemoryRules:
-    """Rules for arrays and partition views (mixed into the driver's translator)."""
+# a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
+STRIDES_HELPER = """    /// The element strides of a tensor, from its type metadata (cutile 0.5.0 keeps them there
+    /// beside base, shape and token but has no accessor for them: this is its own
+    /// return_type_meta_field compiler op, as core uses for get_tensor_shape_meta).
+    #[cuda_tile::variadic_op(N = 6)]
+    #[cuda_tile::compiler_op(name = "return_type_meta_field", type_meta_field = "strides")]
+    pub fn tensor_strides<'s, E: ElementType, const S: [i32; N]>(tensor: &Tensor<E, S>) -> Shape<'s, S> {
+        unreachable!()
+    }
 
-    CALLS = {"load": "load", "num_tiles": "num_tiles"}
+"""
+
+
+class MemoryRules:
+    """Rules for arrays, partition views and pointer tiles (mixed into the driver's translator)."""
+
+    CALLS = {"load": "load", "num_tiles": "num_tiles", "gather": "gather"}
 
     def array_arg(self, node) -> Var:
         if not isinstance(node, ast.Name) or self.lookup(node.id) is None or self.lookup(node.id).ty.kind != "arr":
@@ -114,3 +127,126 @@ class MemoryRules:
         if not 0 <= i < arr.ty.ndim:
             self.fail(node, ast.unparse(node), f"axis {i} out of range for rank {arr.ty.ndim}")
         return f"get_shape_dim({arr.rust}.shape(), {i}i32)", Ty("i32")
+
+    # ---- pointer tiles: ct.gather / ct.scatter -------------------------------------
+    def gather(self, call) -> tuple[str, Ty]:
+        """``ct.gather(arr, indices, mask=, padding_value=, check_bounds=, latency=)``."""
+        self.check_kwargs(call, {"mask", "padding_value", "check_bounds", "latency"})
+        if len(call.args) != 2:
+            self.fail(call, "ct.gather", "expects (array, indices) positionally")
+        arr = self.array_arg(call.args[0])
+        ptrs, mask, shape = self.gather_scatter(call, arr, call.args[1])
+        sh = ", ".join(shape)
+        raw, tok = self.fresh("g"), self.fresh("tok")
+        self.out.emit(f"let ({raw}, {tok}): (Tile<E, {{[{sh}]}}>, Token) = load_ptr_tko({ptrs}, "
+                      f"ordering::Weak, None::<scope::TileBlock>, "
+                      f"{f'Some({mask})' if mask else 'None'}, None::<E>, "
+                      f"None::<Token>, {self.latency_marker(call)});", self.line)
+        if mask is None:
+            return raw, Ty("tile", "E", shape)
+        # cutile has no scalar of the generic element type for load_ptr_tko's padding: the
+        # masked-off lanes take it through a select (the IR diff's masked_loads rule)
+        pnode = self._kw(call, "padding_value")
+        pe, pt = self.expr(pnode) if pnode is not None else ("0", Ty("lit", value=0))
+        pad = self.as_tile(pe, pt, "E", shape, call)
+        return self.bind(f"select({mask}, {raw}, {pad})", Ty("tile", "E", shape))
+
+    def scatter(self, call):
+        """``ct.scatter(arr, indices, value, mask=, check_bounds=, latency=)``."""
+        self.check_kwargs(call, {"mask", "check_bounds", "latency"})
+        if len(call.args) != 3:
+            self.fail(call, "ct.scatter", "expects (array, indices, value) positionally")
+        arr = self.array_arg(call.args[0])
+        ptrs, mask, shape = self.gather_scatter(call, arr, call.args[1])
+        ve, vt = self.expr(call.args[2])
+        if vt.kind == "tile" and vt.dtype != "E":
+            self.fail(call, "ct.scatter", f"the value has dtype {vt.dtype}, the array the variant "
+                                          f"dtype: cast with ct.astype(v, arr.dtype) first")
+        value = self.as_tile(ve, vt, "E", shape, call)
+        self.out.emit(f"store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scope::TileBlock>, "
+                      f"{f'Some({mask})' if mask else 'None'}, "
+                      f"None::<Token>, {self.latency_marker(call)});", self.line)
+
+    def gather_scatter(self, call, arr: Var, idx_node) -> tuple[str, str | None, tuple]:
+        """The pointer tile and mask of a gather/scatter, op for op as cuTile Python builds them
+        (cuda-tile 1.7.0, seen in its Tile IR): per axis k, the index widened to i64 (``exti``
+        signed) and broadcast to the indices' common shape; with ``check_bounds`` the lanes
+        ``index < shape[k]`` compared unsigned (a negative index is out of bounds), and-ed axis
+        by axis; the offset ``sum_k index_k * stride_k`` (the innermost stride is the static 1
+        every port and reference is compiled for); the base pointer broadcast and offset; a
+        ``mask=`` and-ed last. Unsigned comparison comes from cutile's ``u64`` element type (the
+        same i64 in Tile IR). Returns (pointer tile, mask or None, shape)."""
+        elts = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
+        nd = arr.ty.ndim
+        if len(elts) != nd:
+            self.fail(idx_node, ast.unparse(idx_node), f"{len(elts)} indices for a rank-{nd} array")
+        idx = []
+        for e in elts:
+            ie, it = self.expr(e)
+            if it.kind == "lit" and isinstance(it.value, int) and not isinstance(it.value, bool):
+                ie, it = f"{it.value}i32", Ty("i32")
+            if not ((it.kind == "tile" and it.dtype == "i32") or it.kind == "i32"):
+                self.fail(e, ast.unparse(e), "a gather/scatter index must be an int32 tile or scalar")
+            idx.append((ie, it))
+        shape: tuple = ()
+        for _, it in idx:
+            if it.kind == "tile":
+                shape = self.broadcast_shape(Ty("tile", "i32", shape), it, idx_node)
+        if not shape:
+            self.fail(idx_node, ast.unparse(idx_node), "indices that are all scalars (one element) "
+                                                       "are not translated")
+        cb = self._kw(call, "check_bounds")
+        check = True if cb is None else self.const_value(cb)
+        if not isinstance(check, bool):
+            self.fail(call, ast.unparse(cb), "check_bounds must be True, False or a bool constexpr")
+        if nd > 1:
+            self.need_strides = True
+            st = self.fresh("strides")
+            self.out.emit(f"let {st}: Shape<{{[{', '.join(['-1'] * nd)}]}}> = tensor_strides({arr.rust});",
+                          self.line)
+        mask = offset = None
+        for k, (ie, it) in enumerate(idx):
+            i64 = self.widened(ie, it, shape)
+            if check:
+                n = self.widened(f"get_shape_dim({arr.rust}.shape(), {k}i32)", Ty("i32"), shape)
+                m = self.bind(f"cmpi({i64}, {n}, predicate::LessThan)", Ty("tile", "bool", shape))[0]
+                mask = m if mask is None else self.bind(f"andi({mask}, {m})", Ty("tile", "bool", shape))[0]
+            if k == nd - 1:
+                stride = self.bind(f"constant(1u64, shape![{', '.join(shape)}])", Ty("tile", "u64", shape))[0]
+            else:
+                stride = self.widened(f"get_shape_dim({st}, {k}i32)", Ty("i32"), shape)
+            off = self.bind(f"{i64} * {stride}", Ty("tile", "u64", shape))[0]
+            offset = off if offset is None else self.bind(f"{offset} + {off}", Ty("tile", "u64", shape))[0]
+        mnode = self._kw(call, "mask")
+        if mnode is not None:
+            me, mt = self.expr(mnode)
+            if mt.kind != "tile" or mt.dtype != "bool":
+                self.fail(mnode, ast.unparse(mnode), "mask must be a bool tile")
+            um = self.as_tile(me, mt, "bool", shape, call)
+            mask = um if mask is None else self.bind(f"andi({mask}, {um})", Ty("tile", "bool", shape))[0]
+        ptr = "PointerTile<*mut E, {{[{}]}}>"
+        base = self.fresh("base")
+        self.out.emit(f"let {base}: {ptr.format('')} = get_tensor_base({arr.rust});", self.line)
+        ones = ", ".join(["1"] * len(shape))
+        b1 = self.fresh("base")
+        self.out.emit(f"let {b1}: {ptr.format(ones)} = {base}.reshape(shape![{ones}]);", self.line)
+        bs = self.fresh("base")
+        self.out.emit(f"let {bs}: {ptr.format(', '.join(shape))} = {b1}.broadcast(shape![{', '.join(shape)}]);",
+                      self.line)
+        ptrs = self.fresh("ptrs")
+        self.out.emit(f"let {ptrs}: {ptr.format(', '.join(shape))} = {bs}.offset_tile({offset});", self.line)
+        return ptrs, mask, shape
+
+    def widened(self, e: str, ty: Ty, shape: tuple) -> str:
+        """An int32 index (tile or scalar) as cutile's u64 (Tile IR ``exti`` signed to i64)
+        broadcast to ``shape``."""
+        if ty.kind == "i32":
+            e, ty = self.bind(f"scalar_to_tile({e})", Ty("tile", "i32", ()))
+        w, wty = self.bind(f"exti({e})", Ty("tile", "u64", ty.shape))
+        return self.as_tile(w, wty, "u64", shape, None)
+
+    def latency_marker(self, call) -> str:
+        """``latency=`` as the ``Latency::<n>`` marker of cutile's pointer loads/stores."""
+        lat = self.latency_arg(call)
+        return "Latency::<0>" if lat == "None" else f"Latency::<{lat[5:-1]}>"
+

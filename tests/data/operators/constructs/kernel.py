@@ -3,6 +3,8 @@
 tests/test_constructs.py ports every kernel here with the real compilers and requires an IR
 diff PASS; tests/data/ir/constructs/ keeps their Tile IR for the mutation suite.
 """
+import math
+
 import cuda.tile as ct
 
 ConstInt = ct.Constant[int]
@@ -20,3 +22,21 @@ def select_kernel(x, y, TILE: ConstInt):
     r = ct.where(t != t, 1.0, r)
     r = ct.where(idx >= 7, r, -r)
     ct.store(y, index=(bid,), tile=r)
+
+
+@ct.kernel
+def gather_kernel(a, b, TILE: ConstInt):
+    """ct.gather / ct.scatter on a 2-D array: a scalar row and a tile of columns, a mask=, a
+    padding_value=, check_bounds=False, latency=; cutile's pointer tiles, offsets and masks."""
+    row = ct.bid(0)
+    cols = ct.arange(TILE, dtype=ct.int32)
+    t = ct.gather(a, (row, cols), mask=cols < 500, padding_value=-math.inf, latency=3)
+    u = ct.gather(a, (row, cols), check_bounds=False)
+    ct.scatter(b, (row, cols), ct.maximum(t, u), mask=cols < 700, check_bounds=False)
+
+
+@ct.kernel
+def gather1d_kernel(x, y, TILE: ConstInt):
+    """ct.gather / ct.scatter on a 1-D array with bounds checks (the default)."""
+    offs = ct.bid(0) * TILE + ct.arange(TILE, dtype=ct.int32)
+    ct.scatter(y, offs, ct.gather(x, offs) * 2.0)
