@@ -132,6 +132,12 @@ MUTANTS = [
     ("gather1d_kernel", "scatter without its bounds mask", lambda t: sub(t, "store_ptr_tko weak %14, %9, %12 token=%0 : tile<1024xptr<f16>>, tile<1024xf16>, tile<1024xi1>",
                                                                         "store_ptr_tko weak %14, %9 token=%0 : tile<1024xptr<f16>>, tile<1024xf16>"), "memory"),
     ("gather1d_kernel", "index widened unsigned (zero-extended)", lambda t: sub(t, "%4 = exti %3 signed", "%4 = exti %3 unsigned"), "cast"),
+    ("intdiv_kernel", "n // TILE rounds toward zero", lambda t: sub(t, "%1 = divi %assume, %cst_1024_i32 signed rounding<negative_inf>", "%1 = divi %assume, %cst_1024_i32 signed rounding<zero>"), "math"),
+    ("intdiv_kernel", "cdiv rounds down", lambda t: sub(t, "%10 = divi %assume, %cst_1024_i32 signed rounding<positive_inf>", "%10 = divi %assume, %cst_1024_i32 signed rounding<negative_inf>"), "math"),
+    ("intdiv_kernel", "min -> max", lambda t: sub(t, "%2 = mini %blockId_x, %1 signed", "%2 = maxi %blockId_x, %1 signed"), "math"),
+    ("intdiv_kernel", "% keeps the C remainder's sign (no correction)", lambda t: sub(t, "%9 = select %7, %8, %3", "%9 = select %7, %3, %3"), "math"),
+    ("intdiv_kernel", "(TILE + 7) // 8 -> (TILE + 8) // 8", lambda t: sub(t, "<i32: 128>", "<i32: 129>"), "constant"),
+    ("intdiv_kernel", "tile % 3 -> tile % 2", lambda t: sub(t, "%15 = remi %14, %cst_3_i32 signed", "%15 = remi %14, %cst_2_i32 signed"), "constant"),
 ]
 
 
@@ -251,6 +257,19 @@ def _one_widening(t: str) -> str:
     return t.replace("cmpi less_than %10,", "cmpi less_than %4,").replace("muli %10,", "muli %4,")
 
 
+def _unfolded_constexpr(t: str) -> str:
+    # (TILE + 7) // 8 computed on constants (cutile) instead of folded (cuTile Python), and the
+    # sign test of the constant divisor computed instead of written as `false`
+    line = line_of(t, "%cst_128_i32 = constant <i32: 128> : tile<i32>")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    t = sub(t, line, f"  %c7 = constant <i32: 7> : tile<i32>{loc}\n  %c8 = constant <i32: 8> : tile<i32>{loc}\n"
+                     f"  %s = addi %cst_1024_i32, %c7 : tile<i32>{loc}\n"
+                     f"  %cst_128_i32 = divi %s, %c8 signed rounding<negative_inf> : tile<i32>{loc}")
+    line = line_of(t, "%false = constant <i1: false> : tile<i1>")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    return sub(t, line, f"  %false = cmpi less_than %cst_1024_i32, %cst_0_i32, signed : tile<i32> -> tile<i1>{loc}")
+
+
 def _full_shape_scalar(t: str) -> str:
     # the scalar 0.0 of ct.where materialised at the tile's shape instead of splatted
     t = sub(t, "%cst_0_f16_4 = constant <f16: 0.000000e+00> : tile<f16>",
@@ -284,6 +303,7 @@ REWRITES = [
     ("gather_kernel", "padding as a select after a masked load", _padding_by_select),
     ("gather_kernel", "the unread padding of an unmasked load dropped", _unread_padding_dropped),
     ("gather1d_kernel", "an index widened once for gather and scatter", _one_widening),
+    ("intdiv_kernel", "constexpr arithmetic computed on constants, not folded", _unfolded_constexpr),
 ]
 
 

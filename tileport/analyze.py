@@ -171,7 +171,7 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
                 if name not in C.SUPPORTED_CALLS:
                     unsupported.append({"construct": f"{alias}.{name}", "line": line,
                                         "reason": "no translation rule for this cuTile call"})
-            elif isinstance(node.func, ast.Name) and node.func.id == "range":
+            elif isinstance(node.func, ast.Name) and node.func.id in C.BUILTINS:
                 pass
             else:
                 unsupported.append({"construct": ast.unparse(node.func), "line": line,

@@ -37,6 +37,10 @@ ROUNDING = {"RN": "NearestEven", "RZ": "Zero", "RM": "NegativeInf", "RP": "Posit
 TILE_CREATION = {"full", "zeros", "ones", "arange"}
 # elementwise selection and comparison (Python's comparison operators on tiles)
 SELECTION = {"where"}
+# integer arithmetic calls (Python's //, % and min/max on ints are translated as operators)
+INT_ARITH = {"cdiv"}
+# Python builtins a kernel may call (cuTile Python evaluates them on its values)
+BUILTINS = {"range", "min", "max"}
 # ast comparison operator -> cutile predicate marker (cmpi / cmpf); cuTile Python compares
 # floats `ordered` except `!=`, which is `unordered` (NaN != x is true)
 COMPARISONS = {"Lt": "LessThan", "LtE": "LessThanOrEqual", "Gt": "GreaterThan",
@@ -49,7 +53,7 @@ GRID = {"bid", "num_blocks", "num_tiles"}
 TILE_METHODS = {"astype", "reshape", "permute", "transpose", "extract", "item", "insert"}
 
 SUPPORTED_CALLS = (MEMORY | set(REDUCTIONS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
-                   | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION)
+                   | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION | INT_ARITH)
 
 PADDING = {
     # cuda.tile PaddingMode member -> cuTile Rust padding marker

@@ -69,7 +69,11 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   (same signedness / ordering).  [_Normaliser.comparisons]
 * Float constants compare by their bits; ``ftof`` (nearest even) and ``bitcast`` of a
   constant are the constant they compute (cutile makes an f16/bf16 constant as a converted
-  f32 one).  [_Normaliser.constants]
+  f32 one).  Integer ops whose operands are all constants are the constant they compute
+  (exact two's complement arithmetic with the op's signedness and rounding; not folded:
+  division by zero, an overflow the op flags as poison), and a ``select`` on a constant
+  condition is the chosen operand: cuTile Python folds constexpr arithmetic (``(T + 7) //
+  8``), cutile emits the ops on constants.  [_Normaliser.constants]
 * Commutative ops (addf, mulf, maxf, minf, addi, muli, maxi, mini, andi, ori, xori)
   compare their two operands as an unordered pair; everything else keeps order.
 * Loop-invariant code motion does not matter: an op's signature does not depend on the

@@ -77,6 +77,92 @@ def _width(t: str) -> int:
     return 1 + e_m[0] + e_m[1] if e_m else _INT_WIDTH.get(t, 0)
 
 
+def _int_text(t: str, bits: int) -> str:
+    """An int constant attribute as tileirdisasm prints it (signed decimal; i1 true/false)."""
+    w = _INT_WIDTH[t]
+    if w == 1:
+        return f"<{t}: {'true' if bits & 1 else 'false'}>"
+    v = bits - (1 << w) if bits >> (w - 1) & 1 else bits
+    return f"<{t}: {v}>"
+
+
+# integer ops folded when every operand is a constant (cuTile Python folds constexpr
+# arithmetic, cutile emits the ops on constants): exact two's complement arithmetic
+_INT_FOLD = {"addi", "subi", "muli", "divi", "remi", "mini", "maxi", "andi", "ori", "xori",
+             "shli", "shri", "cmpi", "negi", "exti", "trunci", "select"}
+_CMP = {"equal": lambda a, b: a == b, "not_equal": lambda a, b: a != b,
+        "less_than": lambda a, b: a < b, "less_than_or_equal": lambda a, b: a <= b,
+        "greater_than": lambda a, b: a > b, "greater_than_or_equal": lambda a, b: a >= b}
+
+
+def _fold_int(n: "_Node"):
+    """(type, bits) of an integer op on constants, the chosen operand of a ``select`` on a
+    constant condition, or None (not all constant, division by zero, a flagged overflow)."""
+    if n.opname == "select":
+        c = _const_bits(_producer(n.operands[0])) if len(n.operands) == 3 else None
+        return None if c is None or c[0] != "i1" else n.args()[1 if c[1] & 1 else 2]
+    cs = [_const_bits(_producer(v)) for v in n.operands]
+    if not cs or any(c is None or c[0] not in _INT_WIDTH for c in cs):
+        return None
+    rt = re.search(r"[<x](i\d+)>\s*$", n.result_types[0])
+    if rt is None or rt.group(1) not in _INT_WIDTH:
+        return None
+    out_t, w = rt.group(1), _INT_WIDTH[cs[0][0]]
+    mask = (1 << w) - 1
+    signed = "unsigned" not in n.pre
+
+    def val(c):                       # the operand as the op reads it
+        b = c[1] & ((1 << _INT_WIDTH[c[0]]) - 1)
+        cw = _INT_WIDTH[c[0]]
+        return b - (1 << cw) if signed and cw > 1 and b >> (cw - 1) & 1 else b
+    v = [val(c) for c in cs]
+    op = n.opname
+    if op == "exti":
+        return out_t, v[0] & ((1 << _INT_WIDTH[out_t]) - 1)
+    if op == "trunci":
+        return out_t, cs[0][1] & ((1 << _INT_WIDTH[out_t]) - 1)
+    if op == "negi":
+        r = -v[0]
+    elif len(v) != 2:
+        return None
+    elif op == "cmpi":
+        pred = n.pre.strip().split()[0]
+        return (out_t, int(_CMP[pred](*v))) if pred in _CMP else None
+    elif op in ("addi", "subi", "muli"):
+        r = v[0] + v[1] if op == "addi" else v[0] - v[1] if op == "subi" else v[0] * v[1]
+    elif op in ("divi", "remi"):
+        if v[1] == 0:
+            return None
+        q = abs(v[0]) // abs(v[1]) * (1 if (v[0] >= 0) == (v[1] >= 0) else -1)     # toward zero
+        if op == "remi":
+            r = v[0] - v[1] * q
+        else:
+            exact = q * v[1] == v[0]
+            if "negative_inf" in n.pre and not exact and (v[0] < 0) != (v[1] < 0):
+                q -= 1
+            elif "positive_inf" in n.pre and not exact and (v[0] < 0) == (v[1] < 0):
+                q += 1
+            elif re.search(r"rounding<(?!zero|negative_inf|positive_inf)", n.pre):
+                return None
+            r = q
+    elif op in ("mini", "maxi"):
+        r = min(v) if op == "mini" else max(v)
+    elif op in ("andi", "ori", "xori"):
+        a, b = cs[0][1] & mask, cs[1][1] & mask
+        r = a & b if op == "andi" else a | b if op == "ori" else a ^ b
+    elif op == "shli":
+        r = v[0] << v[1] if 0 <= v[1] < w else None
+    elif op == "shri":
+        r = (v[0] >> v[1]) if 0 <= v[1] < w else None
+    else:
+        return None
+    if r is None:
+        return None
+    if "overflow<" in n.pre and not -(1 << (w - 1)) <= r < (1 << w):
+        return None                  # a flagged overflow is poison: not a value to fold
+    return out_t, r & ((1 << _INT_WIDTH[out_t]) - 1)
+
+
 def _const_bits(n: "_Node | None") -> tuple[str, int] | None:
     """(element type, bits) of a scalar ``constant`` (as printed, or already canonical); None
     for anything else."""
@@ -85,6 +171,8 @@ def _const_bits(n: "_Node | None") -> tuple[str, int] | None:
         return None
     t, text = m.group(1), m.group(2)
     if t in _INT_WIDTH:
+        if t == "i1" and text in ("true", "false"):
+            return t, int(text == "true")
         try:
             return t, int(text, 0) & ((1 << _INT_WIDTH[t]) - 1)
         except ValueError:
@@ -191,6 +279,7 @@ class _Normaliser:
         self.constants()
         self.comparisons()
         self.shapes()
+        self.constants()          # again: ops on the splatted constants shapes() made
         self.tokens()
         self.masked_loads()
         self.index_space()
@@ -249,8 +338,18 @@ class _Normaliser:
         for n in self.s.walk():
             if n.opname == "constant":
                 c = _const_bits(n)
-                if c is not None and c[0] in floats.FORMATS:
-                    n.pre = floats.canonical(*c)
+                if c is not None:
+                    n.pre = floats.canonical(*c) if c[0] in floats.FORMATS else _int_text(*c)
+                continue
+            if n.opname in _INT_FOLD and n.results and len(n.results) == 1:
+                folded = _fold_int(n)
+                if folded is not None:
+                    if isinstance(folded, _Val):          # select of a constant condition
+                        n.results[0].alias = folded
+                        n.opname, n.operands, n.pre = "constant", [], "<folded select>"
+                    else:
+                        n.opname, n.pre, n.operands = "constant", _int_text(*folded), []
+                        n.types = n.result_types[0]
                 continue
             if n.opname not in ("ftof", "bitcast") or len(n.operands) != 1 or not n.results:
                 continue

@@ -22,11 +22,14 @@ class ArithRules:
     CALLS = {**{n: "arith_call" for n in C.ARITH}, **{n: "flagged_math" for n in C.FLAGGED_MATH},
              **{n: "unary_math" for n in C.UNARY_MATH}, **{n: "binary_math" for n in C.BINARY_MATH},
              **{n: "tile_constant" for n in C.TILE_CREATION - {"arange"}}, "astype": "astype",
-             "arange": "arange", "where": "where"}
+             "arange": "arange", "where": "where", "cdiv": "cdiv"}
 
     _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
     def binop(self, node: ast.BinOp) -> tuple[str, Ty]:
+        if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+            return self.int_binary("floor" if isinstance(node.op, ast.FloorDiv) else "mod",
+                                   node.left, node.right, node)
         op = self._OPS.get(type(node.op))
         if op is None:
             self.fail(node, ast.unparse(node), f"operator {type(node.op).__name__} not translated")
@@ -211,6 +214,74 @@ class ArithRules:
         """Are element types ``a`` and ``b`` (Rust names or 'E') the same in this entry?"""
         concrete = {"E": C.RUST_DTYPE.get(self.spec.get(DTYPE_KEY), "E")}
         return concrete.get(a, a) == concrete.get(b, b)
+
+    # ---- integer division, remainder, min/max ------------------------------------------
+    INT_FOLD = {"floor": lambda a, b: a // b, "mod": lambda a, b: a % b,
+                "ceil": lambda a, b: -(-a // b), "min": min, "max": max}
+
+    def cdiv(self, node: ast.Call) -> tuple[str, Ty]:
+        self.check_kwargs(node, set())
+        if len(node.args) != 2:
+            self.fail(node, "ct.cdiv", "expects (x, y)")
+        return self.int_binary("ceil", node.args[0], node.args[1], node)
+
+    def builtin_minmax(self, node: ast.Call) -> tuple[str, Ty]:
+        """Python's ``min(a, b)`` / ``max(a, b)`` on ints: ``mini`` / ``maxi`` (signed)."""
+        if len(node.args) != 2 or node.keywords:
+            self.fail(node, ast.unparse(node), f"{node.func.id}() of two values only is translated")
+        return self.int_binary(node.func.id, node.args[0], node.args[1], node)
+
+    def int_binary(self, kind: str, left, right, node) -> tuple[str, Ty]:
+        """``a // b`` (floor), ``a % b`` (Python's modulo), ``ct.cdiv`` (ceil), ``min``/``max`` on
+        int32 scalars or tiles, as cuTile Python computes them (cuda-tile 1.7.0 Tile IR):
+        ``divi`` rounding to -inf / +inf, ``mini``/``maxi``, and for ``%`` the C remainder
+        ``remi`` corrected to the divisor's sign (``select((r < 0) ^ (b < 0) & r != 0, r + b,
+        r)``). Literals fold (as the frontend folds constants); a scalar goes through a 0-d tile
+        (cutile's integer ops are tile ops)."""
+        le, lt = self.expr(left)
+        re_, rt = self.expr(right)
+        if lt.kind == "lit" and rt.kind == "lit":
+            if kind in ("floor", "mod", "ceil") and rt.value == 0:
+                self.fail(node, ast.unparse(node), "division by zero")
+            v = self.INT_FOLD[kind](lt.value, rt.value)
+            return repr(v), Ty("lit", value=v)
+        kinds = {t.dtype if t.kind == "tile" else t.kind for t in (lt, rt) if t.kind != "lit"}
+        if kinds != {"i32"}:
+            self.fail(node, ast.unparse(node), f"{ {'floor': '//', 'mod': '%', 'ceil': 'ct.cdiv'}.get(kind, kind)} "
+                                               f"is translated on int32 values only (got {sorted(kinds)})")
+        scalar = "tile" not in (lt.kind, rt.kind)
+        shape = () if scalar else self.broadcast_shape(lt, rt, node)
+        a, b = (self.int_tile(e, t, shape, node) for e, t in ((le, lt), (re_, rt)))
+        ty = Ty("tile", "i32", shape)
+        if kind in ("floor", "ceil"):
+            r = self.bind(f"divi({a}, {b}, rounding::{'NegativeInf' if kind == 'floor' else 'PositiveInf'})", ty)[0]
+        elif kind in ("min", "max"):
+            r = self.bind(f"{kind}i({a}, {b})", ty)[0]
+        else:
+            sh = f"shape![{', '.join(shape)}]"
+            rem = self.bind(f"remi({a}, {b})", ty)[0]
+            zero = self.bind(f"constant(0i32, {sh})", ty)[0]
+            bty = Ty("tile", "bool", shape)
+            r_neg = self.bind(f"cmpi({rem}, {zero}, predicate::LessThan)", bty)[0]
+            b_neg = self.bind(f"cmpi({b}, {zero}, predicate::LessThan)", bty)[0]
+            signs = self.bind(f"xori({r_neg}, {b_neg})", bty)[0]
+            nonzero = self.bind(f"cmpi({rem}, {zero}, predicate::NotEqual)", bty)[0]
+            fix = self.bind(f"andi({signs}, {nonzero})", bty)[0]
+            plus = self.bind(f"{rem} + {b}", ty)[0]
+            r = self.bind(f"select({fix}, {plus}, {rem})", ty)[0]
+        if scalar:
+            return self.bind(f"tile_to_scalar({r})", Ty("i32"))
+        return r, ty
+
+    def int_tile(self, e: str, ty: Ty, shape: tuple, node) -> str:
+        """An int32 operand as a tile of ``shape`` (a 0-d tile for a scalar)."""
+        if ty.kind == "tile":
+            return self.as_tile(e, ty, "i32", shape, node)
+        if ty.kind == "lit":
+            e = f"{ty.value}i32"
+        if not shape:
+            return self.bind(f"scalar_to_tile({e})", Ty("tile", "i32", ()))[0]
+        return self.as_tile(e, Ty("i32") if ty.kind != "lit" else ty, "i32", shape, node)
 
     def arange(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.arange(n, dtype=)``: cutile's ``iota`` ``[0, 1, ..., n-1]`` (start/step are not

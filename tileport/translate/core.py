@@ -256,6 +256,9 @@ class TranslatorBase:
             return self.call(node)
         if isinstance(node, ast.Call) and A._is_tile_method(node.func, self.alias):
             return self.call(self.method_as_call(node))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("min", "max") and self.lookup(node.func.id) is None):
+            return self.builtin_minmax(node)
         self.fail(node, ast.unparse(node)[:60], f"expression ({type(node).__name__}) not translated")
 
     def method_as_call(self, node: ast.Call) -> ast.Call:

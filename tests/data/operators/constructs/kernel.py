@@ -40,3 +40,17 @@ def gather1d_kernel(x, y, TILE: ConstInt):
     """ct.gather / ct.scatter on a 1-D array with bounds checks (the default)."""
     offs = ct.bid(0) * TILE + ct.arange(TILE, dtype=ct.int32)
     ct.scatter(y, offs, ct.gather(x, offs) * 2.0)
+
+
+@ct.kernel
+def intdiv_kernel(x, y, TILE: ConstInt):
+    """Integer // (floor), % (Python's sign rule), ct.cdiv (ceil), min/max on scalars (a run-time
+    extent, constexpr arithmetic) and // and % on an int32 tile."""
+    n = x.shape[0]
+    bid = ct.bid(0)
+    first = min(bid, n // TILE)
+    last = max(n % TILE, ct.cdiv(n, TILE)) + (TILE + 7) // 8
+    t = ct.load(x, index=(first,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    lanes = ct.arange(TILE, dtype=ct.int32) - 100
+    keep = (lanes % 3) == (lanes // 7) % 2
+    ct.store(y, index=(last,), tile=ct.where(keep, t, 0.0))
