@@ -14,7 +14,7 @@ from conftest import run_kernels
 OP = Path(__file__).parent / "data" / "operators" / "constructs"
 IR = Path(__file__).parent / "data" / "ir" / "constructs"
 KERNELS = list(yaml.safe_load((OP / "manifest.yaml").read_text())["kernels"])
-VARIANT = "f16-TILE1024"
+VARIANT = "f16-TILE1024-BM16"
 
 
 @pytest.fixture(scope="module")

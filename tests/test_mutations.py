@@ -137,6 +137,11 @@ MUTANTS = [
     ("intdiv_kernel", "min -> max", lambda t: sub(t, "%2 = mini %blockId_x, %1 signed", "%2 = maxi %blockId_x, %1 signed"), "math"),
     ("intdiv_kernel", "% keeps the C remainder's sign (no correction)", lambda t: sub(t, "%9 = select %7, %8, %3", "%9 = select %7, %3, %3"), "math"),
     ("intdiv_kernel", "(TILE + 7) // 8 -> (TILE + 8) // 8", lambda t: sub(t, "<i32: 128>", "<i32: 129>"), "constant"),
+    ("shapes_kernel", "extract the first half, not the second", lambda t: sub(t, "extract %3[%cst_1_i32_9,", "extract %3[%cst_0_i32_10,"), "constant"),
+    ("shapes_kernel", "new axis inserted first, not last", lambda t: sub(t, "%reshape_8 = reshape %reduce : tile<16xf16> -> tile<16x1xf16>", "%reshape_8 = reshape %reduce : tile<16xf16> -> tile<1x16xf16>"), "math"),
+    ("shapes_kernel", "permutation [1, 0] -> [0, 1]", lambda t: sub(t, "%3 = permute %2 [1, 0]", "%3 = permute %2 [0, 1]"), "math"),
+    ("shapes_kernel", "broadcast of r, not of r + r", lambda t: sub(t, "%bcast = broadcast %1 :", "%bcast = broadcast %reshape :"), "math"),
+    ("shapes_kernel", "cat on axis 1", lambda t: sub(t, "cat %4, %4 dim = 0", "cat %4, %4 dim = 1"), "math"),
     ("intdiv_kernel", "tile % 3 -> tile % 2", lambda t: sub(t, "%15 = remi %14, %cst_3_i32 signed", "%15 = remi %14, %cst_2_i32 signed"), "constant"),
 ]
 
@@ -270,6 +275,12 @@ def _unfolded_constexpr(t: str) -> str:
     return sub(t, line, f"  %false = cmpi less_than %cst_1024_i32, %cst_0_i32, signed : tile<i32> -> tile<i1>{loc}")
 
 
+def _one_reshape(t: str) -> str:
+    # t[None, :, :].reshape((BM, TILE)) as the single reshape it amounts to
+    return sub(t, "%reshape_14 = reshape %reshape_13 :", "%reshape_14 = reshape %tile :").replace(
+        "tile<1x16x1024xf16> -> tile<16x1024xf16>", "tile<16x1024xf16> -> tile<16x1024xf16>")
+
+
 def _full_shape_scalar(t: str) -> str:
     # the scalar 0.0 of ct.where materialised at the tile's shape instead of splatted
     t = sub(t, "%cst_0_f16_4 = constant <f16: 0.000000e+00> : tile<f16>",
@@ -304,6 +315,7 @@ REWRITES = [
     ("gather_kernel", "the unread padding of an unmasked load dropped", _unread_padding_dropped),
     ("gather1d_kernel", "an index widened once for gather and scatter", _one_widening),
     ("intdiv_kernel", "constexpr arithmetic computed on constants, not folded", _unfolded_constexpr),
+    ("shapes_kernel", "a reshape of a reshape as one reshape", _one_reshape),
 ]
 
 

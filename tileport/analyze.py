@@ -196,6 +196,9 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
             if isinstance(node, ast.Subscript) and _is_shape_subscript(node):
                 calls.append({"call": "array.shape[i]", "line": line})
                 continue
+            if isinstance(node, ast.Subscript) and _is_newaxis_subscript(node):
+                calls.append({"call": "tile[new axes]", "line": line})
+                continue
             unsupported.append({"construct": type(node).__name__.lower(), "line": line,
                                 "reason": "construct not translated (yet)"})
     calls.sort(key=lambda c: c["line"] or 0)
@@ -207,6 +210,14 @@ def _is_tile_method(func: ast.AST, alias: str) -> bool:
     """``t.astype(...)``, ``t.reshape(...)`` ...: a Tile method spelling a ct function."""
     return (isinstance(func, ast.Attribute) and func.attr in C.TILE_METHODS
             and not (isinstance(func.value, ast.Name) and func.value.id == alias))
+
+
+def _is_newaxis_subscript(node: ast.Subscript) -> bool:
+    """``x[:, None]``, ``x[None, :, :]``: new unit axes of a tile (``ct.expand_dims``)."""
+    elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return all((isinstance(s, ast.Constant) and s.value is None)
+               or (isinstance(s, ast.Slice) and s.lower is None and s.upper is None and s.step is None)
+               for s in elts) and any(isinstance(s, ast.Constant) for s in elts)
 
 
 def _is_shape_subscript(node: ast.Subscript) -> bool:

@@ -45,7 +45,8 @@ BUILTINS = {"range", "min", "max"}
 # floats `ordered` except `!=`, which is `unordered` (NaN != x is true)
 COMPARISONS = {"Lt": "LessThan", "LtE": "LessThanOrEqual", "Gt": "GreaterThan",
                "GtE": "GreaterThanOrEqual", "Eq": "Equal", "NotEq": "NotEqual"}
-SHAPE_OPS = {"reshape", "astype", "mma"}
+SHAPE_OPS = {"reshape", "astype", "mma", "expand_dims", "broadcast_to", "permute", "transpose",
+             "extract", "cat"}
 GRID = {"bid", "num_blocks", "num_tiles"}
 
 # methods of a cuTile Tile that spell a ct function with the tile as first argument

@@ -38,7 +38,8 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   is a function of its operands and attributes, so two copies compute the same value.
   ``make_token`` takes no operand and is pure: all tokens it makes are equivalent.
   Pure ops therefore compare as a *set*, side-effecting ops as a *multiset*.  [_compare]
-* ``broadcast``/``reshape`` whose input type equals its output type is the identity.
+* ``broadcast``/``reshape`` whose input type equals its output type is the identity; a
+  ``reshape`` of a ``reshape`` is one ``reshape`` (row-major order is kept).
 * Splats: any chain of ``reshape``/``broadcast`` starting from a rank-0 value ``x`` is
   ``splat(x, T)`` (every element equals ``x``); a splat of a rank-0 ``constant`` is that
   constant at type ``T``.  Frontends differ in how they materialise scalars.

@@ -381,12 +381,16 @@ class _Normaliser:
                     n.operands = [n.operands[1], n.operands[0]]
 
     def shapes(self) -> None:
-        """Identity broadcast/reshape and splat canonicalisation (program order, so an
+        """Identity broadcast/reshape, a reshape of a reshape as one reshape (a reshape keeps
+        the elements' row-major order), and splat canonicalisation (program order, so an
         operand is canonical before its users)."""
         doomed = set()
         for n in self.s.walk():
             if n.opname not in ("broadcast", "reshape") or len(n.operands) != 1 or not n.results:
                 continue
+            inner = _producer(n.operands[0])
+            if n.opname == "reshape" and inner is not None and inner.opname == "reshape" and inner.operands:
+                n.operands = [inner.operands[0]]
             src = n.operands[0].resolve()
             out_t = n.result_types[0]
             if _ws(src.type) == _ws(out_t):

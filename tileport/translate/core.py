@@ -252,6 +252,8 @@ class TranslatorBase:
                 return "E", Ty("dtype", dtype=arr.ty.dtype)
         if isinstance(node, ast.Subscript) and A._is_shape_subscript(node):
             return self.shape_dim(node)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
         if isinstance(node, ast.Call) and self.is_ct(node.func):
             return self.call(node)
         if isinstance(node, ast.Call) and A._is_tile_method(node.func, self.alias):

@@ -47,7 +47,13 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
                 self.scopes[0][p["name"]] = Var(rn, Ty("arr", dtype="E", ndim=p["ndim"]), None, 0)
             elif p["kind"] == "constexpr" and p.get("ctype", "int") == "int":
                 generics.append(f"const {rn}: i32")
-                self.scopes[0][p["name"]] = Var(rn, Ty("i32"), None, 0)
+                if p["name"] in self.spec:
+                    # specialised: a compile-time argument computes with it (the generic stays,
+                    # the host passes every int constexpr)
+                    v = self.spec[p["name"]]
+                    self.scopes[0][p["name"]] = Var(repr(v), Ty("lit", value=v), None, 0)
+                else:
+                    self.scopes[0][p["name"]] = Var(rn, Ty("i32"), None, 0)
             elif p["kind"] == "constexpr":
                 # float/bool constexprs have no Rust const-generic form: each specialised
                 # entry inlines its value (bool ones can only steer static `if`s)
@@ -93,14 +99,41 @@ def display_path(path: str | Path) -> str:
         return Path(path).as_posix()
 
 
-def specialisation_keys(fn: ast.FunctionDef, params: list[dict]) -> list[str]:
+# compile-time arguments of cuTile calls: name -> [(positional index, keyword, names may stay
+# generic)]. A tile shape entry may be a const generic (`{[BM, TILE]}`) but not arithmetic on
+# one (stable Rust has no generic const expressions); an axis or a permutation must be a
+# literal.
+STATIC_ARGS = {
+    "load": [(2, "shape", True)], "num_tiles": [(2, "shape", True), (1, "axis", False)],
+    "full": [(0, "shape", True)], "zeros": [(0, "shape", True)], "ones": [(0, "shape", True)],
+    "reshape": [(1, "shape", True)], "extract": [(2, "shape", True)],
+    "broadcast_to": [(1, "shape", True)], "arange": [(0, "size", True)],
+    "sum": [(1, "axis", False)], "max": [(1, "axis", False)], "min": [(1, "axis", False)],
+    "prod": [(1, "axis", False)], "expand_dims": [(1, "axis", False)],
+    "permute": [(1, "axes", False)], "transpose": [(1, "axis0", False), (2, "axis1", False)],
+    "cat": [(1, "axis", False)],
+}
+
+
+def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "ct") -> list[str]:
     """Constexprs that split a kernel into several Rust entries: those read by static ``if``
-    tests, and float/bool ones (no const-generic form in Rust); in parameter order."""
+    tests, float/bool ones (no const-generic form in Rust), and int ones a compile-time
+    argument computes with (:data:`STATIC_ARGS`); in parameter order."""
     cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
     used = set()
     for n in ast.walk(fn):
         if isinstance(n, ast.If) and A.static_test(n.test, cnames):
             used |= {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)}
+        if isinstance(n, ast.Call) and (A._is_ct(n.func, alias) or A._is_tile_method(n.func, alias)):
+            method = not A._is_ct(n.func, alias)
+            for pos, kw, bare_ok in STATIC_ARGS.get(n.func.attr, ()):
+                arg = A._kw(n, kw, pos - method if pos - method >= 0 else None)
+                if arg is None:
+                    continue
+                elts = arg.elts if isinstance(arg, ast.Tuple) and bare_ok else [arg]
+                for e in elts:
+                    if not (bare_ok and isinstance(e, ast.Name)):
+                        used |= {x.id for x in ast.walk(e) if isinstance(x, ast.Name)} & cnames
     return [p["name"] for p in params if p["kind"] == "constexpr"
             and (p["name"] in used or p.get("ctype", "int") != "int")]
 
@@ -134,7 +167,7 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
         raise Unsupported(kfile, 1, f"kernel {kernel}", "not found in the analysis")
     tree = ast.parse(Path(kfile).read_text(), filename=kfile)
     fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
-    keys = specialisation_keys(fn, kinfo["params"])
+    keys = specialisation_keys(fn, kinfo["params"], details["tile_alias"])
     dtypes = tuple(dict.fromkeys(v["dtype"] for v in details["variants"]))
     # generic over E first; per element type too when a rule needs E's concrete type
     for by_dtype in (False, True):

@@ -45,17 +45,31 @@ class MemoryRules:
         return self.lookup(node.id)
 
     def shape_of(self, node) -> tuple:
+        """A tile shape: each entry an int literal, a constexpr (its const generic) or
+        arithmetic on those (evaluated: its constexprs are specialised per entry)."""
         if not isinstance(node, ast.Tuple):
             self.fail(node, ast.unparse(node), "tile shape must be a tuple literal")
         dims = []
         for e in node.elts:
-            if isinstance(e, ast.Constant) and isinstance(e.value, int):
-                dims.append(str(e.value))
-            elif isinstance(e, ast.Name) and any(p["name"] == e.id and p["kind"] == "constexpr" for p in self.params):
+            if isinstance(e, ast.Name) and any(p["name"] == e.id and p["kind"] == "constexpr"
+                                               and e.id not in self.spec for p in self.params):
                 dims.append(self.rname(e.id))
+                continue
+            _, ty = self.expr(e)
+            if ty.kind == "lit" and type(ty.value) is int and ty.value > 0:
+                dims.append(str(ty.value))
             else:
-                self.fail(e, ast.unparse(e), "tile shape entries must be int literals or constexpr names")
+                self.fail(e, ast.unparse(e), "a tile shape entry must be a positive int known at "
+                                             "compile time (literal, constexpr, arithmetic on those)")
         return tuple(dims)
+
+    def static_int(self, node, what: str) -> int:
+        """An int argument known at compile time (literal, constexpr of the entry, module
+        constant, arithmetic on those)."""
+        _, ty = self.expr(node)
+        if ty.kind != "lit" or type(ty.value) is not int:
+            self.fail(node, ast.unparse(node), f"{what} must be an int known at compile time")
+        return ty.value
 
     def index_of(self, node, ndim: int) -> str:
         elts = node.elts if isinstance(node, ast.Tuple) else [node]

@@ -17,20 +17,17 @@ class ReductionRules:
         name = node.func.attr
         self.check_kwargs(node, {"axis", "keepdims"})
         e, ty = self.tile_expr(node.args[0])
-        axis = self._kw(node, "axis", 1)
-        if (isinstance(axis, ast.UnaryOp) and isinstance(axis.op, ast.USub)
-                and isinstance(axis.operand, ast.Constant)):
-            axis = ast.Constant(-axis.operand.value)
-        if not (isinstance(axis, ast.Constant) and isinstance(axis.value, int)
-                and not isinstance(axis.value, bool)):
-            self.fail(node, f"ct.{name}", "axis must be an int literal (reductions over all axes "
-                                          "are not translated)")
-        if not -len(ty.shape) <= axis.value < len(ty.shape):
-            self.fail(node, f"ct.{name}", f"axis {axis.value} out of range for a rank-"
+        axis_node = self._kw(node, "axis", 1)
+        if axis_node is None or (isinstance(axis_node, ast.Constant) and axis_node.value is None):
+            self.fail(node, f"ct.{name}", "axis must be an int known at compile time (reductions "
+                                          "over all axes are not translated)")
+        axis = self.static_int(axis_node, "axis")
+        if not -len(ty.shape) <= axis < len(ty.shape):
+            self.fail(node, f"ct.{name}", f"axis {axis} out of range for a rank-"
                                           f"{len(ty.shape)} tile")
-        ax = axis.value % len(ty.shape)
+        ax = axis % len(ty.shape)
         kd = self._kw(node, "keepdims")
-        keep = isinstance(kd, ast.Constant) and kd.value is True
+        keep = kd is not None and self.const_value(kd) is True
         red = tuple(d for i, d in enumerate(ty.shape) if i != ax)
         r, rty = self.bind(f"{C.REDUCTIONS[name]}({e}, {ax})", Ty("tile", ty.dtype, red))
         if keep:

@@ -54,3 +54,17 @@ def intdiv_kernel(x, y, TILE: ConstInt):
     lanes = ct.arange(TILE, dtype=ct.int32) - 100
     keep = (lanes % 3) == (lanes // 7) % 2
     ct.store(y, index=(last,), tile=ct.where(keep, t, 0.0))
+
+
+@ct.kernel
+def shapes_kernel(a, b, BM: ConstInt, TILE: ConstInt):
+    """ct.expand_dims and x[:, None] / x[None, :, :], ct.broadcast_to, ct.transpose,
+    ct.permute, ct.extract, ct.cat, a shape computed from a constexpr (BM // 2)."""
+    t = ct.load(a, index=(0, 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.ZERO)
+    r = ct.sum(t, axis=1)
+    c = r[:, None] + ct.expand_dims(r, axis=1)
+    d = ct.broadcast_to(c, (BM, TILE))
+    p = ct.permute(ct.transpose(t), (1, 0))
+    e = ct.extract(p, (1, 0), shape=(BM // 2, TILE))
+    f = ct.cat((e, e), 0)
+    ct.store(b, index=(0, 0), tile=d - f + t[None, :, :].reshape((BM, TILE)))
