@@ -142,6 +142,11 @@ MUTANTS = [
     ("shapes_kernel", "permutation [1, 0] -> [0, 1]", lambda t: sub(t, "%3 = permute %2 [1, 0]", "%3 = permute %2 [0, 1]"), "math"),
     ("shapes_kernel", "broadcast of r, not of r + r", lambda t: sub(t, "%bcast = broadcast %1 :", "%bcast = broadcast %reshape :"), "math"),
     ("shapes_kernel", "cat on axis 1", lambda t: sub(t, "cat %4, %4 dim = 0", "cat %4, %4 dim = 1"), "math"),
+    ("bitwise_kernel", "& -> |", lambda t: sub(t, "%2 = andi %1, %cst_7_i32", "%2 = ori %1, %cst_7_i32"), "math"),
+    ("bitwise_kernel", "arithmetic >> -> logical >>", lambda t: sub(t, "%3 = shri %1, %cst_2_i32 signed", "%3 = shri %1, %cst_2_i32 unsigned"), "math"),
+    ("bitwise_kernel", "<< by the other operand", lambda t: sub(t, "%6 = shli %5, %cst_1_i32_1", "%6 = shli %cst_1_i32_1, %5"), "math"),
+    ("bitwise_kernel", "~ dropped", lambda t: sub(t, "itof %7 signed", "itof %6 signed"), "cast"),
+    ("bitwise_kernel", "mask | -> ^", lambda t: sub(t, "%10 = ori %8, %9", "%10 = xori %8, %9"), "math"),
     ("intdiv_kernel", "tile % 3 -> tile % 2", lambda t: sub(t, "%15 = remi %14, %cst_3_i32 signed", "%15 = remi %14, %cst_2_i32 signed"), "constant"),
 ]
 
@@ -281,6 +286,11 @@ def _one_reshape(t: str) -> str:
         "tile<1x16x1024xf16> -> tile<16x1024xf16>", "tile<16x1024xf16> -> tile<16x1024xf16>")
 
 
+def _commuted_bitwise(t: str) -> str:
+    # a | b as b | a, mask a & b as b & a
+    return sub(sub(t, "%4 = ori %2, %3", "%4 = ori %3, %2"), "%12 = andi %10, %11", "%12 = andi %11, %10")
+
+
 def _full_shape_scalar(t: str) -> str:
     # the scalar 0.0 of ct.where materialised at the tile's shape instead of splatted
     t = sub(t, "%cst_0_f16_4 = constant <f16: 0.000000e+00> : tile<f16>",
@@ -316,6 +326,7 @@ REWRITES = [
     ("gather1d_kernel", "an index widened once for gather and scatter", _one_widening),
     ("intdiv_kernel", "constexpr arithmetic computed on constants, not folded", _unfolded_constexpr),
     ("shapes_kernel", "a reshape of a reshape as one reshape", _one_reshape),
+    ("bitwise_kernel", "operands of | and & commuted", _commuted_bitwise),
 ]
 
 

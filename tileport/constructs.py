@@ -38,7 +38,8 @@ TILE_CREATION = {"full", "zeros", "ones", "arange"}
 # elementwise selection and comparison (Python's comparison operators on tiles)
 SELECTION = {"where"}
 # integer arithmetic calls (Python's //, % and min/max on ints are translated as operators)
-INT_ARITH = {"cdiv"}
+INT_ARITH = {"cdiv", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_lshift",
+             "bitwise_rshift", "bitwise_not"}
 # Python builtins a kernel may call (cuTile Python evaluates them on its values)
 BUILTINS = {"range", "min", "max"}
 # ast comparison operator -> cutile predicate marker (cmpi / cmpf); cuTile Python compares

@@ -22,14 +22,20 @@ class ArithRules:
     CALLS = {**{n: "arith_call" for n in C.ARITH}, **{n: "flagged_math" for n in C.FLAGGED_MATH},
              **{n: "unary_math" for n in C.UNARY_MATH}, **{n: "binary_math" for n in C.BINARY_MATH},
              **{n: "tile_constant" for n in C.TILE_CREATION - {"arange"}}, "astype": "astype",
-             "arange": "arange", "where": "where", "cdiv": "cdiv"}
+             "arange": "arange", "where": "where", "cdiv": "cdiv",
+             **{f"bitwise_{k}": "bitwise_call" for k in ("and", "or", "xor", "lshift", "rshift", "not")}}
 
     _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+
+    BITWISE = {ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor", ast.LShift: "shl",
+               ast.RShift: "shr"}
 
     def binop(self, node: ast.BinOp) -> tuple[str, Ty]:
         if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
             return self.int_binary("floor" if isinstance(node.op, ast.FloorDiv) else "mod",
                                    node.left, node.right, node)
+        if type(node.op) in self.BITWISE:
+            return self.int_binary(self.BITWISE[type(node.op)], node.left, node.right, node)
         op = self._OPS.get(type(node.op))
         if op is None:
             self.fail(node, ast.unparse(node), f"operator {type(node.op).__name__} not translated")
@@ -217,13 +223,32 @@ class ArithRules:
 
     # ---- integer division, remainder, min/max ------------------------------------------
     INT_FOLD = {"floor": lambda a, b: a // b, "mod": lambda a, b: a % b,
-                "ceil": lambda a, b: -(-a // b), "min": min, "max": max}
+                "ceil": lambda a, b: -(-a // b), "min": min, "max": max,
+                "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+                "shl": lambda a, b: a << b, "shr": lambda a, b: a >> b}
+    # bitwise kinds -> cutile op (the << operator: cutile's shli function cannot encode `overflow::None`;
+    # shri is arithmetic on i32)
+    BIT_OPS = {"and": "andi({a}, {b})", "or": "ori({a}, {b})", "xor": "xori({a}, {b})",
+               "shl": "{a} << {b}", "shr": "shri({a}, {b})"}
 
     def cdiv(self, node: ast.Call) -> tuple[str, Ty]:
         self.check_kwargs(node, set())
         if len(node.args) != 2:
             self.fail(node, "ct.cdiv", "expects (x, y)")
         return self.int_binary("ceil", node.args[0], node.args[1], node)
+
+    def bitwise_call(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.bitwise_and/or/xor/lshift/rshift(x, y)``, ``ct.bitwise_not(x)``: the operators."""
+        self.check_kwargs(node, set())
+        kind = node.func.attr[len("bitwise_"):]
+        if kind == "not":
+            if len(node.args) != 1:
+                self.fail(node, ast.unparse(node), "expects one operand")
+            return self.invert(ast.copy_location(ast.UnaryOp(ast.Invert(), node.args[0]), node))
+        if len(node.args) != 2:
+            self.fail(node, ast.unparse(node), "expects two operands")
+        kind = {"lshift": "shl", "rshift": "shr"}.get(kind, kind)
+        return self.int_binary(kind, node.args[0], node.args[1], node)
 
     def builtin_minmax(self, node: ast.Call) -> tuple[str, Ty]:
         """Python's ``min(a, b)`` / ``max(a, b)`` on ints: ``mini`` / ``maxi`` (signed)."""
@@ -246,6 +271,10 @@ class ArithRules:
             v = self.INT_FOLD[kind](lt.value, rt.value)
             return repr(v), Ty("lit", value=v)
         kinds = {t.dtype if t.kind == "tile" else t.kind for t in (lt, rt) if t.kind != "lit"}
+        if kind in ("and", "or", "xor") and kinds == {"bool"} and "lit" not in (lt.kind, rt.kind):
+            shape = self.broadcast_shape(lt, rt, node)     # masks: & | ^ of bool tiles
+            a, b = (self.as_tile(e, t, "bool", shape, node) for e, t in ((le, lt), (re_, rt)))
+            return self.bind(self.BIT_OPS[kind].format(a=a, b=b), Ty("tile", "bool", shape))
         if kinds != {"i32"}:
             self.fail(node, ast.unparse(node), f"{ {'floor': '//', 'mod': '%', 'ceil': 'ct.cdiv'}.get(kind, kind)} "
                                                f"is translated on int32 values only (got {sorted(kinds)})")
@@ -253,7 +282,9 @@ class ArithRules:
         shape = () if scalar else self.broadcast_shape(lt, rt, node)
         a, b = (self.int_tile(e, t, shape, node) for e, t in ((le, lt), (re_, rt)))
         ty = Ty("tile", "i32", shape)
-        if kind in ("floor", "ceil"):
+        if kind in self.BIT_OPS:
+            r = self.bind(self.BIT_OPS[kind].format(a=a, b=b), ty)[0]
+        elif kind in ("floor", "ceil"):
             r = self.bind(f"divi({a}, {b}, rounding::{'NegativeInf' if kind == 'floor' else 'PositiveInf'})", ty)[0]
         elif kind in ("min", "max"):
             r = self.bind(f"{kind}i({a}, {b})", ty)[0]
@@ -272,6 +303,19 @@ class ArithRules:
         if scalar:
             return self.bind(f"tile_to_scalar({r})", Ty("i32"))
         return r, ty
+
+    def invert(self, node: ast.UnaryOp) -> tuple[str, Ty]:
+        """``~x`` on int32: ``xori`` with -1, as cuTile Python writes it."""
+        e, ty = self.expr(node.operand)
+        if ty.kind == "lit" and type(ty.value) is int:
+            return repr(~ty.value), Ty("lit", value=~ty.value)
+        if (ty.dtype if ty.kind == "tile" else ty.kind) != "i32":
+            self.fail(node, ast.unparse(node), "~ is translated on int32 values only")
+        shape = ty.shape if ty.kind == "tile" else ()
+        a = self.int_tile(e, ty, shape, node)
+        ones = self.bind(f"constant(-1i32, shape![{', '.join(shape)}])", Ty("tile", "i32", shape))[0]
+        r = self.bind(f"xori({a}, {ones})", Ty("tile", "i32", shape))
+        return r if shape else self.bind(f"tile_to_scalar({r[0]})", Ty("i32"))
 
     def int_tile(self, e: str, ty: Ty, shape: tuple, node) -> str:
         """An int32 operand as a tile of ``shape`` (a 0-d tile for a scalar)."""

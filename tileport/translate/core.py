@@ -231,6 +231,8 @@ class TranslatorBase:
             return self.binop(node)
         if isinstance(node, ast.Compare):
             return self.compare(node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            return self.invert(node)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             e, ty = self.expr(node.operand)
             if ty.kind == "lit":

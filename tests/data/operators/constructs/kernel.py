@@ -68,3 +68,15 @@ def shapes_kernel(a, b, BM: ConstInt, TILE: ConstInt):
     e = ct.extract(p, (1, 0), shape=(BM // 2, TILE))
     f = ct.cat((e, e), 0)
     ct.store(b, index=(0, 0), tile=d - f + t[None, :, :].reshape((BM, TILE)))
+
+
+@ct.kernel
+def bitwise_kernel(x, y, TILE: ConstInt):
+    """& | ^ << >> ~ on int32 tiles (and ct.bitwise_* calls), & | on bool masks, an int tile
+    cast to the array's dtype (itof)."""
+    idx = ct.arange(TILE, dtype=ct.int32)
+    a = (idx & 7) | ct.bitwise_rshift(idx, 2)
+    c = ~((a ^ 5) << 1)
+    keep = ((idx < 100) | (idx > 900)) & (idx != 5)
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(ct.bid(0),), tile=ct.where(keep, t, ct.astype(c, x.dtype)))
