@@ -59,12 +59,12 @@ def test_unsupported_construct_named_with_line(op_copy, tmp_path):
     assert v["owner"] == "tool" and v["findings"][0]["owner"] == "tool"
 
 
-def test_while_loop_is_unsupported(op_copy):
+def test_try_is_unsupported(op_copy):
     d = op_copy("relu")
-    src = (d / "kernel.py").read_text().replace("    bid = ct.bid(0)\n", "    bid = ct.bid(0)\n    while bid:\n        pass\n")
+    src = (d / "kernel.py").read_text().replace("    bid = ct.bid(0)\n", "    bid = ct.bid(0)\n    try:\n        pass\n    finally:\n        pass\n")
     (d / "kernel.py").write_text(src)
     un = A.analyse(d)["unsupported"]
-    assert un and un[0]["construct"] == "while"
+    assert un and un[0]["construct"] == "try"
 
 
 def test_malformed_manifest_is_error_naming_file(op_copy, tmp_path):

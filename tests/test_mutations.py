@@ -147,6 +147,12 @@ MUTANTS = [
     ("bitwise_kernel", "<< by the other operand", lambda t: sub(t, "%6 = shli %5, %cst_1_i32_1", "%6 = shli %cst_1_i32_1, %5"), "math"),
     ("bitwise_kernel", "~ dropped", lambda t: sub(t, "itof %7 signed", "itof %6 signed"), "cast"),
     ("bitwise_kernel", "mask | -> ^", lambda t: sub(t, "%10 = ori %8, %9", "%10 = xori %8, %9"), "math"),
+    ("control_kernel", "if condition == -> !=", lambda t: sub(t, "%10 = cmpi equal %9", "%10 = cmpi not_equal %9"), "math"),
+    ("control_kernel", "while k < bid -> k <= bid", lambda t: sub(t, "cmpi less_than %arg6, %blockId_x", "cmpi less_than_or_equal %arg6, %blockId_x"), "math"),
+    ("control_kernel", "loop step 1 -> 2", lambda t: sub(t, "%16 = addi %arg6, %cst_1_i32_5", "%16 = addi %arg6, %cst_2_i32"), "constant"),
+    ("control_kernel", "elif threshold 5 -> 6", lambda t: sub(t, "<i32: 5>", "<i32: 6>"), "constant"),
+    ("control_kernel", "a if c else 0 -> else 1", lambda t: sub(t, "%cst_0_i32_7 = constant <i32: 0>", "%cst_0_i32_7 = constant <i32: 1>"), "control_flow"),
+    ("control_kernel", "loop carries the tile undoubled", lambda t: sub(t, "continue %16, %15", "continue %16, %arg7"), "control_flow"),
     ("intdiv_kernel", "tile % 3 -> tile % 2", lambda t: sub(t, "%15 = remi %14, %cst_3_i32 signed", "%15 = remi %14, %cst_2_i32 signed"), "constant"),
 ]
 
@@ -291,6 +297,17 @@ def _commuted_bitwise(t: str) -> str:
     return sub(sub(t, "%4 = ori %2, %3", "%4 = ori %3, %2"), "%12 = andi %10, %11", "%12 = andi %11, %10")
 
 
+def _hoisted_out_of_regions(t: str) -> str:
+    # the else branch's constant hoisted above the if, the loop step's constant sunk into the loop
+    const = line_of(t, "%cst_0_i32_7 = constant <i32: 0>")
+    t = sub(t, const + "\n", "")
+    t = sub(t, line_of(t, "%2 = if %1 -> (tile<i32>) {"), "  " + const.strip() + "\n" + line_of(t, "%2 = if %1 -> (tile<i32>) {"))
+    step = line_of(t, "%cst_1_i32_5 = constant <i32: 1>")
+    t = sub(t, step + "\n", "")
+    add = line_of(t, "%16 = addi %arg6, %cst_1_i32_5")
+    return sub(t, add, "    " + step.strip() + "\n" + add)
+
+
 def _full_shape_scalar(t: str) -> str:
     # the scalar 0.0 of ct.where materialised at the tile's shape instead of splatted
     t = sub(t, "%cst_0_f16_4 = constant <f16: 0.000000e+00> : tile<f16>",
@@ -327,6 +344,7 @@ REWRITES = [
     ("intdiv_kernel", "constexpr arithmetic computed on constants, not folded", _unfolded_constexpr),
     ("shapes_kernel", "a reshape of a reshape as one reshape", _one_reshape),
     ("bitwise_kernel", "operands of | and & commuted", _commuted_bitwise),
+    ("control_kernel", "constants hoisted out of / sunk into regions", _hoisted_out_of_regions),
 ]
 
 

@@ -187,12 +187,11 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
                                     "reason": "only `for <name> in range(...)` without else"})
         elif isinstance(node, ast.If) and static_test(node.test, constexprs):
             calls.append({"call": "if-constexpr", "line": line, "test": ast.unparse(node.test)})
-        elif isinstance(node, ast.If):
-            unsupported.append({"construct": "if " + ast.unparse(node.test), "line": line,
-                                "reason": "only `if` on constexpr parameters is translated (a "
-                                          "runtime condition is not)"})
-        elif isinstance(node, (ast.While, ast.With, ast.Try, ast.FunctionDef, ast.Lambda,
-                               ast.IfExp, ast.ListComp, ast.GeneratorExp, ast.Subscript)):
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            # run-time control flow (the translator checks the condition's kind)
+            calls.append({"call": type(node).__name__.lower(), "line": line, "test": ast.unparse(node.test)})
+        elif isinstance(node, (ast.With, ast.Try, ast.FunctionDef, ast.Lambda,
+                               ast.ListComp, ast.GeneratorExp, ast.Subscript)):
             if isinstance(node, ast.Subscript) and _is_shape_subscript(node):
                 calls.append({"call": "array.shape[i]", "line": line})
                 continue

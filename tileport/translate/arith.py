@@ -349,7 +349,7 @@ class ArithRules:
         le, lt = self.expr(node.left)
         re_, rt = self.expr(node.comparators[0])
         if "tile" not in (lt.kind, rt.kind):
-            self.fail(node, ast.unparse(node), "a comparison of scalars is not translated")
+            return self.scalar_compare(node, le, lt, re_, rt)
         dtype = lt.dtype if lt.kind == "tile" else rt.dtype
         if lt.kind == "tile" and rt.kind == "tile" and lt.dtype != rt.dtype:
             self.fail(node, ast.unparse(node), f"mixed tile dtypes {lt.dtype} and {rt.dtype}")
@@ -361,6 +361,21 @@ class ArithRules:
             order = "Unordered" if pred == "NotEqual" else "Ordered"
             return self.bind(f"cmpf({le}, {re_}, predicate::{pred}, cmp_ordering::{order})", ty)
         return self.bind(f"cmpi({le}, {re_}, predicate::{pred})", ty)
+
+    RUST_CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+    def scalar_compare(self, node: ast.Compare, le, lt, re_, rt) -> tuple[str, Ty]:
+        """A comparison of int32 scalars: a Rust ``bool`` (cutile's ``cmpi`` on 0-d tiles);
+        literals fold."""
+        op = type(node.ops[0])
+        if lt.kind == "lit" and rt.kind == "lit":
+            v = eval(f"{lt.value!r} {self.RUST_CMP[op]} {rt.value!r}")  # noqa: S307 (two literals)
+            return repr(v), Ty("lit", value=v)
+        if {lt.kind, rt.kind} - {"lit"} != {"i32"}:
+            self.fail(node, ast.unparse(node), f"a comparison of {lt.kind}/{rt.kind} scalars is not "
+                                               f"translated (int32 only)")
+        a, b = (self.scalar_as(e, t, "i32", node) for e, t in ((le, lt), (re_, rt)))
+        return self.bind(f"{a} {self.RUST_CMP[op]} {b}", Ty("bool"))
 
     def where(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.where(cond, x, y)``: cutile's ``select`` with Python broadcasting; a scalar

@@ -1,4 +1,5 @@
-"""Control flow: statements, assignment, loops, compile-time ``if``s and the launch grid.
+"""Control flow: statements, assignment (also ``a, b = x, y``), ``for``/``while`` loops,
+compile-time and run-time ``if`` and ``a if c else b``, and the launch grid.
 
 * ``for x in range(...)`` becomes a Rust range loop; a name reassigned inside a loop that was
   bound outside it becomes a loop-carried ``let mut``;
@@ -36,9 +37,14 @@ class ControlRules:
                           f"check the cuTile call's arguments")
 
     def stmt(self, s):
-        if isinstance(s, ast.Assign):
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
+                and isinstance(s.value, ast.Tuple) and len(s.targets[0].elts) == len(s.value.elts)
+                and all(isinstance(t, ast.Name) for t in s.targets[0].elts)):
+            self.tuple_assign(s)
+        elif isinstance(s, ast.Assign):
             if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
-                self.fail(s, ast.unparse(s).split("=")[0].strip(), "only `name = expr` assignments")
+                self.fail(s, ast.unparse(s).split("=")[0].strip(), "only `name = expr` and "
+                                                                   "`a, b = x, y` assignments")
             self.assign(s.targets[0].id, s.value, s)
         elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
             self.assign(s.target.id, ast.BinOp(left=ast.Name(s.target.id, ast.Load()), op=s.op,
@@ -55,18 +61,24 @@ class ControlRules:
             pass
         elif isinstance(s, ast.For):
             self.for_loop(s)
-        elif isinstance(s, ast.If):
+        elif isinstance(s, ast.While):
+            self.while_loop(s)
+        elif isinstance(s, ast.If) and self.is_static_test(s.test):
             self.static_if(s)
+        elif isinstance(s, ast.If):
+            self.runtime_if(s)
         else:
             self.fail(s, type(s).__name__.lower() + ": " + ast.unparse(s).splitlines()[0][:60],
                       "statement not translated")
 
-    def assign(self, name: str, value, node):
-        expr, ty = self.expr(value)
+    def assign(self, name: str, value, node, computed: tuple | None = None):
+        """``name = value`` (``computed``: the value's (Rust expression, type) already made)."""
+        expr, ty = computed if computed is not None else self.expr(value)
         if ty.kind in ("lit",):
             ty, expr = self.lit_scalar(ty)
         if ty.kind in ("arr", "dtype"):
-            self.fail(node, f"{name} = {ast.unparse(value)}", "aliasing an array or dtype is not translated")
+            self.fail(node, f"{name} = {ast.unparse(value) if value is not None else '...'}",
+                      "aliasing an array or dtype is not translated")
         var = self.lookup(name)
         depth = len(self.scopes) - 1
         if var is not None and var.depth < depth and var.decl is not None:
@@ -94,6 +106,97 @@ class ControlRules:
         else:
             idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
         self.scopes[-1][name] = Var(rn, ty, idx, depth)
+
+    def tuple_assign(self, s: ast.Assign):
+        """``a, b = x, y``: every right-hand value first (Python's order), then the names."""
+        values = []
+        for t, v in zip(s.targets[0].elts, s.value.elts):
+            e, ty = self.expr(v)
+            if ty.kind not in ("lit", "arr", "dtype"):
+                tmp = self.fresh("tup")
+                self.out.emit(f"let {tmp}: {ty.rust()} = {e};", self.line)
+                e = tmp
+            values.append((t.id, e, ty))
+        for name, e, ty in values:
+            self.assign(name, None, s, computed=(e, ty))
+
+    def is_static_test(self, test) -> bool:
+        """Is an ``if`` test decided at compile time (constexprs, module constants, literals)?"""
+        names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+        return A.static_test(test, set(self.spec) | set(self.module_consts)) and names <= (
+            set(self.spec) | set(self.module_consts))
+
+    def runtime_if(self, s: ast.If):
+        """An ``if`` on a run-time value: a Rust ``if`` (cutile's ``if`` op; a name the branches
+        rebind is yielded out of it, as cuTile Python does). A name first bound inside a branch
+        is local to it."""
+        c, cty = self.expr(s.test)
+        if cty.kind != "bool":
+            self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
+                                                      "int32 scalars (or a constexpr test)")
+        self.out.emit(f"if {c} {{", s.lineno)
+        self.branch(s.body)
+        if s.orelse:
+            self.out.emit("} else {", s.lineno)
+            self.branch(s.orelse)
+        self.out.emit("}", s.lineno)
+
+    def branch(self, stmts):
+        self.out.indent += 1
+        self.scopes.append({})
+        self.block(stmts)
+        self.scopes.pop()
+        self.out.indent -= 1
+
+    def while_loop(self, s: ast.While):
+        """``while cond:`` -> a Rust ``while`` (cutile's ``loop`` with a ``break`` when the test
+        fails, as cuTile Python builds it); the test must be one Rust expression (a comparison
+        of scalars) since it is evaluated at every iteration."""
+        if s.orelse:
+            self.fail(s, "while ... else", "a while loop's else is not translated")
+        mark = len(self.out.lines)
+        c, cty = self.expr(s.test)
+        if cty.kind != "bool" or len(self.out.lines) != mark + 1 or not self.out.lines[-1][1].startswith(f"let {c}: bool = "):
+            self.fail(s, "while " + ast.unparse(s.test), "the condition must be a comparison of "
+                                                         "int32 scalars")
+        cond = self.out.lines.pop()[1][len(f"let {c}: bool = "):-1]
+        self.out.emit(f"while {cond} {{", s.lineno)
+        self.branch(s.body)
+        self.out.emit("}", s.lineno)
+
+    def if_expr(self, node: ast.IfExp) -> tuple[str, Ty]:
+        """``a if c else b``: the branch a constexpr test takes, or a Rust ``if`` expression
+        (cutile's ``if`` op yielding the value)."""
+        if self.is_static_test(node.test):
+            taken = eval(compile(ast.Expression(node.test), self.file, "eval"),  # noqa: S307
+                         {"__builtins__": {}}, {**self.module_consts, **self.spec})
+            return self.expr(node.body if taken else node.orelse)
+        c, cty = self.expr(node.test)
+        if cty.kind != "bool":
+            self.fail(node, ast.unparse(node), "the condition must be a comparison of int32 scalars")
+        head = self.out.emit("", self.line)
+        self.out.indent += 1
+        a, at = self.expr(node.body)
+        a_line = self.out.emit("", self.line)
+        self.out.indent -= 1
+        mid = self.out.emit("} else {", self.line)
+        self.out.indent += 1
+        b, bt = self.expr(node.orelse)
+        b_line = self.out.emit("", self.line)
+        self.out.indent -= 1
+        ty = at if at.kind != "lit" else bt
+        if ty.kind == "lit":
+            ty, _ = self.lit_scalar(ty)
+        if ty.kind not in ("i32", "f32") or {at.kind, bt.kind} - {"lit", ty.kind}:
+            self.fail(node, ast.unparse(node), f"branches of kinds {at.kind}/{bt.kind}: only int32 "
+                                               f"or f32 scalars are translated")
+        self.out.lines[a_line][1] = self.scalar_as(a, at, ty.kind, node)
+        self.out.lines[b_line][1] = self.scalar_as(b, bt, ty.kind, node)
+        name = self.fresh("t")
+        self.out.lines[head][1] = f"let {name}: {ty.rust()} = if {c} {{"
+        self.out.emit("};", self.line)
+        del mid
+        return name, ty
 
     def static_if(self, s: ast.If):
         """``if`` on constexprs: cuTile evaluates it when it compiles a variant, so this entry

@@ -27,7 +27,7 @@ class Ty:
     """Type of a translated value.
 
     kind: 'tile' (dtype: Rust element type or 'E'; shape: tuple of Rust const exprs),
-    'i32', 'f32' (scalars), 'lit' (a Python literal, folded), 'arr' (ndim), 'dtype'.
+    'i32', 'f32', 'bool' (scalars), 'lit' (a Python literal, folded), 'arr' (ndim), 'dtype'.
     """
 
     kind: str
@@ -39,7 +39,7 @@ class Ty:
     def rust(self) -> str:
         if self.kind == "tile":
             return f"Tile<{self.dtype}, {{[{', '.join(self.shape)}]}}>"
-        if self.kind in ("i32", "f32"):
+        if self.kind in ("i32", "f32", "bool"):
             return self.kind
         raise TypeError(f"no Rust type for {self}")
 
@@ -231,6 +231,8 @@ class TranslatorBase:
             return self.binop(node)
         if isinstance(node, ast.Compare):
             return self.compare(node)
+        if isinstance(node, ast.IfExp):
+            return self.if_expr(node)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
             return self.invert(node)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):

@@ -80,3 +80,24 @@ def bitwise_kernel(x, y, TILE: ConstInt):
     keep = ((idx < 100) | (idx > 900)) & (idx != 5)
     t = ct.load(x, index=(ct.bid(0),), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     ct.store(y, index=(ct.bid(0),), tile=ct.where(keep, t, ct.astype(c, x.dtype)))
+
+
+@ct.kernel
+def control_kernel(x, y, TILE: ConstInt):
+    """Tuple assignment, `a if c else b` (run-time and constexpr), run-time if / elif / else
+    rebinding a tile, a while loop with loop-carried values."""
+    bid, n = ct.bid(0), x.shape[0]
+    j = bid if n > 3 else 0
+    j = j if TILE > 512 else 0
+    t = ct.load(x, index=(j,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    if bid % 2 == 0:
+        t = t * 2.0
+    elif bid > 5:
+        t = t - 1.0
+    else:
+        t = t + 1.0
+    k = 0
+    while k < bid:
+        t = t + t
+        k += 1
+    ct.store(y, index=(bid,), tile=t)
