@@ -153,6 +153,9 @@ MUTANTS = [
     ("control_kernel", "elif threshold 5 -> 6", lambda t: sub(t, "<i32: 5>", "<i32: 6>"), "constant"),
     ("control_kernel", "a if c else 0 -> else 1", lambda t: sub(t, "%cst_0_i32_7 = constant <i32: 0>", "%cst_0_i32_7 = constant <i32: 1>"), "control_flow"),
     ("control_kernel", "loop carries the tile undoubled", lambda t: sub(t, "continue %16, %15", "continue %16, %arg7"), "control_flow"),
+    ("helper_kernel", "helper's negation dropped", lambda t: sub(t, "%4 = exp %3 ", "%4 = exp %2 "), "math"),
+    ("helper_kernel", "helper's 1 / (1 + e) swapped", lambda t: sub(t, "divf %bcast_6, %5", "divf %5, %bcast_6"), "math"),
+    ("helper_kernel", "the helper's two results swapped", lambda t: sub(t, "%7 = addf %6, %1", "%7 = addf %6, %2"), "math"),
     ("intdiv_kernel", "tile % 3 -> tile % 2", lambda t: sub(t, "%15 = remi %14, %cst_3_i32 signed", "%15 = remi %14, %cst_2_i32 signed"), "constant"),
 ]
 
@@ -308,6 +311,13 @@ def _hoisted_out_of_regions(t: str) -> str:
     return sub(t, add, "    " + step.strip() + "\n" + add)
 
 
+def _shared_one(t: str) -> str:
+    # the helper's `one` splatted once for both uses
+    t = drop_line(t, "%reshape_5 = reshape %cst_1_f32")
+    t = drop_line(t, "%bcast_6 = broadcast %reshape_5")
+    return sub(t, "divf %bcast_6, %5", "divf %bcast_4, %5")
+
+
 def _full_shape_scalar(t: str) -> str:
     # the scalar 0.0 of ct.where materialised at the tile's shape instead of splatted
     t = sub(t, "%cst_0_f16_4 = constant <f16: 0.000000e+00> : tile<f16>",
@@ -345,6 +355,7 @@ REWRITES = [
     ("shapes_kernel", "a reshape of a reshape as one reshape", _one_reshape),
     ("bitwise_kernel", "operands of | and & commuted", _commuted_bitwise),
     ("control_kernel", "constants hoisted out of / sunk into regions", _hoisted_out_of_regions),
+    ("helper_kernel", "a splat shared by two uses", _shared_one),
 ]
 
 

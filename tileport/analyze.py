@@ -134,7 +134,8 @@ def _kw(call: ast.Call, name: str, pos: int | None = None):
 
 
 def calls_used(fn: ast.FunctionDef, alias: str, path: str,
-               constexprs: set[str] = frozenset()) -> tuple[list[dict], list[dict]]:
+               constexprs: set[str] = frozenset(),
+               helpers: set[str] = frozenset()) -> tuple[list[dict], list[dict]]:
     """The cuTile calls and control flow of one kernel, and its unsupported constructs.
 
     Returns (calls, unsupported); each item has ``line`` (1-based, in ``path``) and a
@@ -173,6 +174,8 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
                                         "reason": "no translation rule for this cuTile call"})
             elif isinstance(node.func, ast.Name) and node.func.id in C.BUILTINS:
                 pass
+            elif isinstance(node.func, ast.Name) and node.func.id in helpers:
+                calls.append({"call": f"helper {node.func.id}", "line": line})
             else:
                 unsupported.append({"construct": ast.unparse(node.func), "line": line,
                                     "reason": "call to a non-cuTile function inside a kernel"})
@@ -300,7 +303,8 @@ def analyse(op_dir: str | Path) -> dict:
                 p["dtype"] = "f32" if kind == "scalar_f32" else "i32"
             params.append(p)
         cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
-        calls, unsup = calls_used(fn, alias, str(kpath), cnames)
+        helpers = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in fns}
+        calls, unsup = calls_used(fn, alias, str(kpath), cnames, helpers)
         # the manifest describes exactly the kernel's parameters
         pnames = {a.arg for a in fn.args.args}
         for extra in sorted(set(kman["arrays"]) - pnames):

@@ -38,8 +38,9 @@ class ControlRules:
 
     def stmt(self, s):
         if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
-                and isinstance(s.value, ast.Tuple) and len(s.targets[0].elts) == len(s.value.elts)
-                and all(isinstance(t, ast.Name) for t in s.targets[0].elts)):
+                and all(isinstance(t, ast.Name) for t in s.targets[0].elts)
+                and (isinstance(s.value, ast.Call) or (isinstance(s.value, ast.Tuple)
+                                                        and len(s.targets[0].elts) == len(s.value.elts)))):
             self.tuple_assign(s)
         elif isinstance(s, ast.Assign):
             if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
@@ -93,7 +94,7 @@ class ControlRules:
             return
         if var is not None and var.decl is None:
             self.fail(node, name, "rebinding a kernel parameter is not translated")
-        rn = self.rname(name)
+        rn = self.local_prefix + self.rname(name)
         last = self.out.lines[-1] if self.out.lines else None
         if (expr.startswith("__t") and last is not None and last[0] == self.out.indent
                 and last[1].startswith(f"let {expr}: ")):
@@ -108,10 +109,17 @@ class ControlRules:
         self.scopes[-1][name] = Var(rn, ty, idx, depth)
 
     def tuple_assign(self, s: ast.Assign):
-        """``a, b = x, y``: every right-hand value first (Python's order), then the names."""
+        """``a, b = x, y`` (or ``a, b = helper(...)``): every right-hand value first (Python's
+        order), then the names."""
         values = []
-        for t, v in zip(s.targets[0].elts, s.value.elts):
-            e, ty = self.expr(v)
+        if isinstance(s.value, ast.Call):
+            got = self.expr(s.value)
+            if not isinstance(got, list) or len(got) != len(s.targets[0].elts):
+                self.fail(s, ast.unparse(s)[:60], "the call does not return that many values")
+            pairs = list(zip(s.targets[0].elts, got))
+        else:
+            pairs = [(t, self.expr(v)) for t, v in zip(s.targets[0].elts, s.value.elts)]
+        for t, (e, ty) in pairs:
             if ty.kind not in ("lit", "arr", "dtype"):
                 tmp = self.fresh("tup")
                 self.out.emit(f"let {tmp}: {ty.rust()} = {e};", self.line)
@@ -120,11 +128,19 @@ class ControlRules:
         for name, e, ty in values:
             self.assign(name, None, s, computed=(e, ty))
 
+    def static_env(self) -> dict:
+        """Names whose value is known at compile time here: module constants, the entry's
+        specialised constexprs, names bound to literals (an inlined helper's arguments)."""
+        env = {**self.module_consts, **self.spec}
+        for scope in self.scopes:
+            env.update({n: v.ty.value for n, v in scope.items() if v.ty.kind == "lit"})
+        return env
+
     def is_static_test(self, test) -> bool:
         """Is an ``if`` test decided at compile time (constexprs, module constants, literals)?"""
+        env = self.static_env()
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
-        return A.static_test(test, set(self.spec) | set(self.module_consts)) and names <= (
-            set(self.spec) | set(self.module_consts))
+        return A.static_test(test, set(env)) and names <= set(env)
 
     def runtime_if(self, s: ast.If):
         """An ``if`` on a run-time value: a Rust ``if`` (cutile's ``if`` op; a name the branches
@@ -169,7 +185,7 @@ class ControlRules:
         (cutile's ``if`` op yielding the value)."""
         if self.is_static_test(node.test):
             taken = eval(compile(ast.Expression(node.test), self.file, "eval"),  # noqa: S307
-                         {"__builtins__": {}}, {**self.module_consts, **self.spec})
+                         {"__builtins__": {}}, self.static_env())
             return self.expr(node.body if taken else node.orelse)
         c, cty = self.expr(node.test)
         if cty.kind != "bool":
@@ -202,12 +218,10 @@ class ControlRules:
         """``if`` on constexprs: cuTile evaluates it when it compiles a variant, so this entry
         (specialised for those constexpr values) keeps only the branch taken, inline (a Python
         ``if`` opens no scope)."""
-        names = {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}
-        if not A.static_test(s.test, set(self.spec)) or not names <= set(self.spec):
-            self.fail(s, "if " + ast.unparse(s.test), "only `if` on constexpr parameters is "
-                                                      "translated (a runtime condition is not)")
+        if not self.is_static_test(s.test):
+            self.fail(s, "if " + ast.unparse(s.test), "not a compile-time test")
         taken = eval(compile(ast.Expression(s.test), self.file, "eval"),  # noqa: S307
-                     {"__builtins__": {}}, dict(self.spec))
+                     {"__builtins__": {}}, self.static_env())
         self.out.emit(f"// if {ast.unparse(s.test)}: {bool(taken)} for this entry", s.lineno)
         self.block(s.body if taken else s.orelse)
 
@@ -218,7 +232,7 @@ class ControlRules:
                 and not s.orelse):
             self.fail(s, "for " + ast.unparse(it), "only `for <name> in range(...)` is translated")
         args = [self.int_expr(a) for a in it.args]
-        var = self.rname(s.target.id)
+        var = self.local_prefix + self.rname(s.target.id)
         if len(args) == 1:
             head = f"for {var} in 0i32..{args[0]} {{"
         elif len(args) == 2:
@@ -232,6 +246,62 @@ class ControlRules:
         self.scopes.pop()
         self.out.indent -= 1
         self.out.emit("}", s.lineno)
+
+    # ---- helper functions ----------------------------------------------------------
+    def inline_call(self, node: ast.Call):
+        """A call of a module-level Python function (a helper of the kernel): its body inlined
+        at the call site, as cuTile Python compiles it (the Tile IR has no calls). Arguments
+        bind the parameters (defaults: literals); the helper's names are its own (Rust names
+        prefixed, so they shadow nothing of the caller); its last statement must be
+        ``return value`` (or ``return a, b``: a tuple for ``x, y = helper(...)``)."""
+        fn = self.module_functions[node.func.id]
+        a = fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            self.fail(node, ast.unparse(node)[:60], "helpers with *args, **kwargs or keyword-only "
+                                                    "parameters are not inlined")
+        if len(self.inlining) >= 8 or fn.name in self.inlining:
+            self.fail(node, ast.unparse(node)[:60], "recursive helper calls are not translated")
+        params = [p.arg for p in a.args]
+        defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults))
+        given = dict(zip(params, node.args))
+        for k in node.keywords:
+            if k.arg not in params or k.arg in given:
+                self.fail(node, ast.unparse(node)[:60], f"argument '{k.arg}' does not match {fn.name}()")
+            given[k.arg] = k.value
+        scope = {}
+        for p in params:
+            arg = given.get(p, defaults.get(p))
+            if arg is None:
+                self.fail(node, ast.unparse(node)[:60], f"{fn.name}() is missing argument '{p}'")
+            e, ty = self.expr(arg)
+            decl = None
+            if ty.kind in ("tile", "i32", "f32", "bool"):
+                tmp = self.fresh("arg")
+                decl = self.out.emit(f"let {tmp}: {ty.rust()} = {e};", self.line)
+                e = tmp
+            scope[p] = Var(e, ty, decl, 0)          # a value parameter the helper may rebind
+        body = fn.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]                              # docstring
+        if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+            self.fail(fn, f"def {fn.name}", "an inlined helper must end with `return value`")
+        for s in body[:-1]:
+            if any(isinstance(n, ast.Return) for n in ast.walk(s)):
+                self.fail(s, f"def {fn.name}", "an early return in a helper is not translated")
+        saved = (self.scopes, self.local_prefix, self.line)
+        self.scopes, self.local_prefix = [scope], f"__{fn.name.strip('_')}{self.tmp + 1}_"
+        self.inlining.append(fn.name)
+        try:
+            self.block(body[:-1])
+            self.line = body[-1].lineno
+            ret = body[-1].value
+            if isinstance(ret, ast.Tuple):
+                return [self.expr(e) for e in ret.elts]
+            return self.expr(ret)
+        finally:
+            self.inlining.pop()
+            self.scopes, self.local_prefix, _ = saved
+            self.line = saved[2]
 
     # ---- launch grid ---------------------------------------------------------------
     def grid_block_id(self, node) -> tuple[str, Ty]:

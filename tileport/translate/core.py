@@ -131,6 +131,13 @@ class TranslatorBase:
         self.dtypes = tuple(dtypes)          # the element types E takes over the variants
         self.need_dtype = False              # set by a rule that needs E's concrete type
         self.need_strides = False            # the module needs memory.STRIDES_HELPER
+        # module-level Python functions a kernel may call (inlined: ControlRules.inline_call)
+        self.module_functions = {n.name: n for n in (module.body if module else ())
+                                 if isinstance(n, ast.FunctionDef) and n is not fn
+                                 and not any(A._is_ct(d.func if isinstance(d, ast.Call) else d, alias, "kernel")
+                                             for d in n.decorator_list)}
+        self.inlining: list[str] = []        # helpers being inlined (no recursion)
+        self.local_prefix = ""               # Rust-name prefix of an inlined helper's names
         self.entry = entry or fn.name
         self.out = Emitter()
         self.scopes: list[dict[str, Var]] = [{}]
@@ -265,6 +272,9 @@ class TranslatorBase:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in ("min", "max") and self.lookup(node.func.id) is None):
             return self.builtin_minmax(node)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in self.module_functions and self.lookup(node.func.id) is None):
+            return self.inline_call(node)
         self.fail(node, ast.unparse(node)[:60], f"expression ({type(node).__name__}) not translated")
 
     def method_as_call(self, node: ast.Call) -> ast.Call:

@@ -115,13 +115,25 @@ STATIC_ARGS = {
 }
 
 
-def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "ct") -> list[str]:
+def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "ct",
+                        module: ast.Module | None = None) -> list[str]:
     """Constexprs that split a kernel into several Rust entries: those read by static ``if``
-    tests, float/bool ones (no const-generic form in Rust), and int ones a compile-time
-    argument computes with (:data:`STATIC_ARGS`); in parameter order."""
+    tests (also in a helper the kernel calls, through its arguments), float/bool ones (no
+    const-generic form in Rust), and int ones a compile-time argument computes with
+    (:data:`STATIC_ARGS`); in parameter order."""
     cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
     used = set()
+    helpers = {n.name: n for n in (module.body if module else ()) if isinstance(n, ast.FunctionDef)}
     for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in helpers:
+            h = helpers[n.func.id]
+            hp = [a.arg for a in h.args.args]
+            args = dict(zip(hp, n.args)) | {k.arg: k.value for k in n.keywords}
+            for t in ast.walk(h):
+                if isinstance(t, (ast.If, ast.IfExp)) and A.static_test(t.test, set(hp)):
+                    for name in {x.id for x in ast.walk(t.test) if isinstance(x, ast.Name)}:
+                        if name in args:
+                            used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, ast.If) and A.static_test(n.test, cnames):
             used |= {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)}
         if isinstance(n, ast.Call) and (A._is_ct(n.func, alias) or A._is_tile_method(n.func, alias)):
@@ -167,7 +179,7 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
         raise Unsupported(kfile, 1, f"kernel {kernel}", "not found in the analysis")
     tree = ast.parse(Path(kfile).read_text(), filename=kfile)
     fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
-    keys = specialisation_keys(fn, kinfo["params"], details["tile_alias"])
+    keys = specialisation_keys(fn, kinfo["params"], details["tile_alias"], tree)
     dtypes = tuple(dict.fromkeys(v["dtype"] for v in details["variants"]))
     # generic over E first; per element type too when a rule needs E's concrete type
     for by_dtype in (False, True):

@@ -10,6 +10,23 @@ import cuda.tile as ct
 ConstInt = ct.Constant[int]
 
 
+def _sigmoid(x):
+    """A helper function of a kernel (inlined where it is called)."""
+    one = 1.0
+    return one / (one + ct.exp(-x))
+
+
+def _scale_twice(t, scale, TILE: ct.Constant[int]):
+    """A helper returning two values, rebinding a parameter, with a compile-time if on a
+    constexpr argument."""
+    t = ct.astype(t, ct.float32)
+    if TILE > 512:
+        s = t * scale
+    else:
+        s = t
+    return s, t
+
+
 @ct.kernel
 def select_kernel(x, y, TILE: ConstInt):
     """ct.arange (iota), comparisons of tiles (cmpi / cmpf, != unordered), ct.where (select)
@@ -101,3 +118,12 @@ def control_kernel(x, y, TILE: ConstInt):
         t = t + t
         k += 1
     ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def helper_kernel(x, y, TILE: ConstInt):
+    """Calls of module-level helper functions (inlined, as cuTile Python compiles them)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    s, f = _scale_twice(t, 2.0, TILE)
+    ct.store(y, index=(bid,), tile=ct.astype(_sigmoid(s) + f, y.dtype))
