@@ -166,3 +166,64 @@ def test_cases_use_each_kernels_variants_and_tie_shape_names_to_constexprs(tmp_p
                    ("pick", "f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2", (32,)),
                    ("copy_all", "f16-TILE64", (64,)), ("copy_all", "bf16-TILE64", (64,)),
                    ("copy_all", "f32-TILE64", (64,))]
+
+
+# -- in-place outputs (init copy) and constexpr-dependent semantics (keyword-only parameters) ----
+class _FakeTensor:
+    """Stands in for a torch tensor where only shape, dtype and clone() are read."""
+
+    def __init__(self, shape, dtype="float16"):
+        self.shape, self.dtype = tuple(shape), type("dt", (), {"__str__": lambda s, d=dtype: f"torch.{d}"})()
+
+    def clone(self):
+        return self
+
+
+def _inplace_manifest():
+    return pick_manifest().replace(
+        "  copy_all:\n", "  copy_all:\n").replace(
+        "      dsts: {shape: [\"N + i\"], role: output, count: 3}",
+        "      dsts: {shape: [\"N + i\"], role: output, count: 3, init: {copy: srcs}}")
+
+
+def test_init_copy_makes_an_in_place_output_start_from_its_input(tmp_path):
+    man = M.load(make_op(tmp_path, manifest=_inplace_manifest()) / "manifest.yaml")
+    v = M.variants(man, "copy_all")[0]
+    plan = H.tensor_plan(man, "copy_all", v, H.base_env(man, [10], v.constexprs, 1))
+    dsts = next(p for p in plan if p["name"] == "dsts")
+    assert (dsts["init"], dsts["args"], dsts["shapes"]) == ("copy", ["srcs"], [(10,), (11,), (12,)])
+    srcs = [_FakeTensor(s) for s in [(10,), (11,), (12,)]]
+    assert H.copy_sources(plan, {"srcs": srcs}) == {"dsts": srcs}
+    with pytest.raises(H.ManifestValueError, match=r"copy of 'srcs': its shape \[\(10,\), \(11,\), \(13,\)\]"):
+        H.copy_sources(plan, {"srcs": srcs[:2] + [_FakeTensor((13,))]})
+    with pytest.raises(H.ManifestValueError, match="its dtype torch.float32 is not this tensor's f16"):
+        H.copy_sources(plan, {"srcs": [_FakeTensor(s.shape, "float32") for s in srcs]})
+
+
+def test_init_copy_errors_name_the_line(tmp_path):
+    base = _inplace_manifest()
+    for old, new, msg in [
+            ("init: {copy: srcs}", "init: {copy: srcz}", r"copy names 'srcz', which is not an input tensor.*did you mean srcs"),
+            ("init: {copy: srcs}", "init: {copy: dsts}", r"copy names 'dsts', which is not an input"),
+            ('dsts: {shape: ["N + i"]', 'dsts: {shape: ["N + 2 * i"]', r"its shape \['N \+ 2 \* i'\] differs from srcs's"),
+            ('srcs: {shape: ["N + i"], role: input, count: 3}',
+             'srcs: {shape: ["N + i"], role: input, count: 3, init: {copy: dsts}}', r"'srcs' has role input")]:
+        d = make_op(tmp_path / f"e{len(msg)}", manifest=base.replace(old, new))
+        with pytest.raises(M.ManifestError, match=rf"manifest.yaml:\d+: .*{msg}"):
+            M.load(d / "manifest.yaml")
+
+
+def test_keyword_only_reference_parameters_get_constexprs_and_shape_names():
+    def ref(x, y, *, ACT_TYPE, N, scale=2.0):
+        return x
+
+    env = {"N": 7, "ACT_TYPE": 1, "cdiv": H.cdiv, "num_sms": 132}
+    assert H.keyword_args(ref, env, "w") == {"ACT_TYPE": 1, "N": 7}
+    assert H.keyword_args(lambda x, y: x, env, "w") == {}
+
+    def bad(x, *, SPLIT_K):
+        return x
+
+    with pytest.raises(H.ManifestValueError, match=r"m.yaml: kernels/k: reference.py bad\(\): keyword-only "
+                                                   r"parameter 'SPLIT_K' is none of the call's names \(ACT_TYPE, N, num_sms\)"):
+        H.keyword_args(bad, env, "m.yaml: kernels/k: reference.py bad()")

@@ -58,7 +58,7 @@ _DTYPE_SPELLINGS = {"half": "f16", "float": "f32", "double": "f64", "long": "i64
                     **{torch: code for code, (_, torch, _) in DTYPES.items()},
                     **{cute: code for code, (cute, _, _) in DTYPES.items()}}
 #: input generators of ``tensors.<name>.init`` (see :func:`init_spec`)
-INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutation", "full")
+INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutation", "full", "copy")
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _EXPR = {"type": ["string", "number"]}
@@ -103,7 +103,10 @@ _INIT = {"anyOf": [
                     "uniform": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
                     "randint": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
                     "sorted": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
-                    "range": _EXPR, "offsets": _EXPR, "permutation": _EXPR, "full": _EXPR},
+                    "range": _EXPR, "offsets": _EXPR, "permutation": _EXPR, "full": _EXPR,
+                    # an output that starts as a copy of an input tensor (a kernel that updates
+                    # an array in place: role inout); the argument names the input, not an expression
+                    "copy": {"type": "string", "pattern": _NAME}},
      "additionalProperties": False}]}
 _TENSORS = {
     "type": "object",
@@ -302,7 +305,8 @@ _KEYS: dict[tuple, tuple[str, str]] = {
                                 "dtype: i32, or per variant dtype dtype: {f16: bf16, f32: f32}"),
     ("tensors", "*", "init"): ("how the tensor's values are made",
                                "init: randn, {uniform: [0, 1]}, {randint: [0, E]}, range, {range: 1}, "
-                               "{sorted: [0, T]}, {offsets: T}, permutation, {permutation: T} or {full: 0}"),
+                               "{sorted: [0, T]}, {offsets: T}, permutation, {permutation: T}, {full: 0} "
+                               "or, for an output updated in place, {copy: <input tensor>}"),
     ("tensors", "*", "count"): ("the length of a list of tensors", "count: G (its shapes may use i, "
                                                                    "the element's index)"),
 }
@@ -703,6 +707,9 @@ def _check_tensors(tensors: dict, base: list, at: _Where) -> None:
             raise at(kp + ["dtype"], f"the dtype mapping of tensor '{name}' mixes integer and float dtypes "
                                      f"({', '.join(dts)}); one init cannot make both: split the variants")
         kind, args = init_spec(t)
+        if kind == "copy":
+            _check_copy(tensors, name, args[0], kp, at)
+            continue
         for a in args:
             _check_expr(a, kp + ["init"], at)
         if fam in ("int", "uint", "bool") and "init" not in t:
@@ -720,6 +727,29 @@ def _check_tensors(tensors: dict, base: list, at: _Where) -> None:
         if "scale" in t and kind != "randn":
             raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is made by "
                                      f"{kind}; drop scale or give the bounds in the init")
+
+
+def _check_copy(tensors: dict, name: str, src: str, kp: list, at: _Where) -> None:
+    """``init: {copy: src}``: ``name`` is an output that starts as a copy of the input ``src``
+    (same shape, dtype and count; the GPU stages check the shapes once evaluated)."""
+    t = tensors[name]
+    if t["role"] != "output":
+        raise at(kp + ["init"], f"init copy makes an output start as a copy of an input, but tensor "
+                                f"'{name}' has role {t['role']}; give it role: output (reference.py "
+                                f"returns its updated values) or another init")
+    s = tensors.get(src)
+    if s is None or s["role"] != "input":
+        inputs = [n for n, x in tensors.items() if x["role"] == "input"]
+        raise at(kp + ["init"], f"init copy names '{src}', which is not an input tensor of this call "
+                                f"(inputs: {', '.join(inputs) or 'none'}){_suggest(src, inputs)}")
+    for key in ("shape", "dtype", "count"):
+        if s.get(key) != t.get(key):
+            raise at(kp + [key if key in t else "init"],
+                     f"tensor '{name}' starts as a copy of '{src}' but its {key} {t.get(key)!r} differs "
+                     f"from {src}'s {s.get(key)!r}; give both the same {key}")
+    if "scale" in t:
+        raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is a copy of "
+                                 f"'{src}'; drop scale")
 
 
 def _check_bindings(doc: dict, at: _Where) -> None:
