@@ -380,3 +380,29 @@ def test_method_forms_are_the_ct_functions(op_copy):
         "t = ct.load(x, index=(i, 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)"))
     b, _ = T.translate_kernel(d, "softmax_kernel")
     assert a == b
+
+
+def test_a_sibling_kernels_construct_does_not_block_this_kernel(op_copy):
+    """The analysis gates each kernel on its own findings: relu_kernel ports although a second
+    kernel of the operator uses a construct the translator lacks (which stays BLOCKED, owner tool)."""
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text() + '''
+
+@ct.kernel
+def scan_kernel(x, y, TILE: ConstInt):
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(ct.bid(0),), tile=ct.cumsum(t, axis=0))
+''')
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("kernels:\n", """kernels:
+  scan_kernel:
+    arrays:
+      x: {ndim: 1, role: input}
+      y: {ndim: 1, role: output}
+    grid: "(cdiv(numel, TILE), 1, 1)"
+""", 1))
+    src, _ = T.translate_kernel(d, "relu_kernel")
+    assert "pub unsafe fn relu_kernel" in src
+    with pytest.raises(T.Unsupported, match="ct.cumsum"):
+        T.translate_kernel(d, "scan_kernel")

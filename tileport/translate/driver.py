@@ -172,8 +172,11 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
     details = A.analyse(op_dir)
     kinfo = next((k for k in details["kernels"] if k["name"] == kernel), None)
     kfile = details["kernel_file"]
-    if details["unsupported"]:      # the analysis is the gate: no port of a BLOCKED operator
-        u = details["unsupported"][0]
+    # the analysis is the gate: no port of a kernel the analyser BLOCKED (its own findings, and
+    # the operator-wide ones; a sibling kernel's construct does not block this one)
+    mine = [u for u in details["unsupported"] if u.get("kernel") in (None, kernel)]
+    if mine:
+        u = mine[0]
         exc = Unsupported(u["file"], u["line"], u["construct"], u["reason"])
         exc.owner = u.get("owner", "tool")      # manifest findings are the manifest's to fix
         raise exc
