@@ -166,3 +166,24 @@ def test_cases_use_each_kernels_variants_and_tie_shape_names_to_constexprs(tmp_p
                    ("pick", "f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2", (32,)),
                    ("copy_all", "f16-TILE64", (64,)), ("copy_all", "bf16-TILE64", (64,)),
                    ("copy_all", "f32-TILE64", (64,))]
+
+
+def test_a_kernel_own_fits_replaces_the_operators(tmp_path):
+    # pick's constexprs are not copy_all's: each kernel ties its variants to shapes with its own
+    # predicate (kernels without one keep the operator's), perf_fits likewise
+    text = pick_manifest().replace("test_shapes: [[1000]]", "test_shapes: [[1000], [4096]]\nfits: \"N < 4000\"").replace(
+        "    reference: copy_reference", "    reference: copy_reference\n    fits: \"N > TILE * 60\"\n"
+                                        "    perf_fits: \"N % TILE == 0\"")
+    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    got = {(k, v.dtype, s) for k, v, s in H.cases(man, "test")}
+    assert got == {("pick", dt, (1000,)) for dt in ("f16", "bf16", "f32")} | \
+                  {("copy_all", dt, (4096,)) for dt in ("f16", "bf16", "f32")}
+    assert {(k, s) for k, _, s in H.cases(man, "perf")} == {("copy_all", (1048576,))}
+    # an unknown name names the kernel's key
+    man["kernels"]["copy_all"]["fits"] = "LAT > 0"
+    with pytest.raises(H.ManifestValueError, match=r"manifest.yaml: kernels/copy_all/fits: expression 'LAT > 0'"):
+        H.cases(man, "test")
+    # the kernel's predicate is checked at load like the operator's
+    bad = text.replace('fits: "N > TILE * 60"', 'fits: "N >"')
+    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: key 'kernels/copy_all/fits'.*not valid Python"):
+        M.load(make_op(tmp_path, manifest=bad) / "manifest.yaml")

@@ -137,24 +137,29 @@ def evaluate(expr, env: dict, where: str):
         raise ManifestValueError(f"{where}: expression {expr!r}: {type(exc).__name__}: {exc}{hint}") from None
 
 
-def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits") -> bool:
+def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits", kernel: str | None = None) -> bool:
     """The manifest's ``fits`` (or ``perf_fits``) predicate, default True, for one shape and
-    config; for ``fits``, also every shape name that is also a constexpr name must equal the
-    constexpr (a kernel compiled for ``N: 4096`` runs on shapes with N = 4096 only). Raises
-    :class:`HarnessError` for a bad expression."""
+    config: ``kernel``'s own predicate where it has one, else the operator's. For ``fits``, also
+    every shape name that is also a constexpr name must equal the constexpr (a kernel compiled
+    for ``N: 4096`` runs on shapes with N = 4096 only). Raises :class:`HarnessError` for a bad
+    expression."""
     if key == "fits" and any(constexprs[n] != v for n, v in zip(man["shape_names"], shape) if n in constexprs):
         return False
-    expr = man.get(key, "True")
-    return bool(evaluate(expr, base_env(man, shape, constexprs, 0), f"{man['_path']}: {key}"))
+    own = man["kernels"][kernel].get(key) if kernel is not None else None
+    expr = own if own is not None else man.get(key, "True")
+    where = f"{man['_path']}: {'kernels/' + kernel + '/' if own is not None else ''}{key}"
+    return bool(evaluate(expr, base_env(man, shape, constexprs, 0), where))
 
 
 def cases(man: dict, kind: str) -> list[tuple[str, M.Variant, tuple[int, ...]]]:
     """(kernel, variant, shape) of every ``test_shapes`` (kind ``test``) or ``perf_shapes``
     (kind ``perf``: also ``perf_fits``) entry that fits the variant, over each kernel's own
-    variants (:func:`tileport.manifest.variants`), in manifest order."""
+    variants (:func:`tileport.manifest.variants`) and predicates (:func:`fits`), in manifest
+    order."""
     shapes = man["test_shapes" if kind == "test" else "perf_shapes"]
     return [(k, v, tuple(s)) for k in man["kernels"] for v in M.variants(man, k) for s in shapes
-            if fits(man, s, v.constexprs) and (kind == "test" or fits(man, s, v.constexprs, "perf_fits"))]
+            if fits(man, s, v.constexprs, kernel=k)
+            and (kind == "test" or fits(man, s, v.constexprs, "perf_fits", kernel=k))]
 
 
 def int_values(kind: str, args: list, numel: int, seed: int, where: str):
