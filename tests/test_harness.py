@@ -187,3 +187,18 @@ def test_a_kernel_own_fits_replaces_the_operators(tmp_path):
     bad = text.replace('fits: "N > TILE * 60"', 'fits: "N >"')
     with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: key 'kernels/copy_all/fits'.*not valid Python"):
         M.load(make_op(tmp_path, manifest=bad) / "manifest.yaml")
+
+
+def test_reference_functions_take_constexprs_as_keywords():
+    # a reference may depend on the variant: its keyword-only parameters come from the call's
+    # constexprs, shape names, hints and bound scalars; positional ones are the tensors
+    def reference(x, w, *, P, SEED, eps=1e-6):
+        return x
+
+    names = {"P": 0.5, "SEED": -7, "N": 10, "num_sms": 132, "cdiv": H.cdiv}
+    assert H.keywords_for(reference, names, "m.yaml: kernels/k") == {"P": 0.5, "SEED": -7}
+    assert H.keywords_for(reference, {**names, "eps": 1e-5}, "w")["eps"] == 1e-5
+    assert H.keywords_for(lambda x: x, names, "w") == {}
+    with pytest.raises(H.ManifestValueError, match=r"m.yaml: kernels/k: reference.py's reference\(\) takes the "
+                                                   r"keyword-only parameter SEED.*may take N, P, num_sms$"):
+        H.keywords_for(reference, {"P": 0.5, "N": 10, "num_sms": 132, "cdiv": H.cdiv}, "m.yaml: kernels/k")

@@ -20,7 +20,10 @@ input memory go to three sides (four where NVIDIA ported the kernel), each writi
 
 ``expected()`` is ``reference.reference`` (or the kernel's ``reference:`` function; the
 PyTorch semantics, usually in fp32), the oracle
-both kernels are compared against with the manifest's per-dtype rtol/atol. Expressions are
+both kernels are compared against with the manifest's per-dtype rtol/atol. The reference and
+torch functions take the inputs positionally and, as keyword-only parameters, any constexpr,
+shape name, hint, ``num_sms`` or bound scalar of the call by name (:func:`keywords_for`:
+dropout's ``P``/``SEED``, a norm's ``eps``, a mode flag). Expressions are
 evaluated with Python's ``eval`` over shape names, constexprs, ``hints``, ``num_sms``,
 ``cdiv``/``min``/``max``/``sqrt`` and the tensors: a manifest is code, like kernel.py.
 """
@@ -160,6 +163,34 @@ def cases(man: dict, kind: str) -> list[tuple[str, M.Variant, tuple[int, ...]]]:
     return [(k, v, tuple(s)) for k in man["kernels"] for v in M.variants(man, k) for s in shapes
             if fits(man, s, v.constexprs, kernel=k)
             and (kind == "test" or fits(man, s, v.constexprs, "perf_fits", kernel=k))]
+
+
+def keywords_for(fn, names: dict, where: str) -> dict:
+    """The keyword-only arguments of ``fn`` (a reference.py function) from ``names``: the call's
+    constexprs, shape names, hints, ``num_sms`` and bound scalars (:func:`build_call`), so a
+    reference can depend on a variant's constexprs (``def reference(x, *, P, SEED)``).
+    Positional parameters are the tensors and get nothing here; a keyword-only parameter with a
+    default keeps it when ``names`` lacks it.
+
+    Raises:
+        ManifestValueError: a keyword-only parameter without a default that ``names`` lacks
+            (the message names ``where``, the function and the names it could use).
+    """
+    import inspect
+
+    out = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind != inspect.Parameter.KEYWORD_ONLY:
+            continue
+        if p.name in names:
+            out[p.name] = names[p.name]
+        elif p.default is inspect.Parameter.empty:
+            known = sorted(k for k, v in names.items() if isinstance(k, str) and not callable(v))
+            raise ManifestValueError(
+                f"{where}: reference.py's {fn.__name__}() takes the keyword-only parameter {p.name}, "
+                f"which is no constexpr, shape name, hint or bound scalar of this call; it may take "
+                f"{', '.join(known[:40])}")
+    return out
 
 
 def int_values(kind: str, args: list, numel: int, seed: int, where: str):
@@ -392,12 +423,16 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     timed = kman.get("torch_impl") or ("torch_impl" if ref_name == "reference" else None)
     fast = getattr(rmod, timed, None) if timed else None
     box = {}
+    names = {**env, **rs}
+    where = f"{mpath}: kernels/{kernel}"
+    sem_kw = keywords_for(semantics, names, where)
+    fast_kw = keywords_for(fast, names, where) if fast else sem_kw
 
     def torch_side():
-        box["out"] = (fast or semantics)(*ins)
+        box["out"] = (fast or semantics)(*ins, **fast_kw)
 
     def expected():
-        r = semantics(*ins)
+        r = semantics(*ins, **sem_kw)
         return _flat(r if isinstance(r, (tuple, list)) else [r])
 
     notes = [] if fast else [f"reference.py has no {timed or 'torch_impl'} for {kernel}: timed {ref_name}()"]
