@@ -202,3 +202,31 @@ def test_reference_functions_take_constexprs_as_keywords():
     with pytest.raises(H.ManifestValueError, match=r"m.yaml: kernels/k: reference.py's reference\(\) takes the "
                                                    r"keyword-only parameter SEED.*may take N, P, num_sms$"):
         H.keywords_for(reference, {"P": 0.5, "N": 10, "num_sms": 132, "cdiv": H.cdiv}, "m.yaml: kernels/k")
+
+
+def test_an_in_place_kernels_output_starts_as_a_copy_of_an_input(tmp_path):
+    text = pick_manifest().replace("  dst: {shape: [N], role: output}\n",
+                                   "  dst: {shape: [N], role: output, init: {copy: src}}\n")
+    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    v = M.variants(man, "pick")[0]
+    plan = {p["name"]: p for p in H.tensor_plan(man, "pick", v, H.base_env(man, [1000], v.constexprs, 1))}
+    assert (plan["dst"]["init"], plan["dst"]["args"], plan["dst"]["role"]) == ("copy", ["src"], "output")
+
+    class T:                               # stands in for a torch tensor: shape, dtype, clone()
+        def __init__(self, shape, dtype):
+            self.shape, self.dtype = shape, type("dt", (), {"__str__": lambda s: f"torch.{dtype}"})()
+
+        def clone(self):
+            return T(self.shape, str(self.dtype).removeprefix("torch."))
+
+    got = H.copy_of(T((1000,), "float16"), plan["dst"], (1000,))
+    assert isinstance(got, T) and got.shape == (1000,)
+    with pytest.raises(H.ManifestValueError, match=r"tensors/dst/init: copy of src \(\[1000\], float32\) cannot "
+                                                   r"fill a tensor of shape \[1000\] and dtype float16"):
+        H.copy_of(T((1000,), "float32"), plan["dst"], (1000,))
+    # only an output, only of an input listed before it
+    for old, new in [("  dst: {shape: [N], role: output}\n", "  dst: {shape: [N], role: output, init: {copy: stat}}\n"),
+                     ("  src: {shape: [N], role: input}\n", "  src: {shape: [N], role: input, init: {copy: idx}}\n")]:
+        with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: key 'tensors/(dst|src)/init': init copy makes "
+                                                  r"an output start as a copy of an input listed before it"):
+            M.load(make_op(tmp_path, manifest=pick_manifest().replace(old, new)) / "manifest.yaml")

@@ -4,7 +4,8 @@ A call is (kernel, variant, shape): the kernel's ``tensors`` (else the operator'
 reference.py's inputs and outputs, each in its ``dtype`` (default: the variant's) and made by its
 ``init`` generator (default for floats: seeded ``randn(shape) * scale``; integer tensors name
 theirs: ``randint``, ``sorted``, ``range``, ``permutation``, ``offsets``, ``full``; see
-:func:`int_values`), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
+:func:`int_values`; an output with ``copy`` starts as a copy of an input: the buffer of an
+in-place kernel), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
 parameters to tensors, views (``x[:, :N]``) and scalars (``1.0 / N``, cast to the scalar's
 type); the kernel's ``grid`` expression gives the launch grid. The *same* grid, arguments and
 input memory go to three sides (four where NVIDIA ported the kernel), each writing its own output buffers (filled with the tensor's
@@ -261,7 +262,7 @@ def tensor_plan(man: dict, kernel: str, variant: M.Variant, env: dict) -> list[d
         kind, args = M.init_spec(t)
         plan.append({"name": name, "role": t["role"], "dtype": dtype, "init": kind,
                      "init_given": "init" in t,
-                     "args": [evaluate(a, env, f"{where}/init") for a in args],
+                     "args": args if kind == "copy" else [evaluate(a, env, f"{where}/init") for a in args],
                      "scale": evaluate(t["scale"], env, f"{where}/scale") if "scale" in t else None,
                      "shapes": shapes, "list": count is not None, "where": where})
     return plan
@@ -311,6 +312,19 @@ def _make(spec: dict, dims: tuple, dev, gen, seed: int, k: int):
     return x.to(tdt)
 
 
+def copy_of(src, spec: dict, dims: tuple):
+    """A copy of input tensor ``src`` for the output ``spec`` (init ``copy``) of shape ``dims``.
+    Raises :class:`ManifestValueError` when the two differ in shape or dtype (a copy never
+    reshapes or casts)."""
+    want = (tuple(dims), _TORCH_DTYPES[spec["dtype"]])
+    have = (tuple(src.shape), str(src.dtype).removeprefix("torch."))
+    if want != have:
+        raise ManifestValueError(f"{spec['where']}/init: copy of {spec['args'][0]} ({list(have[0])}, {have[1]}) "
+                                 f"cannot fill a tensor of shape {list(want[0])} and dtype {want[1]}; give both "
+                                 f"the same shape and dtype")
+    return src.clone()
+
+
 def _flat(xs) -> list:
     out = []
     for x in xs:
@@ -346,7 +360,9 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
         made = []
         for dims in spec["shapes"]:
             k += 1
-            if spec["role"] == "input" or spec["init_given"]:
+            if spec["init"] == "copy":
+                made.append(copy_of(tensors_in[spec["args"][0]], spec, dims))
+            elif spec["role"] == "input" or spec["init_given"]:
                 made.append(_make(spec, dims, dev, gen, seed, k))
             else:
                 made.append(torch.full(dims, float("nan"), device=dev, dtype=torch.float32).to(
