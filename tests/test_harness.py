@@ -213,17 +213,39 @@ def test_init_copy_errors_name_the_line(tmp_path):
             M.load(d / "manifest.yaml")
 
 
-def test_keyword_only_reference_parameters_get_constexprs_and_shape_names():
-    def ref(x, y, *, ACT_TYPE, N, scale=2.0):
+
+def test_a_kernel_own_fits_replaces_the_operators(tmp_path):
+    # pick's constexprs are not copy_all's: each kernel ties its variants to shapes with its own
+    # predicate (kernels without one keep the operator's), perf_fits likewise
+    text = pick_manifest().replace("test_shapes: [[1000]]", "test_shapes: [[1000], [4096]]\nfits: \"N < 4000\"").replace(
+        "    reference: copy_reference", "    reference: copy_reference\n    fits: \"N > TILE * 60\"\n"
+                                        "    perf_fits: \"N % TILE == 0\"")
+    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    got = {(k, v.dtype, s) for k, v, s in H.cases(man, "test")}
+    assert got == {("pick", dt, (1000,)) for dt in ("f16", "bf16", "f32")} | \
+                  {("copy_all", dt, (4096,)) for dt in ("f16", "bf16", "f32")}
+    assert {(k, s) for k, _, s in H.cases(man, "perf")} == {("copy_all", (1048576,))}
+    # an unknown name names the kernel's key
+    man["kernels"]["copy_all"]["fits"] = "LAT > 0"
+    with pytest.raises(H.ManifestValueError, match=r"manifest.yaml: kernels/copy_all/fits: expression 'LAT > 0'"):
+        H.cases(man, "test")
+    # the kernel's predicate is checked at load like the operator's
+    bad = text.replace('fits: "N > TILE * 60"', 'fits: "N >"')
+    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: key 'kernels/copy_all/fits'.*not valid Python"):
+        M.load(make_op(tmp_path, manifest=bad) / "manifest.yaml")
+
+
+def test_reference_functions_take_constexprs_as_keywords():
+    # a reference may depend on the variant: its keyword-only parameters come from the call's
+    # constexprs, shape names, hints and bound scalars; positional ones are the tensors
+    def reference(x, w, *, P, SEED, eps=1e-6):
         return x
 
-    env = {"N": 7, "ACT_TYPE": 1, "cdiv": H.cdiv, "num_sms": 132}
-    assert H.keyword_args(ref, env, "w") == {"ACT_TYPE": 1, "N": 7}
-    assert H.keyword_args(lambda x, y: x, env, "w") == {}
+    names = {"P": 0.5, "SEED": -7, "N": 10, "num_sms": 132, "cdiv": H.cdiv}
+    assert H.keywords_for(reference, names, "m.yaml: kernels/k") == {"P": 0.5, "SEED": -7}
+    assert H.keywords_for(reference, {**names, "eps": 1e-5}, "w")["eps"] == 1e-5
+    assert H.keywords_for(lambda x: x, names, "w") == {}
+    with pytest.raises(H.ManifestValueError, match=r"m.yaml: kernels/k: reference.py's reference\(\) takes the "
+                                                   r"keyword-only parameter SEED.*may take N, P, num_sms$"):
+        H.keywords_for(reference, {"P": 0.5, "N": 10, "num_sms": 132, "cdiv": H.cdiv}, "m.yaml: kernels/k")
 
-    def bad(x, *, SPLIT_K):
-        return x
-
-    with pytest.raises(H.ManifestValueError, match=r"m.yaml: kernels/k: reference.py bad\(\): keyword-only "
-                                                   r"parameter 'SPLIT_K' is none of the call's names \(ACT_TYPE, N, num_sms\)"):
-        H.keyword_args(bad, env, "m.yaml: kernels/k: reference.py bad()")

@@ -68,3 +68,24 @@ def test_summary_rows_are_the_variants_the_manifest_means(tmp_path):
     assert [(r["kernel"], r["variant"].split("-")[0]) for r in rows if r["kernel"] == "pick"] == \
         [("pick", "f16"), ("pick", "bf16"), ("pick", "f32")]           # not 3 dtypes x 2 configs
     assert len(rows) == 6
+
+
+def test_a_blocked_kernel_row_names_its_own_first_construct(tmp_path):
+    """The analysis gates a whole operator, but each kernel's rows name that kernel's first
+    unsupported construct (the operator's first may be in another kernel)."""
+    from tileport.verdict import Finding
+
+    r = tmp_path / "results" / "op"
+    items = [{"kernel": "fwd", "file": "k.py", "line": 3, "construct": "ct.arange", "reason": "no rule"},
+             {"kernel": "bwd", "file": "k.py", "line": 9, "construct": "t.astype", "reason": "no rule"}]
+    write(Verdict(stage="analyze", op="op", verdict="BLOCKED", owner="kernel",
+                  summary="2 unsupported construct(s); first: k.py:3: ct.arange: no rule",
+                  findings=[Finding("unsupported", "critical", "kernel", f"k.py:{u['line']}: {u['construct']}: no rule")
+                            for u in items], details={"unsupported": items}), r / "analysis.json")
+    rows = S.rows_for(tmp_path / "results", "op", [("fwd", "f16"), ("bwd", "f16"), ("other", "f16")], None)
+    assert [x["analyze"] for x in rows] == ["BLOCKED"] * 3
+    assert rows[0]["note"] == "analyze: 2 unsupported construct(s); first: k.py:3: ct.arange: no rule"
+    assert rows[1]["note"] == "analyze: 2 finding(s) in the operator, 1 in bwd; first in bwd: k.py:9: t.astype: no rule"
+    assert rows[2]["note"].startswith("analyze: none of the operator's 2 finding(s) is in other, but the analysis "
+                                      "gates the whole operator; first: k.py:3: ct.arange")
+    assert rows[1]["owner"] == "kernel"

@@ -4,7 +4,8 @@ A call is (kernel, variant, shape): the kernel's ``tensors`` (else the operator'
 reference.py's inputs and outputs, each in its ``dtype`` (default: the variant's) and made by its
 ``init`` generator (default for floats: seeded ``randn(shape) * scale``; integer tensors name
 theirs: ``randint``, ``sorted``, ``range``, ``permutation``, ``offsets``, ``full``; see
-:func:`int_values`), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
+:func:`int_values`; an output with ``copy`` starts as a copy of an input: the buffer of an
+in-place kernel), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
 parameters to tensors, views (``x[:, :N]``) and scalars (``1.0 / N``, cast to the scalar's
 type); the kernel's ``grid`` expression gives the launch grid. The *same* grid, arguments and
 input memory go to three sides (four where NVIDIA ported the kernel), each writing its own output buffers (filled with the tensor's
@@ -19,9 +20,11 @@ input memory go to three sides (four where NVIDIA ported the kernel), each writi
   with ``nv_note`` saying why) for kernels NVIDIA did not port or variants it does not implement.
 
 ``expected()`` is ``reference.reference`` (or the kernel's ``reference:`` function; the
-PyTorch semantics, usually in fp32; its keyword-only parameters get the values of the shape
-names, constexprs and hints they are named after, :func:`keyword_args`), the oracle
-both kernels are compared against with the manifest's per-dtype rtol/atol. Expressions are
+PyTorch semantics, usually in fp32), the oracle
+both kernels are compared against with the manifest's per-dtype rtol/atol. The reference and
+torch functions take the inputs positionally and, as keyword-only parameters, any constexpr,
+shape name, hint, ``num_sms`` or bound scalar of the call by name (:func:`keywords_for`:
+dropout's ``P``/``SEED``, a norm's ``eps``, a mode flag). Expressions are
 evaluated with Python's ``eval`` over shape names, constexprs, ``hints``, ``num_sms``,
 ``cdiv``/``min``/``max``/``sqrt`` and the tensors: a manifest is code, like kernel.py.
 """
@@ -138,24 +141,57 @@ def evaluate(expr, env: dict, where: str):
         raise ManifestValueError(f"{where}: expression {expr!r}: {type(exc).__name__}: {exc}{hint}") from None
 
 
-def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits") -> bool:
+def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits", kernel: str | None = None) -> bool:
     """The manifest's ``fits`` (or ``perf_fits``) predicate, default True, for one shape and
-    config; for ``fits``, also every shape name that is also a constexpr name must equal the
-    constexpr (a kernel compiled for ``N: 4096`` runs on shapes with N = 4096 only). Raises
-    :class:`HarnessError` for a bad expression."""
+    config: ``kernel``'s own predicate where it has one, else the operator's. For ``fits``, also
+    every shape name that is also a constexpr name must equal the constexpr (a kernel compiled
+    for ``N: 4096`` runs on shapes with N = 4096 only). Raises :class:`HarnessError` for a bad
+    expression."""
     if key == "fits" and any(constexprs[n] != v for n, v in zip(man["shape_names"], shape) if n in constexprs):
         return False
-    expr = man.get(key, "True")
-    return bool(evaluate(expr, base_env(man, shape, constexprs, 0), f"{man['_path']}: {key}"))
+    own = man["kernels"][kernel].get(key) if kernel is not None else None
+    expr = own if own is not None else man.get(key, "True")
+    where = f"{man['_path']}: {'kernels/' + kernel + '/' if own is not None else ''}{key}"
+    return bool(evaluate(expr, base_env(man, shape, constexprs, 0), where))
 
 
 def cases(man: dict, kind: str) -> list[tuple[str, M.Variant, tuple[int, ...]]]:
     """(kernel, variant, shape) of every ``test_shapes`` (kind ``test``) or ``perf_shapes``
     (kind ``perf``: also ``perf_fits``) entry that fits the variant, over each kernel's own
-    variants (:func:`tileport.manifest.variants`), in manifest order."""
+    variants (:func:`tileport.manifest.variants`) and predicates (:func:`fits`), in manifest
+    order."""
     shapes = man["test_shapes" if kind == "test" else "perf_shapes"]
     return [(k, v, tuple(s)) for k in man["kernels"] for v in M.variants(man, k) for s in shapes
-            if fits(man, s, v.constexprs) and (kind == "test" or fits(man, s, v.constexprs, "perf_fits"))]
+            if fits(man, s, v.constexprs, kernel=k)
+            and (kind == "test" or fits(man, s, v.constexprs, "perf_fits", kernel=k))]
+
+
+def keywords_for(fn, names: dict, where: str) -> dict:
+    """The keyword-only arguments of ``fn`` (a reference.py function) from ``names``: the call's
+    constexprs, shape names, hints, ``num_sms`` and bound scalars (:func:`build_call`), so a
+    reference can depend on a variant's constexprs (``def reference(x, *, P, SEED)``).
+    Positional parameters are the tensors and get nothing here; a keyword-only parameter with a
+    default keeps it when ``names`` lacks it.
+
+    Raises:
+        ManifestValueError: a keyword-only parameter without a default that ``names`` lacks
+            (the message names ``where``, the function and the names it could use).
+    """
+    import inspect
+
+    out = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind != inspect.Parameter.KEYWORD_ONLY:
+            continue
+        if p.name in names:
+            out[p.name] = names[p.name]
+        elif p.default is inspect.Parameter.empty:
+            known = sorted(k for k, v in names.items() if isinstance(k, str) and not callable(v))
+            raise ManifestValueError(
+                f"{where}: reference.py's {fn.__name__}() takes the keyword-only parameter {p.name}, "
+                f"which is no constexpr, shape name, hint or bound scalar of this call; it may take "
+                f"{', '.join(known[:40])}")
+    return out
 
 
 def int_values(kind: str, args: list, numel: int, seed: int, where: str):
@@ -255,28 +291,6 @@ class Call:
     # call without them. The benchmark calls it before the calls whose outputs it checks.
     reset: callable = lambda: None
     in_place: bool = False       # some output starts as a copy of an input (reset() matters)
-
-
-def keyword_args(fn, env: dict, where: str) -> dict:
-    """The values of ``fn``'s keyword-only parameters (``def reference(x, *, ACT_TYPE)``), by name
-    from a call's expression names (:func:`base_env`: shape names, the variant's constexprs,
-    hints, num_sms): semantics that depend on a constexpr (an activation selector, a split
-    count that shapes a partial-sums output) read it this way. Raises
-    :class:`ManifestValueError` naming ``where`` for a keyword-only parameter without a default
-    that no such name gives."""
-    import inspect
-
-    out = {}
-    for p in inspect.signature(fn).parameters.values():
-        if p.kind is not p.KEYWORD_ONLY:
-            continue
-        if p.name in env:
-            out[p.name] = env[p.name]
-        elif p.default is p.empty:
-            names = sorted(k for k in env if isinstance(k, str) and not k.startswith("_") and not callable(env[k]))
-            raise ManifestValueError(f"{where}: keyword-only parameter '{p.name}' is none of the call's names "
-                                     f"({', '.join(names)}); name it after a shape name, constexpr or hint")
-    return out
 
 
 def copy_sources(plan: list[dict], tensors_in: dict) -> dict:
@@ -445,9 +459,11 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
                                  f"outputs")
     timed = kman.get("torch_impl") or ("torch_impl" if ref_name == "reference" else None)
     fast = getattr(rmod, timed, None) if timed else None
-    sem_kw = keyword_args(semantics, env, f"{mpath}: kernels/{kernel}: reference.py {ref_name}()")
-    fast_kw = keyword_args(fast, env, f"{mpath}: kernels/{kernel}: reference.py {timed}()") if fast else sem_kw
     box = {}
+    names = {**env, **rs}
+    where = f"{mpath}: kernels/{kernel}"
+    sem_kw = keywords_for(semantics, names, where)
+    fast_kw = keywords_for(fast, names, where) if fast else sem_kw
 
     def torch_side():
         box["out"] = (fast or semantics)(*ins, **fast_kw)

@@ -184,6 +184,10 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                     "variants": _VARIANTS,
                     "compiler_hints": _HINTS,
                     "tensors": _TENSORS,
+                    # this kernel's own shape predicates (default: the operator's): kernels
+                    # whose constexprs have other names, or that fit other shapes
+                    "fits": {"type": "string"},
+                    "perf_fits": {"type": "string"},
                     "reference": {"type": "string", "pattern": _NAME},
                     "torch_impl": {"type": "string", "pattern": _NAME},
                 },
@@ -262,6 +266,10 @@ _KEYS: dict[tuple, tuple[str, str]] = {
     ("variants", "#", "name"): ("the variant's name (its id becomes <dtype>-<name>)",
                                 "name: tma_128 (letters, digits and _, at most 60)"),
     ("kernels", "*", "tensors"): ("this kernel's tensors for the GPU stages", "tensors: {x: {shape: [M, N], role: input}}"),
+    ("kernels", "*", "fits"): ("this kernel's shape predicate (instead of the operator's fits)",
+                               "fits: \"M == N_ROWS and N == N_COLS\""),
+    ("kernels", "*", "perf_fits"): ("this kernel's extra predicate for perf shapes (instead of the "
+                                    "operator's perf_fits)", "perf_fits: \"TILE < 2 * N\""),
     ("kernels", "*", "reference"): ("the reference.py function this kernel is compared with",
                                     "reference: backward_reference (a function name)"),
     ("kernels", "*", "torch_impl"): ("the reference.py function timed as the torch side",
@@ -609,6 +617,9 @@ def load(path: str | Path) -> dict:
             _check_expr(doc[key], [key], at)
     for k, kman in doc["kernels"].items():
         _check_expr(kman["grid"], ["kernels", k, "grid"], at)
+        for key in ("fits", "perf_fits"):
+            if key in kman:
+                _check_expr(kman[key], ["kernels", k, key], at)
     if "tensors" in doc:
         _check_tensors(doc["tensors"], ["tensors"], at)
     for k, kman in doc["kernels"].items():

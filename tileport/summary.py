@@ -147,6 +147,29 @@ def _word(doc: dict | None) -> str:
     return doc["verdict"] if doc else "missing"
 
 
+def analysis_for_kernel(an: dict | None, kernel: str) -> dict | None:
+    """The operator's analysis verdict as one kernel's rows tell it. The analysis gates the
+    whole operator, but its summary names the operator's first unsupported construct, which may
+    lie in another kernel: a BLOCKED row names its own kernel's first construct (with its
+    owner), or says that only other kernels have any. Other verdicts are returned unchanged."""
+    if not an or an.get("verdict") != "BLOCKED":
+        return an
+    items = (an.get("details") or {}).get("unsupported") or []
+    findings = an.get("findings") or []
+    if len(items) != len(findings) or not any(u.get("kernel") for u in items):
+        return an
+    own = [i for i, u in enumerate(items) if u.get("kernel") == kernel]
+    if own and own[0] == 0:
+        return an
+    if own:
+        f = findings[own[0]]
+        summary = (f"{len(items)} finding(s) in the operator, {len(own)} in {kernel}; first in {kernel}: "
+                   f"{f['message']}")
+        return {**an, "summary": summary, "owner": f.get("owner") or an.get("owner")}
+    return {**an, "summary": f"none of the operator's {len(items)} finding(s) is in {kernel}, but the "
+                             f"analysis gates the whole operator; first: {findings[0]['message']}"}
+
+
 def rows_for(results: Path, op: str, variants: list, manifest_error: str | None) -> list[dict]:
     """Summary rows of one operator, read from its verdict files under ``results/<op>`` (analysis,
     reference Tile IR, transcripts) and under its last GPU round's tree (everything else)."""
@@ -205,8 +228,9 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         # the analyser's BLOCKED is not this row's problem, the later stages' verdicts are
         llm_ported = (wk or {}).get("verdict") == "PASS" and \
             ((wk or {}).get("details") or {}).get("backend") in ("anthropic", "replay")
-        for d in ((imp,) if imp else ()) + (an, ref, wk, build, rir, dif):
-            if d is an and llm_ported and d is not None and d["verdict"] == "BLOCKED":
+        an_k = analysis_for_kernel(an, kernel)
+        for d in ((imp,) if imp else ()) + (an_k, ref, wk, build, rir, dif):
+            if d is an_k and llm_ported and d is not None and d["verdict"] == "BLOCKED":
                 continue
             if d is None:
                 note = note or "a verdict file is missing"
