@@ -166,3 +166,40 @@ def test_cases_use_each_kernels_variants_and_tie_shape_names_to_constexprs(tmp_p
                    ("pick", "f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2", (32,)),
                    ("copy_all", "f16-TILE64", (64,)), ("copy_all", "bf16-TILE64", (64,)),
                    ("copy_all", "f32-TILE64", (64,))]
+
+
+def test_a_kernels_own_fits_may_name_its_constexprs(tmp_path):
+    # copy_all's predicate names TILE, a constexpr pick has too, and NEG, which copy_all lacks:
+    # the operator's fits could not say "NEG" (copy_all's variants would raise NameError)
+    text = pick_manifest().replace(
+        "    reference: copy_reference\n",
+        "    reference: copy_reference\n    fits: \"N % TILE == 0\"\n    perf_fits: \"N > 4 * TILE\"\n").replace(
+        "    scalars: {Count: i32}\n", "    scalars: {Count: i32}\n    fits: \"NEG or N < 100\"\n").replace(
+        "test_shapes: [[1000]]", "test_shapes: [[1000], [64], [96]]")
+    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    got = {(k, v.dtype, s) for k, v, s in H.cases(man, "test")}
+    # pick: f16/bf16 (NEG true) on every shape, f32 (NEG false) only below 100
+    assert {(d, s) for k, d, s in got if k == "pick"} == \
+        {(d, s) for d in ("f16", "bf16") for s in [(1000,), (64,), (96,)]} | {("f32", (64,)), ("f32", (96,))}
+    # copy_all (TILE 64): only the shape that is a multiple of 64
+    assert {s for k, _, s in got if k == "copy_all"} == {(64,)}
+    assert {k for k, _, _ in H.cases(man, "perf")} == {"pick", "copy_all"}
+    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: .*kernels/copy_all/fits.*not valid Python"):
+        M.load(make_op(tmp_path, name="bad", manifest=text.replace('"N % TILE == 0"', '"N %% TILE =="').replace(
+            "op: pick", "op: bad")) / "manifest.yaml")
+
+
+def test_reference_keyword_parameters_take_the_launchs_values():
+    def reference(q, k, *, BANDWIDTH, qk_scale, extra=7):
+        return q, k, BANDWIDTH, qk_scale, extra
+
+    values = {"BANDWIDTH": 128, "TILE_M": 64, "qk_scale": 0.125}
+    assert H.reference_kwargs(reference, values, "m.yaml") == {"BANDWIDTH": 128, "qk_scale": 0.125}
+    # positional parameters are the tensors: never filled from the launch
+    assert H.reference_kwargs(lambda TILE_M, x=1: 0, values, "m.yaml") == {}
+
+    def needs(q, *, WINDOW):
+        return q
+    with pytest.raises(H.ManifestValueError, match=r"m.yaml: keyword-only parameter 'WINDOW' of needs\(\) "
+                                                   r"names no constexpr.*BANDWIDTH, TILE_M, qk_scale"):
+        H.reference_kwargs(needs, values, "m.yaml")

@@ -19,7 +19,8 @@ input memory go to three sides (four where NVIDIA ported the kernel), each writi
   with ``nv_note`` saying why) for kernels NVIDIA did not port or variants it does not implement.
 
 ``expected()`` is ``reference.reference`` (or the kernel's ``reference:`` function; the
-PyTorch semantics, usually in fp32), the oracle
+PyTorch semantics, usually in fp32; keyword-only parameters get the launch's constexprs and
+runtime scalars of their names, :func:`reference_kwargs`), the oracle
 both kernels are compared against with the manifest's per-dtype rtol/atol. Expressions are
 evaluated with Python's ``eval`` over shape names, constexprs, ``hints``, ``num_sms``,
 ``cdiv``/``min``/``max``/``sqrt`` and the tensors: a manifest is code, like kernel.py.
@@ -137,24 +138,31 @@ def evaluate(expr, env: dict, where: str):
         raise ManifestValueError(f"{where}: expression {expr!r}: {type(exc).__name__}: {exc}{hint}") from None
 
 
-def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits") -> bool:
+def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits", kernel: str | None = None) -> bool:
     """The manifest's ``fits`` (or ``perf_fits``) predicate, default True, for one shape and
-    config; for ``fits``, also every shape name that is also a constexpr name must equal the
-    constexpr (a kernel compiled for ``N: 4096`` runs on shapes with N = 4096 only). Raises
-    :class:`HarnessError` for a bad expression."""
+    config, and with ``kernel`` also that kernel's own predicate of the same key (both must
+    hold; a kernel's may name its own constexprs, which the operator's cannot where other
+    kernels lack them); for ``fits``, also every shape name that is also a constexpr name must
+    equal the constexpr (a kernel compiled for ``N: 4096`` runs on shapes with N = 4096 only).
+    Raises :class:`HarnessError` for a bad expression."""
     if key == "fits" and any(constexprs[n] != v for n, v in zip(man["shape_names"], shape) if n in constexprs):
         return False
-    expr = man.get(key, "True")
-    return bool(evaluate(expr, base_env(man, shape, constexprs, 0), f"{man['_path']}: {key}"))
+    env = base_env(man, shape, constexprs, 0)
+    if not evaluate(man.get(key, "True"), env, f"{man['_path']}: {key}"):
+        return False
+    kexpr = man["kernels"][kernel].get(key) if kernel is not None else None
+    return kexpr is None or bool(evaluate(kexpr, env, f"{man['_path']}: kernels/{kernel}/{key}"))
 
 
 def cases(man: dict, kind: str) -> list[tuple[str, M.Variant, tuple[int, ...]]]:
     """(kernel, variant, shape) of every ``test_shapes`` (kind ``test``) or ``perf_shapes``
-    (kind ``perf``: also ``perf_fits``) entry that fits the variant, over each kernel's own
-    variants (:func:`tileport.manifest.variants`), in manifest order."""
+    (kind ``perf``: also ``perf_fits``) entry that fits the variant (the operator's predicates
+    and the kernel's own), over each kernel's own variants
+    (:func:`tileport.manifest.variants`), in manifest order."""
     shapes = man["test_shapes" if kind == "test" else "perf_shapes"]
     return [(k, v, tuple(s)) for k in man["kernels"] for v in M.variants(man, k) for s in shapes
-            if fits(man, s, v.constexprs) and (kind == "test" or fits(man, s, v.constexprs, "perf_fits"))]
+            if fits(man, s, v.constexprs, kernel=k)
+            and (kind == "test" or fits(man, s, v.constexprs, "perf_fits", kernel=k))]
 
 
 def int_values(kind: str, args: list, numel: int, seed: int, where: str):
@@ -282,6 +290,32 @@ def _flat(xs) -> list:
     return out
 
 
+def reference_kwargs(fn, values: dict, where: str) -> dict:
+    """The keyword arguments a reference.py function (``reference``, a kernel's ``reference:``
+    or ``torch_impl``) asks for: each keyword-only parameter (declared after ``*``) takes the
+    value of the launch's constexpr or bound runtime scalar of that name from ``values``
+    (e.g. ``def reference(q, k, v, *, BANDWIDTH, qk_scale)``), so semantics that depend on a
+    constexpr need not guess it from the tensors. Positional parameters stay the ``tensors``.
+
+    Raises:
+        ManifestValueError: a keyword-only parameter without a default names no constexpr or
+            scalar of the launch (naming ``where`` and the names there are).
+    """
+    import inspect
+
+    out = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is not p.KEYWORD_ONLY:
+            continue
+        if p.name in values:
+            out[p.name] = values[p.name]
+        elif p.default is p.empty:
+            raise ManifestValueError(f"{where}: keyword-only parameter {p.name!r} of {fn.__name__}() names no "
+                                     f"constexpr or runtime scalar of this launch (there are: "
+                                     f"{', '.join(sorted(values)) or 'none'}); rename it or give it a default")
+    return out
+
+
 def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[dict], kernel: str,
                variant: M.Variant, shape, lib, symbol: str, seed: int = 0, device: int = 0,
                nv=None) -> Call:
@@ -387,12 +421,15 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     timed = kman.get("torch_impl") or ("torch_impl" if ref_name == "reference" else None)
     fast = getattr(rmod, timed, None) if timed else None
     box = {}
+    launch_values = {**variant.constexprs, **rs}
+    sem_kw = reference_kwargs(semantics, launch_values, f"{mpath}: kernels/{kernel}/reference ({ref_name})")
+    fast_kw = reference_kwargs(fast, launch_values, f"{mpath}: kernels/{kernel}/torch_impl ({timed})") if fast else {}
 
     def torch_side():
-        box["out"] = (fast or semantics)(*ins)
+        box["out"] = fast(*ins, **fast_kw) if fast else semantics(*ins, **sem_kw)
 
     def expected():
-        r = semantics(*ins)
+        r = semantics(*ins, **sem_kw)
         return _flat(r if isinstance(r, (tuple, list)) else [r])
 
     notes = [] if fast else [f"reference.py has no {timed or 'torch_impl'} for {kernel}: timed {ref_name}()"]
