@@ -203,3 +203,15 @@ def test_reference_keyword_parameters_take_the_launchs_values():
     with pytest.raises(H.ManifestValueError, match=r"m.yaml: keyword-only parameter 'WINDOW' of needs\(\) "
                                                    r"names no constexpr.*BANDWIDTH, TILE_M, qk_scale"):
         H.reference_kwargs(needs, values, "m.yaml")
+
+
+def test_compare_counts_equal_infinities_and_nans_as_equal():
+    torch = pytest.importorskip("torch")
+    inf = float("inf")
+    e = torch.tensor([-inf, inf, float("nan"), 1.0])
+    assert H.compare(e.clone(), e, rtol=0.0, atol=0.0)["ok"]
+    # an infinity of the other sign, a finite value for an infinity, or an infinity for a
+    # finite value is a mismatch
+    for a in ([inf, inf, float("nan"), 1.0], [-inf, 3.0, float("nan"), 1.0], [-inf, inf, float("nan"), inf]):
+        r = H.compare(torch.tensor(a), e, rtol=1e-2, atol=1e-2)
+        assert not r["ok"] and r["mismatches"] == 1, a
