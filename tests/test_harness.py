@@ -249,3 +249,35 @@ def test_reference_functions_take_constexprs_as_keywords():
                                                    r"keyword-only parameter SEED.*may take N, P, num_sms$"):
         H.keywords_for(reference, {"P": 0.5, "N": 10, "num_sms": 132, "cdiv": H.cdiv}, "m.yaml: kernels/k")
 
+
+def test_a_kernels_own_fits_may_name_its_constexprs(tmp_path):
+    # copy_all's predicate names TILE, a constexpr pick has too, and NEG, which copy_all lacks:
+    # the operator's fits could not say "NEG" (copy_all's variants would raise NameError)
+    text = pick_manifest().replace(
+        "    reference: copy_reference\n",
+        "    reference: copy_reference\n    fits: \"N % TILE == 0\"\n    perf_fits: \"N > 4 * TILE\"\n").replace(
+        "    scalars: {Count: i32}\n", "    scalars: {Count: i32}\n    fits: \"NEG or N < 100\"\n").replace(
+        "test_shapes: [[1000]]", "test_shapes: [[1000], [64], [96]]")
+    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    got = {(k, v.dtype, s) for k, v, s in H.cases(man, "test")}
+    # pick: f16/bf16 (NEG true) on every shape, f32 (NEG false) only below 100
+    assert {(d, s) for k, d, s in got if k == "pick"} == \
+        {(d, s) for d in ("f16", "bf16") for s in [(1000,), (64,), (96,)]} | {("f32", (64,)), ("f32", (96,))}
+    # copy_all (TILE 64): only the shape that is a multiple of 64
+    assert {s for k, _, s in got if k == "copy_all"} == {(64,)}
+    assert {k for k, _, _ in H.cases(man, "perf")} == {"pick", "copy_all"}
+    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: .*kernels/copy_all/fits.*not valid Python"):
+        M.load(make_op(tmp_path, name="bad", manifest=text.replace('"N % TILE == 0"', '"N %% TILE =="').replace(
+            "op: pick", "op: bad")) / "manifest.yaml")
+
+
+def test_compare_counts_equal_infinities_and_nans_as_equal():
+    torch = pytest.importorskip("torch")
+    inf = float("inf")
+    e = torch.tensor([-inf, inf, float("nan"), 1.0])
+    assert H.compare(e.clone(), e, rtol=0.0, atol=0.0)["ok"]
+    # an infinity of the other sign, a finite value for an infinity, or an infinity for a
+    # finite value is a mismatch
+    for a in ([inf, inf, float("nan"), 1.0], [-inf, 3.0, float("nan"), 1.0], [-inf, inf, float("nan"), inf]):
+        r = H.compare(torch.tensor(a), e, rtol=1e-2, atol=1e-2)
+        assert not r["ok"] and r["mismatches"] == 1, a

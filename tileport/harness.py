@@ -501,7 +501,9 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
 
 
 def compare(actual, expected, rtol: float, atol: float) -> dict:
-    """Elementwise check ``|actual - expected| <= atol + rtol * |expected|`` (NaN equals NaN).
+    """Elementwise check ``|actual - expected| <= atol + rtol * |expected|`` (NaN equals NaN,
+    and an infinity equals the same infinity: e.g. the -inf log-sum-exp of a split-KV decode
+    split that holds no key).
 
     Returns ``{"ok", "max_abs", "mismatches", "numel", "worst": {"index", "actual", "expected",
     "allowed"}}`` (worst = largest excess over the allowance; None when every element is
@@ -513,8 +515,8 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
         return {"ok": False, "shape": [list(actual.shape), list(expected.shape)], "max_abs": None,
                 "mismatches": None, "numel": actual.numel(), "worst": None}
     a, e = actual.double(), expected.double()
-    both_nan = torch.isnan(a) & torch.isnan(e)
-    diff = torch.where(both_nan, torch.zeros_like(a), (a - e).abs())
+    same = (torch.isnan(a) & torch.isnan(e)) | (torch.isinf(e) & (a == e))
+    diff = torch.where(same, torch.zeros_like(a), (a - e).abs())
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
     allowed = atol + rtol * e.abs().nan_to_num(0.0)
     excess = diff - allowed

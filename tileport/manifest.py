@@ -190,6 +190,10 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                     "perf_fits": {"type": "string"},
                     "reference": {"type": "string", "pattern": _NAME},
                     "torch_impl": {"type": "string", "pattern": _NAME},
+                    # this kernel's own shape predicates, on top of the operator's (they may
+                    # name this kernel's constexprs, which other kernels lack)
+                    "fits": {"type": "string"},
+                    "perf_fits": {"type": "string"},
                 },
                 "required": ["arrays", "grid"],
                 "additionalProperties": False,
@@ -274,6 +278,10 @@ _KEYS: dict[tuple, tuple[str, str]] = {
                                     "reference: backward_reference (a function name)"),
     ("kernels", "*", "torch_impl"): ("the reference.py function timed as the torch side",
                                      "torch_impl: backward_torch (a function name)"),
+    ("kernels", "*", "fits"): ("this kernel's predicate a shape must meet (with the operator's fits)",
+                               "fits: \"SEQ_LEN == cdiv(S, TILE_M) * TILE_M\""),
+    ("kernels", "*", "perf_fits"): ("this kernel's extra predicate for perf shapes",
+                                    "perf_fits: \"TILE_M < 2 * S\""),
     ("dtypes",): ("the variant dtypes", "dtypes: [f16, bf16, f32]"),
     ("dtypes", "#"): ("a variant dtype", "one of " + ", ".join(DTYPES)),
     ("configs",): ("the constexpr configurations (crossed with dtypes)", "configs: [{TILE: 1024}, {TILE: 2048}]"),
