@@ -63,12 +63,7 @@ class ArithRules:
             re_ = self.scalar_as(re_, rt, k, node)
             return f"({le} {op} {re_})", Ty(k)
         # at least one tile: broadcast
-        dtype = lt.dtype if lt.kind == "tile" else rt.dtype
-        if lt.kind == "tile" and rt.kind == "tile" and lt.dtype != rt.dtype:
-            self.fail(node, ast.unparse(node), f"mixed tile dtypes {lt.dtype} and {rt.dtype}")
-        shape = self.broadcast_shape(lt, rt, node)
-        le = self.as_tile(le, lt, dtype, shape, node)
-        re_ = self.as_tile(re_, rt, dtype, shape, node)
+        le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node)
         ty = Ty("tile", dtype, shape)
         is_float = dtype in C.FLOAT_TILE_DTYPES
         eff = flags or self.DEFAULT_FLAGS
@@ -183,10 +178,7 @@ class ArithRules:
         re_, rt = self.expr(node.args[1])
         if "tile" not in (lt.kind, rt.kind):
             self.fail(node, f"ct.{name}", "needs at least one tile operand")
-        dtype = lt.dtype if lt.kind == "tile" else rt.dtype
-        shape = self.broadcast_shape(lt, rt, node)
-        le = self.as_tile(le, lt, dtype, shape, node)
-        re_ = self.as_tile(re_, rt, dtype, shape, node)
+        le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node, same_dtype=False)
         if fl["ftz"] or fl["nan"]:
             fn = "maxf" if name == "maximum" else "minf"
             return self.bind(f"{fn}({le}, {re_}, nan::{fl['nan'] or 'Disabled'}, "
@@ -350,12 +342,7 @@ class ArithRules:
         re_, rt = self.expr(node.comparators[0])
         if "tile" not in (lt.kind, rt.kind):
             return self.scalar_compare(node, le, lt, re_, rt)
-        dtype = lt.dtype if lt.kind == "tile" else rt.dtype
-        if lt.kind == "tile" and rt.kind == "tile" and lt.dtype != rt.dtype:
-            self.fail(node, ast.unparse(node), f"mixed tile dtypes {lt.dtype} and {rt.dtype}")
-        shape = self.broadcast_shape(lt, rt, node)
-        le = self.as_tile(le, lt, dtype, shape, node)
-        re_ = self.as_tile(re_, rt, dtype, shape, node)
+        le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node)
         ty = Ty("tile", "bool", shape)
         if dtype in C.FLOAT_TILE_DTYPES:
             order = "Unordered" if pred == "NotEqual" else "Ordered"

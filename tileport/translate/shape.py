@@ -143,6 +143,17 @@ class ShapeRules:
         shape = self.shape_of(node.args[1] if len(node.args) > 1 else self._kw(node, "shape"))
         return self.bind(f"{e}.reshape(shape![{', '.join(shape)}])", Ty("tile", ty.dtype, shape))
 
+    def broadcast_operands(self, le: str, lt: Ty, re_: str, rt: Ty, node,
+                           same_dtype: bool = True) -> tuple[str, str, str, tuple]:
+        """Two operands, at least one a tile, broadcast to their common shape (a scalar takes
+        the tile's element type). Returns (left, right, element type, shape)."""
+        dtype = lt.dtype if lt.kind == "tile" else rt.dtype
+        if same_dtype and lt.kind == "tile" and rt.kind == "tile" and lt.dtype != rt.dtype:
+            self.fail(node, ast.unparse(node), f"mixed tile dtypes {lt.dtype} and {rt.dtype}")
+        shape = self.broadcast_shape(lt, rt, node)
+        return (self.as_tile(le, lt, dtype, shape, node), self.as_tile(re_, rt, dtype, shape, node),
+                dtype, shape)
+
     def broadcast_shape(self, a: Ty, b: Ty, node) -> tuple:
         sa = a.shape if a.kind == "tile" else ()
         sb = b.shape if b.kind == "tile" else ()
