@@ -166,3 +166,39 @@ def test_cases_use_each_kernels_variants_and_tie_shape_names_to_constexprs(tmp_p
                    ("pick", "f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2", (32,)),
                    ("copy_all", "f16-TILE64", (64,)), ("copy_all", "bf16-TILE64", (64,)),
                    ("copy_all", "f32-TILE64", (64,))]
+
+
+def test_derived_tensors_come_from_reference_functions(tmp_path):
+    """init: {derive: fn}: fn(inputs made before it) makes the tensor (an earlier stage's output,
+    routing arrays that must agree); it is checked against the manifest's shape and dtype."""
+    from types import SimpleNamespace
+
+    text = pick_manifest().replace(
+        "  idx: {shape: [N], role: input, dtype: i32, init: permutation}",
+        "  idx: {shape: [N], role: input, dtype: i32, init: permutation}\n"
+        "  inv: {shape: [N], role: input, dtype: i32, init: {derive: inverse}}").replace(
+        "  dst: {shape: [N], role: output}", "  dst: {shape: [N], role: output, init: {derive: start}}")
+    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    v = M.variants(man, "pick")[2]
+    plan = {p["name"]: p for p in H.tensor_plan(man, "pick", v, H.base_env(man, [8], v.constexprs, 1))}
+    assert (plan["inv"]["init"], plan["inv"]["args"], plan["dst"]["init"]) == ("derive", ["inverse"], "derive")
+    src = np.arange(8, dtype=np.float32)
+    idx = H.int_values("permutation", [], 8, 0, "w").astype(np.int32)
+    rmod = SimpleNamespace(inverse=lambda s, i: np.argsort(i).astype(np.int32), start=lambda s, i, inv: s * 2,
+                           wide=lambda s, i: np.argsort(i), boom=lambda s, i: 1 / 0)
+    inv = H.derive(plan["inv"], (8,), rmod, [src, idx])
+    assert (idx[inv] == np.arange(8)).all()
+    assert (H.derive(plan["dst"], (8,), rmod, [src, idx, inv]) == src * 2).all()
+    with pytest.raises(H.ManifestValueError, match=r"tensors/inv/init: derive: inverse\(\) returned int32 \[8\], "
+                                                   r"but tensor 'inv' is int32 \[9\]"):
+        H.derive(plan["inv"], (9,), rmod, [src, idx])
+    for fn, msg in (("wide", r"wide\(\) returned int64 \[8\], but tensor 'inv' is int32"),
+                    ("boom", r"boom\(\) failed: ZeroDivisionError"),
+                    ("gone", r"reference.py has no function gone\(\)")):
+        with pytest.raises(H.ManifestValueError, match=msg):
+            H.derive({**plan["inv"], "args": [fn]}, (8,), rmod, [src, idx])
+    # one tensor per derive: not a list, and no randn scale
+    for extra, msg in ((", count: 2", "init derive makes one tensor"), (", scale: 2.0", "scale inside the reference")):
+        bad = text.replace("init: {derive: inverse}}", "init: {derive: inverse}" + extra + "}")
+        with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
+            M.load(make_op(tmp_path / extra[2:7], manifest=bad) / "manifest.yaml")

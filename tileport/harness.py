@@ -4,7 +4,8 @@ A call is (kernel, variant, shape): the kernel's ``tensors`` (else the operator'
 reference.py's inputs and outputs, each in its ``dtype`` (default: the variant's) and made by its
 ``init`` generator (default for floats: seeded ``randn(shape) * scale``; integer tensors name
 theirs: ``randint``, ``sorted``, ``range``, ``permutation``, ``offsets``, ``full``; see
-:func:`int_values`), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
+:func:`int_values`; ``derive`` computes a tensor with a reference.py function from the inputs
+before it, see :func:`derive`), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
 parameters to tensors, views (``x[:, :N]``) and scalars (``1.0 / N``, cast to the scalar's
 type); the kernel's ``grid`` expression gives the launch grid. The *same* grid, arguments and
 input memory go to three sides (four where NVIDIA ported the kernel), each writing its own output buffers (filled with the tensor's
@@ -225,7 +226,7 @@ def tensor_plan(man: dict, kernel: str, variant: M.Variant, env: dict) -> list[d
         kind, args = M.init_spec(t)
         plan.append({"name": name, "role": t["role"], "dtype": dtype, "init": kind,
                      "init_given": "init" in t,
-                     "args": [evaluate(a, env, f"{where}/init") for a in args],
+                     "args": args if kind == "derive" else [evaluate(a, env, f"{where}/init") for a in args],
                      "scale": evaluate(t["scale"], env, f"{where}/scale") if "scale" in t else None,
                      "shapes": shapes, "list": count is not None, "where": where})
     return plan
@@ -275,6 +276,34 @@ def _make(spec: dict, dims: tuple, dev, gen, seed: int, k: int):
     return x.to(tdt)
 
 
+def derive(spec: dict, dims: tuple, rmod, inputs: list):
+    """The values of a tensor made by ``init: {derive: fn}``: reference.py's ``fn`` called with
+    the input tensors made before this one, in the manifest's order (the arguments reference.py
+    itself receives), e.g. a pipeline stage's input computed by the earlier stage's semantics, or
+    routing index arrays that must agree with each other. Works on any array type with
+    ``shape`` and ``dtype`` (torch tensors on the GPU, numpy arrays in the tests).
+
+    Raises:
+        ManifestValueError: reference.py lacks ``fn``, ``fn`` fails, or its result's shape or
+            dtype differs from the tensor's in the manifest (naming the tensor's manifest key).
+    """
+    name, where = spec["args"][0], spec["where"] + "/init"
+    fn = getattr(rmod, name, None)
+    if not callable(fn):
+        raise ManifestValueError(f"{where}: derive: reference.py has no function {name}(); write the "
+                                 f"function that computes tensor '{spec['name']}' from the inputs before it")
+    try:
+        val = fn(*inputs)
+    except Exception as exc:  # noqa: BLE001 - the manifest names a function that cannot make it
+        raise ManifestValueError(f"{where}: derive: {name}() failed: {type(exc).__name__}: {exc}") from None
+    shape, dtype = tuple(getattr(val, "shape", ())), str(getattr(val, "dtype", "?")).rsplit(".", 1)[-1]
+    if shape != tuple(dims) or dtype != _TORCH_DTYPES[spec["dtype"]]:
+        raise ManifestValueError(f"{where}: derive: {name}() returned {dtype} {list(shape)}, but tensor "
+                                 f"'{spec['name']}' is {_TORCH_DTYPES[spec['dtype']]} {list(dims)}; return "
+                                 f"that shape and dtype (or correct the tensor's shape/dtype)")
+    return val
+
+
 def _flat(xs) -> list:
     out = []
     for x in xs:
@@ -310,7 +339,10 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
         made = []
         for dims in spec["shapes"]:
             k += 1
-            if spec["role"] == "input" or spec["init_given"]:
+            if spec["init"] == "derive":
+                before = [tensors_in[sp["name"]] for sp in plan if sp["name"] in tensors_in]
+                made.append(derive(spec, dims, rmod, before).to(dev).contiguous())
+            elif spec["role"] == "input" or spec["init_given"]:
                 made.append(_make(spec, dims, dev, gen, seed, k))
             else:
                 made.append(torch.full(dims, float("nan"), device=dev, dtype=torch.float32).to(

@@ -58,7 +58,7 @@ _DTYPE_SPELLINGS = {"half": "f16", "float": "f32", "double": "f64", "long": "i64
                     **{torch: code for code, (_, torch, _) in DTYPES.items()},
                     **{cute: code for code, (cute, _, _) in DTYPES.items()}}
 #: input generators of ``tensors.<name>.init`` (see :func:`init_spec`)
-INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutation", "full")
+INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutation", "full", "derive")
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _EXPR = {"type": ["string", "number"]}
@@ -103,7 +103,10 @@ _INIT = {"anyOf": [
                     "uniform": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
                     "randint": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
                     "sorted": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
-                    "range": _EXPR, "offsets": _EXPR, "permutation": _EXPR, "full": _EXPR},
+                    "range": _EXPR, "offsets": _EXPR, "permutation": _EXPR, "full": _EXPR,
+                    # values computed by a reference.py function from the input tensors made
+                    # before this one (an earlier kernel's output, consistent routing data)
+                    "derive": {"type": "string", "pattern": _NAME}},
      "additionalProperties": False}]}
 _TENSORS = {
     "type": "object",
@@ -302,7 +305,8 @@ _KEYS: dict[tuple, tuple[str, str]] = {
                                 "dtype: i32, or per variant dtype dtype: {f16: bf16, f32: f32}"),
     ("tensors", "*", "init"): ("how the tensor's values are made",
                                "init: randn, {uniform: [0, 1]}, {randint: [0, E]}, range, {range: 1}, "
-                               "{sorted: [0, T]}, {offsets: T}, permutation, {permutation: T} or {full: 0}"),
+                               "{sorted: [0, T]}, {offsets: T}, permutation, {permutation: T}, {full: 0} "
+                               "or {derive: <reference.py function>}"),
     ("tensors", "*", "count"): ("the length of a list of tensors", "count: G (its shapes may use i, "
                                                                    "the element's index)"),
 }
@@ -703,6 +707,15 @@ def _check_tensors(tensors: dict, base: list, at: _Where) -> None:
             raise at(kp + ["dtype"], f"the dtype mapping of tensor '{name}' mixes integer and float dtypes "
                                      f"({', '.join(dts)}); one init cannot make both: split the variants")
         kind, args = init_spec(t)
+        if kind == "derive":
+            if "count" in t:
+                raise at(kp + ["init"], f"init derive makes one tensor, but tensor '{name}' is a list "
+                                        f"(count); derive each element as a tensor of its own, or make "
+                                        f"the list with another init")
+            if "scale" in t:
+                raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is made by "
+                                         f"derive; scale inside the reference.py function")
+            continue
         for a in args:
             _check_expr(a, kp + ["init"], at)
         if fam in ("int", "uint", "bool") and "init" not in t:
