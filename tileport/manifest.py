@@ -609,11 +609,15 @@ def load(path: str | Path) -> dict:
             _check_expr(doc[key], [key], at)
     for k, kman in doc["kernels"].items():
         _check_expr(kman["grid"], ["kernels", k, "grid"], at)
+    # a tensor without dtype takes its variant's: check it against the dtypes of the variants
+    # that use it (an operator of integer variants, such as routing kernels, has integer tensors)
     if "tensors" in doc:
-        _check_tensors(doc["tensors"], ["tensors"], at)
+        shared = [v.dtype for k, vs in kv.items() if "tensors" not in doc["kernels"][k] for v in vs]
+        _check_tensors(doc["tensors"], ["tensors"], at, list(dict.fromkeys(shared)))
     for k, kman in doc["kernels"].items():
         if "tensors" in kman:
-            _check_tensors(kman["tensors"], ["kernels", k, "tensors"], at)
+            _check_tensors(kman["tensors"], ["kernels", k, "tensors"], at,
+                           list(dict.fromkeys(v.dtype for v in kv[k])))
     _check_bindings(doc, at)
     doc["_path"] = str(path)
     return doc
@@ -689,7 +693,7 @@ def init_spec(t: dict) -> tuple[str, list]:
     return kind, list(arg) if isinstance(arg, list) else [arg]
 
 
-def _check_tensors(tensors: dict, base: list, at: _Where) -> None:
+def _check_tensors(tensors: dict, base: list, at: _Where, variant_dtypes: list | None = None) -> None:
     if not any(t["role"] == "output" for t in tensors.values()):
         raise at(base, "no tensor has role output (reference.py's result is compared against it); "
                        "mark what reference.py returns with role: output")
@@ -700,7 +704,8 @@ def _check_tensors(tensors: dict, base: list, at: _Where) -> None:
         for key in ("scale", "count"):
             if key in t:
                 _check_expr(t[key], kp + [key], at)
-        dts = list(t["dtype"].values()) if isinstance(t.get("dtype"), dict) else [t.get("dtype", "f16")]
+        dts = (list(t["dtype"].values()) if isinstance(t.get("dtype"), dict) else [t["dtype"]] if "dtype" in t
+               else variant_dtypes or ["f16"])
         fams = {DTYPES[d][2] for d in dts}
         fam = fams.pop() if len(fams) == 1 else "float" if fams <= {"float", "float8"} else "mixed"
         if fam == "mixed":
