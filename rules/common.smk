@@ -406,8 +406,11 @@ def summary_inputs(wildcards):
 
 
 def code(*modules):
-    """The tileport modules behind a stage, as inputs (editing that logic reruns the stage)."""
-    return [str(Path(workflow.basedir) / "tileport" / f"{m}.py") for m in (*modules, "verdict", "source")]
+    """The tileport modules behind a stage, as inputs (editing that logic reruns the stage): a
+    module's file, or every file of a package (a folder under tileport/)."""
+    base = Path(workflow.basedir) / "tileport"
+    return [str(p) for m in (*modules, "verdict", "source")
+            for p in (sorted((base / m).glob("*.py")) if (base / m).is_dir() else [base / f"{m}.py"])]
 
 
 # --- GPU requests on a cluster ------------------------------------------------------------------

@@ -5,7 +5,7 @@ rule ir_diagnose:
         diff="{root}/{op}/ir_diff/{kernel}/{variant}.json",
         rust="{root}/{op}/rust/src/{kernel}.rs",
         source_map="{root}/{op}/rust/src/{kernel}.rs.map.json",
-        code=code("ir_diagnose", "ir_locs"),
+        code=code("ir_diagnose"),
     output:
         verdict="{root}/{op}/diagnosis/{kernel}/{variant}.json",
     log:

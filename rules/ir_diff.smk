@@ -5,7 +5,7 @@ rule ir_diff:
         ref_verdict="results/{op}/ref/{kernel}/{variant}.json",
         port="{root}/{op}/rust_ir/{kernel}/{variant}.tileir",
         port_verdict="{root}/{op}/rust_ir/{kernel}/{variant}.json",
-        code=code("ir_diff"),
+        code=code("ir_diff", "floats"),
     output:
         verdict="{root}/{op}/ir_diff/{kernel}/{variant}.json",
     log:
@@ -13,6 +13,7 @@ rule ir_diff:
     params:
         tools=config["tools"],
         op_dir=op_dir,
+        target=config["gpu_target"],
     retries: retries("ir_diff")
     resources:
         attempt=lambda wc, attempt: attempt,

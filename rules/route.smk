@@ -10,7 +10,7 @@ rule check_kernel:
         template=["rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/irdump.rs"],
         prompt=lambda wc: ([] if config["roles"]["ir_diagnoser"] == "deterministic"
                            else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]),
-        code=code("route", "rust_ir", "ir_diff", "ir_diagnose", "ir_locs", "toolchain", "agents"),
+        code=code("route", "rust_ir", "ir_diff", "floats", "ir_diagnose", "toolchain", "agents"),
     output:
         verdict="results/{op}/attempts/{kernel}/{n}/check.json",
     log:

@@ -10,7 +10,7 @@ rule write_kernel:
         ref_ir=writer_ref_ir,
         prompt=writer_prompt,
         previous=previous_route,
-        code=code("write_kernel", "analyze", "constructs", "agents"),
+        code=code("write_kernel", "translate", "floats", "analyze", "constructs", "agents"),
     output:
         rust="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs",
         source_map="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs.map.json",
@@ -22,6 +22,7 @@ rule write_kernel:
         op_dir=op_dir,
         attempt=lambda wc: int(wc.n),
         backend=config["roles"]["kernel_writer"],
+        target=config["gpu_target"],
         # only what changes the LLM's reply reruns the writer (a paid call); timeouts, retries,
         # prices and the replay folder are read from snakemake.config by the script
         llm=lambda wc: {} if config["roles"]["kernel_writer"] == "translator" else {

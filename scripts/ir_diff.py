@@ -19,5 +19,7 @@ with stage.guarded(snakemake, "ir_diff"):
                   snakemake.output.verdict)
     else:
         d = ir_diff.run(i.ref, i.port, snakemake.output.verdict, w.op, w.kernel, w.variant,
-                        attempt=snakemake.resources.attempt)
+                        attempt=snakemake.resources.attempt,
+                        writer=(ups["rust_ir"].get("details") or {}).get("writer"),
+                        target=snakemake.params.target)
     print(d["verdict"], d["summary"])

@@ -38,7 +38,7 @@ with stage.guarded(snakemake, "write_kernel"):
         analysis_json=snakemake.input.analysis,
         ref_ir=(list(snakemake.input.ref_ir) or [None])[0],
         results=Path(out.verdict).parents[4], replay_dir=llm.get("replay_dir"),
-        attempt=attempt, previous=previous)
+        attempt=attempt, previous=previous, target=p.target)
     print(f"attempt {attempt}/{cap}:", d["verdict"], d["summary"])
     if not Path(out.source_map).exists():
         Path(out.source_map).write_text('{"lines": []}\n')

@@ -93,7 +93,36 @@ def run_chain(op_dir, root, op, kernel, variant):
     r = reference_ir.run(op_dir, kernel, variant, root / "r.tileirbc", root / "r.tileir",
                          root / "r.json", op)
     assert r["verdict"] == "PASS", r["summary"]
-    diff = ir_diff.run(root / "r.tileir", root / "p.tileir", root / "diff.json", op, kernel, variant)
+    diff = ir_diff.run(root / "r.tileir", root / "p.tileir", root / "diff.json", op, kernel, variant,
+                       writer=d["details"].get("writer"), target="sm_90")
     diag = ir_diagnose.run(root / "diff.json", crate, str(rs) + ".map.json", op_dir / "kernel.py",
                            root / "diag.json", op, kernel, variant)
     return diff, diag, rs
+
+
+def run_kernels(op_dir, root, op, kernels, variant, target="sm_90"):
+    """:func:`run_chain` for several kernels of one operator with one crate build (real
+    compilers). Returns ``{kernel: (diff verdict, reference .tileir, port .tileir)}``."""
+    from tileport import ir_diff, reference_ir, rust_ir, write_kernel
+
+    crate = root / "rust"
+    verdicts = {}
+    for k in kernels:
+        wk = write_kernel.run(op_dir, k, crate / "src" / f"{k}.rs", root / f"{k}.wk.json", op,
+                              target=target)
+        assert wk["verdict"] == "PASS", wk["summary"]
+        verdicts[k] = root / f"{k}.wk.json"
+    b = rust_ir.build(op, crate, verdicts, root / "build.json")
+    assert b["verdict"] == "PASS", b["summary"]
+    out = {}
+    for k in kernels:
+        d = rust_ir.dump(op_dir, op, k, variant, root / "build.json", root / f"{k}.p.tileirbc",
+                         root / f"{k}.p.tileir", root / f"{k}.p.json", target=target)
+        assert d["verdict"] == "PASS", d["summary"]
+        r = reference_ir.run(op_dir, k, variant, root / f"{k}.r.tileirbc", root / f"{k}.r.tileir",
+                             root / f"{k}.r.json", op)
+        assert r["verdict"] == "PASS", r["summary"]
+        diff = ir_diff.run(root / f"{k}.r.tileir", root / f"{k}.p.tileir", root / f"{k}.diff.json",
+                           op, k, variant, writer=d["details"].get("writer"), target=target)
+        out[k] = (diff, root / f"{k}.r.tileir", root / f"{k}.p.tileir")
+    return out

@@ -48,21 +48,23 @@ def test_unsupported_construct_named_with_line(op_copy, tmp_path):
     d = op_copy("softmax")
     src = (d / "kernel.py").read_text()
     src = src.replace("        m = ct.max(t, axis=1, keepdims=True)\n",
-                      "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.gather(x, t)\n")
+                      "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.cumsum(t, axis=1)\n")
     (d / "kernel.py").write_text(src)
-    line = src.splitlines().index("        g = ct.gather(x, t)") + 1
+    line = src.splitlines().index("        g = ct.cumsum(t, axis=1)") + 1
     v = A.run(d, tmp_path / "a.json", "softmax")
     assert v["verdict"] == "BLOCKED"
-    assert f"kernel.py:{line}: ct.gather" in v["findings"][0]["message"]
+    assert f"kernel.py:{line}: ct.cumsum" in v["findings"][0]["message"]
     assert v["findings"][0]["ref"]["line"] == line
+    # a valid construct without a translation rule: the tool must act, not the kernel's author
+    assert v["owner"] == "tool" and v["findings"][0]["owner"] == "tool"
 
 
-def test_while_loop_is_unsupported(op_copy):
+def test_try_is_unsupported(op_copy):
     d = op_copy("relu")
-    src = (d / "kernel.py").read_text().replace("    bid = ct.bid(0)\n", "    bid = ct.bid(0)\n    while bid:\n        pass\n")
+    src = (d / "kernel.py").read_text().replace("    bid = ct.bid(0)\n", "    bid = ct.bid(0)\n    try:\n        pass\n    finally:\n        pass\n")
     (d / "kernel.py").write_text(src)
     un = A.analyse(d)["unsupported"]
-    assert un and un[0]["construct"] == "while"
+    assert un and un[0]["construct"] == "try"
 
 
 def test_malformed_manifest_is_error_naming_file(op_copy, tmp_path):
@@ -146,20 +148,20 @@ from test_agents import FakeMessages, ok, server  # noqa: E402,F401  (server: a 
 from tileport import agents  # noqa: E402
 
 
-def gather_softmax(op_copy):
-    """softmax with a ct.gather the translator lacks (the deterministic analyser: BLOCKED)."""
+def atomic_softmax(op_copy):
+    """softmax with a ct.cumsum the translator lacks (the deterministic analyser: BLOCKED)."""
     d = op_copy("softmax")
     src = (d / "kernel.py").read_text().replace(
         "        m = ct.max(t, axis=1, keepdims=True)\n",
-        "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.gather(x, t)\n")
+        "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.cumsum(t, axis=1)\n")
     (d / "kernel.py").write_text(src)
-    return d, src.splitlines().index("        g = ct.gather(x, t)") + 1
+    return d, src.splitlines().index("        g = ct.cumsum(t, axis=1)") + 1
 
 
 def notes_reply(kernels, line):
-    return ("```markdown\nline {0}: ct.gather reads x at the indices in t; cutile: load the rows "
+    return ("```markdown\nline {0}: ct.atomic_cas swaps x at the indices in t; cutile: atomic_cas_tko "
             "and select.\n```\n```json\n{{\"kernels\": {1}, \"constructs\": [{{\"line\": {0}, "
-            "\"construct\": \"ct.gather\", \"rust\": \"load + select\"}}]}}\n```\nVERDICT: PASS\n"
+            "\"construct\": \"ct.atomic_cas\", \"rust\": \"atomic_cas_tko\"}}]}}\n```\nVERDICT: PASS\n"
             ).format(line, json.dumps(kernels))
 
 
@@ -172,14 +174,14 @@ def role(server, monkeypatch, tmp_path):
 
 
 def test_llm_analyser_notes_are_checked_and_kept(op_copy, tmp_path, role):
-    d, line = gather_softmax(op_copy)
+    d, line = atomic_softmax(op_copy)
     FakeMessages.script = [ok(notes_reply({"softmax_kernel": ["x", "y", "BM", "TILE"]}, line))]
     out = tmp_path / "results" / "softmax" / "analysis.json"
     v = A.run_backend(d, out, "softmax", "auto", role)
     assert v["verdict"] == "BLOCKED"                      # the analysis stays tileport's
     llm = v["details"]["llm"]
-    assert llm["notes"].startswith(f"line {line}: ct.gather") and llm["constructs"][0]["line"] == line
-    assert "ct.gather" in FakeMessages.seen[0]["body"]["messages"][0]["content"]
+    assert llm["notes"].startswith(f"line {line}: ct.atomic_cas") and llm["constructs"][0]["line"] == line
+    assert "ct.cumsum" in FakeMessages.seen[0]["body"]["messages"][0]["content"]
     assert (tmp_path / "results" / "softmax" / "transcripts" / "analyze" / "attempt-1.json").is_file()
     assert json.loads(out.read_text())["details"]["llm"] == llm
 
@@ -191,7 +193,7 @@ def test_llm_analyser_notes_are_checked_and_kept(op_copy, tmp_path, role):
 ])
 def test_llm_analyser_that_disagrees_with_the_parse_is_an_agent_output_failure(op_copy, tmp_path, role,
                                                                                kernels, line, why):
-    d, real = gather_softmax(op_copy)
+    d, real = atomic_softmax(op_copy)
     FakeMessages.script = [ok(notes_reply(kernels, line or real))]
     v = A.run_backend(d, tmp_path / "a.json", "softmax", "anthropic", role)
     llm = v["details"]["llm"]
@@ -206,7 +208,7 @@ def test_auto_analyser_asks_only_when_blocked(repo, tmp_path, role):
 
 
 def test_llm_analyser_garbage_reply_and_syntax_error(op_copy, tmp_path, role):
-    d, _ = gather_softmax(op_copy)
+    d, _ = atomic_softmax(op_copy)
     FakeMessages.script = [ok("I analysed it, all fine.")]
     v = A.run_backend(d, tmp_path / "a.json", "softmax", "auto", role)
     assert v["details"]["llm"]["fail_class"] == "agent_output"

@@ -184,19 +184,22 @@ def test_derived_tensors_come_from_reference_functions(tmp_path):
     text = pick_manifest().replace(
         "  idx: {shape: [N], role: input, dtype: i32, init: permutation}",
         "  idx: {shape: [N], role: input, dtype: i32, init: permutation}\n"
-        "  inv: {shape: [N], role: input, dtype: i32, init: {derive: inverse}}").replace(
-        "  dst: {shape: [N], role: output}", "  dst: {shape: [N], role: output, init: {derive: start}}")
+        "  inv: {shape: [N], role: input, dtype: i32, init: {derive: inverse}}")
     man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
     v = M.variants(man, "pick")[2]
     plan = {p["name"]: p for p in H.tensor_plan(man, "pick", v, H.base_env(man, [8], v.constexprs, 1))}
-    assert (plan["inv"]["init"], plan["inv"]["args"], plan["dst"]["init"]) == ("derive", ["inverse"], "derive")
+    assert (plan["inv"]["init"], plan["inv"]["args"]) == ("derive", ["inverse"])
     src = np.arange(8, dtype=np.float32)
     idx = H.int_values("permutation", [], 8, 0, "w").astype(np.int32)
-    rmod = SimpleNamespace(inverse=lambda s, i: np.argsort(i).astype(np.int32), start=lambda s, i, inv: s * 2,
-                           wide=lambda s, i: np.argsort(i), boom=lambda s, i: 1 / 0)
+    rmod = SimpleNamespace(inverse=lambda s, i: np.argsort(i).astype(np.int32), wide=lambda s, i: np.argsort(i),
+                           boom=lambda s, i: 1 / 0)
     inv = H.derive(plan["inv"], (8,), rmod, [src, idx])
     assert (idx[inv] == np.arange(8)).all()
-    assert (H.derive(plan["dst"], (8,), rmod, [src, idx, inv]) == src * 2).all()
+    # keyword-only parameters take the call's constexprs and shape names, as reference.py's do
+    rmod.rolled = lambda s, i, *, TILE, N: np.roll(np.argsort(i), TILE % N).astype(np.int32)
+    env = H.base_env(man, [8], v.constexprs, 1)
+    assert (H.derive({**plan["inv"], "args": ["rolled"]}, (8,), rmod, [src, idx], env) ==
+            np.roll(inv, v.constexprs["TILE"] % 8)).all()
     with pytest.raises(H.ManifestValueError, match=r"tensors/inv/init: derive: inverse\(\) returned int32 \[8\], "
                                                    r"but tensor 'inv' is int32 \[9\]"):
         H.derive(plan["inv"], (9,), rmod, [src, idx])
@@ -205,8 +208,73 @@ def test_derived_tensors_come_from_reference_functions(tmp_path):
                     ("gone", r"reference.py has no function gone\(\)")):
         with pytest.raises(H.ManifestValueError, match=msg):
             H.derive({**plan["inv"], "args": [fn]}, (8,), rmod, [src, idx])
-    # one tensor per derive: not a list, and no randn scale
-    for extra, msg in ((", count: 2", "init derive makes one tensor"), (", scale: 2.0", "scale inside the reference")):
-        bad = text.replace("init: {derive: inverse}}", "init: {derive: inverse}" + extra + "}")
+    # one input tensor per derive: not a list, no randn scale, not an output (an in-place output
+    # starts as {copy: <a derived input>})
+    for old, new, msg in (("init: {derive: inverse}}", "init: {derive: inverse}, count: 2}", "init derive makes one tensor"),
+                          ("init: {derive: inverse}}", "init: {derive: inverse}, scale: 2.0}", "scale inside the reference"),
+                          ("  dst: {shape: [N], role: output}", "  dst: {shape: [N], role: output, init: {derive: inverse}}",
+                           "init derive makes an input, but tensor 'dst' has role output")):
+        bad = text.replace(old, new)
         with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
-            M.load(make_op(tmp_path / extra[2:7], manifest=bad) / "manifest.yaml")
+            M.load(make_op(tmp_path / str(len(msg)), manifest=bad) / "manifest.yaml")
+
+
+# -- in-place outputs (init copy) and constexpr-dependent semantics (keyword-only parameters) ----
+class _FakeTensor:
+    """Stands in for a torch tensor where only shape, dtype and clone() are read."""
+
+    def __init__(self, shape, dtype="float16"):
+        self.shape, self.dtype = tuple(shape), type("dt", (), {"__str__": lambda s, d=dtype: f"torch.{d}"})()
+
+    def clone(self):
+        return self
+
+
+def _inplace_manifest():
+    return pick_manifest().replace(
+        "  copy_all:\n", "  copy_all:\n").replace(
+        "      dsts: {shape: [\"N + i\"], role: output, count: 3}",
+        "      dsts: {shape: [\"N + i\"], role: output, count: 3, init: {copy: srcs}}")
+
+
+def test_init_copy_makes_an_in_place_output_start_from_its_input(tmp_path):
+    man = M.load(make_op(tmp_path, manifest=_inplace_manifest()) / "manifest.yaml")
+    v = M.variants(man, "copy_all")[0]
+    plan = H.tensor_plan(man, "copy_all", v, H.base_env(man, [10], v.constexprs, 1))
+    dsts = next(p for p in plan if p["name"] == "dsts")
+    assert (dsts["init"], dsts["args"], dsts["shapes"]) == ("copy", ["srcs"], [(10,), (11,), (12,)])
+    srcs = [_FakeTensor(s) for s in [(10,), (11,), (12,)]]
+    assert H.copy_sources(plan, {"srcs": srcs}) == {"dsts": srcs}
+    with pytest.raises(H.ManifestValueError, match=r"copy of 'srcs': its shape \[\(10,\), \(11,\), \(13,\)\]"):
+        H.copy_sources(plan, {"srcs": srcs[:2] + [_FakeTensor((13,))]})
+    with pytest.raises(H.ManifestValueError, match="its dtype torch.float32 is not this tensor's f16"):
+        H.copy_sources(plan, {"srcs": [_FakeTensor(s.shape, "float32") for s in srcs]})
+
+
+def test_init_copy_errors_name_the_line(tmp_path):
+    base = _inplace_manifest()
+    for old, new, msg in [
+            ("init: {copy: srcs}", "init: {copy: srcz}", r"copy names 'srcz', which is not an input tensor.*did you mean srcs"),
+            ("init: {copy: srcs}", "init: {copy: dsts}", r"copy names 'dsts', which is not an input"),
+            ('dsts: {shape: ["N + i"]', 'dsts: {shape: ["N + 2 * i"]', r"its shape \['N \+ 2 \* i'\] differs from srcs's"),
+            ('srcs: {shape: ["N + i"], role: input, count: 3}',
+             'srcs: {shape: ["N + i"], role: input, count: 3, init: {copy: dsts}}', r"'srcs' has role input")]:
+        d = make_op(tmp_path / f"e{len(msg)}", manifest=base.replace(old, new))
+        with pytest.raises(M.ManifestError, match=rf"manifest.yaml:\d+: .*{msg}"):
+            M.load(d / "manifest.yaml")
+
+
+def test_keyword_only_reference_parameters_get_constexprs_and_shape_names():
+    def ref(x, y, *, ACT_TYPE, N, scale=2.0):
+        return x
+
+    env = {"N": 7, "ACT_TYPE": 1, "cdiv": H.cdiv, "num_sms": 132}
+    assert H.keyword_args(ref, env, "w") == {"ACT_TYPE": 1, "N": 7}
+    assert H.keyword_args(lambda x, y: x, env, "w") == {}
+
+    def bad(x, *, SPLIT_K):
+        return x
+
+    with pytest.raises(H.ManifestValueError, match=r"m.yaml: kernels/k: reference.py bad\(\): keyword-only "
+                                                   r"parameter 'SPLIT_K' is none of the call's names \(ACT_TYPE, N, num_sms\)"):
+        H.keyword_args(bad, env, "m.yaml: kernels/k: reference.py bad()")

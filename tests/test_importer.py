@@ -4,6 +4,7 @@ Synthetic distributions are written as a site directory (package files + ``.dist
 METADATA and a RECORD of sha256 digests), as pip leaves an installed wheel; they are found
 through ``sys.path`` like the real ``tilegym`` (never imported).
 """
+import ast
 import base64
 import hashlib
 import json
@@ -13,12 +14,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from conftest import copy_workflow
 from tileport import importer as I
 from tileport import source as S
+from tileport.torch_uses import TORCH_DTYPES
 from tileport.verdict import Finding, Verdict, read, write
 
 
@@ -189,6 +192,72 @@ GYM = {
         def k_star(x, TILE: ct.Constant[int]):
             ct.store(x, index=(0,), tile=ct.full((TILE,), SCALE, dtype=ct.float32))
         """,
+    "tilegym/ops/torchy.py": """\
+        # torch inside kernels: the uses cuTile compiles like its own spelling, and the rest
+        import cuda.tile as ct
+        import torch
+
+
+        def _plain(t):
+            return ct.astype(ct.astype(t, torch.bool), torch.bfloat16)
+
+
+        @ct.kernel
+        def k_rewrites(x: torch.Tensor, y: torch.Tensor, TILE: ct.Constant[int]):
+            offs = ct.arange(TILE, dtype=torch.int32)
+            t = ct.astype(ct.gather(x, offs), torch.float32) + 0.5
+            ct.scatter(y, offs, _plain(t))
+
+
+        @ct.kernel
+        def k_half(x, TILE: ct.Constant[int]):
+            ct.store(x, index=(0,), tile=ct.full((TILE,), 0, dtype=torch.half))
+
+
+        @ct.kernel
+        def k_modobj(x, TILE: ct.Constant[int]):
+            tt = torch
+            ct.store(x, index=(0,), tile=ct.full((TILE,), 0, dtype=tt.int32))
+
+
+        @ct.kernel
+        def k_static(x, TILE: ct.Constant[int]):
+            ct.static_assert(x.dtype == torch.float32)
+            ct.store(x, index=(0,), tile=ct.full((TILE,), 0, dtype=ct.float32))
+
+
+        def _dflt(t, dt=torch.float32):
+            return ct.astype(t, dt)
+
+
+        @ct.kernel
+        def k_default(x, TILE: ct.Constant[int]):
+            ct.store(x, index=(0,), tile=_dflt(ct.load(x, index=(0,), shape=(TILE,))))
+
+
+        @ct.kernel
+        def k_tuple(xs: tuple[torch.Tensor, ...], TILE: ct.Constant[int]):
+            pass
+
+
+        @ct.kernel
+        def k_shadow(x, TILE: ct.Constant[int]):
+            f = lambda ct: ct
+            ct.store(x, index=(0,), tile=ct.full((TILE,), f(0), dtype=torch.int32))
+
+
+        def _runs_in_python(t):
+            return ct.astype(t, torch.int64)
+
+
+        @ct.kernel
+        def k_pyrun(x, TILE: ct.Constant[int]):
+            t = _runs_in_python(ct.load(x, index=(0,), shape=(TILE,)))
+            ct.store(x, index=(0,), tile=t + _zz_python_calls)
+
+
+        _zz_python_calls = _runs_in_python(3)
+        """,
     "tilegym/ops/thirdparty.py": """\
         import cuda.tile as ct
         import numpy as np
@@ -268,7 +337,6 @@ def test_experimental_decorator_is_left_out_with_its_reason(site, tmp_path):
 
 
 @pytest.mark.parametrize("kernel, owner, name, needle", [
-    ("k_torch", "tool", "torch", "is torch"),
     ("k_torch_deep", "tool", "torch", "used by k_torch_deep -> _deep -> DT"),
     ("k_undefined", "kernel", "NOT_DEFINED", "is not defined in"),
     ("k_cond", "tool", "COND", "module-level if/try"),
@@ -282,12 +350,216 @@ def test_blocked_names_the_name_and_its_line(site, tmp_path, kernel, owner, name
     p = r["problems"][0]
     assert (p.owner, p.name) == (owner, name) and needle in str(p), str(p)
     src = (site / "tilegym/ops/softmaxish.py").read_text().splitlines()
-    if kernel == "k_torch":
-        # the first use inside the kernel, not the import line
-        assert src[p.line - 1].strip() == "ct.scatter(y, offs, ct.astype(t, torch.float32))"
-        assert str(p).startswith(f"tilegym/ops/softmaxish.py:{p.line}: 'torch'")
     if kernel == "k_torch_deep":
-        assert src[p.line - 1].startswith("DT = torch")
+        # the use, not the import line; a module-level statement is Python's, never rewritten
+        assert src[p.line - 1].startswith("DT = torch") and "module-level statement" in str(p)
+        assert str(p).startswith(f"tilegym/ops/softmaxish.py:{p.line}: 'torch'")
+
+
+# -- torch inside kernels (tileport/torch_uses.py) -----------------------------------------------
+
+def _positions(fn, ann_dropped=False):
+    """(node type, line relative to the def, column) of every node of a function, the torch.Tensor
+    annotations left out when ``ann_dropped`` (the importer drops them)."""
+    skip = set()
+    if ann_dropped:
+        for a in ast.walk(fn.args):
+            if isinstance(a, ast.arg) and isinstance(a.annotation, ast.Attribute) and a.annotation.attr == "Tensor":
+                skip |= {id(n) for n in ast.walk(a.annotation)}
+    return [(type(n).__name__, n.lineno - fn.lineno, n.col_offset) for n in ast.walk(fn)
+            if hasattr(n, "col_offset") and id(n) not in skip]
+
+
+def _def(tree, name):
+    return next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def test_torch_annotations_and_dtypes_become_cutiles_spelling_at_the_same_columns(site, tmp_path):
+    sha = install(site, "tilegym", "1.0", GYM)
+    pin_file = pin(tmp_path / "pin.txt", "tilegym", "1.0", sha)
+    d = _op(tmp_path, "tg_r", "source: {module: tilegym.ops.torchy}\n", kernels=("k_rewrites",))
+    kpy = S.kernel_py(d)
+    doc = I.run(d, kpy, str(kpy) + ".map.json", kpy.parent / "import.json", "tg_r", pin_file)
+    assert doc["verdict"] == "PASS" and "6 use(s) of torch rewritten" in doc["summary"], doc["summary"]
+    text = kpy.read_text()
+    code = text.split("\n#\n", 1)[1]
+    assert "torch" not in code
+    pad = " " * len(": torch.Tensor")
+    # what follows a rewrite on its line keeps its column (spaces fill the difference)
+    for want in (f"def k_rewrites(x{pad}, y{pad}, TILE: ct.Constant[int]):",
+                 "offs = ct.arange(TILE, dtype=ct.int32)", "ct.float32   ) + 0.5",
+                 "return ct.astype(ct.astype(t, ct.bool_  ), ct.bfloat16)"):
+        assert want in code, want
+    src = (site / "tilegym/ops/torchy.py").read_text()
+    mod_tree, kpy_tree = ast.parse(src), ast.parse(text)
+    assert _positions(_def(mod_tree, "k_rewrites"), True) == _positions(_def(kpy_tree, "k_rewrites"))
+    assert _positions(_def(mod_tree, "_plain")) == _positions(_def(kpy_tree, "_plain"))
+    # each rewrite: in the header, in the line map, and an info finding quoting the wheel's line
+    # and citing cuTile's source
+    rw = doc["details"]["rewritten"]
+    assert [(r["kind"], r["original"], r["replacement"]) for r in rw] == [
+        ("dtype", "torch.bool", "ct.bool_"), ("dtype", "torch.bfloat16", "ct.bfloat16"),
+        ("annotation", ": torch.Tensor", ""), ("annotation", ": torch.Tensor", ""),
+        ("dtype", "torch.int32", "ct.int32"), ("dtype", "torch.float32", "ct.float32")]
+    lmap = json.loads(Path(str(kpy) + ".map.json").read_text())["lines"]
+    lines = src.splitlines()
+    for r in rw:
+        assert lmap[str(r["kernel_line"])] == f"tilegym/ops/torchy.py:{r['line']}" and r["keeps_columns"]
+        assert f"#   {r['kernel_line']} <- tilegym/ops/torchy.py:{r['line']}  '{r['original']}'" in text
+        f = next(f for f in doc["findings"] if f["ref"]["line"] == r["line"] and f["ref"]["text"] == r["original"])
+        assert f["severity"] == "info" and f"`{lines[r['line'] - 1].strip()}`" in f["message"]
+        assert ("_annotated_function.py:_build_annotation_node" if r["kind"] == "annotation"
+                else "foreign_dtype_object_to_native") in f["message"]
+
+
+@pytest.mark.parametrize("kernel, needle", [
+    ("k_half", "torch.half is not one of the torch dtypes that cuTile maps"),
+    ("k_modobj", "uses the module object torch itself"),
+    ("k_static", "an argument of static_assert(), which cuTile evaluates as Python"),
+    ("k_default", "a default value, which Python evaluates"),
+    ("k_tuple", "annotation tuple[torch.Tensor, ...] of parameter 'xs': tileport drops only"),
+    ("k_shadow", "'ct' is a local name in 'lambda'"),
+    ("k_pyrun", "Python may also run '_runs_in_python' (tilegym/ops/torchy.py:"),
+])
+def test_other_uses_of_torch_stay_blocked_naming_the_use_and_its_line(site, tmp_path, kernel, needle):
+    r = extract(site, tmp_path, "tilegym.ops.torchy", [kernel])
+    (p,) = r["problems"]
+    assert (p.owner, p.name) == ("tool", "torch") and needle in str(p) and "is torch" in str(p), str(p)
+    src = (site / "tilegym/ops/torchy.py").read_text().splitlines()
+    assert "torch" in src[p.line - 1] and str(p).startswith(f"tilegym/ops/torchy.py:{p.line}: 'torch'")
+
+
+def test_a_kernel_factory_is_blocked_saying_what_the_kernel_reads_from_it(site, tmp_path):
+    files = {**GYM, "tilegym/ops/factory.py": """\
+        from functools import lru_cache
+
+        import cuda.tile as ct
+
+
+        @lru_cache
+        def make(occupancy, scale):
+            unused = 1
+
+            @ct.kernel(occupancy=occupancy)
+            def kf(x, TILE: ct.Constant[int]):
+                ct.store(x, index=(0,), tile=ct.full((TILE,), scale, dtype=ct.float32))
+            return kf
+
+
+        def launch(x):
+            return make(2, 0.5)
+        """}
+    r = extract(site, tmp_path, "tilegym.ops.factory", ["kf"], files=files)
+    (p,) = r["problems"]
+    assert (p.owner, p.name, p.line) == ("tool", "kf", 11)
+    assert ("inside the function 'make' (line 7), a kernel factory" in str(p)
+            and "called at line 17 in launch" in str(p)
+            and "read the factory's own occupancy (line 10), scale (line 12)" in str(p)), str(p)
+
+
+# cuTile's registry of foreign dtypes imports `torch` and reads dtype attributes by name; this
+# test-only stand-in gives it fresh objects under torch's names (and a Tensor class for
+# annotations), so cuTile's own code decides what each maps to
+STAND_IN = """
+import sys, types
+torch = types.ModuleType("torch")
+class dtype:
+    def __init__(self, name):
+        self.name = name
+for _n in NAMES:
+    setattr(torch, _n, dtype(_n))
+class Tensor:
+    pass
+torch.Tensor = Tensor
+sys.modules["torch"] = torch
+"""
+
+
+def _python(code, names):
+    p = subprocess.run([sys.executable, "-c", f"NAMES = {names!r}\n" + STAND_IN + code],
+                       capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout
+
+
+def test_the_torch_dtype_table_is_the_one_cutiles_registry_reads():
+    from tileport import torch_uses as TU
+
+    others = ["half", "float", "long", "int", "double", "complex64", "float8_e4m3fnuz", "uint1"]
+    out = _python("""
+import json
+import cuda.tile as ct
+from cuda.tile._cext import foreign_dtype_object_to_native as native
+from tileport.torch_uses import TORCH_DTYPES
+print(json.dumps({n: None if native(getattr(torch, n)) is None else
+                  [k for k in TORCH_DTYPES.values() if getattr(ct, k) is native(getattr(torch, n))]
+                  for n in NAMES}))
+""", list(TU.TORCH_DTYPES) + others)
+    got = json.loads(out)
+    assert {n: got[n] for n in TU.TORCH_DTYPES} == {n: [c] for n, c in TU.TORCH_DTYPES.items()}
+    assert all(got[n] is None for n in others)          # torch's aliases are not read by name
+
+
+SAME_IR = """
+import importlib.util, json, linecache
+from pathlib import Path
+from cuda.tile.compilation import export_kernel
+from tileport import manifest as M, reference_ir as R
+
+for case in json.loads(Path(CASES).read_text()):
+    path, out = Path(case["path"]), []
+    for tag in ("rewritten", "original"):
+        path.write_text(case[tag])                # one path: the debug locations name the same file
+        linecache.clearcache()
+        mod = R.load_module(path)
+        sig = R.signature_for(case["params"], M.Variant(case["dtype"], case["constexprs"]))
+        bc = path.with_suffix("." + tag)
+        export_kernel(getattr(mod, case["kernel"]), [sig], str(bc), output_format="tileir_bytecode")
+        out.append(bc.read_bytes())
+    print(case["kernel"], out[0] == out[1], len(out[0]))
+"""
+
+
+def _same_ir(tmp_path, res, cases):
+    """Compile each kernel from the importer's kernel.py and from the same file with every rewrite
+    undone and ``import torch`` (the stand-in) on its first line; print whether the Tile IR
+    bytecode (debug locations included) is the same."""
+    lines = res["text"].split("\n")
+    orig = list(lines)
+    for r in res["rewritten"]:
+        orig[r["kernel_line"] - 1] = (Path(res["wheel"]["site"]) / r["file"]).read_text().split("\n")[r["line"] - 1]
+    assert orig[0].startswith("#") and "import torch" not in res["text"]
+    orig[0] = "import torch"
+    for c in cases:
+        c.update(path=str(tmp_path / "kernel.py"), rewritten=res["text"], original="\n".join(orig))
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    out = _python(f"CASES = {str(tmp_path / 'cases.json')!r}\n" + SAME_IR, list(TORCH_DTYPES))
+    return {ln.split()[0]: ln.split()[1] == "True" for ln in out.splitlines()}
+
+
+ARR = {"kind": "array"}
+
+
+def test_rewritten_kernels_compile_to_the_tile_ir_of_the_original(site, tmp_path):
+    res = extract(site, tmp_path, "tilegym.ops.torchy", ["k_rewrites"])
+    assert len(res["rewritten"]) == 6
+    params = [{**ARR, "ndim": 1}, {**ARR, "ndim": 1, "dtype": "bf16"}, {"kind": "constexpr", "name": "TILE"}]
+    assert _same_ir(tmp_path, res, [{"kernel": "k_rewrites", "params": params, "dtype": "f16",
+                                     "constexprs": {"TILE": 64}}]) == {"k_rewrites": True}
+
+
+def test_tilegyms_silu_and_mul_compiles_to_the_same_tile_ir_after_its_rewrites(tmp_path):
+    # the installed tilegym 1.5.1: torch.int32 / torch.float32 in both row-wise kernels
+    ks = ["_silu_and_mul_kernel_row_wise", "_silu_and_mul_backward_kernel_row_wise"]
+    res = I.extract("tilegym.ops.cutile.silu_and_mul", ks, Path(__file__).parent.parent / I.PIN_FILE)
+    assert not res["problems"] and {r["original"] for r in res["rewritten"]} == {"torch.int32", "torch.float32"}
+    two_d = {**ARR, "ndim": 2}
+    const = [{"kind": "constexpr", "name": "TILE_SIZE"}, {"kind": "constexpr", "name": "TOTAL_HIDDEN_SIZE"}]
+    cases = [{"kernel": ks[0], "params": [two_d] * 2 + const, "dtype": "f16",
+              "constexprs": {"TILE_SIZE": 1024, "TOTAL_HIDDEN_SIZE": 1000}},
+             {"kernel": ks[1], "params": [two_d] * 4 + const, "dtype": "bf16",
+              "constexprs": {"TILE_SIZE": 4096, "TOTAL_HIDDEN_SIZE": 4096}}]
+    assert _same_ir(tmp_path, res, cases) == {k: True for k in ks}
 
 
 def test_third_party_module_objects_and_clashes(site, tmp_path):
@@ -361,7 +633,7 @@ def test_run_writes_kernel_map_verdict_and_every_stage_finds_it(site, tmp_path):
     assert v["findings"][0]["ref"]["origin"] == want and v["findings"][1]["ref"]["origin"] == want
     assert write(read(tmp_path / "v.json"), tmp_path / "v2.json")["summary"] == v["summary"]
     # a BLOCKED import: kernel.py says so, the analysis quotes it with the import's owner
-    d2 = _op(tmp_path, "tg_t", "source: {module: tilegym.ops.softmaxish}\n", kernels=("k_torch",))
+    d2 = _op(tmp_path, "tg_t", "source: {module: tilegym.ops.softmaxish}\n", kernels=("k_torch_deep",))
     k2 = S.kernel_py(d2)
     doc = I.run(d2, k2, str(k2) + ".map.json", k2.parent / "import.json", "tg_t", pin_file)
     assert doc["verdict"] == "BLOCKED" and doc["owner"] == "tool" and "'torch'" in doc["summary"]

@@ -1,6 +1,6 @@
 """The IR diagnoser on a deliberately broken translation rule, end to end (real compilers)."""
 from conftest import run_chain
-from tileport import constructs, ir_diagnose, write_kernel
+from tileport import constructs, ir_diagnose, translate
 from tileport.verdict import Verdict, write
 
 
@@ -12,7 +12,9 @@ def test_broken_reduction_rule_is_diagnosed(repo, tmp_path, monkeypatch):
     # break the translation rule for ct.max: it now emits a min-reduction
     monkeypatch.setitem(constructs.REDUCTIONS, "max", "reduce_min")
     diff, diag, rs = chain(repo, tmp_path, "softmax", "softmax_kernel", "f16-BM16-TILE1024")
-    assert diff["verdict"] == "FAIL" and diff["owner"] == "kernel"
+    # the translator's wrong rule is the tool's fault, never the user's valid kernel's
+    assert diff["verdict"] == "FAIL" and diff["owner"] == "tool"
+    assert diff["summary"].startswith("the translator lacks a rule")
     assert diff["details"]["first_divergence"]["category"] == "reduction"
     assert diag["verdict"] == "FAIL"
     d = diag["details"]["diagnoses"][0]
@@ -29,7 +31,7 @@ def test_broken_reduction_rule_is_diagnosed(repo, tmp_path, monkeypatch):
 
 def test_broken_operand_order_is_diagnosed(repo, tmp_path, monkeypatch):
     # break the binary-op rule: `a - b` is emitted as `b - a` (and a / b as b / a)
-    orig = write_kernel.KernelTranslator.bind
+    orig = translate.KernelTranslator.bind
 
     def swapped(self, expr, ty, stem="t"):
         for op in (" - ", " / "):
@@ -38,7 +40,7 @@ def test_broken_operand_order_is_diagnosed(repo, tmp_path, monkeypatch):
                 expr = f"{b}{op}{a}"
         return orig(self, expr, ty, stem)
 
-    monkeypatch.setattr(write_kernel.KernelTranslator, "bind", swapped)
+    monkeypatch.setattr(translate.KernelTranslator, "bind", swapped)
     diff, diag, rs = chain(repo, tmp_path, "softmax", "softmax_kernel", "f32-BM8-TILE4096")
     assert diff["verdict"] == "FAIL"
     cats = {d["category"] for d in diag["details"]["diagnoses"]}

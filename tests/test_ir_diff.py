@@ -538,6 +538,79 @@ def test_empty_entry_hints_equal_none():
     assert_pass(diff_ir(t, t.replace(" optimization_hints=<default = {}>", "")))
 
 
+def test_hints_compare_as_they_apply_to_the_compiled_target():
+    # cutile keys what it carries by the compile target, cuTile Python writes `default`
+    keyed = HINTS_IR.replace("<default = {allow_tma = false, latency = 3}>",
+                             "<sm_90 = {allow_tma = false, latency = 3}>").replace(
+        "optimization_hints=<default = {num_cta_in_cga = 2, occupancy = 2}>",
+        "optimization_hints=<sm_90 = {num_cta_in_cga = 2, occupancy = 2}>")
+    assert keyed != HINTS_IR
+    assert_pass(diff_ir(HINTS_IR, keyed, target="sm_90"))
+    assert diff_ir(HINTS_IR, keyed).verdict == "PASS_WITH_NOTES"       # no target: as written
+    # a ByTarget: the target's group overrides the default, other targets' groups do not apply
+    by_target = HINTS_IR.replace("<default = {num_cta_in_cga = 2, occupancy = 2}>",
+                                 "<default = {num_cta_in_cga = 2, occupancy = 4}, sm_90 = {occupancy = 2}, "
+                                 "sm_80 = {occupancy = 1}>")
+    assert_pass(diff_ir(by_target, keyed, target="sm_90"))
+    res = diff_ir(by_target, keyed, target="sm_100")        # sm_90 groups do not apply to sm_100
+    w = [f.message for f in res.findings if f.severity == "warn"]
+    assert "entry optimization hints for sm_100 differ: ref 'num_cta_in_cga=2, occupancy=4' vs port 'none'" in w
+    # the same hint with another value for the target is still a difference
+    res = diff_ir(HINTS_IR, keyed.replace("latency = 3", "latency = 5"), target="sm_90")
+    assert res.verdict == "PASS_WITH_NOTES" and "latency=5" in res.findings[0].message
+
+
+CONST_IR = """\
+entry @c(%arg0: tile<ptr<f16>>, %arg1: tile<i32>) {
+  %0 = make_token : token
+  %tview = make_tensor_view %arg0, shape = [%arg1], strides = [1] : tile<i32> -> tensor_view<?xf16, strides=[1]>
+  %blockId_x, %blockId_y, %blockId_z = get_tile_block_id : tile<i32>
+  %pview = make_partition_view %tview : partition_view<tile=(1024), tensor_view<?xf16, strides=[1]>>
+  %tile, %tok = load_view_tko weak %pview[%blockId_x] token = %0 : partition_view<tile=(1024), tensor_view<?xf16, strides=[1]>>, tile<i32> -> tile<1024xf16>, token
+  %cst_f16 = constant <f16: -0.000000e+00> : tile<1024xf16>
+  %1 = addf %tile, %cst_f16 : tile<1024xf16>
+  %2 = store_view_tko weak %1, %pview[%blockId_x] token = %0 : tile<1024xf16>, partition_view<tile=(1024), tensor_view<?xf16, strides=[1]>>, tile<i32> -> token
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("port,same", [
+    # the same bits spelled otherwise: hex, or an f32 constant converted to f16 (cutile's form)
+    ("%cst_f16 = constant <f16: 0x8000> : tile<1024xf16>", True),
+    ("%c32 = constant <f32: -0.000000e+00> : tile<1024xf32>\n  %cst_f16 = ftof %c32 : tile<1024xf32> -> tile<1024xf16>", True),
+    ("%c32 = constant <f32: -0.000000e+00> : tile<f32>\n  %c16 = ftof %c32 : tile<f32> -> tile<f16>\n"
+     "  %r = reshape %c16 : tile<f16> -> tile<1xf16>\n  %cst_f16 = broadcast %r : tile<1xf16> -> tile<1024xf16>", True),
+    ("%ci = constant <i16: -32768> : tile<1024xi16>\n  %cst_f16 = bitcast %ci : tile<1024xi16> -> tile<1024xf16>", True),
+    # another value: +0.0 (the sign of zero), or an f32 constant that f16 rounds elsewhere
+    ("%cst_f16 = constant <f16: 0.000000e+00> : tile<1024xf16>", False),
+    ("%c32 = constant <f32: 0.000000e+00> : tile<1024xf32>\n  %cst_f16 = ftof %c32 : tile<1024xf32> -> tile<1024xf16>", False),
+    # a rounding mode other than nearest-even is not folded (it is not the reference's op)
+    ("%c32 = constant <f32: -0.000000e+00> : tile<1024xf32>\n  %cst_f16 = ftof %c32 rounding<zero> : tile<1024xf32> -> tile<1024xf16>", False),
+])
+def test_constants_compare_by_their_bits(port, same):
+    text = CONST_IR.replace("%cst_f16 = constant <f16: -0.000000e+00> : tile<1024xf16>", port)
+    res = diff_ir(CONST_IR, text)
+    if same:
+        assert_pass(res)
+    else:
+        assert res.verdict == "FAIL" and {f.category for f in res.findings if f.severity == "critical"} & {"constant", "math", "cast"}
+
+
+def test_nan_inf_and_subnormal_constants():
+    for ref_c, port_c in (("<f16: 0x7E00>", "<f32: 0x7FC00000>"), ("<f16: 0x7C00>", "<f32: 0x7F800000>"),
+                          ("<f16: 5.960460e-08>", "<f32: 5.96046448E-8>")):
+        ref = CONST_IR.replace("<f16: -0.000000e+00>", ref_c)
+        port = CONST_IR.replace("%cst_f16 = constant <f16: -0.000000e+00> : tile<1024xf16>",
+                                f"%c = constant {port_c} : tile<1024xf32>\n  %cst_f16 = ftof %c : tile<1024xf32> -> tile<1024xf16>")
+        assert_pass(diff_ir(ref, port))
+    # the NaN the port makes from the i32 bit pattern
+    port = CONST_IR.replace("%cst_f16 = constant <f16: -0.000000e+00> : tile<1024xf16>",
+                            "%i = constant <i32: 2143289344> : tile<1024xi32>\n  %c = bitcast %i : tile<1024xi32> -> tile<1024xf32>\n"
+                            "  %cst_f16 = ftof %c : tile<1024xf32> -> tile<1024xf16>")
+    assert_pass(diff_ir(CONST_IR.replace("<f16: -0.000000e+00>", "<f16: 0x7E00>"), port))
+
+
 def test_fma_expansion_matches_unfused_form():
     unfused = sub1(r"%2 = fma %1, %1, %1  : tile<1024xf32>",
                    "%m = mulf %1, %1 : tile<1024xf32>\n  %2 = addf %1, %m : tile<1024xf32>", HINTS_IR)
@@ -749,6 +822,14 @@ def test_run_writes_valid_verdicts(tmp_path):
     fd = doc["details"]["first_divergence"]
     assert fd["category"] == "math" and fd["ref"]["line"] == 40
     assert json.loads(out.read_text())["verdict"] == "FAIL"
+    # the same difference in a port the deterministic translator wrote is the translator's:
+    # owner tool, "the translator lacks a rule", never the user's kernel (an LLM's port stays kernel)
+    doc = run(DATA / "ref_rms.tileir", bad_port, out, "rms", writer="translator")
+    assert doc["verdict"] == "FAIL" and doc["owner"] == "tool"
+    assert doc["summary"].startswith("the translator lacks a rule")
+    assert {f["owner"] for f in doc["findings"] if f["severity"] == "critical"} == {"tool"}
+    assert doc["details"]["first_divergence"]["owner"] == "tool"
+    assert run(DATA / "ref_rms.tileir", bad_port, out, "rms", writer="anthropic")["owner"] == "kernel"
 
 
 def test_run_reports_parse_errors_as_error_verdict(tmp_path):

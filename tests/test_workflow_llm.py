@@ -20,9 +20,9 @@ KEY = "sk-ant-workflow-test-KEY-4242"
 
 
 def translated_relu() -> str:
-    from tileport import write_kernel
+    from tileport import translate
 
-    src, _, _ = write_kernel.translate_entries(REPO / "operators" / "relu", "relu_kernel")
+    src, _, _ = translate.translate_entries(REPO / "operators" / "relu", "relu_kernel")
     return src
 
 

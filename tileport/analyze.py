@@ -171,7 +171,8 @@ def _kw(call: ast.Call, name: str, pos: int | None = None):
 
 
 def calls_used(fn: ast.FunctionDef, alias: str, path: str,
-               constexprs: set[str] = frozenset()) -> tuple[list[dict], list[dict]]:
+               constexprs: set[str] = frozenset(),
+               helpers: set[str] = frozenset()) -> tuple[list[dict], list[dict]]:
     """The cuTile calls and control flow of one kernel, and its unsupported constructs.
 
     Returns (calls, unsupported); each item has ``line`` (1-based, in ``path``) and a
@@ -184,12 +185,13 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
     for node in body_nodes:
         line = getattr(node, "lineno", None)
         if isinstance(node, ast.Call):
-            if _is_ct(node.func, alias):
+            if _is_ct(node.func, alias) or _is_tile_method(node.func, alias):
                 name = node.func.attr
                 item = {"call": f"{alias}.{name}", "line": line}
-                if name in ("load", "store"):
+                if name in ("load", "store", "gather", "scatter"):
                     arr = node.args[0].id if node.args and isinstance(node.args[0], ast.Name) else None
                     item["array"] = arr
+                if name in ("load", "store"):
                     pm = _kw(node, "padding_mode")
                     item["padding"] = pm.attr if isinstance(pm, ast.Attribute) else "UNDETERMINED"
                     shp = _kw(node, "shape", 2)
@@ -207,8 +209,10 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
                 if name not in C.SUPPORTED_CALLS:
                     unsupported.append({"construct": f"{alias}.{name}", "line": line,
                                         "reason": "no translation rule for this cuTile call"})
-            elif isinstance(node.func, ast.Name) and node.func.id == "range":
+            elif isinstance(node.func, ast.Name) and node.func.id in C.BUILTINS:
                 pass
+            elif isinstance(node.func, ast.Name) and node.func.id in helpers:
+                calls.append({"call": f"helper {node.func.id}", "line": line})
             else:
                 unsupported.append({"construct": ast.unparse(node.func), "line": line,
                                     "reason": "call to a non-cuTile function inside a kernel"})
@@ -223,20 +227,36 @@ def calls_used(fn: ast.FunctionDef, alias: str, path: str,
                                     "reason": "only `for <name> in range(...)` without else"})
         elif isinstance(node, ast.If) and static_test(node.test, constexprs):
             calls.append({"call": "if-constexpr", "line": line, "test": ast.unparse(node.test)})
-        elif isinstance(node, ast.If):
-            unsupported.append({"construct": "if " + ast.unparse(node.test), "line": line,
-                                "reason": "only `if` on constexpr parameters is translated (a "
-                                          "runtime condition is not)"})
-        elif isinstance(node, (ast.While, ast.With, ast.Try, ast.FunctionDef, ast.Lambda,
-                               ast.IfExp, ast.ListComp, ast.GeneratorExp, ast.Subscript)):
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            # run-time control flow (the translator checks the condition's kind)
+            calls.append({"call": type(node).__name__.lower(), "line": line, "test": ast.unparse(node.test)})
+        elif isinstance(node, (ast.With, ast.Try, ast.FunctionDef, ast.Lambda,
+                               ast.ListComp, ast.GeneratorExp, ast.Subscript)):
             if isinstance(node, ast.Subscript) and _is_shape_subscript(node):
                 calls.append({"call": "array.shape[i]", "line": line})
+                continue
+            if isinstance(node, ast.Subscript) and _is_newaxis_subscript(node):
+                calls.append({"call": "tile[new axes]", "line": line})
                 continue
             unsupported.append({"construct": type(node).__name__.lower(), "line": line,
                                 "reason": "construct not translated (yet)"})
     calls.sort(key=lambda c: c["line"] or 0)
     unsupported.sort(key=lambda c: c["line"] or 0)
     return calls, unsupported
+
+
+def _is_tile_method(func: ast.AST, alias: str) -> bool:
+    """``t.astype(...)``, ``t.reshape(...)`` ...: a Tile method spelling a ct function."""
+    return (isinstance(func, ast.Attribute) and func.attr in C.TILE_METHODS
+            and not (isinstance(func.value, ast.Name) and func.value.id == alias))
+
+
+def _is_newaxis_subscript(node: ast.Subscript) -> bool:
+    """``x[:, None]``, ``x[None, :, :]``: new unit axes of a tile (``ct.expand_dims``)."""
+    elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return all((isinstance(s, ast.Constant) and s.value is None)
+               or (isinstance(s, ast.Slice) and s.lower is None and s.upper is None and s.step is None)
+               for s in elts) and any(isinstance(s, ast.Constant) for s in elts)
 
 
 def _is_shape_subscript(node: ast.Subscript) -> bool:
@@ -343,7 +363,8 @@ def analyse(op_dir: str | Path) -> dict:
                 _constexpr_param(detail, kvs, cfg_keys, kname, a, man, src_key, src_words, mline, mismatch)
             params.append(p)
         cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
-        calls, unsup = calls_used(fn, alias, str(kpath), cnames)
+        helpers = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in fns}
+        calls, unsup = calls_used(fn, alias, str(kpath), cnames, helpers)
         # the manifest describes exactly the kernel's parameters
         pnames = {a.arg for a in fn.args.args}
         for section, what in (("arrays", "array"), ("scalars", "scalar")):
@@ -381,7 +402,8 @@ def analyse(op_dir: str | Path) -> dict:
                              f"{1 << max(0, (x - 1).bit_length()) if x >= 1 else 1}")
                     break
         for u in unsup:
-            u["file"] = str(kpath)
+            # a valid cuTile construct the translator has no rule for: the tool must act
+            u["file"], u["owner"] = str(kpath), "tool"
             u["kernel"] = kname
         unsupported.extend(unsup)
         uses = array_uses(fn, alias, {p["name"] for p in params if p["kind"] == "array"}, tree)

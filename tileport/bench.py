@@ -15,7 +15,9 @@ Per perf config (kernel x variant x perf shape that fits), in one process:
    call while the device keeps up); the sides' order rotates round by round so that clock and
    power drift favour none; medians over ``loop_rounds`` rounds; loop_ratio = ref loop time /
    port loop time; host overhead per call = loop time - device time;
-5. the outputs of the last timed ref and port calls are checked against the PyTorch semantics.
+5. the outputs of the last timed ref and port calls are checked against the PyTorch semantics
+   (for a kernel that updates an output in place, ``init: {copy: ...}``, the outputs are first
+   put back to the input's values and each kernel side called once more, untimed).
 
 Where NVIDIA shipped a port of the kernel and it passed the functional test for the variant
 (test.json ``details.nv``), it is a fourth side ``nv`` in every step: interleaved in the same rounds,
@@ -172,6 +174,12 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     row["loop_ratio"] = row["ref_loop_us"] / row["port_loop_us"]
     row["ref_host_overhead_us"] = max(0.0, row["ref_loop_us"] - row["ref_us"])
     row["port_host_overhead_us"] = max(0.0, row["port_loop_us"] - row["port_us"])
+    if c.in_place:          # outputs updated in place: check one call on the initial values
+        c.reset()
+        for label, fn in sides:
+            if label != "torch":
+                fn()
+        torch.cuda.synchronize()
     expected = c.expected()
     checks = [H.compare(a, e, tol["rtol"], tol["atol"])["ok"]
               for side in ("ref", "port") for a, e in zip(c.outputs[side], expected)]

@@ -7,7 +7,7 @@ Facts about each function come from the cuda.tile 1.7.0 API (``cuda/tile/_stub.p
 from __future__ import annotations
 
 # memory: loads and stores through partition views (TMA-eligible)
-MEMORY = {"load", "store"}
+MEMORY = {"load", "store", "gather", "scatter"}
 # reductions with (tile, axis=, keepdims=)
 REDUCTIONS = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
 # elementwise unary math: cuTile Python name -> cuTile Rust call template ({x} = operand)
@@ -34,12 +34,28 @@ BINARY_MATH = {"maximum": "max_tile", "minimum": "min_tile"}
 # cuda.tile RoundingMode member -> cuTile Rust rounding marker (cuda/tile/_numeric_semantics.py)
 ROUNDING = {"RN": "NearestEven", "RZ": "Zero", "RM": "NegativeInf", "RP": "PositiveInf",
             "RA": "NearestAway", "FULL": "Full", "APPROX": "Approx"}
-TILE_CREATION = {"full", "zeros", "ones"}
-SHAPE_OPS = {"reshape", "astype", "mma"}
+TILE_CREATION = {"full", "zeros", "ones", "arange"}
+# elementwise selection and comparison (Python's comparison operators on tiles)
+SELECTION = {"where"}
+# integer arithmetic calls (Python's //, % and min/max on ints are translated as operators)
+INT_ARITH = {"cdiv", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_lshift",
+             "bitwise_rshift", "bitwise_not"}
+# Python builtins a kernel may call (cuTile Python evaluates them on its values)
+BUILTINS = {"range", "min", "max"}
+# ast comparison operator -> cutile predicate marker (cmpi / cmpf); cuTile Python compares
+# floats `ordered` except `!=`, which is `unordered` (NaN != x is true)
+COMPARISONS = {"Lt": "LessThan", "LtE": "LessThanOrEqual", "Gt": "GreaterThan",
+               "GtE": "GreaterThanOrEqual", "Eq": "Equal", "NotEq": "NotEqual"}
+SHAPE_OPS = {"reshape", "astype", "mma", "expand_dims", "broadcast_to", "permute", "transpose",
+             "extract", "cat"}
 GRID = {"bid", "num_blocks", "num_tiles"}
 
+# methods of a cuTile Tile that spell a ct function with the tile as first argument
+# (``t.astype(ct.float32)`` is ``ct.astype(t, ct.float32)``; cuda/tile/_stub.py class Tile)
+TILE_METHODS = {"astype", "reshape", "permute", "transpose", "extract", "item", "insert"}
+
 SUPPORTED_CALLS = (MEMORY | set(REDUCTIONS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
-                   | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID)
+                   | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION | INT_ARITH)
 
 PADDING = {
     # cuda.tile PaddingMode member -> cuTile Rust padding marker
@@ -57,6 +73,8 @@ DTYPE_ATTRS = {
     "bfloat16": ("bf16", "bf16"),
     "float32": ("f32", "f32"),
     "int32": ("i32", "i32"),
+    "int64": ("i64", "i64"),
+    "bool_": ("bool", "bool"),
 }
 # manifest dtype code -> Rust element type name used as generic argument
 RUST_DTYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32"}

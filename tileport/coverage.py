@@ -36,7 +36,8 @@ def inventory(package: str = PACKAGE) -> list[dict]:
     """Every ``@ct.kernel`` function of ``package`` and its subpackages in the installed
     distribution: ``[{"module", "function", "file", "line"}]`` (file inside the site directory,
     1-based line of the ``def``; ``factory``: the enclosing function of a kernel defined inside
-    one), in file and line order.
+    one, and ``reason``: why the importer cannot take it, :func:`importer.factory_reason`), in
+    file and line order.
 
     Raises:
         importer.ImportFailed: no installed distribution provides the package.
@@ -56,7 +57,8 @@ def inventory(package: str = PACKAGE) -> list[dict]:
         found = [{"module": name, "function": st.name, "file": rel, "line": st.lineno}
                  for st in mod.tree.body
                  if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and ex.is_kernel(st, mod)]
-        found += [{"module": name, "function": k, "file": rel, "line": line, "factory": outer}
+        found += [{"module": name, "function": k, "file": rel, "line": line, "factory": outer,
+                   "reason": I.factory_reason(mod, k)[1]}
                   for k, (outer, line) in I.nested_kernels(mod).items()]
         out += sorted(found, key=lambda k: k["line"])
     return out
@@ -109,8 +111,7 @@ def table(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Pat
         name = f"`{short}:{k['function']}` ({k['line']})"
         rs = by_kernel.get(key, [])
         if not rs:
-            why = (f"defined inside `{k['factory']}` (a kernel factory): the importer takes "
-                   f"module-level kernels only" if k.get("factory") else
+            why = (k["reason"].replace("|", "\\|") if k.get("factory") else
                    "no operator's manifest names it in `source:`")
             lines.append(f"| {name} | - | 0 | - | - | no operator | - | {why} |")
             continue

@@ -20,7 +20,8 @@ input memory go to three sides (four where NVIDIA ported the kernel), each writi
   with ``nv_note`` saying why) for kernels NVIDIA did not port or variants it does not implement.
 
 ``expected()`` is ``reference.reference`` (or the kernel's ``reference:`` function; the
-PyTorch semantics, usually in fp32), the oracle
+PyTorch semantics, usually in fp32; its keyword-only parameters get the values of the shape
+names, constexprs and hints they are named after, :func:`keyword_args`), the oracle
 both kernels are compared against with the manifest's per-dtype rtol/atol. Expressions are
 evaluated with Python's ``eval`` over shape names, constexprs, ``hints``, ``num_sms``,
 ``cdiv``/``min``/``max``/``sqrt`` and the tensors: a manifest is code, like kernel.py.
@@ -226,7 +227,8 @@ def tensor_plan(man: dict, kernel: str, variant: M.Variant, env: dict) -> list[d
         kind, args = M.init_spec(t)
         plan.append({"name": name, "role": t["role"], "dtype": dtype, "init": kind,
                      "init_given": "init" in t,
-                     "args": args if kind == "derive" else [evaluate(a, env, f"{where}/init") for a in args],
+                     "args": args if kind in ("derive", "copy") else [evaluate(a, env, f"{where}/init")
+                                                                   for a in args],
                      "scale": evaluate(t["scale"], env, f"{where}/scale") if "scale" in t else None,
                      "shapes": shapes, "list": count is not None, "where": where})
     return plan
@@ -251,6 +253,58 @@ class Call:
     notes: list = field(default_factory=list)
     nv: callable = None          # NVIDIA's port (None: not ported / not usable, see nv_note)
     nv_note: str = ""
+    # puts the input values back into every side's in-place outputs (init copy); a no-op for a
+    # call without them. The benchmark calls it before the calls whose outputs it checks.
+    reset: callable = lambda: None
+    in_place: bool = False       # some output starts as a copy of an input (reset() matters)
+
+
+def keyword_args(fn, env: dict, where: str) -> dict:
+    """The values of ``fn``'s keyword-only parameters (``def reference(x, *, ACT_TYPE)``), by name
+    from a call's expression names (:func:`base_env`: shape names, the variant's constexprs,
+    hints, num_sms): semantics that depend on a constexpr (an activation selector, a split
+    count that shapes a partial-sums output) read it this way. Raises
+    :class:`ManifestValueError` naming ``where`` for a keyword-only parameter without a default
+    that no such name gives."""
+    import inspect
+
+    out = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is not p.KEYWORD_ONLY:
+            continue
+        if p.name in env:
+            out[p.name] = env[p.name]
+        elif p.default is p.empty:
+            names = sorted(k for k in env if isinstance(k, str) and not k.startswith("_") and not callable(env[k]))
+            raise ManifestValueError(f"{where}: keyword-only parameter '{p.name}' is none of the call's names "
+                                     f"({', '.join(names)}); name it after a shape name, constexpr or hint")
+    return out
+
+
+def copy_sources(plan: list[dict], tensors_in: dict) -> dict:
+    """``{output name: [input tensor, ...]}`` for the outputs of ``plan`` made by ``init: {copy:
+    src}`` (:func:`tensor_plan`): the input tensors (one per list element) whose values each
+    starts with. Raises :class:`ManifestValueError` when an output's shape or dtype differs from
+    its source's (the manifest's ``shape`` expressions evaluate differently)."""
+    out = {}
+    for spec in plan:
+        if spec["init"] != "copy" or spec["role"] != "output":
+            continue
+        src = spec["args"][0]
+        if src not in tensors_in:
+            raise ManifestValueError(f"{spec['where']}/init: copy names '{src}', which is not an input "
+                                     f"tensor of this call")
+        xs = tensors_in[src] if isinstance(tensors_in[src], list) else [tensors_in[src]]
+        got = [tuple(x.shape) for x in xs]
+        if got != list(spec["shapes"]):
+            raise ManifestValueError(f"{spec['where']}/init: copy of '{src}': its shape {got} differs from "
+                                     f"this tensor's {list(spec['shapes'])}; give both the same shape")
+        want = _TORCH_DTYPES[spec["dtype"]]
+        if any(str(x.dtype) != f"torch.{want}" for x in xs):
+            raise ManifestValueError(f"{spec['where']}/init: copy of '{src}': its dtype {xs[0].dtype} is not "
+                                     f"this tensor's {spec['dtype']}; give both the same dtype")
+        out[spec["name"]] = xs
+    return out
 
 
 def _make(spec: dict, dims: tuple, dev, gen, seed: int, k: int):
@@ -276,12 +330,13 @@ def _make(spec: dict, dims: tuple, dev, gen, seed: int, k: int):
     return x.to(tdt)
 
 
-def derive(spec: dict, dims: tuple, rmod, inputs: list):
+def derive(spec: dict, dims: tuple, rmod, inputs: list, env: dict | None = None):
     """The values of a tensor made by ``init: {derive: fn}``: reference.py's ``fn`` called with
     the input tensors made before this one, in the manifest's order (the arguments reference.py
-    itself receives), e.g. a pipeline stage's input computed by the earlier stage's semantics, or
-    routing index arrays that must agree with each other. Works on any array type with
-    ``shape`` and ``dtype`` (torch tensors on the GPU, numpy arrays in the tests).
+    itself receives), and its keyword-only parameters from ``env`` as reference.py's functions
+    get them (:func:`keyword_args`); e.g. a pipeline stage's input computed by the earlier
+    stage's semantics, or routing index arrays that must agree with each other. Works on any
+    array type with ``shape`` and ``dtype`` (torch tensors on the GPU, numpy arrays in the tests).
 
     Raises:
         ManifestValueError: reference.py lacks ``fn``, ``fn`` fails, or its result's shape or
@@ -292,8 +347,9 @@ def derive(spec: dict, dims: tuple, rmod, inputs: list):
     if not callable(fn):
         raise ManifestValueError(f"{where}: derive: reference.py has no function {name}(); write the "
                                  f"function that computes tensor '{spec['name']}' from the inputs before it")
+    kwargs = keyword_args(fn, env, f"{where}: derive: reference.py {name}()") if env is not None else {}
     try:
-        val = fn(*inputs)
+        val = fn(*inputs, **kwargs)
     except Exception as exc:  # noqa: BLE001 - the manifest names a function that cannot make it
         raise ManifestValueError(f"{where}: derive: {name}() failed: {type(exc).__name__}: {exc}") from None
     shape, dtype = tuple(getattr(val, "shape", ())), str(getattr(val, "dtype", "?")).rsplit(".", 1)[-1]
@@ -341,7 +397,9 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
             k += 1
             if spec["init"] == "derive":
                 before = [tensors_in[sp["name"]] for sp in plan if sp["name"] in tensors_in]
-                made.append(derive(spec, dims, rmod, before).to(dev).contiguous())
+                made.append(derive(spec, dims, rmod, before, env).to(dev).contiguous())
+            elif spec["init"] == "copy":
+                made.append(None)       # the input's values, once every input is made (below)
             elif spec["role"] == "input" or spec["init_given"]:
                 made.append(_make(spec, dims, dev, gen, seed, k))
             else:
@@ -351,6 +409,10 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
             tensors_in[spec["name"]] = made if spec["list"] else made[0]
         else:
             outs_spec.append((spec["name"], made, spec["list"]))
+    copies = copy_sources(plan, tensors_in)
+    for name, made, _ in outs_spec:
+        if name in copies:
+            made[:] = [x.clone() for x in copies[name]]
     outputs = {s: [[m.clone() for m in made] if lst else made[0].clone() for _, made, lst in outs_spec]
                for s in ("ref", "port") + (("nv",) if nv is not None else ())}
 
@@ -418,13 +480,15 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
                                  f"outputs")
     timed = kman.get("torch_impl") or ("torch_impl" if ref_name == "reference" else None)
     fast = getattr(rmod, timed, None) if timed else None
+    sem_kw = keyword_args(semantics, env, f"{mpath}: kernels/{kernel}: reference.py {ref_name}()")
+    fast_kw = keyword_args(fast, env, f"{mpath}: kernels/{kernel}: reference.py {timed}()") if fast else sem_kw
     box = {}
 
     def torch_side():
-        box["out"] = (fast or semantics)(*ins)
+        box["out"] = (fast or semantics)(*ins, **fast_kw)
 
     def expected():
-        r = semantics(*ins)
+        r = semantics(*ins, **sem_kw)
         return _flat(r if isinstance(r, (tuple, list)) else [r])
 
     notes = [] if fast else [f"reference.py has no {timed or 'torch_impl'} for {kernel}: timed {ref_name}()"]
@@ -439,9 +503,20 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
             nv_note = f"NVIDIA's port not run: {exc}"[:600]
             outputs.pop("nv", None)
     flat_outputs = {s: _flat(o) for s, o in outputs.items()}
+    # in-place outputs (init copy): reset() puts the input's values back into every side's buffer
+    srcs = [copies[name][e] if name in copies else None
+            for name, made, _ in outs_spec for e in range(len(made))]
+    restore = [(flat_outputs[s][j], src) for s in flat_outputs for j, src in enumerate(srcs)
+               if src is not None]
+
+    def reset():
+        for out, src in restore:
+            out.copy_(src)
+
     return Call(op=man["op"], kernel=kernel, variant=variant, shape=tuple(shape), grid=grid,
                 inputs=ins, outputs=flat_outputs, ref=ref, port=port, torch=torch_side,
-                expected=expected, symbol=symbol, notes=notes, nv=nv_fn, nv_note=nv_note)
+                expected=expected, symbol=symbol, notes=notes, nv=nv_fn, nv_note=nv_note,
+                reset=reset, in_place=bool(restore))
 
 
 def compare(actual, expected, rtol: float, atol: float) -> dict:

@@ -14,7 +14,10 @@ text is parsed with :mod:`ast` and :mod:`symtable`, and ``results/<op>/src/kerne
   modules of the same distribution (``from .utils import next_power_of_2``), copied from there;
 * nothing else: torch wrappers, autograd classes, autotuning, backend registration.
 
-Each kept statement is copied verbatim, so its lines keep their text; the file's header names
+Each kept statement is copied verbatim, so its lines keep their text (but for the uses of torch
+that cuTile compiles like its own spelling, :mod:`tileport.torch_uses`: a ``torch.Tensor``
+parameter annotation is dropped, ``torch.int32`` in a body only cuTile runs becomes ``ct.int32``;
+each is listed in the header and is an ``info`` finding); the file's header names
 the distribution, its version, the wheel's sha256 (the hash ``pip --require-hashes`` checked)
 and, for every kept statement, this file's line range and the module line range it came from.
 ``kernel.py.map.json`` maps every line to ``module file:line`` (:func:`tileport.source.origin`).
@@ -24,7 +27,9 @@ Decorators that are not cuTile's are handled by name, never silently: a decorato
 kernel (TileGym's ``@experimental_kernel`` only tags the kernel object for a warning that its
 patched ``ct.launch`` prints); any other is BLOCKED.
 
-BLOCKED (owner ``tool``): a used name that needs torch or a third-party module, a name bound only
+BLOCKED (owner ``tool``): a kernel defined inside a function (a kernel factory,
+:func:`factory_reason`), a used name that needs torch (beyond those rewrites) or a third-party
+module, a name bound only
 inside a module-level ``if``/``try``, a module object imported from the distribution, an unknown
 decorator, two different definitions of one name. BLOCKED (owner ``kernel``): the manifest names
 a function the module lacks or one that is not a ``@ct.kernel``, a used name the module never
@@ -47,6 +52,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import source as S
+from . import torch_uses as TU
 from .verdict import Finding, Verdict, atomic_write_text, loc, write
 
 PIN_FILE = "requirements-sources.txt"
@@ -261,6 +267,19 @@ class Kept:
     kind: str                             # kernel | function | class | assign | import
     text: str | None = None               # generated text (imports, aliases) instead of lines
     dropped: list[dict] = field(default_factory=list)
+    via: str = ""                         # the chain of kept definitions that led here
+    # uses of torch replaced in this statement's lines (tileport.torch_uses)
+    rewrites: list[TU.Rewrite] = field(default_factory=list)
+    # for a plain function: where Python may run it (None while only cuTile runs its body:
+    # it is reached from kernel / helper bodies only); always None for @ct.kernel / @ct.function
+    python: str | None = None
+    plain: bool = False                   # a function without a cuTile decorator
+    # free names -> (line of first use, where Python evaluates it or None for the body)
+    free: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+
+    def line_text(self, ln: int) -> str:
+        """Module line ``ln`` as kernel.py holds it (its rewrites applied)."""
+        return TU.apply(self.module.lines[ln - 1], [r for r in self.rewrites if r.line == ln])
 
     @property
     def start(self) -> int:
@@ -331,6 +350,30 @@ def _free_names(src: str, rel: str) -> set[str]:
     return out
 
 
+def _torch_names(mod: Module) -> set[str]:
+    """Top-level names of ``mod`` bound only by ``import torch`` / ``import torch as t``."""
+    out = set()
+    for name, idx in mod.bindings.items():
+        if all(isinstance(st := mod.tree.body[i], ast.Import)
+               and any(a.name == "torch" and (a.asname or "torch") == name for a in st.names)
+               for i in idx):
+            out.add(name)
+    return out
+
+
+def _cutile_spelling(mod: Module, prefer: set[str]) -> str | None:
+    """How ``mod`` spells ``cuda.tile`` at top level (``ct`` for ``import cuda.tile as ct``,
+    ``cuda.tile`` for ``import cuda.tile``); one of ``prefer`` (the names a statement already
+    reads) first; None when no top-level import binds it."""
+    found = []
+    for st in mod.tree.body:
+        if isinstance(st, ast.Import):
+            found += [a.asname or CUTILE for a in st.names if a.name == CUTILE]
+        elif isinstance(st, ast.ImportFrom) and not st.level and st.module == "cuda":
+            found += [a.asname or "tile" for a in st.names if a.name == "tile"]
+    return next((f for f in found if f.split(".")[0] in prefer), found[0] if found else None)
+
+
 def _name_line(stmt: ast.stmt, name: str) -> int:
     """First line of ``stmt`` that reads ``name`` (the statement's line when none does)."""
     lines = [n.lineno for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name]
@@ -367,11 +410,8 @@ class Extraction:
         for k in self.kernels:
             stmt = defs.get(k)
             if stmt is None and k in nested:
-                outer, line = nested[k]
-                self.problems.append(ImportBlocked(
-                    f"{main.rel}:{line}: '{k}' is defined inside the function '{outer}' (a kernel "
-                    f"factory: its decorator and body may use the factory's arguments); tileport "
-                    f"imports module-level kernels only", main.rel, line, "tool", k))
+                line, why = factory_reason(main, k)
+                self.problems.append(ImportBlocked(f"{main.rel}:{line}: {why}", main.rel, line, "tool", k))
             elif stmt is None:
                 self.problems.append(ImportBlocked(
                     f"{main.rel}: no function '{k}' (its @ct.kernel functions: {kernels})",
@@ -382,20 +422,23 @@ class Extraction:
                     f"functions: {kernels})", main.rel, stmt.lineno, "kernel", k))
             else:
                 self.resolve(main, k, main.rel, stmt.lineno, k)
+        self.check_rewrites()
 
     def is_kernel(self, stmt, mod: Module) -> bool:
         """Whether a def of ``mod`` carries cuTile's ``@kernel`` (under any alias of cuda.tile)."""
         return any(_qualname(d, mod) == f"{CUTILE}.kernel" for d in stmt.decorator_list)
 
     # -- resolution
-    def resolve(self, mod: Module, name: str, used_in: str, line: int, via: str) -> None:
+    def resolve(self, mod: Module, name: str, used_in: str, line: int, via: str,
+                py: str | None = None) -> None:
         """Keep the statements that bind ``name`` in ``mod`` (and what they use), or record why
         not; ``used_in:line`` is where ``name`` is used, ``via`` the chain of kept definitions
-        that leads there (``kernel -> helper``), both for the message."""
+        that leads there (``kernel -> helper``), both for the message; ``py`` says where Python
+        evaluates that use (None: inside a body only cuTile runs)."""
         where = f"{used_in}:{line}: '{name}' (used by {via})"
         if name in mod.bindings:
             for i in mod.bindings[name]:
-                self.keep(mod, i, name, used_in, line, via)
+                self.keep(mod, i, name, used_in, line, via, py)
         elif name in mod.nested:
             self.problems.append(ImportBlocked(
                 f"{where} is bound only inside a module-level if/try/with/loop at "
@@ -410,26 +453,37 @@ class Extraction:
                 f"{where} is not defined in {mod.rel} (a NameError when the kernel is compiled)",
                 used_in, line, "kernel", name))
 
-    def keep(self, mod: Module, i: int, name: str, used_in: str, line: int, via: str) -> None:
+    def keep(self, mod: Module, i: int, name: str, used_in: str, line: int, via: str,
+             py: str | None = None) -> None:
         key = (mod.rel, i)
-        if key in self.kept and not isinstance(mod.tree.body[i], (ast.Import, ast.ImportFrom)):
-            return
         stmt = mod.tree.body[i]
+        if key in self.kept and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            k = self.kept[key]
+            if py is not None and k.plain and k.python is None:
+                k.python = py                     # Python may run it: so its body's names too
+                self.resolve_free(k)
+            return
         if mod.name not in self.module_order:
             self.module_order.append(mod.name)
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            self.keep_import(mod, i, stmt, name, used_in, line, via)
+            self.keep_import(mod, i, stmt, name, used_in, line, via, py)
             return
         lines = list(range(_stmt_start(stmt), stmt.end_lineno + 1))
         kind = ("class" if isinstance(stmt, ast.ClassDef) else
                 "function" if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else "assign")
         k = Kept(mod, i, stmt, _bound_names(stmt), lines, kind)
         self.kept[key] = k
+        cutile_only = False
         for d in getattr(stmt, "decorator_list", []):
             q = _qualname(d, mod)
             if q in CUTILE_DECORATORS:
                 if q == f"{CUTILE}.kernel":
                     k.kind = "kernel"
+                # a kernel's body, or a tile function's unless host=True, only cuTile runs
+                # (cuda/tile/_execution.py: kernel objects cannot be called, function() wraps)
+                cutile_only = cutile_only or q == f"{CUTILE}.kernel" or not any(
+                    kw.arg == "host" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False)
+                    for kw in getattr(d, "keywords", []))
                 continue
             span = range(d.lineno, d.end_lineno + 1)
             if q in DROPPABLE_DECORATORS:
@@ -444,19 +498,68 @@ class Extraction:
                     f"{mod.rel}:{d.lineno}: decorator @{ast.get_source_segment(mod.text, d)} of "
                     f"'{stmt.name}' is not cuTile's ({q}), and tileport does not know that it leaves "
                     f"the function unchanged", mod.rel, d.lineno, "tool", q or ""))
+        k.plain = kind == "function" and not cutile_only
+        k.python = py if k.plain else None
         src = "\n".join(mod.lines[ln - 1] for ln in k.lines) + "\n"
         try:
             free = _free_names(src, mod.rel)
         except SyntaxError as exc:          # a statement that only parses in its module
             raise ImportFailed(f"{mod.path}:{stmt.lineno}: cannot analyse scopes: {exc.msg}") from None
-        own = set(k.names)
         names = ", ".join(k.names)
-        chain = via if via.rsplit(" -> ", 1)[-1] == names else f"{via} -> {names}"
-        for n in sorted(free - own):
-            self.resolve(mod, n, mod.rel, _name_line(stmt, n), chain)
+        k.via = via if via.rsplit(" -> ", 1)[-1] == names else f"{via} -> {names}"
+        torch = _torch_names(mod) & free
+        if torch:
+            free = (free - torch) | self.plan_torch(k, torch, free)
+        pypos = TU.python_positions(stmt)
+        for n in sorted(free - set(k.names)):
+            nodes = [x for x in ast.walk(stmt) if isinstance(x, ast.Name) and x.id == n]
+            why = next((pypos[id(x)] for x in nodes if id(x) in pypos), None)
+            ln = _name_line(stmt, n)
+            k.free[n] = (ln, f"{mod.rel}:{ln}, {why}" if why else None)
+        self.resolve_free(k)
+
+    def resolve_free(self, k: Kept) -> None:
+        """Resolve the names ``k`` reads, each with where Python evaluates it (a name in a
+        plain function's body is Python's too once Python may run that function)."""
+        for n, (ln, why) in k.free.items():
+            py = why or (f"{k.python}, which calls '{k.names[0]}'" if k.python else None)
+            self.resolve(k.module, n, k.module.rel, ln, k.via, py)
+
+    def plan_torch(self, k: Kept, torch: set[str], free: set[str]) -> set[str]:
+        """Rewrite the uses of torch in ``k`` that cuTile compiles like its own spelling
+        (:mod:`tileport.torch_uses`); every other use is a problem naming it and its line.
+        Returns the names the rewrites read (cuda.tile's, for ``ct.int32``)."""
+        mod = k.module
+        spelling = _cutile_spelling(mod, free)
+        rewrites, refusals = TU.plan(k.stmt, mod.lines, torch, spelling)
+        k.rewrites = rewrites
+        for r in sorted(refusals, key=lambda r: r.line):
+            name = r.text.split(".")[0]
+            imp = min(mod.tree.body[i].lineno for i in mod.bindings[name])
+            self.problems.append(ImportBlocked(
+                f"{mod.rel}:{r.line}: '{name}' (used by {k.via}; imported at {mod.rel}:{imp} from "
+                f"torch) is torch: {r.reason}; the kernel needs torch there, which tileport's CPU "
+                f"side does not have and never imports", mod.rel, r.line, "tool", name))
+        return {spelling.split(".")[0]} if any(r.kind == "dtype" for r in rewrites) else set()
+
+    def check_rewrites(self) -> None:
+        """A dtype rewrite stands only in a body that only cuTile runs: once the whole closure is
+        known, a plain function that Python may run keeps torch's object there (BLOCKED)."""
+        for k in self.kept.values():
+            if k.python is None:
+                continue
+            for r in k.rewrites:
+                if r.kind == "dtype":
+                    self.problems.append(ImportBlocked(
+                        f"{k.module.rel}:{r.line}: '{r.original.split('.')[0]}' (used by {k.via}) is "
+                        f"torch: {r.original} could become {r.replacement.rstrip()} only where cuTile "
+                        f"compiles it, but Python may also run '{r.function}' ({k.python}), and "
+                        f"there {r.original} is torch's own object; the kernel needs torch there, "
+                        f"which tileport's CPU side does not have", k.module.rel, r.line, "tool",
+                        r.original.split(".")[0]))
 
     def keep_import(self, mod: Module, i: int, stmt, name: str, used_in: str, use_line: int,
-                    via: str) -> None:
+                    via: str, py: str | None = None) -> None:
         line = stmt.lineno
         for a in stmt.names:
             if isinstance(stmt, ast.Import):
@@ -498,7 +601,7 @@ class Extraction:
                         f"{where} is {what}; tileport copies definitions only",
                         used_in, use_line, "tool", name))
                     continue
-                self.resolve(other, a.name, mod.rel, line, via)
+                self.resolve(other, a.name, mod.rel, line, via, py)
                 if bound != a.name:
                     self.aliases.append((bound, a.name, mod, line))
             else:
@@ -526,10 +629,54 @@ def nested_kernels(mod: Module) -> dict[str, tuple[str, int]]:
     return out
 
 
+def factory_reason(mod: Module, kernel: str) -> tuple[int, str]:
+    """Why ``kernel``, defined inside a module-level function of ``mod`` (a kernel factory, see
+    :func:`nested_kernels`), cannot be imported: ``(line of its def, message)``. The message
+    names the factory's own names the kernel's decorators or body read (their values are the
+    factory's arguments at run time) and where the module calls the factory."""
+    outer_name, line = nested_kernels(mod)[kernel]
+    outer = next(st for st in mod.tree.body
+                 if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == outer_name)
+    inner = next(n for n in ast.walk(outer) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.name == kernel and n.lineno == line)
+    table = next(t for t in symtable.symtable(mod.text, mod.rel, "exec").get_children()
+                 if t.get_name() == outer_name and t.get_lineno() == outer.lineno)
+    own = set(table.get_locals()) - {kernel}
+    inner_local = {a.arg for a in ast.walk(inner.args) if isinstance(a, ast.arg)} | {
+        n.id for n in ast.walk(inner) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    uses = {}
+    for d in inner.decorator_list:
+        for n in ast.walk(d):
+            if isinstance(n, ast.Name) and n.id in own:
+                uses.setdefault(n.id, n.lineno)
+    for n in ast.walk(ast.Module(body=inner.body, type_ignores=[])):
+        if isinstance(n, ast.Name) and n.id in own and n.id not in inner_local:
+            uses.setdefault(n.id, n.lineno)
+    calls = []
+    for st in mod.tree.body:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == outer_name:
+                calls.append(f"{n.lineno}" + (f" in {st.name}" if hasattr(st, "name") else ""))
+    reads = (f"its decorators and body read the factory's own "
+             f"{', '.join(f'{n} (line {ln})' for n, ln in sorted(uses.items(), key=lambda x: x[1]))}, "
+             f"whose values are the arguments of that call, not text of the module"
+             if uses else "it reads no name of the factory's own, but it is still a new object per call")
+    return line, (
+        f"'{kernel}' is defined inside the function '{outer_name}' (line {outer.lineno}), a kernel "
+        f"factory: the kernel object exists only when Python calls '{outer_name}' at run time "
+        f"({'called at line ' + ', '.join(calls) if calls else 'never called in the module'}); "
+        f"{reads}. tileport imports module-level kernels only: importing this one would mean "
+        f"choosing those values and re-indenting the body, which moves every op's column away "
+        f"from the wheel's text")
+
+
 # ---------------------------------------------------------------------------------- layout
-def layout(ex: Extraction, wheel: Wheel, pin_file: str) -> tuple[str, dict[int, str], list[dict]]:
-    """kernel.py's text, its line map ``{line: "module file:line"}`` and the kept definitions
-    ``[{name, kind, lines: [a, b], file, source_lines: [c, d]}]`` (lines 1-based, inclusive).
+def layout(ex: Extraction, wheel: Wheel, pin_file: str
+           ) -> tuple[str, dict[int, str], list[dict], list[dict]]:
+    """kernel.py's text, its line map ``{line: "module file:line"}``, the kept definitions
+    ``[{name, kind, lines: [a, b], file, source_lines: [c, d]}]`` (lines 1-based, inclusive) and
+    the rewritten uses of torch ``[{kind, function, file, line, kernel_line, col, original,
+    replacement, keeps_columns, evidence}]`` (``col``: 0-based UTF-8 offset in the line).
 
     Raises:
         ImportBlocked: two kept statements bind one name with different text.
@@ -565,10 +712,10 @@ def layout(ex: Extraction, wheel: Wheel, pin_file: str) -> tuple[str, dict[int, 
         chunks.append((k, [(k.text, f"{k.module.rel}:{k.start}")]))
     body_chunks = []
     for k in defs:
-        text = "\n".join(k.module.lines[ln - 1] for ln in k.lines)
+        text = "\n".join(k.line_text(ln) for ln in k.lines)
         if not claim(k, text):
             continue
-        body_chunks.append((k, [(k.module.lines[ln - 1], f"{k.module.rel}:{ln}") for ln in k.lines]))
+        body_chunks.append((k, [(k.line_text(ln), f"{k.module.rel}:{ln}") for ln in k.lines]))
     alias_lines = []
     for alias, name, m, line in ex.aliases:
         a = Kept(m, -line, None, [alias], [line], "alias", f"{alias} = {name}")
@@ -581,7 +728,9 @@ def layout(ex: Extraction, wheel: Wheel, pin_file: str) -> tuple[str, dict[int, 
 
     # header (its length is known before the body is placed)
     n_drop = len(ex.dropped)
-    header_len = 8 + len(chunks) + (1 + 2 * n_drop if n_drop else 0)
+    rewrites = [(k, r) for k, _ in chunks for r in k.rewrites]
+    header_len = (8 + len(chunks) + (1 + 2 * n_drop if n_drop else 0)
+                  + (1 + len(rewrites) if rewrites else 0))
     body: list[str] = []
     lmap: dict[int, str] = {}
     kept_defs: list[dict] = []
@@ -619,9 +768,22 @@ def layout(ex: Extraction, wheel: Wheel, pin_file: str) -> tuple[str, dict[int, 
         for dr in ex.dropped:
             header.append(f"#   @{dr['decorator']} of {dr['of']} ({dr['file']}:{dr['line']}, {dr['qualified']}):")
             header.append(f"#     {dr['short']}")
+    rewritten = []
+    if rewrites:
+        where = {v: k for k, v in lmap.items()}
+        header.append("# rewritten: uses of torch that cuTile compiles like its own spelling (the "
+                      "evidence: import.json's findings):")
+        for k, r in rewrites:
+            line = where[f"{k.module.rel}:{r.line}"]
+            header.append(f"#   {line} <- {k.module.rel}:{r.line}  {r.shown}")
+            rewritten.append({"kind": r.kind, "function": r.function, "file": k.module.rel,
+                              "line": r.line, "kernel_line": line, "col": r.col,
+                              "source_text": k.module.lines[r.line - 1].strip(),
+                              "original": r.original, "replacement": r.replacement.rstrip(),
+                              "keeps_columns": r.keeps_columns, "evidence": r.evidence})
     header.append("#")
     assert len(header) == header_len, (len(header), header_len)
-    return "\n".join(header + body) + "\n", lmap, kept_defs
+    return "\n".join(header + body) + "\n", lmap, kept_defs, rewritten
 
 
 # ---------------------------------------------------------------------------------- stage
@@ -646,8 +808,9 @@ def module_files(module: str, kernels: list[str], pin_file: str | Path | None = 
 def extract(module: str, kernels: list[str], pin_file: str | Path) -> dict:
     """Import ``kernels`` of ``module`` from the installed wheel.
 
-    Returns ``{"text", "map", "kept", "dropped", "problems", "wheel", "files"}`` where
-    ``problems`` lists :class:`ImportBlocked` (empty when the import succeeded).
+    Returns ``{"text", "map", "kept", "dropped", "rewritten", "problems", "wheel", "files"}``
+    where ``problems`` lists :class:`ImportBlocked` (empty when the import succeeded) and
+    ``rewritten`` the uses of torch replaced (see :func:`layout`).
 
     Raises:
         ImportFailed: the distribution cannot be used (see :func:`find_wheel`, :class:`Loader`).
@@ -659,13 +822,14 @@ def extract(module: str, kernels: list[str], pin_file: str | Path) -> dict:
         ex.run()
     except ImportBlocked as exc:
         ex.problems.append(exc)
-    text, lmap, kept = "", {}, []
+    text, lmap, kept, rewritten = "", {}, [], []
     if not ex.problems:
         try:
-            text, lmap, kept = layout(ex, wheel, Path(pin_file).name)
+            text, lmap, kept, rewritten = layout(ex, wheel, Path(pin_file).name)
         except ImportBlocked as exc:
             ex.problems.append(exc)
-    return {"text": text, "map": lmap, "kept": kept, "dropped": ex.dropped, "problems": ex.problems,
+    return {"text": text, "map": lmap, "kept": kept, "dropped": ex.dropped, "rewritten": rewritten,
+            "problems": ex.problems,
             "wheel": {"name": wheel.name, "version": wheel.version, "sha256": wheel.sha256,
                       "site": str(wheel.root)},
             "files": dict(loader.files), "main": ex.main.rel if ex.main else None}
@@ -711,15 +875,28 @@ def run(op_dir: str | Path, out_py: str | Path, out_map: str | Path, out_json: s
         "wheel": res["wheel"], "lines": {str(k): v for k, v in sorted(res["map"].items())}},
         indent=1) + "\n")
     details["kept"] = res["kept"]
+    details["rewritten"] = res["rewritten"]
     findings = [Finding("signature", "info", "tool",
                         f"{d['file']}:{d['line']}: decorator @{d['decorator']} of {d['of']} left out: "
                         f"{d['reason']}", ref=loc(d["file"], d["line"], f"@{d['decorator']}"))
                 for d in res["dropped"]]
+    for r in res["rewritten"]:
+        what = ("annotation dropped" if r["kind"] == "annotation" else
+                f"'{r['original']}' -> '{r['replacement']}'")
+        cols = ("" if r["keeps_columns"] else
+                "; the rest of the line moves right (the replacement is longer), so cuTile's "
+                "locations after it on this line are not the wheel's columns")
+        findings.append(Finding(
+            "signature" if r["kind"] == "annotation" else "constant", "info", "tool",
+            f"{r['file']}:{r['line']}: `{r['source_text']}` (in {r['function']}): {what} in "
+            f"{out_py}:{r['kernel_line']}: {r['evidence']}{cols}",
+            ref=loc(r["file"], r["line"], r["original"])))
     w = res["wheel"]
     n_defs = sum(1 for k in res["kept"] if k["kind"] != "import")
     summary = (f"{len(kernels)} kernel(s) of {module} from {w['name']} {w['version']}: "
                f"{n_defs} definition(s) and {len(res['kept']) - n_defs} import(s) kept"
-               + (f", {len(res['dropped'])} decorator(s) left out" if res["dropped"] else ""))
+               + (f", {len(res['dropped'])} decorator(s) left out" if res["dropped"] else "")
+               + (f", {len(res['rewritten'])} use(s) of torch rewritten" if res["rewritten"] else ""))
     return write(Verdict(stage="import_source", op=op, verdict="PASS", owner=None, summary=summary,
                          findings=findings, details=details,
                          artifacts={"kernel": str(out_py), "map": str(out_map)}), out_json)

@@ -4,7 +4,7 @@ Reads an ``ir_diff`` verdict and, for every critical finding, points at the sour
 produced the diverging ops and says what the kernel writer should change:
 
 * the reference op's ``kernel.py`` line and the port op's generated ``.rs`` line, both from the
-  Tile IR debug info (``tileirdisasm -g``, see :mod:`tileport.ir_locs`);
+  Tile IR debug info (``tileirdisasm -g``, see :mod:`tileport.ir_diff.locations`);
 * the ``kernel.py`` line that the translator turned into that ``.rs`` line, from the
   translator's source map (``<kernel>.rs.map.json``);
 * advice by finding category.

@@ -58,7 +58,8 @@ _DTYPE_SPELLINGS = {"half": "f16", "float": "f32", "double": "f64", "long": "i64
                     **{torch: code for code, (_, torch, _) in DTYPES.items()},
                     **{cute: code for code, (cute, _, _) in DTYPES.items()}}
 #: input generators of ``tensors.<name>.init`` (see :func:`init_spec`)
-INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutation", "full", "derive")
+INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutation", "full", "derive",
+         "copy")
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _EXPR = {"type": ["string", "number"]}
@@ -106,7 +107,10 @@ _INIT = {"anyOf": [
                     "range": _EXPR, "offsets": _EXPR, "permutation": _EXPR, "full": _EXPR,
                     # values computed by a reference.py function from the input tensors made
                     # before this one (an earlier kernel's output, consistent routing data)
-                    "derive": {"type": "string", "pattern": _NAME}},
+                    "derive": {"type": "string", "pattern": _NAME},
+                    # an output that starts as a copy of an input tensor (a kernel that updates
+                    # an array in place: role inout); the argument names the input, not an expression
+                    "copy": {"type": "string", "pattern": _NAME}},
      "additionalProperties": False}]}
 _TENSORS = {
     "type": "object",
@@ -306,7 +310,8 @@ _KEYS: dict[tuple, tuple[str, str]] = {
     ("tensors", "*", "init"): ("how the tensor's values are made",
                                "init: randn, {uniform: [0, 1]}, {randint: [0, E]}, range, {range: 1}, "
                                "{sorted: [0, T]}, {offsets: T}, permutation, {permutation: T}, {full: 0} "
-                               "or {derive: <reference.py function>}"),
+                               "{derive: <reference.py function>} or, for an output updated in place, "
+                               "{copy: <input tensor>}"),
     ("tensors", "*", "count"): ("the length of a list of tensors", "count: G (its shapes may use i, "
                                                                    "the element's index)"),
 }
@@ -713,6 +718,10 @@ def _check_tensors(tensors: dict, base: list, at: _Where, variant_dtypes: list |
                                      f"({', '.join(dts)}); one init cannot make both: split the variants")
         kind, args = init_spec(t)
         if kind == "derive":
+            if t["role"] != "input":
+                raise at(kp + ["init"], f"init derive makes an input, but tensor '{name}' has role "
+                                        f"{t['role']}; derive an input and start the output as "
+                                        f"{{copy: <that input>}} (an array updated in place)")
             if "count" in t:
                 raise at(kp + ["init"], f"init derive makes one tensor, but tensor '{name}' is a list "
                                         f"(count); derive each element as a tensor of its own, or make "
@@ -720,6 +729,9 @@ def _check_tensors(tensors: dict, base: list, at: _Where, variant_dtypes: list |
             if "scale" in t:
                 raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is made by "
                                          f"derive; scale inside the reference.py function")
+            continue
+        if kind == "copy":
+            _check_copy(tensors, name, args[0], kp, at)
             continue
         for a in args:
             _check_expr(a, kp + ["init"], at)
@@ -738,6 +750,29 @@ def _check_tensors(tensors: dict, base: list, at: _Where, variant_dtypes: list |
         if "scale" in t and kind != "randn":
             raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is made by "
                                      f"{kind}; drop scale or give the bounds in the init")
+
+
+def _check_copy(tensors: dict, name: str, src: str, kp: list, at: _Where) -> None:
+    """``init: {copy: src}``: ``name`` is an output that starts as a copy of the input ``src``
+    (same shape, dtype and count; the GPU stages check the shapes once evaluated)."""
+    t = tensors[name]
+    if t["role"] != "output":
+        raise at(kp + ["init"], f"init copy makes an output start as a copy of an input, but tensor "
+                                f"'{name}' has role {t['role']}; give it role: output (reference.py "
+                                f"returns its updated values) or another init")
+    s = tensors.get(src)
+    if s is None or s["role"] != "input":
+        inputs = [n for n, x in tensors.items() if x["role"] == "input"]
+        raise at(kp + ["init"], f"init copy names '{src}', which is not an input tensor of this call "
+                                f"(inputs: {', '.join(inputs) or 'none'}){_suggest(src, inputs)}")
+    for key in ("shape", "dtype", "count"):
+        if s.get(key) != t.get(key):
+            raise at(kp + [key if key in t else "init"],
+                     f"tensor '{name}' starts as a copy of '{src}' but its {key} {t.get(key)!r} differs "
+                     f"from {src}'s {s.get(key)!r}; give both the same {key}")
+    if "scale" in t:
+        raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is a copy of "
+                                 f"'{src}'; drop scale")
 
 
 def _check_bindings(doc: dict, at: _Where) -> None:

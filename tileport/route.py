@@ -96,7 +96,7 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
     crate = adir / "rust"
     b = rust_ir.build(op, crate, {kernel: write_json}, adir / "build.json", adir / "build.log")
     if b["verdict"] != "PASS":
-        env = b["owner"] in ("env", "tool")
+        env = b["owner"] in ("env", "tool") and not (b.get("details") or {}).get("writer_fault")
         return write(Verdict(**base, verdict="ERROR" if env else ("BLOCKED" if b["verdict"] == "BLOCKED" else "FAIL"),
                              owner=b["owner"] or "kernel", fail_class="env" if env else "kernel",
                              summary=f"rust_build {b['verdict']}: {b['summary']}"[:1500],
@@ -116,7 +116,7 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
                          ir / f"{v}.tileir", ir / f"{v}.dump.json", target=target)
         if d["verdict"] != "PASS":
             per[v] = d["verdict"]
-            if d["owner"] in ("env", "tool"):
+            if d["owner"] in ("env", "tool") and not (d.get("details") or {}).get("writer_fault"):
                 return write(Verdict(**base, verdict="ERROR", owner=d["owner"], fail_class="env",
                                      summary=f"rust_ir {v} {d['verdict']}: {d['summary']}"[:1500],
                                      findings=[Finding(**f) for f in d.get("findings", [])][:20]),
@@ -124,7 +124,8 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
             findings += [Finding(**f) for f in d.get("findings", [])][:5]
             diags[v] = d["summary"]
             continue
-        diff = ir_diff.run(refs[v], ir / f"{v}.tileir", ir / f"{v}.diff.json", op, kernel, v, attempt=int(n))
+        diff = ir_diff.run(refs[v], ir / f"{v}.tileir", ir / f"{v}.diff.json", op, kernel, v,
+                           attempt=int(n), target=target)
         per[v] = diff["verdict"]
         if diff["verdict"] in ("PASS", "PASS_WITH_NOTES"):
             continue

@@ -28,7 +28,7 @@ from . import analyze as A
 from . import constructs as C
 from . import manifest as M
 from . import toolchain
-from .verdict import Finding, Verdict, atomic_write_text, loc, read, write, VerdictError
+from .verdict import Finding, Verdict, atomic_write_text, loc, port_fault, read, write, VerdictError
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = REPO / "rust" / "port-template"
@@ -131,7 +131,7 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
     """
     crate = Path(crate)
     target = Path(target_dir) if target_dir else default_target_dir()
-    ok, blocked = [], {}
+    ok, blocked, writers = [], {}, {}
     for k, vpath in kernel_verdicts.items():
         try:
             v = read(vpath)
@@ -140,6 +140,7 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
             continue
         if v["verdict"] == "PASS":
             ok.append(k)
+            writers[k] = (v.get("details") or {}).get("backend")
         else:
             blocked[k] = v["summary"]
     if not ok:
@@ -173,8 +174,9 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
         findings = []
         for m in CARGO_ERR.finditer(proc.stderr):
             f = m["file"] if os.path.isabs(m["file"]) else str(crate / m["file"])
-            findings.append(Finding("build", "critical", "kernel",
-                                    f"{f}:{m['line']}: {m['msg']}", port=loc(f, int(m["line"]))))
+            # rustc rejects a generated kernel: the writer of that kernel must act
+            owner, msg = port_fault(writers.get(Path(f).stem), "kernel", f"{f}:{m['line']}: {m['msg']}")
+            findings.append(Finding("build", "critical", owner, msg, port=loc(f, int(m["line"]))))
         if not findings:
             tail = proc.stderr.strip().splitlines()[-5:]
             findings.append(Finding("build", "critical", "env",
@@ -182,7 +184,9 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
         return write(Verdict(stage="rust_build", op=op, verdict="ERROR",
                              owner=findings[0].owner, summary=findings[0].message[:300],
                              findings=findings, details={"seconds": secs, "log": str(log_path),
-                                                         "blocked": blocked}), out_json)
+                                                         "blocked": blocked, "writers": writers,
+                                                         "writer_fault": findings[0].owner == "tool"}),
+                     out_json)
     binary = crate / f"irdump-{op}"
     got = subprocess.run([str(binary), "--sources-sha"], capture_output=True, text=True).stdout.strip()
     if got != sha:
@@ -194,7 +198,7 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
     return write(Verdict(stage="rust_build", op=op, verdict="PASS", owner=None,
                          summary=f"built irdump-{op} in {secs} s",
                          details={"binary": str(binary), "kernels": ok, "blocked": blocked,
-                                  "sources_sha": sha,
+                                  "sources_sha": sha, "writers": writers,
                                   "seconds": secs, "log": str(log_path)},
                          artifacts={"binary": str(binary)}), out_json)
 
@@ -262,6 +266,8 @@ def dump(op_dir, op, kernel, variant_id, build_json, out_bc, out_txt, out_json, 
     cmd = [b["details"]["binary"], kernel, entry, str(tmp), target, ",".join(generics), strides]
     proc = subprocess.run(cmd, capture_output=True, text=True,
                           env=cargo_env(default_target_dir()))
+    # who wrote the port: a failure of the translator's port is the translator's (owner tool)
+    writer = (b["details"].get("writers") or {}).get(kernel)
     if proc.returncode != 0:
         msg = proc.stderr.strip() or f"exit {proc.returncode}"
         m = re.search(r"-->\s*(\S+\.rs):(\d+)", msg)
@@ -270,23 +276,26 @@ def dump(op_dir, op, kernel, variant_id, build_json, out_bc, out_txt, out_json, 
             f = m.group(1) if os.path.isabs(m.group(1)) else str(crate / m.group(1))
             port = loc(f, int(m.group(2)))
             msg = msg.replace(m.group(1), f)
-        return write(Verdict(**base, verdict="ERROR", owner="kernel",
-                             summary=f"cutile compile of {kernel} [{variant_id}] failed: "
-                                     + msg.splitlines()[0],
-                             findings=[Finding("build", "critical", "kernel", msg[:2000], port=port)],
-                             details={"command": cmd}), out_json)
+        owner, summary = port_fault(writer, "kernel", f"cutile compile of {kernel} [{variant_id}] "
+                                                      f"failed: " + msg.splitlines()[0])
+        return write(Verdict(**base, verdict="ERROR", owner=owner, summary=summary,
+                             findings=[Finding("build", "critical", owner, msg[:2000], port=port)],
+                             details={"command": cmd, "writer": writer,
+                                      "writer_fault": owner == "tool"}), out_json)
     try:
         text = toolchain.disassemble(tmp)
     except (RuntimeError, OSError) as exc:   # bytecode tileirdisasm rejects, or no tileirdisasm
         tmp.unlink(missing_ok=True)
         owner = "compiler" if isinstance(exc, RuntimeError) else "env"
-        return write(Verdict(**base, verdict="ERROR", owner=owner,
-                             summary=f"{kernel} [{variant_id}]: {type(exc).__name__}: {exc}"[:1500],
-                             findings=[Finding("build" if owner == "compiler" else "environment",
-                                               "critical", owner, str(exc)[:2000])]),
+        owner, summary = port_fault(writer, owner, f"{kernel} [{variant_id}]: {type(exc).__name__}: {exc}")
+        return write(Verdict(**base, verdict="ERROR", owner=owner, summary=summary[:1500],
+                             findings=[Finding("environment" if owner == "env" else "build",
+                                               "critical", owner, str(exc)[:2000])],
+                             details={"writer": writer, "writer_fault": owner == "tool"}),
                      out_json)
     tmp.replace(out_bc)
     atomic_write_text(out_txt, text)
     return write(Verdict(**base, verdict="PASS", owner=None, summary="Tile IR compiled",
-                         details={"generics": generics, "strides": strides, "target": target},
+                         details={"generics": generics, "strides": strides, "target": target,
+                                  "writer": writer},
                          artifacts={"bytecode": str(out_bc), "text": str(out_txt)}), out_json)

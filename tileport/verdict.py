@@ -212,3 +212,18 @@ def read(path: str | os.PathLike) -> dict:
     except json.JSONDecodeError as exc:
         raise VerdictError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
     return validate(doc, str(path))
+
+
+TRANSLATOR = "translator"       # the deterministic kernel writer's backend name
+LACKS_RULE = "the translator lacks a rule"
+
+
+def port_fault(writer: str | None, owner: str | None, summary: str) -> tuple[str | None, str]:
+    """Who must act on a port-side failure (rustc, cutile, tileirdisasm, IR diff) and how to
+    say it. A port the deterministic translator wrote is the translator's: owner ``tool`` and
+    the summary says the translator lacks a rule -- never ``kernel`` (the user's kernel is
+    valid: its reference compiled) nor ``compiler`` (the op is the translator's invention).
+    Other writers (an LLM) keep ``owner``. ``env`` always stays ``env``."""
+    if writer != TRANSLATOR or owner in (None, "env", "tool"):
+        return owner, summary
+    return "tool", f"{LACKS_RULE}: its port of this valid kernel fails here: {summary}"

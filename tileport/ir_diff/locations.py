@@ -1,4 +1,4 @@
-"""Source locations in Tile IR text printed with ``tileirdisasm -g``.
+"""Step 4: source locations in Tile IR text printed with ``tileirdisasm -g``.
 
 Both frontends record where each op came from: cuTile Python the ``kernel.py`` line, cuTile
 Rust the line of the generated ``.rs`` file. ``tileirdisasm --print-debug-info`` prints an op's
@@ -15,6 +15,10 @@ location as a trailing ``loc(#locN)`` and the aliases at the end of the text:
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .graph_diff import DiffResult
 
 _ALIAS = re.compile(r"^(#loc\d*)\s*=\s*(.*)$")
 _FILE = re.compile(r'^loc\("([^"]*)":(\d+):(\d+)\)$')
@@ -80,3 +84,16 @@ def op_sources(text: str) -> dict[int, tuple[str, int]]:
         if s and not s.startswith(("(", "#")):
             last_op = i
     return out
+
+
+def attach_sources(res: DiffResult, ref_text: str, port_text: str) -> None:
+    """Add ``source`` (``file:line`` of kernel.py / the generated .rs) to the IR locations of
+    the findings, from the debug info of ``tileirdisasm -g`` text (:func:`op_sources`)."""
+    srcs = {"ref": op_sources(ref_text), "port": op_sources(port_text)}
+    found = list(res.findings) + ([res.first_divergence] if res.first_divergence else [])
+    for f in found:
+        for side in ("ref", "port"):
+            where = getattr(f, side)
+            if where and where.get("line") in srcs[side] and "source" not in where:
+                file, line = srcs[side][where["line"]]
+                where["source"] = f"{file}:{line}"

@@ -1,0 +1,27 @@
+"""The deterministic kernel writer: cuTile Python ``@ct.kernel`` AST -> cuTile Rust.
+
+It translates construct by construct, never by operator name, into a ``#[cutile::module]``
+with one ``#[cutile::entry()]`` function per specialisation. What Python specialises at call
+time becomes generics of the entry: the array dtype is ``E: ElementType``, every
+``ct.Constant[int]`` parameter a ``const NAME: i32``; arrays become ``&Tensor<E, {[-1, ...]}>``
+(rank from the manifest), f32/i32 scalars stay. Each construct family has its own module:
+
+* :mod:`.memory` -- arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``;
+* :mod:`.control` -- statements, assignment, ``for`` loops, compile-time ``if``, launch grid;
+* :mod:`.arith` -- operators, elementwise math, ``ct.astype``, tile constants, ``fma``;
+* :mod:`.reductions` -- ``ct.sum/max/min/prod``;
+* :mod:`.shape` -- ``ct.reshape`` and broadcasting;
+* :mod:`.matrix` -- ``ct.mma``;
+* :mod:`.hints` -- latency / TMA hints of loads and stores;
+* :mod:`.core` -- types, names, the expression walk and the call dispatch;
+* :mod:`.driver` -- the composed :class:`KernelTranslator`, entries per specialisation.
+
+A construct without a rule raises :class:`Unsupported` naming ``file:line`` and the construct;
+the ``write_kernel`` stage (:mod:`tileport.write_kernel`) then writes BLOCKED. Every Rust line
+carries the ``kernel.py`` line it came from (the source map).
+"""
+from .core import Ty, Unsupported
+from .driver import KernelTranslator, display_path, specialisation_keys, translate_entries, translate_kernel
+
+__all__ = ["KernelTranslator", "Ty", "Unsupported", "display_path", "specialisation_keys",
+           "translate_entries", "translate_kernel"]

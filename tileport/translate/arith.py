@@ -1,0 +1,465 @@
+"""Arithmetic and math: Python operators, ``ct.add/sub/mul/truediv``, elementwise math with
+rounding / flush-to-zero / NaN keywords, ``ct.maximum/minimum``, ``ct.astype`` and tile
+constants (``ct.full/zeros/ones``).
+
+Every tile-valued subexpression is bound to a typed ``let`` (cutile's compiler needs the result
+type of conversions), scalars mixed with tiles become ``broadcast_scalar``, and ``a*b ± c`` is
+contracted into ``fma`` exactly where cuTile Python's frontend does (:meth:`ArithRules.contract`).
+"""
+from __future__ import annotations
+
+import ast
+import math
+
+from .. import constructs as C
+from .. import floats
+from .core import DTYPE_KEY, Ty
+
+
+class ArithRules:
+    """Rules for arithmetic, math, casts and constants (mixed into the driver's translator)."""
+
+    CALLS = {**{n: "arith_call" for n in C.ARITH}, **{n: "flagged_math" for n in C.FLAGGED_MATH},
+             **{n: "unary_math" for n in C.UNARY_MATH}, **{n: "binary_math" for n in C.BINARY_MATH},
+             **{n: "tile_constant" for n in C.TILE_CREATION - {"arange"}}, "astype": "astype",
+             "arange": "arange", "where": "where", "cdiv": "cdiv",
+             **{f"bitwise_{k}": "bitwise_call" for k in ("and", "or", "xor", "lshift", "rshift", "not")}}
+
+    _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+
+    BITWISE = {ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor", ast.LShift: "shl",
+               ast.RShift: "shr"}
+
+    def binop(self, node: ast.BinOp) -> tuple[str, Ty]:
+        if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+            return self.int_binary("floor" if isinstance(node.op, ast.FloorDiv) else "mod",
+                                   node.left, node.right, node)
+        if type(node.op) in self.BITWISE:
+            return self.int_binary(self.BITWISE[type(node.op)], node.left, node.right, node)
+        op = self._OPS.get(type(node.op))
+        if op is None:
+            self.fail(node, ast.unparse(node), f"operator {type(node.op).__name__} not translated")
+        return self.arith(op, node.left, node.right, node)
+
+    DEFAULT_FLAGS = ("NearestEven", "Disabled")   # cuTile's default rounding, no flush-to-zero
+
+    def arith(self, op: str, left, right, node, flags: tuple | None = None) -> tuple[str, Ty]:
+        """``left op right`` for op in ``+ - * /``; ``flags`` = (Rust rounding marker, ftz marker)
+        from ``ct.add/sub/mul/truediv(..., rounding_mode=, flush_to_zero=)`` (None: defaults)."""
+        le, lt = self.expr(left)
+        re_, rt = self.expr(right)
+        if lt.kind == "lit" and rt.kind == "lit" and flags is None:  # fold, as the frontend does
+            v = {"+": lambda a, b: a + b, "-": lambda a, b: a - b,
+                 "*": lambda a, b: a * b, "/": lambda a, b: a / b}[op](lt.value, rt.value)
+            return repr(v), Ty("lit", value=v)
+        if lt.kind != "tile" and rt.kind != "tile":
+            kinds = {lt.kind, rt.kind} - {"lit"}
+            if len(kinds) != 1 or kinds & {"arr", "dtype"} or flags is not None:
+                self.fail(node, ast.unparse(node), f"scalar operands of kinds {lt.kind}/{rt.kind}")
+            k = kinds.pop()
+            if op == "/" and k == "i32":
+                self.fail(node, ast.unparse(node), "true division of int scalars is not translated")
+            le = self.scalar_as(le, lt, k, node)
+            re_ = self.scalar_as(re_, rt, k, node)
+            return f"({le} {op} {re_})", Ty(k)
+        # at least one tile: broadcast
+        dtype = lt.dtype if lt.kind == "tile" else rt.dtype
+        if lt.kind == "tile" and rt.kind == "tile" and lt.dtype != rt.dtype:
+            self.fail(node, ast.unparse(node), f"mixed tile dtypes {lt.dtype} and {rt.dtype}")
+        shape = self.broadcast_shape(lt, rt, node)
+        le = self.as_tile(le, lt, dtype, shape, node)
+        re_ = self.as_tile(re_, rt, dtype, shape, node)
+        ty = Ty("tile", dtype, shape)
+        is_float = dtype in C.FLOAT_TILE_DTYPES
+        eff = flags or self.DEFAULT_FLAGS
+        if op in "+-" and is_float:
+            fused = self.contract(le, re_, op, ty, eff)
+            if fused is not None:
+                return fused
+        if flags is None:
+            out = self.bind(f"{le} {op} {re_}", ty)
+        else:
+            if not is_float:
+                self.fail(node, ast.unparse(node), "rounding/flush-to-zero options need float tiles")
+            fn = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}[op]
+            out = self.bind(f"{fn}({le}, {re_}, rounding::{flags[0]}, ftz::{flags[1]})", ty)
+        if op == "*" and is_float:
+            self.muls[out[0]] = (le, re_, len(self.out.lines) - 1, None, eff)
+        return out
+
+    def contract(self, le: str, re_: str, op: str, ty: Ty, flags: tuple):
+        """Contract ``a*b + c`` / ``a*b - c`` / ``c - a*b`` into ``fma`` exactly where cuTile
+        Python's frontend does, so both sides compute with one rounding and the same machine
+        code. The frontend's rule (cuda-tile 1.7.0, ``cuda/tile/_passes/rewrite_patterns.py``):
+        a float add/sub one of whose operands is a float multiply used nowhere else, with the
+        same rounding mode and flush-to-zero (the left operand is tried first), becomes
+        ``fma(a, b, c)`` with those flags; for ``a*b - c`` the addend is negated, for
+        ``c - a*b`` the multiply's left factor is. Returns None when no operand qualifies."""
+
+        def single_use_mul(e):
+            m = self.muls.get(e)
+            if m is None or self.out.lines[m[2]][1] is None or m[4] != flags:
+                return None
+            if m[3] is not None and self.uses.get(m[3], 0) != 1:
+                return None
+            return m
+
+        m, acc, mul_on_left = single_use_mul(le), re_, True
+        if m is None:
+            m, acc, mul_on_left = single_use_mul(re_), le, False
+        if m is None:
+            return None
+        a, b, idx = m[0], m[1], m[2]
+        self.out.lines[idx][1] = None      # the multiply is absorbed into the fma
+        if op == "-":
+            if mul_on_left:
+                acc = self.bind(f"negf({acc})", ty)[0]
+            else:
+                a = self.bind(f"negf({a})", ty)[0]
+        return self.bind(f"fma({a}, {b}, {acc}, rounding::{flags[0]}, ftz::{flags[1]})", ty)
+
+    def flags_of(self, node: ast.Call, rounding: bool = True, ftz: bool = True,
+                 nan: bool = False) -> dict:
+        """Rust markers for a call's ``rounding_mode=``, ``flush_to_zero=``, ``propagate_nan=``
+        keywords; absent ones are None. Raises Unsupported for non-literal values."""
+        out = {"rounding": None, "ftz": None, "nan": None}
+        for k in node.keywords:
+            v = k.value
+            if k.arg == "rounding_mode" and rounding:
+                if v is None or (isinstance(v, ast.Constant) and v.value is None):
+                    continue
+                if not (isinstance(v, ast.Attribute) and v.attr in C.ROUNDING):
+                    self.fail(node, ast.unparse(v), f"rounding_mode must be one of "
+                                                    f"ct.RoundingMode.{sorted(C.ROUNDING)}")
+                out["rounding"] = C.ROUNDING[v.attr]
+            elif k.arg in ("flush_to_zero", "propagate_nan") and (ftz if k.arg == "flush_to_zero" else nan):
+                if not (isinstance(v, ast.Constant) and isinstance(v.value, bool)):
+                    self.fail(node, ast.unparse(v), f"{k.arg} must be True or False")
+                out["ftz" if k.arg == "flush_to_zero" else "nan"] = "Enabled" if v.value else "Disabled"
+            else:
+                self.fail(node, f"{ast.unparse(node.func)}(..., {k.arg}=...)",
+                          f"keyword '{k.arg}' not translated")
+        return out
+
+    def scalar_as(self, e, ty, kind, node) -> str:
+        if ty.kind == "lit":
+            if kind == "f32":
+                return self.f32_lit(ty.value)
+            if not isinstance(ty.value, int):
+                self.fail(node, ast.unparse(node), "float literal in an int32 expression")
+            return f"{ty.value}i32"
+        return e
+
+    # ---- cuTile calls --------------------------------------------------------------
+    def arith_call(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.add/sub/mul/truediv(a, b, rounding_mode=, flush_to_zero=)``."""
+        name = node.func.attr
+        if len(node.args) != 2:
+            self.fail(node, f"ct.{name}", "expects two positional operands")
+        fl = self.flags_of(node)
+        flags = None
+        if fl["rounding"] or fl["ftz"]:
+            flags = (fl["rounding"] or self.DEFAULT_FLAGS[0], fl["ftz"] or self.DEFAULT_FLAGS[1])
+        return self.arith(C.ARITH[name], node.args[0], node.args[1], node, flags)
+
+    def flagged_math(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.exp2/rsqrt/sqrt`` with their rounding / flush-to-zero keywords."""
+        e, ty = self.tile_expr(node.args[0])
+        tmpl, has_r, has_f = C.FLAGGED_MATH[node.func.attr]
+        fl = self.flags_of(node, rounding=has_r, ftz=has_f)
+        return self.bind(tmpl.format(x=e, r=fl["rounding"] or self.DEFAULT_FLAGS[0],
+                                     f=fl["ftz"] or self.DEFAULT_FLAGS[1]), ty)
+
+    def unary_math(self, node: ast.Call) -> tuple[str, Ty]:
+        self.check_kwargs(node, set())
+        e, ty = self.tile_expr(node.args[0])
+        return self.bind(C.UNARY_MATH[node.func.attr].format(x=e), ty)
+
+    def binary_math(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.maximum/minimum(a, b, flush_to_zero=, propagate_nan=)`` with broadcasting."""
+        name = node.func.attr
+        fl = self.flags_of(node, rounding=False, ftz=True, nan=True)
+        le, lt = self.expr(node.args[0])
+        re_, rt = self.expr(node.args[1])
+        if "tile" not in (lt.kind, rt.kind):
+            self.fail(node, f"ct.{name}", "needs at least one tile operand")
+        dtype = lt.dtype if lt.kind == "tile" else rt.dtype
+        shape = self.broadcast_shape(lt, rt, node)
+        le = self.as_tile(le, lt, dtype, shape, node)
+        re_ = self.as_tile(re_, rt, dtype, shape, node)
+        if fl["ftz"] or fl["nan"]:
+            fn = "maxf" if name == "maximum" else "minf"
+            return self.bind(f"{fn}({le}, {re_}, nan::{fl['nan'] or 'Disabled'}, "
+                             f"ftz::{fl['ftz'] or 'Disabled'})", Ty("tile", dtype, shape))
+        return self.bind(f"{C.BINARY_MATH[name]}({le}, {re_})", Ty("tile", dtype, shape))
+
+    def astype(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.astype(t, dtype, rounding_mode=)``. A cast to ``t``'s own element type is nothing
+        (cuTile Python emits no op, rounding mode or not; an ``ftof`` between equal types is
+        invalid Tile IR that tileirdisasm rejects). Without a rounding mode, or between E and
+        the type E is in this entry, the cast is cutile's ``convert_tile`` (nothing in the IR
+        when the types agree once E is known; it retypes the value for rustc); with a rounding
+        mode between different types an ``ftof`` with it, so an E side needs the entry's
+        concrete element type."""
+        e, ty = self.tile_expr(node.args[0])
+        d, dty = self.expr(node.args[1] if len(node.args) > 1 else self._kw(node, "dtype"))
+        if dty.kind != "dtype":
+            self.fail(node, "ct.astype", "second argument must be a dtype")
+        fl = self.flags_of(node, rounding=True, ftz=False)
+        if ty.dtype == dty.dtype:
+            return e, ty
+        if fl["rounding"] and not self.same_dtype(ty.dtype, dty.dtype):
+            other = dty.dtype if ty.dtype == "E" else ty.dtype
+            if ("E" in (ty.dtype, dty.dtype) and DTYPE_KEY not in self.spec
+                    and other in {C.RUST_DTYPE.get(d) for d in self.dtypes}):
+                self.need_dtype = True      # a no-op for the variants where E is the other type
+            return self.bind(f"ftof({e}, rounding::{fl['rounding']})", Ty("tile", dty.dtype, ty.shape))
+        return self.bind(f"convert_tile({e})", Ty("tile", dty.dtype, ty.shape))
+
+    def same_dtype(self, a: str, b: str) -> bool:
+        """Are element types ``a`` and ``b`` (Rust names or 'E') the same in this entry?"""
+        concrete = {"E": C.RUST_DTYPE.get(self.spec.get(DTYPE_KEY), "E")}
+        return concrete.get(a, a) == concrete.get(b, b)
+
+    # ---- integer division, remainder, min/max ------------------------------------------
+    INT_FOLD = {"floor": lambda a, b: a // b, "mod": lambda a, b: a % b,
+                "ceil": lambda a, b: -(-a // b), "min": min, "max": max,
+                "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+                "shl": lambda a, b: a << b, "shr": lambda a, b: a >> b}
+    # bitwise kinds -> cutile op (the << operator: cutile's shli function cannot encode `overflow::None`;
+    # shri is arithmetic on i32)
+    BIT_OPS = {"and": "andi({a}, {b})", "or": "ori({a}, {b})", "xor": "xori({a}, {b})",
+               "shl": "{a} << {b}", "shr": "shri({a}, {b})"}
+
+    def cdiv(self, node: ast.Call) -> tuple[str, Ty]:
+        self.check_kwargs(node, set())
+        if len(node.args) != 2:
+            self.fail(node, "ct.cdiv", "expects (x, y)")
+        return self.int_binary("ceil", node.args[0], node.args[1], node)
+
+    def bitwise_call(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.bitwise_and/or/xor/lshift/rshift(x, y)``, ``ct.bitwise_not(x)``: the operators."""
+        self.check_kwargs(node, set())
+        kind = node.func.attr[len("bitwise_"):]
+        if kind == "not":
+            if len(node.args) != 1:
+                self.fail(node, ast.unparse(node), "expects one operand")
+            return self.invert(ast.copy_location(ast.UnaryOp(ast.Invert(), node.args[0]), node))
+        if len(node.args) != 2:
+            self.fail(node, ast.unparse(node), "expects two operands")
+        kind = {"lshift": "shl", "rshift": "shr"}.get(kind, kind)
+        return self.int_binary(kind, node.args[0], node.args[1], node)
+
+    def builtin_minmax(self, node: ast.Call) -> tuple[str, Ty]:
+        """Python's ``min(a, b)`` / ``max(a, b)`` on ints: ``mini`` / ``maxi`` (signed)."""
+        if len(node.args) != 2 or node.keywords:
+            self.fail(node, ast.unparse(node), f"{node.func.id}() of two values only is translated")
+        return self.int_binary(node.func.id, node.args[0], node.args[1], node)
+
+    def int_binary(self, kind: str, left, right, node) -> tuple[str, Ty]:
+        """``a // b`` (floor), ``a % b`` (Python's modulo), ``ct.cdiv`` (ceil), ``min``/``max`` on
+        int32 scalars or tiles, as cuTile Python computes them (cuda-tile 1.7.0 Tile IR):
+        ``divi`` rounding to -inf / +inf, ``mini``/``maxi``, and for ``%`` the C remainder
+        ``remi`` corrected to the divisor's sign (``select((r < 0) ^ (b < 0) & r != 0, r + b,
+        r)``). Literals fold (as the frontend folds constants); a scalar goes through a 0-d tile
+        (cutile's integer ops are tile ops)."""
+        le, lt = self.expr(left)
+        re_, rt = self.expr(right)
+        if lt.kind == "lit" and rt.kind == "lit":
+            if kind in ("floor", "mod", "ceil") and rt.value == 0:
+                self.fail(node, ast.unparse(node), "division by zero")
+            v = self.INT_FOLD[kind](lt.value, rt.value)
+            return repr(v), Ty("lit", value=v)
+        kinds = {t.dtype if t.kind == "tile" else t.kind for t in (lt, rt) if t.kind != "lit"}
+        if kind in ("and", "or", "xor") and kinds == {"bool"} and "lit" not in (lt.kind, rt.kind):
+            shape = self.broadcast_shape(lt, rt, node)     # masks: & | ^ of bool tiles
+            a, b = (self.as_tile(e, t, "bool", shape, node) for e, t in ((le, lt), (re_, rt)))
+            return self.bind(self.BIT_OPS[kind].format(a=a, b=b), Ty("tile", "bool", shape))
+        if kinds != {"i32"}:
+            self.fail(node, ast.unparse(node), f"{ {'floor': '//', 'mod': '%', 'ceil': 'ct.cdiv'}.get(kind, kind)} "
+                                               f"is translated on int32 values only (got {sorted(kinds)})")
+        scalar = "tile" not in (lt.kind, rt.kind)
+        shape = () if scalar else self.broadcast_shape(lt, rt, node)
+        a, b = (self.int_tile(e, t, shape, node) for e, t in ((le, lt), (re_, rt)))
+        ty = Ty("tile", "i32", shape)
+        if kind in self.BIT_OPS:
+            r = self.bind(self.BIT_OPS[kind].format(a=a, b=b), ty)[0]
+        elif kind in ("floor", "ceil"):
+            r = self.bind(f"divi({a}, {b}, rounding::{'NegativeInf' if kind == 'floor' else 'PositiveInf'})", ty)[0]
+        elif kind in ("min", "max"):
+            r = self.bind(f"{kind}i({a}, {b})", ty)[0]
+        else:
+            sh = f"shape![{', '.join(shape)}]"
+            rem = self.bind(f"remi({a}, {b})", ty)[0]
+            zero = self.bind(f"constant(0i32, {sh})", ty)[0]
+            bty = Ty("tile", "bool", shape)
+            r_neg = self.bind(f"cmpi({rem}, {zero}, predicate::LessThan)", bty)[0]
+            b_neg = self.bind(f"cmpi({b}, {zero}, predicate::LessThan)", bty)[0]
+            signs = self.bind(f"xori({r_neg}, {b_neg})", bty)[0]
+            nonzero = self.bind(f"cmpi({rem}, {zero}, predicate::NotEqual)", bty)[0]
+            fix = self.bind(f"andi({signs}, {nonzero})", bty)[0]
+            plus = self.bind(f"{rem} + {b}", ty)[0]
+            r = self.bind(f"select({fix}, {plus}, {rem})", ty)[0]
+        if scalar:
+            return self.bind(f"tile_to_scalar({r})", Ty("i32"))
+        return r, ty
+
+    def invert(self, node: ast.UnaryOp) -> tuple[str, Ty]:
+        """``~x`` on int32: ``xori`` with -1, as cuTile Python writes it."""
+        e, ty = self.expr(node.operand)
+        if ty.kind == "lit" and type(ty.value) is int:
+            return repr(~ty.value), Ty("lit", value=~ty.value)
+        if (ty.dtype if ty.kind == "tile" else ty.kind) != "i32":
+            self.fail(node, ast.unparse(node), "~ is translated on int32 values only")
+        shape = ty.shape if ty.kind == "tile" else ()
+        a = self.int_tile(e, ty, shape, node)
+        ones = self.bind(f"constant(-1i32, shape![{', '.join(shape)}])", Ty("tile", "i32", shape))[0]
+        r = self.bind(f"xori({a}, {ones})", Ty("tile", "i32", shape))
+        return r if shape else self.bind(f"tile_to_scalar({r[0]})", Ty("i32"))
+
+    def int_tile(self, e: str, ty: Ty, shape: tuple, node) -> str:
+        """An int32 operand as a tile of ``shape`` (a 0-d tile for a scalar)."""
+        if ty.kind == "tile":
+            return self.as_tile(e, ty, "i32", shape, node)
+        if ty.kind == "lit":
+            e = f"{ty.value}i32"
+        if not shape:
+            return self.bind(f"scalar_to_tile({e})", Ty("tile", "i32", ()))[0]
+        return self.as_tile(e, Ty("i32") if ty.kind != "lit" else ty, "i32", shape, node)
+
+    def arange(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.arange(n, dtype=)``: cutile's ``iota`` ``[0, 1, ..., n-1]`` (start/step are not
+        translated yet)."""
+        self.check_kwargs(node, {"dtype"})
+        if len(node.args) != 1:
+            self.fail(node, "ct.arange", "expects the size as its one positional argument")
+        (n,) = self.shape_of(ast.Tuple(elts=[node.args[0]], ctx=ast.Load()))
+        _, dty = self.expr(self._kw(node, "dtype"))
+        if dty.kind != "dtype" or dty.dtype not in ("i32", "i64"):
+            self.fail(node, "ct.arange", "dtype must be ct.int32 or ct.int64")
+        return self.bind(f"iota(shape![{n}])", Ty("tile", dty.dtype, (n,)))
+
+    def compare(self, node: ast.Compare) -> tuple[str, Ty]:
+        """``a < b`` (``<= > >= == !=``) with a tile operand: cutile's ``cmpi`` (signedness from
+        the element type) or ``cmpf`` (``ordered``, ``unordered`` for ``!=``, as cuTile Python),
+        with Python broadcasting; a bool tile."""
+        if len(node.ops) != 1:
+            self.fail(node, ast.unparse(node), "chained comparisons are not translated")
+        pred = C.COMPARISONS[type(node.ops[0]).__name__]
+        le, lt = self.expr(node.left)
+        re_, rt = self.expr(node.comparators[0])
+        if "tile" not in (lt.kind, rt.kind):
+            return self.scalar_compare(node, le, lt, re_, rt)
+        dtype = lt.dtype if lt.kind == "tile" else rt.dtype
+        if lt.kind == "tile" and rt.kind == "tile" and lt.dtype != rt.dtype:
+            self.fail(node, ast.unparse(node), f"mixed tile dtypes {lt.dtype} and {rt.dtype}")
+        shape = self.broadcast_shape(lt, rt, node)
+        le = self.as_tile(le, lt, dtype, shape, node)
+        re_ = self.as_tile(re_, rt, dtype, shape, node)
+        ty = Ty("tile", "bool", shape)
+        if dtype in C.FLOAT_TILE_DTYPES:
+            order = "Unordered" if pred == "NotEqual" else "Ordered"
+            return self.bind(f"cmpf({le}, {re_}, predicate::{pred}, cmp_ordering::{order})", ty)
+        return self.bind(f"cmpi({le}, {re_}, predicate::{pred})", ty)
+
+    RUST_CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+    def scalar_compare(self, node: ast.Compare, le, lt, re_, rt) -> tuple[str, Ty]:
+        """A comparison of int32 scalars: a Rust ``bool`` (cutile's ``cmpi`` on 0-d tiles);
+        literals fold."""
+        op = type(node.ops[0])
+        if lt.kind == "lit" and rt.kind == "lit":
+            v = eval(f"{lt.value!r} {self.RUST_CMP[op]} {rt.value!r}")  # noqa: S307 (two literals)
+            return repr(v), Ty("lit", value=v)
+        if {lt.kind, rt.kind} - {"lit"} != {"i32"}:
+            self.fail(node, ast.unparse(node), f"a comparison of {lt.kind}/{rt.kind} scalars is not "
+                                               f"translated (int32 only)")
+        a, b = (self.scalar_as(e, t, "i32", node) for e, t in ((le, lt), (re_, rt)))
+        return self.bind(f"{a} {self.RUST_CMP[op]} {b}", Ty("bool"))
+
+    def where(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.where(cond, x, y)``: cutile's ``select`` with Python broadcasting; a scalar
+        ``x``/``y`` takes the other operand's element type (cuTile Python's weak scalars)."""
+        self.check_kwargs(node, set())
+        if len(node.args) != 3:
+            self.fail(node, "ct.where", "expects (cond, x, y)")
+        ce, cty = self.expr(node.args[0])
+        xe, xt = self.expr(node.args[1])
+        ye, yt = self.expr(node.args[2])
+        if cty.kind != "tile" or cty.dtype != "bool":
+            self.fail(node, "ct.where", "the condition must be a bool tile (a comparison)")
+        tiles = [t for t in (xt, yt) if t.kind == "tile"]
+        if not tiles:
+            self.fail(node, "ct.where", "x or y must be a tile")
+        if len(tiles) == 2 and xt.dtype != yt.dtype:
+            self.fail(node, "ct.where", f"x and y have dtypes {xt.dtype} and {yt.dtype}")
+        dtype = tiles[0].dtype
+        shape = self.broadcast_shape(cty, Ty("tile", dtype, self.broadcast_shape(xt, yt, node)), node)
+        ce = self.as_tile(ce, cty, "bool", shape, node)
+        xe = self.as_tile(xe, xt, dtype, shape, node)
+        ye = self.as_tile(ye, yt, dtype, shape, node)
+        return self.bind(f"select({ce}, {xe}, {ye})", Ty("tile", dtype, shape))
+
+    def tile_constant(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.full(shape, value, dtype)``, ``ct.zeros/ones(shape, dtype)``."""
+        name = node.func.attr
+        shape = self.shape_of(node.args[0] if node.args else self._kw(node, "shape"))
+        dnode = self._kw(node, "dtype", 2 if name == "full" else 1)
+        if dnode is None:
+            self.fail(node, f"ct.{name}", "dtype= is required")
+        _, dty = self.expr(dnode)
+        if name == "full":
+            vnode = node.args[1] if len(node.args) > 1 else self._kw(node, "fill_value")
+            _, vty = self.expr(vnode)
+            if vty.kind != "lit":
+                self.fail(node, "ct.full", "fill value must be a literal")
+            val = vty.value
+        else:
+            val = 0 if name == "zeros" else 1
+        return self.constant_tile(val, dty.dtype, shape, node)
+
+    def constant_tile(self, val, dtype: str, shape: tuple, node) -> tuple[str, Ty]:
+        """A ``shape`` tile of ``dtype`` ('E', 'f32', 'i32') filled with ``val``, bit for bit
+        what cuTile Python makes of it (the sign of zero, infinities, NaN, subnormals and the
+        rounding of the value to the element type)."""
+        sh = f"shape![{', '.join(shape)}]"
+        if dtype == "i32":
+            if not (isinstance(val, int) or float(val).is_integer()):
+                self.fail(node, repr(val), "a non-integer value in an int32 tile")
+            return self.bind(f"constant({int(val)}i32, {sh})", Ty("tile", "i32", shape))
+        if dtype == "f32":
+            return self.f32_constant(val, shape)
+        if dtype != "E":
+            self.fail(node, repr(val), f"constant of dtype {dtype} not translated")
+        v = float(val)
+        if v == 0.0 and math.copysign(1.0, v) > 0:
+            return self.bind(f"constant(E::ZERO, {sh})", Ty("tile", "E", shape))
+        # cutile has no f16/bf16 literal and no E-typed one but E::ZERO (its ElementType trait
+        # has only ZERO): an f32 constant converted to E. Exact when the f32 value is already
+        # the variant's value: known per dtype-specialised entry, else checked for every dtype
+        # of the manifest (rounding v to f32 first must not change its rounding to f16/bf16).
+        c = self.spec.get(DTYPE_KEY)
+        if c is not None:
+            v = floats.decode(floats.encode(v, c), c)
+        elif any(floats.convert(floats.encode(v, "f32"), "f32", d) != floats.encode(v, d)
+                 for d in self.dtypes if d in floats.FORMATS):
+            self.need_dtype = True
+        t, _ = self.f32_constant(v, shape)
+        return self.bind(f"convert_tile({t})", Ty("tile", "E", shape))
+
+    def f32_constant(self, v: float, shape: tuple) -> tuple[str, Ty]:
+        """An f32 constant tile with the bits of ``v``: a literal when finite, cutile's
+        ``f32::INFINITY`` / ``f32::NEG_INFINITY`` (its constant op reads them, cutile-compiler
+        0.5.0 ``dense_const_path_parts``), NaN as the bitcast of its int32 bit pattern (cutile
+        has no NaN constant)."""
+        sh = f"shape![{', '.join(shape)}]"
+        v = float(v)
+        if math.isnan(v):
+            bits = floats.encode(v, "f32")
+            i = bits - (1 << 32) if bits >> 31 else bits
+            t, _ = self.bind(f"constant({i}i32, {sh})", Ty("tile", "i32", shape))
+            return self.bind(f"bitcast({t})", Ty("tile", "f32", shape))
+        if math.isinf(v):
+            return self.bind(f"constant(f32::{'NEG_' if v < 0 else ''}INFINITY, {sh})",
+                             Ty("tile", "f32", shape))
+        return self.bind(f"constant({self.f32_lit(v)}, {sh})", Ty("tile", "f32", shape))

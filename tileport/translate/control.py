@@ -1,0 +1,319 @@
+"""Control flow: statements, assignment (also ``a, b = x, y``), ``for``/``while`` loops,
+compile-time and run-time ``if`` and ``a if c else b``, and the launch grid.
+
+* ``for x in range(...)`` becomes a Rust range loop; a name reassigned inside a loop that was
+  bound outside it becomes a loop-carried ``let mut``;
+* an ``if`` on constexprs keeps only the branch the entry's constexpr values take (cuTile
+  Python resolves it when it compiles a variant);
+* ``ct.bid(axis)`` / ``ct.num_blocks(axis)`` read ``get_tile_block_id()`` /
+  ``get_num_tile_blocks()``, bound once at the top of the entry.
+"""
+from __future__ import annotations
+
+import ast
+
+from .. import analyze as A
+from .core import Ty, Unsupported, Var
+
+
+class ControlRules:
+    """Rules for statements and the launch grid (mixed into the driver's translator)."""
+
+    CALLS = {"bid": "grid_block_id", "num_blocks": "grid_num_blocks"}
+
+    # ---- statements ----------------------------------------------------------------
+    def block(self, stmts):
+        for s in stmts:
+            self.line = s.lineno
+            try:
+                self.stmt(s)
+            except Unsupported:
+                raise
+            except (AttributeError, IndexError, KeyError, TypeError, ValueError,
+                    ZeroDivisionError) as exc:
+                # a malformed call (missing argument, wrong arity...) the rules did not foresee
+                self.fail(s, ast.unparse(s).splitlines()[0][:80],
+                          f"cannot translate this statement ({type(exc).__name__}: {exc}); "
+                          f"check the cuTile call's arguments")
+
+    def stmt(self, s):
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
+                and all(isinstance(t, ast.Name) for t in s.targets[0].elts)
+                and (isinstance(s.value, ast.Call) or (isinstance(s.value, ast.Tuple)
+                                                        and len(s.targets[0].elts) == len(s.value.elts)))):
+            self.tuple_assign(s)
+        elif isinstance(s, ast.Assign):
+            if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
+                self.fail(s, ast.unparse(s).split("=")[0].strip(), "only `name = expr` and "
+                                                                   "`a, b = x, y` assignments")
+            self.assign(s.targets[0].id, s.value, s)
+        elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+            self.assign(s.target.id, ast.BinOp(left=ast.Name(s.target.id, ast.Load()), op=s.op,
+                                               right=s.value, lineno=s.lineno), s)
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "store"):
+            self.store(s.value)
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "scatter"):
+            self.scatter(s.value)
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+            pass  # a string used as a comment
+        elif isinstance(s, ast.Pass):
+            pass
+        elif isinstance(s, ast.Return) and s.value is None and s is self.fn.body[-1]:
+            pass
+        elif isinstance(s, ast.For):
+            self.for_loop(s)
+        elif isinstance(s, ast.While):
+            self.while_loop(s)
+        elif isinstance(s, ast.If) and self.is_static_test(s.test):
+            self.static_if(s)
+        elif isinstance(s, ast.If):
+            self.runtime_if(s)
+        else:
+            self.fail(s, type(s).__name__.lower() + ": " + ast.unparse(s).splitlines()[0][:60],
+                      "statement not translated")
+
+    def assign(self, name: str, value, node, computed: tuple | None = None):
+        """``name = value`` (``computed``: the value's (Rust expression, type) already made)."""
+        expr, ty = computed if computed is not None else self.expr(value)
+        if ty.kind in ("lit",):
+            ty, expr = self.lit_scalar(ty)
+        if ty.kind in ("arr", "dtype"):
+            self.fail(node, f"{name} = {ast.unparse(value) if value is not None else '...'}",
+                      "aliasing an array or dtype is not translated")
+        var = self.lookup(name)
+        depth = len(self.scopes) - 1
+        if var is not None and var.depth < depth and var.decl is not None:
+            # loop-carried: assign to the outer binding (types must agree)
+            if var.ty != ty:
+                self.fail(node, name, f"reassigned in a loop with type {ty.rust()} but bound "
+                                      f"outside as {var.ty.rust()}")
+            ind, txt, pl = self.out.lines[var.decl]
+            if txt.startswith("let ") and not txt.startswith("let mut "):
+                self.out.lines[var.decl][1] = "let mut " + txt[4:]
+            self.out.emit(f"{var.rust} = {expr};", self.line)
+            return
+        if var is not None and var.decl is None:
+            self.fail(node, name, "rebinding a kernel parameter is not translated")
+        rn = self.local_prefix + self.rname(name)
+        last = self.out.lines[-1] if self.out.lines else None
+        if (expr.startswith("__t") and last is not None and last[0] == self.out.indent
+                and last[1].startswith(f"let {expr}: ")):
+            # the value was just bound to a temporary: give that binding the Python name
+            last[1] = f"let {rn}: " + last[1][len(f"let {expr}: "):]
+            idx = len(self.out.lines) - 1
+            if expr in self.muls:
+                a, b, i, _, fl = self.muls.pop(expr)
+                self.muls[rn] = (a, b, i, name, fl)
+        else:
+            idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
+        self.scopes[-1][name] = Var(rn, ty, idx, depth)
+
+    def tuple_assign(self, s: ast.Assign):
+        """``a, b = x, y`` (or ``a, b = helper(...)``): every right-hand value first (Python's
+        order), then the names."""
+        values = []
+        if isinstance(s.value, ast.Call):
+            got = self.expr(s.value)
+            if not isinstance(got, list) or len(got) != len(s.targets[0].elts):
+                self.fail(s, ast.unparse(s)[:60], "the call does not return that many values")
+            pairs = list(zip(s.targets[0].elts, got))
+        else:
+            pairs = [(t, self.expr(v)) for t, v in zip(s.targets[0].elts, s.value.elts)]
+        for t, (e, ty) in pairs:
+            if ty.kind not in ("lit", "arr", "dtype"):
+                tmp = self.fresh("tup")
+                self.out.emit(f"let {tmp}: {ty.rust()} = {e};", self.line)
+                e = tmp
+            values.append((t.id, e, ty))
+        for name, e, ty in values:
+            self.assign(name, None, s, computed=(e, ty))
+
+    def static_env(self) -> dict:
+        """Names whose value is known at compile time here: module constants, the entry's
+        specialised constexprs, names bound to literals (an inlined helper's arguments)."""
+        env = {**self.module_consts, **self.spec}
+        for scope in self.scopes:
+            env.update({n: v.ty.value for n, v in scope.items() if v.ty.kind == "lit"})
+        return env
+
+    def is_static_test(self, test) -> bool:
+        """Is an ``if`` test decided at compile time (constexprs, module constants, literals)?"""
+        env = self.static_env()
+        names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+        return A.static_test(test, set(env)) and names <= set(env)
+
+    def runtime_if(self, s: ast.If):
+        """An ``if`` on a run-time value: a Rust ``if`` (cutile's ``if`` op; a name the branches
+        rebind is yielded out of it, as cuTile Python does). A name first bound inside a branch
+        is local to it."""
+        c, cty = self.expr(s.test)
+        if cty.kind != "bool":
+            self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
+                                                      "int32 scalars (or a constexpr test)")
+        self.out.emit(f"if {c} {{", s.lineno)
+        self.branch(s.body)
+        if s.orelse:
+            self.out.emit("} else {", s.lineno)
+            self.branch(s.orelse)
+        self.out.emit("}", s.lineno)
+
+    def branch(self, stmts):
+        self.out.indent += 1
+        self.scopes.append({})
+        self.block(stmts)
+        self.scopes.pop()
+        self.out.indent -= 1
+
+    def while_loop(self, s: ast.While):
+        """``while cond:`` -> a Rust ``while`` (cutile's ``loop`` with a ``break`` when the test
+        fails, as cuTile Python builds it); the test must be one Rust expression (a comparison
+        of scalars) since it is evaluated at every iteration."""
+        if s.orelse:
+            self.fail(s, "while ... else", "a while loop's else is not translated")
+        mark = len(self.out.lines)
+        c, cty = self.expr(s.test)
+        if cty.kind != "bool" or len(self.out.lines) != mark + 1 or not self.out.lines[-1][1].startswith(f"let {c}: bool = "):
+            self.fail(s, "while " + ast.unparse(s.test), "the condition must be a comparison of "
+                                                         "int32 scalars")
+        cond = self.out.lines.pop()[1][len(f"let {c}: bool = "):-1]
+        self.out.emit(f"while {cond} {{", s.lineno)
+        self.branch(s.body)
+        self.out.emit("}", s.lineno)
+
+    def if_expr(self, node: ast.IfExp) -> tuple[str, Ty]:
+        """``a if c else b``: the branch a constexpr test takes, or a Rust ``if`` expression
+        (cutile's ``if`` op yielding the value)."""
+        if self.is_static_test(node.test):
+            taken = eval(compile(ast.Expression(node.test), self.file, "eval"),  # noqa: S307
+                         {"__builtins__": {}}, self.static_env())
+            return self.expr(node.body if taken else node.orelse)
+        c, cty = self.expr(node.test)
+        if cty.kind != "bool":
+            self.fail(node, ast.unparse(node), "the condition must be a comparison of int32 scalars")
+        head = self.out.emit("", self.line)
+        self.out.indent += 1
+        a, at = self.expr(node.body)
+        a_line = self.out.emit("", self.line)
+        self.out.indent -= 1
+        mid = self.out.emit("} else {", self.line)
+        self.out.indent += 1
+        b, bt = self.expr(node.orelse)
+        b_line = self.out.emit("", self.line)
+        self.out.indent -= 1
+        ty = at if at.kind != "lit" else bt
+        if ty.kind == "lit":
+            ty, _ = self.lit_scalar(ty)
+        if ty.kind not in ("i32", "f32") or {at.kind, bt.kind} - {"lit", ty.kind}:
+            self.fail(node, ast.unparse(node), f"branches of kinds {at.kind}/{bt.kind}: only int32 "
+                                               f"or f32 scalars are translated")
+        self.out.lines[a_line][1] = self.scalar_as(a, at, ty.kind, node)
+        self.out.lines[b_line][1] = self.scalar_as(b, bt, ty.kind, node)
+        name = self.fresh("t")
+        self.out.lines[head][1] = f"let {name}: {ty.rust()} = if {c} {{"
+        self.out.emit("};", self.line)
+        del mid
+        return name, ty
+
+    def static_if(self, s: ast.If):
+        """``if`` on constexprs: cuTile evaluates it when it compiles a variant, so this entry
+        (specialised for those constexpr values) keeps only the branch taken, inline (a Python
+        ``if`` opens no scope)."""
+        if not self.is_static_test(s.test):
+            self.fail(s, "if " + ast.unparse(s.test), "not a compile-time test")
+        taken = eval(compile(ast.Expression(s.test), self.file, "eval"),  # noqa: S307
+                     {"__builtins__": {}}, self.static_env())
+        self.out.emit(f"// if {ast.unparse(s.test)}: {bool(taken)} for this entry", s.lineno)
+        self.block(s.body if taken else s.orelse)
+
+    def for_loop(self, s: ast.For):
+        it = s.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and 1 <= len(it.args) <= 3 and not it.keywords and isinstance(s.target, ast.Name)
+                and not s.orelse):
+            self.fail(s, "for " + ast.unparse(it), "only `for <name> in range(...)` is translated")
+        args = [self.int_expr(a) for a in it.args]
+        var = self.local_prefix + self.rname(s.target.id)
+        if len(args) == 1:
+            head = f"for {var} in 0i32..{args[0]} {{"
+        elif len(args) == 2:
+            head = f"for {var} in {args[0]}..{args[1]} {{"
+        else:
+            head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
+        self.out.emit(head, s.lineno)
+        self.out.indent += 1
+        self.scopes.append({s.target.id: Var(var, Ty("i32"), None, len(self.scopes))})
+        self.block(s.body)
+        self.scopes.pop()
+        self.out.indent -= 1
+        self.out.emit("}", s.lineno)
+
+    # ---- helper functions ----------------------------------------------------------
+    def inline_call(self, node: ast.Call):
+        """A call of a module-level Python function (a helper of the kernel): its body inlined
+        at the call site, as cuTile Python compiles it (the Tile IR has no calls). Arguments
+        bind the parameters (defaults: literals); the helper's names are its own (Rust names
+        prefixed, so they shadow nothing of the caller); its last statement must be
+        ``return value`` (or ``return a, b``: a tuple for ``x, y = helper(...)``)."""
+        fn = self.module_functions[node.func.id]
+        a = fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            self.fail(node, ast.unparse(node)[:60], "helpers with *args, **kwargs or keyword-only "
+                                                    "parameters are not inlined")
+        if len(self.inlining) >= 8 or fn.name in self.inlining:
+            self.fail(node, ast.unparse(node)[:60], "recursive helper calls are not translated")
+        params = [p.arg for p in a.args]
+        defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults))
+        given = dict(zip(params, node.args))
+        for k in node.keywords:
+            if k.arg not in params or k.arg in given:
+                self.fail(node, ast.unparse(node)[:60], f"argument '{k.arg}' does not match {fn.name}()")
+            given[k.arg] = k.value
+        scope = {}
+        for p in params:
+            arg = given.get(p, defaults.get(p))
+            if arg is None:
+                self.fail(node, ast.unparse(node)[:60], f"{fn.name}() is missing argument '{p}'")
+            e, ty = self.expr(arg)
+            decl = None
+            if ty.kind in ("tile", "i32", "f32", "bool"):
+                tmp = self.fresh("arg")
+                decl = self.out.emit(f"let {tmp}: {ty.rust()} = {e};", self.line)
+                e = tmp
+            scope[p] = Var(e, ty, decl, 0)          # a value parameter the helper may rebind
+        body = fn.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]                              # docstring
+        if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+            self.fail(fn, f"def {fn.name}", "an inlined helper must end with `return value`")
+        for s in body[:-1]:
+            if any(isinstance(n, ast.Return) for n in ast.walk(s)):
+                self.fail(s, f"def {fn.name}", "an early return in a helper is not translated")
+        saved = (self.scopes, self.local_prefix, self.line)
+        self.scopes, self.local_prefix = [scope], f"__{fn.name.strip('_')}{self.tmp + 1}_"
+        self.inlining.append(fn.name)
+        try:
+            self.block(body[:-1])
+            self.line = body[-1].lineno
+            ret = body[-1].value
+            if isinstance(ret, ast.Tuple):
+                return [self.expr(e) for e in ret.elts]
+            return self.expr(ret)
+        finally:
+            self.inlining.pop()
+            self.scopes, self.local_prefix, _ = saved
+            self.line = saved[2]
+
+    # ---- launch grid ---------------------------------------------------------------
+    def grid_block_id(self, node) -> tuple[str, Ty]:
+        self.need_pid = True
+        return f"__pid.{self.axis_lit(node)}", Ty("i32")
+
+    def grid_num_blocks(self, node) -> tuple[str, Ty]:
+        self.need_nblk = True
+        return f"__nblk.{self.axis_lit(node)}", Ty("i32")
+
+    def axis_lit(self, node) -> int:
+        a = node.args[0] if node.args else None
+        if not (isinstance(a, ast.Constant) and a.value in (0, 1, 2)):
+            self.fail(node, ast.unparse(node), "grid axis must be the literal 0, 1 or 2")
+        return a.value

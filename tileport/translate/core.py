@@ -1,0 +1,292 @@
+"""Values, types and the expression walk every construct family builds on.
+
+:class:`TranslatorBase` holds one entry's translation state (scopes of Python names, the
+emitted Rust lines, temporaries) and walks an expression's AST; each cuTile call it meets is
+handed to the rule named for it in ``CALLS`` (a family module's table, merged by the driver).
+"""
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+
+from .. import analyze as A
+from .. import constructs as C
+
+
+class Unsupported(Exception):
+    """A construct the translator has no rule for. ``line`` is 1-based in ``file``."""
+
+    def __init__(self, file: str, line: int | None, construct: str, reason: str):
+        super().__init__(f"{file}:{line}: {construct}: {reason}")
+        self.file, self.line, self.construct, self.reason = file, line, construct, reason
+
+
+@dataclass(frozen=True)
+class Ty:
+    """Type of a translated value.
+
+    kind: 'tile' (dtype: Rust element type or 'E'; shape: tuple of Rust const exprs),
+    'i32', 'f32', 'bool' (scalars), 'lit' (a Python literal, folded), 'arr' (ndim), 'dtype'.
+    """
+
+    kind: str
+    dtype: str | None = None
+    shape: tuple = ()
+    ndim: int = 0
+    value: object = None
+
+    def rust(self) -> str:
+        if self.kind == "tile":
+            return f"Tile<{self.dtype}, {{[{', '.join(self.shape)}]}}>"
+        if self.kind in ("i32", "f32", "bool"):
+            return self.kind
+        raise TypeError(f"no Rust type for {self}")
+
+
+@dataclass
+class Var:
+    rust: str
+    ty: Ty
+    decl: int | None  # index of the `let` line in the emitter, for late `mut`
+    depth: int
+
+
+@dataclass
+class Emitter:
+    lines: list = field(default_factory=list)   # [indent, text, py_line]
+    indent: int = 2
+
+    def emit(self, text: str, py_line: int | None) -> int:
+        self.lines.append([self.indent, text, py_line])
+        return len(self.lines) - 1
+
+
+# key of an entry's specialisation holding the variant's element type (manifest code), for an
+# entry that cannot be generic over E (a value or an op that depends on which type E is)
+DTYPE_KEY = "__dtype__"
+
+
+# names of Python's math module a kernel may read as constants (cuTile Python folds them)
+MATH_CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e, "tau": math.tau}
+
+
+def module_constants(tree: ast.Module) -> dict:
+    """Module-level names bound once to a literal (int, float, bool; ``-x``, ``math.inf``...):
+    cuTile Python reads them as compile-time constants inside a kernel. A name bound twice,
+    or to anything else, is left out (its value is not known without running the module)."""
+    maths = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import)
+             for a in n.names if a.name == "math"}
+    seen: dict = {}
+    for n in tree.body:
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+            n, ast.AnnAssign) and n.value is not None else []
+        for t in targets:
+            if isinstance(t, ast.Name):
+                seen[t.id] = seen.get(t.id, 0) + 1
+    out = {}
+    for n in tree.body:
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+            t = n.targets[0] if isinstance(n, ast.Assign) else n.target
+            if not isinstance(t, ast.Name) or seen.get(t.id) != 1 or (
+                    isinstance(n, ast.Assign) and len(n.targets) != 1):
+                continue
+            v = _literal(n.value, maths)
+            if isinstance(v, (int, float)):
+                out[t.id] = v
+    return out
+
+
+def _literal(node, maths: set):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _literal(node.operand, maths)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return -v if isinstance(node.op, ast.USub) else v
+    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in maths and node.attr in MATH_CONSTANTS):
+        return MATH_CONSTANTS[node.attr]
+    return None
+
+
+class TranslatorBase:
+    """Translation state of one entry and the expression walk (see the module docstring)."""
+
+    # cuTile function name -> name of the method translating a call of it (set by the driver)
+    CALLS: dict[str, str] = {}
+
+    def __init__(self, fn: ast.FunctionDef, params: list[dict], alias: str, file: str,
+                 spec: dict | None = None, entry: str | None = None,
+                 dtypes: tuple = ("f16", "bf16", "f32"), target: str = "sm_90",
+                 module: ast.Module | None = None):
+        self.fn, self.params, self.alias, self.file = fn, params, alias, file
+        self.target = target                 # the GPU architecture compiled for (config gpu_target)
+        self.module_consts = module_constants(module) if module is not None else {}
+        self.maths = {a.asname or a.name for n in (module.body if module else ())
+                      if isinstance(n, ast.Import) for a in n.names if a.name == "math"}
+        # constexpr values this entry is specialised for (static `if` tests, float/bool), and
+        # DTYPE_KEY when the entry serves one element type only
+        self.spec = dict(spec or {})
+        self.dtypes = tuple(dtypes)          # the element types E takes over the variants
+        self.need_dtype = False              # set by a rule that needs E's concrete type
+        self.need_strides = False            # the module needs memory.STRIDES_HELPER
+        # module-level Python functions a kernel may call (inlined: ControlRules.inline_call)
+        self.module_functions = {n.name: n for n in (module.body if module else ())
+                                 if isinstance(n, ast.FunctionDef) and n is not fn
+                                 and not any(A._is_ct(d.func if isinstance(d, ast.Call) else d, alias, "kernel")
+                                             for d in n.decorator_list)}
+        self.inlining: list[str] = []        # helpers being inlined (no recursion)
+        self.local_prefix = ""               # Rust-name prefix of an inlined helper's names
+        self.entry = entry or fn.name
+        self.out = Emitter()
+        self.scopes: list[dict[str, Var]] = [{}]
+        self.tmp = 0
+        self.line = fn.lineno
+        self.need_pid = False
+        self.need_nblk = False
+        # float products that a following add/sub may contract into an fma:
+        # rust value name -> (lhs, rhs, index of its `let` line, python name or None)
+        self.muls: dict[str, tuple] = {}
+        self.uses: dict[str, int] = {}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                self.uses[n.id] = self.uses.get(n.id, 0) + 1
+
+    # ---- helpers -------------------------------------------------------------------
+    def fail(self, node, construct: str, reason: str):
+        raise Unsupported(self.file, getattr(node, "lineno", self.line), construct, reason)
+
+    def fresh(self, stem: str = "t") -> str:
+        self.tmp += 1
+        return f"__{stem}{self.tmp}"
+
+    def bind(self, expr: str, ty: Ty, stem: str = "t") -> tuple[str, Ty]:
+        name = self.fresh(stem)
+        self.out.emit(f"let {name}: {ty.rust()} = {expr};", self.line)
+        return name, ty
+
+    def lookup(self, name: str) -> Var | None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def rname(self, name: str) -> str:
+        return C.rust_ident(name)
+
+    def is_ct(self, node, attr=None) -> bool:
+        return A._is_ct(node, self.alias, attr)
+
+    def _kw(self, call, name, pos=None):
+        return A._kw(call, name, pos)
+
+    def check_kwargs(self, call, allowed: set):
+        for k in call.keywords:
+            if k.arg not in allowed:
+                self.fail(call, f"{ast.unparse(call.func)}(..., {k.arg}=...)",
+                          f"keyword '{k.arg}' not translated (allowed: {sorted(allowed)})")
+
+    # ---- expressions ---------------------------------------------------------------
+    def int_expr(self, node) -> str:
+        e, ty = self.expr(node)
+        if ty.kind == "lit" and isinstance(ty.value, int):
+            return f"{ty.value}i32"
+        if ty.kind != "i32":
+            self.fail(node, ast.unparse(node), f"expected an int32 scalar, got {ty.kind}")
+        return e
+
+    def tile_expr(self, node) -> tuple[str, Ty]:
+        e, ty = self.expr(node)
+        if ty.kind != "tile":
+            self.fail(node, ast.unparse(node), f"expected a tile, got {ty.kind}")
+        return e, ty
+
+    def lit_scalar(self, ty: Ty) -> tuple[Ty, str]:
+        if isinstance(ty.value, bool) or not isinstance(ty.value, (int, float)):
+            raise TypeError(ty)
+        if isinstance(ty.value, int):
+            return Ty("i32"), f"{ty.value}i32"
+        return Ty("f32"), self.f32_lit(ty.value)
+
+    def f32_lit(self, v: float) -> str:
+        """A finite f32 literal with the bits cuTile Python gives ``v``: cutile reads the
+        decimal as an f64 and rounds it to f32 (cutile-compiler 0.5.0 ``encode_literal_bytes``),
+        as cuTile Python rounds the Python float. Infinities and NaN have no literal (they
+        are made as constant tiles: :meth:`ArithRules.f32_constant`); in a scalar position
+        cutile takes no ``f32::INFINITY`` either (``compile_expression.rs``: associated consts
+        "are not supported in expression position")."""
+        if not math.isfinite(float(v)):
+            self.fail(None, repr(v), "a non-finite f32 scalar has no cuTile Rust literal (cutile "
+                                     "0.5.0 reads associated consts such as f32::INFINITY only "
+                                     "as a constant tile's value): use it in a tile")
+        return f"{float(v)!r}f32"
+
+    def expr(self, node) -> tuple[str, Ty]:
+        if isinstance(node, ast.Name):
+            var = self.lookup(node.id)
+            if var is None and node.id in self.module_consts:
+                v = self.module_consts[node.id]
+                return repr(v), Ty("lit", value=v)
+            if var is None:
+                self.fail(node, node.id, "name not defined in the kernel nor a module-level "
+                                         "constant (an int/float literal bound once)")
+            return var.rust, var.ty
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return repr(node.value), Ty("lit", value=node.value)
+        if isinstance(node, ast.BinOp):
+            return self.binop(node)
+        if isinstance(node, ast.Compare):
+            return self.compare(node)
+        if isinstance(node, ast.IfExp):
+            return self.if_expr(node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            return self.invert(node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            e, ty = self.expr(node.operand)
+            if ty.kind == "lit":
+                return repr(-ty.value), Ty("lit", value=-ty.value)
+            if ty.kind == "tile":
+                return self.bind(f"negf({e})", ty)
+            if ty.kind in ("i32", "f32"):
+                return f"(-{e})", ty
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in self.maths and node.attr in MATH_CONSTANTS
+                and self.lookup(node.value.id) is None):
+            v = MATH_CONSTANTS[node.attr]
+            return repr(v), Ty("lit", value=v)
+        if isinstance(node, ast.Attribute):
+            if self.is_ct(node) and node.attr in C.DTYPE_ATTRS:
+                return node.attr, Ty("dtype", dtype=C.DTYPE_ATTRS[node.attr][1])
+            if isinstance(node.value, ast.Name) and node.attr == "dtype":
+                arr = self.array_arg(node.value)
+                return "E", Ty("dtype", dtype=arr.ty.dtype)
+        if isinstance(node, ast.Subscript) and A._is_shape_subscript(node):
+            return self.shape_dim(node)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.Call) and self.is_ct(node.func):
+            return self.call(node)
+        if isinstance(node, ast.Call) and A._is_tile_method(node.func, self.alias):
+            return self.call(self.method_as_call(node))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("min", "max") and self.lookup(node.func.id) is None):
+            return self.builtin_minmax(node)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in self.module_functions and self.lookup(node.func.id) is None):
+            return self.inline_call(node)
+        self.fail(node, ast.unparse(node)[:60], f"expression ({type(node).__name__}) not translated")
+
+    def method_as_call(self, node: ast.Call) -> ast.Call:
+        """``t.name(args)`` as the ``ct.name(t, args)`` it spells (same line numbers)."""
+        func = ast.Attribute(value=ast.Name(self.alias, ast.Load()), attr=node.func.attr, ctx=ast.Load())
+        return ast.copy_location(ast.Call(func=ast.copy_location(func, node.func),
+                                          args=[node.func.value, *node.args], keywords=node.keywords), node)
+
+    def call(self, node: ast.Call) -> tuple[str, Ty]:
+        """A ``ct.<name>(...)`` call: the rule ``CALLS[name]`` translates it."""
+        name = node.func.attr
+        rule = self.CALLS.get(name)
+        if rule is None:
+            self.fail(node, f"{self.alias}.{name}", "no translation rule for this cuTile call")
+        return getattr(self, rule)(node)

@@ -1,0 +1,118 @@
+"""Hints: performance hints carried from the reference to the port, never dropped.
+
+* ``latency=`` of ``ct.load`` / ``ct.store`` -> the ``latency: Option<i32>`` argument of
+  cutile's ``load_view_tko`` / ``store_view_tko_mut`` (``Some(n)``; an int constexpr stays its
+  const generic, which cutile resolves per launch);
+* ``allow_tma=False`` -> ``tma::Disabled`` (``True`` and absent -> ``tma::Enabled``, which emits
+  no hint, as cuTile Python emits none for ``True``);
+* ``@ct.kernel(occupancy=, num_ctas=, num_worker_warps=)`` -> the entry's
+  ``optimization_hints = (<gpu_target> = (occupancy = .., num_cta_in_cga = ..,
+  num_worker_warps_per_cta = ..))``; a ``ct.ByTarget(...)`` value gives the configured target's
+  value, else its ``default`` (cuTile Python's ``CompilerOptions.hints_by_target``, cuda-tile
+  1.7.0). ``opt_level`` is no Tile IR hint but a compile option of tileiras, which cutile 0.5.0
+  takes only at launch (``CompileOptions::opt_level``): a kernel that sets another level than
+  the default 3 is BLOCKED rather than ported with the default.
+
+Both frontends then print the same ``optimization_hints`` on the op; cutile keys them by the
+compile target (``<sm_90 = {...}>``) where cuTile Python writes ``<default = {...}>``
+(cutile-compiler 0.5.0 ``build_load_store_hints``), which the IR diff resolves for the target.
+"""
+from __future__ import annotations
+
+import ast
+
+
+# @ct.kernel keyword -> cutile entry hint (cutile-compiler 0.5.0 hints.rs SMHints)
+ENTRY_HINTS = {"occupancy": "occupancy", "num_ctas": "num_cta_in_cga",
+               "num_worker_warps": "num_worker_warps_per_cta"}
+DEFAULT_OPT_LEVEL = 3        # cuda-tile 1.7.0 CompilerOptions.opt_level
+
+
+class HintRules:
+    """Rules for hints (mixed into the driver's translator)."""
+
+    CALLS: dict[str, str] = {}
+
+    def entry_attribute(self) -> str:
+        """``#[cutile::entry(...)]`` carrying the ``@ct.kernel(...)`` hints for the target."""
+        dec = next((d for d in self.fn.decorator_list
+                    if isinstance(d, ast.Call) and self.is_ct(d.func, "kernel")), None)
+        items = []
+        for k in dec.keywords if dec is not None else ():
+            what = f"@{self.alias}.kernel({k.arg}={ast.unparse(k.value)})"
+            v = self.by_target(k.value, what)
+            if k.arg == "opt_level":
+                if v is not None and v != DEFAULT_OPT_LEVEL:
+                    self.fail(dec, what, "cutile 0.5.0 takes the tileiras optimisation level only "
+                                         "as a launch option (CompileOptions::opt_level), not in "
+                                         "the kernel: not carried")
+                continue
+            if k.arg not in ENTRY_HINTS:
+                self.fail(dec, what, f"kernel option '{k.arg}' not translated (translated: "
+                                     f"{sorted(ENTRY_HINTS)}, opt_level={DEFAULT_OPT_LEVEL})")
+            if v is not None:
+                items.append(f"{ENTRY_HINTS[k.arg]} = {v}")
+        if not items:
+            return "#[cutile::entry()]"
+        return f"#[cutile::entry(optimization_hints = ({self.target} = ({', '.join(items)},),))]"
+
+    def by_target(self, node, what: str):
+        """The value of a kernel option for the configured target: an int (literal or
+        module-level constant), a ``ct.ByTarget(sm_XX=.., default=..)``'s entry for the target
+        (else its default; None when it has neither), or None."""
+        if isinstance(node, ast.Call) and self.is_ct(node.func, "ByTarget"):
+            kws = {k.arg: k.value for k in node.keywords}
+            if node.args or None in kws:
+                self.fail(node, what, "ct.ByTarget takes keyword values only")
+            pick = kws.get(self.target, kws.get("default"))
+            return None if pick is None else self.by_target(pick, what)
+        v = self.const_value(node)
+        if v is None and not (isinstance(node, ast.Constant) and node.value is None):
+            self.fail(node, what, "the value must be an int literal, a module-level constant or "
+                                  "a ct.ByTarget of those")
+        if v is not None and (type(v) is not int or v < 0):
+            self.fail(node, what, f"expected a non-negative int, got {v!r}")
+        return v
+
+    def const_value(self, node):
+        """The compile-time value of ``node``: a literal, a float/bool constexpr of this entry or
+        a module-level constant (None when it is neither)."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = self.const_value(node.operand)
+            return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        if isinstance(node, ast.Name) and node.id in self.spec:
+            return self.spec[node.id]
+        if isinstance(node, ast.Name) and self.lookup(node.id) is None:
+            return self.module_consts.get(node.id)
+        return None
+
+    def latency_arg(self, call) -> str:
+        """``latency=`` of a load/store as cutile's ``Option<i32>`` argument."""
+        node = self._kw(call, "latency")
+        if node is None or (isinstance(node, ast.Constant) and node.value is None):
+            return "None"
+        if type(self.const_value(node)) is int:
+            return f"Some({self.const_value(node)})"
+        var = self.lookup(node.id) if isinstance(node, ast.Name) else None
+        if var is not None and var.ty.kind == "i32" and var.decl is None and any(
+                p["name"] == node.id and p["kind"] == "constexpr" for p in self.params):
+            return f"Some({var.rust})"
+        if var is not None and var.ty.kind == "lit" and type(var.ty.value) is int:
+            return f"Some({var.ty.value})"
+        self.fail(call, f"{ast.unparse(call.func)}(..., latency={ast.unparse(node)})",
+                  "latency must be an int literal or an int constexpr parameter")
+
+    def tma_arg(self, call) -> str:
+        """``allow_tma=`` of a load/store as cutile's TMA marker."""
+        node = self._kw(call, "allow_tma")
+        if node is None:
+            return "tma::Enabled"
+        v = self.const_value(node)
+        if v is None and isinstance(node, ast.Constant):
+            return "tma::Enabled"
+        if not isinstance(v, bool):
+            self.fail(call, f"{ast.unparse(call.func)}(..., allow_tma={ast.unparse(node)})",
+                      "allow_tma must be True, False or a bool constexpr")
+        return "tma::Enabled" if v else "tma::Disabled"
