@@ -4,8 +4,8 @@
 ``topk_ids`` is the flat (NUMEL,) expert id of every routed slot (token * top_k + k), values in
 [0, E). The launch code splits the slots into ``NP = max(E, cdiv(NUMEL, 128))`` programs of
 ``TPT = cdiv(NUMEL, NP)`` consecutive slots. ``tokens_cnts`` is (NP + 1, E) int32, row 0 zero.
-Constants the kernels take as constexprs come in as one-element int32 tensors (``num_experts``,
-``block_size``): reference.py sees tensors only.
+The constexprs the semantics need (NUM_EXPERTS, BLOCK_SIZE) are keyword-only parameters: the
+GPU stages pass the call's values.
 """
 import torch
 
@@ -18,10 +18,10 @@ def _programs(numel: int, num_experts: int) -> tuple[int, int]:
     return np_, -(-numel // np_)
 
 
-def stage1_reference(topk_ids: torch.Tensor, num_experts: torch.Tensor) -> torch.Tensor:
+def stage1_reference(topk_ids: torch.Tensor, *, NUM_EXPERTS: int) -> torch.Tensor:
     """Histogram per program: row p + 1 of the (NP + 1, E) int32 result counts expert e among
     slots [p * TPT, (p + 1) * TPT); row 0 stays zero (the launch code's zeros buffer)."""
-    e = int(num_experts.item())
+    e = NUM_EXPERTS
     numel = topk_ids.numel()
     np_, tpt = _programs(numel, e)
     prog = torch.arange(numel, device=topk_ids.device) // tpt
@@ -30,43 +30,44 @@ def stage1_reference(topk_ids: torch.Tensor, num_experts: torch.Tensor) -> torch
     return cnts.view(np_ + 1, e).to(torch.int32)
 
 
-def stage2_reference(topk_ids: torch.Tensor, num_experts: torch.Tensor) -> torch.Tensor:
-    """Stage 2 prefix-sums each expert's column over the programs in place: row p then holds
-    the number of expert-e slots in programs 0 .. p - 1 (row 0 stays zero)."""
-    return stage1_reference(topk_ids, num_experts).cumsum(0, dtype=torch.int32)
+def stage2_reference(topk_ids: torch.Tensor, tokens_cnts: torch.Tensor) -> torch.Tensor:
+    """Stage 2 prefix-sums each expert's column of stage 1's counts over the programs in place:
+    row p then holds the number of expert-e slots in programs 0 .. p - 1 (row 0 stays zero)."""
+    return tokens_cnts.cumsum(0, dtype=torch.int32)
 
 
-def _padded_counts(tokens_cnts: torch.Tensor, block_size: torch.Tensor) -> torch.Tensor:
-    bs = int(block_size.item())
+def stage2_counts(topk_ids: torch.Tensor, *_, NUM_EXPERTS: int) -> torch.Tensor:
+    """tokens_cnts as stage 2 leaves it (the input of stages 3 and 4b)."""
+    return stage1_reference(topk_ids, NUM_EXPERTS=NUM_EXPERTS).cumsum(0, dtype=torch.int32)
+
+
+def _padded_counts(tokens_cnts: torch.Tensor, bs: int) -> torch.Tensor:
     total = tokens_cnts[-1].long()                      # row NP: every expert's slot count
     return (total + bs - 1) // bs * bs
 
 
-def stage3_reference(topk_ids, num_experts, tokens_cnts, block_size):
+def stage3_reference(topk_ids, tokens_cnts, *, BLOCK_SIZE: int):
     """(num_tokens_post_pad (1,), max_expert_cnt (1,), cumsum (E + 1,)), int32: the expert
-    counts padded up to multiples of block_size, their total, the largest unpadded count, and
+    counts padded up to multiples of BLOCK_SIZE, their total, the largest unpadded count, and
     the exclusive prefix of the padded counts (cumsum[0] = 0 from the zeros buffer)."""
-    padded = _padded_counts(tokens_cnts, block_size)
+    padded = _padded_counts(tokens_cnts, BLOCK_SIZE)
     cumsum = torch.zeros(padded.numel() + 1, dtype=torch.int64, device=padded.device)
     cumsum[1:] = padded.cumsum(0)
     total = cumsum[-1:].to(torch.int32)
     return total, tokens_cnts[-1].max().reshape(1).to(torch.int32), cumsum.to(torch.int32)
 
 
-def stage3_cumsum(topk_ids, num_experts, tokens_cnts, block_size):
+def stage3_cumsum(topk_ids, tokens_cnts, *, BLOCK_SIZE: int):
     """The cumsum stage 3 writes (stage 4b's input)."""
-    return stage3_reference(topk_ids, num_experts, tokens_cnts, block_size)[2]
+    return stage3_reference(topk_ids, tokens_cnts, BLOCK_SIZE=BLOCK_SIZE)[2]
 
 
-def stage4_reference(topk_ids, num_experts, tokens_cnts, block_size, cumsum):
+def stage4_reference(topk_ids, tokens_cnts, cumsum, *, NUM_EXPERTS: int, BLOCK_SIZE: int):
     """(sorted_token_ids, expert_ids), int32. The slots stably sorted by expert, expert e's
     run starting at cumsum[e]; positions no slot takes keep the buffer's fill NUMEL (the padding
     id the MoE GEMM skips). expert_ids[blk] = e for the blocks of expert e's padded run; blocks
     past the last run are not written (the buffer's fill, -1 here)."""
-    numel = topk_ids.numel()
-    e = int(num_experts.item())
-    bs = int(block_size.item())
-    dev = topk_ids.device
+    numel, e, bs, dev = topk_ids.numel(), NUM_EXPERTS, BLOCK_SIZE, topk_ids.device
     em = numel + e * (bs - 1)
     ids = topk_ids.long()
     order = torch.argsort(ids, stable=True)
