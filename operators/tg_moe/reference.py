@@ -7,10 +7,9 @@ router: it walks ``sorted_token_ids`` (the slots grouped by expert, each expert'
 a multiple of TILE_SIZE_M with the id NUMEL) in blocks of TILE_SIZE_M, block i belonging to
 expert ``expert_ids[i]``, up to ``num_tokens_post_padded``. Those three come from
 moe_align_block_size (four TileGym kernels, operator tg_moe_align_block); here the
-``routing_*`` functions make them from ``topk_ids`` the same way (init: derive). TOP_K follows
-from A's rows (TileGym passes top_k for the gate/up GEMM, where A holds one row per token, and 1
-for the down GEMM, where A holds one row per slot); the block size and MUL_ROUTED_WEIGHT come
-in as one-element int32 tensors.
+``routing_*`` functions make them from ``topk_ids`` the same way (init: derive). TOP_K is top_k
+for the gate/up GEMM (A holds one row per token) and 1 for the down GEMM (A holds one row per
+slot); it, TILE_SIZE_M and MUL_ROUTED_WEIGHT are keyword-only parameters (the call's constexprs).
 """
 import torch
 
@@ -37,54 +36,47 @@ def _align(topk_ids: torch.Tensor, num_experts: int, block: int):
     return sorted_ids, expert_ids, total.reshape(1).to(torch.int32)
 
 
-def routing_sorted_token_ids(a, b, topk_weights, topk_ids, tile_m, *_):
-    return _align(topk_ids, b.shape[0], int(tile_m.item()))[0]
+def routing_sorted_token_ids(a, b, topk_weights, topk_ids, *_, TILE_SIZE_M: int):
+    return _align(topk_ids, b.shape[0], TILE_SIZE_M)[0]
 
 
-def routing_expert_ids(a, b, topk_weights, topk_ids, tile_m, *_):
-    return _align(topk_ids, b.shape[0], int(tile_m.item()))[1]
+def routing_expert_ids(a, b, topk_weights, topk_ids, *_, TILE_SIZE_M: int):
+    return _align(topk_ids, b.shape[0], TILE_SIZE_M)[1]
 
 
-def routing_num_tokens_post_padded(a, b, topk_weights, topk_ids, tile_m, *_):
-    return _align(topk_ids, b.shape[0], int(tile_m.item()))[2]
+def routing_num_tokens_post_padded(a, b, topk_weights, topk_ids, *_, TILE_SIZE_M: int):
+    return _align(topk_ids, b.shape[0], TILE_SIZE_M)[2]
 
 
-def _slots(topk_weights, tile_m, sorted_token_ids, expert_ids, num_tokens_post_padded):
-    """(slot, expert) of every valid position the kernel visits."""
+def reference(a, b, topk_weights, topk_ids, sorted_token_ids, expert_ids, num_tokens_post_padded, a_scale,
+              b_scale, *, TILE_SIZE_M: int, TOP_K: int, MUL_ROUTED_WEIGHT: int):
+    """C (numel, N) in A's dtype: fp32 products of each slot's A row with its expert's B^T,
+    for the slots the kernel visits (positions below num_tokens_post_padded, padding skipped)."""
     numel = topk_weights.numel()
-    pos = torch.arange(int(num_tokens_post_padded.item()), device=sorted_token_ids.device)
+    pos = torch.arange(int(num_tokens_post_padded.item()), device=a.device)
     slot = sorted_token_ids[pos].long()
-    expert = expert_ids[pos // int(tile_m.item())].long()
+    expert = expert_ids[pos // TILE_SIZE_M].long()
     keep = slot < numel
-    return slot[keep], expert[keep]
-
-
-def reference(a, b, topk_weights, topk_ids, tile_m, mul_routed_weight, sorted_token_ids, expert_ids,
-              num_tokens_post_padded, a_scale, b_scale):
-    """C (numel, N) in A's dtype: fp32 products of each slot's A row with its expert's B^T."""
-    numel = topk_weights.numel()
-    top_k = numel // a.shape[0]
-    slot, expert = _slots(topk_weights, tile_m, sorted_token_ids, expert_ids, num_tokens_post_padded)
+    slot, expert = slot[keep], expert[keep]
     c = torch.zeros(numel, b.shape[1], dtype=torch.float32, device=a.device)
     for e in torch.unique(expert).tolist():
         s = slot[expert == e]
-        c[s] = a[s // top_k].float() @ b[e].float().T
-    if int(mul_routed_weight.item()):
+        c[s] = a[s // TOP_K].float() @ b[e].float().T
+    if MUL_ROUTED_WEIGHT:
         c = c * topk_weights.float()[:, None]
     return c.to(a.dtype)
 
 
-def torch_impl(a, b, topk_weights, topk_ids, tile_m, mul_routed_weight, sorted_token_ids, expert_ids,
-               num_tokens_post_padded, a_scale, b_scale):
+def torch_impl(a, b, topk_weights, topk_ids, sorted_token_ids, expert_ids, num_tokens_post_padded, a_scale,
+               b_scale, *, TOP_K: int, MUL_ROUTED_WEIGHT: int):
     """PyTorch's own path for the same result: per expert, index_select the routed rows and one
     native-dtype torch.matmul (cuBLAS), as TileGym's fused_moe_torch routes by topk_ids."""
     numel = topk_weights.numel()
-    top_k = numel // a.shape[0]
     ids = topk_ids.reshape(-1)
     c = torch.empty(numel, b.shape[1], dtype=a.dtype, device=a.device)
     for e in range(b.shape[0]):
         s = (ids == e).nonzero().squeeze(1)
-        c[s] = a.index_select(0, s // top_k) @ b[e].T
-    if int(mul_routed_weight.item()):
+        c[s] = a.index_select(0, s // TOP_K) @ b[e].T
+    if MUL_ROUTED_WEIGHT:
         c = c * topk_weights[:, None]
     return c
