@@ -8,7 +8,7 @@ positions ``expert_offset[e] .. expert_offset[e + 1] - 1``. With ``s = topk_scor
 and ``dy1 = dout[x_gather_idx[p]] @ w2[e]^T`` (fp32):
 ``dz[p] = act'(z[p]) * dy1 * s``, ``y1s[p] = act(z[p]) * s``, ``ds[p] = sum(dy1 * act(z[p]))``.
 GLU activations (swiglu 0, geglu 1, reglu 2) read z = [gate | up]; silu 3, relu 4, gelu 5,
-relu_sq 6 read z alone. The activation type comes in as a one-element int32 tensor.
+relu_sq 6 read z alone: ACTIVATION_TYPE is a keyword-only parameter (the call's constexpr).
 
 The routing (``routing_*``, init: derive) has one hot expert: expert 0 takes
 ``cap = cdiv(2 * T * K, E)`` slots (twice the mean), the others the rest at random (each fewer
@@ -98,21 +98,21 @@ def _dy1(dout, w2, x_gather_idx, expert_offset, native: bool):
 
 
 def reference(dout, w2, slot_rank, other_experts, s_scatter_idx, x_gather_idx, expert_offset, z,
-              topk_scores, activation):
+              topk_scores, *, ACTIVATION_TYPE: int):
     """(dz, y1s, ds): dz like z, y1s (T*K, I) in z's dtype, ds (T*K,) fp32 by sorted position."""
     inter = w2.shape[1]
     dy = _dy1(dout, w2, x_gather_idx, expert_offset, native=False)
     s = topk_scores.float()[s_scatter_idx.long()][:, None]
-    dz, f = _act(int(activation.item()), z.float(), dy, inter)
+    dz, f = _act(ACTIVATION_TYPE, z.float(), dy, inter)
     return (dz * s).to(z.dtype), (f * s).to(z.dtype), (dy * f).sum(1)
 
 
 def torch_impl(dout, w2, slot_rank, other_experts, s_scatter_idx, x_gather_idx, expert_offset, z,
-               topk_scores, activation):
+               topk_scores, *, ACTIVATION_TYPE: int):
     """PyTorch's own path: per-expert native-dtype matmuls (cuBLAS) and the activation backward
     through torch.autograd on the activation alone (TileGym's test reference does the same)."""
     inter = w2.shape[1]
-    kind = int(activation.item())
+    kind = ACTIVATION_TYPE
     dy = _dy1(dout, w2, x_gather_idx, expert_offset, native=True).float()
     zz = z.float().requires_grad_(True)
     fns = [lambda t: torch.nn.functional.silu(t[:, :inter]) * t[:, inter:],
