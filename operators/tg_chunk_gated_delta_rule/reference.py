@@ -13,7 +13,8 @@ Stage 2 (_chunk_inter_recurrence_kernel) carries the (K, V) state S over the chu
 ``out = (Q exp(g_cum)) S + ((Q K^T) * exp(g_cum_i - g_cum_j), causal) v_new``,
 ``S = S exp(g_last) + (K exp(g_last - g_cum))^T v_new``; out is fp32 (B, H, nc, CS, V), S the
 final state. The kernels' matmuls run in tf32; here in fp64 (the tolerance allows tf32).
-Flags come in as one-element int32 tensors; an absent state is a (1, 1, 1, 1) dummy.
+The kernels' constexprs the semantics need are keyword-only parameters; an absent state is a
+(1, 1, 1, 1) dummy.
 """
 import torch
 
@@ -31,12 +32,11 @@ def _l2(x: torch.Tensor) -> torch.Tensor:
     return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + 1e-6)
 
 
-def _stage1(q, k, v, g, beta, use_qk_l2norm, chunk_size):
-    cs = int(chunk_size.item())
+def _stage1(q, k, v, g, beta, l2norm: bool, cs: int):
     kk, qq, vv = _chunked(k, cs), _chunked(q, cs), _chunked(v, cs)
     gc = _chunked(g, cs).cumsum(-1)
     bt = _chunked(beta, cs)
-    if int(use_qk_l2norm.item()):
+    if l2norm:
         kk, qq = _l2(kk), _l2(qq)
     qq = qq * q.shape[-1] ** -0.5
     idx = torch.arange(cs, device=q.device)
@@ -51,39 +51,42 @@ def _stage1(q, k, v, g, beta, use_qk_l2norm, chunk_size):
     return qq.to(inter), kk.to(inter), v_corr.to(inter), k_cumdecay.to(inter), gc.float()
 
 
-def intra_chunk_reference(q, k, v, g, beta, use_qk_l2norm, chunk_size):
+def intra_chunk_reference(q, k, v, g, beta, *, USE_QK_L2NORM: bool, CHUNK_SIZE: int):
     """Stage 1's outputs: (Q_out, K_out, V_corr, K_cumdecay, G_cum_out)."""
-    return _stage1(q, k, v, g, beta, use_qk_l2norm, chunk_size)
+    return _stage1(q, k, v, g, beta, USE_QK_L2NORM, CHUNK_SIZE)
 
 
-def derive_q_chunked(q, k, v, g, beta, use_qk_l2norm, chunk_size, *_):
-    return _stage1(q, k, v, g, beta, use_qk_l2norm, chunk_size)[0]
+# stage 2's inputs: stage 1 as Qwen3.5 runs it (l2-normalised q/k; stage 2 has no such constexpr)
 
 
-def derive_k_chunked(q, k, v, g, beta, use_qk_l2norm, chunk_size, *_):
-    return _stage1(q, k, v, g, beta, use_qk_l2norm, chunk_size)[1]
+def derive_q_chunked(q, k, v, g, beta, *_, CHUNK_SIZE: int, USE_QK_L2NORM: bool = True):
+    return _stage1(q, k, v, g, beta, USE_QK_L2NORM, CHUNK_SIZE)[0]
 
 
-def derive_v_corrected(q, k, v, g, beta, use_qk_l2norm, chunk_size, *_):
-    return _stage1(q, k, v, g, beta, use_qk_l2norm, chunk_size)[2]
+def derive_k_chunked(q, k, v, g, beta, *_, CHUNK_SIZE: int, USE_QK_L2NORM: bool = True):
+    return _stage1(q, k, v, g, beta, USE_QK_L2NORM, CHUNK_SIZE)[1]
 
 
-def derive_k_cumdecay(q, k, v, g, beta, use_qk_l2norm, chunk_size, *_):
-    return _stage1(q, k, v, g, beta, use_qk_l2norm, chunk_size)[3]
+def derive_v_corrected(q, k, v, g, beta, *_, CHUNK_SIZE: int, USE_QK_L2NORM: bool = True):
+    return _stage1(q, k, v, g, beta, USE_QK_L2NORM, CHUNK_SIZE)[2]
 
 
-def derive_g_cum(q, k, v, g, beta, use_qk_l2norm, chunk_size, *_):
-    return _stage1(q, k, v, g, beta, use_qk_l2norm, chunk_size)[4]
+def derive_k_cumdecay(q, k, v, g, beta, *_, CHUNK_SIZE: int, USE_QK_L2NORM: bool = True):
+    return _stage1(q, k, v, g, beta, USE_QK_L2NORM, CHUNK_SIZE)[3]
 
 
-def inter_chunk_reference(q, k, v, g, beta, use_qk_l2norm, chunk_size, q_ch, k_ch, v_corr, k_cumdecay,
-                          g_cum, init_state, output_final_state):
+def derive_g_cum(q, k, v, g, beta, *_, CHUNK_SIZE: int, USE_QK_L2NORM: bool = True):
+    return _stage1(q, k, v, g, beta, USE_QK_L2NORM, CHUNK_SIZE)[4]
+
+
+def inter_chunk_reference(q, k, v, g, beta, q_ch, k_ch, v_corr, k_cumdecay, g_cum, init_state, *,
+                          HAS_INITIAL_STATE: bool, OUTPUT_FINAL_STATE: bool):
     """Stage 2's outputs: (Output (B, H, nc, CS, V) fp32, FinalState (B, H, K, V) fp32 or the
     (1, 1, 1, 1) dummy as the launch leaves it)."""
     b, h, nc, cs, kd = q_ch.shape
     vd = v_corr.shape[-1]
     qq, kk, vc, kc, gc = (x.double() for x in (q_ch, k_ch, v_corr, k_cumdecay, g_cum))
-    s = (init_state.double().clone() if tuple(init_state.shape) == (b, h, kd, vd)
+    s = (init_state.double().clone() if HAS_INITIAL_STATE
          else torch.zeros(b, h, kd, vd, dtype=torch.float64, device=q_ch.device))
     idx = torch.arange(cs, device=q_ch.device)
     causal = idx[:, None] >= idx[None, :]
@@ -97,5 +100,5 @@ def inter_chunk_reference(q, k, v, g, beta, use_qk_l2norm, chunk_size, q_ch, k_c
         g_last = g_c[..., -1:]
         kw = kk[:, :, c] * torch.exp(g_last - g_c)[..., None]
         s = s * torch.exp(g_last)[..., None] + kw.transpose(-1, -2) @ v_new
-    final = s.float() if int(output_final_state.item()) else torch.zeros(1, 1, 1, 1, device=q_ch.device)
+    final = s.float() if OUTPUT_FINAL_STATE else torch.zeros(1, 1, 1, 1, device=q_ch.device)
     return out.float(), final
