@@ -3,7 +3,8 @@ per kernel, written from the kernels' math (fp32, with the kernels' explicit bf1
 
 Shapes: x, dout (B, T, H, P); b, c (B, T, G, N) shared by the H // G heads of a group; dt
 (B, T, H) > 0; a, d (H,) fp32 (a < 0); states (B, H, P, N) fp32. T is cut into nc chunks of CS
-(a one-element int32 tensor ``chunk``). Inside a chunk, the decay is
+(the constexpr chunk_size: reference.py's functions take the constexprs they need as keyword-only
+parameters). Inside a chunk, the decay is
 ``dec_t = log2(e) * cumsum(a[h] * dt_t)`` and ``dec_last`` its last value; ``exp2`` of differences
 of it weigh the steps. Forward: the state entering chunk k is ``S_k`` (``S_0`` the initial
 state), ``S_{k+1} = exp2(dec_last) S_k + x^T (b * dt * exp2(dec_last - dec))``;
@@ -19,10 +20,6 @@ import torch
 
 LOG2E = math.log2(math.e)
 PARTIALS_PER_TILE = 128      # mamba2.py _PARTIALS_PER_TILE
-
-
-def _cs(chunk) -> int:
-    return int(chunk.item())
 
 
 def _bh(t: torch.Tensor, cs: int) -> torch.Tensor:
@@ -48,23 +45,23 @@ def _decay(a, dt, cs):
 
 
 # ---- chunk_cumsum_kernel ---------------------------------------------------------------------
-def chunk_cumsum_reference(a, dt, chunk):
+def chunk_cumsum_reference(a, dt, *, chunk_size: int):
     """(decay_bth (B, T, H) fp32, decay_bht (B, H, T) fp32, dt_bht (B, H, T) in dt's dtype)."""
     bsz, tl, h = dt.shape
-    dec = _decay(a, dt, _cs(chunk)).reshape(bsz, h, tl)
+    dec = _decay(a, dt, chunk_size).reshape(bsz, h, tl)
     return dec.transpose(1, 2).contiguous(), dec.contiguous(), dt.transpose(1, 2).contiguous()
 
 
-def derive_dt_bht(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
+def derive_dt_bht(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
     return dt.transpose(1, 2).contiguous()
 
 
-def derive_decay_bht(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
-    return chunk_cumsum_reference(a, dt, chunk)[1]
+def derive_decay_bht(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
+    return chunk_cumsum_reference(a, dt, chunk_size=chunk_size)[1]
 
 
-def derive_decay_bth(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
-    return chunk_cumsum_reference(a, dt, chunk)[0]
+def derive_decay_bth(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
+    return chunk_cumsum_reference(a, dt, chunk_size=chunk_size)[0]
 
 
 # ---- fwd_pass_state_kernel -------------------------------------------------------------------
@@ -83,25 +80,26 @@ def _states(x, b, dt, a, init_state, cs):
     return torch.stack(hid, 2), s
 
 
-def fwd_pass_state_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, dt_bht, decay_bht):
+def fwd_pass_state_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, dt_bht, decay_bht, *,
+                             chunk_size: int):
     """(hiddens (B, H, nc, P, N) in c's dtype: the states entering each chunk, final_state fp32);
     mamba2_chunk_forward keeps its states in c's dtype and passes one buffer as hiddens and
     hid_narrow (DUAL false)."""
-    hid, fin = _states(x, b, dt, a, init_state, _cs(chunk))
+    hid, fin = _states(x, b, dt, a, init_state, chunk_size)
     return hid.to(c.dtype), fin
 
 
-def derive_hiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
+def derive_hiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
     """Forward chunk-entry states in c's dtype (fwd_pass_state_kernel in mamba2_chunk_forward)."""
-    return _states(x, b, dt, a, init_state, _cs(chunk))[0].to(c.dtype)
+    return _states(x, b, dt, a, init_state, chunk_size)[0].to(c.dtype)
 
 
 # ---- compute_out_kernel / compute_out_swap_kernel --------------------------------------------
-def compute_out_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, dt_bht, decay_bht,
-                          hiddens):
+def compute_out_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, dt_bht, decay_bht,
+                          hiddens, *, chunk_size: int):
     """y (B, T, H, P) in x's dtype from the chunk-entry states (both kernels: the swap one
     computes the transpose)."""
-    cs = _cs(chunk)
+    cs = chunk_size
     bsz, tl, h, p = x.shape
     xc, bc, cc = _bh(x, cs), _groups(b, h, cs), _groups(c, h, cs)
     nc = xc.shape[2]
@@ -148,24 +146,23 @@ def _bwd_states(c, decay_bth, dout, dfinal_state, hiddens, cs, bh, bs, narrow):
     return torch.stack(dh, 2).to(narrow), parts, s
 
 
-def bwd_pass_state_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, block_head,
-                             block_state, decay_bth, hiddens):
+def bwd_pass_state_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, decay_bth, hiddens, *,
+                             chunk_size: int, BLOCK_HEAD: int, BLOCK_STATE: int):
     """(dhiddens in b's dtype (narrow_dtype(f32, b, x) for bf16 data), dd_last_partials
     (B, H, nc, P/BLOCK_HEAD, N/BLOCK_STATE, 128) fp32, dinit_state fp32). dhiddens[k] is the
     state gradient stored before chunk k's update of the reverse scan."""
-    return _bwd_states(c, decay_bth, dout, dfinal_state, hiddens, _cs(chunk), int(block_head.item()),
-                       int(block_state.item()), b.dtype)
+    return _bwd_states(c, decay_bth, dout, dfinal_state, hiddens, chunk_size, BLOCK_HEAD, BLOCK_STATE, b.dtype)
 
 
-def derive_wide_hiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
+def derive_wide_hiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
     """The fp32 chunk-entry states of the backward's dual state pass (state_dtype fp32)."""
-    return _states(x, b, dt, a, init_state, _cs(chunk))[0]
+    return _states(x, b, dt, a, init_state, chunk_size)[0]
 
 
-def derive_dhiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
+def derive_dhiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
     """bwd_pass_state_kernel's dhiddens (b's dtype) for the kernels after it."""
-    cs = _cs(chunk)
-    dec_bth = chunk_cumsum_reference(a, dt, chunk)[0]
+    cs = chunk_size
+    dec_bth = chunk_cumsum_reference(a, dt, chunk_size=chunk_size)[0]
     return _bwd_states(c, dec_bth, dout, dfinal_state, None, cs, 64, 16, b.dtype)[0]
 
 
@@ -198,55 +195,55 @@ def _dd_dcb_dx(x, b, c, d, dt_bht, decay_bht, dout, dhiddens, cs):
             bth(ddec).contiguous(), dcb.movedim(1, 3).reshape(bsz, tl, h, cs).to(c.dtype))
 
 
-def compute_dd_dcb_dx_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, dt_bht,
-                                decay_bht, dhiddens):
+def compute_dd_dcb_dx_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, dt_bht,
+                                decay_bht, dhiddens, *, chunk_size: int):
     """(dx like x, ddt partial (B, T, H) in dt's dtype, dd (B, H, nc) fp32 per-chunk sums of
     x_i . dout_i, ddecay_cumsum partial (B, T, H) fp32, dcb (B, T, H, CS) in c's dtype with
     dcb[i, j] = (x_i . dout_j) exp2(dec_j - dec_i) dt_i for j >= i)."""
-    return _dd_dcb_dx(x, b, c, d, dt_bht, decay_bht, dout, dhiddens, _cs(chunk))
+    return _dd_dcb_dx(x, b, c, d, dt_bht, decay_bht, dout, dhiddens, chunk_size)
 
 
-def _dd_derived(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk):
-    dec = chunk_cumsum_reference(a, dt, chunk)
-    dh = derive_dhiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk)
-    return _dd_dcb_dx(x, b, c, d, dec[2], dec[1], dout, dh, _cs(chunk))
+def _dd_derived(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk_size):
+    dec = chunk_cumsum_reference(a, dt, chunk_size=chunk_size)
+    dh = derive_dhiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk_size=chunk_size)
+    return _dd_dcb_dx(x, b, c, d, dec[2], dec[1], dout, dh, chunk_size)
 
 
-def derive_dcb(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
-    return _dd_derived(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk)[4]
+def derive_dcb(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
+    return _dd_derived(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk_size)[4]
 
 
-def derive_ddecay_partial(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
-    return _dd_derived(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk)[3]
+def derive_ddecay_partial(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
+    return _dd_derived(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk_size)[3]
 
 
-def derive_ddt_partial(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
-    return _dd_derived(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk)[1]
+def derive_ddt_partial(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
+    return _dd_derived(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk_size)[1]
 
 
-def derive_narrow_hiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
+def derive_narrow_hiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
     """The dual state pass's narrow copy (dout's dtype) of the fp32 chunk-entry states."""
-    return _states(x, b, dt, a, init_state, _cs(chunk))[0].to(dout.dtype)
+    return _states(x, b, dt, a, init_state, chunk_size)[0].to(dout.dtype)
 
 
-def derive_partials(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, *_):
+def derive_partials(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
     """bwd_pass_state_kernel's partials viewed as (B, H, nc, n_partials) (its first config's
     tiling: BLOCK_HEAD min(64, P), BLOCK_STATE 16)."""
-    cs = _cs(chunk)
-    dec_bth = chunk_cumsum_reference(a, dt, chunk)[0]
+    cs = chunk_size
+    dec_bth = chunk_cumsum_reference(a, dt, chunk_size=chunk_size)[0]
     wide = _states(x, b, dt, a, init_state, cs)[0]
     parts = _bwd_states(c, dec_bth, dout, dfinal_state, wide, cs, min(64, x.shape[3]), 16, b.dtype)[1]
     return parts.reshape(parts.shape[0], parts.shape[1], parts.shape[2], -1)
 
 
 # ---- compute_da_db_dc_ddt_kernel -------------------------------------------------------------
-def compute_da_db_dc_ddt_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, chunk, dt_bht,
-                                   decay_bht, hiddens, dhiddens, dcb, ddecay_cumsum, dd_last_partials,
-                                   ddt_partial):
+def compute_da_db_dc_ddt_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, dt_bht, decay_bht,
+                                   hiddens, dhiddens, dcb, ddecay_cumsum, dd_last_partials, ddt_partial, *,
+                                   chunk_size: int):
     """(da (B, H, nc) fp32, db, dc (B, T, G, N) fp32 summed over the heads of a group (the
     grouped launch, REDUCE_HEADS, accumulates them atomically into zeroed buffers), ddt (B, T, H)
     in dt's dtype)."""
-    cs = _cs(chunk)
+    cs = chunk_size
     bsz, tl, h, p = x.shape
     g, n = b.shape[2], b.shape[3]
     xc, bc, cc, doc = _bh(x, cs), _groups(b, h, cs), _groups(c, h, cs), _bh(dout, cs)
