@@ -151,7 +151,8 @@ def bwd_pass_state_reference(x, b, c, d, a, dt, dout, dfinal_state, init_state, 
     """(dhiddens in b's dtype (narrow_dtype(f32, b, x) for bf16 data), dd_last_partials
     (B, H, nc, P/BLOCK_HEAD, N/BLOCK_STATE, 128) fp32, dinit_state fp32). dhiddens[k] is the
     state gradient stored before chunk k's update of the reverse scan."""
-    return _bwd_states(c, decay_bth, dout, dfinal_state, hiddens, chunk_size, BLOCK_HEAD, BLOCK_STATE, b.dtype)
+    return _bwd_states(c, decay_bth, dout, dfinal_state, hiddens, chunk_size, BLOCK_HEAD, BLOCK_STATE,
+                       b.dtype)
 
 
 def derive_wide_hiddens(x, b, c, d, a, dt, dout, dfinal_state, init_state, *_, chunk_size: int):
