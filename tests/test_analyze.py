@@ -313,3 +313,35 @@ def test_role_check_follows_arrays_into_helpers_of_the_module(tmp_path):
     d = make_op(tmp_path, "relay", HELPER_KERNEL, man.replace("ROLE", "input"))
     un = [u for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"]
     assert "relay writes it (line 11) and never reads it" in un[0]["reason"]      # the call's line
+
+
+VIEW_KERNEL = '''\
+import cuda.tile as ct
+
+
+@ct.kernel
+def views(x, y, acc, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    seg = y.slice(axis=0, start=b, stop=b + TILE)
+    half = seg.slice(axis=0, start=0, stop=TILE // 2)
+    t = ct.load(x, index=(b,), shape=(TILE,))
+    ct.store(half, index=(0,), tile=t)
+    acc.tiled_view((TILE,)).atomic_store_add((b,), t)
+'''
+
+
+def test_role_check_follows_slices_and_tiled_views(tmp_path):
+    """TileGym's MoE backward writes through x.slice(...) views, mamba2 accumulates through
+    x.tiled_view(...).atomic_store_add(...): both are uses of the array itself."""
+    man = ("op: views\nkernels:\n  views:\n    arrays:\n      x: {ndim: 1, role: input}\n"
+           "      y: {ndim: 1, role: YROLE}\n      acc: {ndim: 1, role: AROLE}\n    grid: \"(1, 1, 1)\"\n"
+           "dtypes: [f32]\nconfigs: [{TILE: 64}]\nshape_names: [N]\ntest_shapes: [[64]]\nperf_shapes: [[64]]\n"
+           "tolerance: {f32: {rtol: 0, atol: 0}}\n")
+    d = make_op(tmp_path, "views", VIEW_KERNEL, man.replace("YROLE", "output").replace("AROLE", "inout"))
+    assert [u for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"] == []
+    assert A.array_uses(__import__("ast").parse(VIEW_KERNEL).body[1], "ct", {"x", "y", "acc"}) == {
+        "x": {"read": [9]}, "y": {"write": [10]}, "acc": {"atomic": [11]}}
+    d = make_op(tmp_path, "views", VIEW_KERNEL, man.replace("YROLE", "input").replace("AROLE", "input"))
+    un = [u["reason"] for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"]
+    assert "views writes it (line 10) and never reads it; write role: output" in un[0]
+    assert "views updates it atomically (line 11); write role: output" in un[1]

@@ -49,11 +49,19 @@ def test_cases_apply_fits_and_perf_fits(repo):
 
 
 def test_every_operator_has_a_harness(repo):
+    """Every kernel has tensors (its own or the operator's) with an output and a reference
+    function; a torch_impl where the operator or the kernel names one (the eight own operators
+    all do; TileGym's pipeline stages without a native torch path time their reference)."""
     total = 0
     for d in sorted((repo / "operators").iterdir()):
         man = M.load(d / "manifest.yaml")
-        assert any(t["role"] == "output" for t in man["tensors"].values()), d
-        assert (d / "reference.py").read_text().count("def torch_impl(") == 1, d
+        ref = (d / "reference.py").read_text()
+        for k, km in man["kernels"].items():
+            assert any(t["role"] == "output" for t in M.kernel_tensors(man, k).values()), (d, k)
+            assert f"def {km.get('reference', 'reference')}(" in ref, (d, k)
+            assert f"def {km['torch_impl']}(" in ref if "torch_impl" in km else True, (d, k)
+        n_impl = ref.count("def torch_impl(")
+        assert n_impl == 1 if not d.name.startswith("tg_") else n_impl <= 1, d
         assert H.cases(man, "test"), d
         total += len(H.cases(man, "perf"))
     assert total >= 40          # the issue asks for at least 40 paired configs
@@ -166,6 +174,49 @@ def test_cases_use_each_kernels_variants_and_tie_shape_names_to_constexprs(tmp_p
                    ("pick", "f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2", (32,)),
                    ("copy_all", "f16-TILE64", (64,)), ("copy_all", "bf16-TILE64", (64,)),
                    ("copy_all", "f32-TILE64", (64,))]
+
+
+def test_derived_tensors_come_from_reference_functions(tmp_path):
+    """init: {derive: fn}: fn(inputs made before it) makes the tensor (an earlier stage's output,
+    routing arrays that must agree); it is checked against the manifest's shape and dtype."""
+    from types import SimpleNamespace
+
+    text = pick_manifest().replace(
+        "  idx: {shape: [N], role: input, dtype: i32, init: permutation}",
+        "  idx: {shape: [N], role: input, dtype: i32, init: permutation}\n"
+        "  inv: {shape: [N], role: input, dtype: i32, init: {derive: inverse}}")
+    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    v = M.variants(man, "pick")[2]
+    plan = {p["name"]: p for p in H.tensor_plan(man, "pick", v, H.base_env(man, [8], v.constexprs, 1))}
+    assert (plan["inv"]["init"], plan["inv"]["args"]) == ("derive", ["inverse"])
+    src = np.arange(8, dtype=np.float32)
+    idx = H.int_values("permutation", [], 8, 0, "w").astype(np.int32)
+    rmod = SimpleNamespace(inverse=lambda s, i: np.argsort(i).astype(np.int32), wide=lambda s, i: np.argsort(i),
+                           boom=lambda s, i: 1 / 0)
+    inv = H.derive(plan["inv"], (8,), rmod, [src, idx])
+    assert (idx[inv] == np.arange(8)).all()
+    # keyword-only parameters take the call's constexprs and shape names, as reference.py's do
+    rmod.rolled = lambda s, i, *, TILE, N: np.roll(np.argsort(i), TILE % N).astype(np.int32)
+    env = H.base_env(man, [8], v.constexprs, 1)
+    assert (H.derive({**plan["inv"], "args": ["rolled"]}, (8,), rmod, [src, idx], env) ==
+            np.roll(inv, v.constexprs["TILE"] % 8)).all()
+    with pytest.raises(H.ManifestValueError, match=r"tensors/inv/init: derive: inverse\(\) returned int32 \[8\], "
+                                                   r"but tensor 'inv' is int32 \[9\]"):
+        H.derive(plan["inv"], (9,), rmod, [src, idx])
+    for fn, msg in (("wide", r"wide\(\) returned int64 \[8\], but tensor 'inv' is int32"),
+                    ("boom", r"boom\(\) failed: ZeroDivisionError"),
+                    ("gone", r"reference.py has no function gone\(\)")):
+        with pytest.raises(H.ManifestValueError, match=msg):
+            H.derive({**plan["inv"], "args": [fn]}, (8,), rmod, [src, idx])
+    # one input tensor per derive: not a list, no randn scale, not an output (an in-place output
+    # starts as {copy: <a derived input>})
+    for old, new, msg in (("init: {derive: inverse}}", "init: {derive: inverse}, count: 2}", "init derive makes one tensor"),
+                          ("init: {derive: inverse}}", "init: {derive: inverse}, scale: 2.0}", "scale inside the reference"),
+                          ("  dst: {shape: [N], role: output}", "  dst: {shape: [N], role: output, init: {derive: inverse}}",
+                           "init derive makes an input, but tensor 'dst' has role output")):
+        bad = text.replace(old, new)
+        with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
+            M.load(make_op(tmp_path / str(len(msg)), manifest=bad) / "manifest.yaml")
 
 
 # -- in-place outputs (init copy) and constexpr-dependent semantics (keyword-only parameters) ----

@@ -632,6 +632,8 @@ def test_run_writes_kernel_map_verdict_and_every_stage_finds_it(site, tmp_path):
     assert v["summary"] == f"{kpy}:{line} [{want}]: ct.gather: no rule"
     assert v["findings"][0]["ref"]["origin"] == want and v["findings"][1]["ref"]["origin"] == want
     assert write(read(tmp_path / "v.json"), tmp_path / "v2.json")["summary"] == v["summary"]
+    # an annotated multi-digit line is left alone (its prefix line {line} is not annotated inside it)
+    assert S.annotate_text(f"{kpy}:{line}7 [tilegym/ops/x.py:1]: m") == f"{kpy}:{line}7 [tilegym/ops/x.py:1]: m"
     # a BLOCKED import: kernel.py says so, the analysis quotes it with the import's owner
     d2 = _op(tmp_path, "tg_t", "source: {module: tilegym.ops.softmaxish}\n", kernels=("k_torch_deep",))
     k2 = S.kernel_py(d2)

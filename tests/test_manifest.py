@@ -143,3 +143,22 @@ def test_long_ids_are_shortened_with_a_hash_and_variants_can_be_named():
     other = M.Variant("bf16", {**long.constexprs, "STRIDE_11": 1})
     assert other.id != long.id
     assert M.Variant("f16", {"TILE": 8}, name="tma_small").id == "f16-tma_small"
+
+
+def test_tensors_without_dtype_take_the_family_of_their_variants(tmp_path):
+    """An operator of integer variants (TileGym's MoE routing kernels: topk_ids int32 or int64)
+    has integer tensors without naming their dtype; a float generator on them is the error."""
+    from manifest_ops import make_op
+
+    text = ("op: route\nkernels:\n  route:\n    arrays:\n      ids: {ndim: 1, role: input}\n"
+            "      cnt: {ndim: 1, role: output, dtype: i32}\n    grid: \"(1, 1, 1)\"\n"
+            "    variants: [{dtypes: [i32, i64], constexprs: {E: 8}}]\n"
+            "shape_names: [N]\ntest_shapes: [[32]]\nperf_shapes: [[32]]\n"
+            "tolerance: {i32: {rtol: 0.0, atol: 0.0}, i64: {rtol: 0.0, atol: 0.0}}\n"
+            "tensors:\n  ids: {shape: [N], role: input, init: INIT}\n"
+            "  cnt: {shape: [E], role: output, dtype: i32, init: {full: 0}}\n")
+    man = M.load(make_op(tmp_path, "route", manifest=text.replace("INIT", "{randint: [0, E]}")) / "manifest.yaml")
+    assert [v.id for v in M.variants(man)] == ["i32-E8", "i64-E8"]
+    with pytest.raises(M.ManifestError, match=r"manifest.yaml:14: .*init randn makes floats but tensor 'ids' has "
+                                              r"the dtype i32"):
+        M.load(make_op(tmp_path, "route", manifest=text.replace("INIT", "randn")) / "manifest.yaml")

@@ -508,29 +508,42 @@ def _constexpr_param(ctype, kvs, cfg_keys, kname, a, man, src_key, src_words, ml
 
 _READS = {"load", "gather"}
 _WRITES = {"store", "scatter"}
+# Array methods returning a view of the same memory, and the tiled-view methods that touch it
+# (cuda-tile 1.7.0 ``Array.slice``/``Array.tiled_view``, ``TiledView.load/store/atomic_store_add``)
+_VIEWS = {"slice", "tiled_view"}
+_VIEW_USES = {"load": "read", "store": "write", "atomic_store_add": "atomic"}
 
 
 def array_uses(fn: ast.FunctionDef, alias: str, arrays: set[str], module: ast.Module | None = None,
                _depth: int = 0) -> dict[str, dict[str, list]]:
     """How a kernel touches each array parameter: ``{name: {"read": [lines], "write": [lines],
     "atomic": [lines], "unknown": [lines]}}`` from ``ct.load``/``ct.gather`` (read),
-    ``ct.store``/``ct.scatter`` (write) and ``ct.atomic_*`` (read-modify-write), following local
-    names bound to an array or to an element of a list of arrays (``a = As[g]``) and helper
-    functions of the same ``module`` the array is passed to (their uses count at the call's
-    line); an array passed to a function this module does not define is ``unknown``."""
+    ``ct.store``/``ct.scatter`` (write) and ``ct.atomic_*`` (read-modify-write), and from the
+    tiled-view methods ``load``/``store``/``atomic_store_add``, following local names bound to an
+    array, to an element of a list of arrays (``a = As[g]``) or to a view of an array's memory
+    (``a = x.slice(axis=0, start=s, stop=e)``, ``x.tiled_view(shape)``: cuda-tile 1.7.0's
+    ``Array.slice``/``Array.tiled_view``), and helper functions of the same ``module`` the array
+    is passed to (their uses count at the call's line); an array passed to a function this module
+    does not define is ``unknown``."""
     alias_of: dict[str, str] = {}
     helpers = {n.name: n for n in (module.body if module else []) if isinstance(n, ast.FunctionDef)}
 
     def base(node) -> str | None:
-        while isinstance(node, ast.Subscript):
-            node = node.value
+        while True:
+            if isinstance(node, ast.Subscript):
+                node = node.value
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in _VIEWS):
+                node = node.func.value
+            else:
+                break
         if isinstance(node, ast.Name):
             return node.id if node.id in arrays else alias_of.get(node.id)
         return None
 
     stmts = sorted((n for n in ast.walk(fn) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
     for n in stmts:
-        b = base(n.value) if isinstance(n.value, (ast.Name, ast.Subscript)) else None
+        b = base(n.value) if isinstance(n.value, (ast.Name, ast.Subscript, ast.Call)) else None
         if b:
             for t in n.targets:
                 if isinstance(t, ast.Name):
@@ -548,6 +561,9 @@ def array_uses(fn: ast.FunctionDef, alias: str, arrays: set[str], module: ast.Mo
             b = base(n.args[0]) if how else None
             if b:
                 out.setdefault(b, {}).setdefault(how, []).append(n.lineno)
+            continue
+        if isinstance(n.func, ast.Attribute) and n.func.attr in _VIEW_USES and base(n.func.value):
+            out.setdefault(base(n.func.value), {}).setdefault(_VIEW_USES[n.func.attr], []).append(n.lineno)
             continue
         passed = [(i, a) for i, a in enumerate(n.args) if base(a)] + \
                  [(k.arg, k.value) for k in n.keywords if k.arg and base(k.value)]

@@ -5,7 +5,8 @@ reference.py's inputs and outputs, each in its ``dtype`` (default: the variant's
 ``init`` generator (default for floats: seeded ``randn(shape) * scale``; integer tensors name
 theirs: ``randint``, ``sorted``, ``range``, ``permutation``, ``offsets``, ``full``; see
 :func:`int_values`; an output with ``copy`` starts as a copy of an input: the buffer of an
-in-place kernel), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
+in-place kernel; ``derive`` computes a tensor with a reference.py function from the inputs
+before it, see :func:`derive`), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
 parameters to tensors, views (``x[:, :N]``) and scalars (``1.0 / N``, cast to the scalar's
 type); the kernel's ``grid`` expression gives the launch grid. The *same* grid, arguments and
 input memory go to three sides (four where NVIDIA ported the kernel), each writing its own output buffers (filled with the tensor's
@@ -262,7 +263,8 @@ def tensor_plan(man: dict, kernel: str, variant: M.Variant, env: dict) -> list[d
         kind, args = M.init_spec(t)
         plan.append({"name": name, "role": t["role"], "dtype": dtype, "init": kind,
                      "init_given": "init" in t,
-                     "args": args if kind == "copy" else [evaluate(a, env, f"{where}/init") for a in args],
+                     "args": args if kind in ("derive", "copy") else [evaluate(a, env, f"{where}/init")
+                                                                   for a in args],
                      "scale": evaluate(t["scale"], env, f"{where}/scale") if "scale" in t else None,
                      "shapes": shapes, "list": count is not None, "where": where})
     return plan
@@ -342,6 +344,36 @@ def _make(spec: dict, dims: tuple, dev, gen, seed: int, k: int):
     return x.to(tdt)
 
 
+def derive(spec: dict, dims: tuple, rmod, inputs: list, env: dict | None = None):
+    """The values of a tensor made by ``init: {derive: fn}``: reference.py's ``fn`` called with
+    the input tensors made before this one, in the manifest's order (the arguments reference.py
+    itself receives), and its keyword-only parameters from ``env`` as reference.py's functions
+    get them (:func:`keyword_args`); e.g. a pipeline stage's input computed by the earlier
+    stage's semantics, or routing index arrays that must agree with each other. Works on any
+    array type with ``shape`` and ``dtype`` (torch tensors on the GPU, numpy arrays in the tests).
+
+    Raises:
+        ManifestValueError: reference.py lacks ``fn``, ``fn`` fails, or its result's shape or
+            dtype differs from the tensor's in the manifest (naming the tensor's manifest key).
+    """
+    name, where = spec["args"][0], spec["where"] + "/init"
+    fn = getattr(rmod, name, None)
+    if not callable(fn):
+        raise ManifestValueError(f"{where}: derive: reference.py has no function {name}(); write the "
+                                 f"function that computes tensor '{spec['name']}' from the inputs before it")
+    kwargs = keywords_for(fn, env, f"{where}: derive: reference.py {name}()") if env is not None else {}
+    try:
+        val = fn(*inputs, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the manifest names a function that cannot make it
+        raise ManifestValueError(f"{where}: derive: {name}() failed: {type(exc).__name__}: {exc}") from None
+    shape, dtype = tuple(getattr(val, "shape", ())), str(getattr(val, "dtype", "?")).rsplit(".", 1)[-1]
+    if shape != tuple(dims) or dtype != _TORCH_DTYPES[spec["dtype"]]:
+        raise ManifestValueError(f"{where}: derive: {name}() returned {dtype} {list(shape)}, but tensor "
+                                 f"'{spec['name']}' is {_TORCH_DTYPES[spec['dtype']]} {list(dims)}; return "
+                                 f"that shape and dtype (or correct the tensor's shape/dtype)")
+    return val
+
+
 def _flat(xs) -> list:
     out = []
     for x in xs:
@@ -377,7 +409,10 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
         made = []
         for dims in spec["shapes"]:
             k += 1
-            if spec["init"] == "copy":
+            if spec["init"] == "derive":
+                before = [tensors_in[sp["name"]] for sp in plan if sp["name"] in tensors_in]
+                made.append(derive(spec, dims, rmod, before, env).to(dev).contiguous())
+            elif spec["init"] == "copy":
                 made.append(None)       # the input's values, once every input is made (below)
             elif spec["role"] == "input" or spec["init_given"]:
                 made.append(_make(spec, dims, dev, gen, seed, k))

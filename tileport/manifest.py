@@ -58,7 +58,8 @@ _DTYPE_SPELLINGS = {"half": "f16", "float": "f32", "double": "f64", "long": "i64
                     **{torch: code for code, (_, torch, _) in DTYPES.items()},
                     **{cute: code for code, (cute, _, _) in DTYPES.items()}}
 #: input generators of ``tensors.<name>.init`` (see :func:`init_spec`)
-INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutation", "full", "copy")
+INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutation", "full", "derive",
+         "copy")
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _EXPR = {"type": ["string", "number"]}
@@ -104,6 +105,9 @@ _INIT = {"anyOf": [
                     "randint": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
                     "sorted": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
                     "range": _EXPR, "offsets": _EXPR, "permutation": _EXPR, "full": _EXPR,
+                    # values computed by a reference.py function from the input tensors made
+                    # before this one (an earlier kernel's output, consistent routing data)
+                    "derive": {"type": "string", "pattern": _NAME},
                     # an output that starts as a copy of an input tensor (a kernel that updates
                     # an array in place: role inout); the argument names the input, not an expression
                     "copy": {"type": "string", "pattern": _NAME}},
@@ -322,7 +326,8 @@ _KEYS: dict[tuple, tuple[str, str]] = {
     ("tensors", "*", "init"): ("how the tensor's values are made",
                                "init: randn, {uniform: [0, 1]}, {randint: [0, E]}, range, {range: 1}, "
                                "{sorted: [0, T]}, {offsets: T}, permutation, {permutation: T}, {full: 0} "
-                               "or, for an output updated in place, {copy: <input tensor>}"),
+                               "{derive: <reference.py function>} or, for an output updated in place, "
+                               "{copy: <input tensor>}"),
     ("tensors", "*", "count"): ("the length of a list of tensors", "count: G (its shapes may use i, "
                                                                    "the element's index)"),
 }
@@ -628,11 +633,15 @@ def load(path: str | Path) -> dict:
         for key in ("fits", "perf_fits"):
             if key in kman:
                 _check_expr(kman[key], ["kernels", k, key], at)
+    # a tensor without dtype takes its variant's: check it against the dtypes of the variants
+    # that use it (an operator of integer variants, such as routing kernels, has integer tensors)
     if "tensors" in doc:
-        _check_tensors(doc["tensors"], ["tensors"], at)
+        shared = [v.dtype for k, vs in kv.items() if "tensors" not in doc["kernels"][k] for v in vs]
+        _check_tensors(doc["tensors"], ["tensors"], at, list(dict.fromkeys(shared)))
     for k, kman in doc["kernels"].items():
         if "tensors" in kman:
-            _check_tensors(kman["tensors"], ["kernels", k, "tensors"], at)
+            _check_tensors(kman["tensors"], ["kernels", k, "tensors"], at,
+                           list(dict.fromkeys(v.dtype for v in kv[k])))
     _check_bindings(doc, at)
     doc["_path"] = str(path)
     return doc
@@ -708,7 +717,7 @@ def init_spec(t: dict) -> tuple[str, list]:
     return kind, list(arg) if isinstance(arg, list) else [arg]
 
 
-def _check_tensors(tensors: dict, base: list, at: _Where) -> None:
+def _check_tensors(tensors: dict, base: list, at: _Where, variant_dtypes: list | None = None) -> None:
     if not any(t["role"] == "output" for t in tensors.values()):
         raise at(base, "no tensor has role output (reference.py's result is compared against it); "
                        "mark what reference.py returns with role: output")
@@ -719,13 +728,27 @@ def _check_tensors(tensors: dict, base: list, at: _Where) -> None:
         for key in ("scale", "count"):
             if key in t:
                 _check_expr(t[key], kp + [key], at)
-        dts = list(t["dtype"].values()) if isinstance(t.get("dtype"), dict) else [t.get("dtype", "f16")]
+        dts = (list(t["dtype"].values()) if isinstance(t.get("dtype"), dict) else [t["dtype"]] if "dtype" in t
+               else variant_dtypes or ["f16"])
         fams = {DTYPES[d][2] for d in dts}
         fam = fams.pop() if len(fams) == 1 else "float" if fams <= {"float", "float8"} else "mixed"
         if fam == "mixed":
             raise at(kp + ["dtype"], f"the dtype mapping of tensor '{name}' mixes integer and float dtypes "
                                      f"({', '.join(dts)}); one init cannot make both: split the variants")
         kind, args = init_spec(t)
+        if kind == "derive":
+            if t["role"] != "input":
+                raise at(kp + ["init"], f"init derive makes an input, but tensor '{name}' has role "
+                                        f"{t['role']}; derive an input and start the output as "
+                                        f"{{copy: <that input>}} (an array updated in place)")
+            if "count" in t:
+                raise at(kp + ["init"], f"init derive makes one tensor, but tensor '{name}' is a list "
+                                        f"(count); derive each element as a tensor of its own, or make "
+                                        f"the list with another init")
+            if "scale" in t:
+                raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is made by "
+                                         f"derive; scale inside the reference.py function")
+            continue
         if kind == "copy":
             _check_copy(tensors, name, args[0], kp, at)
             continue

@@ -129,7 +129,8 @@ def origin(file: str | Path, line: int | None) -> str | None:
     return _line_map(str(mp), mtime).get(int(line))
 
 
-_TEXT = re.compile(r"(?P<file>[^\s'\"()\[\]]*" + IMPORT_DIR + r"/kernel\.py):(?P<line>\d+)(?! \[)")
+# the whole line number, not yet annotated (no backtracking to a prefix of an annotated number)
+_TEXT = re.compile(r"(?P<file>[^\s'\"()\[\]]*" + IMPORT_DIR + r"/kernel\.py):(?P<line>\d+)(?!\d| \[)")
 
 
 def annotate_text(text: str) -> str:
