@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,17 @@ def snakemake(wd, *args):
 def wd(tmp_path):
     (tmp_path / "Snakefile").write_text('rule slow:\n    output: "done"\n    shell: "sleep 60; touch {output}"\n')
     return tmp_path
+
+
+def started(job):
+    """``job`` once its command line shows in /proc: right after Popen returns, the kernel may
+    still be in exec and /proc/<pid>/cmdline reads empty (seen on CI: a flaky test)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if Path(f"/proc/{job.pid}/cmdline").read_bytes().strip(b"\0"):
+            return job
+        time.sleep(0.01)
+    raise AssertionError(f"pid {job.pid} never showed its command line")
 
 
 def start_run(wd):
@@ -67,13 +79,35 @@ def test_a_job_left_running_by_a_killed_run_keeps_the_lock(wd):
     script = wd / ".snakemake" / "scripts" / "tmpabc.rust_build.py"
     script.parent.mkdir(parents=True)
     script.write_text("import time\ntime.sleep(60)\n")
-    job = subprocess.Popen([sys.executable, str(script)], cwd=wd)
+    job = started(subprocess.Popen([sys.executable, str(script)], cwd=wd))
     try:
         status, msg = runlock.check(wd, SNAKEMAKE)
     finally:
         job.kill()
         job.wait()
     assert status == 2 and f"pid {job.pid}" in msg and lock.exists(), msg
+
+
+def test_a_job_started_through_a_symbolic_link_keeps_the_lock(tmp_path):
+    """The job names its script by a path through a link (``/tmp`` a link on some CI
+    machines); the check resolves both sides."""
+    real = tmp_path / "real"
+    script = real / ".snakemake" / "scripts" / "tmpabc.rust_build.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("import time\ntime.sleep(60)\n")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    job = started(subprocess.Popen(
+        [sys.executable, str(link / ".snakemake" / "scripts" / script.name)], cwd=tmp_path))
+    try:
+        found = runlock.live_processes(real)
+        relative = runlock._runs_script(["python", ".snakemake/scripts/x.py"], str(link),
+                                        str(real.resolve() / ".snakemake" / "scripts") + "/")
+    finally:
+        job.kill()
+        job.wait()
+    assert [p.pid for p in found] == [job.pid]
+    assert relative
 
 
 def test_lock_of_a_run_started_on_another_machine_is_left_with_the_command(wd):

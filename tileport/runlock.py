@@ -93,9 +93,23 @@ def live_processes(workdir: str | Path, proc: str | Path = "/proc") -> list[Proc
         except OSError:
             cwd = None
         cmd = " ".join(argv)
-        if (_is_snakemake(argv) and cwd in (here, None)) or scripts in cmd:
+        if (_is_snakemake(argv) and cwd in (here, None)) or _runs_script(argv, cwd, scripts):
             found.append(Process(int(entry.name), cmd, cwd))
     return sorted(found, key=lambda p: p.pid)
+
+
+def _runs_script(argv: list[str], cwd: str | None, scripts: str) -> bool:
+    """Whether a command line names a file under ``scripts`` (a resolved directory path ending
+    in a separator), its arguments resolved through symbolic links and, when relative, from the
+    process's working directory: a job started as ``/tmp/w/.snakemake/scripts/x.py`` where
+    ``/tmp`` is a link is the same job."""
+    for arg in argv:
+        if ".snakemake" not in arg:
+            continue
+        path = arg if os.path.isabs(arg) or cwd is None else os.path.join(cwd, arg)
+        if os.path.realpath(path).startswith(scripts) or path.startswith(scripts):
+            return True
+    return False
 
 
 def _ancestors() -> set[int]:
