@@ -157,6 +157,10 @@ MUTANTS = [
     ("helper_kernel", "helper's 1 / (1 + e) swapped", lambda t: sub(t, "divf %bcast_6, %5", "divf %5, %bcast_6"), "math"),
     ("helper_kernel", "the helper's two results swapped", lambda t: sub(t, "%7 = addf %6, %1", "%7 = addf %6, %2"), "math"),
     ("intdiv_kernel", "tile % 3 -> tile % 2", lambda t: sub(t, "%15 = remi %14, %cst_3_i32 signed", "%15 = remi %14, %cst_2_i32 signed"), "constant"),
+    ("tokens_kernel", "in-place store does not wait for the load", lambda t: sub(t, "%pview_5[%blockId_x] token = %2 :", "%pview_5[%blockId_x] token = %0 :"), "memory"),
+    ("tokens_kernel", "loop gather does not wait for the last iteration's store", lambda t: sub(t, "token=%iterArg1 :", "token=%4 :"), "memory"),
+    ("tokens_kernel", "while store does not wait for the last iteration's", lambda t: sub(t, "%pview_21[%arg6] token = %arg7 :", "%pview_21[%arg6] token = %16#0 :"), "memory"),
+    ("tokens_kernel", "if yields the token from before its store", lambda t: sub(t, "yield %19, %20 :", "yield %19, %for_17#0 :"), "control_flow"),
 ]
 
 
@@ -356,6 +360,7 @@ REWRITES = [
     ("bitwise_kernel", "operands of | and & commuted", _commuted_bitwise),
     ("control_kernel", "constants hoisted out of / sunk into regions", _hoisted_out_of_regions),
     ("helper_kernel", "a splat shared by two uses", _shared_one),
+    ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
 ]
 
 

@@ -441,7 +441,7 @@ class _Normaliser:
                 del n.operands[k]
                 n.pre = _ws(n.pre[:m.start()] + n.pre[m.end():])
 
-    def masked_loads(self) -> None:
+    def masked_loads(self) -> None:  # noqa: C901 (one rule, two forms)
         """``select(m, load_ptr_tko(p, m), pad)`` with the select as the load's only user is
         ``load_ptr_tko(p, m, pad)``: a masked gather's padding, as cuTile Python writes it,
         equals a masked load without padding whose masked-off lanes (undefined) the select with
@@ -450,11 +450,11 @@ class _Normaliser:
         mask is never read (every lane loads): it is dropped (cuTile Python writes one for
         ``check_bounds=False``)."""
         for n in self.s.walk():
-            if n.opname == "load_ptr_tko" and len(n.operands) == 2 and " -> " in n.types:
+            if n.opname == "load_ptr_tko" and _untokened(n) == 2 and " -> " in n.types:
                 head, _, tail = n.types.partition(" -> ")
                 types = _split_top(head)
                 if len(types) == 2 and not re.search(r"[<x]i1>$", types[1]):
-                    n.operands = n.operands[:1]
+                    n.operands = n.operands[:1] + n.operands[2:]
                     n.pre = _ws(re.sub(r"^(\w+ %), %", r"\1", n.pre.strip()))
                     n.types = f"{types[0]} -> {tail}"
         users: dict = {}
@@ -467,16 +467,27 @@ class _Normaliser:
                 continue
             cond, val, pad = n.args()
             load = val.node if val.kind == "op" and val.index == 0 else None
-            if (load is None or load.opname != "load_ptr_tko" or len(load.operands) != 2
+            if (load is None or load.opname != "load_ptr_tko" or _untokened(load) != 2
                     or load.args()[1] is not cond or users.get(id(val)) != [n]
-                    or " -> " not in load.types or load.parent is not n.parent
-                    or any(users.get(id(r)) for r in load.results[1:])):
+                    or " -> " not in load.types or load.parent is not n.parent):
                 continue
-            # the load moves to the select's place: the padding may be defined between them
+            # the padding must be defined before the load: a constant defined between them
+            # moves up; else the load moves to the select's place when nothing between them
+            # reads its result token
             nodes = load.parent.nodes if load.parent is not None else self.s.body
-            nodes.remove(load)
-            nodes.insert(nodes.index(n), load)
-            load.operands = load.operands + [pad]
+            at, sel = nodes.index(load), nodes.index(n)
+            pp = _producer(pad)
+            if pp is not None and pp in nodes[at:sel]:
+                if not pp.operands:
+                    nodes.remove(pp)
+                    nodes.insert(at, pp)
+                elif any(users.get(id(r)) and any(u in nodes[at:sel] for u in users[id(r)])
+                         for r in load.results[1:]):
+                    continue
+                else:
+                    nodes.remove(load)
+                    nodes.insert(nodes.index(n), load)
+            load.operands = load.operands[:2] + [pad] + load.operands[2:]
             load.pre = _ws(re.sub(r"^(\w+ %, %)", r"\1, %", load.pre.strip()))
             head, _, tail = load.types.partition(" -> ")
             load.types = f"{head}, {pad.type} -> {tail}"
@@ -568,6 +579,11 @@ def _unify_strides(ref: _Side, port: _Side) -> list[tuple[_Node, _Node, int, str
 
 def _enclosing_op(n: _Node) -> _Node | None:
     return n.parent.owner if n.parent is not None else None
+
+
+def _untokened(n: _Node) -> int:
+    """Operands of a memory op other than its ``token=`` (printed last)."""
+    return len(n.operands) - (1 if _TOKEN_OPERAND.search(n.pre) else 0)
 
 
 def _effectful(n: _Node, memo: dict) -> bool:

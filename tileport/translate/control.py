@@ -95,12 +95,16 @@ class ControlRules:
         if var is not None and var.decl is None:
             self.fail(node, name, "rebinding a kernel parameter is not translated")
         rn = self.local_prefix + self.rname(name)
-        last = self.out.lines[-1] if self.out.lines else None
+        # the line that bound the value (token bookkeeping after a load does not count)
+        pos = len(self.out.lines) - 1
+        while pos >= 0 and pos in getattr(self, "tok_pure", {}):
+            pos -= 1
+        last = self.out.lines[pos] if pos >= 0 else None
         if (expr.startswith("__t") and last is not None and last[0] == self.out.indent
                 and last[1].startswith(f"let {expr}: ")):
             # the value was just bound to a temporary: give that binding the Python name
             last[1] = f"let {rn}: " + last[1][len(f"let {expr}: "):]
-            idx = len(self.out.lines) - 1
+            idx = pos
             if expr in self.muls:
                 a, b, i, _, fl = self.muls.pop(expr)
                 self.muls[rn] = (a, b, i, name, fl)
@@ -150,12 +154,8 @@ class ControlRules:
         if cty.kind != "bool":
             self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
                                                       "int32 scalars (or a constexpr test)")
-        self.out.emit(f"if {c} {{", s.lineno)
-        self.branch(s.body)
-        if s.orelse:
-            self.out.emit("} else {", s.lineno)
-            self.branch(s.orelse)
-        self.out.emit("}", s.lineno)
+        self.tokened_if(f"if {c} {{", lambda: self.branch(s.body),
+                        (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
 
     def branch(self, stmts):
         self.out.indent += 1
@@ -176,9 +176,7 @@ class ControlRules:
             self.fail(s, "while " + ast.unparse(s.test), "the condition must be a comparison of "
                                                          "int32 scalars")
         cond = self.out.lines.pop()[1][len(f"let {c}: bool = "):-1]
-        self.out.emit(f"while {cond} {{", s.lineno)
-        self.branch(s.body)
-        self.out.emit("}", s.lineno)
+        self.tokened_loop(f"while {cond} {{", lambda: self.branch(s.body), s.lineno)
 
     def if_expr(self, node: ast.IfExp) -> tuple[str, Ty]:
         """``a if c else b``: the branch a constexpr test takes, or a Rust ``if`` expression
@@ -239,13 +237,14 @@ class ControlRules:
             head = f"for {var} in {args[0]}..{args[1]} {{"
         else:
             head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
-        self.out.emit(head, s.lineno)
-        self.out.indent += 1
-        self.scopes.append({s.target.id: Var(var, Ty("i32"), None, len(self.scopes))})
-        self.block(s.body)
-        self.scopes.pop()
-        self.out.indent -= 1
-        self.out.emit("}", s.lineno)
+
+        def body():
+            self.out.indent += 1
+            self.scopes.append({s.target.id: Var(var, Ty("i32"), None, len(self.scopes))})
+            self.block(s.body)
+            self.scopes.pop()
+            self.out.indent -= 1
+        self.tokened_loop(head, body, s.lineno, ivar=var)
 
     # ---- helper functions ----------------------------------------------------------
     def inline_call(self, node: ast.Call):

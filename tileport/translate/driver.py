@@ -15,9 +15,10 @@ from .matrix import MatrixRules
 from .memory import STRIDES_HELPER, MemoryRules
 from .reductions import ReductionRules
 from .shape import ShapeRules
+from .tokens import TokenRules
 
-FAMILIES = (ControlRules, MemoryRules, ArithRules, ReductionRules, ShapeRules, MatrixRules,
-            HintRules)
+FAMILIES = (ControlRules, MemoryRules, TokenRules, ArithRules, ReductionRules, ShapeRules,
+            MatrixRules, HintRules)
 
 
 def _merge_calls(families) -> dict[str, str]:
@@ -67,6 +68,7 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # docstring
         self.block(body)
+        self.prune_tokens()
         head = []
         if self.need_pid:
             head.append([2, "let __pid: (i32, i32, i32) = get_tile_block_id();", self.fn.lineno])

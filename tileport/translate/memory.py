@@ -1,7 +1,8 @@
 """Memory: arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``, ``a.shape[i]``.
 
 ``ct.load``/``ct.store`` become partition views (``make_partition_view`` with the same padding
-marker / ``partition_full_mut``) read by cutile's raw ``load_view_tko`` and written by its
+marker / ``make_partition_view_mut``, each made from the memory token its op waits for:
+:mod:`.tokens`) read by cutile's raw ``load_view_tko`` and written by its
 raw ``store_view_tko_mut`` (what ``store_unchecked`` calls), so both sides emit ``load_view_tko`` /
 ``store_view_tko`` on the same ``partition_view`` type, with the reference's latency and TMA
 hints (:mod:`.hints`). Neither is cutile's *checked* ``Partition::load`` / ``store``: cuTile
@@ -71,18 +72,24 @@ class MemoryRules:
             self.fail(node, ast.unparse(node), f"{what} must be an int known at compile time")
         return ty.value
 
-    def index_of(self, node, ndim: int) -> str:
+    def index_elems(self, node, ndim: int) -> list[str]:
+        """The Rust int32 expressions of a tile index (one per array axis)."""
         elts = node.elts if isinstance(node, ast.Tuple) else [node]
         if len(elts) != ndim:
             self.fail(node, ast.unparse(node), f"index has {len(elts)} entries, array rank is {ndim}")
-        return "[" + ", ".join(self.int_expr(e) for e in elts) + "]"
+        return [self.int_expr(e) for e in elts]
 
-    def view(self, arr: Var, shape: tuple, padding: str, node) -> str:
+    def index_of(self, node, ndim: int) -> str:
+        return "[" + ", ".join(self.index_elems(node, ndim)) + "]"
+
+    def view(self, arr: Var, shape: tuple, padding: str, node, token: str | None = None) -> str:
+        """A partition view of ``arr`` whose accesses wait for ``token`` (default: the tensor's
+        own token, for a view only queried, e.g. by ``ct.num_tiles``)."""
         name = self.fresh("view")
         self.out.emit(
             f"let {name}: Partition<E, {{[{', '.join(shape)}]}}> = make_partition_view("
             f"{arr.rust}, shape![{', '.join(shape)}], {padding}, dim_map::Identity, "
-            f"get_tensor_token({arr.rust}));", self.line)
+            f"{token or f'get_tensor_token({arr.rust})'});", self.line)
         return name
 
     def padding_of(self, call) -> str:
@@ -100,11 +107,14 @@ class MemoryRules:
         shape = self.shape_of(shp_node)
         if len(shape) != arr.ty.ndim:
             self.fail(call, "ct.load", f"tile rank {len(shape)} != array rank {arr.ty.ndim}")
-        v = self.view(arr, shape, self.padding_of(call), call)
+        index = self.index_of(idx_node, arr.ty.ndim)
+        v = self.view(arr, shape, self.padding_of(call), call, self.load_token(arr.rust, call))
         # the reference's load_view_tko carries no bounds assert: see the module docstring
-        return self.bind(f"load_view_tko(&{v}, {self.index_of(idx_node, arr.ty.ndim)}, "
-                         f"ordering::Weak, scope::TileBlock, {self.latency_arg(call)}, "
-                         f"{self.tma_arg(call)})", Ty("tile", "E", shape))
+        out = self.bind(f"load_view_tko(&{v}, {index}, "
+                        f"ordering::Weak, scope::TileBlock, {self.latency_arg(call)}, "
+                        f"{self.tma_arg(call)})", Ty("tile", "E", shape))
+        self.loaded(arr.rust, self._tok_let(f"get_partition_token(&{v})"))
+        return out
 
     def store(self, call):
         self.check_kwargs(call, {"index", "tile", "latency", "allow_tma"})
@@ -116,13 +126,19 @@ class MemoryRules:
                                         "dtype: cast with ct.astype(t, arr.dtype) first")
         if len(ty.shape) != arr.ty.ndim:
             self.fail(call, "ct.store", f"tile rank {len(ty.shape)} != array rank {arr.ty.ndim}")
+        index = self.index_elems(idx_node, arr.ty.ndim)
+        token = self.store_token(arr.rust, call, tile_store=True, index=index)
         name = self.fresh("out")
         self.out.emit(f"let mut {name}: PartitionMut<E, {{[{', '.join(ty.shape)}]}}> = "
-                      f"{arr.rust}.partition_full_mut(shape![{', '.join(ty.shape)}]);", self.line)
+                      f"make_partition_view_mut({arr.rust}, shape![{', '.join(ty.shape)}], padding::None, "
+                      f"{token});", self.line)
         # the reference's store_view_tko carries no bounds assert: see the module docstring
-        self.out.emit(f"store_view_tko_mut(&mut {name}, {t}, {self.index_of(idx_node, arr.ty.ndim)}, "
+        self.out.emit(f"store_view_tko_mut(&mut {name}, {t}, [{', '.join(index)}], "
                       f"ordering::Weak, scope::TileBlock, {self.latency_arg(call)}, "
                       f"{self.tma_arg(call)});", self.line)
+        # the store's result token is the view's token after it (cutile 0.5.0 compiles the call
+        # to the view itself, whatever its declared `-> Token`)
+        self.stored(arr.rust, self._tok_let(f"get_partition_token_mut(&{name})"), call)
 
     def num_tiles(self, node) -> tuple[str, Ty]:
         self.check_kwargs(node, {"axis", "shape"})
@@ -155,7 +171,9 @@ class MemoryRules:
         self.out.emit(f"let ({raw}, {tok}): (Tile<E, {{[{sh}]}}>, Token) = load_ptr_tko({ptrs}, "
                       f"ordering::Weak, None::<scope::TileBlock>, "
                       f"{f'Some({mask})' if mask else 'None'}, None::<E>, "
-                      f"None::<Token>, {self.latency_marker(call)});", self.line)
+                      f"Some({self.load_token(arr.rust, call)}), {self.latency_marker(call)});", self.line)
+        self.tok_names.add(tok)
+        self.loaded(arr.rust, tok)
         if mask is None:
             return raw, Ty("tile", "E", shape)
         # cutile has no scalar of the generic element type for load_ptr_tko's padding: the
@@ -177,9 +195,12 @@ class MemoryRules:
             self.fail(call, "ct.scatter", f"the value has dtype {vt.dtype}, the array the variant "
                                           f"dtype: cast with ct.astype(v, arr.dtype) first")
         value = self.as_tile(ve, vt, "E", shape, call)
-        self.out.emit(f"store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scope::TileBlock>, "
-                      f"{f'Some({mask})' if mask else 'None'}, "
-                      f"None::<Token>, {self.latency_marker(call)});", self.line)
+        token = self.store_token(arr.rust, call)
+        done = self.fresh("tk")
+        self.out.emit(f"let {done}: Token = store_ptr_tko({ptrs}, {value}, ordering::Weak, "
+                      f"None::<scope::TileBlock>, {f'Some({mask})' if mask else 'None'}, "
+                      f"Some({token}), {self.latency_marker(call)});", self.line)
+        self.stored(arr.rust, done, call)
 
     def gather_scatter(self, call, arr: Var, idx_node) -> tuple[str, str | None, tuple]:
         """The pointer tile and mask of a gather/scatter, op for op as cuTile Python builds them

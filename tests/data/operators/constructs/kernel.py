@@ -127,3 +127,29 @@ def helper_kernel(x, y, TILE: ConstInt):
     t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     s, f = _scale_twice(t, 2.0, TILE)
     ct.store(y, index=(bid,), tile=ct.astype(_sigmoid(s) + f, y.dtype))
+
+
+@ct.kernel
+def tokens_kernel(x, y, TILE: ConstInt):
+    """Memory tokens threaded as cuTile Python threads them: an array loaded then stored in
+    place, a loop storing to an array it also reads (carried tokens), a loop whose only op on
+    an array is a store at the loop index (a parallel store), stores under a run-time if and
+    in a while loop."""
+    bid = ct.bid(0)
+    n = ct.num_tiles(x, axis=0, shape=(TILE,))
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(x, index=(bid,), tile=t + t)
+    offs = ct.arange(TILE, dtype=ct.int32)
+    for i in range(bid, n, ct.num_blocks(0)):
+        u = ct.gather(x, offs + i * TILE)
+        ct.scatter(y, offs + i * TILE, u)
+        ct.store(x, index=(i,), tile=u)
+    for i in range(bid, n):
+        ct.store(y, index=(i,), tile=t)
+    if bid % 2 == 0:
+        ct.store(y, index=(bid,), tile=ct.load(x, index=(bid + 1,), shape=(TILE,)))
+    k = 0
+    while k < bid:
+        v = ct.load(y, index=(k,), shape=(TILE,))
+        ct.store(x, index=(k,), tile=v)
+        k += 1
