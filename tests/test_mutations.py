@@ -66,6 +66,13 @@ def pointer_load(t: str) -> str:
     return sub(t, load, new)
 
 
+def _alias_padding_nan(t: str) -> str:
+    for needle in ("%pview_4 = make_partition_view", "load_view_tko weak %pview_4["):
+        line = line_of(t, needle)
+        t = sub(t, line, line.replace("padding_value = zero", "padding_value = nan"))
+    return t
+
+
 # (op, mutant, edit, expected category) -- each changes what the kernel computes
 MUTANTS = [
     ("softmax", "max combiner -> min", lambda t: sub(t, "= maxf %reduce_lhs", "= minf %reduce_lhs"), "reduction"),
@@ -160,6 +167,12 @@ MUTANTS = [
     ("tokens_kernel", "in-place store does not wait for the load", lambda t: sub(t, "%pview_5[%blockId_x] token = %2 :", "%pview_5[%blockId_x] token = %0 :"), "memory"),
     ("tokens_kernel", "loop gather does not wait for the last iteration's store", lambda t: sub(t, "token=%iterArg1 :", "token=%4 :"), "memory"),
     ("tokens_kernel", "while store does not wait for the last iteration's", lambda t: sub(t, "%pview_21[%arg6] token = %arg7 :", "%pview_21[%arg6] token = %16#0 :"), "memory"),
+    ("rounding_kernel", "exp APPROX -> the default (FULL)", lambda t: sub(t, "%2 = exp %1 rounding<approx>", "%2 = exp %1"), "math"),
+    ("rounding_kernel", "tanh APPROX dropped", lambda t: sub(t, "%4 = tanh %1 rounding<approx>", "%4 = tanh %1"), "math"),
+    ("rounding_kernel", "truediv without flush_to_zero", lambda t: sub(t, "divf %2, %3 rounding<approx> flush_to_zero", "divf %2, %3 rounding<approx>"), "math"),
+    ("aliases_kernel", "the local alias's padding zero -> nan", _alias_padding_nan, "memory"),
+    ("aliases_kernel", "full() filled with the block id, not bid * TILE", lambda t: sub(t, "%reshape = reshape %2 : tile<i32>", "%reshape = reshape %blockId_x : tile<i32>"), "math"),
+    ("aliases_kernel", "ones(dtype=t.dtype) -> twos", lambda t: sub(t, "<f16: 1.000000e+00> : tile<1024xf16>", "<f16: 2.000000e+00> : tile<1024xf16>"), "constant"),
     ("tokens_kernel", "if yields the token from before its store", lambda t: sub(t, "yield %19, %20 :", "yield %19, %for_17#0 :"), "control_flow"),
 ]
 
@@ -331,6 +344,11 @@ def _full_shape_scalar(t: str) -> str:
     return sub(t, "select %4, %3, %bcast ", "select %4, %3, %cst_0_f16_4 ")
 
 
+def _swap_exp_tanh(t: str) -> str:
+    a, b = line_of(t, "%3 = exp %1"), line_of(t, "%4 = tanh %1 rounding<approx>")
+    return sub(sub(t, a, "@@A@@"), b, a).replace("@@A@@", b)
+
+
 # (op, rewrite, edit) -- each keeps what the kernel computes
 REWRITES = [
     ("softmax", "every SSA value renamed", _rename),
@@ -360,6 +378,8 @@ REWRITES = [
     ("bitwise_kernel", "operands of | and & commuted", _commuted_bitwise),
     ("control_kernel", "constants hoisted out of / sunk into regions", _hoisted_out_of_regions),
     ("helper_kernel", "a splat shared by two uses", _shared_one),
+    ("rounding_kernel", "independent exp and tanh reordered", _swap_exp_tanh),
+    ("aliases_kernel", "the unread padding of an unchecked gather changed", lambda t: sub(t, "%cst_0_f16 = constant <f16: 0.000000e+00> : tile<f16>", "%cst_0_f16 = constant <f16: 1.000000e+00> : tile<f16>")),
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
 ]
 

@@ -28,6 +28,11 @@ FLAGGED_MATH = {
     "rsqrt": ("rsqrt({x}, ftz::{f})", False, True),
     "sqrt": ("sqrt({x}, rounding::{r}, ftz::{f})", True, True),
 }
+# unary math whose rounding_mode= (RoundingMode.FULL, the default, or APPROX; f32) selects
+# cutile's `*_with_rounding` form (cutile 0.5.0 _core.rs: exp_with_rounding, tanh_with_rounding)
+ROUNDED_MATH = {"exp": "exp_with_rounding({x}, rounding::{r})",
+                "tanh": "tanh_with_rounding({x}, rounding::{r})"}
+ROUNDED_MATH_MODES = {"FULL", "APPROX"}
 # ct.add/sub/mul/truediv (with rounding_mode=, flush_to_zero=) -> the operator they spell
 ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 BINARY_MATH = {"maximum": "max_tile", "minimum": "min_tile"}

@@ -73,8 +73,20 @@ class ControlRules:
                       "statement not translated")
 
     def assign(self, name: str, value, node, computed: tuple | None = None):
-        """``name = value`` (``computed``: the value's (Rust expression, type) already made)."""
+        """``name = value`` (``computed``: the value's (Rust expression, type) already made). A
+        name bound to an enum member (``zero_pad = ct.PaddingMode.ZERO``) is a compile-time
+        alias: nothing is emitted."""
+        member = self.enum_of(value) if computed is None and value is not None else None
+        if member is not None:
+            self.scopes[-1][name] = Var(".".join(member), Ty("enum", value=member), None,
+                                        len(self.scopes) - 1)
+            return
         expr, ty = computed if computed is not None else self.expr(value)
+        if ty.kind == "lit" and isinstance(ty.value, bool):
+            # a compile-time truth value (`check = TILE != N` on specialised constexprs): cuTile
+            # Python keeps it a constant; it has no Rust value to carry
+            self.scopes[-1][name] = Var(repr(ty.value), ty, None, len(self.scopes) - 1)
+            return
         if ty.kind in ("lit",):
             ty, expr = self.lit_scalar(ty)
         if ty.kind in ("arr", "dtype"):

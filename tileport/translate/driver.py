@@ -9,7 +9,7 @@ from .. import analyze as A
 from .. import manifest as M
 from .arith import ArithRules
 from .control import ControlRules
-from .core import DTYPE_KEY, TranslatorBase, Ty, Unsupported, Var
+from .core import DTYPE_KEY, TranslatorBase, Ty, Unsupported, Var, module_constants
 from .hints import HintRules
 from .matrix import MatrixRules
 from .memory import STRIDES_HELPER, MemoryRules
@@ -115,6 +115,10 @@ STATIC_ARGS = {
     "permute": [(1, "axes", False)], "transpose": [(1, "axis0", False), (2, "axis1", False)],
     "cat": [(1, "axis", False)],
 }
+# compile-time keyword-only arguments (a name bound once in the kernel counts as its value:
+# `check = TILE != N; ct.gather(..., check_bounds=check)`)
+STATIC_KWARGS = {"gather": ("check_bounds",), "scatter": ("check_bounds",),
+                 "load": ("check_bounds", "order"), "store": ("check_bounds", "order")}
 
 
 def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "ct",
@@ -124,7 +128,14 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
     const-generic form in Rust), and int ones a compile-time argument computes with
     (:data:`STATIC_ARGS`); in parameter order."""
     cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
+    # module-level constants are compile-time values too (`if APPROX == GELU_TANH:`)
+    static = cnames | set(module_constants(module) if module is not None else ())
     used = set()
+    bound: dict = {}
+    for n in ast.walk(fn):
+        for t in (n.targets if isinstance(n, ast.Assign) else []):
+            if isinstance(t, ast.Name):
+                bound[t.id] = n.value if t.id not in bound else None
     helpers = {n.name: n for n in (module.body if module else ()) if isinstance(n, ast.FunctionDef)}
     for n in ast.walk(fn):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in helpers:
@@ -132,12 +143,19 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
             hp = [a.arg for a in h.args.args]
             args = dict(zip(hp, n.args)) | {k.arg: k.value for k in n.keywords}
             for t in ast.walk(h):
-                if isinstance(t, (ast.If, ast.IfExp)) and A.static_test(t.test, set(hp)):
+                if isinstance(t, (ast.If, ast.IfExp)) and A.static_test(t.test, set(hp) | static):
                     for name in {x.id for x in ast.walk(t.test) if isinstance(x, ast.Name)}:
                         if name in args:
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
-        if isinstance(n, ast.If) and A.static_test(n.test, cnames):
+        if isinstance(n, (ast.If, ast.IfExp)) and A.static_test(n.test, static):
             used |= {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)}
+        if isinstance(n, ast.Call) and A._is_ct(n.func, alias):
+            for kw in STATIC_KWARGS.get(n.func.attr, ()):
+                arg = A._kw(n, kw)
+                if isinstance(arg, ast.Name) and bound.get(arg.id) is not None:
+                    arg = bound[arg.id]
+                if arg is not None:
+                    used |= {x.id for x in ast.walk(arg) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, ast.Call) and (A._is_ct(n.func, alias) or A._is_tile_method(n.func, alias)):
             method = not A._is_ct(n.func, alias)
             for pos, kw, bare_ok in STATIC_ARGS.get(n.func.attr, ()):

@@ -86,6 +86,8 @@ class HintRules:
             return self.spec[node.id]
         if isinstance(node, ast.Name) and self.lookup(node.id) is None:
             return self.module_consts.get(node.id)
+        if isinstance(node, ast.Name) and self.lookup(node.id).ty.kind == "lit":
+            return self.lookup(node.id).ty.value      # a name bound to a compile-time value
         return None
 
     def latency_arg(self, call) -> str:

@@ -96,9 +96,11 @@ class MemoryRules:
         pm = self._kw(call, "padding_mode")
         if pm is None:
             return C.PADDING["UNDETERMINED"]
-        if isinstance(pm, ast.Attribute) and pm.attr in C.PADDING:
-            return C.PADDING[pm.attr]
-        self.fail(pm, ast.unparse(pm), "padding_mode must be a ct.PaddingMode member")
+        member = self.enum_of(pm)
+        if member is not None and member[0] == "PaddingMode" and member[1] in C.PADDING:
+            return C.PADDING[member[1]]
+        self.fail(pm, ast.unparse(pm), "padding_mode must be a ct.PaddingMode member (or a name "
+                                       "bound to one in the kernel or at module level)")
 
     def load(self, call) -> tuple[str, Ty]:
         self.check_kwargs(call, {"index", "shape", "padding_mode", "latency", "allow_tma"})

@@ -6,8 +6,11 @@ diff PASS; tests/data/ir/constructs/ keeps their Tile IR for the mutation suite.
 import math
 
 import cuda.tile as ct
+from cuda.tile import RoundingMode as RMd
 
 ConstInt = ct.Constant[int]
+PAD_ZERO = ct.PaddingMode.ZERO
+ROWS = 16
 
 
 def _sigmoid(x):
@@ -153,3 +156,34 @@ def tokens_kernel(x, y, TILE: ConstInt):
         v = ct.load(y, index=(k,), shape=(TILE,))
         ct.store(x, index=(k,), tile=v)
         k += 1
+
+
+@ct.kernel
+def rounding_kernel(x, y, TILE: ConstInt):
+    """ct.exp / ct.tanh with rounding_mode= (APPROX, FULL: the default, None), ct.truediv
+    with rounding_mode= and flush_to_zero=, the mode through an imported alias (RMd)."""
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO), ct.float32)
+    a = ct.exp(t, rounding_mode=RMd.APPROX)
+    b = ct.exp(t, rounding_mode=ct.RoundingMode.FULL)
+    c = ct.tanh(t, rounding_mode=RMd.APPROX) + ct.tanh(t, rounding_mode=None)
+    d = ct.truediv(a, b, rounding_mode=RMd.APPROX, flush_to_zero=True)
+    ct.store(y, index=(bid,), tile=ct.astype(c + d * ct.exp(t), y.dtype))
+
+
+@ct.kernel
+def aliases_kernel(x, y, BM: ConstInt, TILE: ConstInt):
+    """Compile-time values under other names: a PaddingMode member bound at module level and
+    in the kernel, a tile's dtype (t.dtype), a name bound to a constexpr comparison used as
+    check_bounds=, an if on a module-level constant; ct.full filled with a run-time scalar."""
+    bid = ct.bid(0)
+    zero_pad = ct.PaddingMode.ZERO
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD_ZERO)
+    u = ct.load(x, index=(bid + 1,), shape=(TILE,), padding_mode=zero_pad)
+    offs = ct.full((TILE,), bid * TILE, dtype=ct.int32) + ct.arange(TILE, dtype=ct.int32)
+    check = TILE != BM * 64
+    if BM == ROWS:
+        r = t * u + ct.gather(x, offs, check_bounds=check)
+    else:
+        r = t - u
+    ct.store(y, index=(bid,), tile=ct.astype(r * ct.ones((TILE,), dtype=t.dtype), y.dtype))
