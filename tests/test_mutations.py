@@ -173,6 +173,10 @@ MUTANTS = [
     ("aliases_kernel", "the local alias's padding zero -> nan", _alias_padding_nan, "memory"),
     ("aliases_kernel", "full() filled with the block id, not bid * TILE", lambda t: sub(t, "%reshape = reshape %2 : tile<i32>", "%reshape = reshape %blockId_x : tile<i32>"), "math"),
     ("aliases_kernel", "ones(dtype=t.dtype) -> twos", lambda t: sub(t, "<f16: 1.000000e+00> : tile<1024xf16>", "<f16: 2.000000e+00> : tile<1024xf16>"), "constant"),
+    ("scan_kernel", "scan axis 0 -> 1", lambda t: sub(t, "%2 = scan %1 dim=0 reverse=false", "%2 = scan %1 dim=1 reverse=false"), "reduction"),
+    ("scan_kernel", "reverse scan run forward", lambda t: sub(t, "%3 = scan %1 dim=0 reverse=true", "%3 = scan %1 dim=0 reverse=false"), "reduction"),
+    ("scan_kernel", "int scan combiner add -> mul", lambda t: sub(t, "addi %arg10, %arg11 : tile<i32>", "muli %arg10, %arg11 : tile<i32>"), "reduction"),
+    ("scan_kernel", "scan identity 0 -> 1", lambda t: sub(t, "identities=[0 : i32]", "identities=[1 : i32]"), "reduction"),
     ("tokens_kernel", "if yields the token from before its store", lambda t: sub(t, "yield %19, %20 :", "yield %19, %for_17#0 :"), "control_flow"),
 ]
 
@@ -380,6 +384,7 @@ REWRITES = [
     ("helper_kernel", "a splat shared by two uses", _shared_one),
     ("rounding_kernel", "independent exp and tanh reordered", _swap_exp_tanh),
     ("aliases_kernel", "the unread padding of an unchecked gather changed", lambda t: sub(t, "%cst_0_f16 = constant <f16: 0.000000e+00> : tile<f16>", "%cst_0_f16 = constant <f16: 1.000000e+00> : tile<f16>")),
+    ("scan_kernel", "scan combiner operands commuted", lambda t: sub(t, "addi %arg10, %arg11 : tile<i32>", "addi %arg11, %arg10 : tile<i32>")),
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
 ]
 

@@ -1,4 +1,5 @@
 import re
+from pathlib import Path
 
 import pytest
 
@@ -406,3 +407,21 @@ def scan_kernel(x, y, TILE: ConstInt):
     assert "pub unsafe fn relu_kernel" in src
     with pytest.raises(T.Unsupported, match="ct.cumsum"):
         T.translate_kernel(d, "scan_kernel")
+
+
+@pytest.mark.parametrize("call,why", [
+    ("ct.cumsum(t, axis=1)", "a scan along axis 1; cutile 0.5.0 builds every scan op with dim = 0"),
+    ("ct.cumprod(t, axis=0)", "a product scan needs the identity 1; cutile 0.5.0 builds every scan"),
+])
+def test_scans_cutile_cannot_express_are_blocked(tmp_path, call, why):
+    """cutile 0.5.0 emits every scan with dim 0 and identity 0 (compile_scan_op): a scan along
+    another axis and cumprod are BLOCKED with that evidence, never ported wrong."""
+    import shutil
+    d = tmp_path / "constructs"
+    shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("s = ct.cumsum(f, axis=0) + ct.cumsum(f, 0, reverse=True)",
+                                       f"s = {call.replace('t,', 'f,')}"))
+    with pytest.raises(T.Unsupported, match=re.escape(why)) as exc:
+        T.translate_kernel(d, "scan_kernel")
+    assert "compile_scan_op" in str(exc.value)

@@ -10,6 +10,8 @@ from __future__ import annotations
 MEMORY = {"load", "store", "gather", "scatter"}
 # reductions with (tile, axis=, keepdims=)
 REDUCTIONS = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
+# prefix scans with (tile, axis=0, reverse=False): cuTile Python name -> combiner
+SCANS = {"cumsum": "add", "cumprod": "mul"}
 # elementwise unary math: cuTile Python name -> cuTile Rust call template ({x} = operand)
 UNARY_MATH = {
     "exp": "exp({x})",
@@ -59,7 +61,7 @@ GRID = {"bid", "num_blocks", "num_tiles"}
 # (``t.astype(ct.float32)`` is ``ct.astype(t, ct.float32)``; cuda/tile/_stub.py class Tile)
 TILE_METHODS = {"astype", "reshape", "permute", "transpose", "extract", "item", "insert"}
 
-SUPPORTED_CALLS = (MEMORY | set(REDUCTIONS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
+SUPPORTED_CALLS = (MEMORY | set(REDUCTIONS) | set(SCANS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
                    | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION | INT_ARITH)
 
 PADDING = {

@@ -187,3 +187,16 @@ def aliases_kernel(x, y, BM: ConstInt, TILE: ConstInt):
     else:
         r = t - u
     ct.store(y, index=(bid,), tile=ct.astype(r * ct.ones((TILE,), dtype=t.dtype), y.dtype))
+
+
+@ct.kernel
+def scan_kernel(a, b, BM: ConstInt, TILE: ConstInt):
+    """ct.cumsum along axis 0 (also written -2 / -1 on the last axis of a 1-D tile), forward
+    and reverse, of f32, int32 and the array's dtype (cutile's scan_sum)."""
+    t = ct.load(a, index=(ct.bid(0), 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.ZERO)
+    f = ct.astype(t, ct.float32)
+    s = ct.cumsum(f, axis=0) + ct.cumsum(f, 0, reverse=True)
+    i = ct.cumsum(ct.arange(TILE, dtype=ct.int32), axis=-1)
+    c = ct.cumsum(t, axis=-2)
+    r = s + ct.astype(i, ct.float32) + ct.astype(c, ct.float32)
+    ct.store(b, index=(ct.bid(0), 0), tile=ct.astype(r, b.dtype))
