@@ -177,6 +177,10 @@ MUTANTS = [
     ("scan_kernel", "reverse scan run forward", lambda t: sub(t, "%3 = scan %1 dim=0 reverse=true", "%3 = scan %1 dim=0 reverse=false"), "reduction"),
     ("scan_kernel", "int scan combiner add -> mul", lambda t: sub(t, "addi %arg10, %arg11 : tile<i32>", "muli %arg10, %arg11 : tile<i32>"), "reduction"),
     ("scan_kernel", "scan identity 0 -> 1", lambda t: sub(t, "identities=[0 : i32]", "identities=[1 : i32]"), "reduction"),
+    ("atomic_kernel", "atomic add -> exchange", lambda t: sub(t, "atomic_rmw_tko acq_rel device %9, addf,", "atomic_rmw_tko acq_rel device %9, xchg,"), "memory"),
+    ("atomic_kernel", "relaxed atomic made acq_rel", lambda t: sub(t, "atomic_rmw_tko relaxed device", "atomic_rmw_tko acq_rel device"), "memory"),
+    ("atomic_kernel", "tile-block scope -> device", lambda t: sub(t, "atomic_rmw_tko acq_rel tl_blk", "atomic_rmw_tko acq_rel device"), "memory"),
+    ("atomic_kernel", "load after the atomics does not wait for them", lambda t: sub(t, "%pview_19[%20] token = %21 :", "%pview_19[%20] token = %0 :"), "memory"),
     ("tokens_kernel", "if yields the token from before its store", lambda t: sub(t, "yield %19, %20 :", "yield %19, %for_17#0 :"), "control_flow"),
 ]
 
@@ -385,6 +389,7 @@ REWRITES = [
     ("rounding_kernel", "independent exp and tanh reordered", _swap_exp_tanh),
     ("aliases_kernel", "the unread padding of an unchecked gather changed", lambda t: sub(t, "%cst_0_f16 = constant <f16: 0.000000e+00> : tile<f16>", "%cst_0_f16 = constant <f16: 1.000000e+00> : tile<f16>")),
     ("scan_kernel", "scan combiner operands commuted", lambda t: sub(t, "addi %arg10, %arg11 : tile<i32>", "addi %arg11, %arg10 : tile<i32>")),
+    ("atomic_kernel", "a three-way join_tokens in another order", lambda t: sub(t, "join_tokens %result_token_11, %4, %result_token_7", "join_tokens %result_token_7, %result_token_11, %4")),
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
 ]
 

@@ -425,3 +425,25 @@ def test_scans_cutile_cannot_express_are_blocked(tmp_path, call, why):
     with pytest.raises(T.Unsupported, match=re.escape(why)) as exc:
         T.translate_kernel(d, "scan_kernel")
     assert "compile_scan_op" in str(exc.value)
+
+
+def test_atomic_forms(tmp_path):
+    """ct.atomic_xchg / atomic_cas (memory order and scope carried) translate to cutile's
+    atomic_rmw_tko / atomic_cas_tko; an integer-only atomic of a float array is BLOCKED."""
+    import shutil
+    d = tmp_path / "constructs"
+    shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
+    k = d / "kernel.py"
+    text = k.read_text()
+    k.write_text(text.replace("old = ct.atomic_add(y, offs, t)",
+                              "old = ct.atomic_cas(y, offs, t, t, memory_order=ct.MemoryOrder.ACQUIRE)")
+                 .replace("ct.atomic_add(y, offs, t, check_bounds=False,",
+                          "ct.atomic_xchg(y, offs, t, check_bounds=False,"))
+    src, _ = T.translate_kernel(d, "atomic_kernel")
+    assert re.search(r"atomic_cas_tko\(__ptrs\d+, t, t, ordering::Acquire, scope::Device, Some\(__t\d+\), "
+                     r"Some\(", src), src
+    assert re.search(r"atomic_rmw_tko\(__ptrs\d+, t, atomic::Xchg, ordering::Relaxed, scope::Device, None, "
+                     r"Some\(", src), src
+    k.write_text(text.replace("old = ct.atomic_add(y, offs, t)", "old = ct.atomic_max(y, offs, t)"))
+    with pytest.raises(T.Unsupported, match="no atomic_max of a floating-point array"):
+        T.translate_kernel(d, "atomic_kernel")

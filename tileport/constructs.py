@@ -8,6 +8,17 @@ from __future__ import annotations
 
 # memory: loads and stores through partition views (TMA-eligible)
 MEMORY = {"load", "store", "gather", "scatter"}
+# atomics on pointer tiles (array, indices, update): ct name -> cutile atomic mode for float /
+# int element types (None: cuTile Python rejects the dtype; cuda/tile/_ir/ops.py
+# _ATOMIC_RMW_SPECS), and atomic_cas (array, indices, expected, desired)
+ATOMIC_RMW = {"atomic_add": ("AddF", "Add"), "atomic_xchg": ("Xchg", "Xchg"),
+              "atomic_max": (None, "Max"), "atomic_min": (None, "Min"),
+              "atomic_and": (None, "And"), "atomic_or": (None, "Or"), "atomic_xor": (None, "Xor")}
+ATOMICS = set(ATOMIC_RMW) | {"atomic_cas"}
+# cuda.tile MemoryOrder / MemoryScope member -> cutile ordering / scope marker
+MEMORY_ORDER = {"WEAK": "Weak", "RELAXED": "Relaxed", "ACQUIRE": "Acquire", "RELEASE": "Release",
+                "ACQ_REL": "AcqRel"}
+MEMORY_SCOPE = {"BLOCK": "TileBlock", "DEVICE": "Device", "SYS": "System"}
 # reductions with (tile, axis=, keepdims=)
 REDUCTIONS = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
 # prefix scans with (tile, axis=0, reverse=False): cuTile Python name -> combiner
@@ -61,7 +72,7 @@ GRID = {"bid", "num_blocks", "num_tiles"}
 # (``t.astype(ct.float32)`` is ``ct.astype(t, ct.float32)``; cuda/tile/_stub.py class Tile)
 TILE_METHODS = {"astype", "reshape", "permute", "transpose", "extract", "item", "insert"}
 
-SUPPORTED_CALLS = (MEMORY | set(REDUCTIONS) | set(SCANS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
+SUPPORTED_CALLS = (MEMORY | ATOMICS | set(REDUCTIONS) | set(SCANS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
                    | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION | INT_ARITH)
 
 PADDING = {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from .. import analyze as A
+from .. import constructs as C
 from .core import Ty, Unsupported, Var
 
 
@@ -54,6 +55,9 @@ class ControlRules:
             self.store(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "scatter"):
             self.scatter(s.value)
+        elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+                and self.is_ct(s.value.func) and s.value.func.attr in C.ATOMICS):
+            self.atomic(s.value)         # an atomic whose old values are not used
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             pass  # a string used as a comment
         elif isinstance(s, ast.Pass):

@@ -38,7 +38,8 @@ STRIDES_HELPER = """    /// The element strides of a tensor, from its type metad
 class MemoryRules:
     """Rules for arrays, partition views and pointer tiles (mixed into the driver's translator)."""
 
-    CALLS = {"load": "load", "num_tiles": "num_tiles", "gather": "gather"}
+    CALLS = {"load": "load", "num_tiles": "num_tiles", "gather": "gather",
+             **{n: "atomic" for n in C.ATOMICS}}
 
     def array_arg(self, node) -> Var:
         if not isinstance(node, ast.Name) or self.lookup(node.id) is None or self.lookup(node.id).ty.kind != "arr":
@@ -203,6 +204,65 @@ class MemoryRules:
                       f"None::<scope::TileBlock>, {f'Some({mask})' if mask else 'None'}, "
                       f"Some({token}), {self.latency_marker(call)});", self.line)
         self.stored(arr.rust, done, call)
+
+    # ---- atomics ---------------------------------------------------------------------
+    def memory_semantics(self, call, default: str, scope_default: str, allowed: set) -> tuple:
+        """``memory_order=`` / ``memory_scope=`` of a memory op as cutile's ordering and scope
+        markers, with whether the order acquires / releases (for its tokens)."""
+        found = []
+        for kw, default_member, table in (("memory_order", default, C.MEMORY_ORDER),
+                                          ("memory_scope", scope_default, C.MEMORY_SCOPE)):
+            node = self._kw(call, kw)
+            member = (kw == "memory_order" and "MemoryOrder" or "MemoryScope", default_member) \
+                if node is None else self.enum_of(node)
+            if member is None or member[1] not in table or (kw == "memory_order" and member[1] not in allowed):
+                self.fail(call, f"{ast.unparse(call.func)}(..., {kw}={ast.unparse(node) if node else ''})",
+                          f"{kw} must be one of {sorted(allowed if kw == 'memory_order' else table)} "
+                          f"(a ct.{'MemoryOrder' if kw == 'memory_order' else 'MemoryScope'} member)")
+            found.append(member[1])
+        order, scope = found
+        return (f"ordering::{C.MEMORY_ORDER[order]}", f"scope::{C.MEMORY_SCOPE[scope]}",
+                order in ("ACQUIRE", "ACQ_REL"), order in ("RELEASE", "ACQ_REL"))
+
+    def atomic(self, call) -> tuple[str, Ty]:
+        """``ct.atomic_add/xchg/max/min/and/or/xor(array, indices, update, check_bounds=,
+        memory_order=, memory_scope=)`` and ``ct.atomic_cas(array, indices, expected, desired,
+        ...)``: cutile's ``atomic_rmw_tko`` / ``atomic_cas_tko`` on the pointer tile and bounds
+        mask a scatter builds (cuTile Python's ``_gather_scatter_pointer_and_mask``), the mode
+        by element type (``addf`` for floats), ordering ``acq_rel`` and scope ``device`` by
+        default; returns the old values. Its tokens: :mod:`.tokens` (an atomic stores)."""
+        name = call.func.attr
+        cas = name == "atomic_cas"
+        self.check_kwargs(call, {"check_bounds", "memory_order", "memory_scope"})
+        if len(call.args) != (4 if cas else 3):
+            self.fail(call, f"ct.{name}", f"expects (array, indices, {'expected, desired' if cas else 'update'}) "
+                                          f"positionally")
+        arr = self.array_arg(call.args[0])
+        dtype = arr.ty.dtype
+        is_float = dtype in C.FLOAT_TILE_DTYPES
+        mode = None if cas else C.ATOMIC_RMW[name][0 if is_float else 1]
+        if not cas and mode is None:
+            self.fail(call, f"ct.{name}", f"cuTile Python has no {name} of a floating-point array")
+        order, scope, acquire, release = self.memory_semantics(
+            call, "ACQ_REL", "DEVICE", {"RELAXED", "ACQUIRE", "RELEASE", "ACQ_REL"})
+        ptrs, mask, shape = self.gather_scatter(call, arr, call.args[1])
+        values = []
+        for v in call.args[2:]:
+            ve, vt = self.expr(v)
+            if vt.kind == "tile" and vt.dtype != dtype:
+                self.fail(call, f"ct.{name}", f"the value has dtype {vt.dtype}, the array {dtype}: cast "
+                                              f"with ct.astype(v, arr.dtype) first")
+            values.append(self.as_tile(ve, vt, dtype, shape, call))
+        token = self.store_token(arr.rust, call, release=release, acquire=acquire)
+        sh = ", ".join(shape)
+        old, done = self.fresh("old"), self.fresh("tok")
+        op = (f"atomic_cas_tko({ptrs}, {values[0]}, {values[1]}, " if cas
+              else f"atomic_rmw_tko({ptrs}, {values[0]}, atomic::{mode}, ")
+        self.out.emit(f"let ({old}, {done}): (Tile<{dtype}, {{[{sh}]}}>, Token) = {op}{order}, {scope}, "
+                      f"{f'Some({mask})' if mask else 'None'}, Some({token}));", self.line)
+        self.tok_names.add(done)
+        self.stored(arr.rust, done, call, acquire=acquire)
+        return old, Ty("tile", dtype, shape)
 
     def gather_scatter(self, call, arr: Var, idx_node) -> tuple[str, str | None, tuple]:
         """The pointer tile and mask of a gather/scatter, op for op as cuTile Python builds them

@@ -7,8 +7,10 @@ array parameter is its own alias set (tileport compiles the reference with empty
 
 * a load (``ct.load``, ``ct.gather``) waits for the array's last store; its result token is
   joined eagerly into the array's last op (``join_tokens(last_op, result)``);
-* a store (``ct.store``, ``ct.scatter``) waits for the array's last op; its result token
-  becomes both;
+* a store (``ct.store``, ``ct.scatter``) or an atomic waits for the array's last op; its result
+  token becomes both;
+* an op with acquire semantics (an atomic's default ``ACQ_REL``) makes its token one every later
+  op waits for; an op with release semantics waits for every array's last op;
 * a ``for``/``while`` loop carries, for every array its body touches (in the order the body
   first touches them), the last-op token, and the last-store token too when the body stores
   to it; an ``if`` yields them likewise from both branches;
@@ -41,7 +43,8 @@ from .core import Ty
 class Effect:
     """One memory op met while translating: ``arr`` (the array's Rust name), ``kind`` ('load' /
     'store'), ``node`` (id of the call), ``region`` (the innermost loop body / branch it is in),
-    ``tile_store`` (a ``ct.store``), ``index`` (its Rust index expressions)."""
+    ``tile_store`` (a ``ct.store``), ``index`` (its Rust index expressions), ``acquire`` (its
+    memory order acquires)."""
 
     arr: str
     kind: str
@@ -49,6 +52,7 @@ class Effect:
     region: int
     tile_store: bool = False
     index: tuple = ()
+    acquire: bool = False
 
 
 @dataclass
@@ -60,6 +64,9 @@ class LoopCtx:
     parallel: set = field(default_factory=set)
     parent: dict = field(default_factory=dict)
 
+
+# the key of the last acquiring op's token (``ACQUIRE_TOKEN_KEY``): every later op waits for it
+ACQUIRE = "acquire"
 
 # translation state that a dry run may read but never changes (shared, not restored)
 _STATIC_STATE = {"fn", "params", "module_functions", "uses", "module_consts", "maths", "spec",
@@ -118,33 +125,57 @@ class TokenRules:
             log.append(eff)
 
     # ---- memory ops ----------------------------------------------------------------
-    def load_token(self, arr: str, node) -> str:
+    def _input_token(self, arr: str, role: str, release: bool = False, first: str | None = None) -> str:
+        """The token an op on ``arr`` waits for (``_get_input_token``): the array's token of
+        ``role``, joined with the last acquire's token when there is one and, for an op with
+        release semantics, with every array's last op. ``first``: the array's token to use
+        instead of its current one (a parallel store's)."""
+        toks = [first or self.tok_of(arr, role)]
+        for key, tok in self.tok_map.items():
+            if (key == ACQUIRE or (release and key[1] == "op")) and tok not in toks:
+                toks.append(tok)
+        if len(toks) == 1:
+            return toks[0]
+        return self._tok_let(f"join_tokens(&[{', '.join(toks)}])")
+
+    def load_token(self, arr: str, node, acquire: bool = False) -> str:
         """The token a load of ``arr`` waits for (its last store)."""
         self._tok_init()
-        self._record(Effect(arr, "load", id(node), self.region_stack[-1]))
-        return self.tok_of(arr, "store")
+        self._record(Effect(arr, "load", id(node), self.region_stack[-1], acquire=acquire))
+        return self._input_token(arr, "store")
 
-    def loaded(self, arr: str, result: str):
-        """After a load of ``arr`` with result token ``result``: last op = join(last op, result)."""
+    def loaded(self, arr: str, result: str, acquire: bool = False):
+        """After a load of ``arr`` with result token ``result``: last op = join(last op, result);
+        an acquiring load's token orders every later op."""
         self.tok_map[(arr, "op")] = self._tok_let(f"join_tokens(&[{self.tok_of(arr, 'op')}, {result}])")
+        if acquire:
+            self.tok_map[ACQUIRE] = result
 
-    def store_token(self, arr: str, node, tile_store: bool = False, index: tuple = ()) -> str:
-        """The token a store to ``arr`` waits for: its last op, or for a parallel store of the
-        innermost ``for`` loop the last op before the loop."""
+    def store_token(self, arr: str, node, tile_store: bool = False, index: tuple = (),
+                    release: bool = False, acquire: bool = False) -> str:
+        """The token a store (or atomic) on ``arr`` waits for: its last op, or for a parallel
+        store of the innermost ``for`` loop the last op before the loop."""
         self._tok_init()
-        self._record(Effect(arr, "store", id(node), self.region_stack[-1], tile_store, tuple(index)))
+        self._record(Effect(arr, "store", id(node), self.region_stack[-1], tile_store, tuple(index),
+                            acquire))
         ctx = self.loop_ctx
         if ctx is not None and id(node) in ctx.parallel:
-            return ctx.parent.get((arr, "op"), f"get_tensor_token({arr})")
-        return self.tok_of(arr, "op")
+            before = ctx.parent.get((arr, "op"), f"get_tensor_token({arr})")
+            acq = self.tok_map.get(ACQUIRE)
+            if acq is not None and acq != before:
+                return self._tok_let(f"join_tokens(&[{before}, {acq}])")
+            return before
+        return self._input_token(arr, "op", release)
 
-    def stored(self, arr: str, result: str, node):
-        """After a store to ``arr`` with result token ``result``."""
+    def stored(self, arr: str, result: str, node, acquire: bool = False):
+        """After a store (or atomic) on ``arr`` with result token ``result``."""
         ctx = self.loop_ctx
         if ctx is not None and id(node) in ctx.parallel:
             result = self._tok_let(f"join_tokens(&[{self.tok_of(arr, 'op')}, {result}])")
         self.tok_map[(arr, "op")] = result
         self.tok_map[(arr, "store")] = result
+        if acquire:
+            self.tok_map[ACQUIRE] = result
 
     # ---- regions: loops and run-time ifs ---------------------------------------------
     def _dry_run(self, run) -> list:
@@ -190,6 +221,8 @@ class TokenRules:
             keys.append((arr, "op"))
             if stores:
                 keys.append((arr, "store"))
+        if any(e.acquire for e in effects):
+            keys.append(ACQUIRE)
         return keys
 
     def _carry(self, keys: list) -> dict:
@@ -198,7 +231,10 @@ class TokenRules:
         for key in keys:
             self.carry_seq += 1
             name = f"{self.carry_prefix}{self.carry_seq:04d}"
-            idx = self.out.emit(f"let mut {name}: Token = {self.tok_of(*key)};", self.line)
+            init = self.tok_map.get(key) if key == ACQUIRE else self.tok_of(*key)
+            if init is None:            # no acquire before: the first op's own token (make_token)
+                init = "new_token_unordered()"
+            idx = self.out.emit(f"let mut {name}: Token = {init};", self.line)
             self.tok_pure[idx] = name
             self.tok_names.add(name)
             out[key] = name

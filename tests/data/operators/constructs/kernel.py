@@ -200,3 +200,18 @@ def scan_kernel(a, b, BM: ConstInt, TILE: ConstInt):
     c = ct.cumsum(t, axis=-2)
     r = s + ct.astype(i, ct.float32) + ct.astype(c, ct.float32)
     ct.store(b, index=(ct.bid(0), 0), tile=ct.astype(r, b.dtype))
+
+
+@ct.kernel
+def atomic_kernel(x, y, TILE: ConstInt):
+    """ct.atomic_add on a pointer tile: default acq_rel / device (an acquiring, releasing op for
+    the memory tokens), relaxed with check_bounds=False, tile-block scope; its old values used,
+    then a load and a store ordered after them."""
+    bid = ct.bid(0)
+    offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    old = ct.atomic_add(y, offs, t)
+    ct.atomic_add(y, offs, t, check_bounds=False, memory_order=ct.MemoryOrder.RELAXED)
+    again = ct.atomic_add(y, offs, old, memory_scope=ct.MemoryScope.BLOCK)
+    u = ct.load(x, index=(bid + 1,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(x, index=(bid,), tile=again + u)
