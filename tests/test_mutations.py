@@ -73,6 +73,30 @@ def _alias_padding_nan(t: str) -> str:
     return t
 
 
+def _early_return_falls_through(t: str) -> str:
+    lines = t.split("\n")
+    i = next(k for k, ln in enumerate(lines) if "%7 = store_view_tko" in ln)
+    assert lines[i + 1].strip().startswith("return")
+    lines[i + 1] = lines[i + 1].replace("return", "yield %7 : token")
+    return "\n".join(lines)
+
+
+def _bare_return_dropped(t: str) -> str:
+    lines = t.split("\n")
+    i = next(k for k, ln in enumerate(lines) if ln.strip().startswith("if %5 {"))
+    assert lines[i + 1].strip().startswith("return")
+    del lines[i + 1]
+    return "\n".join(lines)
+
+
+def _body_in_single_pass_loop(t: str) -> str:
+    lines = t.split("\n")
+    start = next(k for k, ln in enumerate(lines) if "get_tile_block_id" in ln)
+    end = max(k for k, ln in enumerate(lines) if ln.startswith("  return"))
+    body = ["  " + ln for ln in lines[start:end + 1]]
+    return "\n".join(lines[:start] + ["  loop {"] + body + ["  }", lines[end]] + lines[end + 1:])
+
+
 # (op, mutant, edit, expected category) -- each changes what the kernel computes
 MUTANTS = [
     ("softmax", "max combiner -> min", lambda t: sub(t, "= maxf %reduce_lhs", "= minf %reduce_lhs"), "reduction"),
@@ -181,6 +205,9 @@ MUTANTS = [
     ("atomic_kernel", "relaxed atomic made acq_rel", lambda t: sub(t, "atomic_rmw_tko relaxed device", "atomic_rmw_tko acq_rel device"), "memory"),
     ("atomic_kernel", "tile-block scope -> device", lambda t: sub(t, "atomic_rmw_tko acq_rel tl_blk", "atomic_rmw_tko acq_rel device"), "memory"),
     ("atomic_kernel", "load after the atomics does not wait for them", lambda t: sub(t, "%pview_19[%20] token = %21 :", "%pview_19[%20] token = %0 :"), "memory"),
+    ("return_kernel", "early return dropped: the zero store falls through", _early_return_falls_through, "control_flow"),
+    ("return_kernel", "bare early return dropped", _bare_return_dropped, "control_flow"),
+    ("return_kernel", "return condition > -> >=", lambda t: sub(t, "cmpi greater_than %blockId_x, %4", "cmpi greater_than_or_equal %blockId_x, %4"), "math"),
     ("tokens_kernel", "if yields the token from before its store", lambda t: sub(t, "yield %19, %20 :", "yield %19, %for_17#0 :"), "control_flow"),
 ]
 
@@ -390,6 +417,7 @@ REWRITES = [
     ("aliases_kernel", "the unread padding of an unchecked gather changed", lambda t: sub(t, "%cst_0_f16 = constant <f16: 0.000000e+00> : tile<f16>", "%cst_0_f16 = constant <f16: 1.000000e+00> : tile<f16>")),
     ("scan_kernel", "scan combiner operands commuted", lambda t: sub(t, "addi %arg10, %arg11 : tile<i32>", "addi %arg11, %arg10 : tile<i32>")),
     ("atomic_kernel", "a three-way join_tokens in another order", lambda t: sub(t, "join_tokens %result_token_11, %4, %result_token_7", "join_tokens %result_token_7, %result_token_11, %4")),
+    ("return_kernel", "the body in a loop that returns once", _body_in_single_pass_loop),
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
 ]
 

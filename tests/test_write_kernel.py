@@ -447,3 +447,18 @@ def test_atomic_forms(tmp_path):
     k.write_text(text.replace("old = ct.atomic_add(y, offs, t)", "old = ct.atomic_max(y, offs, t)"))
     with pytest.raises(T.Unsupported, match="no atomic_max of a floating-point array"):
         T.translate_kernel(d, "atomic_kernel")
+
+
+def test_early_return_in_a_for_loop_is_blocked(tmp_path):
+    """A kernel-level early return becomes a loop that returns once (return_kernel); one
+    inside a for loop has no cutile form (compile_block.rs: no return inside a for)."""
+    import shutil
+    d = tmp_path / "constructs"
+    shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
+    src, _ = T.translate_kernel(d, "return_kernel")
+    assert re.search(r"\n        loop \{\n", src) and src.count("return;") == 3, src
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("    if bid > n // 2:\n        return\n",
+                                       "    for i in range(bid, n):\n        if i > 3:\n            return\n"))
+    with pytest.raises(T.Unsupported, match="a return inside a for loop"):
+        T.translate_kernel(d, "return_kernel")

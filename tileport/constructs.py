@@ -65,14 +65,16 @@ BUILTINS = {"range", "min", "max"}
 COMPARISONS = {"Lt": "LessThan", "LtE": "LessThanOrEqual", "Gt": "GreaterThan",
                "GtE": "GreaterThanOrEqual", "Eq": "Equal", "NotEq": "NotEqual"}
 SHAPE_OPS = {"reshape", "astype", "mma", "expand_dims", "broadcast_to", "permute", "transpose",
-             "extract", "cat"}
+             "extract", "cat", "item"}
 GRID = {"bid", "num_blocks", "num_tiles"}
+# compile-time checks: evaluated when a variant is compiled, emit nothing
+STATIC = {"static_assert"}
 
 # methods of a cuTile Tile that spell a ct function with the tile as first argument
 # (``t.astype(ct.float32)`` is ``ct.astype(t, ct.float32)``; cuda/tile/_stub.py class Tile)
 TILE_METHODS = {"astype", "reshape", "permute", "transpose", "extract", "item", "insert"}
 
-SUPPORTED_CALLS = (MEMORY | ATOMICS | set(REDUCTIONS) | set(SCANS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
+SUPPORTED_CALLS = (MEMORY | ATOMICS | STATIC | set(REDUCTIONS) | set(SCANS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
                    | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION | INT_ARITH)
 
 PADDING = {

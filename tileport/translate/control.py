@@ -58,12 +58,16 @@ class ControlRules:
         elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
                 and self.is_ct(s.value.func) and s.value.func.attr in C.ATOMICS):
             self.atomic(s.value)         # an atomic whose old values are not used
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "static_assert"):
+            self.static_assert(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             pass  # a string used as a comment
         elif isinstance(s, ast.Pass):
             pass
         elif isinstance(s, ast.Return) and s.value is None and s is self.fn.body[-1]:
             pass
+        elif isinstance(s, ast.Return) and s.value is None and not self.inlining:
+            self.early_return(s)
         elif isinstance(s, ast.For):
             self.for_loop(s)
         elif isinstance(s, ast.While):
@@ -228,6 +232,58 @@ class ControlRules:
         del mid
         return name, ty
 
+    def kernel_returns_early(self) -> bool:
+        """Does the kernel ``return`` before its end (``if bid >= n: return``)?"""
+        return any(isinstance(n, ast.Return) for s in self.fn.body[:-1] for n in ast.walk(s)) or (
+            bool(self.fn.body) and not isinstance(self.fn.body[-1], ast.Return)
+            and any(isinstance(n, ast.Return) for n in ast.walk(self.fn.body[-1])))
+
+    def early_return(self, s: ast.Return):
+        """``return`` before the kernel's end: cuTile Python ends the branch with Tile IR's
+        ``return`` (the ``if`` yields only from the branches that go on). cutile 0.5.0 lowers a
+        ``return`` only at the top of a function body or inside a ``loop`` (cutile-compiler
+        0.5.0 ``compile_block.rs``: "`return` is only supported at the top level of a function
+        body" unless ``innermost_loop == Loop``), so the driver wraps such a kernel's body in a
+        ``loop { ... return; }`` that runs once; the IR diff reads a loop without carried values
+        whose body ends in ``return`` as its body (``single_pass_loops``). A ``return`` inside a
+        ``for`` loop (cuTile Python rewrites the loop, ``lower_for_with_return``) is not
+        translated."""
+        if any(kind == "for" for kind in getattr(self, "loop_kinds", [])):
+            self.fail(s, "return", "a return inside a for loop (cuTile Python rewrites the loop "
+                                   "around it) is not translated; cutile 0.5.0 lowers no return "
+                                   "inside a for (compile_block.rs: !ctx.inside_for)")
+        self.out.emit("return;", s.lineno)
+
+    def static_assert(self, call: ast.Call):
+        """``ct.static_assert(condition, message)``: evaluated for this entry's constexpr values
+        as cuTile Python evaluates it when it compiles a variant (its constexprs are
+        specialised); true emits nothing, false is the kernel's error (cuTile Python raises
+        StaticAssertionError with the message) and no port is written."""
+        if not 1 <= len(call.args) <= 2 or call.keywords:
+            self.fail(call, "ct.static_assert", "expects (condition[, message])")
+        cond = call.args[0]
+        if not self.is_static_test(cond):
+            self.fail(call, f"ct.static_assert({ast.unparse(cond)})",
+                      "the condition is not one the translator evaluates at compile time "
+                      "(constexprs, module constants, literals, comparisons of them)")
+        env = self.static_env()
+        if eval(compile(ast.Expression(cond), self.file, "eval"), {"__builtins__": {}}, env):  # noqa: S307
+            self.out.emit(f"// ct.static_assert({ast.unparse(cond)}): true for this entry", call.lineno)
+            return
+        msg = ""
+        if len(call.args) == 2:
+            try:
+                msg = str(eval(compile(ast.Expression(call.args[1]), self.file, "eval"),  # noqa: S307
+                               {"__builtins__": {"str": str, "repr": repr}}, env))
+            except Exception:       # noqa: BLE001 -- a message that needs more than constants
+                msg = ast.unparse(call.args[1])
+        exc = Unsupported(self.file, call.lineno, f"ct.static_assert({ast.unparse(cond)})",
+                          f"false for {', '.join(f'{k}={v}' for k, v in self.spec.items() if not k.startswith('__'))}"
+                          f" (cuTile Python raises StaticAssertionError: {msg}); the kernel's "
+                          f"constexprs break its own compile-time check")
+        exc.owner = "kernel"
+        raise exc
+
     def static_if(self, s: ast.If):
         """``if`` on constexprs: cuTile evaluates it when it compiles a variant, so this entry
         (specialised for those constexpr values) keeps only the branch taken, inline (a Python
@@ -257,7 +313,11 @@ class ControlRules:
         def body():
             self.out.indent += 1
             self.scopes.append({s.target.id: Var(var, Ty("i32"), None, len(self.scopes))})
-            self.block(s.body)
+            self.loop_kinds = getattr(self, "loop_kinds", []) + ["for"]
+            try:
+                self.block(s.body)
+            finally:
+                self.loop_kinds = self.loop_kinds[:-1]
             self.scopes.pop()
             self.out.indent -= 1
         self.tokened_loop(head, body, s.lineno, ivar=var)

@@ -67,7 +67,17 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
         body = self.fn.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # docstring
-        self.block(body)
+        if self.kernel_returns_early():
+            # cutile lowers `return` only inside a `loop`: one that runs once (see early_return)
+            self.out.emit("loop {", self.fn.lineno)
+            self.out.indent += 1
+            self.block(body)
+            if not (self.out.lines and self.out.lines[-1][1] == "return;"):
+                self.out.emit("return;", self.fn.lineno)
+            self.out.indent -= 1
+            self.out.emit("}", self.fn.lineno)
+        else:
+            self.block(body)
         self.prune_tokens()
         head = []
         if self.need_pid:
@@ -149,6 +159,8 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, (ast.If, ast.IfExp)) and A.static_test(n.test, static):
             used |= {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)}
+        if isinstance(n, ast.Call) and A._is_ct(n.func, alias, "static_assert") and n.args:
+            used |= {x.id for x in ast.walk(n.args[0]) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, ast.Call) and A._is_ct(n.func, alias):
             for kw in STATIC_KWARGS.get(n.func.attr, ()):
                 arg = A._kw(n, kw)

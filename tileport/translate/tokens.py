@@ -243,6 +243,8 @@ class TokenRules:
     def _yield_carried(self, carried: dict, before: dict | None = None):
         """At the end of a loop body or branch: the carried variables take the current tokens
         (``before``: a branch's starting tokens, which its variable holds already)."""
+        if self.out.lines and self.out.lines[-1][1] == "return;":
+            return                        # the branch returned: it yields nothing
         self.out.indent += 1
         for key, name in carried.items():
             cur = self.tok_map.get(key)

@@ -215,3 +215,19 @@ def atomic_kernel(x, y, TILE: ConstInt):
     again = ct.atomic_add(y, offs, old, memory_scope=ct.MemoryScope.BLOCK)
     u = ct.load(x, index=(bid + 1,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     ct.store(x, index=(bid,), tile=again + u)
+
+
+@ct.kernel
+def return_kernel(x, y, TILE: ConstInt):
+    """Early returns from the kernel inside run-time ifs (one after a store, one bare): cuTile
+    Python ends the branch with Tile IR's return; the port runs its body in a loop that
+    returns once (cutile lowers return only there)."""
+    bid = ct.bid(0)
+    n = x.shape[0]
+    if bid * TILE >= n:
+        ct.store(y, index=(bid,), tile=ct.zeros((TILE,), dtype=y.dtype))
+        return
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    if bid > n // 2:
+        return
+    ct.store(y, index=(bid,), tile=t)
