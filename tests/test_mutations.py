@@ -208,6 +208,8 @@ MUTANTS = [
     ("return_kernel", "early return dropped: the zero store falls through", _early_return_falls_through, "control_flow"),
     ("return_kernel", "bare early return dropped", _bare_return_dropped, "control_flow"),
     ("return_kernel", "return condition > -> >=", lambda t: sub(t, "cmpi greater_than %blockId_x, %4", "cmpi greater_than_or_equal %blockId_x, %4"), "math"),
+    ("item_kernel", "loop bound from the index's item, not the sum's (the sum's cast left unread)", lambda t: sub(t, "to %reshape_11,", "to %reshape_3,"), "cast"),
+    ("item_kernel", "index item without the block id", lambda t: sub(t, "%reshape_3 = reshape %2 :", "%reshape_3 = reshape %1 :"), "math"),
     ("tokens_kernel", "if yields the token from before its store", lambda t: sub(t, "yield %19, %20 :", "yield %19, %for_17#0 :"), "control_flow"),
 ]
 
@@ -418,6 +420,7 @@ REWRITES = [
     ("scan_kernel", "scan combiner operands commuted", lambda t: sub(t, "addi %arg10, %arg11 : tile<i32>", "addi %arg11, %arg10 : tile<i32>")),
     ("atomic_kernel", "a three-way join_tokens in another order", lambda t: sub(t, "join_tokens %result_token_11, %4, %result_token_7", "join_tokens %result_token_7, %result_token_11, %4")),
     ("return_kernel", "the body in a loop that returns once", _body_in_single_pass_loop),
+    ("item_kernel", "item() then a unit axis again as one reshape", lambda t: sub(t, "%reshape_13 = reshape %reshape_8 : tile<f16> -> tile<1xf16>", "%reshape_13 = reshape %tile_6 : tile<1xf16> -> tile<1xf16>")),
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
 ]
 

@@ -462,3 +462,37 @@ def test_early_return_in_a_for_loop_is_blocked(tmp_path):
                                        "    for i in range(bid, n):\n        if i > 3:\n            return\n"))
     with pytest.raises(T.Unsupported, match="a return inside a for loop"):
         T.translate_kernel(d, "return_kernel")
+
+
+def test_manifest_compiler_hints_are_the_entry_hints(op_copy):
+    """The manifest's compiler_hints (the launch code's kernel.replace_hints) replace the
+    decorator's on the port's entry; variants that differ in them get entries of their own."""
+    d = op_copy("relu")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace('    grid: "(cdiv(numel, TILE), 1, 1)"\n',
+                                       '    grid: "(cdiv(numel, TILE), 1, 1)"\n    compiler_hints: {occupancy: 9}\n'))
+    src, _, entries = T.translate_entries(d, "relu_kernel")
+    assert "#[cutile::entry(optimization_hints = (sm_90 = (occupancy = 9,),))]" in src
+    assert set(entries.values()) == {"relu_kernel"}
+    m.write_text(m.read_text().replace("    compiler_hints: {occupancy: 9}\n", "").replace(
+        "configs:\n  - {TILE: 1024}\n  - {TILE: 2048}\n",
+        "variants:\n  - {dtypes: [f16, bf16, f32], constexprs: {TILE: 1024}, compiler_hints: {occupancy: 2}}\n"
+        "  - {dtypes: [f16, bf16, f32], constexprs: {TILE: 2048}}\n"))
+    src, _, entries = T.translate_entries(d, "relu_kernel")
+    assert set(entries.values()) == {"relu_kernel__occupancy2", "relu_kernel__nohints"}, entries
+    assert src.count("occupancy = 2") == 1 and src.count("#[cutile::entry()]") == 1
+
+
+def test_static_assert_is_evaluated_per_entry(tmp_path):
+    """ct.static_assert holds for the entry's constexprs: nothing emitted; false: BLOCKED with
+    the kernel's own message, owner kernel (cuTile Python raises StaticAssertionError)."""
+    import shutil
+    d = tmp_path / "constructs"
+    shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
+    src, _ = T.translate_kernel(d, "item_kernel")
+    assert "// ct.static_assert(TILE % 2 == 0): true for this entry" in src
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("ct.static_assert(TILE % 2 == 0,", "ct.static_assert(TILE % 3 == 0,"))
+    with pytest.raises(T.Unsupported, match="StaticAssertionError: TILE must be even, got 1024") as exc:
+        T.translate_kernel(d, "item_kernel")
+    assert exc.value.owner == "kernel"

@@ -262,11 +262,14 @@ class ControlRules:
         if not 1 <= len(call.args) <= 2 or call.keywords:
             self.fail(call, "ct.static_assert", "expects (condition[, message])")
         cond = call.args[0]
-        if not self.is_static_test(cond):
+        env = self.static_env()
+        allowed = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Name, ast.Constant, ast.Load,
+                   ast.cmpop, ast.boolop, ast.unaryop, ast.operator)
+        if not all(isinstance(n, allowed) and (not isinstance(n, ast.Name) or n.id in env)
+                   for n in ast.walk(cond)):
             self.fail(call, f"ct.static_assert({ast.unparse(cond)})",
                       "the condition is not one the translator evaluates at compile time "
                       "(constexprs, module constants, literals, comparisons of them)")
-        env = self.static_env()
         if eval(compile(ast.Expression(cond), self.file, "eval"), {"__builtins__": {}}, env):  # noqa: S307
             self.out.emit(f"// ct.static_assert({ast.unparse(cond)}): true for this entry", call.lineno)
             return

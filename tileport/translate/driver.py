@@ -220,23 +220,31 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
     keys = specialisation_keys(fn, kinfo["params"], details["tile_alias"], tree)
     kvariants = kinfo.get("variants", details["variants"])     # the kernel's own variants
     dtypes = tuple(dict.fromkeys(v["dtype"] for v in kvariants))
+    # the compiler hints the launch code sets (manifest compiler_hints: kernel.replace_hints in
+    # the reference); variants that differ in them get entries of their own
+    hints_of = {v["id"]: tuple(sorted((v.get("compiler_hints") or {}).items())) for v in kvariants}
+    split_hints = len(set(hints_of.values())) > 1
     # generic over E first; per element type too when a rule needs E's concrete type
     for by_dtype in (False, True):
         groups: dict[tuple, list[str]] = {}
         for v in kvariants:
             groups.setdefault(tuple(v["constexprs"][k] for k in keys)
+                              + ((hints_of[v["id"]],) if split_hints else ())
                               + ((v["dtype"],) if by_dtype else ()), []).append(v["id"])
         bodies, entries = [], {}
         need_dtype = need_strides = False
         for key, vids in groups.items():
             spec = dict(zip(keys, key))
             words = [f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items()]
+            if split_hints:
+                words.append("".join(f"{h}{x}" for h, x in hints_of[vids[0]]) or "nohints")
             if by_dtype:
                 spec[DTYPE_KEY] = key[-1]
                 words.append(key[-1])
             name = kernel + "__" + "_".join(words) if words else kernel
             tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile, spec, name,
                                   dtypes, target, tree)
+            tr.launch_hints = dict(hints_of[vids[0]]) if vids else {}
             bodies.append(tr.translate())
             need_dtype |= tr.need_dtype
             need_strides |= tr.need_strides

@@ -231,3 +231,17 @@ def return_kernel(x, y, TILE: ConstInt):
     if bid > n // 2:
         return
     ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def item_kernel(x, y, TILE: ConstInt):
+    """t.item() (a one-element tile as a 0-d tile: an int32 scalar index, a loop bound, a
+    float to add) and ct.static_assert on constexprs (true for every variant: nothing emitted)."""
+    ct.static_assert(TILE % 2 == 0, f"TILE must be even, got {TILE}")
+    idx = (ct.arange(1, dtype=ct.int32) + ct.bid(0)).item()
+    t = ct.load(x, index=(idx,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    m = ct.load(x, index=(idx + 1,), shape=(1,), padding_mode=ct.PaddingMode.ZERO).item()
+    n = ct.astype(ct.sum(ct.reshape(ct.astype(t, ct.float32), (1, TILE)), axis=1, keepdims=True), ct.int32).item()
+    for k in range(idx, n):
+        t = t + m
+    ct.store(y, index=(idx,), tile=t)
