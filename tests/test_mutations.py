@@ -97,6 +97,13 @@ def _body_in_single_pass_loop(t: str) -> str:
     return "\n".join(lines[:start] + ["  loop {"] + body + ["  }", lines[end]] + lines[end + 1:])
 
 
+def _store_dim_map_dropped(t: str) -> str:
+    for needle in ("%pview_25 = make_partition_view", "store_view_tko weak %tile, %pview_25["):
+        line = line_of(t, needle)
+        t = sub(t, line, line.replace(", dim_map=[1, 0]>", ">"))
+    return t
+
+
 # (op, mutant, edit, expected category) -- each changes what the kernel computes
 MUTANTS = [
     ("softmax", "max combiner -> min", lambda t: sub(t, "= maxf %reduce_lhs", "= minf %reduce_lhs"), "reduction"),
@@ -210,6 +217,10 @@ MUTANTS = [
     ("return_kernel", "return condition > -> >=", lambda t: sub(t, "cmpi greater_than %blockId_x, %4", "cmpi greater_than_or_equal %blockId_x, %4"), "math"),
     ("item_kernel", "loop bound from the index's item, not the sum's (the sum's cast left unread)", lambda t: sub(t, "to %reshape_11,", "to %reshape_3,"), "cast"),
     ("item_kernel", "index item without the block id", lambda t: sub(t, "%reshape_3 = reshape %2 :", "%reshape_3 = reshape %1 :"), "math"),
+    ("views_kernel", "the F-order store's dim_map dropped (an untransposed store)", _store_dim_map_dropped, "memory"),
+    ("views_kernel", "check_bounds=False load checked again (inbounds dropped)", lambda t: sub(t, "{latency = 2}> inbounds = [true, true]", "{latency = 2}>"), "memory"),
+    ("views_kernel", "acquiring load made weak", lambda t: sub(t, "load_view_tko acquire device %pview_18", "load_view_tko weak %pview_18"), "memory"),
+    ("views_kernel", "releasing store does not wait for the other loads", lambda t: sub(t, "%9 = join_tokens %8, %3, %result_token_20", "%9 = join_tokens %8, %result_token_20"), "memory"),
     ("tokens_kernel", "if yields the token from before its store", lambda t: sub(t, "yield %19, %20 :", "yield %19, %for_17#0 :"), "control_flow"),
 ]
 
@@ -421,6 +432,7 @@ REWRITES = [
     ("atomic_kernel", "a three-way join_tokens in another order", lambda t: sub(t, "join_tokens %result_token_11, %4, %result_token_7", "join_tokens %result_token_7, %result_token_11, %4")),
     ("return_kernel", "the body in a loop that returns once", _body_in_single_pass_loop),
     ("item_kernel", "item() then a unit axis again as one reshape", lambda t: sub(t, "%reshape_13 = reshape %reshape_8 : tile<f16> -> tile<1xf16>", "%reshape_13 = reshape %tile_6 : tile<1xf16> -> tile<1xf16>")),
+    ("views_kernel", "a three-way join in another order", lambda t: sub(t, "%9 = join_tokens %8, %3, %result_token_20", "%9 = join_tokens %result_token_20, %3, %8")),
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
 ]
 

@@ -18,7 +18,9 @@ ATOMICS = set(ATOMIC_RMW) | {"atomic_cas"}
 # cuda.tile MemoryOrder / MemoryScope member -> cutile ordering / scope marker
 MEMORY_ORDER = {"WEAK": "Weak", "RELAXED": "Relaxed", "ACQUIRE": "Acquire", "RELEASE": "Release",
                 "ACQ_REL": "AcqRel"}
-MEMORY_SCOPE = {"BLOCK": "TileBlock", "DEVICE": "Device", "SYS": "System"}
+MEMORY_SCOPE = {"BLOCK": "TileBlock", "DEVICE": "Device", "SYS": "System",
+                # no scope: what a weak load/store has (cutile drops the scope of a weak op)
+                "NONE": "TileBlock"}
 # reductions with (tile, axis=, keepdims=)
 REDUCTIONS = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
 # prefix scans with (tile, axis=0, reverse=False): cuTile Python name -> combiner

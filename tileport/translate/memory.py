@@ -83,13 +83,14 @@ class MemoryRules:
     def index_of(self, node, ndim: int) -> str:
         return "[" + ", ".join(self.index_elems(node, ndim)) + "]"
 
-    def view(self, arr: Var, shape: tuple, padding: str, node, token: str | None = None) -> str:
+    def view(self, arr: Var, shape: tuple, padding: str, node, token: str | None = None,
+             dim_map: str = "dim_map::Identity") -> str:
         """A partition view of ``arr`` whose accesses wait for ``token`` (default: the tensor's
         own token, for a view only queried, e.g. by ``ct.num_tiles``)."""
         name = self.fresh("view")
         self.out.emit(
             f"let {name}: Partition<E, {{[{', '.join(shape)}]}}> = make_partition_view("
-            f"{arr.rust}, shape![{', '.join(shape)}], {padding}, dim_map::Identity, "
+            f"{arr.rust}, shape![{', '.join(shape)}], {padding}, {dim_map}, "
             f"{token or f'get_tensor_token({arr.rust})'});", self.line)
         return name
 
@@ -103,24 +104,80 @@ class MemoryRules:
         self.fail(pm, ast.unparse(pm), "padding_mode must be a ct.PaddingMode member (or a name "
                                        "bound to one in the kernel or at module level)")
 
+    # ---- ct.load / ct.store ------------------------------------------------------------
+    VIEW_KWARGS = {"index", "latency", "allow_tma", "order", "check_bounds", "memory_order",
+                   "memory_scope"}
+
+    def order_of(self, call, ndim: int) -> list | None:
+        """``order=`` of a load/store: "C" (the default), "F" or a permutation of the array's
+        axes, known at compile time; None for the identity (no ``dim_map``), else the
+        partition view's ``dim_map`` (cuTile Python's ``PartitionViewTy`` order)."""
+        node = self._kw(call, "order")
+        if node is None:
+            return None
+        if isinstance(node, ast.Constant) and node.value in ("C", "F"):
+            axes = list(range(ndim)) if node.value == "C" else list(range(ndim - 1, -1, -1))
+        elif isinstance(node, ast.Tuple):
+            axes = [self.static_int(e, "an order entry") for e in node.elts]
+            axes = [a % ndim if -ndim <= a < ndim else a for a in axes]
+        else:
+            self.fail(node, ast.unparse(node), "order must be 'C', 'F' or a tuple of axes")
+        if sorted(axes) != list(range(ndim)):
+            self.fail(node, ast.unparse(node), f"order {axes} is not a permutation of {ndim} axes")
+        return None if axes == list(range(ndim)) else axes
+
+    def view_options(self, call, ndim: int, load: bool) -> dict:
+        """The compile-time options of a load/store: dim_map, inbounds (``check_bounds=False``:
+        every axis in bounds, Tile IR's ``inbounds``), ordering / scope markers."""
+        cb = self._kw(call, "check_bounds")
+        check = True if cb is None else self.const_value(cb)
+        if not isinstance(check, bool):
+            self.fail(call, ast.unparse(cb), "check_bounds must be True, False or a bool constexpr")
+        allowed = {"WEAK", "RELAXED", "ACQUIRE"} if load else {"WEAK", "RELAXED", "RELEASE"}
+        order, scope, acquire, release = self.memory_semantics(call, "WEAK", "NONE", allowed)
+        axes = self.order_of(call, ndim)
+        return {"dim_map": "dim_map::Identity" if axes is None else f"const_array![{', '.join(map(str, axes))}]",
+                "permuted": axes is not None, "inbounds": None if check else f"[{', '.join(['true'] * ndim)}]",
+                "ordering": order, "scope": scope, "acquire": acquire, "release": release}
+
     def load(self, call) -> tuple[str, Ty]:
-        self.check_kwargs(call, {"index", "shape", "padding_mode", "latency", "allow_tma"})
+        """``ct.load(array, index, shape, order=, padding_mode=, check_bounds=, latency=,
+        allow_tma=, memory_order=, memory_scope=)``: a partition view (``dim_map`` for a
+        permuted order) read by cutile's ``load_view_tko``, or by ``load_view_raw`` when
+        ``check_bounds=False`` (Tile IR's ``inbounds``, which only the raw op takes)."""
+        self.check_kwargs(call, self.VIEW_KWARGS | {"shape", "padding_mode"})
         arr = self.array_arg(call.args[0] if call.args else None)
         idx_node, shp_node = self._kw(call, "index", 1), self._kw(call, "shape", 2)
         shape = self.shape_of(shp_node)
         if len(shape) != arr.ty.ndim:
             self.fail(call, "ct.load", f"tile rank {len(shape)} != array rank {arr.ty.ndim}")
         index = self.index_of(idx_node, arr.ty.ndim)
-        v = self.view(arr, shape, self.padding_of(call), call, self.load_token(arr.rust, call))
+        o = self.view_options(call, arr.ty.ndim, load=True)
+        token = self.load_token(arr.rust, call, acquire=o["acquire"])
+        v = self.view(arr, shape, self.padding_of(call), call, token, o["dim_map"])
+        hints = f"{self.latency_arg(call)}, {self.tma_arg(call)}"
+        if o["inbounds"] is not None:
+            raw, tok = self.fresh("t"), self.fresh("tok")
+            self.out.emit(f"let ({raw}, {tok}): (Tile<E, {{[{', '.join(shape)}]}}>, Token) = load_view_raw("
+                          f"&{v}, {index}, Some({token}), {o['ordering']}, {o['scope']}, "
+                          f"{self.tma_arg(call)}, {self.latency_arg(call)}, {o['inbounds']}, "
+                          f"shape![{', '.join(shape)}]);", self.line)
+            self.tok_names.add(tok)
+            self.loaded(arr.rust, tok, o["acquire"])
+            return raw, Ty("tile", "E", shape)
         # the reference's load_view_tko carries no bounds assert: see the module docstring
-        out = self.bind(f"load_view_tko(&{v}, {index}, "
-                        f"ordering::Weak, scope::TileBlock, {self.latency_arg(call)}, "
-                        f"{self.tma_arg(call)})", Ty("tile", "E", shape))
-        self.loaded(arr.rust, self._tok_let(f"get_partition_token(&{v})"))
+        out = self.bind(f"load_view_tko(&{v}, {index}, {o['ordering']}, {o['scope']}, {hints})",
+                        Ty("tile", "E", shape))
+        self.loaded(arr.rust, self._tok_let(f"get_partition_token(&{v})"), o["acquire"])
         return out
 
     def store(self, call):
-        self.check_kwargs(call, {"index", "tile", "latency", "allow_tma"})
+        """``ct.store(array, index, tile, order=, check_bounds=, latency=, allow_tma=,
+        memory_order=, memory_scope=)``: a mutable partition view written by cutile's
+        ``store_view_tko_mut``; with a permuted order or ``check_bounds=False`` a view with its
+        ``dim_map`` written by ``store_view_raw`` (cutile's mutable views take no dim_map, only
+        the raw op takes ``inbounds``)."""
+        self.check_kwargs(call, self.VIEW_KWARGS | {"tile"})
         arr = self.array_arg(call.args[0] if call.args else None)
         idx_node, tile_node = self._kw(call, "index", 1), self._kw(call, "tile", 2)
         t, ty = self.tile_expr(tile_node)
@@ -130,14 +187,27 @@ class MemoryRules:
         if len(ty.shape) != arr.ty.ndim:
             self.fail(call, "ct.store", f"tile rank {len(ty.shape)} != array rank {arr.ty.ndim}")
         index = self.index_elems(idx_node, arr.ty.ndim)
-        token = self.store_token(arr.rust, call, tile_store=True, index=index)
+        o = self.view_options(call, arr.ty.ndim, load=False)
+        token = self.store_token(arr.rust, call, tile_store=True, index=index, release=o["release"])
+        sh = ", ".join(ty.shape)
+        if o["permuted"] or o["inbounds"] is not None:
+            v = self.fresh("view")
+            self.out.emit(f"let {v}: Partition<E, {{[{sh}]}}> = make_partition_view({arr.rust}, shape![{sh}], "
+                          f"padding::None, {o['dim_map']}, {token});", self.line)
+            done = self.fresh("tok")
+            self.out.emit(f"let {done}: Token = store_view_raw(&{v}, {t}, [{', '.join(index)}], Some({token}), "
+                          f"{o['ordering']}, {o['scope']}, {self.tma_arg(call)}, {self.latency_arg(call)}, "
+                          f"{o['inbounds'] or '[' + ', '.join(['false'] * arr.ty.ndim) + ']'});", self.line)
+            self.tok_names.add(done)
+            self.stored(arr.rust, done, call)
+            return
         name = self.fresh("out")
-        self.out.emit(f"let mut {name}: PartitionMut<E, {{[{', '.join(ty.shape)}]}}> = "
-                      f"make_partition_view_mut({arr.rust}, shape![{', '.join(ty.shape)}], padding::None, "
+        self.out.emit(f"let mut {name}: PartitionMut<E, {{[{sh}]}}> = "
+                      f"make_partition_view_mut({arr.rust}, shape![{sh}], padding::None, "
                       f"{token});", self.line)
         # the reference's store_view_tko carries no bounds assert: see the module docstring
         self.out.emit(f"store_view_tko_mut(&mut {name}, {t}, [{', '.join(index)}], "
-                      f"ordering::Weak, scope::TileBlock, {self.latency_arg(call)}, "
+                      f"{o['ordering']}, {o['scope']}, {self.latency_arg(call)}, "
                       f"{self.tma_arg(call)});", self.line)
         # the store's result token is the view's token after it (cutile 0.5.0 compiles the call
         # to the view itself, whatever its declared `-> Token`)
@@ -221,6 +291,10 @@ class MemoryRules:
                           f"(a ct.{'MemoryOrder' if kw == 'memory_order' else 'MemoryScope'} member)")
             found.append(member[1])
         order, scope = found
+        if scope == "NONE" and order != "WEAK":
+            self.fail(call, f"{ast.unparse(call.func)}(..., memory_scope=...NONE)",
+                      "a memory order other than WEAK with no scope is not translated (cutile "
+                      "gives every ordered op a scope)")
         return (f"ordering::{C.MEMORY_ORDER[order]}", f"scope::{C.MEMORY_SCOPE[scope]}",
                 order in ("ACQUIRE", "ACQ_REL"), order in ("RELEASE", "ACQ_REL"))
 

@@ -245,3 +245,18 @@ def item_kernel(x, y, TILE: ConstInt):
     for k in range(idx, n):
         t = t + m
     ct.store(y, index=(idx,), tile=t)
+
+
+@ct.kernel
+def views_kernel(a, b, BM: ConstInt, TILE: ConstInt):
+    """Options of ct.load / ct.store: order= (a permuted tile: the view's dim_map; "C", "F"),
+    check_bounds=False (Tile IR's inbounds), memory_order= / memory_scope= (an acquiring load,
+    a releasing store: ordered ops and their memory tokens)."""
+    t = ct.load(a, index=(0, ct.bid(0)), shape=(TILE, BM), order=(1, 0), padding_mode=ct.PaddingMode.ZERO)
+    u = ct.load(a, index=(ct.bid(0), 0), shape=(BM, TILE), order="C", check_bounds=False, latency=2)
+    v = ct.load(a, index=(ct.bid(0), 1), shape=(BM, TILE), memory_order=ct.MemoryOrder.ACQUIRE,
+                memory_scope=ct.MemoryScope.DEVICE)
+    ct.store(b, index=(ct.bid(0), 1), tile=t, order="F")
+    ct.store(b, index=(ct.bid(0), 0), tile=u + v, order=(0, 1), check_bounds=False)
+    ct.store(b, index=(ct.bid(0), 2), tile=v, memory_order=ct.MemoryOrder.RELEASE,
+             memory_scope=ct.MemoryScope.BLOCK)
