@@ -66,6 +66,44 @@ def pointer_load(t: str) -> str:
     return sub(t, load, new)
 
 
+def _alias_padding_nan(t: str) -> str:
+    for needle in ("%pview_4 = make_partition_view", "load_view_tko weak %pview_4["):
+        line = line_of(t, needle)
+        t = sub(t, line, line.replace("padding_value = zero", "padding_value = nan"))
+    return t
+
+
+def _early_return_falls_through(t: str) -> str:
+    lines = t.split("\n")
+    i = next(k for k, ln in enumerate(lines) if "%7 = store_view_tko" in ln)
+    assert lines[i + 1].strip().startswith("return")
+    lines[i + 1] = lines[i + 1].replace("return", "yield %7 : token")
+    return "\n".join(lines)
+
+
+def _bare_return_dropped(t: str) -> str:
+    lines = t.split("\n")
+    i = next(k for k, ln in enumerate(lines) if ln.strip().startswith("if %5 {"))
+    assert lines[i + 1].strip().startswith("return")
+    del lines[i + 1]
+    return "\n".join(lines)
+
+
+def _body_in_single_pass_loop(t: str) -> str:
+    lines = t.split("\n")
+    start = next(k for k, ln in enumerate(lines) if "get_tile_block_id" in ln)
+    end = max(k for k, ln in enumerate(lines) if ln.startswith("  return"))
+    body = ["  " + ln for ln in lines[start:end + 1]]
+    return "\n".join(lines[:start] + ["  loop {"] + body + ["  }", lines[end]] + lines[end + 1:])
+
+
+def _store_dim_map_dropped(t: str) -> str:
+    for needle in ("%pview_25 = make_partition_view", "store_view_tko weak %tile, %pview_25["):
+        line = line_of(t, needle)
+        t = sub(t, line, line.replace(", dim_map=[1, 0]>", ">"))
+    return t
+
+
 # (op, mutant, edit, expected category) -- each changes what the kernel computes
 MUTANTS = [
     ("softmax", "max combiner -> min", lambda t: sub(t, "= maxf %reduce_lhs", "= minf %reduce_lhs"), "reduction"),
@@ -157,6 +195,33 @@ MUTANTS = [
     ("helper_kernel", "helper's 1 / (1 + e) swapped", lambda t: sub(t, "divf %bcast_6, %5", "divf %5, %bcast_6"), "math"),
     ("helper_kernel", "the helper's two results swapped", lambda t: sub(t, "%7 = addf %6, %1", "%7 = addf %6, %2"), "math"),
     ("intdiv_kernel", "tile % 3 -> tile % 2", lambda t: sub(t, "%15 = remi %14, %cst_3_i32 signed", "%15 = remi %14, %cst_2_i32 signed"), "constant"),
+    ("tokens_kernel", "in-place store does not wait for the load", lambda t: sub(t, "%pview_5[%blockId_x] token = %2 :", "%pview_5[%blockId_x] token = %0 :"), "memory"),
+    ("tokens_kernel", "loop gather does not wait for the last iteration's store", lambda t: sub(t, "token=%iterArg1 :", "token=%4 :"), "memory"),
+    ("tokens_kernel", "while store does not wait for the last iteration's", lambda t: sub(t, "%pview_21[%arg6] token = %arg7 :", "%pview_21[%arg6] token = %16#0 :"), "memory"),
+    ("rounding_kernel", "exp APPROX -> the default (FULL)", lambda t: sub(t, "%2 = exp %1 rounding<approx>", "%2 = exp %1"), "math"),
+    ("rounding_kernel", "tanh APPROX dropped", lambda t: sub(t, "%4 = tanh %1 rounding<approx>", "%4 = tanh %1"), "math"),
+    ("rounding_kernel", "truediv without flush_to_zero", lambda t: sub(t, "divf %2, %3 rounding<approx> flush_to_zero", "divf %2, %3 rounding<approx>"), "math"),
+    ("aliases_kernel", "the local alias's padding zero -> nan", _alias_padding_nan, "memory"),
+    ("aliases_kernel", "full() filled with the block id, not bid * TILE", lambda t: sub(t, "%reshape = reshape %2 : tile<i32>", "%reshape = reshape %blockId_x : tile<i32>"), "math"),
+    ("aliases_kernel", "ones(dtype=t.dtype) -> twos", lambda t: sub(t, "<f16: 1.000000e+00> : tile<1024xf16>", "<f16: 2.000000e+00> : tile<1024xf16>"), "constant"),
+    ("scan_kernel", "scan axis 0 -> 1", lambda t: sub(t, "%2 = scan %1 dim=0 reverse=false", "%2 = scan %1 dim=1 reverse=false"), "reduction"),
+    ("scan_kernel", "reverse scan run forward", lambda t: sub(t, "%3 = scan %1 dim=0 reverse=true", "%3 = scan %1 dim=0 reverse=false"), "reduction"),
+    ("scan_kernel", "int scan combiner add -> mul", lambda t: sub(t, "addi %arg10, %arg11 : tile<i32>", "muli %arg10, %arg11 : tile<i32>"), "reduction"),
+    ("scan_kernel", "scan identity 0 -> 1", lambda t: sub(t, "identities=[0 : i32]", "identities=[1 : i32]"), "reduction"),
+    ("atomic_kernel", "atomic add -> exchange", lambda t: sub(t, "atomic_rmw_tko acq_rel device %9, addf,", "atomic_rmw_tko acq_rel device %9, xchg,"), "memory"),
+    ("atomic_kernel", "relaxed atomic made acq_rel", lambda t: sub(t, "atomic_rmw_tko relaxed device", "atomic_rmw_tko acq_rel device"), "memory"),
+    ("atomic_kernel", "tile-block scope -> device", lambda t: sub(t, "atomic_rmw_tko acq_rel tl_blk", "atomic_rmw_tko acq_rel device"), "memory"),
+    ("atomic_kernel", "load after the atomics does not wait for them", lambda t: sub(t, "%pview_19[%20] token = %21 :", "%pview_19[%20] token = %0 :"), "memory"),
+    ("return_kernel", "early return dropped: the zero store falls through", _early_return_falls_through, "control_flow"),
+    ("return_kernel", "bare early return dropped", _bare_return_dropped, "control_flow"),
+    ("return_kernel", "return condition > -> >=", lambda t: sub(t, "cmpi greater_than %blockId_x, %4", "cmpi greater_than_or_equal %blockId_x, %4"), "math"),
+    ("item_kernel", "loop bound from the index's item, not the sum's (the sum's cast left unread)", lambda t: sub(t, "to %reshape_11,", "to %reshape_3,"), "cast"),
+    ("item_kernel", "index item without the block id", lambda t: sub(t, "%reshape_3 = reshape %2 :", "%reshape_3 = reshape %1 :"), "math"),
+    ("views_kernel", "the F-order store's dim_map dropped (an untransposed store)", _store_dim_map_dropped, "memory"),
+    ("views_kernel", "check_bounds=False load checked again (inbounds dropped)", lambda t: sub(t, "{latency = 2}> inbounds = [true, true]", "{latency = 2}>"), "memory"),
+    ("views_kernel", "acquiring load made weak", lambda t: sub(t, "load_view_tko acquire device %pview_18", "load_view_tko weak %pview_18"), "memory"),
+    ("views_kernel", "releasing store does not wait for the other loads", lambda t: sub(t, "%9 = join_tokens %8, %3, %result_token_20", "%9 = join_tokens %8, %result_token_20"), "memory"),
+    ("tokens_kernel", "if yields the token from before its store", lambda t: sub(t, "yield %19, %20 :", "yield %19, %for_17#0 :"), "control_flow"),
 ]
 
 
@@ -327,6 +392,11 @@ def _full_shape_scalar(t: str) -> str:
     return sub(t, "select %4, %3, %bcast ", "select %4, %3, %cst_0_f16_4 ")
 
 
+def _swap_exp_tanh(t: str) -> str:
+    a, b = line_of(t, "%3 = exp %1"), line_of(t, "%4 = tanh %1 rounding<approx>")
+    return sub(sub(t, a, "@@A@@"), b, a).replace("@@A@@", b)
+
+
 # (op, rewrite, edit) -- each keeps what the kernel computes
 REWRITES = [
     ("softmax", "every SSA value renamed", _rename),
@@ -356,6 +426,14 @@ REWRITES = [
     ("bitwise_kernel", "operands of | and & commuted", _commuted_bitwise),
     ("control_kernel", "constants hoisted out of / sunk into regions", _hoisted_out_of_regions),
     ("helper_kernel", "a splat shared by two uses", _shared_one),
+    ("rounding_kernel", "independent exp and tanh reordered", _swap_exp_tanh),
+    ("aliases_kernel", "the unread padding of an unchecked gather changed", lambda t: sub(t, "%cst_0_f16 = constant <f16: 0.000000e+00> : tile<f16>", "%cst_0_f16 = constant <f16: 1.000000e+00> : tile<f16>")),
+    ("scan_kernel", "scan combiner operands commuted", lambda t: sub(t, "addi %arg10, %arg11 : tile<i32>", "addi %arg11, %arg10 : tile<i32>")),
+    ("atomic_kernel", "a three-way join_tokens in another order", lambda t: sub(t, "join_tokens %result_token_11, %4, %result_token_7", "join_tokens %result_token_7, %result_token_11, %4")),
+    ("return_kernel", "the body in a loop that returns once", _body_in_single_pass_loop),
+    ("item_kernel", "item() then a unit axis again as one reshape", lambda t: sub(t, "%reshape_13 = reshape %reshape_8 : tile<f16> -> tile<1xf16>", "%reshape_13 = reshape %tile_6 : tile<1xf16> -> tile<1xf16>")),
+    ("views_kernel", "a three-way join in another order", lambda t: sub(t, "%9 = join_tokens %8, %3, %result_token_20", "%9 = join_tokens %result_token_20, %3, %8")),
+    ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
 ]
 
 

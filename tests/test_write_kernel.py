@@ -1,4 +1,5 @@
 import re
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +27,7 @@ def test_softmax_constructs(repo):
     assert "padding::NegInf" in src and "reduce_max(t, 1)" in src and "reduce_sum(e, 1)" in src
     assert re.search(r"for i in \(__pid\.0\.\.row_tiles\)\.step_by\(\(__nblk\.0\) as usize\)", src)
     assert "num_tiles(&__view1, 0i32)" in src and "padding::None" in src
-    assert ".partition_full_mut(shape![BM, TILE])" in src
+    assert re.search(r"make_partition_view_mut\(y, shape!\[BM, TILE\], padding::None, get_tensor_token\(y\)\)", src)
     assert re.search(r"store_view_tko_mut\(&mut __out\d+, __t\d+, \[i, 0i32\], ordering::Weak, "
                      r"scope::TileBlock, None, tma::Enabled\);", src)
     # every emitted line maps back to a kernel.py line
@@ -406,3 +407,92 @@ def scan_kernel(x, y, TILE: ConstInt):
     assert "pub unsafe fn relu_kernel" in src
     with pytest.raises(T.Unsupported, match="ct.cumsum"):
         T.translate_kernel(d, "scan_kernel")
+
+
+@pytest.mark.parametrize("call,why", [
+    ("ct.cumsum(t, axis=1)", "a scan along axis 1; cutile 0.5.0 builds every scan op with dim = 0"),
+    ("ct.cumprod(t, axis=0)", "a product scan needs the identity 1; cutile 0.5.0 builds every scan"),
+])
+def test_scans_cutile_cannot_express_are_blocked(tmp_path, call, why):
+    """cutile 0.5.0 emits every scan with dim 0 and identity 0 (compile_scan_op): a scan along
+    another axis and cumprod are BLOCKED with that evidence, never ported wrong."""
+    import shutil
+    d = tmp_path / "constructs"
+    shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("s = ct.cumsum(f, axis=0) + ct.cumsum(f, 0, reverse=True)",
+                                       f"s = {call.replace('t,', 'f,')}"))
+    with pytest.raises(T.Unsupported, match=re.escape(why)) as exc:
+        T.translate_kernel(d, "scan_kernel")
+    assert "compile_scan_op" in str(exc.value)
+
+
+def test_atomic_forms(tmp_path):
+    """ct.atomic_xchg / atomic_cas (memory order and scope carried) translate to cutile's
+    atomic_rmw_tko / atomic_cas_tko; an integer-only atomic of a float array is BLOCKED."""
+    import shutil
+    d = tmp_path / "constructs"
+    shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
+    k = d / "kernel.py"
+    text = k.read_text()
+    k.write_text(text.replace("old = ct.atomic_add(y, offs, t)",
+                              "old = ct.atomic_cas(y, offs, t, t, memory_order=ct.MemoryOrder.ACQUIRE)")
+                 .replace("ct.atomic_add(y, offs, t, check_bounds=False,",
+                          "ct.atomic_xchg(y, offs, t, check_bounds=False,"))
+    src, _ = T.translate_kernel(d, "atomic_kernel")
+    assert re.search(r"atomic_cas_tko\(__ptrs\d+, t, t, ordering::Acquire, scope::Device, Some\(__t\d+\), "
+                     r"Some\(", src), src
+    assert re.search(r"atomic_rmw_tko\(__ptrs\d+, t, atomic::Xchg, ordering::Relaxed, scope::Device, None, "
+                     r"Some\(", src), src
+    k.write_text(text.replace("old = ct.atomic_add(y, offs, t)", "old = ct.atomic_max(y, offs, t)"))
+    with pytest.raises(T.Unsupported, match="no atomic_max of a floating-point array"):
+        T.translate_kernel(d, "atomic_kernel")
+
+
+def test_early_return_in_a_for_loop_is_blocked(tmp_path):
+    """A kernel-level early return becomes a loop that returns once (return_kernel); one
+    inside a for loop has no cutile form (compile_block.rs: no return inside a for)."""
+    import shutil
+    d = tmp_path / "constructs"
+    shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
+    src, _ = T.translate_kernel(d, "return_kernel")
+    assert re.search(r"\n        loop \{\n", src) and src.count("return;") == 3, src
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("    if bid > n // 2:\n        return\n",
+                                       "    for i in range(bid, n):\n        if i > 3:\n            return\n"))
+    with pytest.raises(T.Unsupported, match="a return inside a for loop"):
+        T.translate_kernel(d, "return_kernel")
+
+
+def test_manifest_compiler_hints_are_the_entry_hints(op_copy):
+    """The manifest's compiler_hints (the launch code's kernel.replace_hints) replace the
+    decorator's on the port's entry; variants that differ in them get entries of their own."""
+    d = op_copy("relu")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace('    grid: "(cdiv(numel, TILE), 1, 1)"\n',
+                                       '    grid: "(cdiv(numel, TILE), 1, 1)"\n    compiler_hints: {occupancy: 9}\n'))
+    src, _, entries = T.translate_entries(d, "relu_kernel")
+    assert "#[cutile::entry(optimization_hints = (sm_90 = (occupancy = 9,),))]" in src
+    assert set(entries.values()) == {"relu_kernel"}
+    m.write_text(m.read_text().replace("    compiler_hints: {occupancy: 9}\n", "").replace(
+        "configs:\n  - {TILE: 1024}\n  - {TILE: 2048}\n",
+        "variants:\n  - {dtypes: [f16, bf16, f32], constexprs: {TILE: 1024}, compiler_hints: {occupancy: 2}}\n"
+        "  - {dtypes: [f16, bf16, f32], constexprs: {TILE: 2048}}\n"))
+    src, _, entries = T.translate_entries(d, "relu_kernel")
+    assert set(entries.values()) == {"relu_kernel__occupancy2", "relu_kernel__nohints"}, entries
+    assert src.count("occupancy = 2") == 1 and src.count("#[cutile::entry()]") == 1
+
+
+def test_static_assert_is_evaluated_per_entry(tmp_path):
+    """ct.static_assert holds for the entry's constexprs: nothing emitted; false: BLOCKED with
+    the kernel's own message, owner kernel (cuTile Python raises StaticAssertionError)."""
+    import shutil
+    d = tmp_path / "constructs"
+    shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
+    src, _ = T.translate_kernel(d, "item_kernel")
+    assert "// ct.static_assert(TILE % 2 == 0): true for this entry" in src
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("ct.static_assert(TILE % 2 == 0,", "ct.static_assert(TILE % 3 == 0,"))
+    with pytest.raises(T.Unsupported, match="StaticAssertionError: TILE must be even, got 1024") as exc:
+        T.translate_kernel(d, "item_kernel")
+    assert exc.value.owner == "kernel"

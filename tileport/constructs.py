@@ -8,8 +8,23 @@ from __future__ import annotations
 
 # memory: loads and stores through partition views (TMA-eligible)
 MEMORY = {"load", "store", "gather", "scatter"}
+# atomics on pointer tiles (array, indices, update): ct name -> cutile atomic mode for float /
+# int element types (None: cuTile Python rejects the dtype; cuda/tile/_ir/ops.py
+# _ATOMIC_RMW_SPECS), and atomic_cas (array, indices, expected, desired)
+ATOMIC_RMW = {"atomic_add": ("AddF", "Add"), "atomic_xchg": ("Xchg", "Xchg"),
+              "atomic_max": (None, "Max"), "atomic_min": (None, "Min"),
+              "atomic_and": (None, "And"), "atomic_or": (None, "Or"), "atomic_xor": (None, "Xor")}
+ATOMICS = set(ATOMIC_RMW) | {"atomic_cas"}
+# cuda.tile MemoryOrder / MemoryScope member -> cutile ordering / scope marker
+MEMORY_ORDER = {"WEAK": "Weak", "RELAXED": "Relaxed", "ACQUIRE": "Acquire", "RELEASE": "Release",
+                "ACQ_REL": "AcqRel"}
+MEMORY_SCOPE = {"BLOCK": "TileBlock", "DEVICE": "Device", "SYS": "System",
+                # no scope: what a weak load/store has (cutile drops the scope of a weak op)
+                "NONE": "TileBlock"}
 # reductions with (tile, axis=, keepdims=)
 REDUCTIONS = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
+# prefix scans with (tile, axis=0, reverse=False): cuTile Python name -> combiner
+SCANS = {"cumsum": "add", "cumprod": "mul"}
 # elementwise unary math: cuTile Python name -> cuTile Rust call template ({x} = operand)
 UNARY_MATH = {
     "exp": "exp({x})",
@@ -28,6 +43,11 @@ FLAGGED_MATH = {
     "rsqrt": ("rsqrt({x}, ftz::{f})", False, True),
     "sqrt": ("sqrt({x}, rounding::{r}, ftz::{f})", True, True),
 }
+# unary math whose rounding_mode= (RoundingMode.FULL, the default, or APPROX; f32) selects
+# cutile's `*_with_rounding` form (cutile 0.5.0 _core.rs: exp_with_rounding, tanh_with_rounding)
+ROUNDED_MATH = {"exp": "exp_with_rounding({x}, rounding::{r})",
+                "tanh": "tanh_with_rounding({x}, rounding::{r})"}
+ROUNDED_MATH_MODES = {"FULL", "APPROX"}
 # ct.add/sub/mul/truediv (with rounding_mode=, flush_to_zero=) -> the operator they spell
 ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 BINARY_MATH = {"maximum": "max_tile", "minimum": "min_tile"}
@@ -47,14 +67,16 @@ BUILTINS = {"range", "min", "max"}
 COMPARISONS = {"Lt": "LessThan", "LtE": "LessThanOrEqual", "Gt": "GreaterThan",
                "GtE": "GreaterThanOrEqual", "Eq": "Equal", "NotEq": "NotEqual"}
 SHAPE_OPS = {"reshape", "astype", "mma", "expand_dims", "broadcast_to", "permute", "transpose",
-             "extract", "cat"}
+             "extract", "cat", "item"}
 GRID = {"bid", "num_blocks", "num_tiles"}
+# compile-time checks: evaluated when a variant is compiled, emit nothing
+STATIC = {"static_assert"}
 
 # methods of a cuTile Tile that spell a ct function with the tile as first argument
 # (``t.astype(ct.float32)`` is ``ct.astype(t, ct.float32)``; cuda/tile/_stub.py class Tile)
 TILE_METHODS = {"astype", "reshape", "permute", "transpose", "extract", "item", "insert"}
 
-SUPPORTED_CALLS = (MEMORY | set(REDUCTIONS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
+SUPPORTED_CALLS = (MEMORY | ATOMICS | STATIC | set(REDUCTIONS) | set(SCANS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
                    | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION | INT_ARITH)
 
 PADDING = {

@@ -49,6 +49,13 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   flags: the Python frontend contracts ``a*b+c`` itself, the Rust frontend leaves the
   contraction to the translator; an unfused pair rounds twice and tileiras does not
   always contract it, so a difference is reported as ``warn`` (math, kernel).
+* A ``loop`` without carried values or results whose body ends in ``return`` and has no
+  ``continue``/``break`` of its own runs once and ends the kernel: it is its body, what follows
+  it is unreachable.  [_Normaliser.single_pass_loops]  (A port of a kernel that returns early
+  runs in one: cutile lowers ``return`` only inside a ``loop``.)
+* An ``if`` result that every branch going on past the ``if`` yields as the same value is that
+  value (a branch ending in ``return`` yields nothing); an empty ``yield`` is a branch's
+  implicit end.  [_Normaliser.if_forwarding]  An ``if`` whose branch returns is an effect.
 * ``join_tokens`` is an unordered set; ``make_token`` operands of a join are dropped
   (a fresh token carries no ordering) and a join of one token is that token; a memory op's
   ``token=`` from ``make_token`` is dropped too (it orders the op after nothing).

@@ -274,6 +274,8 @@ class _Normaliser:
 
     def run(self) -> None:
         self.asserts()
+        self.single_pass_loops()
+        self.if_forwarding()
         self.assumes()
         self.fma()
         self.constants()
@@ -289,6 +291,74 @@ class _Normaliser:
         doomed = {n for n in self.s.walk() if n.opname == "assert"}
         self.s.n_asserts = len(doomed)
         _remove(self.s.all_lists(), doomed)
+
+    def single_pass_loops(self) -> None:
+        """A ``loop`` without carried values or results whose body ends in ``return`` and has
+        no ``continue`` / ``break`` of its own runs its body once and ends the kernel: it is
+        its body, and what follows it is unreachable. (A port wraps a kernel that returns early
+        in one: cutile lowers ``return`` inside a ``loop`` only; cuTile Python writes the
+        ``return`` straight in the ``if``.)"""
+        def own_exits(nodes) -> bool:
+            for c in nodes:
+                if c.opname in ("continue", "break"):
+                    return True
+                if c.opname == "if" and any(own_exits(r.nodes) for r in c.regions):
+                    return True
+            return False
+
+        changed = True
+        while changed:
+            changed = False
+            for nodes in self.s.all_lists():
+                for i, n in enumerate(nodes):
+                    if (n.opname == "loop" and not n.operands and not n.results and not n.pre.strip()
+                            and len(n.regions) == 1 and n.regions[0].nodes
+                            and n.regions[0].nodes[-1].opname == "return"
+                            and not own_exits(n.regions[0].nodes)):
+                        body = n.regions[0].nodes
+                        for c in body:
+                            c.parent = n.parent
+                        nodes[i:] = body            # the rest of this block is unreachable
+                        changed = True
+                        break
+                if changed:
+                    break
+
+    def if_forwarding(self) -> None:
+        """An ``if`` result that every branch going on past the ``if`` yields as the same value
+        is that value (a branch that ends in ``return`` yields nothing); a ``yield`` of nothing
+        is the implicit end of a branch. (cuTile Python's ``if`` with an early ``return`` yields
+        the untouched memory token from its other branch; the port does not carry it.)"""
+        for n in self.s.walk():
+            if n.opname != "if" or not n.results:
+                continue
+            yields = [r.nodes[-1] if r.nodes and r.nodes[-1].opname == "yield" else None
+                      for r in n.regions]
+            going = [y for y in yields if y is not None]
+            if not going or any(len(y.operands) != len(n.results) for y in going):
+                continue
+            types = {id(y): _split_top(y.types) for y in going}
+            for k in reversed(range(len(n.results))):
+                if len({id(y.args()[k]) for y in going}) != 1:
+                    continue
+                n.results[k].alias = going[0].args()[k]
+                del n.results[k], n.result_types[k]
+                for y in going:
+                    del y.operands[k]
+                    if k < len(types[id(y)]):
+                        del types[id(y)][k]
+            for k, res in enumerate(n.results):
+                res.index = k
+            m = re.search(r"->\s*\((.*)\)\s*$", n.pre)
+            if m is not None:
+                n.pre = n.pre[:m.start()].rstrip() + (f" -> ({', '.join(n.result_types)})"
+                                                      if n.result_types else "")
+            for y in going:
+                y.pre = ", ".join(["%"] * len(y.operands))
+                y.types = ", ".join(t.strip() for t in types[id(y)])
+        for nodes in self.s.all_lists():
+            nodes[:] = [c for c in nodes if not (c.opname == "yield" and not c.operands
+                                                 and c.parent is not None and c.parent.owner.opname == "if")]
 
     def assumes(self) -> None:
         doomed = set()
@@ -441,7 +511,7 @@ class _Normaliser:
                 del n.operands[k]
                 n.pre = _ws(n.pre[:m.start()] + n.pre[m.end():])
 
-    def masked_loads(self) -> None:
+    def masked_loads(self) -> None:  # noqa: C901 (one rule, two forms)
         """``select(m, load_ptr_tko(p, m), pad)`` with the select as the load's only user is
         ``load_ptr_tko(p, m, pad)``: a masked gather's padding, as cuTile Python writes it,
         equals a masked load without padding whose masked-off lanes (undefined) the select with
@@ -450,11 +520,11 @@ class _Normaliser:
         mask is never read (every lane loads): it is dropped (cuTile Python writes one for
         ``check_bounds=False``)."""
         for n in self.s.walk():
-            if n.opname == "load_ptr_tko" and len(n.operands) == 2 and " -> " in n.types:
+            if n.opname == "load_ptr_tko" and _untokened(n) == 2 and " -> " in n.types:
                 head, _, tail = n.types.partition(" -> ")
                 types = _split_top(head)
                 if len(types) == 2 and not re.search(r"[<x]i1>$", types[1]):
-                    n.operands = n.operands[:1]
+                    n.operands = n.operands[:1] + n.operands[2:]
                     n.pre = _ws(re.sub(r"^(\w+ %), %", r"\1", n.pre.strip()))
                     n.types = f"{types[0]} -> {tail}"
         users: dict = {}
@@ -467,16 +537,27 @@ class _Normaliser:
                 continue
             cond, val, pad = n.args()
             load = val.node if val.kind == "op" and val.index == 0 else None
-            if (load is None or load.opname != "load_ptr_tko" or len(load.operands) != 2
+            if (load is None or load.opname != "load_ptr_tko" or _untokened(load) != 2
                     or load.args()[1] is not cond or users.get(id(val)) != [n]
-                    or " -> " not in load.types or load.parent is not n.parent
-                    or any(users.get(id(r)) for r in load.results[1:])):
+                    or " -> " not in load.types or load.parent is not n.parent):
                 continue
-            # the load moves to the select's place: the padding may be defined between them
+            # the padding must be defined before the load: a constant defined between them
+            # moves up; else the load moves to the select's place when nothing between them
+            # reads its result token
             nodes = load.parent.nodes if load.parent is not None else self.s.body
-            nodes.remove(load)
-            nodes.insert(nodes.index(n), load)
-            load.operands = load.operands + [pad]
+            at, sel = nodes.index(load), nodes.index(n)
+            pp = _producer(pad)
+            if pp is not None and pp in nodes[at:sel]:
+                if not pp.operands:
+                    nodes.remove(pp)
+                    nodes.insert(at, pp)
+                elif any(users.get(id(r)) and any(u in nodes[at:sel] for u in users[id(r)])
+                         for r in load.results[1:]):
+                    continue
+                else:
+                    nodes.remove(load)
+                    nodes.insert(nodes.index(n), load)
+            load.operands = load.operands[:2] + [pad] + load.operands[2:]
             load.pre = _ws(re.sub(r"^(\w+ %, %)", r"\1, %", load.pre.strip()))
             head, _, tail = load.types.partition(" -> ")
             load.types = f"{head}, {pad.type} -> {tail}"
@@ -570,16 +651,21 @@ def _enclosing_op(n: _Node) -> _Node | None:
     return n.parent.owner if n.parent is not None else None
 
 
+def _untokened(n: _Node) -> int:
+    """Operands of a memory op other than its ``token=`` (printed last)."""
+    return len(n.operands) - (1 if _TOKEN_OPERAND.search(n.pre) else 0)
+
+
 def _effectful(n: _Node, memo: dict) -> bool:
     """Side-effecting op (loads count), or a region op whose body has an effect (or, for
-    ``if``, a break/continue that leaves an enclosing loop)."""
+    ``if``, a break/continue that leaves an enclosing loop or a return that ends the kernel)."""
     if n in memo:
         return memo[n]
     eff = _is_effectful_name(n.opname)
     if not eff and n.regions:
         for r in n.regions:
             for c in r.nodes:
-                if _effectful(c, memo) or (n.opname == "if" and c.opname in ("break", "continue")):
+                if _effectful(c, memo) or (n.opname == "if" and c.opname in ("break", "continue", "return")):
                     eff = True
     memo[n] = eff
     return eff

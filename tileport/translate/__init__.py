@@ -7,6 +7,8 @@ time becomes generics of the entry: the array dtype is ``E: ElementType``, every
 (rank from the manifest), f32/i32 scalars stay. Each construct family has its own module:
 
 * :mod:`.memory` -- arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``;
+* :mod:`.tokens` -- the memory tokens ordering loads and stores (as cuTile Python's
+  ``token_order`` pass threads them through loops and ``if``s);
 * :mod:`.control` -- statements, assignment, ``for`` loops, compile-time ``if``, launch grid;
 * :mod:`.arith` -- operators, elementwise math, ``ct.astype``, tile constants, ``fma``;
 * :mod:`.reductions` -- ``ct.sum/max/min/prod``;

@@ -123,10 +123,11 @@ class ArithRules:
             if k.arg == "rounding_mode" and rounding:
                 if v is None or (isinstance(v, ast.Constant) and v.value is None):
                     continue
-                if not (isinstance(v, ast.Attribute) and v.attr in C.ROUNDING):
+                member = self.enum_of(v)
+                if member is None or member[0] != "RoundingMode" or member[1] not in C.ROUNDING:
                     self.fail(node, ast.unparse(v), f"rounding_mode must be one of "
                                                     f"ct.RoundingMode.{sorted(C.ROUNDING)}")
-                out["rounding"] = C.ROUNDING[v.attr]
+                out["rounding"] = C.ROUNDING[member[1]]
             elif k.arg in ("flush_to_zero", "propagate_nan") and (ftz if k.arg == "flush_to_zero" else nan):
                 if not (isinstance(v, ast.Constant) and isinstance(v.value, bool)):
                     self.fail(node, ast.unparse(v), f"{k.arg} must be True or False")
@@ -166,9 +167,21 @@ class ArithRules:
                                      f=fl["ftz"] or self.DEFAULT_FLAGS[1]), ty)
 
     def unary_math(self, node: ast.Call) -> tuple[str, Ty]:
-        self.check_kwargs(node, set())
+        """Elementwise math; ``ct.exp/tanh(x, rounding_mode=)`` (FULL, cuTile's default for
+        them, or APPROX) is cutile's ``exp/tanh_with_rounding`` with that mode, which prints the
+        op's rounding attribute as cuTile Python does."""
+        name = node.func.attr
+        self.check_kwargs(node, {"rounding_mode"} if name in C.ROUNDED_MATH else set())
         e, ty = self.tile_expr(node.args[0])
-        return self.bind(C.UNARY_MATH[node.func.attr].format(x=e), ty)
+        mode = self._kw(node, "rounding_mode")
+        if mode is not None and not (isinstance(mode, ast.Constant) and mode.value is None):
+            member = self.enum_of(mode)
+            if member is None or member[1] not in C.ROUNDED_MATH_MODES:
+                self.fail(node, ast.unparse(mode), f"ct.{name} takes rounding_mode "
+                                                   f"{' or '.join(sorted(C.ROUNDED_MATH_MODES))}")
+            fl = self.flags_of(node, rounding=True, ftz=False)
+            return self.bind(C.ROUNDED_MATH[name].format(x=e, r=fl["rounding"]), ty)
+        return self.bind(C.UNARY_MATH[name].format(x=e), ty)
 
     def binary_math(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.maximum/minimum(a, b, flush_to_zero=, propagate_nan=)`` with broadcasting."""
@@ -397,9 +410,15 @@ class ArithRules:
         _, dty = self.expr(dnode)
         if name == "full":
             vnode = node.args[1] if len(node.args) > 1 else self._kw(node, "fill_value")
-            _, vty = self.expr(vnode)
+            ve, vty = self.expr(vnode)
+            if vty.kind in ("i32", "f32") and vty.kind == dty.dtype:
+                # a run-time (or const-generic) scalar of the tile's type: broadcast, as cuTile
+                # Python's `full` does (`astype` to the same type is nothing)
+                return self.bind(f"broadcast_scalar({ve}, shape![{', '.join(shape)}])",
+                                 Ty("tile", dty.dtype, shape))
             if vty.kind != "lit":
-                self.fail(node, "ct.full", "fill value must be a literal")
+                self.fail(node, "ct.full", f"a {vty.kind} fill value for a {dty.dtype} tile is not "
+                                           f"translated (a literal, or a scalar of the tile's type)")
             val = vty.value
         else:
             val = 0 if name == "zeros" else 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from .. import analyze as A
+from .. import constructs as C
 from .core import Ty, Unsupported, Var
 
 
@@ -54,12 +55,19 @@ class ControlRules:
             self.store(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "scatter"):
             self.scatter(s.value)
+        elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+                and self.is_ct(s.value.func) and s.value.func.attr in C.ATOMICS):
+            self.atomic(s.value)         # an atomic whose old values are not used
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "static_assert"):
+            self.static_assert(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             pass  # a string used as a comment
         elif isinstance(s, ast.Pass):
             pass
         elif isinstance(s, ast.Return) and s.value is None and s is self.fn.body[-1]:
             pass
+        elif isinstance(s, ast.Return) and s.value is None and not self.inlining:
+            self.early_return(s)
         elif isinstance(s, ast.For):
             self.for_loop(s)
         elif isinstance(s, ast.While):
@@ -73,8 +81,20 @@ class ControlRules:
                       "statement not translated")
 
     def assign(self, name: str, value, node, computed: tuple | None = None):
-        """``name = value`` (``computed``: the value's (Rust expression, type) already made)."""
+        """``name = value`` (``computed``: the value's (Rust expression, type) already made). A
+        name bound to an enum member (``zero_pad = ct.PaddingMode.ZERO``) is a compile-time
+        alias: nothing is emitted."""
+        member = self.enum_of(value) if computed is None and value is not None else None
+        if member is not None:
+            self.scopes[-1][name] = Var(".".join(member), Ty("enum", value=member), None,
+                                        len(self.scopes) - 1)
+            return
         expr, ty = computed if computed is not None else self.expr(value)
+        if ty.kind == "lit" and isinstance(ty.value, bool):
+            # a compile-time truth value (`check = TILE != N` on specialised constexprs): cuTile
+            # Python keeps it a constant; it has no Rust value to carry
+            self.scopes[-1][name] = Var(repr(ty.value), ty, None, len(self.scopes) - 1)
+            return
         if ty.kind in ("lit",):
             ty, expr = self.lit_scalar(ty)
         if ty.kind in ("arr", "dtype"):
@@ -95,12 +115,16 @@ class ControlRules:
         if var is not None and var.decl is None:
             self.fail(node, name, "rebinding a kernel parameter is not translated")
         rn = self.local_prefix + self.rname(name)
-        last = self.out.lines[-1] if self.out.lines else None
+        # the line that bound the value (token bookkeeping after a load does not count)
+        pos = len(self.out.lines) - 1
+        while pos >= 0 and pos in getattr(self, "tok_pure", {}):
+            pos -= 1
+        last = self.out.lines[pos] if pos >= 0 else None
         if (expr.startswith("__t") and last is not None and last[0] == self.out.indent
                 and last[1].startswith(f"let {expr}: ")):
             # the value was just bound to a temporary: give that binding the Python name
             last[1] = f"let {rn}: " + last[1][len(f"let {expr}: "):]
-            idx = len(self.out.lines) - 1
+            idx = pos
             if expr in self.muls:
                 a, b, i, _, fl = self.muls.pop(expr)
                 self.muls[rn] = (a, b, i, name, fl)
@@ -150,12 +174,8 @@ class ControlRules:
         if cty.kind != "bool":
             self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
                                                       "int32 scalars (or a constexpr test)")
-        self.out.emit(f"if {c} {{", s.lineno)
-        self.branch(s.body)
-        if s.orelse:
-            self.out.emit("} else {", s.lineno)
-            self.branch(s.orelse)
-        self.out.emit("}", s.lineno)
+        self.tokened_if(f"if {c} {{", lambda: self.branch(s.body),
+                        (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
 
     def branch(self, stmts):
         self.out.indent += 1
@@ -176,9 +196,7 @@ class ControlRules:
             self.fail(s, "while " + ast.unparse(s.test), "the condition must be a comparison of "
                                                          "int32 scalars")
         cond = self.out.lines.pop()[1][len(f"let {c}: bool = "):-1]
-        self.out.emit(f"while {cond} {{", s.lineno)
-        self.branch(s.body)
-        self.out.emit("}", s.lineno)
+        self.tokened_loop(f"while {cond} {{", lambda: self.branch(s.body), s.lineno)
 
     def if_expr(self, node: ast.IfExp) -> tuple[str, Ty]:
         """``a if c else b``: the branch a constexpr test takes, or a Rust ``if`` expression
@@ -214,6 +232,61 @@ class ControlRules:
         del mid
         return name, ty
 
+    def kernel_returns_early(self) -> bool:
+        """Does the kernel ``return`` before its end (``if bid >= n: return``)?"""
+        return any(isinstance(n, ast.Return) for s in self.fn.body[:-1] for n in ast.walk(s)) or (
+            bool(self.fn.body) and not isinstance(self.fn.body[-1], ast.Return)
+            and any(isinstance(n, ast.Return) for n in ast.walk(self.fn.body[-1])))
+
+    def early_return(self, s: ast.Return):
+        """``return`` before the kernel's end: cuTile Python ends the branch with Tile IR's
+        ``return`` (the ``if`` yields only from the branches that go on). cutile 0.5.0 lowers a
+        ``return`` only at the top of a function body or inside a ``loop`` (cutile-compiler
+        0.5.0 ``compile_block.rs``: "`return` is only supported at the top level of a function
+        body" unless ``innermost_loop == Loop``), so the driver wraps such a kernel's body in a
+        ``loop { ... return; }`` that runs once; the IR diff reads a loop without carried values
+        whose body ends in ``return`` as its body (``single_pass_loops``). A ``return`` inside a
+        ``for`` loop (cuTile Python rewrites the loop, ``lower_for_with_return``) is not
+        translated."""
+        if any(kind == "for" for kind in getattr(self, "loop_kinds", [])):
+            self.fail(s, "return", "a return inside a for loop (cuTile Python rewrites the loop "
+                                   "around it) is not translated; cutile 0.5.0 lowers no return "
+                                   "inside a for (compile_block.rs: !ctx.inside_for)")
+        self.out.emit("return;", s.lineno)
+
+    def static_assert(self, call: ast.Call):
+        """``ct.static_assert(condition, message)``: evaluated for this entry's constexpr values
+        as cuTile Python evaluates it when it compiles a variant (its constexprs are
+        specialised); true emits nothing, false is the kernel's error (cuTile Python raises
+        StaticAssertionError with the message) and no port is written."""
+        if not 1 <= len(call.args) <= 2 or call.keywords:
+            self.fail(call, "ct.static_assert", "expects (condition[, message])")
+        cond = call.args[0]
+        env = self.static_env()
+        allowed = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Name, ast.Constant, ast.Load,
+                   ast.cmpop, ast.boolop, ast.unaryop, ast.operator)
+        if not all(isinstance(n, allowed) and (not isinstance(n, ast.Name) or n.id in env)
+                   for n in ast.walk(cond)):
+            self.fail(call, f"ct.static_assert({ast.unparse(cond)})",
+                      "the condition is not one the translator evaluates at compile time "
+                      "(constexprs, module constants, literals, comparisons of them)")
+        if eval(compile(ast.Expression(cond), self.file, "eval"), {"__builtins__": {}}, env):  # noqa: S307
+            self.out.emit(f"// ct.static_assert({ast.unparse(cond)}): true for this entry", call.lineno)
+            return
+        msg = ""
+        if len(call.args) == 2:
+            try:
+                msg = str(eval(compile(ast.Expression(call.args[1]), self.file, "eval"),  # noqa: S307
+                               {"__builtins__": {"str": str, "repr": repr}}, env))
+            except Exception:       # noqa: BLE001 -- a message that needs more than constants
+                msg = ast.unparse(call.args[1])
+        exc = Unsupported(self.file, call.lineno, f"ct.static_assert({ast.unparse(cond)})",
+                          f"false for {', '.join(f'{k}={v}' for k, v in self.spec.items() if not k.startswith('__'))}"
+                          f" (cuTile Python raises StaticAssertionError: {msg}); the kernel's "
+                          f"constexprs break its own compile-time check")
+        exc.owner = "kernel"
+        raise exc
+
     def static_if(self, s: ast.If):
         """``if`` on constexprs: cuTile evaluates it when it compiles a variant, so this entry
         (specialised for those constexpr values) keeps only the branch taken, inline (a Python
@@ -239,13 +312,18 @@ class ControlRules:
             head = f"for {var} in {args[0]}..{args[1]} {{"
         else:
             head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
-        self.out.emit(head, s.lineno)
-        self.out.indent += 1
-        self.scopes.append({s.target.id: Var(var, Ty("i32"), None, len(self.scopes))})
-        self.block(s.body)
-        self.scopes.pop()
-        self.out.indent -= 1
-        self.out.emit("}", s.lineno)
+
+        def body():
+            self.out.indent += 1
+            self.scopes.append({s.target.id: Var(var, Ty("i32"), None, len(self.scopes))})
+            self.loop_kinds = getattr(self, "loop_kinds", []) + ["for"]
+            try:
+                self.block(s.body)
+            finally:
+                self.loop_kinds = self.loop_kinds[:-1]
+            self.scopes.pop()
+            self.out.indent -= 1
+        self.tokened_loop(head, body, s.lineno, ivar=var)
 
     # ---- helper functions ----------------------------------------------------------
     def inline_call(self, node: ast.Call):

@@ -27,7 +27,8 @@ class Ty:
     """Type of a translated value.
 
     kind: 'tile' (dtype: Rust element type or 'E'; shape: tuple of Rust const exprs),
-    'i32', 'f32', 'bool' (scalars), 'lit' (a Python literal, folded), 'arr' (ndim), 'dtype'.
+    'i32', 'f32', 'bool' (scalars), 'lit' (a Python literal, folded), 'arr' (ndim), 'dtype',
+    'enum' (value: (enum class, member), e.g. ('PaddingMode', 'ZERO')).
     """
 
     kind: str
@@ -97,6 +98,49 @@ def module_constants(tree: ast.Module) -> dict:
     return out
 
 
+# enums of cuda.tile whose members a kernel passes as compile-time arguments (padding_mode=,
+# rounding_mode=, memory_order=, memory_scope=), directly or through an alias
+ENUM_CLASSES = ("PaddingMode", "RoundingMode", "MemoryOrder", "MemoryScope")
+
+
+def enum_imports(tree: ast.Module) -> dict:
+    """``from cuda.tile import RoundingMode as RMd`` -> {'RMd': 'RoundingMode'}."""
+    return {a.asname or a.name: a.name for n in tree.body if isinstance(n, ast.ImportFrom)
+            and n.module == "cuda.tile" for a in n.names if a.name in ENUM_CLASSES}
+
+
+def module_enums(tree: ast.Module, alias: str) -> dict:
+    """Module-level names bound once to an enum member (``PAD_ZERO = ct.PaddingMode.ZERO``):
+    {name: (enum class, member)}. cuTile Python reads them as constants in a kernel."""
+    imports = enum_imports(tree)
+    seen: dict = {}
+    for n in tree.body:
+        for t in (n.targets if isinstance(n, ast.Assign) else []):
+            if isinstance(t, ast.Name):
+                seen[t.id] = seen.get(t.id, 0) + 1
+    out = {}
+    for n in tree.body:
+        if (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+                and seen.get(n.targets[0].id) == 1):
+            m = enum_member(n.value, alias, imports)
+            if m is not None:
+                out[n.targets[0].id] = m
+    return out
+
+
+def enum_member(node, alias: str, imports: dict):
+    """``ct.PaddingMode.ZERO`` / ``RMd.APPROX`` (an imported alias) as (class, member), else None."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    base = node.value
+    if (isinstance(base, ast.Attribute) and base.attr in ENUM_CLASSES
+            and isinstance(base.value, ast.Name) and base.value.id == alias):
+        return base.attr, node.attr
+    if isinstance(base, ast.Name) and base.id in imports:
+        return imports[base.id], node.attr
+    return None
+
+
 def _literal(node, maths: set):
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return node.value
@@ -125,6 +169,8 @@ class TranslatorBase:
         self.module_consts = module_constants(module) if module is not None else {}
         self.maths = {a.asname or a.name for n in (module.body if module else ())
                       if isinstance(n, ast.Import) for a in n.names if a.name == "math"}
+        self.enum_imports = enum_imports(module) if module is not None else {}
+        self.module_enums = module_enums(module, alias) if module is not None else {}
         # constexpr values this entry is specialised for (static `if` tests, float/bool), and
         # DTYPE_KEY when the entry serves one element type only
         self.spec = dict(spec or {})
@@ -174,6 +220,16 @@ class TranslatorBase:
 
     def rname(self, name: str) -> str:
         return C.rust_ident(name)
+
+    def enum_of(self, node):
+        """An enum member passed as an argument: ``ct.PaddingMode.ZERO``, ``RMd.APPROX``, or a
+        name bound to one in the kernel or at module level. Returns (class, member) or None."""
+        if isinstance(node, ast.Name):
+            var = self.lookup(node.id)
+            if var is not None:
+                return var.ty.value if var.ty.kind == "enum" else None
+            return self.module_enums.get(node.id)
+        return enum_member(node, self.alias, self.enum_imports)
 
     def is_ct(self, node, attr=None) -> bool:
         return A._is_ct(node, self.alias, attr)
@@ -259,6 +315,9 @@ class TranslatorBase:
             if self.is_ct(node) and node.attr in C.DTYPE_ATTRS:
                 return node.attr, Ty("dtype", dtype=C.DTYPE_ATTRS[node.attr][1])
             if isinstance(node.value, ast.Name) and node.attr == "dtype":
+                var = self.lookup(node.value.id)
+                if var is not None and var.ty.kind == "tile":       # a tile's dtype
+                    return var.ty.dtype, Ty("dtype", dtype=var.ty.dtype)
                 arr = self.array_arg(node.value)
                 return "E", Ty("dtype", dtype=arr.ty.dtype)
         if isinstance(node, ast.Subscript) and A._is_shape_subscript(node):

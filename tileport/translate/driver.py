@@ -9,15 +9,16 @@ from .. import analyze as A
 from .. import manifest as M
 from .arith import ArithRules
 from .control import ControlRules
-from .core import DTYPE_KEY, TranslatorBase, Ty, Unsupported, Var
+from .core import DTYPE_KEY, TranslatorBase, Ty, Unsupported, Var, module_constants
 from .hints import HintRules
 from .matrix import MatrixRules
 from .memory import STRIDES_HELPER, MemoryRules
 from .reductions import ReductionRules
 from .shape import ShapeRules
+from .tokens import TokenRules
 
-FAMILIES = (ControlRules, MemoryRules, ArithRules, ReductionRules, ShapeRules, MatrixRules,
-            HintRules)
+FAMILIES = (ControlRules, MemoryRules, TokenRules, ArithRules, ReductionRules, ShapeRules,
+            MatrixRules, HintRules)
 
 
 def _merge_calls(families) -> dict[str, str]:
@@ -66,7 +67,18 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
         body = self.fn.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # docstring
-        self.block(body)
+        if self.kernel_returns_early():
+            # cutile lowers `return` only inside a `loop`: one that runs once (see early_return)
+            self.out.emit("loop {", self.fn.lineno)
+            self.out.indent += 1
+            self.block(body)
+            if not (self.out.lines and self.out.lines[-1][1] == "return;"):
+                self.out.emit("return;", self.fn.lineno)
+            self.out.indent -= 1
+            self.out.emit("}", self.fn.lineno)
+        else:
+            self.block(body)
+        self.prune_tokens()
         head = []
         if self.need_pid:
             head.append([2, "let __pid: (i32, i32, i32) = get_tile_block_id();", self.fn.lineno])
@@ -113,6 +125,10 @@ STATIC_ARGS = {
     "permute": [(1, "axes", False)], "transpose": [(1, "axis0", False), (2, "axis1", False)],
     "cat": [(1, "axis", False)],
 }
+# compile-time keyword-only arguments (a name bound once in the kernel counts as its value:
+# `check = TILE != N; ct.gather(..., check_bounds=check)`)
+STATIC_KWARGS = {"gather": ("check_bounds",), "scatter": ("check_bounds",),
+                 "load": ("check_bounds", "order"), "store": ("check_bounds", "order")}
 
 
 def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "ct",
@@ -122,7 +138,14 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
     const-generic form in Rust), and int ones a compile-time argument computes with
     (:data:`STATIC_ARGS`); in parameter order."""
     cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
+    # module-level constants are compile-time values too (`if APPROX == GELU_TANH:`)
+    static = cnames | set(module_constants(module) if module is not None else ())
     used = set()
+    bound: dict = {}
+    for n in ast.walk(fn):
+        for t in (n.targets if isinstance(n, ast.Assign) else []):
+            if isinstance(t, ast.Name):
+                bound[t.id] = n.value if t.id not in bound else None
     helpers = {n.name: n for n in (module.body if module else ()) if isinstance(n, ast.FunctionDef)}
     for n in ast.walk(fn):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in helpers:
@@ -130,12 +153,21 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
             hp = [a.arg for a in h.args.args]
             args = dict(zip(hp, n.args)) | {k.arg: k.value for k in n.keywords}
             for t in ast.walk(h):
-                if isinstance(t, (ast.If, ast.IfExp)) and A.static_test(t.test, set(hp)):
+                if isinstance(t, (ast.If, ast.IfExp)) and A.static_test(t.test, set(hp) | static):
                     for name in {x.id for x in ast.walk(t.test) if isinstance(x, ast.Name)}:
                         if name in args:
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
-        if isinstance(n, ast.If) and A.static_test(n.test, cnames):
+        if isinstance(n, (ast.If, ast.IfExp)) and A.static_test(n.test, static):
             used |= {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)}
+        if isinstance(n, ast.Call) and A._is_ct(n.func, alias, "static_assert") and n.args:
+            used |= {x.id for x in ast.walk(n.args[0]) if isinstance(x, ast.Name)} & cnames
+        if isinstance(n, ast.Call) and A._is_ct(n.func, alias):
+            for kw in STATIC_KWARGS.get(n.func.attr, ()):
+                arg = A._kw(n, kw)
+                if isinstance(arg, ast.Name) and bound.get(arg.id) is not None:
+                    arg = bound[arg.id]
+                if arg is not None:
+                    used |= {x.id for x in ast.walk(arg) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, ast.Call) and (A._is_ct(n.func, alias) or A._is_tile_method(n.func, alias)):
             method = not A._is_ct(n.func, alias)
             for pos, kw, bare_ok in STATIC_ARGS.get(n.func.attr, ()):
@@ -188,23 +220,31 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
     keys = specialisation_keys(fn, kinfo["params"], details["tile_alias"], tree)
     kvariants = kinfo.get("variants", details["variants"])     # the kernel's own variants
     dtypes = tuple(dict.fromkeys(v["dtype"] for v in kvariants))
+    # the compiler hints the launch code sets (manifest compiler_hints: kernel.replace_hints in
+    # the reference); variants that differ in them get entries of their own
+    hints_of = {v["id"]: tuple(sorted((v.get("compiler_hints") or {}).items())) for v in kvariants}
+    split_hints = len(set(hints_of.values())) > 1
     # generic over E first; per element type too when a rule needs E's concrete type
     for by_dtype in (False, True):
         groups: dict[tuple, list[str]] = {}
         for v in kvariants:
             groups.setdefault(tuple(v["constexprs"][k] for k in keys)
+                              + ((hints_of[v["id"]],) if split_hints else ())
                               + ((v["dtype"],) if by_dtype else ()), []).append(v["id"])
         bodies, entries = [], {}
         need_dtype = need_strides = False
         for key, vids in groups.items():
             spec = dict(zip(keys, key))
             words = [f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items()]
+            if split_hints:
+                words.append("".join(f"{h}{x}" for h, x in hints_of[vids[0]]) or "nohints")
             if by_dtype:
                 spec[DTYPE_KEY] = key[-1]
                 words.append(key[-1])
             name = kernel + "__" + "_".join(words) if words else kernel
             tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile, spec, name,
                                   dtypes, target, tree)
+            tr.launch_hints = dict(hints_of[vids[0]]) if vids else {}
             bodies.append(tr.translate())
             need_dtype |= tr.need_dtype
             need_strides |= tr.need_strides

@@ -37,21 +37,27 @@ class HintRules:
         """``#[cutile::entry(...)]`` carrying the ``@ct.kernel(...)`` hints for the target."""
         dec = next((d for d in self.fn.decorator_list
                     if isinstance(d, ast.Call) and self.is_ct(d.func, "kernel")), None)
-        items = []
+        values: dict = {}
         for k in dec.keywords if dec is not None else ():
             what = f"@{self.alias}.kernel({k.arg}={ast.unparse(k.value)})"
-            v = self.by_target(k.value, what)
-            if k.arg == "opt_level":
+            values[k.arg] = (self.by_target(k.value, what), what)
+        # the manifest's compiler_hints replace the decorator's, as the launch code's
+        # kernel.replace_hints does for the reference (tileport.reference_ir)
+        for k, v in getattr(self, "launch_hints", {}).items():
+            values[k] = (v, f"compiler_hints {k}: {v} (manifest)")
+        items = []
+        for k, (v, what) in values.items():
+            if k == "opt_level":
                 if v is not None and v != DEFAULT_OPT_LEVEL:
                     self.fail(dec, what, "cutile 0.5.0 takes the tileiras optimisation level only "
                                          "as a launch option (CompileOptions::opt_level), not in "
                                          "the kernel: not carried")
                 continue
-            if k.arg not in ENTRY_HINTS:
-                self.fail(dec, what, f"kernel option '{k.arg}' not translated (translated: "
+            if k not in ENTRY_HINTS:
+                self.fail(dec, what, f"kernel option '{k}' not translated (translated: "
                                      f"{sorted(ENTRY_HINTS)}, opt_level={DEFAULT_OPT_LEVEL})")
             if v is not None:
-                items.append(f"{ENTRY_HINTS[k.arg]} = {v}")
+                items.append(f"{ENTRY_HINTS[k]} = {v}")
         if not items:
             return "#[cutile::entry()]"
         return f"#[cutile::entry(optimization_hints = ({self.target} = ({', '.join(items)},),))]"
@@ -86,6 +92,8 @@ class HintRules:
             return self.spec[node.id]
         if isinstance(node, ast.Name) and self.lookup(node.id) is None:
             return self.module_consts.get(node.id)
+        if isinstance(node, ast.Name) and self.lookup(node.id).ty.kind == "lit":
+            return self.lookup(node.id).ty.value      # a name bound to a compile-time value
         return None
 
     def latency_arg(self, call) -> str:

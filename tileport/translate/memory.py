@@ -1,7 +1,8 @@
 """Memory: arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``, ``a.shape[i]``.
 
 ``ct.load``/``ct.store`` become partition views (``make_partition_view`` with the same padding
-marker / ``partition_full_mut``) read by cutile's raw ``load_view_tko`` and written by its
+marker / ``make_partition_view_mut``, each made from the memory token its op waits for:
+:mod:`.tokens`) read by cutile's raw ``load_view_tko`` and written by its
 raw ``store_view_tko_mut`` (what ``store_unchecked`` calls), so both sides emit ``load_view_tko`` /
 ``store_view_tko`` on the same ``partition_view`` type, with the reference's latency and TMA
 hints (:mod:`.hints`). Neither is cutile's *checked* ``Partition::load`` / ``store``: cuTile
@@ -37,7 +38,8 @@ STRIDES_HELPER = """    /// The element strides of a tensor, from its type metad
 class MemoryRules:
     """Rules for arrays, partition views and pointer tiles (mixed into the driver's translator)."""
 
-    CALLS = {"load": "load", "num_tiles": "num_tiles", "gather": "gather"}
+    CALLS = {"load": "load", "num_tiles": "num_tiles", "gather": "gather",
+             **{n: "atomic" for n in C.ATOMICS}}
 
     def array_arg(self, node) -> Var:
         if not isinstance(node, ast.Name) or self.lookup(node.id) is None or self.lookup(node.id).ty.kind != "arr":
@@ -71,43 +73,111 @@ class MemoryRules:
             self.fail(node, ast.unparse(node), f"{what} must be an int known at compile time")
         return ty.value
 
-    def index_of(self, node, ndim: int) -> str:
+    def index_elems(self, node, ndim: int) -> list[str]:
+        """The Rust int32 expressions of a tile index (one per array axis)."""
         elts = node.elts if isinstance(node, ast.Tuple) else [node]
         if len(elts) != ndim:
             self.fail(node, ast.unparse(node), f"index has {len(elts)} entries, array rank is {ndim}")
-        return "[" + ", ".join(self.int_expr(e) for e in elts) + "]"
+        return [self.int_expr(e) for e in elts]
 
-    def view(self, arr: Var, shape: tuple, padding: str, node) -> str:
+    def index_of(self, node, ndim: int) -> str:
+        return "[" + ", ".join(self.index_elems(node, ndim)) + "]"
+
+    def view(self, arr: Var, shape: tuple, padding: str, node, token: str | None = None,
+             dim_map: str = "dim_map::Identity") -> str:
+        """A partition view of ``arr`` whose accesses wait for ``token`` (default: the tensor's
+        own token, for a view only queried, e.g. by ``ct.num_tiles``)."""
         name = self.fresh("view")
         self.out.emit(
             f"let {name}: Partition<E, {{[{', '.join(shape)}]}}> = make_partition_view("
-            f"{arr.rust}, shape![{', '.join(shape)}], {padding}, dim_map::Identity, "
-            f"get_tensor_token({arr.rust}));", self.line)
+            f"{arr.rust}, shape![{', '.join(shape)}], {padding}, {dim_map}, "
+            f"{token or f'get_tensor_token({arr.rust})'});", self.line)
         return name
 
     def padding_of(self, call) -> str:
         pm = self._kw(call, "padding_mode")
         if pm is None:
             return C.PADDING["UNDETERMINED"]
-        if isinstance(pm, ast.Attribute) and pm.attr in C.PADDING:
-            return C.PADDING[pm.attr]
-        self.fail(pm, ast.unparse(pm), "padding_mode must be a ct.PaddingMode member")
+        member = self.enum_of(pm)
+        if member is not None and member[0] == "PaddingMode" and member[1] in C.PADDING:
+            return C.PADDING[member[1]]
+        self.fail(pm, ast.unparse(pm), "padding_mode must be a ct.PaddingMode member (or a name "
+                                       "bound to one in the kernel or at module level)")
+
+    # ---- ct.load / ct.store ------------------------------------------------------------
+    VIEW_KWARGS = {"index", "latency", "allow_tma", "order", "check_bounds", "memory_order",
+                   "memory_scope"}
+
+    def order_of(self, call, ndim: int) -> list | None:
+        """``order=`` of a load/store: "C" (the default), "F" or a permutation of the array's
+        axes, known at compile time; None for the identity (no ``dim_map``), else the
+        partition view's ``dim_map`` (cuTile Python's ``PartitionViewTy`` order)."""
+        node = self._kw(call, "order")
+        if node is None:
+            return None
+        if isinstance(node, ast.Constant) and node.value in ("C", "F"):
+            axes = list(range(ndim)) if node.value == "C" else list(range(ndim - 1, -1, -1))
+        elif isinstance(node, ast.Tuple):
+            axes = [self.static_int(e, "an order entry") for e in node.elts]
+            axes = [a % ndim if -ndim <= a < ndim else a for a in axes]
+        else:
+            self.fail(node, ast.unparse(node), "order must be 'C', 'F' or a tuple of axes")
+        if sorted(axes) != list(range(ndim)):
+            self.fail(node, ast.unparse(node), f"order {axes} is not a permutation of {ndim} axes")
+        return None if axes == list(range(ndim)) else axes
+
+    def view_options(self, call, ndim: int, load: bool) -> dict:
+        """The compile-time options of a load/store: dim_map, inbounds (``check_bounds=False``:
+        every axis in bounds, Tile IR's ``inbounds``), ordering / scope markers."""
+        cb = self._kw(call, "check_bounds")
+        check = True if cb is None else self.const_value(cb)
+        if not isinstance(check, bool):
+            self.fail(call, ast.unparse(cb), "check_bounds must be True, False or a bool constexpr")
+        allowed = {"WEAK", "RELAXED", "ACQUIRE"} if load else {"WEAK", "RELAXED", "RELEASE"}
+        order, scope, acquire, release = self.memory_semantics(call, "WEAK", "NONE", allowed)
+        axes = self.order_of(call, ndim)
+        return {"dim_map": "dim_map::Identity" if axes is None else f"const_array![{', '.join(map(str, axes))}]",
+                "permuted": axes is not None, "inbounds": None if check else f"[{', '.join(['true'] * ndim)}]",
+                "ordering": order, "scope": scope, "acquire": acquire, "release": release}
 
     def load(self, call) -> tuple[str, Ty]:
-        self.check_kwargs(call, {"index", "shape", "padding_mode", "latency", "allow_tma"})
+        """``ct.load(array, index, shape, order=, padding_mode=, check_bounds=, latency=,
+        allow_tma=, memory_order=, memory_scope=)``: a partition view (``dim_map`` for a
+        permuted order) read by cutile's ``load_view_tko``, or by ``load_view_raw`` when
+        ``check_bounds=False`` (Tile IR's ``inbounds``, which only the raw op takes)."""
+        self.check_kwargs(call, self.VIEW_KWARGS | {"shape", "padding_mode"})
         arr = self.array_arg(call.args[0] if call.args else None)
         idx_node, shp_node = self._kw(call, "index", 1), self._kw(call, "shape", 2)
         shape = self.shape_of(shp_node)
         if len(shape) != arr.ty.ndim:
             self.fail(call, "ct.load", f"tile rank {len(shape)} != array rank {arr.ty.ndim}")
-        v = self.view(arr, shape, self.padding_of(call), call)
+        index = self.index_of(idx_node, arr.ty.ndim)
+        o = self.view_options(call, arr.ty.ndim, load=True)
+        token = self.load_token(arr.rust, call, acquire=o["acquire"])
+        v = self.view(arr, shape, self.padding_of(call), call, token, o["dim_map"])
+        hints = f"{self.latency_arg(call)}, {self.tma_arg(call)}"
+        if o["inbounds"] is not None:
+            raw, tok = self.fresh("t"), self.fresh("tok")
+            self.out.emit(f"let ({raw}, {tok}): (Tile<E, {{[{', '.join(shape)}]}}>, Token) = load_view_raw("
+                          f"&{v}, {index}, Some({token}), {o['ordering']}, {o['scope']}, "
+                          f"{self.tma_arg(call)}, {self.latency_arg(call)}, {o['inbounds']}, "
+                          f"shape![{', '.join(shape)}]);", self.line)
+            self.tok_names.add(tok)
+            self.loaded(arr.rust, tok, o["acquire"])
+            return raw, Ty("tile", "E", shape)
         # the reference's load_view_tko carries no bounds assert: see the module docstring
-        return self.bind(f"load_view_tko(&{v}, {self.index_of(idx_node, arr.ty.ndim)}, "
-                         f"ordering::Weak, scope::TileBlock, {self.latency_arg(call)}, "
-                         f"{self.tma_arg(call)})", Ty("tile", "E", shape))
+        out = self.bind(f"load_view_tko(&{v}, {index}, {o['ordering']}, {o['scope']}, {hints})",
+                        Ty("tile", "E", shape))
+        self.loaded(arr.rust, self._tok_let(f"get_partition_token(&{v})"), o["acquire"])
+        return out
 
     def store(self, call):
-        self.check_kwargs(call, {"index", "tile", "latency", "allow_tma"})
+        """``ct.store(array, index, tile, order=, check_bounds=, latency=, allow_tma=,
+        memory_order=, memory_scope=)``: a mutable partition view written by cutile's
+        ``store_view_tko_mut``; with a permuted order or ``check_bounds=False`` a view with its
+        ``dim_map`` written by ``store_view_raw`` (cutile's mutable views take no dim_map, only
+        the raw op takes ``inbounds``)."""
+        self.check_kwargs(call, self.VIEW_KWARGS | {"tile"})
         arr = self.array_arg(call.args[0] if call.args else None)
         idx_node, tile_node = self._kw(call, "index", 1), self._kw(call, "tile", 2)
         t, ty = self.tile_expr(tile_node)
@@ -116,13 +186,32 @@ class MemoryRules:
                                         "dtype: cast with ct.astype(t, arr.dtype) first")
         if len(ty.shape) != arr.ty.ndim:
             self.fail(call, "ct.store", f"tile rank {len(ty.shape)} != array rank {arr.ty.ndim}")
+        index = self.index_elems(idx_node, arr.ty.ndim)
+        o = self.view_options(call, arr.ty.ndim, load=False)
+        token = self.store_token(arr.rust, call, tile_store=True, index=index, release=o["release"])
+        sh = ", ".join(ty.shape)
+        if o["permuted"] or o["inbounds"] is not None:
+            v = self.fresh("view")
+            self.out.emit(f"let {v}: Partition<E, {{[{sh}]}}> = make_partition_view({arr.rust}, shape![{sh}], "
+                          f"padding::None, {o['dim_map']}, {token});", self.line)
+            done = self.fresh("tok")
+            self.out.emit(f"let {done}: Token = store_view_raw(&{v}, {t}, [{', '.join(index)}], Some({token}), "
+                          f"{o['ordering']}, {o['scope']}, {self.tma_arg(call)}, {self.latency_arg(call)}, "
+                          f"{o['inbounds'] or '[' + ', '.join(['false'] * arr.ty.ndim) + ']'});", self.line)
+            self.tok_names.add(done)
+            self.stored(arr.rust, done, call)
+            return
         name = self.fresh("out")
-        self.out.emit(f"let mut {name}: PartitionMut<E, {{[{', '.join(ty.shape)}]}}> = "
-                      f"{arr.rust}.partition_full_mut(shape![{', '.join(ty.shape)}]);", self.line)
+        self.out.emit(f"let mut {name}: PartitionMut<E, {{[{sh}]}}> = "
+                      f"make_partition_view_mut({arr.rust}, shape![{sh}], padding::None, "
+                      f"{token});", self.line)
         # the reference's store_view_tko carries no bounds assert: see the module docstring
-        self.out.emit(f"store_view_tko_mut(&mut {name}, {t}, {self.index_of(idx_node, arr.ty.ndim)}, "
-                      f"ordering::Weak, scope::TileBlock, {self.latency_arg(call)}, "
+        self.out.emit(f"store_view_tko_mut(&mut {name}, {t}, [{', '.join(index)}], "
+                      f"{o['ordering']}, {o['scope']}, {self.latency_arg(call)}, "
                       f"{self.tma_arg(call)});", self.line)
+        # the store's result token is the view's token after it (cutile 0.5.0 compiles the call
+        # to the view itself, whatever its declared `-> Token`)
+        self.stored(arr.rust, self._tok_let(f"get_partition_token_mut(&{name})"), call)
 
     def num_tiles(self, node) -> tuple[str, Ty]:
         self.check_kwargs(node, {"axis", "shape"})
@@ -155,7 +244,9 @@ class MemoryRules:
         self.out.emit(f"let ({raw}, {tok}): (Tile<E, {{[{sh}]}}>, Token) = load_ptr_tko({ptrs}, "
                       f"ordering::Weak, None::<scope::TileBlock>, "
                       f"{f'Some({mask})' if mask else 'None'}, None::<E>, "
-                      f"None::<Token>, {self.latency_marker(call)});", self.line)
+                      f"Some({self.load_token(arr.rust, call)}), {self.latency_marker(call)});", self.line)
+        self.tok_names.add(tok)
+        self.loaded(arr.rust, tok)
         if mask is None:
             return raw, Ty("tile", "E", shape)
         # cutile has no scalar of the generic element type for load_ptr_tko's padding: the
@@ -177,9 +268,75 @@ class MemoryRules:
             self.fail(call, "ct.scatter", f"the value has dtype {vt.dtype}, the array the variant "
                                           f"dtype: cast with ct.astype(v, arr.dtype) first")
         value = self.as_tile(ve, vt, "E", shape, call)
-        self.out.emit(f"store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scope::TileBlock>, "
-                      f"{f'Some({mask})' if mask else 'None'}, "
-                      f"None::<Token>, {self.latency_marker(call)});", self.line)
+        token = self.store_token(arr.rust, call)
+        done = self.fresh("tk")
+        self.out.emit(f"let {done}: Token = store_ptr_tko({ptrs}, {value}, ordering::Weak, "
+                      f"None::<scope::TileBlock>, {f'Some({mask})' if mask else 'None'}, "
+                      f"Some({token}), {self.latency_marker(call)});", self.line)
+        self.stored(arr.rust, done, call)
+
+    # ---- atomics ---------------------------------------------------------------------
+    def memory_semantics(self, call, default: str, scope_default: str, allowed: set) -> tuple:
+        """``memory_order=`` / ``memory_scope=`` of a memory op as cutile's ordering and scope
+        markers, with whether the order acquires / releases (for its tokens)."""
+        found = []
+        for kw, default_member, table in (("memory_order", default, C.MEMORY_ORDER),
+                                          ("memory_scope", scope_default, C.MEMORY_SCOPE)):
+            node = self._kw(call, kw)
+            member = (kw == "memory_order" and "MemoryOrder" or "MemoryScope", default_member) \
+                if node is None else self.enum_of(node)
+            if member is None or member[1] not in table or (kw == "memory_order" and member[1] not in allowed):
+                self.fail(call, f"{ast.unparse(call.func)}(..., {kw}={ast.unparse(node) if node else ''})",
+                          f"{kw} must be one of {sorted(allowed if kw == 'memory_order' else table)} "
+                          f"(a ct.{'MemoryOrder' if kw == 'memory_order' else 'MemoryScope'} member)")
+            found.append(member[1])
+        order, scope = found
+        if scope == "NONE" and order != "WEAK":
+            self.fail(call, f"{ast.unparse(call.func)}(..., memory_scope=...NONE)",
+                      "a memory order other than WEAK with no scope is not translated (cutile "
+                      "gives every ordered op a scope)")
+        return (f"ordering::{C.MEMORY_ORDER[order]}", f"scope::{C.MEMORY_SCOPE[scope]}",
+                order in ("ACQUIRE", "ACQ_REL"), order in ("RELEASE", "ACQ_REL"))
+
+    def atomic(self, call) -> tuple[str, Ty]:
+        """``ct.atomic_add/xchg/max/min/and/or/xor(array, indices, update, check_bounds=,
+        memory_order=, memory_scope=)`` and ``ct.atomic_cas(array, indices, expected, desired,
+        ...)``: cutile's ``atomic_rmw_tko`` / ``atomic_cas_tko`` on the pointer tile and bounds
+        mask a scatter builds (cuTile Python's ``_gather_scatter_pointer_and_mask``), the mode
+        by element type (``addf`` for floats), ordering ``acq_rel`` and scope ``device`` by
+        default; returns the old values. Its tokens: :mod:`.tokens` (an atomic stores)."""
+        name = call.func.attr
+        cas = name == "atomic_cas"
+        self.check_kwargs(call, {"check_bounds", "memory_order", "memory_scope"})
+        if len(call.args) != (4 if cas else 3):
+            self.fail(call, f"ct.{name}", f"expects (array, indices, {'expected, desired' if cas else 'update'}) "
+                                          f"positionally")
+        arr = self.array_arg(call.args[0])
+        dtype = arr.ty.dtype
+        is_float = dtype in C.FLOAT_TILE_DTYPES
+        mode = None if cas else C.ATOMIC_RMW[name][0 if is_float else 1]
+        if not cas and mode is None:
+            self.fail(call, f"ct.{name}", f"cuTile Python has no {name} of a floating-point array")
+        order, scope, acquire, release = self.memory_semantics(
+            call, "ACQ_REL", "DEVICE", {"RELAXED", "ACQUIRE", "RELEASE", "ACQ_REL"})
+        ptrs, mask, shape = self.gather_scatter(call, arr, call.args[1])
+        values = []
+        for v in call.args[2:]:
+            ve, vt = self.expr(v)
+            if vt.kind == "tile" and vt.dtype != dtype:
+                self.fail(call, f"ct.{name}", f"the value has dtype {vt.dtype}, the array {dtype}: cast "
+                                              f"with ct.astype(v, arr.dtype) first")
+            values.append(self.as_tile(ve, vt, dtype, shape, call))
+        token = self.store_token(arr.rust, call, release=release, acquire=acquire)
+        sh = ", ".join(shape)
+        old, done = self.fresh("old"), self.fresh("tok")
+        op = (f"atomic_cas_tko({ptrs}, {values[0]}, {values[1]}, " if cas
+              else f"atomic_rmw_tko({ptrs}, {values[0]}, atomic::{mode}, ")
+        self.out.emit(f"let ({old}, {done}): (Tile<{dtype}, {{[{sh}]}}>, Token) = {op}{order}, {scope}, "
+                      f"{f'Some({mask})' if mask else 'None'}, Some({token}));", self.line)
+        self.tok_names.add(done)
+        self.stored(arr.rust, done, call, acquire=acquire)
+        return old, Ty("tile", dtype, shape)
 
     def gather_scatter(self, call, arr: Var, idx_node) -> tuple[str, str | None, tuple]:
         """The pointer tile and mask of a gather/scatter, op for op as cuTile Python builds them

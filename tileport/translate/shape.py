@@ -19,7 +19,25 @@ class ShapeRules:
     """Rules for tile shapes (mixed into the driver's translator)."""
 
     CALLS = {"reshape": "reshape", "expand_dims": "expand_dims", "broadcast_to": "broadcast_to",
-             "permute": "permute", "transpose": "transpose", "extract": "extract", "cat": "cat"}
+             "permute": "permute", "transpose": "transpose", "extract": "extract", "cat": "cat",
+             "item": "item"}
+
+    def item(self, node: ast.Call) -> tuple[str, Ty]:
+        """``t.item()``: ``t.reshape(())`` (cuda/tile/_stub.py ``Tile.item``), a 0-d tile; one of
+        int32 / f32 is that scalar (cutile's ``tile_to_scalar`` emits no op), usable as an index
+        or a loop bound."""
+        self.check_kwargs(node, set())
+        if len(node.args) != 1:
+            self.fail(node, ast.unparse(node), "item() takes no arguments")
+        e, ty = self.tile_expr(node.args[0])
+        if any(d != "1" for d in ty.shape):
+            self.fail(node, ast.unparse(node), f"item() of a tile of shape {ty.shape}: only a tile of "
+                                               f"one element (all axes 1) has one")
+        if ty.shape:
+            e, ty = self.bind(f"{e}.reshape(shape![])", Ty("tile", ty.dtype, ()))
+        if ty.dtype in ("i32", "f32"):
+            return self.bind(f"tile_to_scalar({e})", Ty(ty.dtype))
+        return e, ty
 
     def expand_dims(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.expand_dims(x, axis)``: a unit axis inserted at ``axis`` (a ``reshape``)."""

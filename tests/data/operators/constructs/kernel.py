@@ -6,8 +6,11 @@ diff PASS; tests/data/ir/constructs/ keeps their Tile IR for the mutation suite.
 import math
 
 import cuda.tile as ct
+from cuda.tile import RoundingMode as RMd
 
 ConstInt = ct.Constant[int]
+PAD_ZERO = ct.PaddingMode.ZERO
+ROWS = 16
 
 
 def _sigmoid(x):
@@ -127,3 +130,133 @@ def helper_kernel(x, y, TILE: ConstInt):
     t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     s, f = _scale_twice(t, 2.0, TILE)
     ct.store(y, index=(bid,), tile=ct.astype(_sigmoid(s) + f, y.dtype))
+
+
+@ct.kernel
+def tokens_kernel(x, y, TILE: ConstInt):
+    """Memory tokens threaded as cuTile Python threads them: an array loaded then stored in
+    place, a loop storing to an array it also reads (carried tokens), a loop whose only op on
+    an array is a store at the loop index (a parallel store), stores under a run-time if and
+    in a while loop."""
+    bid = ct.bid(0)
+    n = ct.num_tiles(x, axis=0, shape=(TILE,))
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(x, index=(bid,), tile=t + t)
+    offs = ct.arange(TILE, dtype=ct.int32)
+    for i in range(bid, n, ct.num_blocks(0)):
+        u = ct.gather(x, offs + i * TILE)
+        ct.scatter(y, offs + i * TILE, u)
+        ct.store(x, index=(i,), tile=u)
+    for i in range(bid, n):
+        ct.store(y, index=(i,), tile=t)
+    if bid % 2 == 0:
+        ct.store(y, index=(bid,), tile=ct.load(x, index=(bid + 1,), shape=(TILE,)))
+    k = 0
+    while k < bid:
+        v = ct.load(y, index=(k,), shape=(TILE,))
+        ct.store(x, index=(k,), tile=v)
+        k += 1
+
+
+@ct.kernel
+def rounding_kernel(x, y, TILE: ConstInt):
+    """ct.exp / ct.tanh with rounding_mode= (APPROX, FULL: the default, None), ct.truediv
+    with rounding_mode= and flush_to_zero=, the mode through an imported alias (RMd)."""
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO), ct.float32)
+    a = ct.exp(t, rounding_mode=RMd.APPROX)
+    b = ct.exp(t, rounding_mode=ct.RoundingMode.FULL)
+    c = ct.tanh(t, rounding_mode=RMd.APPROX) + ct.tanh(t, rounding_mode=None)
+    d = ct.truediv(a, b, rounding_mode=RMd.APPROX, flush_to_zero=True)
+    ct.store(y, index=(bid,), tile=ct.astype(c + d * ct.exp(t), y.dtype))
+
+
+@ct.kernel
+def aliases_kernel(x, y, BM: ConstInt, TILE: ConstInt):
+    """Compile-time values under other names: a PaddingMode member bound at module level and
+    in the kernel, a tile's dtype (t.dtype), a name bound to a constexpr comparison used as
+    check_bounds=, an if on a module-level constant; ct.full filled with a run-time scalar."""
+    bid = ct.bid(0)
+    zero_pad = ct.PaddingMode.ZERO
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD_ZERO)
+    u = ct.load(x, index=(bid + 1,), shape=(TILE,), padding_mode=zero_pad)
+    offs = ct.full((TILE,), bid * TILE, dtype=ct.int32) + ct.arange(TILE, dtype=ct.int32)
+    check = TILE != BM * 64
+    if BM == ROWS:
+        r = t * u + ct.gather(x, offs, check_bounds=check)
+    else:
+        r = t - u
+    ct.store(y, index=(bid,), tile=ct.astype(r * ct.ones((TILE,), dtype=t.dtype), y.dtype))
+
+
+@ct.kernel
+def scan_kernel(a, b, BM: ConstInt, TILE: ConstInt):
+    """ct.cumsum along axis 0 (also written -2 / -1 on the last axis of a 1-D tile), forward
+    and reverse, of f32, int32 and the array's dtype (cutile's scan_sum)."""
+    t = ct.load(a, index=(ct.bid(0), 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.ZERO)
+    f = ct.astype(t, ct.float32)
+    s = ct.cumsum(f, axis=0) + ct.cumsum(f, 0, reverse=True)
+    i = ct.cumsum(ct.arange(TILE, dtype=ct.int32), axis=-1)
+    c = ct.cumsum(t, axis=-2)
+    r = s + ct.astype(i, ct.float32) + ct.astype(c, ct.float32)
+    ct.store(b, index=(ct.bid(0), 0), tile=ct.astype(r, b.dtype))
+
+
+@ct.kernel
+def atomic_kernel(x, y, TILE: ConstInt):
+    """ct.atomic_add on a pointer tile: default acq_rel / device (an acquiring, releasing op for
+    the memory tokens), relaxed with check_bounds=False, tile-block scope; its old values used,
+    then a load and a store ordered after them."""
+    bid = ct.bid(0)
+    offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    old = ct.atomic_add(y, offs, t)
+    ct.atomic_add(y, offs, t, check_bounds=False, memory_order=ct.MemoryOrder.RELAXED)
+    again = ct.atomic_add(y, offs, old, memory_scope=ct.MemoryScope.BLOCK)
+    u = ct.load(x, index=(bid + 1,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(x, index=(bid,), tile=again + u)
+
+
+@ct.kernel
+def return_kernel(x, y, TILE: ConstInt):
+    """Early returns from the kernel inside run-time ifs (one after a store, one bare): cuTile
+    Python ends the branch with Tile IR's return; the port runs its body in a loop that
+    returns once (cutile lowers return only there)."""
+    bid = ct.bid(0)
+    n = x.shape[0]
+    if bid * TILE >= n:
+        ct.store(y, index=(bid,), tile=ct.zeros((TILE,), dtype=y.dtype))
+        return
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    if bid > n // 2:
+        return
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def item_kernel(x, y, TILE: ConstInt):
+    """t.item() (a one-element tile as a 0-d tile: an int32 scalar index, a loop bound, a
+    float to add) and ct.static_assert on constexprs (true for every variant: nothing emitted)."""
+    ct.static_assert(TILE % 2 == 0, f"TILE must be even, got {TILE}")
+    idx = (ct.arange(1, dtype=ct.int32) + ct.bid(0)).item()
+    t = ct.load(x, index=(idx,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    m = ct.load(x, index=(idx + 1,), shape=(1,), padding_mode=ct.PaddingMode.ZERO).item()
+    n = ct.astype(ct.sum(ct.reshape(ct.astype(t, ct.float32), (1, TILE)), axis=1, keepdims=True), ct.int32).item()
+    for k in range(idx, n):
+        t = t + m
+    ct.store(y, index=(idx,), tile=t)
+
+
+@ct.kernel
+def views_kernel(a, b, BM: ConstInt, TILE: ConstInt):
+    """Options of ct.load / ct.store: order= (a permuted tile: the view's dim_map; "C", "F"),
+    check_bounds=False (Tile IR's inbounds), memory_order= / memory_scope= (an acquiring load,
+    a releasing store: ordered ops and their memory tokens)."""
+    t = ct.load(a, index=(0, ct.bid(0)), shape=(TILE, BM), order=(1, 0), padding_mode=ct.PaddingMode.ZERO)
+    u = ct.load(a, index=(ct.bid(0), 0), shape=(BM, TILE), order="C", check_bounds=False, latency=2)
+    v = ct.load(a, index=(ct.bid(0), 1), shape=(BM, TILE), memory_order=ct.MemoryOrder.ACQUIRE,
+                memory_scope=ct.MemoryScope.DEVICE)
+    ct.store(b, index=(ct.bid(0), 1), tile=t, order="F")
+    ct.store(b, index=(ct.bid(0), 0), tile=u + v, order=(0, 1), check_bounds=False)
+    ct.store(b, index=(ct.bid(0), 2), tile=v, memory_order=ct.MemoryOrder.RELEASE,
+             memory_scope=ct.MemoryScope.BLOCK)
