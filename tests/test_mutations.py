@@ -157,6 +157,15 @@ MUTANTS = [
     ("helper_kernel", "helper's 1 / (1 + e) swapped", lambda t: sub(t, "divf %bcast_6, %5", "divf %5, %bcast_6"), "math"),
     ("helper_kernel", "the helper's two results swapped", lambda t: sub(t, "%7 = addf %6, %1", "%7 = addf %6, %2"), "math"),
     ("intdiv_kernel", "tile % 3 -> tile % 2", lambda t: sub(t, "%15 = remi %14, %cst_3_i32 signed", "%15 = remi %14, %cst_2_i32 signed"), "constant"),
+    ("dtypes_kernel", "int32 indices of the index array zero-extended", lambda t: sub(t, "%1 = exti %tile_12 signed", "%1 = exti %tile_12 unsigned"), "cast"),
+    ("dtypes_kernel", "one-element scatter into the other f32 array", lambda t: sub(t, "%16 = offset %arg12,", "%16 = offset %arg9,"), "memory"),
+    ("dtypes_kernel", "sum of the loaded tile, not of the gathered one", lambda t: sub(t, "%reduce = reduce %result dim=0", "%reduce = reduce %tile dim=0"), "reduction"),
+    ("dtypes_kernel", "f16 tile added to the f32 one without its cast", lambda t: sub(t, "%8 = fma %6, %bcast_20, %7 ", "%8 = fma %6, %bcast_20, %6 "), "math"),
+    ("promote_kernel", "module constant rounded to another f16", lambda t: sub(t, "<f16: 4.470830e-02>", "<f16: 4.467770e-02>"), "constant"),
+    ("promote_kernel", "int extent converted unsigned", lambda t: sub(t, "%6 = itof %assume signed", "%6 = itof %assume unsigned"), "cast"),
+    ("promote_kernel", "ct.minimum of scalars -> maximum", lambda t: sub(t, "%2 = mini %1, %blockId_x signed", "%2 = maxi %1, %blockId_x signed"), "math"),
+    ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
+    ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
 ]
 
 
@@ -327,6 +336,23 @@ def _full_shape_scalar(t: str) -> str:
     return sub(t, "select %4, %3, %bcast ", "select %4, %3, %cst_0_f16_4 ")
 
 
+def _index_view_first(t: str) -> str:
+    # the index array's view and load made before the data array's (independent loads)
+    view = line_of(t, "%pview_11 = make_partition_view %tview_5")
+    load = line_of(t, "%tile_12, %result_token_13 = load_view_tko weak %pview_11")
+    t = sub(sub(t, view + "\n", ""), load + "\n", "")
+    first = line_of(t, "%pview = make_partition_view %tview :")
+    return sub(t, first, view + "\n" + load + "\n" + first)
+
+
+def _f16_scalar_from_f32(t: str) -> str:
+    # cutile's form of a Python float taking an f16 tile's dtype: an f32 constant converted
+    line = line_of(t, "%cst_f16 = constant <f16: 7.500000e-01> : tile<f16>")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    return sub(t, line, f"  %c32 = constant <f32: 7.500000e-01> : tile<f32>{loc}\n"
+                        f"  %cst_f16 = ftof %c32 : tile<f32> -> tile<f16>{loc}")
+
+
 # (op, rewrite, edit) -- each keeps what the kernel computes
 REWRITES = [
     ("softmax", "every SSA value renamed", _rename),
@@ -356,6 +382,8 @@ REWRITES = [
     ("bitwise_kernel", "operands of | and & commuted", _commuted_bitwise),
     ("control_kernel", "constants hoisted out of / sunk into regions", _hoisted_out_of_regions),
     ("helper_kernel", "a splat shared by two uses", _shared_one),
+    ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
+    ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
 ]
 
 

@@ -271,15 +271,23 @@ tolerance: {f16: {rtol: 0.0, atol: 0.0}}
 
 
 def test_manifest_forms_without_a_rule_are_the_tools_not_the_kernels(tmp_path):
-    """An fp32 side array next to f16 data is valid input the translator cannot port yet (it gives
-    every array the variant's E): BLOCKED owner tool naming the parameter; a manifest that
-    disagrees with the kernel stays the manifest's."""
+    """An fp32 side array next to f16 data is translated with its own element type; a form
+    cutile 0.5.0 cannot express (an int64-indexed array) is BLOCKED owner tool naming the
+    parameter and the evidence; a manifest that disagrees with the kernel stays the
+    manifest's."""
     from manifest_ops import make_op
 
     d = make_op(tmp_path, "row_stat", STAT_KERNEL, STAT_MANIFEST)
     v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
+    assert v["verdict"] == "PASS", v["summary"]
+    rs = (tmp_path / "k.rs").read_text()
+    assert "ss: &Tensor<f32, {[-1]}>" in rs and "x: &Tensor<E, {[-1, -1]}>" in rs
+    d = make_op(tmp_path, "row_stat", STAT_KERNEL.replace("def row_stat(x,", "def row_stat(x: ct.IndexedWithInt64,"),
+                STAT_MANIFEST)
+    v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
     assert v["verdict"] == "BLOCKED" and v["owner"] == "tool" and v["findings"][0]["owner"] == "tool"
-    assert "kernel.py:5: parameter ss: the manifest fixes its dtype to f32" in v["summary"]
+    assert "kernel.py:5: parameter x: an array indexed with int64" in v["summary"]
+    assert "i32 shapes and strides" in v["summary"]
     d = make_op(tmp_path, "row_stat", STAT_KERNEL, STAT_MANIFEST.replace("ss: {ndim: 1, role: output,",
                                                                          "ss: {ndim: 1, role: input,"))
     v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")

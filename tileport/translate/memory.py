@@ -80,7 +80,7 @@ class MemoryRules:
     def view(self, arr: Var, shape: tuple, padding: str, node) -> str:
         name = self.fresh("view")
         self.out.emit(
-            f"let {name}: Partition<E, {{[{', '.join(shape)}]}}> = make_partition_view("
+            f"let {name}: Partition<{arr.ty.dtype}, {{[{', '.join(shape)}]}}> = make_partition_view("
             f"{arr.rust}, shape![{', '.join(shape)}], {padding}, dim_map::Identity, "
             f"get_tensor_token({arr.rust}));", self.line)
         return name
@@ -104,20 +104,18 @@ class MemoryRules:
         # the reference's load_view_tko carries no bounds assert: see the module docstring
         return self.bind(f"load_view_tko(&{v}, {self.index_of(idx_node, arr.ty.ndim)}, "
                          f"ordering::Weak, scope::TileBlock, {self.latency_arg(call)}, "
-                         f"{self.tma_arg(call)})", Ty("tile", "E", shape))
+                         f"{self.tma_arg(call)})", Ty("tile", arr.ty.dtype, shape))
 
     def store(self, call):
         self.check_kwargs(call, {"index", "tile", "latency", "allow_tma"})
         arr = self.array_arg(call.args[0] if call.args else None)
         idx_node, tile_node = self._kw(call, "index", 1), self._kw(call, "tile", 2)
         t, ty = self.tile_expr(tile_node)
-        if ty.dtype != "E":
-            self.fail(call, "ct.store", f"stored tile has dtype {ty.dtype}, array has the variant "
-                                        "dtype: cast with ct.astype(t, arr.dtype) first")
+        t, ty = self.implicit_cast(t, ty, arr.ty.dtype, call, "ct.store")
         if len(ty.shape) != arr.ty.ndim:
             self.fail(call, "ct.store", f"tile rank {len(ty.shape)} != array rank {arr.ty.ndim}")
         name = self.fresh("out")
-        self.out.emit(f"let mut {name}: PartitionMut<E, {{[{', '.join(ty.shape)}]}}> = "
+        self.out.emit(f"let mut {name}: PartitionMut<{arr.ty.dtype}, {{[{', '.join(ty.shape)}]}}> = "
                       f"{arr.rust}.partition_full_mut(shape![{', '.join(ty.shape)}]);", self.line)
         # the reference's store_view_tko carries no bounds assert: see the module docstring
         self.out.emit(f"store_view_tko_mut(&mut {name}, {t}, {self.index_of(idx_node, arr.ty.ndim)}, "
@@ -152,18 +150,21 @@ class MemoryRules:
         ptrs, mask, shape = self.gather_scatter(call, arr, call.args[1])
         sh = ", ".join(shape)
         raw, tok = self.fresh("g"), self.fresh("tok")
-        self.out.emit(f"let ({raw}, {tok}): (Tile<E, {{[{sh}]}}>, Token) = load_ptr_tko({ptrs}, "
+        el = arr.ty.dtype
+        self.out.emit(f"let ({raw}, {tok}): (Tile<{el}, {{[{sh}]}}>, Token) = load_ptr_tko({ptrs}, "
                       f"ordering::Weak, None::<scope::TileBlock>, "
-                      f"{f'Some({mask})' if mask else 'None'}, None::<E>, "
+                      f"{f'Some({mask})' if mask else 'None'}, None::<{el}>, "
                       f"None::<Token>, {self.latency_marker(call)});", self.line)
         if mask is None:
-            return raw, Ty("tile", "E", shape)
+            return raw, Ty("tile", el, shape)
         # cutile has no scalar of the generic element type for load_ptr_tko's padding: the
         # masked-off lanes take it through a select (the IR diff's masked_loads rule)
         pnode = self._kw(call, "padding_value")
         pe, pt = self.expr(pnode) if pnode is not None else ("0", Ty("lit", value=0))
-        pad = self.as_tile(pe, pt, "E", shape, call)
-        return self.bind(f"select({mask}, {raw}, {pad})", Ty("tile", "E", shape))
+        if pt.kind == "tile":
+            pe, pt = self.implicit_cast(pe, pt, el, call, "ct.gather(..., padding_value=)")
+        pad = self.as_tile(pe, pt, el, shape, call)
+        return self.bind(f"select({mask}, {raw}, {pad})", Ty("tile", el, shape))
 
     def scatter(self, call):
         """``ct.scatter(arr, indices, value, mask=, check_bounds=, latency=)``."""
@@ -173,10 +174,11 @@ class MemoryRules:
         arr = self.array_arg(call.args[0])
         ptrs, mask, shape = self.gather_scatter(call, arr, call.args[1])
         ve, vt = self.expr(call.args[2])
-        if vt.kind == "tile" and vt.dtype != "E":
-            self.fail(call, "ct.scatter", f"the value has dtype {vt.dtype}, the array the variant "
-                                          f"dtype: cast with ct.astype(v, arr.dtype) first")
-        value = self.as_tile(ve, vt, "E", shape, call)
+        if vt.kind in ("i32", "f32", "bool"):      # a typed scalar: a 0-d tile
+            ve, vt = self.bind(f"scalar_to_tile({ve})", Ty("tile", vt.kind, ()))
+        if vt.kind == "tile":
+            ve, vt = self.implicit_cast(ve, vt, arr.ty.dtype, call, "ct.scatter")
+        value = self.as_tile(ve, vt, arr.ty.dtype, shape, call)
         self.out.emit(f"store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scope::TileBlock>, "
                       f"{f'Some({mask})' if mask else 'None'}, "
                       f"None::<Token>, {self.latency_marker(call)});", self.line)
@@ -206,9 +208,6 @@ class MemoryRules:
         for _, it in idx:
             if it.kind == "tile":
                 shape = self.broadcast_shape(Ty("tile", "i32", shape), it, idx_node)
-        if not shape:
-            self.fail(idx_node, ast.unparse(idx_node), "indices that are all scalars (one element) "
-                                                       "are not translated")
         cb = self._kw(call, "check_bounds")
         check = True if cb is None else self.const_value(cb)
         if not isinstance(check, bool):
@@ -238,15 +237,17 @@ class MemoryRules:
                 self.fail(mnode, ast.unparse(mnode), "mask must be a bool tile")
             um = self.as_tile(me, mt, "bool", shape, call)
             mask = um if mask is None else self.bind(f"andi({mask}, {um})", Ty("tile", "bool", shape))[0]
-        ptr = "PointerTile<*mut E, {{[{}]}}>"
+        ptr = "PointerTile<*mut " + arr.ty.dtype + ", {{[{}]}}>"
         base = self.fresh("base")
         self.out.emit(f"let {base}: {ptr.format('')} = get_tensor_base({arr.rust});", self.line)
-        ones = ", ".join(["1"] * len(shape))
-        b1 = self.fresh("base")
-        self.out.emit(f"let {b1}: {ptr.format(ones)} = {base}.reshape(shape![{ones}]);", self.line)
-        bs = self.fresh("base")
-        self.out.emit(f"let {bs}: {ptr.format(', '.join(shape))} = {b1}.broadcast(shape![{', '.join(shape)}]);",
-                      self.line)
+        bs = base
+        if shape:           # all indices scalars: one element, a 0-d pointer tile
+            ones = ", ".join(["1"] * len(shape))
+            b1 = self.fresh("base")
+            self.out.emit(f"let {b1}: {ptr.format(ones)} = {base}.reshape(shape![{ones}]);", self.line)
+            bs = self.fresh("base")
+            self.out.emit(f"let {bs}: {ptr.format(', '.join(shape))} = {b1}.broadcast(shape![{', '.join(shape)}]);",
+                          self.line)
         ptrs = self.fresh("ptrs")
         self.out.emit(f"let {ptrs}: {ptr.format(', '.join(shape))} = {bs}.offset_tile({offset});", self.line)
         return ptrs, mask, shape
