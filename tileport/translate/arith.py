@@ -14,6 +14,7 @@ import math
 from .. import constructs as C
 from .. import floats
 from .core import DTYPE_KEY, Ty
+from .dtypes import loose_dtype, promote
 
 
 class ArithRules:
@@ -394,8 +395,10 @@ class ArithRules:
         return self.bind(f"{a} {self.RUST_CMP[op]} {b}", Ty("bool"))
 
     def where(self, node: ast.Call) -> tuple[str, Ty]:
-        """``ct.where(cond, x, y)``: cutile's ``select`` with Python broadcasting; a scalar
-        ``x``/``y`` takes the other operand's element type (cuTile Python's weak scalars)."""
+        """``ct.where(cond, x, y)``: cutile's ``select`` as cuTile Python builds it (cuda-tile
+        1.7.0 ``arithmetic_ops.where``): x and y promoted to their common dtype (a Python number
+        takes the other operand's; two numbers their own promotion, ``where(m, 1.0, 0.0)`` is
+        f32), cond, x, y each cast and broadcast to the common shape."""
         self.check_kwargs(node, set())
         if len(node.args) != 3:
             self.fail(node, "ct.where", "expects (cond, x, y)")
@@ -404,16 +407,14 @@ class ArithRules:
         ye, yt = self.expr(node.args[2])
         if cty.kind != "tile" or cty.dtype != "bool":
             self.fail(node, "ct.where", "the condition must be a bool tile (a comparison)")
-        tiles = [t for t in (xt, yt) if t.kind == "tile"]
-        if not tiles:
-            self.fail(node, "ct.where", "x or y must be a tile")
-        if len(tiles) == 2 and xt.dtype != yt.dtype:
-            self.fail(node, "ct.where", f"x and y have dtypes {xt.dtype} and {yt.dtype}")
-        dtype = tiles[0].dtype
+        if xt.kind == yt.kind == "lit":
+            dtype = promote(loose_dtype(xt.value), loose_dtype(yt.value))
+        else:
+            dtype = self.result_dtype(xt, yt, node)
         shape = self.broadcast_shape(cty, Ty("tile", dtype, self.broadcast_shape(xt, yt, node)), node)
         ce = self.as_tile(ce, cty, "bool", shape, node)
-        xe = self.as_tile(xe, xt, dtype, shape, node)
-        ye = self.as_tile(ye, yt, dtype, shape, node)
+        xe = self.promoted(xe, xt, dtype, shape, node)
+        ye = self.promoted(ye, yt, dtype, shape, node)
         return self.bind(f"select({ce}, {xe}, {ye})", Ty("tile", dtype, shape))
 
     def tile_constant(self, node: ast.Call) -> tuple[str, Ty]:

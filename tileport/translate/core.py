@@ -308,6 +308,8 @@ class TranslatorBase:
                 var = self.lookup(node.value.id)
                 if var is not None and var.ty.kind == "tile":     # a tile's dtype
                     return var.ty.dtype, Ty("dtype", dtype=var.ty.dtype)
+                if var is not None and var.ty.kind in ("i32", "f32", "bool"):   # a scalar's
+                    return var.ty.kind, Ty("dtype", dtype=var.ty.kind)
                 arr = self.array_arg(node.value)
                 return arr.ty.dtype, Ty("dtype", dtype=arr.ty.dtype)
         if isinstance(node, ast.Subscript) and A._is_shape_subscript(node):
