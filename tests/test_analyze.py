@@ -48,12 +48,12 @@ def test_unsupported_construct_named_with_line(op_copy, tmp_path):
     d = op_copy("softmax")
     src = (d / "kernel.py").read_text()
     src = src.replace("        m = ct.max(t, axis=1, keepdims=True)\n",
-                      "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.cumsum(t, axis=1)\n")
+                      "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.argmax(t, axis=1)\n")
     (d / "kernel.py").write_text(src)
-    line = src.splitlines().index("        g = ct.cumsum(t, axis=1)") + 1
+    line = src.splitlines().index("        g = ct.argmax(t, axis=1)") + 1
     v = A.run(d, tmp_path / "a.json", "softmax")
     assert v["verdict"] == "BLOCKED"
-    assert f"kernel.py:{line}: ct.cumsum" in v["findings"][0]["message"]
+    assert f"kernel.py:{line}: ct.argmax" in v["findings"][0]["message"]
     assert v["findings"][0]["ref"]["line"] == line
     # a valid construct without a translation rule: the tool must act, not the kernel's author
     assert v["owner"] == "tool" and v["findings"][0]["owner"] == "tool"
@@ -149,13 +149,13 @@ from tileport import agents  # noqa: E402
 
 
 def atomic_softmax(op_copy):
-    """softmax with a ct.cumsum the translator lacks (the deterministic analyser: BLOCKED)."""
+    """softmax with a ct.argmax the translator lacks (the deterministic analyser: BLOCKED)."""
     d = op_copy("softmax")
     src = (d / "kernel.py").read_text().replace(
         "        m = ct.max(t, axis=1, keepdims=True)\n",
-        "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.cumsum(t, axis=1)\n")
+        "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.argmax(t, axis=1)\n")
     (d / "kernel.py").write_text(src)
-    return d, src.splitlines().index("        g = ct.cumsum(t, axis=1)") + 1
+    return d, src.splitlines().index("        g = ct.argmax(t, axis=1)") + 1
 
 
 def notes_reply(kernels, line):
@@ -181,7 +181,7 @@ def test_llm_analyser_notes_are_checked_and_kept(op_copy, tmp_path, role):
     assert v["verdict"] == "BLOCKED"                      # the analysis stays tileport's
     llm = v["details"]["llm"]
     assert llm["notes"].startswith(f"line {line}: ct.atomic_cas") and llm["constructs"][0]["line"] == line
-    assert "ct.cumsum" in FakeMessages.seen[0]["body"]["messages"][0]["content"]
+    assert "ct.argmax" in FakeMessages.seen[0]["body"]["messages"][0]["content"]
     assert (tmp_path / "results" / "softmax" / "transcripts" / "analyze" / "attempt-1.json").is_file()
     assert json.loads(out.read_text())["details"]["llm"] == llm
 

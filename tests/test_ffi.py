@@ -39,7 +39,8 @@ def test_descriptor_copies_pointer_shape_strides_dtype():
     assert list(d.shape[:2]) == [3, 5] and list(d.strides[:2]) == [10, 1]
     assert d.dtype == host.DTYPE_CODES["bf16"]
     assert descriptor(FakeTensor((4,), "torch.float32")).dtype == 3
-    assert descriptor(FakeTensor((4,), "torch.int8")).dtype == 0          # unknown -> 0
+    assert descriptor(FakeTensor((4,), "torch.int32")).dtype == host.DTYPE_CODES["i32"] == 7
+    assert descriptor(FakeTensor((4,), "torch.complex64")).dtype == 0     # unknown -> 0
     with pytest.raises(ValueError, match="0 to 6 dimensions"):
         descriptor(FakeTensor((1,) * 7))
 
@@ -52,7 +53,8 @@ def test_struct_layout_matches_rust():
 
 def test_dtype_names():
     assert ffi.dtype_name("torch.float16") == "f16" and ffi.dtype_name("torch.half") == "f16"
-    assert ffi.dtype_name("bf16") == "bf16" and ffi.dtype_name("torch.int32") is None
+    assert ffi.dtype_name("bf16") == "bf16" and ffi.dtype_name("torch.int32") == "i32"
+    assert ffi.dtype_name("torch.complex64") is None
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +93,10 @@ def test_bad_rank(lib):
 
 
 def test_unknown_and_mixed_dtypes(lib):
-    e = code_of(lib, arrays={"x": FakeTensor((4, 8), "torch.int8"), "w": FakeTensor((8,)), "y": FakeTensor((4, 8))})
+    e = code_of(lib, arrays={"x": FakeTensor((4, 8), "torch.complex64"), "w": FakeTensor((8,)), "y": FakeTensor((4, 8))})
     assert e.code == 3 and "unknown dtype code 0" in e.cause
+    e = code_of(lib, arrays={"x": FakeTensor((4, 8), "torch.int8"), "w": FakeTensor((8,)), "y": FakeTensor((4, 8))})
+    assert e.code == 3 and "'w' is f16 but 'x' is i8" in e.cause
     e = code_of(lib, arrays={"x": FakeTensor((4, 8)), "w": FakeTensor((8,), "torch.float32"), "y": FakeTensor((4, 8))})
     assert e.code == 3 and "'w' is f32 but 'x' is f16" in e.cause
 

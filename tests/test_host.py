@@ -11,10 +11,10 @@ from tileport import analyze, host, rust_ir, write_kernel
 from tileport.verdict import read
 
 
-def make_op(results, op, kernels):
+def make_op(results, op, kernels, op_dir=None):
     """results/<op>/: analysis, translation, port crate build -- what host_shim reads."""
     r = results / op
-    op_dir = REPO / "operators" / op
+    op_dir = op_dir or REPO / "operators" / op
     assert analyze.run(op_dir, r / "analysis.json", op)["verdict"] == "PASS"
     for k in kernels:
         v = write_kernel.run(op_dir, k, r / "rust" / "src" / f"{k}.rs", r / "write_kernel" / f"{k}.json", op)
@@ -30,11 +30,14 @@ def make_op(results, op, kernels):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """A results tree with relu and rms_norm (scalars) and the host library built from it."""
+    """A results tree with relu, rms_norm (scalars) and two construct kernels (arrays of their
+    own dtype; a scalar between arrays) and the host library built from it."""
     results = tmp_path_factory.mktemp("host") / "results"
     make_op(results, "relu", ["relu_kernel"])
     make_op(results, "rms_norm", ["rms_norm_kernel"])
-    v = host.build(["relu", "rms_norm"], results, results / "host" / "build.json")
+    make_op(results, "constructs", ["dtypes_kernel", "promote_kernel"],
+            REPO / "tests" / "data" / "operators" / "constructs")
+    v = host.build(["relu", "rms_norm", "constructs"], results, results / "host" / "build.json")
     return results, v
 
 
@@ -60,6 +63,25 @@ def test_shim_signature_follows_the_kernel(built):
         assert f'Some("{dt}") => launched(super::rms_norm_kernel::port::rms_norm_kernel(borrow::<{elem}>(arr_x' in rs
         assert f'.generics(vec!["{dt}".to_string(), cx_BM.to_string(), cx_TILE.to_string()])' in rs
     assert "async_on(&s)" in rs and "catch_unwind" not in rs        # the guard in abi.rs catches
+
+
+def test_arrays_of_their_own_dtype(built):
+    """An int32 index array and f32 outputs beside f16 data: the shim takes the variant dtype
+    from the arrays that have it, checks the others' dtype codes and borrows each with its own
+    element type; the library builds (test_library_holds_every_shim)."""
+    results, _ = built
+    spec = json.loads((results / "constructs" / "host" / "ffi.json").read_text())
+    f = next(f for f in spec["functions"] if f["kernel"] == "dtypes_kernel")
+    assert [a.get("dtype") for a in f["arrays"]] == [None, {"f16": "i32"}, None, {"f16": "f32"}, {"f16": "f32"}]
+    rs = (results / "constructs" / "host" / "ffi.rs").read_text()
+    assert 'let dtype = same_dtype(&[("x", arr_x), ("y", arr_y)])?;' in rs
+    assert (f'expect_dtype("idx", arr_idx, {host.DTYPE_CODES["i32"]})?; '
+            f'expect_dtype("stat", arr_stat, {host.DTYPE_CODES["f32"]})?;') in rs
+    assert ("dtypes_kernel(borrow::<half::f16>(arr_x, &ctx), borrow::<i32>(arr_idx, &ctx), "
+            "borrow::<half::f16>(arr_y, &ctx), borrow::<f32>(arr_stat, &ctx)") in rs
+    # the kernel's parameter order, whatever the C signature's (arrays first) is
+    f = next(f for f in spec["functions"] if f["kernel"] == "promote_kernel")
+    assert f["order"] == ["x", "y", "scale"]
 
 
 def test_families_split_by_entry():
@@ -91,7 +113,7 @@ def test_library_holds_every_shim(built):
     lib = results / "host" / host.LIB_NAME
     assert lib.stat().st_size > 0
     ops = v["details"]["ops"]
-    assert ops["relu"]["in_library"] and ops["rms_norm"]["in_library"]
+    assert ops["relu"]["in_library"] and ops["rms_norm"]["in_library"] and ops["constructs"]["in_library"]
     assert ops["relu"]["sources_sha"] == host.sources_sha(results, "relu")
     # the crate's package name is unique to the checkout (shared cargo target dir)
     toml = (results / "host" / "Cargo.toml").read_text()

@@ -222,6 +222,15 @@ MUTANTS = [
     ("views_kernel", "acquiring load made weak", lambda t: sub(t, "load_view_tko acquire device %pview_18", "load_view_tko weak %pview_18"), "memory"),
     ("views_kernel", "releasing store does not wait for the other loads", lambda t: sub(t, "%9 = join_tokens %8, %3, %result_token_20", "%9 = join_tokens %8, %result_token_20"), "memory"),
     ("tokens_kernel", "if yields the token from before its store", lambda t: sub(t, "yield %19, %20 :", "yield %19, %for_17#0 :"), "control_flow"),
+    ("dtypes_kernel", "int32 indices of the index array zero-extended", lambda t: sub(t, "%1 = exti %tile_12 signed", "%1 = exti %tile_12 unsigned"), "cast"),
+    ("dtypes_kernel", "one-element scatter into the other f32 array", lambda t: sub(t, "%16 = offset %arg12,", "%16 = offset %arg9,"), "memory"),
+    ("dtypes_kernel", "sum of the loaded tile, not of the gathered one", lambda t: sub(t, "%reduce = reduce %result dim=0", "%reduce = reduce %tile dim=0"), "reduction"),
+    ("dtypes_kernel", "f16 tile added to the f32 one without its cast", lambda t: sub(t, "%8 = fma %6, %bcast_20, %7 ", "%8 = fma %6, %bcast_20, %6 "), "math"),
+    ("promote_kernel", "module constant rounded to another f16", lambda t: sub(t, "<f16: 4.470830e-02>", "<f16: 4.467770e-02>"), "constant"),
+    ("promote_kernel", "int extent converted unsigned", lambda t: sub(t, "%6 = itof %assume signed", "%6 = itof %assume unsigned"), "cast"),
+    ("promote_kernel", "ct.minimum of scalars -> maximum", lambda t: sub(t, "%2 = mini %1, %blockId_x signed", "%2 = maxi %1, %blockId_x signed"), "math"),
+    ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
+    ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
 ]
 
 
@@ -397,6 +406,23 @@ def _swap_exp_tanh(t: str) -> str:
     return sub(sub(t, a, "@@A@@"), b, a).replace("@@A@@", b)
 
 
+def _index_view_first(t: str) -> str:
+    # the index array's view and load made before the data array's (independent loads)
+    view = line_of(t, "%pview_11 = make_partition_view %tview_5")
+    load = line_of(t, "%tile_12, %result_token_13 = load_view_tko weak %pview_11")
+    t = sub(sub(t, view + "\n", ""), load + "\n", "")
+    first = line_of(t, "%pview = make_partition_view %tview :")
+    return sub(t, first, view + "\n" + load + "\n" + first)
+
+
+def _f16_scalar_from_f32(t: str) -> str:
+    # cutile's form of a Python float taking an f16 tile's dtype: an f32 constant converted
+    line = line_of(t, "%cst_f16 = constant <f16: 7.500000e-01> : tile<f16>")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    return sub(t, line, f"  %c32 = constant <f32: 7.500000e-01> : tile<f32>{loc}\n"
+                        f"  %cst_f16 = ftof %c32 : tile<f32> -> tile<f16>{loc}")
+
+
 # (op, rewrite, edit) -- each keeps what the kernel computes
 REWRITES = [
     ("softmax", "every SSA value renamed", _rename),
@@ -434,6 +460,8 @@ REWRITES = [
     ("item_kernel", "item() then a unit axis again as one reshape", lambda t: sub(t, "%reshape_13 = reshape %reshape_8 : tile<f16> -> tile<1xf16>", "%reshape_13 = reshape %tile_6 : tile<1xf16> -> tile<1xf16>")),
     ("views_kernel", "a three-way join in another order", lambda t: sub(t, "%9 = join_tokens %8, %3, %result_token_20", "%9 = join_tokens %result_token_20, %3, %8")),
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
+    ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
+    ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
 ]
 
 

@@ -109,8 +109,6 @@ def test_translation_is_by_construct_not_by_name(op_copy):
 @pytest.mark.parametrize("edit,construct", [
     (("        m = ct.max(t, axis=1, keepdims=True)\n", "        m = ct.max(t, axis=None, keepdims=True)\n"), "ct.max"),
     (("for i in range(ct.bid(0), row_tiles, ct.num_blocks(0)):", "for i in [1, 2]:"), "for [1, 2]"),
-    (("padding_mode=ct.PaddingMode.NEG_INF)", "padding_mode=ct.PaddingMode.NEG_INF, memory_scope=ct.MemoryScope.DEVICE)"),
-     "memory_scope"),
     (("        e = ct.exp(t - m)\n", "        e = ct.exp(t - m)\n        e = e % 3.0\n"), "e % 3.0"),
 ])
 def test_unsupported_construct_is_blocked_with_line(op_copy, tmp_path, edit, construct):
@@ -131,6 +129,19 @@ def test_unsupported_construct_is_blocked_with_line(op_copy, tmp_path, edit, con
     changed = next(i for i, (x, y) in enumerate(zip(src.splitlines(), new.splitlines())) if x != y) + 1
     assert f["ref"]["line"] in (changed, changed + 1)
     assert rs.read_text() == "// previous good port\n", "a failed translation must not overwrite the last port"
+
+
+def test_weak_load_with_a_memory_scope_is_the_kernels_error(op_copy, tmp_path):
+    """cuTile Python rejects a WEAK load that names a memory scope (TileTypeError): BLOCKED,
+    owner kernel (the translator has the rule; the kernel is invalid)."""
+    d = op_copy("softmax")
+    src = (d / "kernel.py").read_text()
+    (d / "kernel.py").write_text(src.replace("padding_mode=ct.PaddingMode.NEG_INF)",
+                                             "padding_mode=ct.PaddingMode.NEG_INF, memory_scope=ct.MemoryScope.DEVICE)"))
+    v = W.run(d, "softmax_kernel", tmp_path / "k.rs", tmp_path / "k.json", "softmax")
+    assert v["verdict"] == "BLOCKED" and v["owner"] == "kernel"
+    assert "memory_scope=DEVICE" in v["findings"][0]["message"]
+
 
 
 def test_generated_rust_parses_as_items(repo):
@@ -272,15 +283,23 @@ tolerance: {f16: {rtol: 0.0, atol: 0.0}}
 
 
 def test_manifest_forms_without_a_rule_are_the_tools_not_the_kernels(tmp_path):
-    """An fp32 side array next to f16 data is valid input the translator cannot port yet (it gives
-    every array the variant's E): BLOCKED owner tool naming the parameter; a manifest that
-    disagrees with the kernel stays the manifest's."""
+    """An fp32 side array next to f16 data is translated with its own element type; a form
+    cutile 0.5.0 cannot express (an int64-indexed array) is BLOCKED owner tool naming the
+    parameter and the evidence; a manifest that disagrees with the kernel stays the
+    manifest's."""
     from manifest_ops import make_op
 
     d = make_op(tmp_path, "row_stat", STAT_KERNEL, STAT_MANIFEST)
     v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
+    assert v["verdict"] == "PASS", v["summary"]
+    rs = (tmp_path / "k.rs").read_text()
+    assert "ss: &Tensor<f32, {[-1]}>" in rs and "x: &Tensor<E, {[-1, -1]}>" in rs
+    d = make_op(tmp_path, "row_stat", STAT_KERNEL.replace("def row_stat(x,", "def row_stat(x: ct.IndexedWithInt64,"),
+                STAT_MANIFEST)
+    v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
     assert v["verdict"] == "BLOCKED" and v["owner"] == "tool" and v["findings"][0]["owner"] == "tool"
-    assert "kernel.py:5: parameter ss: the manifest fixes its dtype to f32" in v["summary"]
+    assert "kernel.py:5: parameter x: an array indexed with int64" in v["summary"]
+    assert "i32 shapes and strides" in v["summary"]
     d = make_op(tmp_path, "row_stat", STAT_KERNEL, STAT_MANIFEST.replace("ss: {ndim: 1, role: output,",
                                                                          "ss: {ndim: 1, role: input,"))
     v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
@@ -393,7 +412,7 @@ def test_a_sibling_kernels_construct_does_not_block_this_kernel(op_copy):
 @ct.kernel
 def scan_kernel(x, y, TILE: ConstInt):
     t = ct.load(x, index=(ct.bid(0),), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
-    ct.store(y, index=(ct.bid(0),), tile=ct.cumsum(t, axis=0))
+    ct.store(y, index=(ct.bid(0),), tile=ct.astype(ct.argmax(t, axis=0, keepdims=True), y.dtype))
 ''')
     m = d / "manifest.yaml"
     m.write_text(m.read_text().replace("kernels:\n", """kernels:
@@ -405,7 +424,7 @@ def scan_kernel(x, y, TILE: ConstInt):
 """, 1))
     src, _ = T.translate_kernel(d, "relu_kernel")
     assert "pub unsafe fn relu_kernel" in src
-    with pytest.raises(T.Unsupported, match="ct.cumsum"):
+    with pytest.raises(T.Unsupported, match="ct.argmax"):
         T.translate_kernel(d, "scan_kernel")
 
 

@@ -97,6 +97,17 @@ DTYPE_ATTRS = {
     "int32": ("i32", "i32"),
     "int64": ("i64", "i64"),
     "bool_": ("bool", "bool"),
+    "float64": ("f64", "f64"),
+    "int8": ("i8", "i8"),
+    "int16": ("i16", "i16"),
+    "uint8": ("u8", "u8"),
+    "uint16": ("u16", "u16"),
+    "uint32": ("u32", "u32"),
+    "uint64": ("u64", "u64"),
+    "float8_e4m3fn": ("f8e4m3fn", "f8e4m3fn"),
+    "float8_e5m2": ("f8e5m2", "f8e5m2"),
+    # tf32 has no manifest code (no array holds it): a compute type of ct.astype / ct.mma
+    "tfloat32": (None, "tf32"),
 }
 # manifest dtype code -> Rust element type name used as generic argument
 RUST_DTYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32"}

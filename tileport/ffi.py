@@ -31,7 +31,11 @@ from pathlib import Path
 
 from .host import ABI_VERSION, DTYPE_CODES, MAX_DIMS, STATUS, call_block, desc_format
 #: torch dtype names (``str(t.dtype)`` without ``torch.``) -> tileport dtype names
-TORCH_DTYPES = {"float16": "f16", "half": "f16", "bfloat16": "bf16", "float32": "f32", "float": "f32"}
+TORCH_DTYPES = {"float16": "f16", "half": "f16", "bfloat16": "bf16", "float32": "f32", "float": "f32",
+                "float64": "f64", "double": "f64", "int8": "i8", "int16": "i16", "int32": "i32",
+                "int": "i32", "int64": "i64", "long": "i64", "uint8": "u8", "uint16": "u16",
+                "uint32": "u32", "uint64": "u64", "bool": "bool", "float8_e4m3fn": "f8e4m3fn",
+                "float8_e5m2": "f8e5m2"}
 
 
 class TpTensor(ctypes.Structure):
@@ -60,7 +64,8 @@ class FfiError(RuntimeError):
 
 
 def dtype_name(dtype) -> str | None:
-    """tileport dtype name (``f16``/``bf16``/``f32``) of a torch dtype or a name; None if unknown."""
+    """tileport dtype name (``f16``, ``bf16``, ``f32``, ``i32``... :data:`host.DTYPE_CODES`) of a
+    torch dtype or a name; None if unknown."""
     s = str(dtype).removeprefix("torch.")
     return s if s in DTYPE_CODES else TORCH_DTYPES.get(s)
 

@@ -17,10 +17,14 @@ in one block (:func:`call_block`: the descriptors, then the scalars, constexprs,
 device and stream) and calls the shim: one foreign-call argument instead of one per parameter,
 which is what a Python caller pays per argument.
 
-Arrays and scalars come in the kernel's parameter order. The shim checks every descriptor
+Arrays and scalars come in the kernel's parameter order (arrays first in the C signature, the
+kernel called with its own order: ``ffi.json``'s ``order``). The shim checks every descriptor
 (null pointers, rank, dtype, extents/strides within i32), borrows the memory as cutile tensors
 (no copy, never freed), and launches the kernel asynchronously on the caller's stream; it returns
-a ``TP_*`` status code and never lets a panic cross the boundary.
+a ``TP_*`` status code and never lets a panic cross the boundary. The variant dtype is the one
+dtype of the arrays that have it; an array of its own dtype (``ffi.json``: ``"dtype": {variant
+dtype: code}``, e.g. an f32 Rstd beside f16 data, an int32 index array) must have its code
+(:data:`DTYPE_CODES`) and is borrowed with its own element type.
 
 ``host_build`` (one job for all operators) assembles ``results/host/`` -- one cdylib crate with
 every operator's shim and translated kernels, the committed ``rust/host-template/Cargo.lock``
@@ -64,9 +68,14 @@ STATUS = {
     7: ("TP_ERR_PANIC", "host", "a panic inside the shim or cutile, caught at the boundary"),
     8: ("TP_ERR_BAD_ARGUMENT", "host", "a zero launch-grid dimension or a bad device ordinal"),
 }
-#: dtype codes of ``TpTensor.dtype`` (``rust/host/abi.rs``)
-DTYPE_CODES = {"f16": 1, "bf16": 2, "f32": 3}
-_RUST_ELEM = {"f16": "half::f16", "bf16": "half::bf16", "f32": "f32"}
+#: dtype codes of ``TpTensor.dtype`` (``rust/host/abi.rs``): the variant dtypes f16/bf16/f32
+#: and the element types an array of its own dtype may have (an f32 Rstd, an int32 index array)
+DTYPE_CODES = {"f16": 1, "bf16": 2, "f32": 3, "f64": 4, "i8": 5, "i16": 6, "i32": 7, "i64": 8,
+               "u8": 9, "u16": 10, "u32": 11, "u64": 12, "bool": 13, "f8e4m3fn": 14, "f8e5m2": 15}
+_RUST_ELEM = {"f16": "half::f16", "bf16": "half::bf16", "f32": "f32", "f64": "f64", "i8": "i8",
+              "i16": "i16", "i32": "i32", "i64": "i64", "u8": "u8", "u16": "u16", "u32": "u32",
+              "u64": "u64", "bool": "bool", "f8e4m3fn": "cuda_core::f8e4m3fn",
+              "f8e5m2": "cuda_core::f8e5m2"}
 _RUST_SCALAR = {"f32": "f32", "i32": "i32"}
 
 
@@ -97,7 +106,12 @@ def function_spec(op: str, kinfo: dict, entry: str, fam: list[dict]) -> dict:
     arrays, scalars, constexprs = [], [], []
     for p in kinfo["params"]:
         if p["kind"] == "array":
-            arrays.append({"name": p["name"], "ndim": p["ndim"], "role": p["role"]})
+            a = {"name": p["name"], "ndim": p["ndim"], "role": p["role"]}
+            # an array of its own dtype: its dtype per variant dtype of the family
+            own = {v["dtype"]: v.get("arrays", {}).get(p["name"], v["dtype"]) for v in fam}
+            if any(d != vd for vd, d in own.items()):
+                a["dtype"] = own
+            arrays.append(a)
         elif p["kind"].startswith("scalar"):
             scalars.append({"name": p["name"], "type": p.get("dtype", "f32")})
         elif p["kind"] == "constexpr" and p.get("ctype", "int") == "int":
@@ -107,6 +121,9 @@ def function_spec(op: str, kinfo: dict, entry: str, fam: list[dict]) -> dict:
         "variants": [v["id"] for v in fam],
         "dtypes": sorted({v["dtype"] for v in fam}, key=list(DTYPE_CODES).index),
         "arrays": arrays, "scalars": scalars, "constexprs": constexprs,
+        # the entry's runtime arguments in the kernel's parameter order (arrays and scalars may
+        # interleave: tg_mhc's finalize kernel takes Bias after its scalars)
+        "order": [p["name"] for p in kinfo["params"] if p["kind"] == "array" or p["kind"].startswith("scalar")],
     }
 
 
@@ -189,18 +206,31 @@ def _shim_fn(spec: dict) -> str:
     body = [f"    guard(\"{sym}\", || {{"]
     for n, r, d in A:
         body.append(f"        let {r} = check({r}, \"{n}\", {d})?;")
-    body.append("        let dtype = same_dtype(&[" + ", ".join(f"(\"{n}\", {r})" for n, r, _ in A) + "])?;")
+    own = {a["name"]: a["dtype"] for a in spec["arrays"] if "dtype" in a}   # arrays of their own dtype
+    var = [(n, r) for n, r, _ in A if n not in own]
+    if var:   # the variant dtype: the one dtype of the arrays that have it
+        body.append("        let dtype = same_dtype(&[" + ", ".join(f"(\"{n}\", {r})" for n, r in var) + "])?;")
+    else:     # every array has a dtype of its own: the family dtype whose array dtypes match
+        cands = ", ".join(f"({DTYPE_CODES[dt]}, &[" + ", ".join(
+            f"(\"{n}\", {r}, {DTYPE_CODES[own[n][dt]]})" for n, r, _ in A) + "][..])" for dt in spec["dtypes"])
+        body.append(f"        let dtype = dtype_by_arrays(&[{cands}])?;")
     for n, r in X:
         body.append(f"        if {r} < 1 {{ return Err((TP_ERR_BAD_ARGUMENT, format!(\"constexpr {n} = {{}} is not positive\", {r}))); }}")
     body.append("        let grid = grid(grid_x, grid_y, grid_z)?;")
     body.append("        let (ctx, s) = context_and_stream(device, stream)?;")
     body.append("        match dtype_name(dtype) {")
     for dt in spec["dtypes"]:
-        elem = _RUST_ELEM[dt]
-        args = ", ".join([f"borrow::<{elem}>({r}, &ctx)" for _, r, _ in A] + [r for _, r, _ in S])
+        elems = {n: own[n][dt] if n in own else dt for n, _, _ in A}
+        given = {n: f"borrow::<{_RUST_ELEM[elems[n]]}>({r}, &ctx)" for n, r, _ in A} | {n: r for n, r, _ in S}
+        args = ", ".join(given[n] for n in spec.get("order", list(given)))
         gens = ", ".join(["\"" + dt + "\".to_string()"] + [f"{r}.to_string()" for _, r in X])
-        body.append(f"            Some(\"{dt}\") => launched(super::{kernel}::port::{entry}({args})")
-        body.append(f"                .generics(vec![{gens}]).grid(grid).async_on(&s)),")
+        checks = "".join(f"expect_dtype(\"{n}\", {r}, {DTYPE_CODES[elems[n]]})?; " for n, r, _ in A if n in own)
+        launch = (f"launched(super::{kernel}::port::{entry}({args})\n"
+                  f"                .generics(vec![{gens}]).grid(grid).async_on(&s))")
+        if checks:
+            body.append(f"            Some(\"{dt}\") => {{ {checks}{launch} }}")
+        else:
+            body.append(f"            Some(\"{dt}\") => {launch},")
     body.append(f"            other => Err((TP_ERR_BAD_DTYPE, format!(\"no {kernel} instance for dtype {{}} "
                 f"(variants of this family: {', '.join(spec['dtypes'])})\", other.unwrap_or(\"?\")))),")
     body.append("        }")

@@ -36,10 +36,23 @@ pub const TP_ERR_PANIC: i32 = 7;
 /// A launch grid dimension is zero or a constexpr is out of range.
 pub const TP_ERR_BAD_ARGUMENT: i32 = 8;
 
-/// dtype codes of [`TpTensor::dtype`].
+/// dtype codes of [`TpTensor::dtype`]: the variant element types f16/bf16/f32, then the element
+/// types an array of its own dtype may have (tileport's `host.DTYPE_CODES`).
 pub const TP_F16: i32 = 1;
 pub const TP_BF16: i32 = 2;
 pub const TP_F32: i32 = 3;
+pub const TP_F64: i32 = 4;
+pub const TP_I8: i32 = 5;
+pub const TP_I16: i32 = 6;
+pub const TP_I32: i32 = 7;
+pub const TP_I64: i32 = 8;
+pub const TP_U8: i32 = 9;
+pub const TP_U16: i32 = 10;
+pub const TP_U32: i32 = 11;
+pub const TP_U64: i32 = 12;
+pub const TP_BOOL: i32 = 13;
+pub const TP_F8E4M3FN: i32 = 14;
+pub const TP_F8E5M2: i32 = 15;
 
 /// One array as the caller sees it: device pointer, rank, extents and strides in elements.
 #[repr(C)]
@@ -109,21 +122,59 @@ pub fn guard<F: FnOnce() -> Result<(), TpError>>(symbol: &str, body: F) -> i32 {
     }
 }
 
-/// Name of a dtype code (`"f16"`, `"bf16"`, `"f32"`), as the kernels' element-type generic.
+/// Name of a dtype code (`"f16"`, `"bf16"`, `"f32"`, `"i32"`...), as the kernels' element-type
+/// generic (the variant dtypes) and tileport's manifest codes.
 pub fn dtype_name(code: i32) -> Option<&'static str> {
     match code {
         TP_F16 => Some("f16"),
         TP_BF16 => Some("bf16"),
         TP_F32 => Some("f32"),
+        TP_F64 => Some("f64"),
+        TP_I8 => Some("i8"),
+        TP_I16 => Some("i16"),
+        TP_I32 => Some("i32"),
+        TP_I64 => Some("i64"),
+        TP_U8 => Some("u8"),
+        TP_U16 => Some("u16"),
+        TP_U32 => Some("u32"),
+        TP_U64 => Some("u64"),
+        TP_BOOL => Some("bool"),
+        TP_F8E4M3FN => Some("f8e4m3fn"),
+        TP_F8E5M2 => Some("f8e5m2"),
         _ => None,
     }
 }
 
 fn elem_bytes(code: i32) -> i64 {
     match code {
-        TP_F16 | TP_BF16 => 2,
+        TP_I8 | TP_U8 | TP_BOOL | TP_F8E4M3FN | TP_F8E5M2 => 1,
+        TP_F16 | TP_BF16 | TP_I16 | TP_U16 => 2,
+        TP_F64 | TP_I64 | TP_U64 => 8,
         _ => 4,
     }
+}
+
+/// An array of its own dtype (an f32 Rstd beside f16 data): its descriptor must have `code`.
+pub fn expect_dtype(name: &str, d: &TpTensor, code: i32) -> Result<(), TpError> {
+    if d.dtype != code {
+        return Err((TP_ERR_BAD_DTYPE, format!(
+            "array '{name}' is {} but the kernel takes {} there",
+            dtype_name(d.dtype).unwrap_or("?"), dtype_name(code).unwrap_or("?"))));
+    }
+    Ok(())
+}
+
+/// The variant dtype of a kernel whose arrays all have dtypes of their own: the first candidate
+/// `(variant dtype code, [(array, descriptor, its dtype code there)])` every descriptor matches.
+pub fn dtype_by_arrays(cands: &[(i32, &[(&str, &TpTensor, i32)])]) -> Result<i32, TpError> {
+    for (code, arrays) in cands {
+        if arrays.iter().all(|(_, d, c)| d.dtype == *c) {
+            return Ok(*code);
+        }
+    }
+    let got: Vec<String> = cands.first().map(|(_, a)| a.iter()
+        .map(|(n, d, _)| format!("{n}: {}", dtype_name(d.dtype).unwrap_or("?"))).collect()).unwrap_or_default();
+    Err((TP_ERR_BAD_DTYPE, format!("no instance of the kernel takes arrays of dtypes {}", got.join(", "))))
 }
 
 /// Check one descriptor against the kernel parameter `name` of rank `ndim`.

@@ -4,7 +4,8 @@ It translates construct by construct, never by operator name, into a ``#[cutile:
 with one ``#[cutile::entry()]`` function per specialisation. What Python specialises at call
 time becomes generics of the entry: the array dtype is ``E: ElementType``, every
 ``ct.Constant[int]`` parameter a ``const NAME: i32``; arrays become ``&Tensor<E, {[-1, ...]}>``
-(rank from the manifest), f32/i32 scalars stay. Each construct family has its own module:
+(rank from the manifest; an array the manifest gives a dtype of its own has that element type,
+``&Tensor<f32, {[-1]}>``), f32/i32 scalars stay. Each construct family has its own module:
 
 * :mod:`.memory` -- arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``;
 * :mod:`.tokens` -- the memory tokens ordering loads and stores (as cuTile Python's
@@ -15,6 +16,8 @@ time becomes generics of the entry: the array dtype is ``E: ElementType``, every
 * :mod:`.shape` -- ``ct.reshape`` and broadcasting;
 * :mod:`.matrix` -- ``ct.mma``;
 * :mod:`.hints` -- latency / TMA hints of loads and stores;
+* :mod:`.dtypes` -- arrays of their own dtype, cuTile's type promotion and implicit casts,
+  dtypes as compile-time values;
 * :mod:`.core` -- types, names, the expression walk and the call dispatch;
 * :mod:`.driver` -- the composed :class:`KernelTranslator`, entries per specialisation.
 

@@ -14,6 +14,7 @@ import math
 from .. import constructs as C
 from .. import floats
 from .core import DTYPE_KEY, Ty
+from .dtypes import loose_dtype, promote
 
 
 class ArithRules:
@@ -54,11 +55,9 @@ class ArithRules:
             return repr(v), Ty("lit", value=v)
         if lt.kind != "tile" and rt.kind != "tile":
             kinds = {lt.kind, rt.kind} - {"lit"}
-            if len(kinds) != 1 or kinds & {"arr", "dtype"} or flags is not None:
+            if not kinds <= {"i32", "f32"} or flags is not None:
                 self.fail(node, ast.unparse(node), f"scalar operands of kinds {lt.kind}/{rt.kind}")
-            k = kinds.pop()
-            if op == "/" and k == "i32":
-                self.fail(node, ast.unparse(node), "true division of int scalars is not translated")
+            k = self.scalar_result(lt, rt, op, node)
             le = self.scalar_as(le, lt, k, node)
             re_ = self.scalar_as(re_, rt, k, node)
             return f"({le} {op} {re_})", Ty(k)
@@ -86,23 +85,21 @@ class ArithRules:
         """Contract ``a*b + c`` / ``a*b - c`` / ``c - a*b`` into ``fma`` exactly where cuTile
         Python's frontend does, so both sides compute with one rounding and the same machine
         code. The frontend's rule (cuda-tile 1.7.0, ``cuda/tile/_passes/rewrite_patterns.py``):
-        a float add/sub one of whose operands is a float multiply used nowhere else, with the
-        same rounding mode and flush-to-zero (the left operand is tried first), becomes
-        ``fma(a, b, c)`` with those flags; for ``a*b - c`` the addend is negated, for
-        ``c - a*b`` the multiply's left factor is. Returns None when no operand qualifies."""
+        a float add/sub whose left operand is a float multiply -- else whose right one is --
+        becomes ``fma(a, b, c)`` when that multiply is used nowhere else and has the add's
+        rounding mode and flush-to-zero (the frontend matches the left multiply first and
+        gives up when it does not qualify: it never falls back to the right one); for
+        ``a*b - c`` the addend is negated, for ``c - a*b`` the multiply's left factor is.
+        Returns None when nothing is contracted."""
 
-        def single_use_mul(e):
+        def mul_of(e):
             m = self.muls.get(e)
-            if m is None or self.out.lines[m[2]][1] is None or m[4] != flags:
-                return None
-            if m[3] is not None and self.uses.get(m[3], 0) != 1:
-                return None
-            return m
+            return m if m is not None and self.out.lines[m[2]][1] is not None else None
 
-        m, acc, mul_on_left = single_use_mul(le), re_, True
+        m, acc, mul_on_left = mul_of(le), re_, True
         if m is None:
-            m, acc, mul_on_left = single_use_mul(re_), le, False
-        if m is None:
+            m, acc, mul_on_left = mul_of(re_), le, False
+        if m is None or m[4] != flags or (m[3] is not None and self.uses.get(m[3], 0) != 1):
             return None
         a, b, idx = m[0], m[1], m[2]
         self.out.lines[idx][1] = None      # the multiply is absorbed into the fma
@@ -137,13 +134,28 @@ class ArithRules:
                           f"keyword '{k.arg}' not translated")
         return out
 
+    def scalar_result(self, lt: Ty, rt: Ty, op: str, node) -> str:
+        """The type of ``l op r`` on scalars (i32 / f32 / Python numbers, not both numbers),
+        cuTile Python's promotion (:mod:`.dtypes`): a Python float with an int32 is f32, int32
+        with f32 is f32; true division of ints is f32 (its ``force_float``)."""
+        k = self.result_dtype(lt, rt, node)
+        if k not in ("i32", "f32"):
+            self.fail(node, ast.unparse(node), f"a scalar of dtype {k} is not translated")
+        return "f32" if op == "/" else k
+
     def scalar_as(self, e, ty, kind, node) -> str:
+        """A scalar operand as a ``kind`` (i32 / f32) scalar: a literal of that type, an int32
+        scalar converted to f32 (``convert_scalar``: ``itof`` signed, as cuTile's astype)."""
         if ty.kind == "lit":
             if kind == "f32":
                 return self.f32_lit(ty.value)
             if not isinstance(ty.value, int):
                 self.fail(node, ast.unparse(node), "float literal in an int32 expression")
             return f"{ty.value}i32"
+        if ty.kind == "i32" and kind == "f32":
+            return self.bind(f"convert_scalar({e})", Ty("f32"))[0]
+        if ty.kind != kind:
+            self.fail(node, ast.unparse(node), f"a {ty.kind} scalar where a {kind} one is expected")
         return e
 
     # ---- cuTile calls --------------------------------------------------------------
@@ -190,8 +202,24 @@ class ArithRules:
         le, lt = self.expr(node.args[0])
         re_, rt = self.expr(node.args[1])
         if "tile" not in (lt.kind, rt.kind):
-            self.fail(node, f"ct.{name}", "needs at least one tile operand")
-        le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node, same_dtype=False)
+            # scalars (cuTile's 0-d tiles): int32 ones as Python's min/max on ints; f32 ones
+            # through 0-d tiles
+            if lt.kind == rt.kind == "lit" and not (fl["ftz"] or fl["nan"]):
+                v = (min if name == "minimum" else max)(lt.value, rt.value)
+                return repr(v), Ty("lit", value=v)
+            k = self.scalar_result(lt, rt, "min", node)
+            a, b = (self.bind(f"scalar_to_tile({self.scalar_as(e, t, k, node)})", Ty("tile", k, ()))[0]
+                    for e, t in ((le, lt), (re_, rt)))
+            if k == "i32" and not (fl["ftz"] or fl["nan"]):
+                r = self.bind(f"{name[:3]}i({a}, {b})", Ty("tile", "i32", ()))[0]
+            else:
+                r, _ = self.binary_tiles(name, a, b, k, (), fl)
+            return self.bind(f"tile_to_scalar({r})", Ty(k))
+        le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node)
+        return self.binary_tiles(name, le, re_, dtype, shape, fl)
+
+    def binary_tiles(self, name: str, le: str, re_: str, dtype: str, shape: tuple, fl: dict):
+        """``ct.maximum/minimum`` of two tiles of one dtype and shape."""
         if fl["ftz"] or fl["nan"]:
             fn = "maxf" if name == "maximum" else "minf"
             return self.bind(f"{fn}({le}, {re_}, nan::{fl['nan'] or 'Disabled'}, "
@@ -350,9 +378,11 @@ class ArithRules:
         with Python broadcasting; a bool tile."""
         if len(node.ops) != 1:
             self.fail(node, ast.unparse(node), "chained comparisons are not translated")
-        pred = C.COMPARISONS[type(node.ops[0]).__name__]
         le, lt = self.expr(node.left)
         re_, rt = self.expr(node.comparators[0])
+        if "dtype" in (lt.kind, rt.kind):
+            return self.dtype_compare(node, lt, rt)
+        pred = C.COMPARISONS[type(node.ops[0]).__name__]
         if "tile" not in (lt.kind, rt.kind):
             return self.scalar_compare(node, le, lt, re_, rt)
         le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node)
@@ -378,8 +408,10 @@ class ArithRules:
         return self.bind(f"{a} {self.RUST_CMP[op]} {b}", Ty("bool"))
 
     def where(self, node: ast.Call) -> tuple[str, Ty]:
-        """``ct.where(cond, x, y)``: cutile's ``select`` with Python broadcasting; a scalar
-        ``x``/``y`` takes the other operand's element type (cuTile Python's weak scalars)."""
+        """``ct.where(cond, x, y)``: cutile's ``select`` as cuTile Python builds it (cuda-tile
+        1.7.0 ``arithmetic_ops.where``): x and y promoted to their common dtype (a Python number
+        takes the other operand's; two numbers their own promotion, ``where(m, 1.0, 0.0)`` is
+        f32), cond, x, y each cast and broadcast to the common shape."""
         self.check_kwargs(node, set())
         if len(node.args) != 3:
             self.fail(node, "ct.where", "expects (cond, x, y)")
@@ -388,16 +420,14 @@ class ArithRules:
         ye, yt = self.expr(node.args[2])
         if cty.kind != "tile" or cty.dtype != "bool":
             self.fail(node, "ct.where", "the condition must be a bool tile (a comparison)")
-        tiles = [t for t in (xt, yt) if t.kind == "tile"]
-        if not tiles:
-            self.fail(node, "ct.where", "x or y must be a tile")
-        if len(tiles) == 2 and xt.dtype != yt.dtype:
-            self.fail(node, "ct.where", f"x and y have dtypes {xt.dtype} and {yt.dtype}")
-        dtype = tiles[0].dtype
+        if xt.kind == yt.kind == "lit":
+            dtype = promote(loose_dtype(xt.value), loose_dtype(yt.value))
+        else:
+            dtype = self.result_dtype(xt, yt, node)
         shape = self.broadcast_shape(cty, Ty("tile", dtype, self.broadcast_shape(xt, yt, node)), node)
         ce = self.as_tile(ce, cty, "bool", shape, node)
-        xe = self.as_tile(xe, xt, dtype, shape, node)
-        ye = self.as_tile(ye, yt, dtype, shape, node)
+        xe = self.promoted(xe, xt, dtype, shape, node)
+        ye = self.promoted(ye, yt, dtype, shape, node)
         return self.bind(f"select({ce}, {xe}, {ye})", Ty("tile", dtype, shape))
 
     def tile_constant(self, node: ast.Call) -> tuple[str, Ty]:
@@ -411,14 +441,14 @@ class ArithRules:
         if name == "full":
             vnode = node.args[1] if len(node.args) > 1 else self._kw(node, "fill_value")
             ve, vty = self.expr(vnode)
-            if vty.kind in ("i32", "f32") and vty.kind == dty.dtype:
-                # a run-time (or const-generic) scalar of the tile's type: broadcast, as cuTile
-                # Python's `full` does (`astype` to the same type is nothing)
-                return self.bind(f"broadcast_scalar({ve}, shape![{', '.join(shape)}])",
-                                 Ty("tile", dty.dtype, shape))
+            if vty.kind in ("i32", "f32") or (vty.kind == "tile" and vty.shape == ()):
+                # a run-time fill value: cast to the dtype, then broadcast (cuTile's full)
+                if vty.kind != "tile":
+                    ve, vty = self.bind(f"scalar_to_tile({ve})", Ty("tile", vty.kind, ()))
+                ve, vty = self.cast_tile(ve, vty, dty.dtype, node)
+                return self.as_tile(ve, vty, dty.dtype, shape, node), Ty("tile", dty.dtype, shape)
             if vty.kind != "lit":
-                self.fail(node, "ct.full", f"a {vty.kind} fill value for a {dty.dtype} tile is not "
-                                           f"translated (a literal, or a scalar of the tile's type)")
+                self.fail(node, "ct.full", "fill value must be a number or a scalar")
             val = vty.value
         else:
             val = 0 if name == "zeros" else 1
@@ -429,29 +459,29 @@ class ArithRules:
         what cuTile Python makes of it (the sign of zero, infinities, NaN, subnormals and the
         rounding of the value to the element type)."""
         sh = f"shape![{', '.join(shape)}]"
-        if dtype == "i32":
+        if dtype in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"):
             if not (isinstance(val, int) or float(val).is_integer()):
-                self.fail(node, repr(val), "a non-integer value in an int32 tile")
-            return self.bind(f"constant({int(val)}i32, {sh})", Ty("tile", "i32", shape))
+                self.fail(node, repr(val), f"a non-integer value in an {dtype} tile")
+            return self.bind(f"constant({int(val)}{dtype}, {sh})", Ty("tile", dtype, shape))
         if dtype == "f32":
             return self.f32_constant(val, shape)
-        if dtype != "E":
+        if dtype not in ("E", "f16", "bf16"):
             self.fail(node, repr(val), f"constant of dtype {dtype} not translated")
         v = float(val)
         if v == 0.0 and math.copysign(1.0, v) > 0:
-            return self.bind(f"constant(E::ZERO, {sh})", Ty("tile", "E", shape))
+            return self.bind(f"constant({dtype}::ZERO, {sh})", Ty("tile", dtype, shape))
         # cutile has no f16/bf16 literal and no E-typed one but E::ZERO (its ElementType trait
         # has only ZERO): an f32 constant converted to E. Exact when the f32 value is already
         # the variant's value: known per dtype-specialised entry, else checked for every dtype
         # of the manifest (rounding v to f32 first must not change its rounding to f16/bf16).
-        c = self.spec.get(DTYPE_KEY)
+        c = self.spec.get(DTYPE_KEY) if dtype == "E" else dtype
         if c is not None:
             v = floats.decode(floats.encode(v, c), c)
         elif any(floats.convert(floats.encode(v, "f32"), "f32", d) != floats.encode(v, d)
                  for d in self.dtypes if d in floats.FORMATS):
             self.need_dtype = True
         t, _ = self.f32_constant(v, shape)
-        return self.bind(f"convert_tile({t})", Ty("tile", "E", shape))
+        return self.bind(f"convert_tile({t})", Ty("tile", dtype, shape))
 
     def f32_constant(self, v: float, shape: tuple) -> tuple[str, Ty]:
         """An f32 constant tile with the bits of ``v``: a literal when finite, cutile's

@@ -90,18 +90,21 @@ class ControlRules:
                                         len(self.scopes) - 1)
             return
         expr, ty = computed if computed is not None else self.expr(value)
-        if ty.kind == "lit" and isinstance(ty.value, bool):
-            # a compile-time truth value (`check = TILE != N` on specialised constexprs): cuTile
-            # Python keeps it a constant; it has no Rust value to carry
-            self.scopes[-1][name] = Var(repr(ty.value), ty, None, len(self.scopes) - 1)
+        var = self.lookup(name)
+        depth = len(self.scopes) - 1
+        if ty.kind in ("lit", "dtype") and name not in self.carried_names() and (
+                var is None or var.depth == depth or var.ty.kind in ("lit", "dtype")):
+            # a Python number / bool / dtype bound to a name stays a compile-time value, loosely
+            # typed as cuTile Python keeps it (a local `c = 0.5` times an f16 tile is f16);
+            # a name a loop or branch rebinds is a typed value instead (cuTile makes a
+            # loop-carried or yielded value concrete)
+            self.scopes[-1][name] = Var(expr, ty, None, depth)
             return
         if ty.kind in ("lit",):
             ty, expr = self.lit_scalar(ty)
         if ty.kind in ("arr", "dtype"):
             self.fail(node, f"{name} = {ast.unparse(value) if value is not None else '...'}",
                       "aliasing an array or dtype is not translated")
-        var = self.lookup(name)
-        depth = len(self.scopes) - 1
         if var is not None and var.depth < depth and var.decl is not None:
             # loop-carried: assign to the outer binding (types must agree)
             if var.ty != ty:
@@ -112,8 +115,11 @@ class ControlRules:
                 self.out.lines[var.decl][1] = "let mut " + txt[4:]
             self.out.emit(f"{var.rust} = {expr};", self.line)
             return
-        if var is not None and var.decl is None:
-            self.fail(node, name, "rebinding a kernel parameter is not translated")
+        if var is not None and var.decl is None and (var.depth != depth or name in self.carried_names()):
+            # a parameter or compile-time name rebound in a loop or branch (a plain rebinding
+            # shadows it, as in Python)
+            self.fail(node, name, "rebinding a kernel parameter or a compile-time value inside a "
+                                  "loop or branch is not translated")
         rn = self.local_prefix + self.rname(name)
         # the line that bound the value (token bookkeeping after a load does not count)
         pos = len(self.out.lines) - 1
@@ -131,6 +137,42 @@ class ControlRules:
         else:
             idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
         self.scopes[-1][name] = Var(rn, ty, idx, depth)
+
+    def carried_names(self) -> set[str]:
+        """Names the function being translated (the kernel, or the helper being inlined)
+        assigns inside a ``for`` / ``while`` body or a run-time ``if`` branch: their values
+        flow through the loop or the branch, so they are typed Rust values, never folded."""
+        fn = self.module_functions.get(self.inlining[-1]) if self.inlining else self.fn
+        cache = self.__dict__.setdefault("_carried", {})
+        if fn.name not in cache:
+            names = set()
+            static = set(self.spec) | set(self.module_consts) | {
+                p["name"] for p in self.params if p["kind"] == "constexpr"}
+            for n in ast.walk(fn):
+                if isinstance(n, (ast.For, ast.While)) or (
+                        isinstance(n, ast.If) and not self.compile_time_test(n.test, static)):
+                    for st in n.body + n.orelse:
+                        for t in ast.walk(st):
+                            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
+                                names.add(t.id)
+            cache[fn.name] = names
+        return cache[fn.name]
+
+    def compile_time_test(self, test, static: set) -> bool:
+        """Does ``test`` read compile-time values only (names in ``static``, literals, dtypes:
+        ``x.dtype``, ``ct.float32``)?"""
+        for n in ast.walk(test):
+            if isinstance(n, ast.Attribute):
+                if not (n.attr == "dtype" or self.is_ct(n)):
+                    return False
+            elif isinstance(n, ast.Name):
+                if n.id not in static and n.id != self.alias and not any(
+                        isinstance(p, ast.Attribute) and p.value is n for p in ast.walk(test)):
+                    return False
+            elif not isinstance(n, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Constant, ast.Load,
+                                    ast.And, ast.Or, ast.Not, ast.cmpop)):
+                return False
+        return True
 
     def tuple_assign(self, s: ast.Assign):
         """``a, b = x, y`` (or ``a, b = helper(...)``): every right-hand value first (Python's
@@ -171,6 +213,12 @@ class ControlRules:
         rebind is yielded out of it, as cuTile Python does). A name first bound inside a branch
         is local to it."""
         c, cty = self.expr(s.test)
+        if cty.kind == "lit":
+            # decided at compile time (a dtype test, a name bound to a constant): the branch
+            # taken, inline, as cuTile Python folds it
+            self.out.emit(f"// if {ast.unparse(s.test)}: {bool(cty.value)} for this entry", s.lineno)
+            self.block(s.body if cty.value else s.orelse)
+            return
         if cty.kind != "bool":
             self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
                                                       "int32 scalars (or a constexpr test)")
@@ -205,7 +253,10 @@ class ControlRules:
             taken = eval(compile(ast.Expression(node.test), self.file, "eval"),  # noqa: S307
                          {"__builtins__": {}}, self.static_env())
             return self.expr(node.body if taken else node.orelse)
+        mark = len(self.out.lines)
         c, cty = self.expr(node.test)
+        if cty.kind == "lit" and len(self.out.lines) == mark:    # decided at compile time
+            return self.expr(node.body if cty.value else node.orelse)
         if cty.kind != "bool":
             self.fail(node, ast.unparse(node), "the condition must be a comparison of int32 scalars")
         head = self.out.emit("", self.line)

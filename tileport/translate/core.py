@@ -22,6 +22,24 @@ class Unsupported(Exception):
         self.file, self.line, self.construct, self.reason = file, line, construct, reason
 
 
+class NeedConst(Unsupported):
+    """A rule needs the value of the int constexpr ``name``, which this entry keeps a const
+    generic: the driver specialises the entries on it and translates again."""
+
+    def __init__(self, file: str, line: int | None, name: str, reason: str):
+        super().__init__(file, line, name, reason)
+        self.name = name
+
+
+# Ty.value of an int32 scalar that is an int constexpr kept as a const generic
+CONSTEXPR = "constexpr"
+
+
+class NeedDtype(Unsupported):
+    """A rule needs the concrete element type of E in an entry that serves several: the driver
+    translates again with the entries split per dtype (never raised from a split entry)."""
+
+
 @dataclass(frozen=True)
 class Ty:
     """Type of a translated value.
@@ -151,7 +169,31 @@ def _literal(node, maths: set):
     if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
             and node.value.id in maths and node.attr in MATH_CONSTANTS):
         return MATH_CONSTANTS[node.attr]
+    if isinstance(node, ast.BinOp) and type(node.op) in _FOLD:
+        a, b = _literal(node.left, maths), _literal(node.right, maths)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            try:
+                return _FOLD[type(node.op)](a, b)
+            except (ArithmeticError, ValueError):
+                return None
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id in maths
+            and node.func.attr in MATH_FUNCTIONS and not node.keywords):
+        args = [_literal(a, maths) for a in node.args]
+        if all(isinstance(a, (int, float)) for a in args):
+            try:
+                return getattr(math, node.func.attr)(*args)
+            except (ArithmeticError, ValueError, TypeError):
+                return None
     return None
+
+
+# Python arithmetic a module constant may be written with (``1.0 / math.log(2)``), folded in
+# double precision as Python evaluates it when the module is imported
+_FOLD = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+         ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+         ast.Pow: lambda a, b: a ** b}
+MATH_FUNCTIONS = {"log", "log2", "log10", "sqrt", "exp", "pow"}
 
 
 class TranslatorBase:
@@ -163,7 +205,7 @@ class TranslatorBase:
     def __init__(self, fn: ast.FunctionDef, params: list[dict], alias: str, file: str,
                  spec: dict | None = None, entry: str | None = None,
                  dtypes: tuple = ("f16", "bf16", "f32"), target: str = "sm_90",
-                 module: ast.Module | None = None):
+                 module: ast.Module | None = None, array_dtypes: dict | None = None):
         self.fn, self.params, self.alias, self.file = fn, params, alias, file
         self.target = target                 # the GPU architecture compiled for (config gpu_target)
         self.module_consts = module_constants(module) if module is not None else {}
@@ -175,6 +217,8 @@ class TranslatorBase:
         # DTYPE_KEY when the entry serves one element type only
         self.spec = dict(spec or {})
         self.dtypes = tuple(dtypes)          # the element types E takes over the variants
+        # array parameter -> its element type in this entry ('E' or a Rust type; absent: 'E')
+        self.array_dtypes = dict(array_dtypes or {})
         self.need_dtype = False              # set by a rule that needs E's concrete type
         self.need_strides = False            # the module needs memory.STRIDES_HELPER
         # module-level Python functions a kernel may call (inlined: ControlRules.inline_call)
@@ -294,6 +338,8 @@ class TranslatorBase:
             return self.binop(node)
         if isinstance(node, ast.Compare):
             return self.compare(node)
+        if isinstance(node, ast.BoolOp) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+            return self.bool_op(node)
         if isinstance(node, ast.IfExp):
             return self.if_expr(node)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
@@ -316,10 +362,12 @@ class TranslatorBase:
                 return node.attr, Ty("dtype", dtype=C.DTYPE_ATTRS[node.attr][1])
             if isinstance(node.value, ast.Name) and node.attr == "dtype":
                 var = self.lookup(node.value.id)
-                if var is not None and var.ty.kind == "tile":       # a tile's dtype
+                if var is not None and var.ty.kind == "tile":     # a tile's dtype
                     return var.ty.dtype, Ty("dtype", dtype=var.ty.dtype)
+                if var is not None and var.ty.kind in ("i32", "f32", "bool"):   # a scalar's
+                    return var.ty.kind, Ty("dtype", dtype=var.ty.kind)
                 arr = self.array_arg(node.value)
-                return "E", Ty("dtype", dtype=arr.ty.dtype)
+                return arr.ty.dtype, Ty("dtype", dtype=arr.ty.dtype)
         if isinstance(node, ast.Subscript) and A._is_shape_subscript(node):
             return self.shape_dim(node)
         if isinstance(node, ast.Subscript):

@@ -9,7 +9,8 @@ from .. import analyze as A
 from .. import manifest as M
 from .arith import ArithRules
 from .control import ControlRules
-from .core import DTYPE_KEY, TranslatorBase, Ty, Unsupported, Var, module_constants
+from .core import CONSTEXPR, DTYPE_KEY, NeedConst, NeedDtype, TranslatorBase, Ty, Unsupported, Var, module_constants
+from .dtypes import RUST_ELEMENT, DtypeRules
 from .hints import HintRules
 from .matrix import MatrixRules
 from .memory import STRIDES_HELPER, MemoryRules
@@ -18,7 +19,7 @@ from .shape import ShapeRules
 from .tokens import TokenRules
 
 FAMILIES = (ControlRules, MemoryRules, TokenRules, ArithRules, ReductionRules, ShapeRules,
-            MatrixRules, HintRules)
+            MatrixRules, HintRules, DtypeRules)
 
 
 def _merge_calls(families) -> dict[str, str]:
@@ -44,8 +45,9 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
             rn = self.rname(p["name"])
             if p["kind"] == "array":
                 dims = ", ".join(["-1"] * p["ndim"])
-                args.append(f"{rn}: &Tensor<E, {{[{dims}]}}>")
-                self.scopes[0][p["name"]] = Var(rn, Ty("arr", dtype="E", ndim=p["ndim"]), None, 0)
+                elem = self.array_dtypes.get(p["name"], "E")   # an array of its own dtype
+                args.append(f"{rn}: &Tensor<{elem}, {{[{dims}]}}>")
+                self.scopes[0][p["name"]] = Var(rn, Ty("arr", dtype=elem, ndim=p["ndim"]), None, 0)
             elif p["kind"] == "constexpr" and p.get("ctype", "int") == "int":
                 generics.append(f"const {rn}: i32")
                 if p["name"] in self.spec:
@@ -53,8 +55,8 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
                     # the host passes every int constexpr)
                     v = self.spec[p["name"]]
                     self.scopes[0][p["name"]] = Var(repr(v), Ty("lit", value=v), None, 0)
-                else:
-                    self.scopes[0][p["name"]] = Var(rn, Ty("i32"), None, 0)
+                else:   # a const generic; its value is asked for (NeedConst) where it matters
+                    self.scopes[0][p["name"]] = Var(rn, Ty("i32", value=f"{CONSTEXPR}:{p['name']}"), None, 0)
             elif p["kind"] == "constexpr":
                 # float/bool constexprs have no Rust const-generic form: each specialised
                 # entry inlines its value (bool ones can only steer static `if`s)
@@ -138,8 +140,19 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
     const-generic form in Rust), and int ones a compile-time argument computes with
     (:data:`STATIC_ARGS`); in parameter order."""
     cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
-    # module-level constants are compile-time values too (`if APPROX == GELU_TANH:`)
-    static = cnames | set(module_constants(module) if module is not None else ())
+    consts = set(module_constants(module)) if module is not None else set()
+    derived = compile_time_locals(fn, cnames, consts)
+    # module-level constants and compile-time locals are compile-time values too
+    # (`if APPROX == GELU_TANH:`, `check = TILE != N`)
+    static = cnames | consts | set(derived)
+
+    def through(names: set) -> set:
+        """Constexprs behind ``names`` (themselves, or those a compile-time local is made of)."""
+        out = names & cnames
+        for n in names & set(derived):
+            out |= derived[n]
+        return out
+
     used = set()
     bound: dict = {}
     for n in ast.walk(fn):
@@ -158,16 +171,16 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
                         if name in args:
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, (ast.If, ast.IfExp)) and A.static_test(n.test, static):
-            used |= {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)}
+            used |= through({x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)})
         if isinstance(n, ast.Call) and A._is_ct(n.func, alias, "static_assert") and n.args:
-            used |= {x.id for x in ast.walk(n.args[0]) if isinstance(x, ast.Name)} & cnames
+            used |= through({x.id for x in ast.walk(n.args[0]) if isinstance(x, ast.Name)})
         if isinstance(n, ast.Call) and A._is_ct(n.func, alias):
             for kw in STATIC_KWARGS.get(n.func.attr, ()):
-                arg = A._kw(n, kw)
-                if isinstance(arg, ast.Name) and bound.get(arg.id) is not None:
+                arg = A._kw(n, kw)          # a compile-time value (check_bounds=, order=)
+                if isinstance(arg, ast.Name) and arg.id not in derived and bound.get(arg.id) is not None:
                     arg = bound[arg.id]
                 if arg is not None:
-                    used |= {x.id for x in ast.walk(arg) if isinstance(x, ast.Name)} & cnames
+                    used |= through({x.id for x in ast.walk(arg) if isinstance(x, ast.Name)})
         if isinstance(n, ast.Call) and (A._is_ct(n.func, alias) or A._is_tile_method(n.func, alias)):
             method = not A._is_ct(n.func, alias)
             for pos, kw, bare_ok in STATIC_ARGS.get(n.func.attr, ()):
@@ -176,10 +189,53 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
                     continue
                 elts = arg.elts if isinstance(arg, ast.Tuple) and bare_ok else [arg]
                 for e in elts:
-                    if not (bare_ok and isinstance(e, ast.Name)):
-                        used |= {x.id for x in ast.walk(e) if isinstance(x, ast.Name)} & cnames
+                    if not (bare_ok and isinstance(e, ast.Name) and e.id in cnames):
+                        used |= through({x.id for x in ast.walk(e) if isinstance(x, ast.Name)})
     return [p["name"] for p in params if p["kind"] == "constexpr"
             and (p["name"] in used or p.get("ctype", "int") != "int")]
+
+
+def compile_time_locals(fn: ast.FunctionDef, cnames: set, consts: set) -> dict[str, set]:
+    """Locals of ``fn`` bound once to a compile-time expression (``check = TILE != N``,
+    ``total = N * N``: constexprs, module constants, literals and such locals under
+    arithmetic, comparisons and boolean operators): name -> the constexprs it is made of.
+    cuTile Python folds them; where a compile-time position reads one, those constexprs are
+    specialised."""
+    ok = (ast.BinOp, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name, ast.Constant, ast.Load,
+          ast.operator, ast.cmpop, ast.boolop, ast.unaryop, ast.Call, ast.Attribute)
+
+    def folds(v) -> bool:     # calls: ct.cdiv, min, max (cuTile folds them on constants)
+        return all(isinstance(x, ok) and not (isinstance(x, ast.Call) and not (
+            (isinstance(x.func, ast.Name) and x.func.id in ("min", "max"))
+            or (isinstance(x.func, ast.Attribute) and x.func.attr == "cdiv"
+                and isinstance(x.func.value, ast.Name)))) and not (
+            isinstance(x, ast.Attribute) and x.attr != "cdiv") for x in ast.walk(v))
+
+    bound: dict[str, list] = {}
+    for n in ast.walk(fn):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+            n, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+        for t in targets:
+            for x in ast.walk(t):
+                if isinstance(x, ast.Name):
+                    bound.setdefault(x.id, []).append(n.value if isinstance(n, ast.Assign) and t is x else None)
+    out: dict[str, set] = {}
+    changed = True
+    while changed:
+        changed = False
+        for name, values in bound.items():
+            if name in out or len(values) != 1 or values[0] is None:
+                continue
+            v = values[0]
+            if not folds(v):
+                continue
+            names = {x.id for x in ast.walk(v) if isinstance(x, ast.Name)} - {
+                x.func.id if isinstance(x.func, ast.Name) else x.func.value.id
+                for x in ast.walk(v) if isinstance(x, ast.Call)}
+            if names <= cnames | consts | set(out):
+                out[name] = (names & cnames).union(*(out[x] for x in names & set(out)))
+                changed = True
+    return out
 
 
 def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
@@ -218,39 +274,17 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
     tree = ast.parse(Path(kfile).read_text(), filename=kfile)
     fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
     keys = specialisation_keys(fn, kinfo["params"], details["tile_alias"], tree)
-    kvariants = kinfo.get("variants", details["variants"])     # the kernel's own variants
-    dtypes = tuple(dict.fromkeys(v["dtype"] for v in kvariants))
-    # the compiler hints the launch code sets (manifest compiler_hints: kernel.replace_hints in
-    # the reference); variants that differ in them get entries of their own
-    hints_of = {v["id"]: tuple(sorted((v.get("compiler_hints") or {}).items())) for v in kvariants}
-    split_hints = len(set(hints_of.values())) > 1
-    # generic over E first; per element type too when a rule needs E's concrete type
-    for by_dtype in (False, True):
-        groups: dict[tuple, list[str]] = {}
-        for v in kvariants:
-            groups.setdefault(tuple(v["constexprs"][k] for k in keys)
-                              + ((hints_of[v["id"]],) if split_hints else ())
-                              + ((v["dtype"],) if by_dtype else ()), []).append(v["id"])
-        bodies, entries = [], {}
-        need_dtype = need_strides = False
-        for key, vids in groups.items():
-            spec = dict(zip(keys, key))
-            words = [f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items()]
-            if split_hints:
-                words.append("".join(f"{h}{x}" for h, x in hints_of[vids[0]]) or "nohints")
-            if by_dtype:
-                spec[DTYPE_KEY] = key[-1]
-                words.append(key[-1])
-            name = kernel + "__" + "_".join(words) if words else kernel
-            tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile, spec, name,
-                                  dtypes, target, tree)
-            tr.launch_hints = dict(hints_of[vids[0]]) if vids else {}
-            bodies.append(tr.translate())
-            need_dtype |= tr.need_dtype
-            need_strides |= tr.need_strides
-            entries.update({vid: name for vid in vids})
-        if not need_dtype:
+    while True:
+        try:
+            bodies, entries, need_strides = _translate_groups(fn, kinfo, details, kfile, keys, kernel,
+                                                             target, tree)
             break
+        except NeedConst as exc:
+            # a rule needs the value of an int constexpr left generic (cuTile Python folds
+            # every constexpr): specialise the entries on it too and translate again
+            if exc.name in keys:
+                raise
+            keys = [p["name"] for p in kinfo["params"] if p["name"] in {*keys, exc.name}]
     header = MODULE_HEADER.format(src=display_path(kfile)) + (STRIDES_HELPER if need_strides else "")
     parts, smap = [header], []
     line = header.count("\n")
@@ -261,6 +295,78 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
     return "".join(parts) + "}\n", smap, entries
 
 
+def _translate_groups(fn, kinfo: dict, details: dict, kfile: str, keys: list, kernel: str,
+                      target: str, tree) -> tuple[list, dict, bool]:
+    """One entry per distinct combination of the ``keys`` constexprs' values over the kernel's
+    variants, generic over E first, split per dtype when a rule needs E's concrete type.
+    Returns (bodies with their source maps, {variant id: entry}, whether the module needs the
+    strides helper). Raises :class:`NeedConst` for a constexpr that must join ``keys``."""
+    kvariants = kinfo.get("variants", details["variants"])     # the kernel's own variants
+    # the compiler hints the launch code sets (manifest compiler_hints: kernel.replace_hints in
+    # the reference); variants that differ in them get entries of their own
+    hints_of = {v["id"]: tuple(sorted((v.get("compiler_hints") or {}).items())) for v in kvariants}
+    split_hints = len(set(hints_of.values())) > 1
+    for by_dtype in (False, True):
+        groups: dict[tuple, list[str]] = {}
+        for v in kvariants:
+            groups.setdefault(tuple(v["constexprs"][k] for k in keys)
+                              + ((hints_of[v["id"]],) if split_hints else ())
+                              + ((v["dtype"],) if by_dtype else ()), []).append(v["id"])
+        bodies, entries = [], {}
+        need_dtype = need_strides = False
+        for key, vids in groups.items():
+            mine = [v for v in kvariants if v["id"] in vids]
+            arrays = entry_array_dtypes(kinfo["params"], mine)
+            if arrays is None:          # an array's dtype mapping varies with the variant dtype
+                need_dtype = True
+                break
+            spec = dict(zip(keys, key))
+            words = [f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items()]
+            if split_hints:
+                words.append("".join(f"{h}{x}" for h, x in hints_of[vids[0]]) or "nohints")
+            if by_dtype:
+                spec[DTYPE_KEY] = key[-1]
+                words.append(key[-1])
+            name = kernel + "__" + "_".join(words) if words else kernel
+            # E's possible types: the dtypes of this entry's variants
+            tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile, spec, name,
+                                  tuple(dict.fromkeys(v["dtype"] for v in mine)), target, tree, arrays)
+            tr.launch_hints = dict(hints_of[vids[0]])
+            try:
+                bodies.append(tr.translate())
+            except NeedDtype:
+                if by_dtype:            # a split entry knows E: no rule asks again
+                    raise
+                need_dtype = True
+                break
+            need_dtype |= tr.need_dtype
+            need_strides |= tr.need_strides
+            entries.update({vid: name for vid in vids})
+        if not need_dtype:
+            break
+    return bodies, entries, need_strides
+
+
+def entry_array_dtypes(params: list[dict], variants: list[dict]) -> dict[str, str] | None:
+    """The element type of each array parameter in an entry serving ``variants`` (the
+    analysis' ``{"dtype", "arrays": {name: code}}``): 'E' where the array has the variant's
+    dtype in every one of them, the Rust type of the one dtype it has in all of them (an f32
+    Rstd beside f16 data), None when it differs between them (the entries must be split per
+    dtype)."""
+    out = {}
+    for p in params:
+        if p["kind"] != "array":
+            continue
+        got = {(v.get("arrays", {}).get(p["name"], v["dtype"]), v["dtype"]) for v in variants}
+        if all(a == d for a, d in got):
+            out[p["name"]] = "E"
+        elif len({a for a, _ in got}) == 1:
+            out[p["name"]] = RUST_ELEMENT[got.pop()[0]]
+        else:
+            return None
+    return out
+
+
 def translate_kernel(op_dir: str | Path, kernel: str, target: str = "sm_90") -> tuple[str, list]:
     """:func:`translate_entries` without the entry table: (Rust source, source map)."""
     src, smap, _ = translate_entries(op_dir, kernel, target)
@@ -269,27 +375,49 @@ def translate_kernel(op_dir: str | Path, kernel: str, target: str = "sm_90") -> 
 
 
 def manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
-    """The translator gives every array the variant's element type ``E`` (f16/bf16/f32) and
-    knows f32/i32 scalars only (annotated or not: it reads the kind from analysis.json): a
-    parameter the manifest describes otherwise (a fixed ``dtype``, ``list``, ``alias_group``,
-    ``index_dtype`` i64, an i64 scalar, a variant dtype outside f16/bf16/f32) raises
-    :class:`Unsupported` (owner ``tool``: the translator lacks the rule, the kernel is valid)."""
+    """Manifest forms of a parameter the translator has no rule for raise :class:`Unsupported`
+    (owner ``tool``: the translator or cutile lacks the rule, the kernel is valid), each with
+    the evidence: an array dtype without a cutile element type, a ``list`` of arrays, an
+    ``alias_group`` one of whose arrays is written, ``index_dtype`` i64
+    (``ct.IndexedWithInt64``), an i64 scalar, a variant dtype outside f16/bf16/f32. Arrays of
+    their own dtype (an f32 Rstd, an int32 index array) and aliasing read-only arrays are
+    translated (every array is a ``&Tensor``: shared reads of one memory are what cutile's
+    ``Tensor::borrow_raw_parts`` allows, cutile-0.5.0 src/tensor.rs, its "Aliasing" safety
+    rule)."""
     from .. import constructs as C
 
+    groups: dict[str, list] = {}
+    for p in kinfo["params"]:
+        if p["kind"] == "array" and p.get("alias_group"):
+            groups.setdefault(p["alias_group"], []).append(p)
     for p in kinfo["params"]:
         why = None
-        if p["kind"] == "array" and p.get("dtype", "{dtype}") != "{dtype}":
-            why = (f"the manifest fixes its dtype to {p['dtype']}; the translator gives every array the "
-                   f"variant's element type E and has no rule for an array of another dtype yet")
+        own = p.get("dtype", "{dtype}")
+        codes = set(own.values()) if isinstance(own, dict) else {own} - {"{dtype}"}
+        if p["kind"] == "array" and codes - set(RUST_ELEMENT):
+            why = (f"the manifest gives it the dtype {p['dtype']}; cutile 0.5.0 has no element type "
+                   f"the translator maps {sorted(codes - set(RUST_ELEMENT))[0]} to")
         elif p["kind"] == "array" and p.get("list"):
-            why = "a list of arrays; the translator has no rule for list parameters yet"
-        elif p["kind"] == "array" and p.get("alias_group"):
-            why = (f"an array that may alias others (alias_group {p['alias_group']}); the translator's "
-                   f"tensors are distinct borrows and it has no rule for aliasing parameters yet")
+            why = ("a list of arrays: a cutile 0.5.0 entry takes tensor references, MappedPartitionMut, "
+                   "element-type scalars and pointers only (cutile-compiler-0.5.0 "
+                   "src/kernel_entry_generator.rs, the parameter match of its entry generator); its "
+                   "DeviceVec<Tensor<T>> is a host-side tensor of i64 addresses, with no shape, "
+                   "strides or views per element")
+        elif p["kind"] == "array" and p.get("alias_group") and any(
+                q.get("role") != "input" for q in groups[p["alias_group"]]):
+            written = [q["name"] for q in groups[p["alias_group"]] if q.get("role") != "input"]
+            why = (f"arrays that may alias (alias_group {p['alias_group']}) where {', '.join(written)} "
+                   f"is written: cutile 0.5.0 allows shared reads of one memory but a tensor written "
+                   f"must be the only path to it (src/tensor.rs, Tensor::borrow_raw_parts, its "
+                   f"'Aliasing' safety rule; store_ptr_tko: 'no aliasing that would race')")
         elif p["kind"] == "array" and p.get("index_dtype") == "i64":
-            why = "an array indexed with int64 (ct.IndexedWithInt64); the translator has no rule for it yet"
+            why = ("an array indexed with int64 (ct.IndexedWithInt64): cutile 0.5.0 tensors have i32 "
+                   "shapes and strides (src/_core.rs: Tensor<E, const D: [i32; N]>, Shape { dims: "
+                   "&[i32] }, get_shape_dim -> i32), so an int64 tensor view has no counterpart")
         elif p["kind"].startswith("scalar") and p["kind"] not in ("scalar_f32", "scalar_i32"):
-            why = f"a {p.get('dtype')} scalar; the translator knows f32 and i32 scalars only"
+            why = (f"a {p.get('dtype')} scalar: cutile 0.5.0 takes any element-type scalar, but the "
+                   f"translator and the host ABI (tileport/host.py call_block) know f32 and i32 "
+                   f"scalars only")
         if why:
             raise Unsupported(kfile, p.get("line"), f"parameter {p['name']}", why)
     for v in kinfo.get("variants", []):

@@ -90,6 +90,9 @@ class HintRules:
             return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
         if isinstance(node, ast.Name) and node.id in self.spec:
             return self.spec[node.id]
+        if isinstance(node, ast.Name) and self.lookup(node.id) is not None:
+            var = self.lookup(node.id)           # a name bound to a compile-time value
+            return var.ty.value if var.ty.kind == "lit" else None
         if isinstance(node, ast.Name) and self.lookup(node.id) is None:
             return self.module_consts.get(node.id)
         if isinstance(node, ast.Name) and self.lookup(node.id).ty.kind == "lit":

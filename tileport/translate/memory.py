@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 
 from .. import constructs as C
-from .core import Ty, Var
+from .core import Ty, Unsupported, Var
 
 
 # a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
@@ -89,7 +89,7 @@ class MemoryRules:
         own token, for a view only queried, e.g. by ``ct.num_tiles``)."""
         name = self.fresh("view")
         self.out.emit(
-            f"let {name}: Partition<E, {{[{', '.join(shape)}]}}> = make_partition_view("
+            f"let {name}: Partition<{arr.ty.dtype}, {{[{', '.join(shape)}]}}> = make_partition_view("
             f"{arr.rust}, shape![{', '.join(shape)}], {padding}, {dim_map}, "
             f"{token or f'get_tensor_token({arr.rust})'});", self.line)
         return name
@@ -158,16 +158,16 @@ class MemoryRules:
         hints = f"{self.latency_arg(call)}, {self.tma_arg(call)}"
         if o["inbounds"] is not None:
             raw, tok = self.fresh("t"), self.fresh("tok")
-            self.out.emit(f"let ({raw}, {tok}): (Tile<E, {{[{', '.join(shape)}]}}>, Token) = load_view_raw("
+            self.out.emit(f"let ({raw}, {tok}): (Tile<{arr.ty.dtype}, {{[{', '.join(shape)}]}}>, Token) = load_view_raw("
                           f"&{v}, {index}, Some({token}), {o['ordering']}, {o['scope']}, "
                           f"{self.tma_arg(call)}, {self.latency_arg(call)}, {o['inbounds']}, "
                           f"shape![{', '.join(shape)}]);", self.line)
             self.tok_names.add(tok)
             self.loaded(arr.rust, tok, o["acquire"])
-            return raw, Ty("tile", "E", shape)
+            return raw, Ty("tile", arr.ty.dtype, shape)
         # the reference's load_view_tko carries no bounds assert: see the module docstring
         out = self.bind(f"load_view_tko(&{v}, {index}, {o['ordering']}, {o['scope']}, {hints})",
-                        Ty("tile", "E", shape))
+                        Ty("tile", arr.ty.dtype, shape))
         self.loaded(arr.rust, self._tok_let(f"get_partition_token(&{v})"), o["acquire"])
         return out
 
@@ -181,9 +181,7 @@ class MemoryRules:
         arr = self.array_arg(call.args[0] if call.args else None)
         idx_node, tile_node = self._kw(call, "index", 1), self._kw(call, "tile", 2)
         t, ty = self.tile_expr(tile_node)
-        if ty.dtype != "E":
-            self.fail(call, "ct.store", f"stored tile has dtype {ty.dtype}, array has the variant "
-                                        "dtype: cast with ct.astype(t, arr.dtype) first")
+        t, ty = self.implicit_cast(t, ty, arr.ty.dtype, call, "ct.store")
         if len(ty.shape) != arr.ty.ndim:
             self.fail(call, "ct.store", f"tile rank {len(ty.shape)} != array rank {arr.ty.ndim}")
         index = self.index_elems(idx_node, arr.ty.ndim)
@@ -192,7 +190,7 @@ class MemoryRules:
         sh = ", ".join(ty.shape)
         if o["permuted"] or o["inbounds"] is not None:
             v = self.fresh("view")
-            self.out.emit(f"let {v}: Partition<E, {{[{sh}]}}> = make_partition_view({arr.rust}, shape![{sh}], "
+            self.out.emit(f"let {v}: Partition<{arr.ty.dtype}, {{[{sh}]}}> = make_partition_view({arr.rust}, shape![{sh}], "
                           f"padding::None, {o['dim_map']}, {token});", self.line)
             done = self.fresh("tok")
             self.out.emit(f"let {done}: Token = store_view_raw(&{v}, {t}, [{', '.join(index)}], Some({token}), "
@@ -202,7 +200,7 @@ class MemoryRules:
             self.stored(arr.rust, done, call)
             return
         name = self.fresh("out")
-        self.out.emit(f"let mut {name}: PartitionMut<E, {{[{sh}]}}> = "
+        self.out.emit(f"let mut {name}: PartitionMut<{arr.ty.dtype}, {{[{sh}]}}> = "
                       f"make_partition_view_mut({arr.rust}, shape![{sh}], padding::None, "
                       f"{token});", self.line)
         # the reference's store_view_tko carries no bounds assert: see the module docstring
@@ -241,20 +239,23 @@ class MemoryRules:
         ptrs, mask, shape = self.gather_scatter(call, arr, call.args[1])
         sh = ", ".join(shape)
         raw, tok = self.fresh("g"), self.fresh("tok")
-        self.out.emit(f"let ({raw}, {tok}): (Tile<E, {{[{sh}]}}>, Token) = load_ptr_tko({ptrs}, "
+        el = arr.ty.dtype
+        self.out.emit(f"let ({raw}, {tok}): (Tile<{el}, {{[{sh}]}}>, Token) = load_ptr_tko({ptrs}, "
                       f"ordering::Weak, None::<scope::TileBlock>, "
-                      f"{f'Some({mask})' if mask else 'None'}, None::<E>, "
+                      f"{f'Some({mask})' if mask else 'None'}, None::<{el}>, "
                       f"Some({self.load_token(arr.rust, call)}), {self.latency_marker(call)});", self.line)
         self.tok_names.add(tok)
         self.loaded(arr.rust, tok)
         if mask is None:
-            return raw, Ty("tile", "E", shape)
+            return raw, Ty("tile", el, shape)
         # cutile has no scalar of the generic element type for load_ptr_tko's padding: the
         # masked-off lanes take it through a select (the IR diff's masked_loads rule)
         pnode = self._kw(call, "padding_value")
         pe, pt = self.expr(pnode) if pnode is not None else ("0", Ty("lit", value=0))
-        pad = self.as_tile(pe, pt, "E", shape, call)
-        return self.bind(f"select({mask}, {raw}, {pad})", Ty("tile", "E", shape))
+        if pt.kind == "tile":
+            pe, pt = self.implicit_cast(pe, pt, el, call, "ct.gather(..., padding_value=)")
+        pad = self.as_tile(pe, pt, el, shape, call)
+        return self.bind(f"select({mask}, {raw}, {pad})", Ty("tile", el, shape))
 
     def scatter(self, call):
         """``ct.scatter(arr, indices, value, mask=, check_bounds=, latency=)``."""
@@ -264,10 +265,11 @@ class MemoryRules:
         arr = self.array_arg(call.args[0])
         ptrs, mask, shape = self.gather_scatter(call, arr, call.args[1])
         ve, vt = self.expr(call.args[2])
-        if vt.kind == "tile" and vt.dtype != "E":
-            self.fail(call, "ct.scatter", f"the value has dtype {vt.dtype}, the array the variant "
-                                          f"dtype: cast with ct.astype(v, arr.dtype) first")
-        value = self.as_tile(ve, vt, "E", shape, call)
+        if vt.kind in ("i32", "f32", "bool"):      # a typed scalar: a 0-d tile
+            ve, vt = self.bind(f"scalar_to_tile({ve})", Ty("tile", vt.kind, ()))
+        if vt.kind == "tile":
+            ve, vt = self.implicit_cast(ve, vt, arr.ty.dtype, call, "ct.scatter")
+        value = self.as_tile(ve, vt, arr.ty.dtype, shape, call)
         token = self.store_token(arr.rust, call)
         done = self.fresh("tk")
         self.out.emit(f"let {done}: Token = store_ptr_tko({ptrs}, {value}, ordering::Weak, "
@@ -291,10 +293,15 @@ class MemoryRules:
                           f"(a ct.{'MemoryOrder' if kw == 'memory_order' else 'MemoryScope'} member)")
             found.append(member[1])
         order, scope = found
-        if scope == "NONE" and order != "WEAK":
-            self.fail(call, f"{ast.unparse(call.func)}(..., memory_scope=...NONE)",
-                      "a memory order other than WEAK with no scope is not translated (cutile "
-                      "gives every ordered op a scope)")
+        if (order == "WEAK") != (scope == "NONE"):
+            # cuTile Python rejects both (cuda/tile/_ir/ops_utils.py: a WEAK op "cannot specify a
+            # memory scope", any other order "requires a memory scope"): the kernel's error
+            exc = Unsupported(self.file, call.lineno,
+                              f"{ast.unparse(call.func)}(..., memory_order={order}, memory_scope={scope})",
+                              "a WEAK memory order takes no memory scope and any other order needs "
+                              "one (cuTile Python raises TileTypeError for this kernel too)")
+            exc.owner = "kernel"
+            raise exc
         return (f"ordering::{C.MEMORY_ORDER[order]}", f"scope::{C.MEMORY_SCOPE[scope]}",
                 order in ("ACQUIRE", "ACQ_REL"), order in ("RELEASE", "ACQ_REL"))
 
@@ -323,9 +330,10 @@ class MemoryRules:
         values = []
         for v in call.args[2:]:
             ve, vt = self.expr(v)
-            if vt.kind == "tile" and vt.dtype != dtype:
-                self.fail(call, f"ct.{name}", f"the value has dtype {vt.dtype}, the array {dtype}: cast "
-                                              f"with ct.astype(v, arr.dtype) first")
+            if vt.kind in ("i32", "f32", "bool"):      # a typed scalar: a 0-d tile
+                ve, vt = self.bind(f"scalar_to_tile({ve})", Ty("tile", vt.kind, ()))
+            if vt.kind == "tile":       # cast implicitly, as cuTile Python's atomics do
+                ve, vt = self.implicit_cast(ve, vt, dtype, call, f"ct.{name}")
             values.append(self.as_tile(ve, vt, dtype, shape, call))
         token = self.store_token(arr.rust, call, release=release, acquire=acquire)
         sh = ", ".join(shape)
@@ -363,9 +371,6 @@ class MemoryRules:
         for _, it in idx:
             if it.kind == "tile":
                 shape = self.broadcast_shape(Ty("tile", "i32", shape), it, idx_node)
-        if not shape:
-            self.fail(idx_node, ast.unparse(idx_node), "indices that are all scalars (one element) "
-                                                       "are not translated")
         cb = self._kw(call, "check_bounds")
         check = True if cb is None else self.const_value(cb)
         if not isinstance(check, bool):
@@ -395,15 +400,17 @@ class MemoryRules:
                 self.fail(mnode, ast.unparse(mnode), "mask must be a bool tile")
             um = self.as_tile(me, mt, "bool", shape, call)
             mask = um if mask is None else self.bind(f"andi({mask}, {um})", Ty("tile", "bool", shape))[0]
-        ptr = "PointerTile<*mut E, {{[{}]}}>"
+        ptr = "PointerTile<*mut " + arr.ty.dtype + ", {{[{}]}}>"
         base = self.fresh("base")
         self.out.emit(f"let {base}: {ptr.format('')} = get_tensor_base({arr.rust});", self.line)
-        ones = ", ".join(["1"] * len(shape))
-        b1 = self.fresh("base")
-        self.out.emit(f"let {b1}: {ptr.format(ones)} = {base}.reshape(shape![{ones}]);", self.line)
-        bs = self.fresh("base")
-        self.out.emit(f"let {bs}: {ptr.format(', '.join(shape))} = {b1}.broadcast(shape![{', '.join(shape)}]);",
-                      self.line)
+        bs = base
+        if shape:           # all indices scalars: one element, a 0-d pointer tile
+            ones = ", ".join(["1"] * len(shape))
+            b1 = self.fresh("base")
+            self.out.emit(f"let {b1}: {ptr.format(ones)} = {base}.reshape(shape![{ones}]);", self.line)
+            bs = self.fresh("base")
+            self.out.emit(f"let {bs}: {ptr.format(', '.join(shape))} = {b1}.broadcast(shape![{', '.join(shape)}]);",
+                          self.line)
         ptrs = self.fresh("ptrs")
         self.out.emit(f"let {ptrs}: {ptr.format(', '.join(shape))} = {bs}.offset_tile({offset});", self.line)
         return ptrs, mask, shape

@@ -161,16 +161,24 @@ class ShapeRules:
         shape = self.shape_of(node.args[1] if len(node.args) > 1 else self._kw(node, "shape"))
         return self.bind(f"{e}.reshape(shape![{', '.join(shape)}])", Ty("tile", ty.dtype, shape))
 
-    def broadcast_operands(self, le: str, lt: Ty, re_: str, rt: Ty, node,
-                           same_dtype: bool = True) -> tuple[str, str, str, tuple]:
-        """Two operands, at least one a tile, broadcast to their common shape (a scalar takes
-        the tile's element type). Returns (left, right, element type, shape)."""
-        dtype = lt.dtype if lt.kind == "tile" else rt.dtype
-        if same_dtype and lt.kind == "tile" and rt.kind == "tile" and lt.dtype != rt.dtype:
-            self.fail(node, ast.unparse(node), f"mixed tile dtypes {lt.dtype} and {rt.dtype}")
+    def broadcast_operands(self, le: str, lt: Ty, re_: str, rt: Ty, node) -> tuple[str, str, str, tuple]:
+        """Two operands, at least one a tile, promoted to their common dtype (cuTile Python's
+        rules: :mod:`.dtypes`; a Python number takes the tile's element type) and broadcast to
+        their common shape, cast first, as cuTile Python does. Returns (left, right, element
+        type, shape)."""
+        dtype = self.result_dtype(lt, rt, node)
         shape = self.broadcast_shape(lt, rt, node)
-        return (self.as_tile(le, lt, dtype, shape, node), self.as_tile(re_, rt, dtype, shape, node),
+        return (self.promoted(le, lt, dtype, shape, node), self.promoted(re_, rt, dtype, shape, node),
                 dtype, shape)
+
+    def promoted(self, e: str, ty: Ty, dtype: str, shape: tuple, node) -> str:
+        """One operand cast to ``dtype`` (a typed scalar of another type as a 0-d tile), then
+        broadcast to ``shape``."""
+        if ty.kind in ("i32", "f32", "bool") and ty.kind != dtype:
+            e, ty = self.bind(f"scalar_to_tile({e})", Ty("tile", ty.kind, ()))
+        if ty.kind == "tile" and ty.dtype != dtype:
+            e, ty = self.cast_tile(e, ty, dtype, node)
+        return self.as_tile(e, ty, dtype, shape, node)
 
     def broadcast_shape(self, a: Ty, b: Ty, node) -> tuple:
         sa = a.shape if a.kind == "tile" else ()
@@ -202,8 +210,8 @@ class ShapeRules:
             return self.bind(f"{e}.broadcast({sh})", Ty("tile", ty.dtype, shape))[0]
         if ty.kind == "lit":
             # a Python scalar takes the tile's element type (cuTile Python's weak scalars)
-            if dtype == "E":
-                return self.constant_tile(ty.value, "E", shape, node)[0]
+            if dtype in ("E", "f16", "bf16"):
+                return self.constant_tile(ty.value, dtype, shape, node)[0]
             if dtype == "f32" and not math.isfinite(ty.value):
                 return self.f32_constant(ty.value, shape)[0]       # inf / NaN: a constant tile
             if dtype == "f32":

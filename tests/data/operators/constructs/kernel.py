@@ -11,6 +11,8 @@ from cuda.tile import RoundingMode as RMd
 ConstInt = ct.Constant[int]
 PAD_ZERO = ct.PaddingMode.ZERO
 ROWS = 16
+COEFF = 0.044715            # a module-level float constant (loosely typed, as a literal)
+FULL_TILE = 1024            # a module-level int constant a constexpr is compared with
 
 
 def _sigmoid(x):
@@ -260,3 +262,41 @@ def views_kernel(a, b, BM: ConstInt, TILE: ConstInt):
     ct.store(b, index=(ct.bid(0), 0), tile=u + v, order=(0, 1), check_bounds=False)
     ct.store(b, index=(ct.bid(0), 2), tile=v, memory_order=ct.MemoryOrder.RELEASE,
              memory_scope=ct.MemoryScope.BLOCK)
+
+
+@ct.kernel
+def dtypes_kernel(x, idx, y, stat, total, TILE: ConstInt):
+    """Arrays of their own dtype beside f16 data (an int32 index array, f32 outputs): their
+    loads and views, a gather through loaded int32 indices, ct.store / ct.scatter casting an
+    f16 tile to the f32 array (implicitly, as cuTile Python does), an f16 tile promoted to f32
+    by an f32 tile, a scatter of one element (scalar index, 0-d tile)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    j = ct.load(idx, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    g = ct.gather(x, j)
+    s = ct.astype(t, ct.float32) * 0.5 + g
+    ct.store(stat, index=(bid,), tile=s)
+    ct.store(y, index=(bid,), tile=t - g)
+    ct.scatter(total, bid, ct.sum(g, axis=0))
+
+
+@ct.kernel
+def promote_kernel(x, y, scale, TILE: ConstInt):
+    """cuTile Python's typing of numbers: a local bound to a float and a module constant take
+    an f16 tile's dtype, a run-time f32 scalar promotes an f16 tile to f32, an int32 extent
+    times 0.5 is an f32 scalar, / of ints is f32, a constexpr beside a float is a number;
+    ct.minimum of int scalars; compile-time tests on dtypes (and / or / not), a dtype held in
+    a name, a constexpr compared with a module constant."""
+    bid = ct.bid(0)
+    n = x.shape[0]
+    first = ct.minimum(n // TILE, bid)
+    t = ct.load(x, index=(first,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    c = 0.75
+    u = c * t + COEFF * t * t
+    half_n = n * 0.5
+    v = u * scale + half_n / TILE
+    wide = ct.float32 if (x.dtype == ct.float16 and not y.dtype == ct.float32) else x.dtype
+    w = ct.astype(v, wide) + n / 4
+    if TILE == FULL_TILE or x.dtype == ct.float32:
+        w = w * 2.0
+    ct.store(y, index=(bid,), tile=ct.astype(w, y.dtype))
