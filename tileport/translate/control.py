@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import analyze as A
+from .. import frontend as F
 from .core import Ty, Unsupported, Var
 
 
@@ -140,7 +140,7 @@ class ControlRules:
         """Is an ``if`` test decided at compile time (constexprs, module constants, literals)?"""
         env = self.static_env()
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
-        return A.static_test(test, set(env)) and names <= set(env)
+        return F.static_test(test, set(env)) and names <= set(env)
 
     def runtime_if(self, s: ast.If):
         """An ``if`` on a run-time value: a Rust ``if`` (cutile's ``if`` op; a name the branches

@@ -10,7 +10,7 @@ import ast
 import math
 from dataclasses import dataclass, field
 
-from .. import analyze as A
+from .. import frontend as F
 from .. import constructs as C
 
 
@@ -134,7 +134,7 @@ class TranslatorBase:
         # module-level Python functions a kernel may call (inlined: ControlRules.inline_call)
         self.module_functions = {n.name: n for n in (module.body if module else ())
                                  if isinstance(n, ast.FunctionDef) and n is not fn
-                                 and not any(A._is_ct(d.func if isinstance(d, ast.Call) else d, alias, "kernel")
+                                 and not any(F.is_ct(d.func if isinstance(d, ast.Call) else d, alias, "kernel")
                                              for d in n.decorator_list)}
         self.inlining: list[str] = []        # helpers being inlined (no recursion)
         self.local_prefix = ""               # Rust-name prefix of an inlined helper's names
@@ -176,10 +176,10 @@ class TranslatorBase:
         return C.rust_ident(name)
 
     def is_ct(self, node, attr=None) -> bool:
-        return A._is_ct(node, self.alias, attr)
+        return F.is_ct(node, self.alias, attr)
 
     def _kw(self, call, name, pos=None):
-        return A._kw(call, name, pos)
+        return F.kw(call, name, pos)
 
     def check_kwargs(self, call, allowed: set):
         for k in call.keywords:
@@ -261,13 +261,13 @@ class TranslatorBase:
             if isinstance(node.value, ast.Name) and node.attr == "dtype":
                 arr = self.array_arg(node.value)
                 return "E", Ty("dtype", dtype=arr.ty.dtype)
-        if isinstance(node, ast.Subscript) and A._is_shape_subscript(node):
+        if isinstance(node, ast.Subscript) and F.is_shape_subscript(node):
             return self.shape_dim(node)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Call) and self.is_ct(node.func):
             return self.call(node)
-        if isinstance(node, ast.Call) and A._is_tile_method(node.func, self.alias):
+        if isinstance(node, ast.Call) and F.is_tile_method(node.func, self.alias):
             return self.call(self.method_as_call(node))
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in ("min", "max") and self.lookup(node.func.id) is None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .. import analyze as A
+from .. import frontend as F
 from .. import manifest as M
 from .arith import ArithRules
 from .control import ControlRules
@@ -130,16 +130,16 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
             hp = [a.arg for a in h.args.args]
             args = dict(zip(hp, n.args)) | {k.arg: k.value for k in n.keywords}
             for t in ast.walk(h):
-                if isinstance(t, (ast.If, ast.IfExp)) and A.static_test(t.test, set(hp)):
+                if isinstance(t, (ast.If, ast.IfExp)) and F.static_test(t.test, set(hp)):
                     for name in {x.id for x in ast.walk(t.test) if isinstance(x, ast.Name)}:
                         if name in args:
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
-        if isinstance(n, ast.If) and A.static_test(n.test, cnames):
+        if isinstance(n, ast.If) and F.static_test(n.test, cnames):
             used |= {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)}
-        if isinstance(n, ast.Call) and (A._is_ct(n.func, alias) or A._is_tile_method(n.func, alias)):
-            method = not A._is_ct(n.func, alias)
+        if isinstance(n, ast.Call) and (F.is_ct(n.func, alias) or F.is_tile_method(n.func, alias)):
+            method = not F.is_ct(n.func, alias)
             for pos, kw, bare_ok in STATIC_ARGS.get(n.func.attr, ()):
-                arg = A._kw(n, kw, pos - method if pos - method >= 0 else None)
+                arg = F.kw(n, kw, pos - method if pos - method >= 0 else None)
                 if arg is None:
                     continue
                 elts = arg.elts if isinstance(arg, ast.Tuple) and bare_ok else [arg]
@@ -151,7 +151,18 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
 
 
 def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
-    """Translate one kernel of an operator into one Rust module.
+    """Translate one kernel of an operator into one Rust module: :func:`translate_model` of the
+    operator's front-end model (:func:`tileport.frontend.load`).
+
+    Raises:
+        Unsupported: a construct without a rule (file:line: construct: reason).
+        frontend.AnalysisError / manifest.ManifestError: bad operator input.
+    """
+    return translate_model(F.load(op_dir), kernel, target)
+
+
+def translate_model(model: F.OperatorModel, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
+    """Translate one kernel of an operator's front-end model into one Rust module.
 
     A kernel whose code depends on constexpr ``if``s or float/bool constexprs becomes one
     ``#[cutile::entry()]`` per distinct combination of those values over the manifest's
@@ -166,27 +177,25 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
     ``{variant id: entry name}``).
 
     Raises:
-        Unsupported: a construct without a rule (file:line: construct: reason).
-        analyze.AnalysisError / manifest.ManifestError: bad operator input.
+        Unsupported: a construct without a rule (file:line: construct: reason; ``owner`` tool), or
+            a manifest finding on this kernel (``owner`` as the finding says: the manifest's
+            disagreement must be fixed before the kernel is translated).
     """
-    details = A.analyse(op_dir)
-    kinfo = next((k for k in details["kernels"] if k["name"] == kernel), None)
-    kfile = details["kernel_file"]
-    # the analysis is the gate: no port of a kernel the analyser BLOCKED (its own findings, and
-    # the operator-wide ones; a sibling kernel's construct does not block this one)
-    mine = [u for u in details["unsupported"] if u.get("kernel") in (None, kernel)]
+    kfile = model.kernel_file
+    mine = model.findings_of(kernel)
     if mine:
         u = mine[0]
         exc = Unsupported(u["file"], u["line"], u["construct"], u["reason"])
         exc.owner = u.get("owner", "tool")      # manifest findings are the manifest's to fix
         raise exc
-    if kinfo is None:
+    km = model.kernel(kernel)
+    if km is None:
         raise Unsupported(kfile, 1, f"kernel {kernel}", "not found in the analysis")
+    kinfo = km.info()
     manifest_forms_without_rule(kinfo, kfile)
-    tree = ast.parse(Path(kfile).read_text(), filename=kfile)
-    fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
-    keys = specialisation_keys(fn, kinfo["params"], details["tile_alias"], tree)
-    kvariants = kinfo.get("variants", details["variants"])     # the kernel's own variants
+    tree, fn, alias = model.tree, km.fn, model.alias
+    keys = specialisation_keys(fn, kinfo["params"], alias, tree)
+    kvariants = km.variants                                     # the kernel's own variants
     dtypes = tuple(dict.fromkeys(v["dtype"] for v in kvariants))
     # generic over E first; per element type too when a rule needs E's concrete type
     for by_dtype in (False, True):
@@ -203,8 +212,7 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
                 spec[DTYPE_KEY] = key[-1]
                 words.append(key[-1])
             name = kernel + "__" + "_".join(words) if words else kernel
-            tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile, spec, name,
-                                  dtypes, target, tree)
+            tr = KernelTranslator(fn, kinfo["params"], alias, kfile, spec, name, dtypes, target, tree)
             bodies.append(tr.translate())
             need_dtype |= tr.need_dtype
             need_strides |= tr.need_strides
