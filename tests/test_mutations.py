@@ -115,6 +115,10 @@ MUTANTS = [
     ("bmm", "B tile reshaped to the wrong shape", lambda t: sub(t, "tile<1x32x64xbf16> -> tile<32x64xbf16>", "tile<1x32x64xbf16> -> tile<64x32xbf16>"), "math"),
     ("bmm", "B partition 32x64 -> 64x32", lambda t: sub(t, "tile=(1x32x64)", "tile=(1x64x32)", 0), "memory"),
     # constructs
+    ("alias_kernel", "local zero_pad padding -> neg_inf", lambda t: sub(t, "%pview = make_partition_view %tview : partition_view<tile=(1024), padding_value = zero,", "%pview = make_partition_view %tview : partition_view<tile=(1024), padding_value = neg_inf,"), "memory"),
+    ("alias_kernel", "module-level NEG_INF padding -> zero", lambda t: sub(t, "padding_value = neg_inf", "padding_value = zero", 0), "memory"),
+    ("alias_kernel", "the aliased array's load reads the output", lambda t: sub(t, "%pview = make_partition_view %tview :", "%pview = make_partition_view %tview_2 :"), "memory"),
+    ("alias_kernel", "helper's load at the block's own index", lambda t: sub(t, "load_view_tko weak %pview_4[%1]", "load_view_tko weak %pview_4[%blockId_x]"), "math"),
     ("select_kernel", "select operands swapped", lambda t: sub(t, "select %2, %tile, %cst_0_f16 ", "select %2, %cst_0_f16, %tile "), "math"),
     ("select_kernel", "select condition of another comparison", lambda t: sub(t, "select %4, %3, %bcast", "select %2, %3, %bcast"), "math"),
     ("select_kernel", "idx < 100 -> idx <= 100", lambda t: sub(t, "cmpi less_than %1", "cmpi less_than_or_equal %1"), "math"),
@@ -158,6 +162,14 @@ MUTANTS = [
     ("helper_kernel", "the helper's two results swapped", lambda t: sub(t, "%7 = addf %6, %1", "%7 = addf %6, %2"), "math"),
     ("intdiv_kernel", "tile % 3 -> tile % 2", lambda t: sub(t, "%15 = remi %14, %cst_3_i32 signed", "%15 = remi %14, %cst_2_i32 signed"), "constant"),
 ]
+
+
+def _view_built_earlier(t: str) -> str:
+    # alias_kernel: the helper's partition view made before the first load (independent ops)
+    a = line_of(t, "%pview_4 = make_partition_view")
+    b = line_of(t, "%tile, %result_token = load_view_tko weak %pview[")
+    t = sub(t, a + "\n", "")
+    return sub(t, b, a + "\n" + b)
 
 
 def _rename(t: str) -> str:
@@ -346,6 +358,8 @@ REWRITES = [
     ("relu", "a constant spelled as its bits", lambda t: sub(t, "<f16: 0.000000e+00>", "<f16: 0x0000>")),
     ("relu", "an f16 constant made as an f32 constant converted", _f32_constant_converted),
     ("relu", "hints keyed by the compile target (others' do not apply)", _hints_by_target),
+    ("alias_kernel", "a partition view made before an independent load", _view_built_earlier),
+    ("alias_kernel", "every SSA value renamed", _rename),
     ("select_kernel", "a >= b written as b <= a", _mirrored_comparison),
     ("select_kernel", "a scalar operand of select at full shape", _full_shape_scalar),
     ("gather_kernel", "padding as a select after a masked load", _padding_by_select),

@@ -162,7 +162,7 @@ def kw(call: ast.Call, name: str, pos: int | None = None):
 
 
 def constructs_of(fn: ast.FunctionDef, alias: str, constexprs: set[str] = frozenset(),
-                  helpers: set[str] = frozenset()) -> list[dict]:
+                  helpers: set[str] = frozenset(), module: ast.Module | None = None) -> list[dict]:
     """The cuTile constructs one kernel's body uses, in line order: each ``{"call", "line"}``
     (1-based line of the kernel file) with what a reader of the port needs -- ``ct.<name>``
     calls (also ``t.<method>(...)`` spelling one; the array of a load/store/gather/scatter, the
@@ -171,8 +171,14 @@ def constructs_of(fn: ast.FunctionDef, alias: str, constexprs: set[str] = frozen
     ``if-constexpr`` (a test on constexprs and literals only), ``if`` / ``while`` / ``ifexp``
     (run-time tests), ``array.shape[i]``, ``tile[new axes]``. An inventory, not a judgement:
     whether the translator has a rule for each is the translator's to say
-    (:func:`tileport.analyze.analyse` asks it)."""
+    (:func:`tileport.analyze.analyse` asks it). A padding mode held in a name bound to a
+    ``ct.PaddingMode`` member (module-level in ``module``, or in the kernel) is that member; any other
+    expression (a helper's parameter) is recorded as its source text."""
     calls = []
+    pads = {t.id: st.value.attr for st in [*(module.body if module else ()), *ast.walk(fn)]
+            if isinstance(st, ast.Assign) and len(st.targets) == 1
+            for t in st.targets if isinstance(t, ast.Name)
+            and isinstance(st.value, ast.Attribute) and is_ct(st.value.value, alias, "PaddingMode")}
     for node in (n for stmt in fn.body for n in ast.walk(stmt)):
         line = getattr(node, "lineno", None)
         if isinstance(node, ast.Call):
@@ -184,7 +190,10 @@ def constructs_of(fn: ast.FunctionDef, alias: str, constexprs: set[str] = frozen
                     item["array"] = arr
                 if name in ("load", "store"):
                     pm = kw(node, "padding_mode")
-                    item["padding"] = pm.attr if isinstance(pm, ast.Attribute) else "UNDETERMINED"
+                    item["padding"] = ("UNDETERMINED" if pm is None
+                                       else pm.attr if isinstance(pm, ast.Attribute) and is_ct(pm.value, alias, "PaddingMode")
+                                       else pads.get(pm.id, pm.id) if isinstance(pm, ast.Name)
+                                       else ast.unparse(pm))
                     shp = kw(node, "shape", 2)
                     if shp is not None:
                         item["tile_shape"] = ast.unparse(shp)
@@ -419,7 +428,7 @@ def load(op_dir: str | Path) -> OperatorModel:
             params.append(p)
         cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
         helpers = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in fns}
-        calls = constructs_of(fn, alias, cnames, helpers)
+        calls = constructs_of(fn, alias, cnames, helpers, tree)
         # the manifest describes exactly the kernel's parameters
         pnames = {a.arg for a in fn.args.args}
         for section, what in (("arrays", "array"), ("scalars", "scalar")):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 from .. import frontend as F
-from .core import Ty, Unsupported, Var
+from .core import COMPILE_TIME, Ty, Unsupported, Var
 
 
 class ControlRules:
@@ -77,11 +77,11 @@ class ControlRules:
         expr, ty = computed if computed is not None else self.expr(value)
         if ty.kind in ("lit",):
             ty, expr = self.lit_scalar(ty)
-        if ty.kind in ("arr", "dtype"):
-            self.fail(node, f"{name} = {ast.unparse(value) if value is not None else '...'}",
-                      "aliasing an array or dtype is not translated")
         var = self.lookup(name)
         depth = len(self.scopes) - 1
+        if ty.kind in COMPILE_TIME or (var is not None and var.alias):
+            self.bind_alias(name, expr, ty, var, depth, node, value)
+            return
         if var is not None and var.depth < depth and var.decl is not None:
             # loop-carried: assign to the outer binding (types must agree)
             if var.ty != ty:
@@ -107,6 +107,22 @@ class ControlRules:
         else:
             idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
         self.scopes[-1][name] = Var(rn, ty, idx, depth)
+
+    def bind_alias(self, name, expr, ty, var, depth, node, value):
+        """``name = <array | dtype | enum member>``: the name aliases that compile-time value
+        (cuTile Python binds the object; nothing is emitted). Rebinding it is allowed where
+        Python's order and Rust's agree: at the depth it was bound, to another compile-time
+        value or (shadowing) a run-time one; inside a loop or branch only to the same value."""
+        what = f"{name} = {ast.unparse(value) if value is not None else '...'}"
+        if var is not None and var.depth < depth and (var.ty, var.rust) != (ty, expr) and (
+                var.alias or ty.kind in COMPILE_TIME):
+            self.fail(node, what, "a name bound to an array, dtype or enum member outside a loop or "
+                                  "branch is rebound to another value inside it: not translated")
+        if ty.kind in COMPILE_TIME:
+            self.scopes[-1][name] = Var(expr, ty, None, depth, alias=True)
+            return
+        del self.scopes[-1][name]               # shadowed by a run-time value from here on
+        self.assign(name, None, node, computed=(expr, ty))
 
     def tuple_assign(self, s: ast.Assign):
         """``a, b = x, y`` (or ``a, b = helper(...)``): every right-hand value first (Python's

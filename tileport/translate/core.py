@@ -27,7 +27,9 @@ class Ty:
     """Type of a translated value.
 
     kind: 'tile' (dtype: Rust element type or 'E'; shape: tuple of Rust const exprs),
-    'i32', 'f32', 'bool' (scalars), 'lit' (a Python literal, folded), 'arr' (ndim), 'dtype'.
+    'i32', 'f32', 'bool' (scalars), 'lit' (a Python literal, folded), 'arr' (ndim), 'dtype',
+    'member' (value: a :class:`Member` of a cuda.tile enum). 'arr', 'dtype' and 'member' exist
+    at compile time only (:data:`COMPILE_TIME`): a name bound to one is an alias, no Rust value.
     """
 
     kind: str
@@ -50,6 +52,34 @@ class Var:
     ty: Ty
     decl: int | None  # index of the `let` line in the emitter, for late `mut`
     depth: int
+    alias: bool = False   # a local name for a compile-time value (array, dtype, enum member)
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member of a cuda.tile enum passed around as a value (``zero_pad = ct.PaddingMode.ZERO``,
+    a module-level ``PAD_ZERO = ct.PaddingMode.ZERO``): cuTile Python reads it at compile time."""
+
+    enum: str
+    name: str
+
+    def __repr__(self) -> str:
+        return f"{self.enum}.{self.name}"
+
+
+# cuda.tile enums a kernel may hold in a name -> their members (cuda/tile/_stub.py)
+ENUMS = {"PaddingMode": frozenset(C.PADDING)}
+# kinds of values that exist at compile time only (no Rust value; a name bound to one aliases it)
+COMPILE_TIME = ("arr", "dtype", "member")
+
+
+def enum_member(node, alias: str) -> Member | None:
+    """``<alias>.PaddingMode.ZERO`` as a :class:`Member` (None for anything else)."""
+    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+            and F.is_ct(node.value, alias) and node.value.attr in ENUMS
+            and node.attr in ENUMS[node.value.attr]):
+        return Member(node.value.attr, node.attr)
+    return None
 
 
 @dataclass
@@ -71,8 +101,9 @@ DTYPE_KEY = "__dtype__"
 MATH_CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e, "tau": math.tau}
 
 
-def module_constants(tree: ast.Module) -> dict:
-    """Module-level names bound once to a literal (int, float, bool; ``-x``, ``math.inf``...):
+def module_constants(tree: ast.Module, alias: str = "ct") -> dict:
+    """Module-level names bound once to a literal (int, float, bool; ``-x``, ``math.inf``...)
+    or to a member of a cuda.tile enum (``PAD_ZERO = ct.PaddingMode.ZERO``: a :class:`Member`):
     cuTile Python reads them as compile-time constants inside a kernel. A name bound twice,
     or to anything else, is left out (its value is not known without running the module)."""
     maths = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import)
@@ -94,6 +125,8 @@ def module_constants(tree: ast.Module) -> dict:
             v = _literal(n.value, maths)
             if isinstance(v, (int, float)):
                 out[t.id] = v
+            elif enum_member(n.value, alias) is not None:
+                out[t.id] = enum_member(n.value, alias)
     return out
 
 
@@ -122,7 +155,7 @@ class TranslatorBase:
                  module: ast.Module | None = None):
         self.fn, self.params, self.alias, self.file = fn, params, alias, file
         self.target = target                 # the GPU architecture compiled for (config gpu_target)
-        self.module_consts = module_constants(module) if module is not None else {}
+        self.module_consts = module_constants(module, alias) if module is not None else {}
         self.maths = {a.asname or a.name for n in (module.body if module else ())
                       if isinstance(n, ast.Import) for a in n.names if a.name == "math"}
         # constexpr values this entry is specialised for (static `if` tests, float/bool), and
@@ -227,7 +260,7 @@ class TranslatorBase:
             var = self.lookup(node.id)
             if var is None and node.id in self.module_consts:
                 v = self.module_consts[node.id]
-                return repr(v), Ty("lit", value=v)
+                return repr(v), Ty("member" if isinstance(v, Member) else "lit", value=v)
             if var is None:
                 self.fail(node, node.id, "name not defined in the kernel nor a module-level "
                                          "constant (an int/float literal bound once)")
@@ -258,9 +291,11 @@ class TranslatorBase:
         if isinstance(node, ast.Attribute):
             if self.is_ct(node) and node.attr in C.DTYPE_ATTRS:
                 return node.attr, Ty("dtype", dtype=C.DTYPE_ATTRS[node.attr][1])
-            if isinstance(node.value, ast.Name) and node.attr == "dtype":
-                arr = self.array_arg(node.value)
-                return "E", Ty("dtype", dtype=arr.ty.dtype)
+            if enum_member(node, self.alias) is not None:
+                v = enum_member(node, self.alias)
+                return repr(v), Ty("member", value=v)
+            if node.attr == "dtype" and not self.is_ct(node):
+                return self.dtype_of(node)
         if isinstance(node, ast.Subscript) and F.is_shape_subscript(node):
             return self.shape_dim(node)
         if isinstance(node, ast.Subscript):
@@ -276,6 +311,17 @@ class TranslatorBase:
                 and node.func.id in self.module_functions and self.lookup(node.func.id) is None):
             return self.inline_call(node)
         self.fail(node, ast.unparse(node)[:60], f"expression ({type(node).__name__}) not translated")
+
+    def dtype_of(self, node: ast.Attribute) -> tuple[str, Ty]:
+        """``v.dtype`` of an array (a parameter or a name bound to one), a tile or a scalar:
+        the element type, known at compile time."""
+        _, ty = self.expr(node.value)
+        if ty.kind in ("arr", "tile"):
+            return ty.dtype, Ty("dtype", dtype=ty.dtype)
+        if ty.kind in ("i32", "f32", "bool"):
+            return ty.kind, Ty("dtype", dtype=ty.kind)
+        self.fail(node, ast.unparse(node), f"`.dtype` of a {ty.kind}: only arrays, tiles and scalars "
+                                           f"have one")
 
     def method_as_call(self, node: ast.Call) -> ast.Call:
         """``t.name(args)`` as the ``ct.name(t, args)`` it spells (same line numbers)."""

@@ -86,11 +86,14 @@ class MemoryRules:
         return name
 
     def padding_of(self, call) -> str:
+        """``padding_mode=``: a ``ct.PaddingMode`` member, written out or held in a name (a local
+        ``zero_pad = ct.PaddingMode.ZERO``, a module-level constant, a helper's parameter)."""
         pm = self._kw(call, "padding_mode")
         if pm is None:
             return C.PADDING["UNDETERMINED"]
-        if isinstance(pm, ast.Attribute) and pm.attr in C.PADDING:
-            return C.PADDING[pm.attr]
+        _, ty = self.expr(pm)
+        if ty.kind == "member" and ty.value.enum == "PaddingMode":
+            return C.PADDING[ty.value.name]
         self.fail(pm, ast.unparse(pm), "padding_mode must be a ct.PaddingMode member")
 
     def load(self, call) -> tuple[str, Ty]:

@@ -8,6 +8,7 @@ import math
 import cuda.tile as ct
 
 ConstInt = ct.Constant[int]
+NEG_PAD = ct.PaddingMode.NEG_INF          # a padding mode held in a module-level name
 
 
 def _sigmoid(x):
@@ -25,6 +26,24 @@ def _scale_twice(t, scale, TILE: ct.Constant[int]):
     else:
         s = t
     return s, t
+
+
+def _load_padded(arr, i, TILE: ct.Constant[int], pad):
+    """A helper loading with the padding mode it is given."""
+    return ct.load(arr, index=(i,), shape=(TILE,), padding_mode=pad)
+
+
+@ct.kernel
+def alias_kernel(x, y, TILE: ConstInt):
+    """Compile-time values held in names: a padding mode in a local name, in a module-level name
+    and passed to a helper; an array through a local alias; the dtype of a tile."""
+    bid = ct.bid(0)
+    zero_pad = ct.PaddingMode.ZERO
+    src = x
+    a = ct.load(src, index=(bid,), shape=(TILE,), padding_mode=zero_pad)
+    b = _load_padded(x, bid + 1, TILE, NEG_PAD)
+    c = ct.maximum(ct.astype(a, ct.float32), ct.astype(b, ct.float32))
+    ct.store(y, index=(bid,), tile=ct.astype(c, a.dtype))
 
 
 @ct.kernel
