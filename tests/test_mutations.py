@@ -118,6 +118,9 @@ MUTANTS = [
     ("alias_kernel", "local zero_pad padding -> neg_inf", lambda t: sub(t, "%pview = make_partition_view %tview : partition_view<tile=(1024), padding_value = zero,", "%pview = make_partition_view %tview : partition_view<tile=(1024), padding_value = neg_inf,"), "memory"),
     ("alias_kernel", "module-level NEG_INF padding -> zero", lambda t: sub(t, "padding_value = neg_inf", "padding_value = zero", 0), "memory"),
     ("alias_kernel", "the aliased array's load reads the output", lambda t: sub(t, "%pview = make_partition_view %tview :", "%pview = make_partition_view %tview_2 :"), "memory"),
+    ("store_helper_kernel", "the helper's scale 3 -> 2", lambda t: sub(t, "<f16: 3.000000e+00>", "<f16: 2.000000e+00>"), "constant"),
+    ("store_helper_kernel", "the nested helper stores the unscaled tile", lambda t: sub(t, "store_view_tko weak %1,", "store_view_tko weak %tile,"), "math"),
+    ("store_helper_kernel", "the helper stores to the input array", lambda t: sub(t, "%pview_3 = make_partition_view %tview_2 :", "%pview_3 = make_partition_view %tview :"), "memory"),
     ("alias_kernel", "helper's load at the block's own index", lambda t: sub(t, "load_view_tko weak %pview_4[%1]", "load_view_tko weak %pview_4[%blockId_x]"), "math"),
     ("select_kernel", "select operands swapped", lambda t: sub(t, "select %2, %tile, %cst_0_f16 ", "select %2, %cst_0_f16, %tile "), "math"),
     ("select_kernel", "select condition of another comparison", lambda t: sub(t, "select %4, %3, %bcast", "select %2, %3, %bcast"), "math"),
@@ -162,6 +165,15 @@ MUTANTS = [
     ("helper_kernel", "the helper's two results swapped", lambda t: sub(t, "%7 = addf %6, %1", "%7 = addf %6, %2"), "math"),
     ("intdiv_kernel", "tile % 3 -> tile % 2", lambda t: sub(t, "%15 = remi %14, %cst_3_i32 signed", "%15 = remi %14, %cst_2_i32 signed"), "constant"),
 ]
+
+
+def _full_shape_scale(t: str) -> str:
+    # store_helper_kernel: the scalar 3.0 made at the tile's shape instead of splatted
+    t = sub(t, "%cst_3_f16 = constant <f16: 3.000000e+00> : tile<f16>",
+            "%cst_3_f16 = constant <f16: 3.000000e+00> : tile<1024xf16>")
+    t = drop_line(t, "%reshape = reshape %cst_3_f16")
+    t = drop_line(t, "%bcast = broadcast %reshape")
+    return sub(t, "mulf %tile, %bcast ", "mulf %tile, %cst_3_f16 ")
 
 
 def _view_built_earlier(t: str) -> str:
@@ -360,6 +372,7 @@ REWRITES = [
     ("relu", "hints keyed by the compile target (others' do not apply)", _hints_by_target),
     ("alias_kernel", "a partition view made before an independent load", _view_built_earlier),
     ("alias_kernel", "every SSA value renamed", _rename),
+    ("store_helper_kernel", "a scalar operand of mulf at full shape", _full_shape_scale),
     ("select_kernel", "a >= b written as b <= a", _mirrored_comparison),
     ("select_kernel", "a scalar operand of select at full shape", _full_shape_scalar),
     ("gather_kernel", "padding as a select after a masked load", _padding_by_select),

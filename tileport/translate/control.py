@@ -56,6 +56,9 @@ class ControlRules:
             self.scatter(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             pass  # a string used as a comment
+        elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name)
+              and s.value.func.id in self.module_functions and self.lookup(s.value.func.id) is None):
+            self.inline_call(s.value, statement=True)   # a helper called for its stores
         elif isinstance(s, ast.Pass):
             pass
         elif isinstance(s, ast.Return) and s.value is None and s is self.fn.body[-1]:
@@ -264,12 +267,14 @@ class ControlRules:
         self.out.emit("}", s.lineno)
 
     # ---- helper functions ----------------------------------------------------------
-    def inline_call(self, node: ast.Call):
+    def inline_call(self, node: ast.Call, statement: bool = False):
         """A call of a module-level Python function (a helper of the kernel): its body inlined
         at the call site, as cuTile Python compiles it (the Tile IR has no calls). Arguments
         bind the parameters (defaults: literals); the helper's names are its own (Rust names
         prefixed, so they shadow nothing of the caller); its last statement must be
-        ``return value`` (or ``return a, b``: a tuple for ``x, y = helper(...)``)."""
+        ``return value`` (or ``return a, b``: a tuple for ``x, y = helper(...)``), except for a
+        helper called as a statement (``statement``: its value, if any, is dropped), which may
+        end without one (a helper that stores its results: TileGym's ``fmha_kernel_impl``)."""
         fn = self.module_functions[node.func.id]
         a = fn.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
@@ -299,7 +304,11 @@ class ControlRules:
         body = fn.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]                              # docstring
-        if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        if statement and not (body and isinstance(body[-1], ast.Return) and body[-1].value is not None):
+            # no value to give: the whole body runs, a final bare `return` included
+            body = [*(body[:-1] if body and isinstance(body[-1], ast.Return) else body),
+                    ast.Return(value=None, lineno=fn.lineno)]
+        elif not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
             self.fail(fn, f"def {fn.name}", "an inlined helper must end with `return value`")
         for s in body[:-1]:
             if any(isinstance(n, ast.Return) for n in ast.walk(s)):
@@ -311,6 +320,8 @@ class ControlRules:
             self.block(body[:-1])
             self.line = body[-1].lineno
             ret = body[-1].value
+            if ret is None:
+                return None
             if isinstance(ret, ast.Tuple):
                 return [self.expr(e) for e in ret.elts]
             return self.expr(ret)

@@ -46,6 +46,25 @@ def alias_kernel(x, y, TILE: ConstInt):
     ct.store(y, index=(bid,), tile=ct.astype(c, a.dtype))
 
 
+def _store_tile(out, i, t):
+    """Stores t and gives nothing back (a helper called as a statement)."""
+    ct.store(out, index=(i,), tile=t)
+
+
+def _store_scaled(out, i, t, scale):
+    """Scales t, then stores it through another helper; ends with a bare return."""
+    _store_tile(out, i, t * scale)
+    return
+
+
+@ct.kernel
+def store_helper_kernel(x, y, TILE: ConstInt):
+    """Helpers called as statements for their stores (no return value), one inside the other."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    _store_scaled(y, bid, t, 3.0)
+
+
 @ct.kernel
 def select_kernel(x, y, TILE: ConstInt):
     """ct.arange (iota), comparisons of tiles (cmpi / cmpf, != unordered), ct.where (select)
