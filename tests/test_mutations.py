@@ -121,6 +121,9 @@ MUTANTS = [
     ("store_helper_kernel", "the helper's scale 3 -> 2", lambda t: sub(t, "<f16: 3.000000e+00>", "<f16: 2.000000e+00>"), "constant"),
     ("store_helper_kernel", "the nested helper stores the unscaled tile", lambda t: sub(t, "store_view_tko weak %1,", "store_view_tko weak %tile,"), "math"),
     ("store_helper_kernel", "the helper stores to the input array", lambda t: sub(t, "%pview_3 = make_partition_view %tview_2 :", "%pview_3 = make_partition_view %tview :"), "memory"),
+    ("static_arith_kernel", "TILE & 512 taken (the other branch)", lambda t: sub(sub(t, "%1 = addf %tile, %bcast ", "%1 = mulf %tile, %bcast "), "<f16: 1.000000e+00>", "<f16: 2.000000e+00>"), "math"),
+    ("static_arith_kernel", "the BM arithmetic test's branch dropped", lambda t: sub(t, "%3 = mulf %2, %bcast_6", "%3 = mulf %1, %bcast_6"), "math"),
+    ("static_arith_kernel", "MODE & 2 not taken", lambda t: sub(t, "store_view_tko weak %3,", "store_view_tko weak %2,"), "math"),
     ("alias_kernel", "helper's load at the block's own index", lambda t: sub(t, "load_view_tko weak %pview_4[%1]", "load_view_tko weak %pview_4[%blockId_x]"), "math"),
     ("select_kernel", "select operands swapped", lambda t: sub(t, "select %2, %tile, %cst_0_f16 ", "select %2, %cst_0_f16, %tile "), "math"),
     ("select_kernel", "select condition of another comparison", lambda t: sub(t, "select %4, %3, %bcast", "select %2, %3, %bcast"), "math"),
@@ -174,6 +177,14 @@ def _full_shape_scale(t: str) -> str:
     t = drop_line(t, "%reshape = reshape %cst_3_f16")
     t = drop_line(t, "%bcast = broadcast %reshape")
     return sub(t, "mulf %tile, %bcast ", "mulf %tile, %cst_3_f16 ")
+
+
+def _constant_made_first(t: str) -> str:
+    # static_arith_kernel: a constant of the last branch made before the load (independent)
+    a = line_of(t, "%cst_5_f16 = constant <f16: 5.000000e+00>")
+    b = line_of(t, "%pview = make_partition_view")
+    t = sub(t, a + "\n", "")
+    return sub(t, b, a + "\n" + b)
 
 
 def _view_built_earlier(t: str) -> str:
@@ -373,6 +384,7 @@ REWRITES = [
     ("alias_kernel", "a partition view made before an independent load", _view_built_earlier),
     ("alias_kernel", "every SSA value renamed", _rename),
     ("store_helper_kernel", "a scalar operand of mulf at full shape", _full_shape_scale),
+    ("static_arith_kernel", "a constant made before an independent load", _constant_made_first),
     ("select_kernel", "a >= b written as b <= a", _mirrored_comparison),
     ("select_kernel", "a scalar operand of select at full shape", _full_shape_scalar),
     ("gather_kernel", "padding as a select after a masked load", _padding_by_select),

@@ -142,10 +142,12 @@ def tile_dim_constexprs(fn: ast.FunctionDef, alias: str) -> set[str]:
 
 
 def static_test(test: ast.AST, constexprs: set[str]) -> bool:
-    """True when an ``if`` test only reads constexpr parameters and literals (``BM == 1``,
-    ``GELU and not FAST``): cuTile evaluates it at compile time, so it selects code per variant."""
-    ok = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name, ast.Constant, ast.Load, ast.And, ast.Or,
-          ast.Not, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+    """True when an ``if`` test only reads constexpr parameters (names in ``constexprs``) and
+    literals, under comparisons, boolean operators and arithmetic (``BM == 1``, ``GELU and not
+    FAST``, ``STAGE & 1``, ``-N < 0``): cuTile evaluates it at compile time, so it selects code
+    per variant."""
+    ok = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Name, ast.Constant, ast.Load,
+          ast.boolop, ast.unaryop, ast.cmpop, ast.operator)
     for n in ast.walk(test):
         if not isinstance(n, ok) or (isinstance(n, ast.Name) and n.id not in constexprs):
             return False

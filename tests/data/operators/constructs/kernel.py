@@ -9,6 +9,7 @@ import cuda.tile as ct
 
 ConstInt = ct.Constant[int]
 NEG_PAD = ct.PaddingMode.NEG_INF          # a padding mode held in a module-level name
+MODE = 3                                  # a module-level int a compile-time test reads
 
 
 def _sigmoid(x):
@@ -63,6 +64,23 @@ def store_helper_kernel(x, y, TILE: ConstInt):
     bid = ct.bid(0)
     t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     _store_scaled(y, bid, t, 3.0)
+
+
+@ct.kernel
+def static_arith_kernel(x, y, BM: ConstInt, TILE: ConstInt):
+    """Compile-time ifs on constexpr arithmetic (TileGym's `if STAGE & 1:`): bitwise and
+    integer arithmetic on constexprs and on a module constant, an unary minus."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    if TILE & 512:
+        t = t * 2.0
+    else:
+        t = t + 1.0
+    if (BM // 4) % 2 == 0 and -BM < 0:
+        t = t - 3.0
+    if MODE & 2:
+        t = t * 5.0
+    ct.store(y, index=(bid,), tile=t)
 
 
 @ct.kernel
