@@ -406,3 +406,18 @@ def scan_kernel(x, y, TILE: ConstInt):
     assert "pub unsafe fn relu_kernel" in src
     with pytest.raises(T.Unsupported, match="ct.cumsum"):
         T.translate_kernel(d, "scan_kernel")
+
+
+def test_alias_groups_of_read_arrays_translate_written_ones_are_blocked(op_copy):
+    """Arrays the launch may bind to one tensor (alias_group): read-only ones are shared borrows
+    in the port and may alias; a written one is an exclusive borrow: owner tool, with a reason."""
+    d = op_copy("relu")
+    m = d / "manifest.yaml"
+    text = m.read_text()
+    m.write_text(text.replace("x: {ndim: 1, role: input}", "x: {ndim: 1, role: input, alias_group: h}"))
+    T.translate_entries(d, "relu_kernel")                 # a group of one reader
+    m.write_text(text.replace("x: {ndim: 1, role: input}", "x: {ndim: 1, role: input, alias_group: h}")
+                 .replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: output, alias_group: h}"))
+    with pytest.raises(T.Unsupported, match="may alias others the kernel writes") as exc:
+        T.translate_entries(d, "relu_kernel")
+    assert exc.value.construct == "parameter x" and getattr(exc.value, "owner", "tool") == "tool"

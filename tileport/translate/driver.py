@@ -239,7 +239,8 @@ def translate_kernel(op_dir: str | Path, kernel: str, target: str = "sm_90") -> 
 def manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
     """The translator gives every array the variant's element type ``E`` (f16/bf16/f32) and
     knows f32/i32 scalars only (annotated or not: it reads the kind from analysis.json): a
-    parameter the manifest describes otherwise (a fixed ``dtype``, ``list``, ``alias_group``,
+    parameter the manifest describes otherwise (a fixed ``dtype``, ``list``, an ``alias_group``
+    with a written member,
     ``index_dtype`` i64, an i64 scalar, a variant dtype outside f16/bf16/f32) raises
     :class:`Unsupported` (owner ``tool``: the translator lacks the rule, the kernel is valid)."""
     from .. import constructs as C
@@ -251,9 +252,13 @@ def manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
                    f"variant's element type E and has no rule for an array of another dtype yet")
         elif p["kind"] == "array" and p.get("list"):
             why = "a list of arrays; the translator has no rule for list parameters yet"
-        elif p["kind"] == "array" and p.get("alias_group"):
-            why = (f"an array that may alias others (alias_group {p['alias_group']}); the translator's "
-                   f"tensors are distinct borrows and it has no rule for aliasing parameters yet")
+        elif p["kind"] == "array" and p.get("alias_group") and any(
+                q.get("alias_group") == p["alias_group"] and q.get("role") != "input" for q in kinfo["params"]):
+            # arrays the kernel only reads are shared borrows (&Tensor), which may alias; one the
+            # kernel writes is an exclusive borrow (&mut Tensor), which Rust forbids to alias
+            why = (f"an array that may alias others the kernel writes (alias_group {p['alias_group']}); "
+                   f"the translator's written tensors are exclusive borrows and it has no rule for "
+                   f"aliasing them yet")
         elif p["kind"] == "array" and p.get("index_dtype") == "i64":
             why = "an array indexed with int64 (ct.IndexedWithInt64); the translator has no rule for it yet"
         elif p["kind"].startswith("scalar") and p["kind"] not in ("scalar_f32", "scalar_i32"):

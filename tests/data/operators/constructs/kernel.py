@@ -84,6 +84,16 @@ def static_arith_kernel(x, y, BM: ConstInt, TILE: ConstInt):
 
 
 @ct.kernel
+def shared_input_kernel(k, v, y, TILE: ConstInt):
+    """Two input arrays the launch may bind to one tensor (manifest alias_group): shared borrows
+    in the port, both read."""
+    bid = ct.bid(0)
+    a = ct.load(k, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    b = ct.load(v, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(bid,), tile=a * b - a)
+
+
+@ct.kernel
 def select_kernel(x, y, TILE: ConstInt):
     """ct.arange (iota), comparisons of tiles (cmpi / cmpf, != unordered), ct.where (select)
     with tile and scalar operands."""
