@@ -421,3 +421,18 @@ def test_alias_groups_of_read_arrays_translate_written_ones_are_blocked(op_copy)
     with pytest.raises(T.Unsupported, match="may alias others the kernel writes") as exc:
         T.translate_entries(d, "relu_kernel")
     assert exc.value.construct == "parameter x" and getattr(exc.value, "owner", "tool") == "tool"
+
+
+@pytest.mark.parametrize("cond,owner,reason", [
+    ("TILE % 3 == 0", "kernel", "false for this entry's constexprs"),       # TILE 1024 / 2048
+    ("ct.bid(0) == 0", "tool", "not known at compile time"),
+])
+def test_static_assert_that_fails_or_cannot_be_decided(op_copy, cond, owner, reason):
+    """ct.static_assert: checked per entry, nothing emitted when it holds (constructs'
+    static_arith_kernel); a false one is the kernel's (cuTile Python refuses the variant too)."""
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("    bid = ct.bid(0)\n", f"    ct.static_assert({cond}, 'no')\n    bid = ct.bid(0)\n", 1))
+    with pytest.raises(T.Unsupported, match=reason) as exc:
+        T.translate_entries(d, "relu_kernel")
+    assert getattr(exc.value, "owner", "tool") == owner

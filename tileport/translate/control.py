@@ -56,6 +56,8 @@ class ControlRules:
             self.scatter(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             pass  # a string used as a comment
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "static_assert"):
+            self.static_assert(s.value)
         elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name)
               and s.value.func.id in self.module_functions and self.lookup(s.value.func.id) is None):
             self.inline_call(s.value, statement=True)   # a helper called for its stores
@@ -243,6 +245,27 @@ class ControlRules:
                      {"__builtins__": {}}, self.static_env())
         self.out.emit(f"// if {ast.unparse(s.test)}: {bool(taken)} for this entry", s.lineno)
         self.block(s.body if taken else s.orelse)
+
+    def static_assert(self, call: ast.Call):
+        """``ct.static_assert(cond, message)``: cuTile Python checks ``cond`` when it compiles a
+        variant and emits nothing; so does the port (a comment). A condition this entry cannot
+        decide at compile time has no rule; one that is false fails the reference's compilation
+        too (owner ``kernel``: the variant is not one the kernel accepts)."""
+        if not call.args or len(call.args) > 2 or call.keywords:
+            self.fail(call, "ct.static_assert", "expects (condition[, message]) positionally")
+        cond = call.args[0]
+        if not self.is_static_test(cond):
+            self.fail(call, f"ct.static_assert({ast.unparse(cond)})", "the condition is not known at "
+                                                                      "compile time in this entry")
+        ok = eval(compile(ast.Expression(cond), self.file, "eval"),  # noqa: S307
+                  {"__builtins__": {}}, self.static_env())
+        if not ok:
+            exc = Unsupported(self.file, call.lineno, f"ct.static_assert({ast.unparse(cond)})",
+                              "false for this entry's constexprs: cuTile Python refuses to compile "
+                              "such a variant (fix the manifest's values or the kernel)")
+            exc.owner = "kernel"
+            raise exc
+        self.out.emit(f"// static_assert({ast.unparse(cond)}): holds for this entry", call.lineno)
 
     def for_loop(self, s: ast.For):
         it = s.iter

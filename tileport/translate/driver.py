@@ -118,7 +118,8 @@ STATIC_ARGS = {
 def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "ct",
                         module: ast.Module | None = None) -> list[str]:
     """Constexprs that split a kernel into several Rust entries: those read by static ``if``
-    tests (also in a helper the kernel calls, through its arguments), float/bool ones (no
+    tests (also in a helper the kernel calls, through its arguments) and ``ct.static_assert``
+    conditions, float/bool ones (no
     const-generic form in Rust), and int ones a compile-time argument computes with
     (:data:`STATIC_ARGS`); in parameter order."""
     cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
@@ -136,6 +137,8 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, ast.If) and F.static_test(n.test, cnames):
             used |= {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)}
+        if isinstance(n, ast.Call) and F.is_ct(n.func, alias, "static_assert") and n.args:
+            used |= {x.id for x in ast.walk(n.args[0]) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, ast.Call) and (F.is_ct(n.func, alias) or F.is_tile_method(n.func, alias)):
             method = not F.is_ct(n.func, alias)
             for pos, kw, bare_ok in STATIC_ARGS.get(n.func.attr, ()):

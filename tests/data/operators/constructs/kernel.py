@@ -69,7 +69,9 @@ def store_helper_kernel(x, y, TILE: ConstInt):
 @ct.kernel
 def static_arith_kernel(x, y, BM: ConstInt, TILE: ConstInt):
     """Compile-time ifs on constexpr arithmetic (TileGym's `if STAGE & 1:`): bitwise and
-    integer arithmetic on constexprs and on a module constant, an unary minus."""
+    integer arithmetic on constexprs and on a module constant, an unary minus; a
+    ct.static_assert on them (checked, nothing emitted)."""
+    ct.static_assert(TILE % BM == 0 and MODE > 0, "TILE must be a multiple of BM")
     bid = ct.bid(0)
     t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     if TILE & 512:
