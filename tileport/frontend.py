@@ -362,6 +362,8 @@ def load(op_dir: str | Path) -> OperatorModel:
         m = re.match(r"line (\d+): (.*)", str(exc))
         raise AnalysisError(f"{kpath}:{m.group(1) if m else 1}: {m.group(2) if m else exc}") from None
     consts = constexpr_aliases(tree, alias)
+    from .translate.core import module_constants     # the translator's reading of them
+    module_consts = module_constants(tree, alias)
     fns = {f.name: f for f in kernel_functions(tree, alias)}
     kvariants = M.kernel_variants(man)
     kernels, findings = [], []
@@ -430,7 +432,8 @@ def load(op_dir: str | Path) -> OperatorModel:
             params.append(p)
         cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
         helpers = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in fns}
-        calls = constructs_of(fn, alias, cnames, helpers, tree)
+        # a test on constexprs and module constants is decided at compile time
+        calls = constructs_of(fn, alias, cnames | set(module_consts), helpers, tree)
         # the manifest describes exactly the kernel's parameters
         pnames = {a.arg for a in fn.args.args}
         for section, what in (("arrays", "array"), ("scalars", "scalar")):
