@@ -295,7 +295,7 @@ class TranslatorBase:
                 v = enum_member(node, self.alias)
                 return repr(v), Ty("member", value=v)
             if node.attr == "dtype" and not self.is_ct(node):
-                return self.dtype_of(node)
+                return self.dtype_attribute(node)
         if isinstance(node, ast.Subscript) and F.is_shape_subscript(node):
             return self.shape_dim(node)
         if isinstance(node, ast.Subscript):
@@ -312,7 +312,7 @@ class TranslatorBase:
             return self.inline_call(node)
         self.fail(node, ast.unparse(node)[:60], f"expression ({type(node).__name__}) not translated")
 
-    def dtype_of(self, node: ast.Attribute) -> tuple[str, Ty]:
+    def dtype_attribute(self, node: ast.Attribute) -> tuple[str, Ty]:
         """``v.dtype`` of an array (a parameter or a name bound to one), a tile or a scalar:
         the element type, known at compile time."""
         _, ty = self.expr(node.value)
