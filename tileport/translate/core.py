@@ -158,6 +158,9 @@ class TranslatorBase:
         self.module_consts = module_constants(module, alias) if module is not None else {}
         self.maths = {a.asname or a.name for n in (module.body if module else ())
                       if isinstance(n, ast.Import) for a in n.names if a.name == "math"}
+        # names numpy is imported as: cuTile Python takes numpy's dtypes (np.int32) as its own
+        self.numpys = {a.asname or a.name for n in (module.body if module else ())
+                       if isinstance(n, ast.Import) for a in n.names if a.name == "numpy"}
         # constexpr values this entry is specialised for (static `if` tests, float/bool), and
         # DTYPE_KEY when the entry serves one element type only
         self.spec = dict(spec or {})
@@ -289,7 +292,8 @@ class TranslatorBase:
             v = MATH_CONSTANTS[node.attr]
             return repr(v), Ty("lit", value=v)
         if isinstance(node, ast.Attribute):
-            if self.is_ct(node) and node.attr in C.DTYPE_ATTRS:
+            if (self.is_ct(node) or (isinstance(node.value, ast.Name) and node.value.id in self.numpys
+                                     and self.lookup(node.value.id) is None)) and node.attr in C.DTYPE_ATTRS:
                 return node.attr, Ty("dtype", dtype=C.DTYPE_ATTRS[node.attr][1])
             if enum_member(node, self.alias) is not None:
                 v = enum_member(node, self.alias)

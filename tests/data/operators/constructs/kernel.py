@@ -6,6 +6,7 @@ diff PASS; tests/data/ir/constructs/ keeps their Tile IR for the mutation suite.
 import math
 
 import cuda.tile as ct
+import numpy as np
 
 ConstInt = ct.Constant[int]
 NEG_PAD = ct.PaddingMode.NEG_INF          # a padding mode held in a module-level name
@@ -93,6 +94,15 @@ def shared_input_kernel(k, v, y, TILE: ConstInt):
     a = ct.load(k, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     b = ct.load(v, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     ct.store(y, index=(bid,), tile=a * b - a)
+
+
+@ct.kernel
+def numpy_dtype_kernel(x, y, TILE: ConstInt):
+    """numpy's dtypes where cuTile's are expected (TileGym's `.astype(np.int32)`)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO).astype(np.float32)
+    i = ct.arange(TILE, dtype=np.int32)
+    ct.store(y, index=(bid,), tile=ct.astype(t * ct.astype(i, np.float32), y.dtype))
 
 
 @ct.kernel
