@@ -128,6 +128,7 @@ MUTANTS = [
     ("shared_input_kernel", "a * b - a -> a * a - a", lambda t: sub(t, "%2 = fma %tile, %tile_7, %1", "%2 = fma %tile, %tile, %1"), "math"),
     ("numpy_dtype_kernel", "np.int32 iota converted unsigned", lambda t: sub(t, "%3 = itof %2 signed", "%3 = itof %2 unsigned"), "cast"),
     ("numpy_dtype_kernel", "the np.float32 cast of the load dropped", lambda t: sub(t, "%4 = mulf %1, %3", "%4 = mulf %tile, %3"), "cast"),
+    ("launch_hints_kernel", "t + t -> t * t", lambda t: sub(t, "%1 = addf %tile, %tile", "%1 = mulf %tile, %tile"), "math"),
     ("alias_kernel", "helper's load at the block's own index", lambda t: sub(t, "load_view_tko weak %pview_4[%1]", "load_view_tko weak %pview_4[%blockId_x]"), "math"),
     ("select_kernel", "select operands swapped", lambda t: sub(t, "select %2, %tile, %cst_0_f16 ", "select %2, %cst_0_f16, %tile "), "math"),
     ("select_kernel", "select condition of another comparison", lambda t: sub(t, "select %4, %3, %bcast", "select %2, %3, %bcast"), "math"),
@@ -389,6 +390,7 @@ REWRITES = [
     ("alias_kernel", "every SSA value renamed", _rename),
     ("store_helper_kernel", "a scalar operand of mulf at full shape", _full_shape_scale),
     ("static_arith_kernel", "a constant made before an independent load", _constant_made_first),
+    ("launch_hints_kernel", "hints keyed by the compile target", lambda t: sub(t, "optimization_hints=<default = {num_cta_in_cga = 1, occupancy = 4}>", "optimization_hints=<sm_90 = {num_cta_in_cga = 1, occupancy = 4}, sm_100 = {occupancy = 1}>")),
     ("numpy_dtype_kernel", "operands of a commutative mulf swapped", lambda t: sub(t, "mulf %1, %3", "mulf %3, %1")),
     ("shared_input_kernel", "operands of a commutative fma product swapped", lambda t: sub(t, "fma %tile, %tile_7, %1", "fma %tile_7, %tile, %1")),
     ("select_kernel", "a >= b written as b <= a", _mirrored_comparison),
@@ -444,6 +446,18 @@ def test_meaning_keeping_rewrite_passes(op, name, edit):
     assert rewritten != original
     res = diff_ir(original, rewritten, target=TARGET)
     assert res.verdict == "PASS", f"{name}: {res.summary} {[f.message for f in res.findings if f.severity != 'info']}"
+
+
+@pytest.mark.parametrize("name,old,new", [
+    ("the launch's occupancy 4 -> the decorator's 2", "num_cta_in_cga = 1, occupancy = 4", "num_cta_in_cga = 1, occupancy = 2"),
+    ("the decorator's num_ctas dropped", "<default = {num_cta_in_cga = 1, occupancy = 4}>", "<default = {occupancy = 4}>"),
+])
+def test_entry_hints_of_the_launch_are_compared(name, old, new):
+    """launch_hints_kernel: hints change speed, not results -- a port without the launch's
+    compiler_hints is not PASS but PASS_WITH_NOTES with a hint warning (issue 13: hints carried,
+    not dropped)."""
+    res = diff_ir(ref("launch_hints_kernel"), sub(ref("launch_hints_kernel"), old, new), target=TARGET)
+    assert res.verdict == "PASS_WITH_NOTES" and {f.category for f in res.findings if f.severity == "warn"} == {"hint"}, name
 
 
 def test_catch_rate():

@@ -436,3 +436,21 @@ def test_static_assert_that_fails_or_cannot_be_decided(op_copy, cond, owner, rea
     with pytest.raises(T.Unsupported, match=reason) as exc:
         T.translate_entries(d, "relu_kernel")
     assert getattr(exc.value, "owner", "tool") == owner
+
+
+def test_launch_compiler_hints_are_carried_per_entry(op_copy):
+    """The manifest's compiler_hints (the launch's kernel.replace_hints) override the
+    decorator's and reach the entry; variants with other hints get entries of their own."""
+    d = op_copy("relu")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("configs:\n  - {TILE: 1024}\n  - {TILE: 2048}\n",
+                                       "variants:\n  - {dtypes: [f16, f32], constexprs: {TILE: 1024}, compiler_hints: {occupancy: 2}}\n"
+                                       "  - {dtypes: [f16], constexprs: {TILE: 1024}, compiler_hints: {num_ctas: 2}}\n"))
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("@ct.kernel\n", "@ct.kernel(occupancy=4)\n", 1))
+    src, _, entries = T.translate_entries(d, "relu_kernel")
+    assert entries == {"f16-TILE1024-occupancy2": "relu_kernel__occupancy2",
+                       "f32-TILE1024-occupancy2": "relu_kernel__occupancy2",
+                       "f16-TILE1024-num_ctas2": "relu_kernel__num_ctas2"}
+    assert "optimization_hints = (sm_90 = (occupancy = 2,),)" in src
+    assert "optimization_hints = (sm_90 = (occupancy = 4, num_cta_in_cga = 2,),)" in src

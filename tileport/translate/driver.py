@@ -170,6 +170,8 @@ def translate_model(model: F.OperatorModel, kernel: str, target: str = "sm_90") 
     A kernel whose code depends on constexpr ``if``s or float/bool constexprs becomes one
     ``#[cutile::entry()]`` per distinct combination of those values over the manifest's
     variants (named ``<kernel>__<NAME><value>...``); otherwise one entry named like the kernel.
+    Each entry carries its variants' ``compiler_hints`` (split further where they differ:
+    ``..._occupancy2``).
     When a rule needs the concrete element type (a cast that is a no-op for one dtype only, a
     constant whose bits depend on it), the entries are split per dtype too (``..._f16``).
 
@@ -201,21 +203,29 @@ def translate_model(model: F.OperatorModel, kernel: str, target: str = "sm_90") 
     kvariants = km.variants                                     # the kernel's own variants
     dtypes = tuple(dict.fromkeys(v["dtype"] for v in kvariants))
     # generic over E first; per element type too when a rule needs E's concrete type
+    # the launch's compiler hints (manifest compiler_hints): entries split where they vary
+    hints_of = {v["id"]: tuple(sorted((v.get("compiler_hints") or {}).items())) for v in kvariants}
+    split_hints = len(set(hints_of.values())) > 1
     for by_dtype in (False, True):
         groups: dict[tuple, list[str]] = {}
         for v in kvariants:
             groups.setdefault(tuple(v["constexprs"][k] for k in keys)
-                              + ((v["dtype"],) if by_dtype else ()), []).append(v["id"])
+                              + ((v["dtype"],) if by_dtype else ())
+                              + ((hints_of[v["id"]],) if split_hints else ()), []).append(v["id"])
         bodies, entries = [], {}
         need_dtype = need_strides = False
         for key, vids in groups.items():
             spec = dict(zip(keys, key))
             words = [f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items()]
             if by_dtype:
-                spec[DTYPE_KEY] = key[-1]
-                words.append(key[-1])
+                spec[DTYPE_KEY] = key[len(keys)]
+                words.append(key[len(keys)])
+            hints = dict(hints_of[vids[0]])
+            if split_hints:
+                words += [f"{k}{v}" for k, v in hints.items()] or ["nohints"]
             name = kernel + "__" + "_".join(words) if words else kernel
             tr = KernelTranslator(fn, kinfo["params"], alias, kfile, spec, name, dtypes, target, tree)
+            tr.launch_hints = hints
             bodies.append(tr.translate())
             need_dtype |= tr.need_dtype
             need_strides |= tr.need_strides

@@ -105,6 +105,15 @@ def numpy_dtype_kernel(x, y, TILE: ConstInt):
     ct.store(y, index=(bid,), tile=ct.astype(t * ct.astype(i, np.float32), y.dtype))
 
 
+@ct.kernel(occupancy=2, num_ctas=1)
+def launch_hints_kernel(x, y, TILE: ConstInt):
+    """Hints the launch gives (manifest compiler_hints, TileGym's kernel.replace_hints) over the
+    decorator's: occupancy 4 replaces 2, num_ctas 1 stays."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(bid,), tile=t + t)
+
+
 @ct.kernel
 def select_kernel(x, y, TILE: ConstInt):
     """ct.arange (iota), comparisons of tiles (cmpi / cmpf, != unordered), ct.where (select)
