@@ -129,6 +129,8 @@ MUTANTS = [
     ("numpy_dtype_kernel", "np.int32 iota converted unsigned", lambda t: sub(t, "%3 = itof %2 signed", "%3 = itof %2 unsigned"), "cast"),
     ("numpy_dtype_kernel", "the np.float32 cast of the load dropped", lambda t: sub(t, "%4 = mulf %1, %3", "%4 = mulf %tile, %3"), "cast"),
     ("launch_hints_kernel", "t + t -> t * t", lambda t: sub(t, "%1 = addf %tile, %tile", "%1 = mulf %tile, %tile"), "math"),
+    ("helper_fma_kernel", "the addend is the constant, not the load", lambda t: sub(t, "%1 = fma %bcast, %tile, %tile", "%1 = fma %bcast, %tile, %bcast"), "math"),
+    ("helper_fma_kernel", "a * x + b -> a * a + b", lambda t: sub(t, "%1 = fma %bcast, %tile, %tile", "%1 = fma %bcast, %bcast, %tile"), "math"),
     ("alias_kernel", "helper's load at the block's own index", lambda t: sub(t, "load_view_tko weak %pview_4[%1]", "load_view_tko weak %pview_4[%blockId_x]"), "math"),
     ("select_kernel", "select operands swapped", lambda t: sub(t, "select %2, %tile, %cst_0_f16 ", "select %2, %cst_0_f16, %tile "), "math"),
     ("select_kernel", "select condition of another comparison", lambda t: sub(t, "select %4, %3, %bcast", "select %2, %3, %bcast"), "math"),
@@ -391,6 +393,7 @@ REWRITES = [
     ("store_helper_kernel", "a scalar operand of mulf at full shape", _full_shape_scale),
     ("static_arith_kernel", "a constant made before an independent load", _constant_made_first),
     ("launch_hints_kernel", "hints keyed by the compile target", lambda t: sub(t, "optimization_hints=<default = {num_cta_in_cga = 1, occupancy = 4}>", "optimization_hints=<sm_90 = {num_cta_in_cga = 1, occupancy = 4}, sm_100 = {occupancy = 1}>")),
+    ("helper_fma_kernel", "the fma's factors commuted", lambda t: sub(t, "fma %bcast, %tile, %tile", "fma %tile, %bcast, %tile")),
     ("numpy_dtype_kernel", "operands of a commutative mulf swapped", lambda t: sub(t, "mulf %1, %3", "mulf %3, %1")),
     ("shared_input_kernel", "operands of a commutative fma product swapped", lambda t: sub(t, "fma %tile, %tile_7, %1", "fma %tile_7, %tile, %1")),
     ("select_kernel", "a >= b written as b <= a", _mirrored_comparison),
@@ -458,6 +461,17 @@ def test_entry_hints_of_the_launch_are_compared(name, old, new):
     not dropped)."""
     res = diff_ir(ref("launch_hints_kernel"), sub(ref("launch_hints_kernel"), old, new), target=TARGET)
     assert res.verdict == "PASS_WITH_NOTES" and {f.category for f in res.findings if f.severity == "warn"} == {"hint"}, name
+
+
+def test_a_product_left_uncontracted_is_a_note():
+    """helper_fma_kernel: a port that leaves the helper's product and sum apart (two roundings
+    where the reference's fma has one) is not PASS: PASS_WITH_NOTES, category math."""
+    t = ref("helper_fma_kernel")
+    line = line_of(t, "%1 = fma %bcast, %tile, %tile")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    res = diff_ir(t, sub(t, line, f"  %p = mulf %bcast, %tile : tile<1024xf16>{loc}\n"
+                                  f"  %1 = addf %p, %tile : tile<1024xf16>{loc}"), target=TARGET)
+    assert res.verdict == "PASS_WITH_NOTES" and "fma" in res.summary + " ".join(f.message for f in res.findings)
 
 
 def test_catch_rate():

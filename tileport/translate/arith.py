@@ -95,7 +95,7 @@ class ArithRules:
             m = self.muls.get(e)
             if m is None or self.out.lines[m[2]][1] is None or m[4] != flags:
                 return None
-            if m[3] is not None and self.uses.get(m[3], 0) != 1:
+            if m[3] is not None and self.name_uses(m[3]) != 1:
                 return None
             return m
 

@@ -190,6 +190,22 @@ class TranslatorBase:
                 self.uses[n.id] = self.uses.get(n.id, 0) + 1
 
     # ---- helpers -------------------------------------------------------------------
+    def name_uses(self, name: str) -> int:
+        """How often the function being translated reads ``name``: the kernel, or the helper
+        being inlined (a helper's names are its own; cuTile Python inlines it before its fma
+        contraction counts a product's uses)."""
+        if not self.inlining:
+            return self.uses.get(name, 0)
+        fn = self.module_functions[self.inlining[-1]]
+        cache = self.__dict__.setdefault("helper_uses", {})
+        if fn.name not in cache:
+            counts: dict[str, int] = {}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+            cache[fn.name] = counts
+        return cache[fn.name].get(name, 0)
+
     def fail(self, node, construct: str, reason: str):
         raise Unsupported(self.file, getattr(node, "lineno", self.line), construct, reason)
 

@@ -114,6 +114,20 @@ def launch_hints_kernel(x, y, TILE: ConstInt):
     ct.store(y, index=(bid,), tile=t + t)
 
 
+def _axpb(x, a, b):
+    """A named product in a helper, added once: cuTile Python contracts it into an fma."""
+    ax = a * x
+    return ax + b
+
+
+@ct.kernel
+def helper_fma_kernel(x, y, TILE: ConstInt):
+    """fma contraction of a product a helper names (its uses counted in the helper)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(bid,), tile=_axpb(t, 3.0, t))
+
+
 @ct.kernel
 def select_kernel(x, y, TILE: ConstInt):
     """ct.arange (iota), comparisons of tiles (cmpi / cmpf, != unordered), ct.where (select)
