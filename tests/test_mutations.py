@@ -66,6 +66,14 @@ def pointer_load(t: str) -> str:
     return sub(t, load, new)
 
 
+def _fused_where_the_reference_is_not(t: str) -> str:
+    # fma_choice_kernel: `wd - t * c` fused (-t * c + wd) where cuTile Python leaves it apart
+    sub_line, mul_line = line_of(t, "%4 = subf %1, %3"), line_of(t, "%3 = mulf %tile, %bcast_4")
+    loc = re.search(r" loc\(#loc\d+\)$", sub_line).group(0)
+    return sub(sub(t, mul_line + "\n", ""), sub_line,
+               f"  %n = negf %tile : tile<1024xf16>{loc}\n  %4 = fma %n, %bcast_4, %1 : tile<1024xf16>{loc}")
+
+
 # (op, mutant, edit, expected category) -- each changes what the kernel computes
 MUTANTS = [
     ("softmax", "max combiner -> min", lambda t: sub(t, "= maxf %reduce_lhs", "= minf %reduce_lhs"), "reduction"),
@@ -131,6 +139,9 @@ MUTANTS = [
     ("launch_hints_kernel", "t + t -> t * t", lambda t: sub(t, "%1 = addf %tile, %tile", "%1 = mulf %tile, %tile"), "math"),
     ("helper_fma_kernel", "the addend is the constant, not the load", lambda t: sub(t, "%1 = fma %bcast, %tile, %tile", "%1 = fma %bcast, %tile, %bcast"), "math"),
     ("helper_fma_kernel", "a * x + b -> a * a + b", lambda t: sub(t, "%1 = fma %bcast, %tile, %tile", "%1 = fma %bcast, %bcast, %tile"), "math"),
+    ("fma_choice_kernel", "wd - t * c -> t * c - wd", lambda t: sub(t, "%4 = subf %1, %3", "%4 = subf %3, %1"), "math"),
+    ("fma_choice_kernel", "wd - t * c fused (one rounding where the reference has two)", _fused_where_the_reference_is_not, "math"),
+    ("fma_choice_kernel", "u + r * c with u = t", lambda t: sub(t, "%6 = fma %4, %bcast_7, %5", "%6 = fma %4, %bcast_7, %tile"), "math"),
     ("alias_kernel", "helper's load at the block's own index", lambda t: sub(t, "load_view_tko weak %pview_4[%1]", "load_view_tko weak %pview_4[%blockId_x]"), "math"),
     ("select_kernel", "select operands swapped", lambda t: sub(t, "select %2, %tile, %cst_0_f16 ", "select %2, %cst_0_f16, %tile "), "math"),
     ("select_kernel", "select condition of another comparison", lambda t: sub(t, "select %4, %3, %bcast", "select %2, %3, %bcast"), "math"),
@@ -394,6 +405,7 @@ REWRITES = [
     ("static_arith_kernel", "a constant made before an independent load", _constant_made_first),
     ("launch_hints_kernel", "hints keyed by the compile target", lambda t: sub(t, "optimization_hints=<default = {num_cta_in_cga = 1, occupancy = 4}>", "optimization_hints=<sm_90 = {num_cta_in_cga = 1, occupancy = 4}, sm_100 = {occupancy = 1}>")),
     ("helper_fma_kernel", "the fma's factors commuted", lambda t: sub(t, "fma %bcast, %tile, %tile", "fma %tile, %bcast, %tile")),
+    ("fma_choice_kernel", "the sum's broadcast made once for both uses", lambda t: sub(t, "%6 = fma %4, %bcast_7, %5", "%6 = fma %4, %bcast_4, %5")),
     ("numpy_dtype_kernel", "operands of a commutative mulf swapped", lambda t: sub(t, "mulf %1, %3", "mulf %3, %1")),
     ("shared_input_kernel", "operands of a commutative fma product swapped", lambda t: sub(t, "fma %tile, %tile_7, %1", "fma %tile_7, %tile, %1")),
     ("select_kernel", "a >= b written as b <= a", _mirrored_comparison),

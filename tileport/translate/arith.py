@@ -87,22 +87,21 @@ class ArithRules:
         Python's frontend does, so both sides compute with one rounding and the same machine
         code. The frontend's rule (cuda-tile 1.7.0, ``cuda/tile/_passes/rewrite_patterns.py``):
         a float add/sub one of whose operands is a float multiply used nowhere else, with the
-        same rounding mode and flush-to-zero (the left operand is tried first), becomes
-        ``fma(a, b, c)`` with those flags; for ``a*b - c`` the addend is negated, for
-        ``c - a*b`` the multiply's left factor is. Returns None when no operand qualifies."""
+        same rounding mode and flush-to-zero, becomes ``fma(a, b, c)`` with those flags; for
+        ``a*b - c`` the addend is negated, for ``c - a*b`` the multiply's left factor is. The
+        operand is chosen first -- the left one when it is a float multiply at all, else the
+        right one -- and only then checked: a left multiply used elsewhere (or with other
+        flags) leaves the add unfused even when the right one would qualify (``wdy - xhat * c``
+        with ``wdy`` read twice, TileGym's RMSNorm backward). Returns None when no fma."""
 
-        def single_use_mul(e):
+        def mul_of(e):
             m = self.muls.get(e)
-            if m is None or self.out.lines[m[2]][1] is None or m[4] != flags:
-                return None
-            if m[3] is not None and self.name_uses(m[3]) != 1:
-                return None
-            return m
+            return None if m is None or self.out.lines[m[2]][1] is None else m
 
-        m, acc, mul_on_left = single_use_mul(le), re_, True
+        m, acc, mul_on_left = mul_of(le), re_, True
         if m is None:
-            m, acc, mul_on_left = single_use_mul(re_), le, False
-        if m is None:
+            m, acc, mul_on_left = mul_of(re_), le, False
+        if m is None or m[4] != flags or (m[3] is not None and self.name_uses(m[3]) != 1):
             return None
         a, b, idx = m[0], m[1], m[2]
         self.out.lines[idx][1] = None      # the multiply is absorbed into the fma

@@ -129,6 +129,20 @@ def helper_fma_kernel(x, y, TILE: ConstInt):
 
 
 @ct.kernel
+def fma_choice_kernel(x, y, TILE: ConstInt):
+    """Which product an add/sub fuses with: cuTile Python takes the left operand when it is a
+    product and fuses only if nothing else reads it -- `wd - t * c` with `wd` read twice stays
+    unfused (TileGym's RMSNorm backward) -- else the right one (`u + t * c` fuses)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    wd = t * 2.0
+    c = ct.sum(t * wd, axis=0, keepdims=True)
+    r = wd - t * c
+    u = t + 1.0
+    ct.store(y, index=(bid,), tile=u + r * c)
+
+
+@ct.kernel
 def select_kernel(x, y, TILE: ConstInt):
     """ct.arange (iota), comparisons of tiles (cmpi / cmpf, != unordered), ct.where (select)
     with tile and scalar operands."""
