@@ -1,11 +1,12 @@
 rule analyze:
-    """Analyser: parse kernel.py (ast, no GPU) and the manifest into analysis.json (verdict
+    """Analyser: the front end's model of kernel.py (ast, no GPU) and the manifest, each kernel
+    translated (no cargo) to find the constructs the translator lacks, into analysis.json (verdict
     PASS/BLOCKED/ERROR); an LLM analyser (config roles.analyser) adds checked notes for the writer."""
     input:
         op_inputs,
         prompt=lambda wc: ([] if config["roles"]["analyser"] == "deterministic"
                            else [str(Path(workflow.basedir) / "prompts" / "analyser.md")]),
-        code=code("analyze", "manifest", "constructs", "agents"),
+        code=code("analyze", "frontend", "translate", "floats", "manifest", "constructs", "agents"),
     output:
         "results/{op}/analysis.json",
     log:
@@ -14,6 +15,8 @@ rule analyze:
         tools=config["tools"],
         op_dir=op_dir,
         backend=config["roles"]["analyser"],
+        # the translator checks every kernel for the GPU architecture the port is compiled for
+        target=config["gpu_target"],
         llm=lambda wc: {} if config["roles"]["analyser"] == "deterministic" else {
             k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
     retries: retries("analyze")

@@ -9,5 +9,6 @@ with stage.guarded(snakemake, "analyze"):
     p = snakemake.params
     role = (None if p.backend == "deterministic"
             else agents.role_config(p.backend, snakemake.config["llm"], Path(snakemake.output[0]).parents[1]))
-    d = analyze.run_backend(p.op_dir, snakemake.output[0], snakemake.wildcards.op, p.backend, role)
+    d = analyze.run_backend(p.op_dir, snakemake.output[0], snakemake.wildcards.op, p.backend, role,
+                            target=p.target)
     print(d["verdict"], d["summary"])

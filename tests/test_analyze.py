@@ -64,7 +64,9 @@ def test_try_is_unsupported(op_copy):
     src = (d / "kernel.py").read_text().replace("    bid = ct.bid(0)\n", "    bid = ct.bid(0)\n    try:\n        pass\n    finally:\n        pass\n")
     (d / "kernel.py").write_text(src)
     un = A.analyse(d)["unsupported"]
-    assert un and un[0]["construct"] == "try"
+    line = src.splitlines().index("    try:") + 1
+    assert un and un[0]["construct"].startswith("try") and un[0]["line"] == line
+    assert un[0]["owner"] == "tool" and un[0]["category"] == "unsupported"
 
 
 def test_malformed_manifest_is_error_naming_file(op_copy, tmp_path):

@@ -104,6 +104,14 @@ def _store_dim_map_dropped(t: str) -> str:
     return t
 
 
+def _fused_where_the_reference_is_not(t: str) -> str:
+    # fma_choice_kernel: `wd - t * c` fused (-t * c + wd) where cuTile Python leaves it apart
+    sub_line, mul_line = line_of(t, "%4 = subf %1, %3"), line_of(t, "%3 = mulf %tile, %bcast_4")
+    loc = re.search(r" loc\(#loc\d+\)$", sub_line).group(0)
+    return sub(sub(t, mul_line + "\n", ""), sub_line,
+               f"  %n = negf %tile : tile<1024xf16>{loc}\n  %4 = fma %n, %bcast_4, %1 : tile<1024xf16>{loc}")
+
+
 # (op, mutant, edit, expected category) -- each changes what the kernel computes
 MUTANTS = [
     ("softmax", "max combiner -> min", lambda t: sub(t, "= maxf %reduce_lhs", "= minf %reduce_lhs"), "reduction"),
@@ -153,6 +161,26 @@ MUTANTS = [
     ("bmm", "B tile reshaped to the wrong shape", lambda t: sub(t, "tile<1x32x64xbf16> -> tile<32x64xbf16>", "tile<1x32x64xbf16> -> tile<64x32xbf16>"), "math"),
     ("bmm", "B partition 32x64 -> 64x32", lambda t: sub(t, "tile=(1x32x64)", "tile=(1x64x32)", 0), "memory"),
     # constructs
+    ("alias_kernel", "local zero_pad padding -> neg_inf", lambda t: sub(t, "%pview = make_partition_view %tview : partition_view<tile=(1024), padding_value = zero,", "%pview = make_partition_view %tview : partition_view<tile=(1024), padding_value = neg_inf,"), "memory"),
+    ("alias_kernel", "module-level NEG_INF padding -> zero", lambda t: sub(t, "padding_value = neg_inf", "padding_value = zero", 0), "memory"),
+    ("alias_kernel", "the aliased array's load reads the output", lambda t: sub(t, "%pview = make_partition_view %tview :", "%pview = make_partition_view %tview_2 :"), "memory"),
+    ("store_helper_kernel", "the helper's scale 3 -> 2", lambda t: sub(t, "<f16: 3.000000e+00>", "<f16: 2.000000e+00>"), "constant"),
+    ("store_helper_kernel", "the nested helper stores the unscaled tile", lambda t: sub(t, "store_view_tko weak %1,", "store_view_tko weak %tile,"), "math"),
+    ("store_helper_kernel", "the helper stores to the input array", lambda t: sub(t, "%pview_3 = make_partition_view %tview_2 :", "%pview_3 = make_partition_view %tview :"), "memory"),
+    ("static_arith_kernel", "TILE & 512 taken (the other branch)", lambda t: sub(sub(t, "%1 = addf %tile, %bcast ", "%1 = mulf %tile, %bcast "), "<f16: 1.000000e+00>", "<f16: 2.000000e+00>"), "math"),
+    ("static_arith_kernel", "the BM arithmetic test's branch dropped", lambda t: sub(t, "%3 = mulf %2, %bcast_6", "%3 = mulf %1, %bcast_6"), "math"),
+    ("static_arith_kernel", "MODE & 2 not taken", lambda t: sub(t, "store_view_tko weak %3,", "store_view_tko weak %2,"), "math"),
+    ("shared_input_kernel", "v read through k's view", lambda t: sub(t, "%pview_6 = make_partition_view %tview_3 :", "%pview_6 = make_partition_view %tview :"), "memory"),
+    ("shared_input_kernel", "a * b - a -> a * a - a", lambda t: sub(t, "%2 = fma %tile, %tile_7, %1", "%2 = fma %tile, %tile, %1"), "math"),
+    ("numpy_dtype_kernel", "np.int32 iota converted unsigned", lambda t: sub(t, "%3 = itof %2 signed", "%3 = itof %2 unsigned"), "cast"),
+    ("numpy_dtype_kernel", "the np.float32 cast of the load dropped", lambda t: sub(t, "%4 = mulf %1, %3", "%4 = mulf %tile, %3"), "cast"),
+    ("launch_hints_kernel", "t + t -> t * t", lambda t: sub(t, "%1 = addf %tile, %tile", "%1 = mulf %tile, %tile"), "math"),
+    ("helper_fma_kernel", "the addend is the constant, not the load", lambda t: sub(t, "%1 = fma %bcast, %tile, %tile", "%1 = fma %bcast, %tile, %bcast"), "math"),
+    ("helper_fma_kernel", "a * x + b -> a * a + b", lambda t: sub(t, "%1 = fma %bcast, %tile, %tile", "%1 = fma %bcast, %bcast, %tile"), "math"),
+    ("fma_choice_kernel", "wd - t * c -> t * c - wd", lambda t: sub(t, "%4 = subf %1, %3", "%4 = subf %3, %1"), "math"),
+    ("fma_choice_kernel", "wd - t * c fused (one rounding where the reference has two)", _fused_where_the_reference_is_not, "math"),
+    ("fma_choice_kernel", "u + r * c with u = t", lambda t: sub(t, "%6 = fma %4, %bcast_7, %5", "%6 = fma %4, %bcast_7, %tile"), "math"),
+    ("alias_kernel", "helper's load at the block's own index", lambda t: sub(t, "load_view_tko weak %pview_4[%1]", "load_view_tko weak %pview_4[%blockId_x]"), "math"),
     ("select_kernel", "select operands swapped", lambda t: sub(t, "select %2, %tile, %cst_0_f16 ", "select %2, %cst_0_f16, %tile "), "math"),
     ("select_kernel", "select condition of another comparison", lambda t: sub(t, "select %4, %3, %bcast", "select %2, %3, %bcast"), "math"),
     ("select_kernel", "idx < 100 -> idx <= 100", lambda t: sub(t, "cmpi less_than %1", "cmpi less_than_or_equal %1"), "math"),
@@ -232,6 +260,31 @@ MUTANTS = [
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
 ]
+
+
+def _full_shape_scale(t: str) -> str:
+    # store_helper_kernel: the scalar 3.0 made at the tile's shape instead of splatted
+    t = sub(t, "%cst_3_f16 = constant <f16: 3.000000e+00> : tile<f16>",
+            "%cst_3_f16 = constant <f16: 3.000000e+00> : tile<1024xf16>")
+    t = drop_line(t, "%reshape = reshape %cst_3_f16")
+    t = drop_line(t, "%bcast = broadcast %reshape")
+    return sub(t, "mulf %tile, %bcast ", "mulf %tile, %cst_3_f16 ")
+
+
+def _constant_made_first(t: str) -> str:
+    # static_arith_kernel: a constant of the last branch made before the load (independent)
+    a = line_of(t, "%cst_5_f16 = constant <f16: 5.000000e+00>")
+    b = line_of(t, "%pview = make_partition_view")
+    t = sub(t, a + "\n", "")
+    return sub(t, b, a + "\n" + b)
+
+
+def _view_built_earlier(t: str) -> str:
+    # alias_kernel: the helper's partition view made before the first load (independent ops)
+    a = line_of(t, "%pview_4 = make_partition_view")
+    b = line_of(t, "%tile, %result_token = load_view_tko weak %pview[")
+    t = sub(t, a + "\n", "")
+    return sub(t, b, a + "\n" + b)
 
 
 def _rename(t: str) -> str:
@@ -442,6 +495,15 @@ REWRITES = [
     ("relu", "a constant spelled as its bits", lambda t: sub(t, "<f16: 0.000000e+00>", "<f16: 0x0000>")),
     ("relu", "an f16 constant made as an f32 constant converted", _f32_constant_converted),
     ("relu", "hints keyed by the compile target (others' do not apply)", _hints_by_target),
+    ("alias_kernel", "a partition view made before an independent load", _view_built_earlier),
+    ("alias_kernel", "every SSA value renamed", _rename),
+    ("store_helper_kernel", "a scalar operand of mulf at full shape", _full_shape_scale),
+    ("static_arith_kernel", "a constant made before an independent load", _constant_made_first),
+    ("launch_hints_kernel", "hints keyed by the compile target", lambda t: sub(t, "optimization_hints=<default = {num_cta_in_cga = 1, occupancy = 4}>", "optimization_hints=<sm_90 = {num_cta_in_cga = 1, occupancy = 4}, sm_100 = {occupancy = 1}>")),
+    ("helper_fma_kernel", "the fma's factors commuted", lambda t: sub(t, "fma %bcast, %tile, %tile", "fma %tile, %bcast, %tile")),
+    ("fma_choice_kernel", "the sum's broadcast made once for both uses", lambda t: sub(t, "%6 = fma %4, %bcast_7, %5", "%6 = fma %4, %bcast_4, %5")),
+    ("numpy_dtype_kernel", "operands of a commutative mulf swapped", lambda t: sub(t, "mulf %1, %3", "mulf %3, %1")),
+    ("shared_input_kernel", "operands of a commutative fma product swapped", lambda t: sub(t, "fma %tile, %tile_7, %1", "fma %tile_7, %tile, %1")),
     ("select_kernel", "a >= b written as b <= a", _mirrored_comparison),
     ("select_kernel", "a scalar operand of select at full shape", _full_shape_scalar),
     ("gather_kernel", "padding as a select after a masked load", _padding_by_select),
@@ -505,6 +567,29 @@ def test_meaning_keeping_rewrite_passes(op, name, edit):
     assert rewritten != original
     res = diff_ir(original, rewritten, target=TARGET)
     assert res.verdict == "PASS", f"{name}: {res.summary} {[f.message for f in res.findings if f.severity != 'info']}"
+
+
+@pytest.mark.parametrize("name,old,new", [
+    ("the launch's occupancy 4 -> the decorator's 2", "num_cta_in_cga = 1, occupancy = 4", "num_cta_in_cga = 1, occupancy = 2"),
+    ("the decorator's num_ctas dropped", "<default = {num_cta_in_cga = 1, occupancy = 4}>", "<default = {occupancy = 4}>"),
+])
+def test_entry_hints_of_the_launch_are_compared(name, old, new):
+    """launch_hints_kernel: hints change speed, not results -- a port without the launch's
+    compiler_hints is not PASS but PASS_WITH_NOTES with a hint warning (issue 13: hints carried,
+    not dropped)."""
+    res = diff_ir(ref("launch_hints_kernel"), sub(ref("launch_hints_kernel"), old, new), target=TARGET)
+    assert res.verdict == "PASS_WITH_NOTES" and {f.category for f in res.findings if f.severity == "warn"} == {"hint"}, name
+
+
+def test_a_product_left_uncontracted_is_a_note():
+    """helper_fma_kernel: a port that leaves the helper's product and sum apart (two roundings
+    where the reference's fma has one) is not PASS: PASS_WITH_NOTES, category math."""
+    t = ref("helper_fma_kernel")
+    line = line_of(t, "%1 = fma %bcast, %tile, %tile")
+    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
+    res = diff_ir(t, sub(t, line, f"  %p = mulf %bcast, %tile : tile<1024xf16>{loc}\n"
+                                  f"  %1 = addf %p, %tile : tile<1024xf16>{loc}"), target=TARGET)
+    assert res.verdict == "PASS_WITH_NOTES" and "fma" in res.summary + " ".join(f.message for f in res.findings)
 
 
 def test_catch_rate():

@@ -515,3 +515,51 @@ def test_static_assert_is_evaluated_per_entry(tmp_path):
     with pytest.raises(T.Unsupported, match="StaticAssertionError: TILE must be even, got 1024") as exc:
         T.translate_kernel(d, "item_kernel")
     assert exc.value.owner == "kernel"
+
+
+def test_alias_groups_of_read_arrays_translate_written_ones_are_blocked(op_copy):
+    """Arrays the launch may bind to one tensor (alias_group): read-only ones are shared borrows
+    in the port and may alias; a written one is an exclusive borrow: owner tool, with a reason."""
+    d = op_copy("relu")
+    m = d / "manifest.yaml"
+    text = m.read_text()
+    m.write_text(text.replace("x: {ndim: 1, role: input}", "x: {ndim: 1, role: input, alias_group: h}"))
+    T.translate_entries(d, "relu_kernel")                 # a group of one reader
+    m.write_text(text.replace("x: {ndim: 1, role: input}", "x: {ndim: 1, role: input, alias_group: h}")
+                 .replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: output, alias_group: h}"))
+    with pytest.raises(T.Unsupported, match=r"may alias \(alias_group h\) where y is written") as exc:
+        T.translate_entries(d, "relu_kernel")
+    assert exc.value.construct == "parameter x" and getattr(exc.value, "owner", "tool") == "tool"
+
+
+@pytest.mark.parametrize("cond,owner,reason", [
+    ("TILE % 3 == 0", "kernel", "false for this entry's constexprs"),       # TILE 1024 / 2048
+    ("ct.bid(0) == 0", "tool", "not known at compile time"),
+])
+def test_static_assert_that_fails_or_cannot_be_decided(op_copy, cond, owner, reason):
+    """ct.static_assert: checked per entry, nothing emitted when it holds (constructs'
+    static_arith_kernel); a false one is the kernel's (cuTile Python refuses the variant too)."""
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("    bid = ct.bid(0)\n", f"    ct.static_assert({cond}, 'no')\n    bid = ct.bid(0)\n", 1))
+    with pytest.raises(T.Unsupported, match=reason) as exc:
+        T.translate_entries(d, "relu_kernel")
+    assert getattr(exc.value, "owner", "tool") == owner
+
+
+def test_launch_compiler_hints_are_carried_per_entry(op_copy):
+    """The manifest's compiler_hints (the launch's kernel.replace_hints) override the
+    decorator's and reach the entry; variants with other hints get entries of their own."""
+    d = op_copy("relu")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("configs:\n  - {TILE: 1024}\n  - {TILE: 2048}\n",
+                                       "variants:\n  - {dtypes: [f16, f32], constexprs: {TILE: 1024}, compiler_hints: {occupancy: 2}}\n"
+                                       "  - {dtypes: [f16], constexprs: {TILE: 1024}, compiler_hints: {num_ctas: 2}}\n"))
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("@ct.kernel\n", "@ct.kernel(occupancy=4)\n", 1))
+    src, _, entries = T.translate_entries(d, "relu_kernel")
+    assert entries == {"f16-TILE1024-occupancy2": "relu_kernel__occupancy2",
+                       "f32-TILE1024-occupancy2": "relu_kernel__occupancy2",
+                       "f16-TILE1024-num_ctas2": "relu_kernel__num_ctas2"}
+    assert "optimization_hints = (sm_90 = (occupancy = 2,),)" in src
+    assert "optimization_hints = (sm_90 = (occupancy = 4, num_cta_in_cga = 2,),)" in src

@@ -16,6 +16,7 @@ import traceback
 from pathlib import Path
 
 from . import analyze as A
+from . import frontend as F
 from . import manifest as M
 from . import source as S
 from . import toolchain
@@ -97,8 +98,8 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
         RuntimeError: cuTile's compiler or ``tileirdisasm`` failed (message has its stderr).
     """
     op_dir = Path(op_dir)
-    details = A.analyse(op_dir)
-    man = M.load(op_dir / "manifest.yaml")
+    model = F.load(op_dir)
+    details, man = model.details(), model.manifest
     kinfo = next((k for k in details["kernels"] if k["name"] == kernel), None)
     gaps = [u for u in details["unsupported"] if u.get("category") == "manifest" and u.get("kernel") == kernel]
     if gaps:
@@ -138,12 +139,10 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
     import ast
 
     try:
-        details = A.analyse(op_dir)
-        man = M.load(Path(op_dir) / "manifest.yaml")
-        variant = M.variant_by_id(man, variant_id, kernel)
-        kinfo = next(k for k in details["kernels"] if k["name"] == kernel)
-        tree = ast.parse(S.kernel_py(op_dir).read_text())
-        fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
+        model = F.load(op_dir)
+        variant = M.variant_by_id(model.manifest, variant_id, kernel)
+        km = model.kernel(kernel)
+        kinfo, fn = km.info(), km.fn
     except Exception:  # noqa: BLE001 - no trace is an answer too
         return None
     if line is None:

@@ -24,7 +24,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import analyze as A
+from . import frontend as F
 from . import constructs as C
 from . import manifest as M
 from . import toolchain
@@ -254,9 +254,9 @@ def dump(op_dir, op, kernel, variant_id, build_json, out_bc, out_txt, out_json, 
                f"(rebuild the crate): refusing to dump IR from a stale binary")
         return write(Verdict(**base, verdict="ERROR", owner="tool", summary=msg,
                              findings=[Finding("build", "critical", "tool", msg)]), out_json)
-    details = A.analyse(op_dir)
-    kinfo = next(k for k in details["kernels"] if k["name"] == kernel)
-    variant = M.variant_by_id(M.load(Path(op_dir) / "manifest.yaml"), variant_id)
+    model = F.load(op_dir)
+    kinfo = model.kernel(kernel).info()
+    variant = M.variant_by_id(model.manifest, variant_id)
     generics, strides = variant_args(kinfo, variant)
     out_bc = Path(out_bc)
     out_bc.parent.mkdir(parents=True, exist_ok=True)

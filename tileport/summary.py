@@ -148,10 +148,12 @@ def _word(doc: dict | None) -> str:
 
 
 def analysis_for_kernel(an: dict | None, kernel: str) -> dict | None:
-    """The operator's analysis verdict as one kernel's rows tell it. The analysis gates the
-    whole operator, but its summary names the operator's first unsupported construct, which may
-    lie in another kernel: a BLOCKED row names its own kernel's first construct (with its
-    owner), or says that only other kernels have any. Other verdicts are returned unchanged."""
+    """The operator's analysis verdict as one kernel's rows tell it. Its summary names the
+    operator's first finding, which may lie in another kernel: a BLOCKED row names its own
+    kernel's first finding (with its owner); a kernel with no finding of its own while every
+    finding names another kernel is PASS for its rows (its later stages ran: write_kernel
+    translates a kernel unless a finding is its own or the operator's). Other verdicts are
+    returned unchanged."""
     if not an or an.get("verdict") != "BLOCKED":
         return an
     items = (an.get("details") or {}).get("unsupported") or []
@@ -166,8 +168,12 @@ def analysis_for_kernel(an: dict | None, kernel: str) -> dict | None:
         summary = (f"{len(items)} finding(s) in the operator, {len(own)} in {kernel}; first in {kernel}: "
                    f"{f['message']}")
         return {**an, "summary": summary, "owner": f.get("owner") or an.get("owner")}
-    return {**an, "summary": f"none of the operator's {len(items)} finding(s) is in {kernel}, but the "
-                             f"analysis gates the whole operator; first: {findings[0]['message']}"}
+    if any(u.get("kernel") is None for u in items):
+        return {**an, "summary": f"none of the operator's {len(items)} finding(s) is in {kernel}, but one "
+                                 f"concerns the whole operator; first: {findings[0]['message']}"}
+    return {**an, "verdict": "PASS", "owner": None,
+            "summary": f"no finding in {kernel} (the operator's {len(items)} are in other kernels; first: "
+                       f"{findings[0]['message']})"}
 
 
 def rows_for(results: Path, op: str, variants: list, manifest_error: str | None) -> list[dict]:
@@ -260,7 +266,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         if not diag and perf is not None and perf["verdict"] == "FAIL":
             diag = f"perf ({perf['owner']}): {perf['summary']}"
         out.append({
-            "op": op, "kernel": kernel, "variant": variant, "analyze": _word(an),
+            "op": op, "kernel": kernel, "variant": variant, "analyze": _word(an_k),
             "reference_ir": _word(ref), "write_kernel": _word(wk), "rust_ir": _word(rir),
             "ir_diff": _word(dif), "attempts": (wk or {}).get("attempt", 0),
             "rust_build": _word(build), "owner": owner, "note": note.replace("\n", " ")[:300],

@@ -21,12 +21,16 @@ time becomes generics of the entry: the array dtype is ``E: ElementType``, every
 * :mod:`.core` -- types, names, the expression walk and the call dispatch;
 * :mod:`.driver` -- the composed :class:`KernelTranslator`, entries per specialisation.
 
+It consumes the operator's front-end model (:mod:`tileport.frontend`), the one the analyser
+reports on: it parses nothing and loads no manifest of its own.
+
 A construct without a rule raises :class:`Unsupported` naming ``file:line`` and the construct;
 the ``write_kernel`` stage (:mod:`tileport.write_kernel`) then writes BLOCKED. Every Rust line
 carries the ``kernel.py`` line it came from (the source map).
 """
 from .core import Ty, Unsupported
-from .driver import KernelTranslator, display_path, specialisation_keys, translate_entries, translate_kernel
+from .driver import (KernelTranslator, display_path, specialisation_keys, translate_entries, translate_kernel,
+                     translate_model)
 
 __all__ = ["KernelTranslator", "Ty", "Unsupported", "display_path", "specialisation_keys",
-           "translate_entries", "translate_kernel"]
+           "translate_entries", "translate_kernel", "translate_model"]

@@ -85,21 +85,22 @@ class ArithRules:
         """Contract ``a*b + c`` / ``a*b - c`` / ``c - a*b`` into ``fma`` exactly where cuTile
         Python's frontend does, so both sides compute with one rounding and the same machine
         code. The frontend's rule (cuda-tile 1.7.0, ``cuda/tile/_passes/rewrite_patterns.py``):
-        a float add/sub whose left operand is a float multiply -- else whose right one is --
-        becomes ``fma(a, b, c)`` when that multiply is used nowhere else and has the add's
-        rounding mode and flush-to-zero (the frontend matches the left multiply first and
-        gives up when it does not qualify: it never falls back to the right one); for
-        ``a*b - c`` the addend is negated, for ``c - a*b`` the multiply's left factor is.
-        Returns None when nothing is contracted."""
+        a float add/sub one of whose operands is a float multiply used nowhere else, with the
+        same rounding mode and flush-to-zero, becomes ``fma(a, b, c)`` with those flags; for
+        ``a*b - c`` the addend is negated, for ``c - a*b`` the multiply's left factor is. The
+        operand is chosen first -- the left one when it is a float multiply at all, else the
+        right one -- and only then checked: a left multiply used elsewhere (or with other
+        flags) leaves the add unfused even when the right one would qualify (``wdy - xhat * c``
+        with ``wdy`` read twice, TileGym's RMSNorm backward). Returns None when no fma."""
 
         def mul_of(e):
             m = self.muls.get(e)
-            return m if m is not None and self.out.lines[m[2]][1] is not None else None
+            return None if m is None or self.out.lines[m[2]][1] is None else m
 
         m, acc, mul_on_left = mul_of(le), re_, True
         if m is None:
             m, acc, mul_on_left = mul_of(re_), le, False
-        if m is None or m[4] != flags or (m[3] is not None and self.uses.get(m[3], 0) != 1):
+        if m is None or m[4] != flags or (m[3] is not None and self.name_uses(m[3]) != 1):
             return None
         a, b, idx = m[0], m[1], m[2]
         self.out.lines[idx][1] = None      # the multiply is absorbed into the fma
@@ -121,10 +122,10 @@ class ArithRules:
                 if v is None or (isinstance(v, ast.Constant) and v.value is None):
                     continue
                 member = self.enum_of(v)
-                if member is None or member[0] != "RoundingMode" or member[1] not in C.ROUNDING:
+                if member is None or member.enum != "RoundingMode" or member.name not in C.ROUNDING:
                     self.fail(node, ast.unparse(v), f"rounding_mode must be one of "
                                                     f"ct.RoundingMode.{sorted(C.ROUNDING)}")
-                out["rounding"] = C.ROUNDING[member[1]]
+                out["rounding"] = C.ROUNDING[member.name]
             elif k.arg in ("flush_to_zero", "propagate_nan") and (ftz if k.arg == "flush_to_zero" else nan):
                 if not (isinstance(v, ast.Constant) and isinstance(v.value, bool)):
                     self.fail(node, ast.unparse(v), f"{k.arg} must be True or False")
@@ -188,7 +189,7 @@ class ArithRules:
         mode = self._kw(node, "rounding_mode")
         if mode is not None and not (isinstance(mode, ast.Constant) and mode.value is None):
             member = self.enum_of(mode)
-            if member is None or member[1] not in C.ROUNDED_MATH_MODES:
+            if member is None or member.enum != "RoundingMode" or member.name not in C.ROUNDED_MATH_MODES:
                 self.fail(node, ast.unparse(mode), f"ct.{name} takes rounding_mode "
                                                    f"{' or '.join(sorted(C.ROUNDED_MATH_MODES))}")
             fl = self.flags_of(node, rounding=True, ftz=False)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import ast
 
-from .. import analyze as A
 from .. import constructs as C
-from .core import Ty, Unsupported, Var
+from .. import frontend as F
+from .core import COMPILE_TIME, Ty, Unsupported, Var
 
 
 class ControlRules:
@@ -62,6 +62,9 @@ class ControlRules:
             self.static_assert(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             pass  # a string used as a comment
+        elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name)
+              and s.value.func.id in self.module_functions and self.lookup(s.value.func.id) is None):
+            self.inline_call(s.value, statement=True)   # a helper called for its stores
         elif isinstance(s, ast.Pass):
             pass
         elif isinstance(s, ast.Return) and s.value is None and s is self.fn.body[-1]:
@@ -82,29 +85,24 @@ class ControlRules:
 
     def assign(self, name: str, value, node, computed: tuple | None = None):
         """``name = value`` (``computed``: the value's (Rust expression, type) already made). A
-        name bound to an enum member (``zero_pad = ct.PaddingMode.ZERO``) is a compile-time
-        alias: nothing is emitted."""
-        member = self.enum_of(value) if computed is None and value is not None else None
-        if member is not None:
-            self.scopes[-1][name] = Var(".".join(member), Ty("enum", value=member), None,
-                                        len(self.scopes) - 1)
-            return
+        name bound to an array, a dtype or an enum member (``zero_pad = ct.PaddingMode.ZERO``)
+        is a compile-time alias (:meth:`bind_alias`): nothing is emitted."""
         expr, ty = computed if computed is not None else self.expr(value)
         var = self.lookup(name)
         depth = len(self.scopes) - 1
-        if ty.kind in ("lit", "dtype") and name not in self.carried_names() and (
-                var is None or var.depth == depth or var.ty.kind in ("lit", "dtype")):
-            # a Python number / bool / dtype bound to a name stays a compile-time value, loosely
-            # typed as cuTile Python keeps it (a local `c = 0.5` times an f16 tile is f16);
-            # a name a loop or branch rebinds is a typed value instead (cuTile makes a
-            # loop-carried or yielded value concrete)
+        if ty.kind == "lit" and name not in self.carried_names() and (
+                var is None or var.depth == depth or var.ty.kind == "lit"):
+            # a Python number / bool bound to a name stays a compile-time value, loosely typed
+            # as cuTile Python keeps it (a local `c = 0.5` times an f16 tile is f16); a name a
+            # loop or branch rebinds is a typed value instead (cuTile makes a loop-carried or
+            # yielded value concrete)
             self.scopes[-1][name] = Var(expr, ty, None, depth)
             return
         if ty.kind in ("lit",):
             ty, expr = self.lit_scalar(ty)
-        if ty.kind in ("arr", "dtype"):
-            self.fail(node, f"{name} = {ast.unparse(value) if value is not None else '...'}",
-                      "aliasing an array or dtype is not translated")
+        if ty.kind in COMPILE_TIME or (var is not None and var.alias):
+            self.bind_alias(name, expr, ty, var, depth, node, value)
+            return
         if var is not None and var.depth < depth and var.decl is not None:
             # loop-carried: assign to the outer binding (types must agree)
             if var.ty != ty:
@@ -174,6 +172,22 @@ class ControlRules:
                 return False
         return True
 
+    def bind_alias(self, name, expr, ty, var, depth, node, value):
+        """``name = <array | dtype | enum member>``: the name aliases that compile-time value
+        (cuTile Python binds the object; nothing is emitted). Rebinding it is allowed where
+        Python's order and Rust's agree: at the depth it was bound, to another compile-time
+        value or (shadowing) a run-time one; inside a loop or branch only to the same value."""
+        what = f"{name} = {ast.unparse(value) if value is not None else '...'}"
+        if var is not None and var.depth < depth and (var.ty, var.rust) != (ty, expr) and (
+                var.alias or ty.kind in COMPILE_TIME):
+            self.fail(node, what, "a name bound to an array, dtype or enum member outside a loop or "
+                                  "branch is rebound to another value inside it: not translated")
+        if ty.kind in COMPILE_TIME:
+            self.scopes[-1][name] = Var(expr, ty, None, depth, alias=True)
+            return
+        del self.scopes[-1][name]               # shadowed by a run-time value from here on
+        self.assign(name, None, node, computed=(expr, ty))
+
     def tuple_assign(self, s: ast.Assign):
         """``a, b = x, y`` (or ``a, b = helper(...)``): every right-hand value first (Python's
         order), then the names."""
@@ -186,7 +200,7 @@ class ControlRules:
         else:
             pairs = [(t, self.expr(v)) for t, v in zip(s.targets[0].elts, s.value.elts)]
         for t, (e, ty) in pairs:
-            if ty.kind not in ("lit", "arr", "dtype"):
+            if ty.kind != "lit" and ty.kind not in COMPILE_TIME:
                 tmp = self.fresh("tup")
                 self.out.emit(f"let {tmp}: {ty.rust()} = {e};", self.line)
                 e = tmp
@@ -206,7 +220,7 @@ class ControlRules:
         """Is an ``if`` test decided at compile time (constexprs, module constants, literals)?"""
         env = self.static_env()
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
-        return A.static_test(test, set(env)) and names <= set(env)
+        return F.static_test(test, set(env)) and names <= set(env)
 
     def runtime_if(self, s: ast.If):
         """An ``if`` on a run-time value: a Rust ``if`` (cutile's ``if`` op; a name the branches
@@ -308,19 +322,18 @@ class ControlRules:
     def static_assert(self, call: ast.Call):
         """``ct.static_assert(condition, message)``: evaluated for this entry's constexpr values
         as cuTile Python evaluates it when it compiles a variant (its constexprs are
-        specialised); true emits nothing, false is the kernel's error (cuTile Python raises
-        StaticAssertionError with the message) and no port is written."""
+        specialised); true emits nothing (a comment), false is the kernel's error (cuTile Python
+        raises StaticAssertionError with the message: owner ``kernel``) and no port is written;
+        a condition this entry cannot decide at compile time has no rule (owner ``tool``)."""
         if not 1 <= len(call.args) <= 2 or call.keywords:
-            self.fail(call, "ct.static_assert", "expects (condition[, message])")
+            self.fail(call, "ct.static_assert", "expects (condition[, message]) positionally")
         cond = call.args[0]
-        env = self.static_env()
-        allowed = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Name, ast.Constant, ast.Load,
-                   ast.cmpop, ast.boolop, ast.unaryop, ast.operator)
-        if not all(isinstance(n, allowed) and (not isinstance(n, ast.Name) or n.id in env)
-                   for n in ast.walk(cond)):
+        if not self.is_static_test(cond):
             self.fail(call, f"ct.static_assert({ast.unparse(cond)})",
-                      "the condition is not one the translator evaluates at compile time "
-                      "(constexprs, module constants, literals, comparisons of them)")
+                      "the condition is not known at compile time in this entry (the translator "
+                      "evaluates constexprs, module constants, literals and arithmetic and "
+                      "comparisons of them)")
+        env = self.static_env()
         if eval(compile(ast.Expression(cond), self.file, "eval"), {"__builtins__": {}}, env):  # noqa: S307
             self.out.emit(f"// ct.static_assert({ast.unparse(cond)}): true for this entry", call.lineno)
             return
@@ -331,10 +344,11 @@ class ControlRules:
                                {"__builtins__": {"str": str, "repr": repr}}, env))
             except Exception:       # noqa: BLE001 -- a message that needs more than constants
                 msg = ast.unparse(call.args[1])
+        values = ", ".join(f"{k}={v}" for k, v in self.spec.items() if not k.startswith("__"))
         exc = Unsupported(self.file, call.lineno, f"ct.static_assert({ast.unparse(cond)})",
-                          f"false for {', '.join(f'{k}={v}' for k, v in self.spec.items() if not k.startswith('__'))}"
-                          f" (cuTile Python raises StaticAssertionError: {msg}); the kernel's "
-                          f"constexprs break its own compile-time check")
+                          f"false for this entry's constexprs ({values}): cuTile Python raises "
+                          f"StaticAssertionError: {msg}; the kernel's constexprs break its own "
+                          f"compile-time check (fix the manifest's values or the kernel)")
         exc.owner = "kernel"
         raise exc
 
@@ -377,12 +391,14 @@ class ControlRules:
         self.tokened_loop(head, body, s.lineno, ivar=var)
 
     # ---- helper functions ----------------------------------------------------------
-    def inline_call(self, node: ast.Call):
+    def inline_call(self, node: ast.Call, statement: bool = False):
         """A call of a module-level Python function (a helper of the kernel): its body inlined
         at the call site, as cuTile Python compiles it (the Tile IR has no calls). Arguments
         bind the parameters (defaults: literals); the helper's names are its own (Rust names
         prefixed, so they shadow nothing of the caller); its last statement must be
-        ``return value`` (or ``return a, b``: a tuple for ``x, y = helper(...)``)."""
+        ``return value`` (or ``return a, b``: a tuple for ``x, y = helper(...)``), except for a
+        helper called as a statement (``statement``: its value, if any, is dropped), which may
+        end without one (a helper that stores its results: TileGym's ``fmha_kernel_impl``)."""
         fn = self.module_functions[node.func.id]
         a = fn.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
@@ -412,7 +428,11 @@ class ControlRules:
         body = fn.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]                              # docstring
-        if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        if statement and not (body and isinstance(body[-1], ast.Return) and body[-1].value is not None):
+            # no value to give: the whole body runs, a final bare `return` included
+            body = [*(body[:-1] if body and isinstance(body[-1], ast.Return) else body),
+                    ast.Return(value=None, lineno=fn.lineno)]
+        elif not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
             self.fail(fn, f"def {fn.name}", "an inlined helper must end with `return value`")
         for s in body[:-1]:
             if any(isinstance(n, ast.Return) for n in ast.walk(s)):
@@ -424,6 +444,8 @@ class ControlRules:
             self.block(body[:-1])
             self.line = body[-1].lineno
             ret = body[-1].value
+            if ret is None:
+                return None
             if isinstance(ret, ast.Tuple):
                 return [self.expr(e) for e in ret.elts]
             return self.expr(ret)

@@ -10,7 +10,7 @@ import ast
 import math
 from dataclasses import dataclass, field
 
-from .. import analyze as A
+from .. import frontend as F
 from .. import constructs as C
 
 
@@ -46,7 +46,8 @@ class Ty:
 
     kind: 'tile' (dtype: Rust element type or 'E'; shape: tuple of Rust const exprs),
     'i32', 'f32', 'bool' (scalars), 'lit' (a Python literal, folded), 'arr' (ndim), 'dtype',
-    'enum' (value: (enum class, member), e.g. ('PaddingMode', 'ZERO')).
+    'member' (value: a :class:`Member` of a cuda.tile enum). 'arr', 'dtype' and 'member' exist
+    at compile time only (:data:`COMPILE_TIME`): a name bound to one is an alias, no Rust value.
     """
 
     kind: str
@@ -69,6 +70,50 @@ class Var:
     ty: Ty
     decl: int | None  # index of the `let` line in the emitter, for late `mut`
     depth: int
+    alias: bool = False   # a local name for a compile-time value (array, dtype, enum member)
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member of a cuda.tile enum passed around as a value (``zero_pad = ct.PaddingMode.ZERO``,
+    a module-level ``PAD_ZERO = ct.PaddingMode.ZERO``): cuTile Python reads it at compile time."""
+
+    enum: str
+    name: str
+
+    def __repr__(self) -> str:
+        return f"{self.enum}.{self.name}"
+
+
+# cuda.tile enums a kernel passes as compile-time values (padding_mode=, rounding_mode=,
+# memory_order=, memory_scope=), directly, through an imported enum or a name bound to a
+# member -> their members the translator has a rule for (cuda/tile/_stub.py, _memory_model.py)
+ENUMS = {"PaddingMode": frozenset(C.PADDING), "RoundingMode": frozenset(C.ROUNDING),
+         "MemoryOrder": frozenset(C.MEMORY_ORDER), "MemoryScope": frozenset(C.MEMORY_SCOPE)}
+# kinds of values that exist at compile time only (no Rust value; a name bound to one aliases it)
+COMPILE_TIME = ("arr", "dtype", "member")
+
+
+def enum_imports(tree: ast.Module) -> dict:
+    """``from cuda.tile import RoundingMode as RMd`` -> {'RMd': 'RoundingMode'}."""
+    return {a.asname or a.name: a.name for n in tree.body if isinstance(n, ast.ImportFrom)
+            and n.module == "cuda.tile" for a in n.names if a.name in ENUMS}
+
+
+def enum_member(node, alias: str, imports: dict | None = None) -> Member | None:
+    """``<alias>.PaddingMode.ZERO`` / ``RMd.APPROX`` (an enum imported from cuda.tile, as
+    :func:`enum_imports` lists them) as a :class:`Member` (None for anything else, and for a
+    member without a rule)."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    base = node.value
+    if isinstance(base, ast.Attribute) and F.is_ct(base, alias) and base.attr in ENUMS:
+        enum = base.attr
+    elif isinstance(base, ast.Name) and base.id in (imports or {}):
+        enum = imports[base.id]
+    else:
+        return None
+    return Member(enum, node.attr) if node.attr in ENUMS[enum] else None
 
 
 @dataclass
@@ -90,12 +135,14 @@ DTYPE_KEY = "__dtype__"
 MATH_CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e, "tau": math.tau}
 
 
-def module_constants(tree: ast.Module) -> dict:
-    """Module-level names bound once to a literal (int, float, bool; ``-x``, ``math.inf``...):
+def module_constants(tree: ast.Module, alias: str = "ct") -> dict:
+    """Module-level names bound once to a literal (int, float, bool; ``-x``, ``math.inf``...)
+    or to a member of a cuda.tile enum (``PAD_ZERO = ct.PaddingMode.ZERO``: a :class:`Member`):
     cuTile Python reads them as compile-time constants inside a kernel. A name bound twice,
     or to anything else, is left out (its value is not known without running the module)."""
     maths = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import)
              for a in n.names if a.name == "math"}
+    imports = enum_imports(tree)
     seen: dict = {}
     for n in tree.body:
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
@@ -113,50 +160,9 @@ def module_constants(tree: ast.Module) -> dict:
             v = _literal(n.value, maths)
             if isinstance(v, (int, float)):
                 out[t.id] = v
+            elif enum_member(n.value, alias, imports) is not None:
+                out[t.id] = enum_member(n.value, alias, imports)
     return out
-
-
-# enums of cuda.tile whose members a kernel passes as compile-time arguments (padding_mode=,
-# rounding_mode=, memory_order=, memory_scope=), directly or through an alias
-ENUM_CLASSES = ("PaddingMode", "RoundingMode", "MemoryOrder", "MemoryScope")
-
-
-def enum_imports(tree: ast.Module) -> dict:
-    """``from cuda.tile import RoundingMode as RMd`` -> {'RMd': 'RoundingMode'}."""
-    return {a.asname or a.name: a.name for n in tree.body if isinstance(n, ast.ImportFrom)
-            and n.module == "cuda.tile" for a in n.names if a.name in ENUM_CLASSES}
-
-
-def module_enums(tree: ast.Module, alias: str) -> dict:
-    """Module-level names bound once to an enum member (``PAD_ZERO = ct.PaddingMode.ZERO``):
-    {name: (enum class, member)}. cuTile Python reads them as constants in a kernel."""
-    imports = enum_imports(tree)
-    seen: dict = {}
-    for n in tree.body:
-        for t in (n.targets if isinstance(n, ast.Assign) else []):
-            if isinstance(t, ast.Name):
-                seen[t.id] = seen.get(t.id, 0) + 1
-    out = {}
-    for n in tree.body:
-        if (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
-                and seen.get(n.targets[0].id) == 1):
-            m = enum_member(n.value, alias, imports)
-            if m is not None:
-                out[n.targets[0].id] = m
-    return out
-
-
-def enum_member(node, alias: str, imports: dict):
-    """``ct.PaddingMode.ZERO`` / ``RMd.APPROX`` (an imported alias) as (class, member), else None."""
-    if not isinstance(node, ast.Attribute):
-        return None
-    base = node.value
-    if (isinstance(base, ast.Attribute) and base.attr in ENUM_CLASSES
-            and isinstance(base.value, ast.Name) and base.value.id == alias):
-        return base.attr, node.attr
-    if isinstance(base, ast.Name) and base.id in imports:
-        return imports[base.id], node.attr
-    return None
 
 
 def _literal(node, maths: set):
@@ -208,11 +214,13 @@ class TranslatorBase:
                  module: ast.Module | None = None, array_dtypes: dict | None = None):
         self.fn, self.params, self.alias, self.file = fn, params, alias, file
         self.target = target                 # the GPU architecture compiled for (config gpu_target)
-        self.module_consts = module_constants(module) if module is not None else {}
+        self.module_consts = module_constants(module, alias) if module is not None else {}
         self.maths = {a.asname or a.name for n in (module.body if module else ())
                       if isinstance(n, ast.Import) for a in n.names if a.name == "math"}
         self.enum_imports = enum_imports(module) if module is not None else {}
-        self.module_enums = module_enums(module, alias) if module is not None else {}
+        # names numpy is imported as: cuTile Python takes numpy's dtypes (np.int32) as its own
+        self.numpys = {a.asname or a.name for n in (module.body if module else ())
+                       if isinstance(n, ast.Import) for a in n.names if a.name == "numpy"}
         # constexpr values this entry is specialised for (static `if` tests, float/bool), and
         # DTYPE_KEY when the entry serves one element type only
         self.spec = dict(spec or {})
@@ -224,7 +232,7 @@ class TranslatorBase:
         # module-level Python functions a kernel may call (inlined: ControlRules.inline_call)
         self.module_functions = {n.name: n for n in (module.body if module else ())
                                  if isinstance(n, ast.FunctionDef) and n is not fn
-                                 and not any(A._is_ct(d.func if isinstance(d, ast.Call) else d, alias, "kernel")
+                                 and not any(F.is_ct(d.func if isinstance(d, ast.Call) else d, alias, "kernel")
                                              for d in n.decorator_list)}
         self.inlining: list[str] = []        # helpers being inlined (no recursion)
         self.local_prefix = ""               # Rust-name prefix of an inlined helper's names
@@ -244,6 +252,22 @@ class TranslatorBase:
                 self.uses[n.id] = self.uses.get(n.id, 0) + 1
 
     # ---- helpers -------------------------------------------------------------------
+    def name_uses(self, name: str) -> int:
+        """How often the function being translated reads ``name``: the kernel, or the helper
+        being inlined (a helper's names are its own; cuTile Python inlines it before its fma
+        contraction counts a product's uses)."""
+        if not self.inlining:
+            return self.uses.get(name, 0)
+        fn = self.module_functions[self.inlining[-1]]
+        cache = self.__dict__.setdefault("helper_uses", {})
+        if fn.name not in cache:
+            counts: dict[str, int] = {}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+            cache[fn.name] = counts
+        return cache[fn.name].get(name, 0)
+
     def fail(self, node, construct: str, reason: str):
         raise Unsupported(self.file, getattr(node, "lineno", self.line), construct, reason)
 
@@ -265,21 +289,20 @@ class TranslatorBase:
     def rname(self, name: str) -> str:
         return C.rust_ident(name)
 
-    def enum_of(self, node):
-        """An enum member passed as an argument: ``ct.PaddingMode.ZERO``, ``RMd.APPROX``, or a
-        name bound to one in the kernel or at module level. Returns (class, member) or None."""
+    def enum_of(self, node) -> Member | None:
+        """An enum member given as an argument: ``ct.PaddingMode.ZERO``, ``RMd.APPROX``, or a
+        name bound to one in the kernel or at module level; None for anything else."""
         if isinstance(node, ast.Name):
             var = self.lookup(node.id)
-            if var is not None:
-                return var.ty.value if var.ty.kind == "enum" else None
-            return self.module_enums.get(node.id)
+            v = self.module_consts.get(node.id) if var is None else var.ty.value if var.ty.kind == "member" else None
+            return v if isinstance(v, Member) else None
         return enum_member(node, self.alias, self.enum_imports)
 
     def is_ct(self, node, attr=None) -> bool:
-        return A._is_ct(node, self.alias, attr)
+        return F.is_ct(node, self.alias, attr)
 
     def _kw(self, call, name, pos=None):
-        return A._kw(call, name, pos)
+        return F.kw(call, name, pos)
 
     def check_kwargs(self, call, allowed: set):
         for k in call.keywords:
@@ -327,7 +350,7 @@ class TranslatorBase:
             var = self.lookup(node.id)
             if var is None and node.id in self.module_consts:
                 v = self.module_consts[node.id]
-                return repr(v), Ty("lit", value=v)
+                return repr(v), Ty("member" if isinstance(v, Member) else "lit", value=v)
             if var is None:
                 self.fail(node, node.id, "name not defined in the kernel nor a module-level "
                                          "constant (an int/float literal bound once)")
@@ -358,23 +381,21 @@ class TranslatorBase:
             v = MATH_CONSTANTS[node.attr]
             return repr(v), Ty("lit", value=v)
         if isinstance(node, ast.Attribute):
-            if self.is_ct(node) and node.attr in C.DTYPE_ATTRS:
+            if (self.is_ct(node) or (isinstance(node.value, ast.Name) and node.value.id in self.numpys
+                                     and self.lookup(node.value.id) is None)) and node.attr in C.DTYPE_ATTRS:
                 return node.attr, Ty("dtype", dtype=C.DTYPE_ATTRS[node.attr][1])
-            if isinstance(node.value, ast.Name) and node.attr == "dtype":
-                var = self.lookup(node.value.id)
-                if var is not None and var.ty.kind == "tile":     # a tile's dtype
-                    return var.ty.dtype, Ty("dtype", dtype=var.ty.dtype)
-                if var is not None and var.ty.kind in ("i32", "f32", "bool"):   # a scalar's
-                    return var.ty.kind, Ty("dtype", dtype=var.ty.kind)
-                arr = self.array_arg(node.value)
-                return arr.ty.dtype, Ty("dtype", dtype=arr.ty.dtype)
-        if isinstance(node, ast.Subscript) and A._is_shape_subscript(node):
+            member = enum_member(node, self.alias, self.enum_imports)
+            if member is not None:
+                return repr(member), Ty("member", value=member)
+            if node.attr == "dtype" and not self.is_ct(node):
+                return self.dtype_attribute(node)
+        if isinstance(node, ast.Subscript) and F.is_shape_subscript(node):
             return self.shape_dim(node)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Call) and self.is_ct(node.func):
             return self.call(node)
-        if isinstance(node, ast.Call) and A._is_tile_method(node.func, self.alias):
+        if isinstance(node, ast.Call) and F.is_tile_method(node.func, self.alias):
             return self.call(self.method_as_call(node))
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in ("min", "max") and self.lookup(node.func.id) is None):
@@ -383,6 +404,17 @@ class TranslatorBase:
                 and node.func.id in self.module_functions and self.lookup(node.func.id) is None):
             return self.inline_call(node)
         self.fail(node, ast.unparse(node)[:60], f"expression ({type(node).__name__}) not translated")
+
+    def dtype_attribute(self, node: ast.Attribute) -> tuple[str, Ty]:
+        """``v.dtype`` of an array (a parameter or a name bound to one), a tile or a scalar:
+        the element type, known at compile time."""
+        _, ty = self.expr(node.value)
+        if ty.kind in ("arr", "tile"):
+            return ty.dtype, Ty("dtype", dtype=ty.dtype)
+        if ty.kind in ("i32", "f32", "bool"):
+            return ty.kind, Ty("dtype", dtype=ty.kind)
+        self.fail(node, ast.unparse(node), f"`.dtype` of a {ty.kind}: only arrays, tiles and scalars "
+                                           f"have one")
 
     def method_as_call(self, node: ast.Call) -> ast.Call:
         """``t.name(args)`` as the ``ct.name(t, args)`` it spells (same line numbers)."""

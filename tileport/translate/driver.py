@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .. import analyze as A
+from .. import frontend as F
 from .. import manifest as M
 from .arith import ArithRules
 from .control import ControlRules
@@ -136,7 +136,8 @@ STATIC_KWARGS = {"gather": ("check_bounds",), "scatter": ("check_bounds",),
 def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "ct",
                         module: ast.Module | None = None) -> list[str]:
     """Constexprs that split a kernel into several Rust entries: those read by static ``if``
-    tests (also in a helper the kernel calls, through its arguments), float/bool ones (no
+    tests (also in a helper the kernel calls, through its arguments) and ``ct.static_assert``
+    conditions, float/bool ones (no
     const-generic form in Rust), and int ones a compile-time argument computes with
     (:data:`STATIC_ARGS`); in parameter order."""
     cnames = {p["name"] for p in params if p["kind"] == "constexpr"}
@@ -166,25 +167,25 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
             hp = [a.arg for a in h.args.args]
             args = dict(zip(hp, n.args)) | {k.arg: k.value for k in n.keywords}
             for t in ast.walk(h):
-                if isinstance(t, (ast.If, ast.IfExp)) and A.static_test(t.test, set(hp) | static):
+                if isinstance(t, (ast.If, ast.IfExp)) and F.static_test(t.test, set(hp) | static):
                     for name in {x.id for x in ast.walk(t.test) if isinstance(x, ast.Name)}:
                         if name in args:
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
-        if isinstance(n, (ast.If, ast.IfExp)) and A.static_test(n.test, static):
+        if isinstance(n, (ast.If, ast.IfExp)) and F.static_test(n.test, static):
             used |= through({x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)})
-        if isinstance(n, ast.Call) and A._is_ct(n.func, alias, "static_assert") and n.args:
+        if isinstance(n, ast.Call) and F.is_ct(n.func, alias, "static_assert") and n.args:
             used |= through({x.id for x in ast.walk(n.args[0]) if isinstance(x, ast.Name)})
-        if isinstance(n, ast.Call) and A._is_ct(n.func, alias):
+        if isinstance(n, ast.Call) and F.is_ct(n.func, alias):
             for kw in STATIC_KWARGS.get(n.func.attr, ()):
-                arg = A._kw(n, kw)          # a compile-time value (check_bounds=, order=)
+                arg = F.kw(n, kw)          # a compile-time value (check_bounds=, order=)
                 if isinstance(arg, ast.Name) and arg.id not in derived and bound.get(arg.id) is not None:
                     arg = bound[arg.id]
                 if arg is not None:
                     used |= through({x.id for x in ast.walk(arg) if isinstance(x, ast.Name)})
-        if isinstance(n, ast.Call) and (A._is_ct(n.func, alias) or A._is_tile_method(n.func, alias)):
-            method = not A._is_ct(n.func, alias)
+        if isinstance(n, ast.Call) and (F.is_ct(n.func, alias) or F.is_tile_method(n.func, alias)):
+            method = not F.is_ct(n.func, alias)
             for pos, kw, bare_ok in STATIC_ARGS.get(n.func.attr, ()):
-                arg = A._kw(n, kw, pos - method if pos - method >= 0 else None)
+                arg = F.kw(n, kw, pos - method if pos - method >= 0 else None)
                 if arg is None:
                     continue
                 elts = arg.elts if isinstance(arg, ast.Tuple) and bare_ok else [arg]
@@ -239,11 +240,24 @@ def compile_time_locals(fn: ast.FunctionDef, cnames: set, consts: set) -> dict[s
 
 
 def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
-    """Translate one kernel of an operator into one Rust module.
+    """Translate one kernel of an operator into one Rust module: :func:`translate_model` of the
+    operator's front-end model (:func:`tileport.frontend.load`).
+
+    Raises:
+        Unsupported: a construct without a rule (file:line: construct: reason).
+        frontend.AnalysisError / manifest.ManifestError: bad operator input.
+    """
+    return translate_model(F.load(op_dir), kernel, target)
+
+
+def translate_model(model: F.OperatorModel, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
+    """Translate one kernel of an operator's front-end model into one Rust module.
 
     A kernel whose code depends on constexpr ``if``s or float/bool constexprs becomes one
     ``#[cutile::entry()]`` per distinct combination of those values over the manifest's
     variants (named ``<kernel>__<NAME><value>...``); otherwise one entry named like the kernel.
+    Each entry carries its variants' ``compiler_hints`` (split further where they differ:
+    ``..._occupancy2``).
     When a rule needs the concrete element type (a cast that is a no-op for one dtype only, a
     constant whose bits depend on it), the entries are split per dtype too (``..._f16``).
 
@@ -254,30 +268,28 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
     ``{variant id: entry name}``).
 
     Raises:
-        Unsupported: a construct without a rule (file:line: construct: reason).
-        analyze.AnalysisError / manifest.ManifestError: bad operator input.
+        Unsupported: a construct without a rule (file:line: construct: reason; ``owner`` tool), or
+            a manifest finding on this kernel (``owner`` as the finding says: the manifest's
+            disagreement must be fixed before the kernel is translated).
     """
-    details = A.analyse(op_dir)
-    kinfo = next((k for k in details["kernels"] if k["name"] == kernel), None)
-    kfile = details["kernel_file"]
-    # the analysis is the gate: no port of a kernel the analyser BLOCKED (its own findings, and
-    # the operator-wide ones; a sibling kernel's construct does not block this one)
-    mine = [u for u in details["unsupported"] if u.get("kernel") in (None, kernel)]
+    kfile = model.kernel_file
+    mine = model.findings_of(kernel)
     if mine:
         u = mine[0]
         exc = Unsupported(u["file"], u["line"], u["construct"], u["reason"])
         exc.owner = u.get("owner", "tool")      # manifest findings are the manifest's to fix
         raise exc
-    if kinfo is None:
+    km = model.kernel(kernel)
+    if km is None:
         raise Unsupported(kfile, 1, f"kernel {kernel}", "not found in the analysis")
+    kinfo = km.info()
     manifest_forms_without_rule(kinfo, kfile)
-    tree = ast.parse(Path(kfile).read_text(), filename=kfile)
-    fn = next(f for f in A.kernel_functions(tree, details["tile_alias"]) if f.name == kernel)
-    keys = specialisation_keys(fn, kinfo["params"], details["tile_alias"], tree)
+    tree, fn, alias = model.tree, km.fn, model.alias
+    keys = specialisation_keys(fn, kinfo["params"], alias, tree)
     while True:
         try:
-            bodies, entries, need_strides = _translate_groups(fn, kinfo, details, kfile, keys, kernel,
-                                                             target, tree)
+            bodies, entries, need_strides = _translate_groups(fn, kinfo, km.variants, alias, kfile, keys,
+                                                             kernel, target, tree)
             break
         except NeedConst as exc:
             # a rule needs the value of an int constexpr left generic (cuTile Python folds
@@ -295,13 +307,13 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
     return "".join(parts) + "}\n", smap, entries
 
 
-def _translate_groups(fn, kinfo: dict, details: dict, kfile: str, keys: list, kernel: str,
-                      target: str, tree) -> tuple[list, dict, bool]:
+def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, keys: list,
+                      kernel: str, target: str, tree) -> tuple[list, dict, bool]:
     """One entry per distinct combination of the ``keys`` constexprs' values over the kernel's
     variants, generic over E first, split per dtype when a rule needs E's concrete type.
     Returns (bodies with their source maps, {variant id: entry}, whether the module needs the
-    strides helper). Raises :class:`NeedConst` for a constexpr that must join ``keys``."""
-    kvariants = kinfo.get("variants", details["variants"])     # the kernel's own variants
+    strides helper). Raises :class:`NeedConst` for a constexpr that must join ``keys``.
+    ``kvariants``: the kernel's own variants."""
     # the compiler hints the launch code sets (manifest compiler_hints: kernel.replace_hints in
     # the reference); variants that differ in them get entries of their own
     hints_of = {v["id"]: tuple(sorted((v.get("compiler_hints") or {}).items())) for v in kvariants}
@@ -322,16 +334,17 @@ def _translate_groups(fn, kinfo: dict, details: dict, kfile: str, keys: list, ke
                 break
             spec = dict(zip(keys, key))
             words = [f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items()]
+            hints = dict(hints_of[vids[0]])
             if split_hints:
-                words.append("".join(f"{h}{x}" for h, x in hints_of[vids[0]]) or "nohints")
+                words += [f"{k}{v}" for k, v in hints.items()] or ["nohints"]
             if by_dtype:
                 spec[DTYPE_KEY] = key[-1]
                 words.append(key[-1])
             name = kernel + "__" + "_".join(words) if words else kernel
             # E's possible types: the dtypes of this entry's variants
-            tr = KernelTranslator(fn, kinfo["params"], details["tile_alias"], kfile, spec, name,
+            tr = KernelTranslator(fn, kinfo["params"], alias, kfile, spec, name,
                                   tuple(dict.fromkeys(v["dtype"] for v in mine)), target, tree, arrays)
-            tr.launch_hints = dict(hints_of[vids[0]])
+            tr.launch_hints = hints
             try:
                 bodies.append(tr.translate())
             except NeedDtype:

@@ -5,7 +5,8 @@
   const generic, which cutile resolves per launch);
 * ``allow_tma=False`` -> ``tma::Disabled`` (``True`` and absent -> ``tma::Enabled``, which emits
   no hint, as cuTile Python emits none for ``True``);
-* ``@ct.kernel(occupancy=, num_ctas=, num_worker_warps=)`` -> the entry's
+* ``@ct.kernel(occupancy=, num_ctas=, num_worker_warps=)``, and the manifest's
+  ``compiler_hints`` of the entry's variants over them (the launch code's ``replace_hints``) -> the entry's
   ``optimization_hints = (<gpu_target> = (occupancy = .., num_cta_in_cga = ..,
   num_worker_warps_per_cta = ..))``; a ``ct.ByTarget(...)`` value gives the configured target's
   value, else its ``default`` (cuTile Python's ``CompilerOptions.hints_by_target``, cuda-tile
@@ -33,29 +34,33 @@ class HintRules:
 
     CALLS: dict[str, str] = {}
 
+    # the compiler hints the launch code gives this entry's variants (manifest compiler_hints,
+    # TileGym's kernel.replace_hints): set by the driver, they override the decorator's
+    launch_hints: dict = {}
+
     def entry_attribute(self) -> str:
-        """``#[cutile::entry(...)]`` carrying the ``@ct.kernel(...)`` hints for the target."""
+        """``#[cutile::entry(...)]`` carrying the kernel's hints for the target: the
+        ``@ct.kernel(...)`` options, overridden by :attr:`launch_hints` as cuTile Python's
+        ``replace_hints`` overrides them (cuda-tile 1.7.0: the reference is compiled so)."""
         dec = next((d for d in self.fn.decorator_list
                     if isinstance(d, ast.Call) and self.is_ct(d.func, "kernel")), None)
-        values: dict = {}
+        values = {}
         for k in dec.keywords if dec is not None else ():
             what = f"@{self.alias}.kernel({k.arg}={ast.unparse(k.value)})"
-            values[k.arg] = (self.by_target(k.value, what), what)
-        # the manifest's compiler_hints replace the decorator's, as the launch code's
-        # kernel.replace_hints does for the reference (tileport.reference_ir)
-        for k, v in getattr(self, "launch_hints", {}).items():
-            values[k] = (v, f"compiler_hints {k}: {v} (manifest)")
+            values[k.arg] = (self.by_target(k.value, what), dec, what)
+        for k, v in self.launch_hints.items():
+            values[k] = (v, self.fn, f"compiler_hints {k}: {v!r} (the manifest's, as the launch sets it)")
         items = []
-        for k, (v, what) in values.items():
+        for k, (v, node, what) in values.items():
             if k == "opt_level":
                 if v is not None and v != DEFAULT_OPT_LEVEL:
-                    self.fail(dec, what, "cutile 0.5.0 takes the tileiras optimisation level only "
-                                         "as a launch option (CompileOptions::opt_level), not in "
-                                         "the kernel: not carried")
+                    self.fail(node, what, "cutile 0.5.0 takes the tileiras optimisation level only "
+                                          "as a launch option (CompileOptions::opt_level), not in "
+                                          "the kernel: not carried")
                 continue
             if k not in ENTRY_HINTS:
-                self.fail(dec, what, f"kernel option '{k}' not translated (translated: "
-                                     f"{sorted(ENTRY_HINTS)}, opt_level={DEFAULT_OPT_LEVEL})")
+                self.fail(node, what, f"kernel option '{k}' not translated (translated: "
+                                      f"{sorted(ENTRY_HINTS)}, opt_level={DEFAULT_OPT_LEVEL})")
             if v is not None:
                 items.append(f"{ENTRY_HINTS[k]} = {v}")
         if not items:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 
 from .. import constructs as C
-from .core import Ty, Unsupported, Var
+from .core import Member, Ty, Unsupported, Var
 
 
 # a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
@@ -95,12 +95,14 @@ class MemoryRules:
         return name
 
     def padding_of(self, call) -> str:
+        """``padding_mode=``: a ``ct.PaddingMode`` member, written out or held in a name (a local
+        ``zero_pad = ct.PaddingMode.ZERO``, a module-level constant, a helper's parameter)."""
         pm = self._kw(call, "padding_mode")
         if pm is None:
             return C.PADDING["UNDETERMINED"]
         member = self.enum_of(pm)
-        if member is not None and member[0] == "PaddingMode" and member[1] in C.PADDING:
-            return C.PADDING[member[1]]
+        if member is not None and member.enum == "PaddingMode":
+            return C.PADDING[member.name]
         self.fail(pm, ast.unparse(pm), "padding_mode must be a ct.PaddingMode member (or a name "
                                        "bound to one in the kernel or at module level)")
 
@@ -285,13 +287,14 @@ class MemoryRules:
         for kw, default_member, table in (("memory_order", default, C.MEMORY_ORDER),
                                           ("memory_scope", scope_default, C.MEMORY_SCOPE)):
             node = self._kw(call, kw)
-            member = (kw == "memory_order" and "MemoryOrder" or "MemoryScope", default_member) \
-                if node is None else self.enum_of(node)
-            if member is None or member[1] not in table or (kw == "memory_order" and member[1] not in allowed):
+            enum = "MemoryOrder" if kw == "memory_order" else "MemoryScope"
+            member = Member(enum, default_member) if node is None else self.enum_of(node)
+            if member is None or member.enum != enum or member.name not in table or (
+                    kw == "memory_order" and member.name not in allowed):
                 self.fail(call, f"{ast.unparse(call.func)}(..., {kw}={ast.unparse(node) if node else ''})",
                           f"{kw} must be one of {sorted(allowed if kw == 'memory_order' else table)} "
                           f"(a ct.{'MemoryOrder' if kw == 'memory_order' else 'MemoryScope'} member)")
-            found.append(member[1])
+            found.append(member.name)
         order, scope = found
         if (order == "WEAK") != (scope == "NONE"):
             # cuTile Python rejects both (cuda/tile/_ir/ops_utils.py: a WEAK op "cannot specify a

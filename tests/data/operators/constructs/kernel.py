@@ -6,6 +6,7 @@ diff PASS; tests/data/ir/constructs/ keeps their Tile IR for the mutation suite.
 import math
 
 import cuda.tile as ct
+import numpy as np
 from cuda.tile import RoundingMode as RMd
 
 ConstInt = ct.Constant[int]
@@ -13,6 +14,8 @@ PAD_ZERO = ct.PaddingMode.ZERO
 ROWS = 16
 COEFF = 0.044715            # a module-level float constant (loosely typed, as a literal)
 FULL_TILE = 1024            # a module-level int constant a constexpr is compared with
+NEG_PAD = ct.PaddingMode.NEG_INF          # a padding mode held in a module-level name
+MODE = 3                                  # a module-level int a compile-time test reads
 
 
 def _sigmoid(x):
@@ -30,6 +33,118 @@ def _scale_twice(t, scale, TILE: ct.Constant[int]):
     else:
         s = t
     return s, t
+
+
+def _load_padded(arr, i, TILE: ct.Constant[int], pad):
+    """A helper loading with the padding mode it is given."""
+    return ct.load(arr, index=(i,), shape=(TILE,), padding_mode=pad)
+
+
+@ct.kernel
+def alias_kernel(x, y, TILE: ConstInt):
+    """Compile-time values held in names: a padding mode in a local name, in a module-level name
+    and passed to a helper; an array through a local alias; the dtype of a tile."""
+    bid = ct.bid(0)
+    zero_pad = ct.PaddingMode.ZERO
+    src = x
+    a = ct.load(src, index=(bid,), shape=(TILE,), padding_mode=zero_pad)
+    b = _load_padded(x, bid + 1, TILE, NEG_PAD)
+    c = ct.maximum(ct.astype(a, ct.float32), ct.astype(b, ct.float32))
+    ct.store(y, index=(bid,), tile=ct.astype(c, a.dtype))
+
+
+def _store_tile(out, i, t):
+    """Stores t and gives nothing back (a helper called as a statement)."""
+    ct.store(out, index=(i,), tile=t)
+
+
+def _store_scaled(out, i, t, scale):
+    """Scales t, then stores it through another helper; ends with a bare return."""
+    _store_tile(out, i, t * scale)
+    return
+
+
+@ct.kernel
+def store_helper_kernel(x, y, TILE: ConstInt):
+    """Helpers called as statements for their stores (no return value), one inside the other."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    _store_scaled(y, bid, t, 3.0)
+
+
+@ct.kernel
+def static_arith_kernel(x, y, BM: ConstInt, TILE: ConstInt):
+    """Compile-time ifs on constexpr arithmetic (TileGym's `if STAGE & 1:`): bitwise and
+    integer arithmetic on constexprs and on a module constant, an unary minus; a
+    ct.static_assert on them (checked, nothing emitted)."""
+    ct.static_assert(TILE % BM == 0 and MODE > 0, "TILE must be a multiple of BM")
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    if TILE & 512:
+        t = t * 2.0
+    else:
+        t = t + 1.0
+    if (BM // 4) % 2 == 0 and -BM < 0:
+        t = t - 3.0
+    if MODE & 2:
+        t = t * 5.0
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def shared_input_kernel(k, v, y, TILE: ConstInt):
+    """Two input arrays the launch may bind to one tensor (manifest alias_group): shared borrows
+    in the port, both read."""
+    bid = ct.bid(0)
+    a = ct.load(k, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    b = ct.load(v, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(bid,), tile=a * b - a)
+
+
+@ct.kernel
+def numpy_dtype_kernel(x, y, TILE: ConstInt):
+    """numpy's dtypes where cuTile's are expected (TileGym's `.astype(np.int32)`)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO).astype(np.float32)
+    i = ct.arange(TILE, dtype=np.int32)
+    ct.store(y, index=(bid,), tile=ct.astype(t * ct.astype(i, np.float32), y.dtype))
+
+
+@ct.kernel(occupancy=2, num_ctas=1)
+def launch_hints_kernel(x, y, TILE: ConstInt):
+    """Hints the launch gives (manifest compiler_hints, TileGym's kernel.replace_hints) over the
+    decorator's: occupancy 4 replaces 2, num_ctas 1 stays."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(bid,), tile=t + t)
+
+
+def _axpb(x, a, b):
+    """A named product in a helper, added once: cuTile Python contracts it into an fma."""
+    ax = a * x
+    return ax + b
+
+
+@ct.kernel
+def helper_fma_kernel(x, y, TILE: ConstInt):
+    """fma contraction of a product a helper names (its uses counted in the helper)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(bid,), tile=_axpb(t, 3.0, t))
+
+
+@ct.kernel
+def fma_choice_kernel(x, y, TILE: ConstInt):
+    """Which product an add/sub fuses with: cuTile Python takes the left operand when it is a
+    product and fuses only if nothing else reads it -- `wd - t * c` with `wd` read twice stays
+    unfused (TileGym's RMSNorm backward) -- else the right one (`u + t * c` fuses)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    wd = t * 2.0
+    c = ct.sum(t * wd, axis=0, keepdims=True)
+    r = wd - t * c
+    u = t + 1.0
+    ct.store(y, index=(bid,), tile=u + r * c)
 
 
 @ct.kernel
