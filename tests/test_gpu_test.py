@@ -462,3 +462,30 @@ def test_a_manifest_fault_is_the_manifests_and_stops_the_route(tmp_path):
     assert route["next"] == "stop" and "manifest" in route["route"]
     d = input_error("op", H.HarnessError("reference.py:3: import failed: NameError"))
     assert (d.owner, d.fail_class) == ("kernel", "kernel")
+
+
+def test_a_side_that_raised_is_not_profiled_again(tmp_path, monkeypatch):
+    """A port whose call raises (an FfiError, a launch failure) is a FAIL row of test.json; the
+    launch count after it would call it again and raise out of the stage (seen on the H200 with
+    TileGym's LOAD_LATENCY=-1 before the shim took constexprs of any sign): it is skipped."""
+    from types import SimpleNamespace
+
+    from tileport import cupti
+
+    monkeypatch.setattr(H, "probe_gpu", lambda: "NVIDIA H200")
+    monkeypatch.setattr(G, "library_for", lambda op, results, host_build: ("lib", None))
+    variant = SimpleNamespace(id="f16-T1", dtype="f16")
+    ctx = SimpleNamespace(man={"tolerance": {"f16": {"rtol": 0, "atol": 0}}}, nv={}, nv_note=None,
+                          call=lambda kernel, variant, shape, seed: object())
+    monkeypatch.setattr(G, "OpContext", lambda *a: ctx)
+    monkeypatch.setattr(H, "cases", lambda man, which: [("k", variant, (4, 16))])
+    failed = {"ok": False, "error": "FfiError: bad arguments", "fail_class": "host", "cuda_error": False}
+    monkeypatch.setattr(G, "check_call", lambda c, tol: row(port=failed, launches=None))
+
+    def profile(*a, **kw):
+        raise AssertionError("profiled a side that raised")
+    monkeypatch.setattr(cupti, "profile", profile)
+    monkeypatch.setattr(H, "env_versions", lambda: {})
+    make_op(tmp_path / "results", "op")
+    d = G.run("op", tmp_path / "op", tmp_path / "results", tmp_path / "t.json", gpu="auto")
+    assert d["verdict"] == "FAIL" and "launches" not in d["details"]["cases"][0]

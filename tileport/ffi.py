@@ -223,7 +223,7 @@ class Shim:
                 raise _Slow
         for c in self._constexprs:
             v = constexprs[c]
-            if type(v) is not int or not 1 <= v <= _I32_MAX:
+            if type(v) is not int or not -_I32_MAX - 1 <= v <= _I32_MAX:
                 raise _Slow
             out.append(v)
         gx, gy, gz = grid
@@ -285,7 +285,7 @@ class Shim:
         for c in spec["constexprs"]:
             if c not in constexprs:
                 raise bad(f"missing constexpr '{c}'")
-            cvals.append(integer(constexprs[c], 1, 2 ** 31 - 1, f"constexpr {c}"))
+            cvals.append(integer(constexprs[c], -2 ** 31, 2 ** 31 - 1, f"constexpr {c}"))
         try:
             grid = tuple(grid)
         except TypeError:

@@ -368,7 +368,9 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
         for side in ("ref", "port"):
             if row[side].get("cuda_error"):
                 dead = row[side]["error"][:200]
-        if not dead and (kernel, variant.id) not in counted:
+        ran = all("error" not in row[side] for side in ("ref", "port"))
+        if not dead and ran and (kernel, variant.id) not in counted:
+            # launches counted only when both sides ran: a side that raised would raise again
             counted.add((kernel, variant.id))
             prof = cupti.profile([("ref", c.ref), ("port", c.port), ("torch", c.torch)], reps=1)
             row["launches"] = {s: prof["launches"][s][0] for s in ("ref", "port", "torch")}

@@ -214,8 +214,8 @@ def _shim_fn(spec: dict) -> str:
         cands = ", ".join(f"({DTYPE_CODES[dt]}, &[" + ", ".join(
             f"(\"{n}\", {r}, {DTYPE_CODES[own[n][dt]]})" for n, r, _ in A) + "][..])" for dt in spec["dtypes"])
         body.append(f"        let dtype = dtype_by_arrays(&[{cands}])?;")
-    for n, r in X:
-        body.append(f"        if {r} < 1 {{ return Err((TP_ERR_BAD_ARGUMENT, format!(\"constexpr {n} = {{}} is not positive\", {r}))); }}")
+    # constexprs of any sign (TileGym's LOAD_LATENCY=-1, IS_SWISH=0): cutile checks a tile
+    # dimension made of one when it compiles the entry
     body.append("        let grid = grid(grid_x, grid_y, grid_z)?;")
     body.append("        let (ctx, s) = context_and_stream(device, stream)?;")
     body.append("        match dtype_name(dtype) {")

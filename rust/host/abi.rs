@@ -33,7 +33,7 @@ pub const TP_ERR_CUDA_CONTEXT: i32 = 5;
 pub const TP_ERR_LAUNCH: i32 = 6;
 /// A panic inside the shim or cutile (caught at the boundary).
 pub const TP_ERR_PANIC: i32 = 7;
-/// A launch grid dimension is zero or a constexpr is out of range.
+/// A launch grid dimension is zero or the device ordinal is out of range.
 pub const TP_ERR_BAD_ARGUMENT: i32 = 8;
 
 /// dtype codes of [`TpTensor::dtype`]: the variant element types f16/bf16/f32, then the element
