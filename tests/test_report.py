@@ -149,6 +149,7 @@ def test_git_state_and_commit_outside_a_checkout(tmp_path, monkeypatch):
     assert P.git_state(tmp_path)["commit"] == "unknown"
     monkeypatch.setenv("TILEPORT_COMMIT", "0b39313+dirty")
     assert P.git_state(tmp_path) == {"commit": "0b39313", "dirty": True, "describe": "0b39313+dirty (TILEPORT_COMMIT)"}
+    monkeypatch.delenv("TILEPORT_COMMIT")
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(git + ["init", "-q"], check=True)
     (tmp_path / "a.txt").write_text("a\n")
@@ -158,6 +159,9 @@ def test_git_state_and_commit_outside_a_checkout(tmp_path, monkeypatch):
     assert len(clean["commit"]) == 40 and clean["dirty"] is False
     (tmp_path / "a.txt").write_text("b\n")
     assert P.git_state(tmp_path)["dirty"] is True and P.git_state(tmp_path)["describe"].endswith("+dirty")
+    # a copy packed for a GPU node over another commit's repository: the packer's word wins
+    monkeypatch.setenv("TILEPORT_COMMIT", "f95e0a5")
+    assert P.git_state(tmp_path)["commit"] == "f95e0a5"
 
 
 def test_tilegym_wheel_hash_from_its_pin(tmp_path):

@@ -171,17 +171,19 @@ def versions(repo: str | Path = REPO) -> dict:
 def git_state(repo: str | Path = REPO) -> dict:
     """``{"commit": <40 hex>, "dirty": bool, "describe": "<short>[+dirty]"}`` of the checkout at
     ``repo``; dirty = a tracked file differs from HEAD or an untracked file git does not ignore
-    exists (``git status --porcelain``). Outside a git checkout (e.g. a ``git archive`` copied
-    to a GPU node) the commit is ``$TILEPORT_COMMIT`` when whoever packed the copy set it
-    (``<sha>`` or ``<sha>+dirty``), else every key is ``unknown``."""
+    exists (``git status --porcelain``). ``$TILEPORT_COMMIT`` (``<sha>`` or ``<sha>+dirty``),
+    set by whoever packed a copy for a GPU node, wins over git: such a copy may carry another
+    commit's ``.git`` under the packed files (seen on the lent H200: a copy of the checkout's
+    files over the last landed commit's repository read as that commit, dirty). Neither: every
+    key is ``unknown``."""
     repo = str(repo)
+    env = os.environ.get("TILEPORT_COMMIT", "").strip()
+    if re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?", env):
+        sha = env.split("+")[0]
+        return {"commit": sha, "dirty": env.endswith("+dirty"), "describe": f"{env} (TILEPORT_COMMIT)"}
     commit = _run(["git", "-C", repo, "rev-parse", "HEAD"])
     status = _run(["git", "-C", repo, "status", "--porcelain"])
     if commit is None or status is None:
-        env = os.environ.get("TILEPORT_COMMIT", "").strip()
-        if re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?", env):
-            sha = env.split("+")[0]
-            return {"commit": sha, "dirty": env.endswith("+dirty"), "describe": f"{env} (TILEPORT_COMMIT)"}
         return {"commit": UNKNOWN, "dirty": UNKNOWN, "describe": UNKNOWN}
     commit, dirty = commit.strip(), bool(status.strip())
     return {"commit": commit, "dirty": dirty, "describe": commit[:12] + ("+dirty" if dirty else "")}
