@@ -113,11 +113,13 @@ def test_zero_grid_and_bad_constexpr_and_device(lib):
     assert code_of(lib, grid=(0, 1, 1)).code == 8
     e = code_of(lib, cx={"BM": 2 ** 31, "TILE": 8})       # outside i32: refused before the shim
     assert e.code == 0 and "constexpr BM = 2147483648" in e.cause
-    # constexprs of any sign reach the launch (TileGym's LOAD_LATENCY=-1, IS_SWISH=0): with no
-    # GPU here the shim gets as far as the CUDA context, past every argument check
-    for bm in (0, -1):
-        e = code_of(lib, cx={"BM": bm, "TILE": 8})
-        assert e.code == 5 and "constexpr" not in e.cause, (bm, e.code, e.cause)
+    # zero for a constexpr every manifest variant gives a positive value (a tile size): the
+    # shim refuses it, whether Python or a C caller passes it
+    e = code_of(lib, cx={"BM": 0, "TILE": 8})
+    assert e.code == 8 and "constexpr BM = 0 is not positive" in e.cause
+    d = [descriptor(FakeTensor((4, 8))), descriptor(FakeTensor((8,))), descriptor(FakeTensor((4, 8)))]
+    rc = lib.functions[RMS]["fn"](*[ctypes.byref(x) for x in d], 0.1, 1e-6, 0, 8, 1, 1, 1, 0, None)
+    assert rc == 8 and "constexpr BM = 0 is not positive" in lib.last_error()
     assert code_of(lib, device=-1).code == 0                # Python refuses a negative ordinal
 
 
@@ -313,8 +315,7 @@ def test_packed_entry_reads_its_block_like_the_shim(lib):
 
     rc, msg = run(w_ptr=0)
     assert rc == 1 and "array 'w': data pointer is null" in msg
-    rc, msg = run(tile=-1)                  # a negative constexpr passes the checks (no GPU: context)
-    assert rc == 5 and "constexpr" not in msg, msg
+    assert run(tile=0)[1].endswith("constexpr TILE = 0 is not positive")
     assert run(grid=(1, 0, 1))[1].endswith("launch grid (1, 0, 1) has a zero dimension")
     rc, msg = run(device=300)
     assert rc == 8 and "device ordinal 300" in msg
@@ -344,7 +345,7 @@ def test_fast_path_hands_unusual_calls_to_the_checked_path(lib, fast):
     e = code_of(lib, arrays=arrays(x=FastTensor((32,))))
     assert e.code == 2 and "array 'x': rank 1 but the kernel takes rank 2" in e.cause
     # values the fast path will not pass: refused before the shim, named
-    assert "constexpr BM = 2147483648" in code_of(lib, arrays=arrays(), cx={"BM": 2 ** 31, "TILE": 8}).cause
+    assert "constexpr BM = 0" in code_of(lib, arrays=arrays(), cx={"BM": 0, "TILE": 8}).cause
     assert "constexpr BM = True" in code_of(lib, arrays=arrays(), cx={"BM": True, "TILE": 8}).cause
     assert "scalar inv_n" in code_of(lib, arrays=arrays(), scalars={"inv_n": "x", "eps": 1e-6}).cause
     assert "grid dimension" in code_of(lib, arrays=arrays(), grid=(2 ** 32, 1, 1)).cause

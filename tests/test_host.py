@@ -259,3 +259,20 @@ def test_llm_shim_without_a_key_is_an_environment_error(llm_tree, monkeypatch):
     d = shim(results, role)
     assert (d["verdict"], d["fail_class"]) == ("ERROR", "env") and "TILEPORT_HOST_KEY" in d["summary"]
     assert FakeMessages.seen == []
+
+
+def test_only_constexprs_always_positive_are_checked_positive():
+    """A constexpr every variant of the entry sets to a positive value (a tile size) is refused
+    at zero or less by the shim; one the manifest sets to zero or less somewhere (TileGym's
+    LOAD_LATENCY=-1, APPROXIMATE=0) goes through to the launch, as ct.launch passes it."""
+    kinfo = {"name": "k", "params": [
+        {"name": "x", "kind": "array", "ndim": 1, "role": "inout"},
+        {"name": "TILE", "kind": "constexpr", "ctype": "int"},
+        {"name": "LOAD_LATENCY", "kind": "constexpr", "ctype": "int"}]}
+    fam = [{"id": f"f16-TILE{t}-LOAD_LATENCY{lat}", "dtype": "f16",
+            "constexprs": {"TILE": t, "LOAD_LATENCY": lat}} for t, lat in ((64, -1), (128, 3))]
+    spec = host.function_spec("op", kinfo, "k", fam)
+    assert spec["constexprs"] == ["TILE", "LOAD_LATENCY"] and spec["positive"] == ["TILE"]
+    text = host.render("op", [spec])
+    assert "constexpr TILE = {} is not positive" in text
+    assert "LOAD_LATENCY = {} is not positive" not in text and "cx_LOAD_LATENCY.to_string()" in text

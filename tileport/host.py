@@ -121,6 +121,11 @@ def function_spec(op: str, kinfo: dict, entry: str, fam: list[dict]) -> dict:
         "variants": [v["id"] for v in fam],
         "dtypes": sorted({v["dtype"] for v in fam}, key=list(DTYPE_CODES).index),
         "arrays": arrays, "scalars": scalars, "constexprs": constexprs,
+        # constexprs every variant of the family gives a positive value (tile sizes, counts):
+        # the shim refuses zero or less for them; one the manifest sets to zero or less
+        # somewhere (TileGym's LOAD_LATENCY=-1, APPROXIMATE=0, a negative SEED) goes through
+        "positive": [c for c in constexprs
+                     if all(type(v["constexprs"].get(c)) is int and v["constexprs"][c] >= 1 for v in fam)],
         # the entry's runtime arguments in the kernel's parameter order (arrays and scalars may
         # interleave: tg_mhc's finalize kernel takes Bias after its scalars)
         "order": [p["name"] for p in kinfo["params"] if p["kind"] == "array" or p["kind"].startswith("scalar")],
@@ -214,8 +219,9 @@ def _shim_fn(spec: dict) -> str:
         cands = ", ".join(f"({DTYPE_CODES[dt]}, &[" + ", ".join(
             f"(\"{n}\", {r}, {DTYPE_CODES[own[n][dt]]})" for n, r, _ in A) + "][..])" for dt in spec["dtypes"])
         body.append(f"        let dtype = dtype_by_arrays(&[{cands}])?;")
-    # constexprs of any sign (TileGym's LOAD_LATENCY=-1, IS_SWISH=0): cutile checks a tile
-    # dimension made of one when it compiles the entry
+    for n, r in X:
+        if n in spec.get("positive", ()):
+            body.append(f"        if {r} < 1 {{ return Err((TP_ERR_BAD_ARGUMENT, format!(\"constexpr {n} = {{}} is not positive\", {r}))); }}")
     body.append("        let grid = grid(grid_x, grid_y, grid_z)?;")
     body.append("        let (ctx, s) = context_and_stream(device, stream)?;")
     body.append("        match dtype_name(dtype) {")
