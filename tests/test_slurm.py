@@ -193,8 +193,11 @@ def test_interrupted_run_resumes_without_redoing_finished_operators(slurm_run, l
     # a change to softmax only, then Ctrl-C while its crate is being built
     k = wd / "operators" / "softmax" / "kernel.py"
     k.write_text(k.read_text() + "\n# edited by the cluster test\n")
+    # SIGINT at its default action in Snakemake, however the suite was started (under nohup or
+    # in a non-interactive shell's background it is ignored, and that survives exec)
     run = subprocess.Popen([SNAKEMAKE, *SLURM_ARGS, "results/summary.csv"], cwd=wd,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     target = "rule_rust_build_wildcards_results_softmax"
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and run.poll() is None:
