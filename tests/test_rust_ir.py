@@ -154,3 +154,18 @@ def test_concurrent_builds_share_the_target_dir_safely(repo, tmp_path, op_copy):
                       root / "p.tileir", root / "p.json")["verdict"] == "PASS"
         texts[name] = (root / "p.tileir").read_text()
     assert "ftof" not in texts["plain"] and "ftof" in texts["other"]
+
+
+def test_a_variant_id_two_kernels_share_is_each_kernels_own(repo):
+    """tg_mamba2's forward and backward kernels both have a variant cs64_hpg4 with other
+    constexprs: the Rust Tile IR of a kernel is dumped with that kernel's variant (rust_ir and
+    nv_port look it up per kernel; by id alone, bwd_pass_state_kernel got the forward kernel's
+    constexprs and rust_ir raised KeyError 'CD_LAT')."""
+    from tileport import manifest as M
+    man = M.load(repo / "operators" / "tg_mamba2" / "manifest.yaml")
+    first = M.variant_by_id(man, "bf16-cs64_hpg4")
+    own = M.variant_by_id(man, "bf16-cs64_hpg4", "bwd_pass_state_kernel")
+    assert "CD_LAT" not in first.constexprs and own.constexprs["CD_LAT"] == 3
+    src = (repo / "tileport" / "rust_ir.py").read_text() + (repo / "tileport" / "nv_port.py").read_text()
+    assert "variant_by_id(model.manifest, variant_id)" not in src
+    assert 'variant_by_id(M.load(op_dir / "manifest.yaml"), variant_id)' not in src

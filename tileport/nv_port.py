@@ -719,7 +719,7 @@ def dump_command(binary: str | Path, op: str, entry: str, out: str | Path, targe
 def _variant(op_dir: Path, kernel: str, variant_id: str):
     from . import manifest as M
 
-    return M.variant_by_id(M.load(op_dir / "manifest.yaml"), variant_id)
+    return M.variant_by_id(M.load(op_dir / "manifest.yaml"), variant_id, kernel)
 
 
 def other_pin(build_json, op: str, entry: str, generics: list[str], strides: str, target: str,

@@ -256,7 +256,7 @@ def dump(op_dir, op, kernel, variant_id, build_json, out_bc, out_txt, out_json, 
                              findings=[Finding("build", "critical", "tool", msg)]), out_json)
     model = F.load(op_dir)
     kinfo = model.kernel(kernel).info()
-    variant = M.variant_by_id(model.manifest, variant_id)
+    variant = M.variant_by_id(model.manifest, variant_id, kernel)   # ids repeat across kernels
     generics, strides = variant_args(kinfo, variant)
     out_bc = Path(out_bc)
     out_bc.parent.mkdir(parents=True, exist_ok=True)
