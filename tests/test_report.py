@@ -17,7 +17,8 @@ from tileport import provenance as P
 from tileport.report import build, data as D, tables as T
 from tileport.report.interval import SEED, geomean_interval
 
-H200 = REPO / "docs" / "results" / "h200"
+# the 2026-11-29 publication, frozen (docs/results/h200 moves on with each publication)
+H200 = REPO / "tests" / "data" / "h200-2026-11-29"
 OPS = ["bmm", "gelu", "layer_norm", "matmul", "relu", "rms_norm", "silu_and_mul", "softmax"]
 
 

@@ -241,7 +241,7 @@ def test_report_from_copied_measurements(workdir):
     from tileport.report import browser
 
     wd, _, _ = workdir
-    pub = REPO / "docs" / "results" / "h200" / "ops"
+    pub = REPO / "tests" / "data" / "h200-2026-11-29" / "ops"     # frozen: see its README.md
     for op in ("relu", "softmax"):
         for name in ("test.json", "bench.json"):          # bench after test: not older than its input
             d = json.loads((pub / op / name).read_text())
