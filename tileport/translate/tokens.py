@@ -36,8 +36,6 @@ import copy
 import re
 from dataclasses import dataclass, field
 
-from .core import Ty
-
 
 @dataclass
 class Effect:
