@@ -1,6 +1,9 @@
 """Stage ``bench``: CUPTI device time of the cuTile Python reference, the Rust port and PyTorch.
 
-Per perf config (kernel x variant x perf shape that fits), in one process:
+Per perf config (kernel x variant x perf shape that fits), in one process -- the variants that
+passed gpu_test, and those no test shape fits (shape constexprs set for a perf shape only: step 5
+is then their only functional check; ``details.perf_only_variants``); a variant that failed its
+functional test is not timed (``details.not_benchmarked``):
 
 1. one untimed call per side (JIT compilation), then warm-up calls for ``warmup_ms``;
 2. ``reps`` rounds sized from ``rep_ms`` (clamped to ``[min_reps, max_reps]``); each round
@@ -371,7 +374,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                              fail_class="kernel", attempt=attempt,
                              summary=f"no functional test to build on: gpu_test {test['verdict']}: "
                                      f"{test['summary']}"[:600]), out_json)
-    passed = {k for k, w in test.get("details", {}).get("variants", {}).items() if w == "PASS"}
+    tested = test.get("details", {}).get("variants", {})
+    passed = {k for k, w in tested.items() if w == "PASS"}
     nv_passed = {k for k, w in ((test.get("details", {}).get("nv") or {}).get("variants") or {}).items()
                  if w == "PASS"}
     t0 = time.monotonic()
@@ -387,9 +391,12 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                              attempt=attempt, summary=str(exc)[:600],
                              findings=[Finding("input", "critical", owner, str(exc)[:1500])]),
                      out_json)
-    rows, skipped = [], sorted({f"{k}/{v.id}" for k, v, _ in todo} - passed)
+    # a variant no test shape fits (shape constexprs set for a perf shape only) has no functional
+    # test: it is timed, and the check of its timed outputs against the PyTorch semantics is its test
+    perf_only = sorted({f"{k}/{v.id}" for k, v, _ in todo} - set(tested))
+    rows, skipped = [], sorted({f"{k}/{v.id}" for k, v, _ in todo} & set(tested) - passed)
     for kernel, variant, shape in todo:
-        if f"{kernel}/{variant.id}" not in passed:
+        if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
             continue
         base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape))}
         try:
@@ -419,7 +426,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
              loop_threshold=float(cfg["loop_threshold"]))
     v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ["samples", "loop_samples", "kernel_names"]}
                          for r in rows]
-    v.details["not_benchmarked"] = {k: "failed its functional test" for k in skipped}
+    v.details["not_benchmarked"] = {k: f"functional test {tested[k]}" for k in skipped}
+    v.details["perf_only_variants"] = perf_only    # no test shape fits: checked at the perf shape only
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
     v.details["inputs_sha"] = H.inputs_sha(op_dir)
     v.details["provenance"] = provenance.collect(bench=cfg)       # GPU, clocks now, versions, commit
