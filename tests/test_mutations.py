@@ -259,6 +259,11 @@ MUTANTS = [
     ("promote_kernel", "ct.minimum of scalars -> maximum", lambda t: sub(t, "%2 = mini %1, %blockId_x signed", "%2 = maxi %1, %blockId_x signed"), "math"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
+    ("loop_split_kernel", "split after the bound, not at bound + 1 (`>`/`<=` read as `>=`/`<`)", lambda t: sub(sub(t, "%7 = mini %1, %6 signed", "%7 = mini %1, %5 signed"), "%8 = maxi %cst_0_i32_6, %6 signed", "%8 = maxi %cst_0_i32_6, %5 signed"), "math"),
+    ("loop_split_kernel", "the loop below the split runs to the end", lambda t: sub(t, "(%cst_0_i32 to %3,", "(%cst_0_i32 to %1,"), "math"),
+    ("loop_split_kernel", "split point min -> max", lambda t: sub(t, "%3 = mini %1, %2 signed", "%3 = maxi %1, %2 signed"), "math"),
+    ("loop_split_kernel", "the two halves' ranges swapped (each runs the other's branch)", lambda t: sub(sub(t, "(%cst_0_i32 to %3,", "(@,"), "(%4 to %1,", "(%cst_0_i32 to %3,").replace("(@,", "(%4 to %1,"), "control_flow"),
+    ("loop_split_kernel", "the upper half starts at the loop's start", lambda t: sub(t, "(%11 to %1,", "(%blockId_x to %1,"), "math"),
 ]
 
 
@@ -524,6 +529,7 @@ REWRITES = [
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
     ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
+    ("loop_split_kernel", "the split point's min with its operands commuted", lambda t: sub(t, "%3 = mini %1, %2 signed", "%3 = mini %2, %1 signed")),
 ]
 
 
