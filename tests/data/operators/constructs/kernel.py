@@ -448,3 +448,20 @@ def loop_split_kernel(x, y, TILE: ConstInt):
         if j > bid:
             acc = acc - 2.0
     ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def single_trip_kernel(x, y, TILE: ConstInt):
+    """A loop of constant bounds that runs once (range(1)) reading `j * TILE + offsets`
+    through a gather, and one of two trips (range(2)): cutile knows the index range (it folds
+    j * TILE to 0 in the first loop and assumes `bounded<0, 0>` / `bounded<0, 1>` on the
+    indices), cuTile Python keeps the multiply."""
+    bid = ct.bid(0)
+    offsets = ct.arange(TILE, dtype=ct.int32)
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for j in range(1):
+        offs = j * TILE + offsets
+        acc = acc + ct.astype(ct.gather(x, offs), ct.float32)
+    for j in range(2):
+        acc = acc + ct.astype(ct.gather(x, j * TILE + offsets), ct.float32)
+    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
