@@ -249,6 +249,22 @@ class _Side:
         yield from rec(self.body)
 
 
+def _loop_bounds(n: _Node) -> tuple[int | None, int | None, int | None]:
+    """(start, stop, step) of a ``for`` op, each its value when a scalar integer
+    ``constant`` gives it (signed unless the loop is ``unsigned``), else None."""
+    unsigned = re.search(r"\bunsigned\b", n.pre) is not None
+    vals = []
+    for op in n.operands[:3]:
+        c = _const_bits(_producer(op))
+        if c is None or c[0] not in _INT_WIDTH or c[0] == "i1":
+            vals.append(None)
+            continue
+        w = _INT_WIDTH[c[0]]
+        b = c[1] & ((1 << w) - 1)
+        vals.append(b - (1 << w) if not unsigned and b >> (w - 1) & 1 else b)
+    return tuple(vals + [None] * (3 - len(vals)))
+
+
 def _loop_range_fact(pre: str, v: _Val) -> bool:
     """Does ``assume <pre>`` on ``v`` restate what a ``for`` loop's own range says of its
     induction variable (``bounded<lo, hi>`` with lo <= start and hi >= the last index, ``?``
@@ -258,19 +274,9 @@ def _loop_range_fact(pre: str, v: _Val) -> bool:
     m = re.match(r"^\s*bounded<\s*(-?\d+|\?)\s*,\s*(-?\d+|\?)\s*>\s*,?\s*%?\s*$", pre)
     v = v.resolve()
     if m is None or v.kind != "barg" or v.index != 0 or v.region_index != 0 or v.node is None \
-            or v.node.opname != "for" or len(v.node.operands) < 3:
+            or v.node.opname != "for":
         return False
-    unsigned = re.search(r"\bunsigned\b", v.node.pre) is not None
-    vals = []
-    for op in v.node.operands[:3]:
-        c = _const_bits(_producer(op))
-        if c is None or c[0] not in _INT_WIDTH or c[0] == "i1":
-            vals.append(None)
-            continue
-        w = _INT_WIDTH[c[0]]
-        b = c[1] & ((1 << w) - 1)
-        vals.append(b - (1 << w) if not unsigned and b >> (w - 1) & 1 else b)
-    start, stop, step = vals
+    start, stop, step = _loop_bounds(v.node)
     if start is None or step is None or step <= 0:
         return False
     lo, hi = m.group(1), m.group(2)
@@ -484,19 +490,10 @@ class _Normaliser:
         and that runs exactly once (start < stop <= start + step) has the induction variable
         ``start`` in its only iteration: the variable is that constant. (cutile knows the
         range and folds ``j * TILE`` in such a loop to 0, cuTile Python keeps ``muli``.)"""
-        if len(n.operands) < 3 or not n.regions or not n.regions[0].args:
+        if not n.regions or not n.regions[0].args:
             return
-        cs = [_const_bits(_producer(v)) for v in n.operands[:3]]
-        if any(c is None or c[0] not in _INT_WIDTH or c[0] == "i1" for c in cs):
-            return
-        unsigned = re.search(r"\bunsigned\b", n.pre) is not None
-
-        def val(c):
-            w = _INT_WIDTH[c[0]]
-            b = c[1] & ((1 << w) - 1)
-            return b - (1 << w) if not unsigned and b >> (w - 1) & 1 else b
-        start, stop, step = (val(c) for c in cs)
-        if step > 0 and start < stop <= start + step:
+        start, stop, step = _loop_bounds(n)
+        if None not in (start, stop, step) and step > 0 and start < stop <= start + step:
             n.regions[0].args[0].alias = n.operands[0].resolve()
 
     def comparisons(self) -> None:
