@@ -128,6 +128,23 @@ def test_kernel_class_wins_over_host_and_env():
     assert "k/a shape" in v.summary and "port failed: x" in v.summary
 
 
+def test_a_port_equal_to_a_failing_reference_kernel_is_the_manifests(tmp_path):
+    # tg_mhc on the H200: port and cuTile Python equal bit for bit, both 2958 of 3072 off
+    # reference.py's values: no kernel writer can fix that (the routes stop)
+    rows = [row(port=mismatch(), ref=mismatch(), bitwise_equal=True), row(variant="f32-T1")]
+    v = G.verdict_of("op", rows)
+    assert v.verdict == "FAIL" and v.owner == "manifest" and v.fail_class is None
+    assert "bit for bit" in v.summary and v.details["variants"]["k/f16-T1"] == "FAIL"
+    assert [(f.category, f.owner) for f in v.findings if f.severity == "critical"] == [("numerics", "manifest")]
+    valid(v, tmp_path)
+    # a port that differs from the failing reference kernel is still the port's
+    v = G.verdict_of("op", [row(port=mismatch(), ref=mismatch(), bitwise_equal=False)])
+    assert v.owner == "kernel" and v.fail_class == "kernel"
+    # and the port's own fault wins over the manifest's
+    v = G.verdict_of("op", rows + [row(variant="g", port=mismatch())])
+    assert v.fail_class == "kernel"
+
+
 def test_unequal_launch_counts_fail_host():
     v = G.verdict_of("op", [row(launches=(1, 2, 1))])
     assert v.verdict == "FAIL" and v.fail_class == "host"

@@ -301,6 +301,31 @@ def test_reference_functions_take_constexprs_as_keywords():
         H.keywords_for(reference, {"P": 0.5, "N": 10, "num_sms": 132, "cdiv": H.cdiv}, "m.yaml: kernels/k")
 
 
+def test_shape_names_win_over_bound_scalars_of_the_same_name(repo):
+    # tg_mhc's finalize kernel takes a scalar N bound to N * N + 2 * N (24 columns) while the
+    # shape name N is the expansion rate (4), the N reference.py's finalize_reference() means;
+    # given the scalar's 24 it checked every column as a sigmoid one (the H200's 2958 of 3072
+    # mismatches, where port and cuTile Python agreed bit for bit)
+    man = M.load(repo / "operators" / "tg_mhc" / "manifest.yaml")
+    kernel = "_mhc_finalize_scale_bias_sigmoid_kernel"
+    v = M.variants(man, kernel)[0]
+    env = H.base_env(man, [128, 4, 1024], v.constexprs, 132)
+    bind = man["kernels"][kernel]["bind"]
+    scalars = {k: H.evaluate(bind[k], env, k) for k in ("n", "N", "K", "M", "alpha_pre")}
+    names, shadowed = H.reference_names(env, scalars)
+    assert names["N"] == 4 and names["C"] == 1024 and names["n"] == 4 and names["K"] == 4096
+    assert shadowed == {"N": (4, 24)}
+
+    def finalize_reference(y_acc, r_acc, bias, *, N, C, SPLIT_K, alpha_pre):
+        return y_acc
+
+    assert H.keywords_for(finalize_reference, names, "w") == {"N": 4, "C": 1024, "SPLIT_K": v.constexprs["SPLIT_K"],
+                                                              "alpha_pre": 0.8}
+    # a bound scalar no manifest name shadows still reaches the reference, and an equal one is no collision
+    names, shadowed = H.reference_names({"N": 4}, {"eps": 1e-6, "N": 4})
+    assert names == {"N": 4, "eps": 1e-6} and shadowed == {}
+
+
 def test_a_kernels_own_fits_may_name_its_constexprs(tmp_path):
     # copy_all's predicate names TILE, a constexpr pick has too, and NEG, which copy_all lacks:
     # the operator's fits could not say "NEG" (copy_all's variants would raise NameError)

@@ -113,6 +113,17 @@ def _fused_where_the_reference_is_not(t: str) -> str:
 
 
 # (op, mutant, edit, expected category) -- each changes what the kernel computes
+def _assume_on_index(t: str, bounds: str, first: bool = True) -> str:
+    # single_trip_kernel: an assume on the one-trip (first) or two-trip loop's index, read by
+    # the index's multiply (cutile writes such an assume where it knows the loop's range)
+    loop = ("%for = for %loopIdx in (%cst_0_i32 to %cst_1_i32_2," if first
+            else "%for_17 = for %loopIdx in (%cst_0_i32_8 to %cst_2_i32,")
+    mul = f"%6 = muli %loopIdx, %cst_1024_i32 : tile<i32> loc(#loc{30 if first else 36})"
+    line = line_of(t, loop)
+    t = sub(t, line, line + f"\n    %aidx = assume bounded<{bounds}>, %loopIdx : tile<i32>")
+    return sub(t, mul, mul.replace("%loopIdx", "%aidx"))
+
+
 MUTANTS = [
     ("softmax", "max combiner -> min", lambda t: sub(t, "= maxf %reduce_lhs", "= minf %reduce_lhs"), "reduction"),
     ("softmax", "max identity -inf -> +inf", lambda t: sub(t, "0xFF800000", "0x7F800000"), "reduction"),
@@ -259,6 +270,13 @@ MUTANTS = [
     ("promote_kernel", "ct.minimum of scalars -> maximum", lambda t: sub(t, "%2 = mini %1, %blockId_x signed", "%2 = maxi %1, %blockId_x signed"), "math"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
+    ("loop_split_kernel", "split after the bound, not at bound + 1 (`>`/`<=` read as `>=`/`<`)", lambda t: sub(sub(t, "%7 = mini %1, %6 signed", "%7 = mini %1, %5 signed"), "%8 = maxi %cst_0_i32_6, %6 signed", "%8 = maxi %cst_0_i32_6, %5 signed"), "math"),
+    ("loop_split_kernel", "the loop below the split runs to the end", lambda t: sub(t, "(%cst_0_i32 to %3,", "(%cst_0_i32 to %1,"), "math"),
+    ("loop_split_kernel", "split point min -> max", lambda t: sub(t, "%3 = mini %1, %2 signed", "%3 = maxi %1, %2 signed"), "math"),
+    ("loop_split_kernel", "the two halves' ranges swapped (each runs the other's branch)", lambda t: sub(sub(t, "(%cst_0_i32 to %3,", "(@,"), "(%4 to %1,", "(%cst_0_i32 to %3,").replace("(@,", "(%4 to %1,"), "control_flow"),
+    ("loop_split_kernel", "the upper half starts at the loop's start", lambda t: sub(t, "(%11 to %1,", "(%blockId_x to %1,"), "math"),
+    ("single_trip_kernel", "the one-trip loop runs twice", lambda t: sub(t, "%cst_1_i32_2 = constant <i32: 1>", "%cst_1_i32_2 = constant <i32: 2>"), "constant"),
+    ("single_trip_kernel", "the one-trip loop's only index 0 -> 1", lambda t: sub(sub(t, "%cst_1_i32_2 = constant <i32: 1>", "%cst_1_i32_2 = constant <i32: 2>"), "%cst_0_i32 = constant <i32: 0>", "%cst_0_i32 = constant <i32: 1>"), "constant"),
 ]
 
 
@@ -524,6 +542,10 @@ REWRITES = [
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
     ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
+    ("single_trip_kernel", "the one-trip loop's index read as its start", lambda t: sub(t, "%6 = muli %loopIdx, %cst_1024_i32 : tile<i32> loc(#loc30)", "%6 = muli %cst_0_i32, %cst_1024_i32 : tile<i32> loc(#loc30)")),
+    ("single_trip_kernel", "bounded<0, 0> assumed on the one-trip loop's index", lambda t: _assume_on_index(t, "0, 0")),
+    ("single_trip_kernel", "bounded<0, 1> assumed on the two-trip loop's index", lambda t: _assume_on_index(t, "0, 1", first=False)),
+    ("loop_split_kernel", "the split point's min with its operands commuted", lambda t: sub(t, "%3 = mini %1, %2 signed", "%3 = mini %2, %1 signed")),
 ]
 
 
@@ -579,6 +601,16 @@ def test_entry_hints_of_the_launch_are_compared(name, old, new):
     not dropped)."""
     res = diff_ir(ref("launch_hints_kernel"), sub(ref("launch_hints_kernel"), old, new), target=TARGET)
     assert res.verdict == "PASS_WITH_NOTES" and {f.category for f in res.findings if f.severity == "warn"} == {"hint"}, name
+
+
+@pytest.mark.parametrize("bounds,first", [("0, 0", False), ("1, 1", True)])
+def test_an_assume_narrower_than_the_loop_range_is_a_note(bounds, first):
+    """single_trip_kernel: an assume on a loop index that its range does not imply (index 1
+    of a loop over 0..2 excluded, index 0 excluded) is a promise that side could break:
+    PASS_WITH_NOTES with a hint warning, unlike one restating the range (a rewrite above)."""
+    t = ref("single_trip_kernel")
+    res = diff_ir(t, _assume_on_index(t, bounds, first), target=TARGET)
+    assert res.verdict == "PASS_WITH_NOTES" and {f.category for f in res.findings if f.severity == "warn"} == {"hint"}
 
 
 def test_a_product_left_uncontracted_is_a_note():

@@ -167,9 +167,24 @@ def cases(man: dict, kind: str) -> list[tuple[str, M.Variant, tuple[int, ...]]]:
             and (kind == "test" or fits(man, s, v.constexprs, "perf_fits", kernel=k))]
 
 
+def reference_names(env: dict, scalars: dict) -> tuple[dict, dict]:
+    """The names reference.py's keyword-only parameters may take (:func:`keywords_for`), and the
+    bound scalars they shadow. ``env``: :func:`base_env` (shape names, constexprs, hints,
+    ``num_sms``); ``scalars``: the kernel's scalar arguments by parameter name, as ``bind`` gives
+    them. The manifest's own names win: a kernel scalar that shares a shape name's name but is
+    bound to another value (tg_mhc's finalize kernel takes ``N`` = ``N * N + 2 * N`` = 24 where
+    the shape name N, the expansion rate, is 4) reaches reference.py as the shape name, which is
+    the name reference.py is written against. Returns ``(names, shadowed)``, ``shadowed`` =
+    ``{name: (manifest value, bound scalar value)}`` for each such collision."""
+    shadowed = {k: (env[k], v) for k, v in scalars.items() if k in env and env[k] != v}
+    return {**scalars, **env}, shadowed
+
+
 def keywords_for(fn, names: dict, where: str) -> dict:
     """The keyword-only arguments of ``fn`` (a reference.py function) from ``names``: the call's
-    constexprs, shape names, hints, ``num_sms`` and bound scalars (:func:`build_call`), so a
+    constexprs, shape names, hints, ``num_sms`` and bound scalars (:func:`build_call`,
+    :func:`reference_names`: a shape name, constexpr or hint wins over a bound scalar of the
+    same name), so a
     reference can depend on a variant's constexprs (``def reference(x, *, P, SEED)``).
     Positional parameters are the tensors and get nothing here; a keyword-only parameter with a
     default keeps it when ``names`` lacks it.
@@ -495,10 +510,13 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     timed = kman.get("torch_impl") or ("torch_impl" if ref_name == "reference" else None)
     fast = getattr(rmod, timed, None) if timed else None
     box = {}
-    names = {**env, **rs}
+    names, shadowed = reference_names(env, rs)
     where = f"{mpath}: kernels/{kernel}"
     sem_kw = keywords_for(semantics, names, where)
     fast_kw = keywords_for(fast, names, where) if fast else sem_kw
+    shadow_notes = [f"reference.py's keyword {k} is the manifest's {k} = {mine!r}, not {kernel}'s scalar "
+                    f"{k} bound to {bound!r}" for k, (mine, bound) in shadowed.items()
+                    if k in sem_kw or k in fast_kw]
 
     def torch_side():
         box["out"] = (fast or semantics)(*ins, **fast_kw)
@@ -508,6 +526,7 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
         return _flat(r if isinstance(r, (tuple, list)) else [r])
 
     notes = [] if fast else [f"reference.py has no {timed or 'torch_impl'} for {kernel}: timed {ref_name}()"]
+    notes += shadow_notes
     nv_fn, nv_note = None, ""
     if nv is not None:
         from .nv_ffi import NvError

@@ -55,12 +55,26 @@ def finalize_reference(Y_acc, R_acc, Bias, *, N, C, SPLIT_K, TILE_SIZE_N, alpha_
 
 def apply_residual_reference(x, f_out, y, *, N):
     """x (M, N * C), f_out (M, C), y (M, N * N + 2 N) -> out (M, N * C):
-    out[b, i, :] = sum_j y_res[b, i, j] x[b, j, :] + y_post[b, i] f_out[b, :]."""
+    out[b, i, :] = sum_j y_res[b, i, j] x[b, j, :] + y_post[b, i] f_out[b, :], in the kernel's
+    compute dtype cd (L441: fp32 when any input is fp32, else x's dtype) and order: the inputs
+    rounded to cd, then one fused multiply-add per term (its Tile IR has fma on cd tiles), each
+    rounded to cd, j = 0 .. N - 1, the y_post term last. With bf16 inputs the sum accumulates in
+    bf16; an fp32 sum differs from it by a few bf16 steps, beyond the tolerance where the terms
+    cancel. The fma is modelled as an fp32 multiply-add (exact product of two bf16 values)
+    rounded once to cd."""
     M, C = f_out.shape
-    xv = x.view(M, N, C).float()
-    y_post = y[:, N:2 * N].float()
-    y_res = y[:, 2 * N:2 * N + N * N].reshape(M, N, N).float()
-    out = torch.bmm(y_res, xv) + y_post.unsqueeze(-1) * f_out.float().unsqueeze(1)
+    cd = torch.float32 if torch.float32 in (x.dtype, f_out.dtype, y.dtype) else x.dtype
+
+    def in_cd(t):
+        return t.to(cd).float()
+
+    xv = in_cd(x.view(M, N, C))
+    y_post = in_cd(y[:, N:2 * N]).unsqueeze(-1)                       # (M, N, 1)
+    y_res = in_cd(y[:, 2 * N:2 * N + N * N].reshape(M, N, N))
+    acc = torch.zeros(M, N, C, dtype=torch.float32, device=x.device)
+    for j in range(N):
+        acc = in_cd(torch.addcmul(acc, y_res[:, :, j:j + 1], xv[:, j:j + 1, :]))
+    out = in_cd(torch.addcmul(acc, y_post, in_cd(f_out).unsqueeze(1)))
     return out.reshape(M, N * C).to(x.dtype)
 
 

@@ -82,6 +82,10 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   division by zero, an overflow the op flags as poison), and a ``select`` on a constant
   condition is the chosen operand: cuTile Python folds constexpr arithmetic (``(T + 7) //
   8``), cutile emits the ops on constants.  [_Normaliser.constants]
+* The induction variable of a ``for`` with constant bounds that runs exactly once (start <
+  stop <= start + step) is the constant ``start``: it takes no other value.  cutile knows
+  the range and folds ``j * TILE`` to 0 there; cuTile Python keeps the ``muli``.
+  [_Normaliser._single_trip]
 * Commutative ops (addf, mulf, maxf, minf, addi, muli, maxi, mini, andi, ori, xori)
   compare their two operands as an unordered pair; everything else keeps order.
 * Loop-invariant code motion does not matter: an op's signature does not depend on the

@@ -249,6 +249,47 @@ class _Side:
         yield from rec(self.body)
 
 
+def _loop_bounds(n: _Node) -> tuple[int | None, int | None, int | None]:
+    """(start, stop, step) of a ``for`` op, each its value when a scalar integer
+    ``constant`` gives it (signed unless the loop is ``unsigned``), else None."""
+    unsigned = re.search(r"\bunsigned\b", n.pre) is not None
+    vals = []
+    for op in n.operands[:3]:
+        c = _const_bits(_producer(op))
+        if c is None or c[0] not in _INT_WIDTH or c[0] == "i1":
+            vals.append(None)
+            continue
+        w = _INT_WIDTH[c[0]]
+        b = c[1] & ((1 << w) - 1)
+        vals.append(b - (1 << w) if not unsigned and b >> (w - 1) & 1 else b)
+    return tuple(vals + [None] * (3 - len(vals)))
+
+
+def _loop_range_fact(pre: str, v: _Val) -> bool:
+    """Does ``assume <pre>`` on ``v`` restate what a ``for`` loop's own range says of its
+    induction variable (``bounded<lo, hi>`` with lo <= start and hi >= the last index, ``?``
+    for either; constant start / stop / step, step > 0)? cutile writes such an assume on the
+    index of a loop with constant bounds; cuTile Python does not: the fact holds in every
+    iteration, so it is no promise either side could break."""
+    m = re.match(r"^\s*bounded<\s*(-?\d+|\?)\s*,\s*(-?\d+|\?)\s*>\s*,?\s*%?\s*$", pre)
+    v = v.resolve()
+    if m is None or v.kind != "barg" or v.index != 0 or v.region_index != 0 or v.node is None \
+            or v.node.opname != "for":
+        return False
+    start, stop, step = _loop_bounds(v.node)
+    if start is None or step is None or step <= 0:
+        return False
+    lo, hi = m.group(1), m.group(2)
+    if lo != "?" and int(lo) > start:
+        return False
+    if hi == "?":
+        return True
+    if stop is None:
+        return False
+    last = start + max(0, (stop - start - 1) // step) * step
+    return stop <= start or int(hi) >= last
+
+
 def _iter_ops(ops: list[Op]) -> Iterator[Op]:
     for op in ops:
         yield op
@@ -365,7 +406,8 @@ class _Normaliser:
         for n in self.s.walk():
             if n.opname == "assume" and n.operands and n.results:
                 n.results[0].alias = n.operands[-1]
-                self.s.assumes.append((n.pre, n.operands[-1]))
+                if not _loop_range_fact(n.pre, n.operands[-1]):
+                    self.s.assumes.append((n.pre, n.operands[-1]))
                 doomed.add(n)
         _remove(self.s.all_lists(), doomed)
 
@@ -406,6 +448,9 @@ class _Normaliser:
         f32 constant converted to it (it has no literal of f16/bf16), cuTile Python writes the
         constant itself."""
         for n in self.s.walk():
+            if n.opname == "for":
+                self._single_trip(n)
+                continue
             if n.opname == "constant":
                 c = _const_bits(n)
                 if c is not None:
@@ -438,6 +483,18 @@ class _Normaliser:
                 continue
             n.opname, n.pre, n.operands = "constant", floats.canonical(dst, bits), []
             n.types = n.result_types[0]
+
+    @staticmethod
+    def _single_trip(n: _Node) -> None:
+        """A ``for`` whose start, stop and step are constants (already folded: program order)
+        and that runs exactly once (start < stop <= start + step) has the induction variable
+        ``start`` in its only iteration: the variable is that constant. (cutile knows the
+        range and folds ``j * TILE`` in such a loop to 0, cuTile Python keeps ``muli``.)"""
+        if not n.regions or not n.regions[0].args:
+            return
+        start, stop, step = _loop_bounds(n)
+        if None not in (start, stop, step) and step > 0 and start < stop <= start + step:
+            n.regions[0].args[0].alias = n.operands[0].resolve()
 
     def comparisons(self) -> None:
         """``a > b`` is ``b < a`` and ``a >= b`` is ``b <= a`` (``cmpi``/``cmpf``, same

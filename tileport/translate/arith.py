@@ -299,6 +299,10 @@ class ArithRules:
         (cutile's integer ops are tile ops)."""
         le, lt = self.expr(left)
         re_, rt = self.expr(right)
+        return self.int_op(kind, le, lt, re_, rt, node)
+
+    def int_op(self, kind: str, le: str, lt: Ty, re_: str, rt: Ty, node) -> tuple[str, Ty]:
+        """:meth:`int_binary` of operands already translated (Rust expression, type)."""
         if lt.kind == "lit" and rt.kind == "lit":
             if kind in ("floor", "mod", "ceil") and rt.value == 0:
                 self.fail(node, ast.unparse(node), "division by zero")

@@ -2,7 +2,9 @@
 compile-time and run-time ``if`` and ``a if c else b``, and the launch grid.
 
 * ``for x in range(...)`` becomes a Rust range loop; a name reassigned inside a loop that was
-  bound outside it becomes a loop-carried ``let mut``;
+  bound outside it becomes a loop-carried ``let mut``; a loop whose body holds one run-time
+  ``if x >= bound`` (``>``, ``<=``, ``<``; ``bound`` loop-invariant) becomes two loops, each
+  with the branch it always takes, as cuTile Python splits it (:meth:`ControlRules.loop_split`);
 * an ``if`` on constexprs keeps only the branch the entry's constexpr values take (cuTile
   Python resolves it when it compiles a variant);
 * ``ct.bid(axis)`` / ``ct.num_blocks(axis)`` read ``get_tile_block_id()`` /
@@ -14,7 +16,7 @@ import ast
 
 from .. import constructs as C
 from .. import frontend as F
-from .core import COMPILE_TIME, Ty, Unsupported, Var
+from .core import COMPILE_TIME, CONSTEXPR, NeedConst, Ty, Unsupported, Var
 
 
 class ControlRules:
@@ -75,6 +77,8 @@ class ControlRules:
             self.for_loop(s)
         elif isinstance(s, ast.While):
             self.while_loop(s)
+        elif isinstance(s, ast.If) and id(s) in self.__dict__.get("flat_ifs", {}):
+            self.block(getattr(s, self.flat_ifs[id(s)]))    # a split loop's if: the branch this loop takes
         elif isinstance(s, ast.If) and self.is_static_test(s.test):
             self.static_if(s)
         elif isinstance(s, ast.If):
@@ -369,14 +373,25 @@ class ControlRules:
                 and 1 <= len(it.args) <= 3 and not it.keywords and isinstance(s.target, ast.Name)
                 and not s.orelse):
             self.fail(s, "for " + ast.unparse(it), "only `for <name> in range(...)` is translated")
+        split = self.loop_split(s)
+        if split is not None:
+            self.split_for_loop(s, *split)
+            return
         args = [self.int_expr(a) for a in it.args]
-        var = self.local_prefix + self.rname(s.target.id)
         if len(args) == 1:
-            head = f"for {var} in 0i32..{args[0]} {{"
+            self.range_loop(s, "0i32", args[0])
         elif len(args) == 2:
-            head = f"for {var} in {args[0]}..{args[1]} {{"
+            self.range_loop(s, args[0], args[1])
         else:
-            head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
+            self.range_loop(s, args[0], args[1], args[2])
+
+    def range_loop(self, s: ast.For, start: str, stop: str, step: str | None = None):
+        """Emit ``for <s.target> in start..stop`` (Rust int32 expressions) with ``s``'s body."""
+        var = self.local_prefix + self.rname(s.target.id)
+        if step is None:
+            head = f"for {var} in {start}..{stop} {{"
+        else:
+            head = f"for {var} in ({start}..{stop}).step_by(({step}) as usize) {{"
 
         def body():
             self.out.indent += 1
@@ -389,6 +404,137 @@ class ControlRules:
             self.scopes.pop()
             self.out.indent -= 1
         self.tokened_loop(head, body, s.lineno, ivar=var)
+
+    # ---- loop splitting (cuTile Python's loop_split pass) ----------------------------
+    SPLIT_CMP = {ast.GtE: "ge", ast.Gt: "gt", ast.LtE: "le", ast.Lt: "lt"}
+    FLIP_CMP = {"ge": "le", "gt": "lt", "le": "ge", "lt": "gt"}
+    # the branch the loop below the split point keeps, and the one above it keeps
+    SPLIT_KEEP = {"ge": ("orelse", "body"), "gt": ("orelse", "body"),
+                  "le": ("body", "orelse"), "lt": ("body", "orelse")}
+    INVARIANT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr,
+                     ast.BitXor, ast.LShift, ast.RShift)
+
+    def loop_split(self, s: ast.For):
+        """The ``if`` cuTile Python splits ``s`` at, as ``(if node, comparison, bound)``, or None.
+
+        cuTile Python 1.x (``cuda/tile/_passes/loop_split.py``, run after loop-invariant code
+        motion) splits a ``for`` loop of step 1 whose body holds, directly (not nested in
+        another ``if`` or loop), exactly one run-time ``if`` whose condition is a comparison
+        ``>=``, ``>``, ``<=`` or ``<`` of the induction variable with a value defined outside
+        the loop (either side; ``bound > j`` reads as ``j < bound``). Recognised here: a
+        ``bound`` that reads int32 scalars and constexprs no statement of the body assigns,
+        through literals, ``+ - * // % & | ^ << >>``, unary minus, ``min``/``max`` and
+        ``ct.cdiv`` (values the motion pass hoists); a bound it does not recognise keeps the
+        loop whole (the IR diff then shows the reference's split)."""
+        it = s.iter
+        if len(it.args) == 3 and self.static_int(
+                it.args[2], "cuTile Python splits a loop whose step is the constant 1") != 1:
+            return None
+        assigned = {t.id for st in s.body for t in ast.walk(st)
+                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)} | {s.target.id}
+        found = []
+        for st in s.body:
+            if not isinstance(st, ast.If) or self.is_static_test(st.test):
+                continue
+            t = st.test
+            if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and type(t.ops[0]) in self.SPLIT_CMP):
+                continue
+            cmp, left, right = self.SPLIT_CMP[type(t.ops[0])], t.left, t.comparators[0]
+            if isinstance(left, ast.Name) and left.id == s.target.id and self.invariant_int(right, assigned):
+                found.append((st, cmp, right))
+            elif isinstance(right, ast.Name) and right.id == s.target.id and self.invariant_int(left, assigned):
+                found.append((st, self.FLIP_CMP[cmp], left))
+        return found[0] if len(found) == 1 else None
+
+    def static_int(self, node, why: str = ""):
+        """The int value of a compile-time expression (constexprs, module constants,
+        literals), or None. An expression that folds int constexprs this entry keeps const
+        generics (arithmetic, not a lone name) asks for their values (:class:`NeedConst`,
+        ``why``) where ``why`` is given: cuTile Python folds it to one constant."""
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        generic = sorted(n for n in names if (v := self.lookup(n)) is not None and v.ty.kind == "i32"
+                         and isinstance(v.ty.value, str) and v.ty.value.startswith(CONSTEXPR + ":"))
+        if (why and generic and not isinstance(node, ast.Name)
+                and F.static_test(node, set(self.static_env()) | set(generic))):
+            raise NeedConst(self.file, getattr(node, "lineno", self.line), generic[0], why)
+        if not self.is_static_test(node):
+            return None
+        try:
+            v = eval(compile(ast.Expression(node), self.file, "eval"),  # noqa: S307
+                     {"__builtins__": {}}, self.static_env())
+        except Exception:       # noqa: BLE001 -- not a plain value
+            return None
+        return v if type(v) is int else None
+
+    def invariant_int(self, node, assigned: set) -> bool:
+        """Is ``node`` an int32 value the loop body does not change (:meth:`loop_split`)?"""
+        if self.static_int(node, "cuTile Python folds a compile-time bound of a loop it splits") is not None:
+            return True
+        if isinstance(node, ast.Name):
+            if node.id in assigned:
+                return False
+            var = self.lookup(node.id)
+            if var is None:
+                return type(self.module_consts.get(node.id)) is int
+            return var.ty.kind == "i32" or (var.ty.kind == "lit" and type(var.ty.value) is int)
+        if isinstance(node, ast.BinOp):
+            return (isinstance(node.op, self.INVARIANT_OPS) and self.invariant_int(node.left, assigned)
+                    and self.invariant_int(node.right, assigned))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return self.invariant_int(node.operand, assigned)
+        if isinstance(node, ast.Call) and not node.keywords and (
+                (isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
+                 and self.lookup(node.func.id) is None) or self.is_ct(node.func, "cdiv")):
+            return all(self.invariant_int(a, assigned) for a in node.args)
+        return False
+
+    def split_for_loop(self, s: ast.For, if_node: ast.If, cmp: str, bound):
+        """``for j in range(start, stop): ... if j >= bound: A else: B ...`` as cuTile Python
+        splits it (:meth:`loop_split`): ``split = bound`` (``bound + 1`` for ``>`` and
+        ``<=``), then ``for j in start..min(stop, split)`` with the branch taken below
+        ``split`` and ``for j in max(start, split)..stop`` with the other one (an absent
+        ``else`` keeps nothing); the values the loop carries flow from the first loop into the
+        second. Memory ops in the branches are refused: cuTile Python threads the tokens of the
+        whole loop through both halves (its token pass runs before the split), which the
+        translator does not model."""
+        mem = {"load", "store", "gather", "scatter"} | set(C.ATOMICS)
+        for n in ast.walk(ast.Module(body=if_node.body + if_node.orelse, type_ignores=[])):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and self.is_ct(n.func) \
+                    and n.func.attr in mem:
+                self.fail(if_node, "if " + ast.unparse(if_node.test),
+                          f"cuTile Python splits this loop at the if (loop_split) and threads the "
+                          f"whole loop's memory tokens through both halves; a split loop whose "
+                          f"branch holds ct.{n.func.attr} is not translated")
+        it = s.iter
+        start_node = it.args[0] if len(it.args) >= 2 else ast.Constant(0)
+        stop_node = it.args[1] if len(it.args) >= 2 else it.args[0]
+        start, stop = (self.once(self.int_expr(a), a) for a in (start_node, stop_node))
+        split = self.int_expr(bound)
+        if cmp in ("gt", "le"):
+            # split after the bound: cuTile Python adds 1 after folding (a constant bound too)
+            split = f"({split} + 1i32)"
+        split = self.once(split, if_node.test)
+        i32 = Ty("i32")
+        first_stop, _ = self.int_op("min", stop, i32, split, i32, s)
+        second_start, _ = self.int_op("max", start, i32, split, i32, s)
+        below, above = self.SPLIT_KEEP[cmp]
+        self.out.emit(f"// loop split at `if {ast.unparse(if_node.test)}` (as cuTile Python splits it)", s.lineno)
+        outer = self.__dict__.get("flat_ifs", {})
+        try:
+            # a fresh dict each time: a token dry run restores copies of the translator's state
+            self.flat_ifs = {**outer, id(if_node): below}
+            self.range_loop(s, start, first_stop)
+            self.flat_ifs = {**outer, id(if_node): above}
+            self.range_loop(s, second_start, stop)
+        finally:
+            self.flat_ifs = outer
+
+    def once(self, e: str, node) -> str:
+        """An int32 Rust expression ``e`` bound to a name unless it is one (or a literal), so
+        that using it twice computes it once."""
+        if e.isidentifier() or e.removesuffix("i32").lstrip("-").isdigit():
+            return e
+        return self.bind(e, Ty("i32"))[0]
 
     # ---- helper functions ----------------------------------------------------------
     def inline_call(self, node: ast.Call, statement: bool = False):

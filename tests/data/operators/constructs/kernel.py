@@ -415,3 +415,53 @@ def promote_kernel(x, y, scale, TILE: ConstInt):
     if TILE == FULL_TILE or x.dtype == ct.float32:
         w = w * 2.0
     ct.store(y, index=(bid,), tile=ct.astype(w, y.dtype))
+
+
+@ct.kernel
+def loop_split_kernel(x, y, TILE: ConstInt):
+    """Loops cuTile Python splits at an `if` on the loop variable (loop_split): `j >= bound`
+    with an int32 bound the body does not change (a then-branch only), `bound < j` (read as
+    j > bound: split at bound + 1, both branches), `j <= ` a constexpr expression (the
+    then-branch below the split), inside a loop with a constexpr step of 1; and a loop with two
+    such ifs, which cuTile Python keeps whole."""
+    bid = ct.bid(0)
+    n = ct.num_tiles(x, axis=0, shape=(TILE,))
+    start = bid // 2
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for j in range(0, n):
+        t = ct.astype(ct.load(x, index=(j,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO), ct.float32)
+        if j >= start:
+            t = t * 2.0
+        acc = acc + t
+    for j in range(n):
+        if start + 1 < j:
+            acc = acc - 1.0
+        else:
+            acc = acc * 0.5
+    for j in range(bid, n, TILE // TILE):
+        if j <= TILE // 512:
+            acc = acc + 3.0
+        acc = acc * 0.25
+    for j in range(n):
+        if j < start:
+            acc = acc + 1.0
+        if j > bid:
+            acc = acc - 2.0
+    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def single_trip_kernel(x, y, TILE: ConstInt):
+    """A loop of constant bounds that runs once (range(1)) reading `j * TILE + offsets`
+    through a gather, and one of two trips (range(2)): cutile knows the index range (it folds
+    j * TILE to 0 in the first loop and assumes `bounded<0, 0>` / `bounded<0, 1>` on the
+    indices), cuTile Python keeps the multiply."""
+    bid = ct.bid(0)
+    offsets = ct.arange(TILE, dtype=ct.int32)
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for j in range(1):
+        offs = j * TILE + offsets
+        acc = acc + ct.astype(ct.gather(x, offs), ct.float32)
+    for j in range(2):
+        acc = acc + ct.astype(ct.gather(x, j * TILE + offsets), ct.float32)
+    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
