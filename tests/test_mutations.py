@@ -259,6 +259,8 @@ MUTANTS = [
     ("promote_kernel", "ct.minimum of scalars -> maximum", lambda t: sub(t, "%2 = mini %1, %blockId_x signed", "%2 = maxi %1, %blockId_x signed"), "math"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
+    ("reduce_all_kernel", "sum over every axis finishes on the max's partial result", lambda t: sub(t, "%reduce_9 = reduce %reduce_8 dim=0", "%reduce_9 = reduce %reduce dim=0"), "reduction"),
+    ("reduce_all_kernel", "min over the row sums starts from -inf", lambda t: sub(t, "%reduce_12 = reduce %reduce_11 dim=0 identities=[0x7F800000 : f32]", "%reduce_12 = reduce %reduce_11 dim=0 identities=[0xFF800000 : f32]"), "reduction"),
 ]
 
 
@@ -524,6 +526,7 @@ REWRITES = [
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
     ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
+    ("reduce_all_kernel", "max combiners' operands commuted", lambda t: sub(t, "%6 = maxf %reduce_lhs, %reduce_rhs", "%6 = maxf %reduce_rhs, %reduce_lhs", 2)),
 ]
 
 

@@ -1,5 +1,6 @@
 """Reductions and scans: ``ct.sum/max/min/prod(t, axis=, keepdims=)`` -> cutile's ``reduce_*``
-(``keepdims=True`` reshapes the result back to the input's rank with a unit axis);
+(one per reduced axis: ``axis=None`` reduces every axis, a tuple several; ``keepdims=True``
+reshapes the result back to the input's rank with unit axes);
 ``ct.cumsum(t, axis=0, reverse=False)`` -> cutile's ``scan_sum`` (a Tile IR ``scan`` whose region
 adds, identity 0, as cuTile Python's ``scan_simple`` builds it).
 
@@ -53,23 +54,36 @@ class ReductionRules:
         return self.bind(f"scan_sum({e}, 0, {direction}, {self.SCAN_ZERO[ty.dtype]})", ty)
 
     def reduction(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.sum/max/min/prod(x, axis=None | int | tuple, keepdims=False)``.
+
+        One axis: one ``reduce_*``. Several axes (a tuple, or ``axis=None``: every axis): one
+        ``reduce_*`` per axis in ascending order, each along ``axis - i`` once ``i`` axes are
+        gone, as cuTile Python's ``reduce`` (cuda/tile/_ir/ops.py) builds it; ``keepdims``
+        reshapes the result back to the input's rank with unit axes."""
         name = node.func.attr
         self.check_kwargs(node, {"axis", "keepdims"})
         e, ty = self.tile_expr(node.args[0])
+        rank = len(ty.shape)
         axis_node = self._kw(node, "axis", 1)
         if axis_node is None or (isinstance(axis_node, ast.Constant) and axis_node.value is None):
-            self.fail(node, f"ct.{name}", "axis must be an int known at compile time (reductions "
-                                          "over all axes are not translated)")
-        axis = self.static_int(axis_node, "axis")
-        if not -len(ty.shape) <= axis < len(ty.shape):
-            self.fail(node, f"ct.{name}", f"axis {axis} out of range for a rank-"
-                                          f"{len(ty.shape)} tile")
-        ax = axis % len(ty.shape)
+            axes = list(range(rank))
+        elif isinstance(axis_node, ast.Tuple):
+            axes = [self.static_int(a, "axis") for a in axis_node.elts]
+        else:
+            axes = [self.static_int(axis_node, "axis")]
+        for a in axes:
+            if not -rank <= a < rank:
+                self.fail(node, f"ct.{name}", f"axis {a} out of range for a rank-{rank} tile")
+        axes = sorted(a % rank for a in axes)
+        if len(set(axes)) != len(axes):
+            self.fail(node, f"ct.{name}", f"repeated reduction axis in {axes}")
         kd = self._kw(node, "keepdims")
         keep = kd is not None and self.const_value(kd) is True
-        red = tuple(d for i, d in enumerate(ty.shape) if i != ax)
-        r, rty = self.bind(f"{C.REDUCTIONS[name]}({e}, {ax})", Ty("tile", ty.dtype, red))
-        if keep:
-            kept = tuple("1" if i == ax else d for i, d in enumerate(ty.shape))
+        r, rty = e, ty
+        for i, ax in enumerate(axes):
+            red = tuple(d for j, d in enumerate(rty.shape) if j != ax - i)
+            r, rty = self.bind(f"{C.REDUCTIONS[name]}({r}, {ax - i})", Ty("tile", ty.dtype, red))
+        if keep and axes:
+            kept = tuple("1" if i in axes else d for i, d in enumerate(ty.shape))
             return self.bind(f"{r}.reshape(shape![{', '.join(kept)}])", Ty("tile", ty.dtype, kept))
         return r, rty

@@ -415,3 +415,15 @@ def promote_kernel(x, y, scale, TILE: ConstInt):
     if TILE == FULL_TILE or x.dtype == ct.float32:
         w = w * 2.0
     ct.store(y, index=(bid,), tile=ct.astype(w, y.dtype))
+
+
+@ct.kernel
+def reduce_all_kernel(a, b, BM: ConstInt, TILE: ConstInt):
+    """Reductions over several axes: ct.max / ct.sum with no axis (every axis, one reduce per
+    axis in ascending order, as cuTile Python builds it), a tuple of axes, keepdims=True."""
+    t = ct.astype(ct.load(a, index=(ct.bid(0), 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.ZERO),
+                  ct.float32)
+    m = ct.max(t)
+    s = ct.sum(t - m, axis=(1, 0), keepdims=True)
+    r = ct.min(ct.sum(t, axis=1))
+    ct.store(b, index=(ct.bid(0), 0), tile=ct.astype(t * s + r, b.dtype))
