@@ -261,6 +261,11 @@ MUTANTS = [
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
     ("reduce_all_kernel", "sum over every axis finishes on the max's partial result", lambda t: sub(t, "%reduce_9 = reduce %reduce_8 dim=0", "%reduce_9 = reduce %reduce dim=0"), "reduction"),
     ("reduce_all_kernel", "min over the row sums starts from -inf", lambda t: sub(t, "%reduce_12 = reduce %reduce_11 dim=0 identities=[0x7F800000 : f32]", "%reduce_12 = reduce %reduce_11 dim=0 identities=[0xFF800000 : f32]"), "reduction"),
+    ("matmul_kernel", "f16 matmul accumulates from one, not zero", lambda t: sub(t, "constant <f16: 0.000000e+00> : tile<16x16xf16>", "constant <f16: 1.000000e+00> : tile<16x16xf16>"), "constant"),
+    ("matmul_kernel", "tf32 matmul operands swapped", lambda t: sub(t, "mmaf %4, %6, %cst_0_f32", "mmaf %6, %4, %cst_0_f32"), "math"),
+    ("matmul_kernel", "tf32 matmul result not rounded to tf32", lambda t: sub(t, "%9 = ftof %8  : tile<16x16xtf32>", "%9 = ftof %7  : tile<16x16xtf32>"), "cast"),
+    ("scalar_load_kernel", "one-element load at the block index, not the element's", lambda t: sub(t, "load_view_tko weak %pview_3[%1]", "load_view_tko weak %pview_3[%blockId_x]"), "math"),
+    ("scalar_load_kernel", "float test < -> >", lambda t: sub(t, "cmpf less_than ordered %2", "cmpf greater_than ordered %2"), "math"),
 ]
 
 
@@ -527,6 +532,8 @@ REWRITES = [
     ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
     ("reduce_all_kernel", "max combiners' operands commuted", lambda t: sub(t, "%6 = maxf %reduce_lhs, %reduce_rhs", "%6 = maxf %reduce_rhs, %reduce_lhs", 2)),
+    ("matmul_kernel", "every SSA value renamed", _rename),
+    ("scalar_load_kernel", "the loop index assumed within the loop's own bounds", lambda t: sub(t, "(tile<1024xf16>) {\n    %reshape_10 = reshape %loopIdx", "(tile<1024xf16>) {\n    %lo = assume bounded<1, 1023>, %loopIdx : tile<i32>\n    %reshape_10 = reshape %lo")),
 ]
 
 

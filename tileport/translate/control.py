@@ -233,6 +233,10 @@ class ControlRules:
             self.out.emit(f"// if {ast.unparse(s.test)}: {bool(cty.value)} for this entry", s.lineno)
             self.block(s.body if cty.value else s.orelse)
             return
+        if cty.kind == "tile" and cty.dtype == "bool" and cty.shape == ():
+            # a 0-d bool tile (a test on a reduction's result): Tile IR's if reads it as is;
+            # cutile's tile_to_scalar makes it the Rust bool its if needs (no op of its own)
+            c, cty = self.bind(f"tile_to_scalar({c})", Ty("bool"))
         if cty.kind != "bool":
             self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
                                                       "int32 scalars (or a constexpr test)")

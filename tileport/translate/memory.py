@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 
 from .. import constructs as C
-from .core import Member, Ty, Unsupported, Var
+from .core import CONSTEXPR, Member, NeedConst, Ty, Unsupported, Var
 
 
 # a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
@@ -58,6 +58,7 @@ class MemoryRules:
                 dims.append(self.rname(e.id))
                 continue
             _, ty = self.expr(e)
+            self.need_constexpr_value(ty, e)
             if ty.kind == "lit" and type(ty.value) is int and ty.value > 0:
                 dims.append(str(ty.value))
             else:
@@ -69,9 +70,18 @@ class MemoryRules:
         """An int argument known at compile time (literal, constexpr of the entry, module
         constant, arithmetic on those)."""
         _, ty = self.expr(node)
+        self.need_constexpr_value(ty, node)
         if ty.kind != "lit" or type(ty.value) is not int:
             self.fail(node, ast.unparse(node), f"{what} must be an int known at compile time")
         return ty.value
+
+    def need_constexpr_value(self, ty: Ty, node) -> None:
+        """An int constexpr kept as a const generic reached here under another name (a helper's
+        parameter bound to it): the rule needs its value, so the entries are specialised on it
+        (:class:`NeedConst`)."""
+        if ty.kind == "i32" and isinstance(ty.value, str) and ty.value.startswith(CONSTEXPR + ":"):
+            raise NeedConst(self.file, getattr(node, "lineno", self.line), ty.value.split(":", 1)[1],
+                            "a compile-time int read through a helper's parameter")
 
     def index_elems(self, node, ndim: int) -> list[str]:
         """The Rust int32 expressions of a tile index (one per array axis)."""
@@ -151,8 +161,17 @@ class MemoryRules:
         arr = self.array_arg(call.args[0] if call.args else None)
         idx_node, shp_node = self._kw(call, "index", 1), self._kw(call, "shape", 2)
         shape = self.shape_of(shp_node)
+        if shape == () and arr.ty.ndim > 0:
+            # shape=(): one element, loaded as a tile of unit axes and reshaped to a 0-d tile
+            # (cuda/tile/_ir/ops.py _tile_load_impl_inner)
+            t, ty = self.load_tile(call, arr, idx_node, ("1",) * arr.ty.ndim)
+            return self.bind(f"{t}.reshape(shape![])", Ty("tile", ty.dtype, ()))
         if len(shape) != arr.ty.ndim:
             self.fail(call, "ct.load", f"tile rank {len(shape)} != array rank {arr.ty.ndim}")
+        return self.load_tile(call, arr, idx_node, shape)
+
+    def load_tile(self, call, arr: Var, idx_node, shape: tuple) -> tuple[str, Ty]:
+        """The partition-view load of :meth:`load`, of a tile of ``shape`` (the array's rank)."""
         index = self.index_of(idx_node, arr.ty.ndim)
         o = self.view_options(call, arr.ty.ndim, load=True)
         token = self.load_token(arr.rust, call, acquire=o["acquire"])

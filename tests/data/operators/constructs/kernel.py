@@ -427,3 +427,37 @@ def reduce_all_kernel(a, b, BM: ConstInt, TILE: ConstInt):
     s = ct.sum(t - m, axis=(1, 0), keepdims=True)
     r = ct.min(ct.sum(t, axis=1))
     ct.store(b, index=(ct.bid(0), 0), tile=ct.astype(t * s + r, b.dtype))
+
+
+@ct.kernel
+def matmul_kernel(a, b, BM: ConstInt):
+    """ct.matmul of two 2-D tiles: f16 (accumulates in f16, as cuTile Python's matmul picks
+    for it: no cast back) and f32 cast to tf32 (accumulates in f32, cast back to tf32, then to
+    f32), each a zero accumulator and one mma."""
+    t = ct.load(a, index=(ct.bid(0), 0), shape=(BM, BM), padding_mode=ct.PaddingMode.ZERO)
+    h = ct.matmul(t, ct.transpose(t))
+    w = ct.astype(t, ct.float32)
+    f = ct.astype(ct.matmul(ct.astype(w, ct.tfloat32), ct.astype(w + 1.0, ct.tfloat32)), ct.float32)
+    ct.store(b, index=(ct.bid(0), 0), tile=h + ct.astype(f, b.dtype))
+
+
+def _offsets_times(t, n):
+    """A helper whose parameter n carries a constexpr used as a tile shape and a loop bound."""
+    offs = ct.arange(n, dtype=ct.int32)
+    for i in range(1, n):
+        t = t + ct.where(offs == i, t, 0.0)
+    return t
+
+
+@ct.kernel
+def scalar_load_kernel(x, y, TILE: ConstInt):
+    """ct.load(..., shape=()) of one element (a tile of unit axes reshaped to 0-d); an if on a
+    0-d tile's comparison (a run-time float test); a helper's parameter bound to a constexpr
+    used as a tile shape; a loop over constant bounds from 1 (cutile assumes its index range)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    first = ct.load(x, index=(bid * TILE,), shape=())
+    if ct.astype(first, ct.float32) < 1.0:
+        t = t * 2.0
+    t = _offsets_times(t, TILE)
+    ct.store(y, index=(bid,), tile=t)
