@@ -266,6 +266,37 @@ def _remove(lists: Iterable[list[_Node]], doomed: set) -> None:
         nodes[:] = [n for n in nodes if n not in doomed]
 
 
+_BOUNDED = re.compile(r"^\s*bounded<\s*(-?\d+|\?)\s*,\s*(-?\d+|\?)\s*>\s*,\s*%\s*$")
+
+
+def _loop_implied(pre: str, v: _Val) -> bool:
+    """Is ``assume <pre>`` on ``v`` a fact its ``for`` loop already states? cutile 0.5.0 puts
+    ``assume bounded<lo, hi>`` on the induction variable of every loop whose bounds are
+    constants (cutile-compiler 0.5.0 compile_expression.rs, the ``for`` of a range: ``[lower,
+    upper - 1]``, the last value attained for a constant step); cuTile Python writes none. A
+    ``bounded`` range that contains every value the loop gives its index (``lo <= start``,
+    ``hi >= last``; ``?`` for no bound; any range for a loop that never runs) promises nothing
+    the loop's own bounds do not: transparent, unlike a narrower one (kept: a warning)."""
+    m = _BOUNDED.match(pre)
+    v = v.resolve()
+    if m is None or v.kind != "barg" or v.index != 0 or v.node is None or v.node.opname != "for":
+        return False
+    bounds = [_const_bits(o.resolve().node if o.resolve().kind == "op" else None)
+              for o in v.node.operands[:3]]
+    if len(bounds) != 3 or any(b is None or b[0] not in _INT_WIDTH for b in bounds):
+        return False
+    (t, lo_bits), (_, up_bits), (_, st_bits) = bounds
+    w = _INT_WIDTH[t]
+    start, end, step = (b - (1 << w) if b >> (w - 1) else b for b in (lo_bits, up_bits, st_bits))
+    if step <= 0:
+        return False
+    if end <= start:
+        return True
+    last = start + step * ((end - 1 - start) // step)
+    lo, hi = m.group(1), m.group(2)
+    return (lo == "?" or int(lo) <= start) and (hi == "?" or int(hi) >= last)
+
+
 class _Normaliser:
     """Per-side rewrites (module docstring lists each rule and why it is sound)."""
 
@@ -365,7 +396,8 @@ class _Normaliser:
         for n in self.s.walk():
             if n.opname == "assume" and n.operands and n.results:
                 n.results[0].alias = n.operands[-1]
-                self.s.assumes.append((n.pre, n.operands[-1]))
+                if not _loop_implied(n.pre, n.operands[-1]):
+                    self.s.assumes.append((n.pre, n.operands[-1]))
                 doomed.add(n)
         _remove(self.s.all_lists(), doomed)
 
