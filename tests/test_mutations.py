@@ -266,6 +266,8 @@ MUTANTS = [
     ("matmul_kernel", "tf32 matmul result not rounded to tf32", lambda t: sub(t, "%9 = ftof %8  : tile<16x16xtf32>", "%9 = ftof %7  : tile<16x16xtf32>"), "cast"),
     ("scalar_load_kernel", "one-element load at the block index, not the element's", lambda t: sub(t, "load_view_tko weak %pview_3[%1]", "load_view_tko weak %pview_3[%blockId_x]"), "math"),
     ("scalar_load_kernel", "float test < -> >", lambda t: sub(t, "cmpf less_than ordered %2", "cmpf greater_than ordered %2"), "math"),
+    ("dtype_call_kernel", "f8 padding value zero -> one", lambda t: sub(t, "constant <f8E4M3FN: 0.000000e+00>", "constant <f8E4M3FN: 1.000000e+00>"), "constant"),
+    ("dtype_call_kernel", "ct.float32(2) -> 3", lambda t: sub(t, "constant <f32: 2.000000e+00>", "constant <f32: 3.000000e+00>"), "constant"),
 ]
 
 
@@ -533,6 +535,7 @@ REWRITES = [
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
     ("reduce_all_kernel", "max combiners' operands commuted", lambda t: sub(t, "%6 = maxf %reduce_lhs, %reduce_rhs", "%6 = maxf %reduce_rhs, %reduce_lhs", 2)),
     ("matmul_kernel", "every SSA value renamed", _rename),
+    ("dtype_call_kernel", "every SSA value renamed", _rename),
     ("scalar_load_kernel", "the loop index assumed within the loop's own bounds", lambda t: sub(t, "(tile<1024xf16>) {\n    %reshape_10 = reshape %loopIdx", "(tile<1024xf16>) {\n    %lo = assume bounded<1, 1023>, %loopIdx : tile<i32>\n    %reshape_10 = reshape %lo")),
 ]
 

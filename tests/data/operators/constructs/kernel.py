@@ -461,3 +461,12 @@ def scalar_load_kernel(x, y, TILE: ConstInt):
         t = t * 2.0
     t = _offsets_times(t, TILE)
     ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def dtype_call_kernel(q, y, TILE: ConstInt):
+    """A dtype called on a constant (cuTile Python's strictly typed 0-d constant): an f8 zero
+    as the padding value of a gather from an f8 array, an f32 two made from an int."""
+    offs = ct.bid(0) * TILE + ct.arange(TILE, dtype=ct.int32)
+    g = ct.gather(q, offs, padding_value=ct.float8_e4m3fn(0.0))
+    ct.store(y, index=(ct.bid(0),), tile=ct.astype(ct.astype(g, ct.float32) * ct.float32(2), y.dtype))
