@@ -268,6 +268,10 @@ MUTANTS = [
     ("scalar_load_kernel", "float test < -> >", lambda t: sub(t, "cmpf less_than ordered %2", "cmpf greater_than ordered %2"), "math"),
     ("dtype_call_kernel", "f8 padding value zero -> one", lambda t: sub(t, "constant <f8E4M3FN: 0.000000e+00>", "constant <f8E4M3FN: 1.000000e+00>"), "constant"),
     ("dtype_call_kernel", "ct.float32(2) -> 3", lambda t: sub(t, "constant <f32: 2.000000e+00>", "constant <f32: 3.000000e+00>"), "constant"),
+    ("scan_axis_kernel", "cumsum along axis 0, not 1", lambda t: sub(t, "%2 = scan %1 dim=1 reverse=false", "%2 = scan %1 dim=0 reverse=false"), "reduction"),
+    ("scan_axis_kernel", "reverse cumsum made forward", lambda t: sub(t, "%3 = scan %1 dim=1 reverse=true", "%3 = scan %1 dim=1 reverse=false"), "reduction"),
+    ("shape_last_kernel", "cdiv of the extent rounds toward zero", lambda t: sub(t, "signed rounding<positive_inf>", "signed rounding<zero>"), "math"),
+    ("fma_rebind_kernel", "the product added to the old multiply, not to its exp", lambda t: sub(t, "%4 = fma %1, %bcast, %3 ", "%4 = fma %1, %bcast, %2 "), "math"),
 ]
 
 
@@ -486,6 +490,15 @@ def _f16_scalar_from_f32(t: str) -> str:
 
 
 # (op, rewrite, edit) -- each keeps what the kernel computes
+def _scan_through_permutes(t: str) -> str:
+    # the forward scan along axis 1 written as cutile writes it: axis 1 permuted to the
+    # front, scanned along axis 0, permuted back
+    t = sub(t, "  %2 = scan %1 dim=1 reverse=false identities=[0.000000e+00 : f32] : tile<16x1024xf32> -> tile<16x1024xf32> ",
+            "  %p = permute %1 [1, 0] : tile<16x1024xf32> -> tile<1024x16xf32>\n"
+            "  %s = scan %p dim=0 reverse=false identities=[0.000000e+00 : f32] : tile<1024x16xf32> -> tile<1024x16xf32> ")
+    return sub(t, "  } loc(#loc17)\n", "  } loc(#loc17)\n  %2 = permute %s [1, 0] : tile<1024x16xf32> -> tile<16x1024xf32>\n")
+
+
 REWRITES = [
     ("softmax", "every SSA value renamed", _rename),
     ("matmul", "every SSA value renamed", _rename),
@@ -536,6 +549,9 @@ REWRITES = [
     ("reduce_all_kernel", "max combiners' operands commuted", lambda t: sub(t, "%6 = maxf %reduce_lhs, %reduce_rhs", "%6 = maxf %reduce_rhs, %reduce_lhs", 2)),
     ("matmul_kernel", "every SSA value renamed", _rename),
     ("dtype_call_kernel", "every SSA value renamed", _rename),
+    ("scan_axis_kernel", "a scan along axis 1 as permute, scan along axis 0, permute back", _scan_through_permutes),
+    ("shape_last_kernel", "every SSA value renamed", _rename),
+    ("fma_rebind_kernel", "every SSA value renamed", _rename),
     ("scalar_load_kernel", "the loop index assumed within the loop's own bounds", lambda t: sub(t, "(tile<1024xf16>) {\n    %reshape_10 = reshape %loopIdx", "(tile<1024xf16>) {\n    %lo = assume bounded<1, 1023>, %loopIdx : tile<i32>\n    %reshape_10 = reshape %lo")),
 ]
 

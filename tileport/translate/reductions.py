@@ -7,8 +7,9 @@ adds, identity 0, as cuTile Python's ``scan_simple`` builds it).
 cutile 0.5.0 writes every ``scan`` with ``dim = 0`` and ``identities = [0]`` whatever its
 arguments say (cutile-compiler 0.5.0 ``compile_cuda_tile_op.rs``, ``compile_scan_op``: the op
 is built with ``.attr("dim", Attribute::i32(0))`` and a zero identity; its ``dim`` and
-``identity`` arguments are never read). So a scan along another axis, and ``ct.cumprod``
-(identity 1), have no cuTile Rust form: BLOCKED, naming that evidence."""
+``identity`` arguments are never read). A scan along another axis is written as that axis
+swapped to the front (``permute``), the scan along axis 0, and the swap back; ``ct.cumprod``
+(identity 1) has no cuTile Rust form: BLOCKED, naming that evidence."""
 from __future__ import annotations
 
 import ast
@@ -45,13 +46,20 @@ class ReductionRules:
         ax = axis % len(ty.shape)
         if C.SCANS[name] != "add":
             self.fail(node, f"ct.{name}", f"a product scan needs the identity 1; {self.SCAN_EVIDENCE}")
-        if ax != 0:
-            self.fail(node, f"ct.{name}", f"a scan along axis {ax}; {self.SCAN_EVIDENCE}")
         if ty.dtype not in self.SCAN_ZERO:
             self.fail(node, f"ct.{name}", f"a scan of a {ty.dtype} tile (cuTile Python casts a bool "
                                           f"tile to int32 first) is not translated")
         direction = "reverse::Reverse" if reverse else "reverse::Forward"
-        return self.bind(f"scan_sum({e}, 0, {direction}, {self.SCAN_ZERO[ty.dtype]})", ty)
+        if ax == 0:
+            return self.bind(f"scan_sum({e}, 0, {direction}, {self.SCAN_ZERO[ty.dtype]})", ty)
+        # cutile scans along axis 0 only: axis ax swapped to the front, scanned, swapped back
+        # (each line along ax is scanned on its own, so the result is the scan along ax; the
+        # IR diff reads permute-scan(dim 0)-permute back as the scan along ax)
+        swap = list(range(len(ty.shape)))
+        swap[0], swap[ax] = ax, 0
+        t, tty = self.permuted(e, ty, swap, node)
+        t, tty = self.bind(f"scan_sum({t}, 0, {direction}, {self.SCAN_ZERO[ty.dtype]})", tty)
+        return self.permuted(t, tty, swap, node)
 
     def reduction(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.sum/max/min/prod(x, axis=None | int | tuple, keepdims=False)``.

@@ -470,3 +470,32 @@ def dtype_call_kernel(q, y, TILE: ConstInt):
     offs = ct.bid(0) * TILE + ct.arange(TILE, dtype=ct.int32)
     g = ct.gather(q, offs, padding_value=ct.float8_e4m3fn(0.0))
     ct.store(y, index=(ct.bid(0),), tile=ct.astype(ct.astype(g, ct.float32) * ct.float32(2), y.dtype))
+
+
+@ct.kernel
+def scan_axis_kernel(a, b, BM: ConstInt, TILE: ConstInt):
+    """ct.cumsum along axis 1 of a 2-D tile (cutile scans axis 0 only: the port swaps the axis
+    to the front, scans, swaps back) and along axis -1 in reverse."""
+    t = ct.astype(ct.load(a, index=(ct.bid(0), 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.ZERO),
+                  ct.float32)
+    s = ct.cumsum(t, axis=1) + ct.cumsum(t, axis=-1, reverse=True)
+    ct.store(b, index=(ct.bid(0), 0), tile=ct.astype(s, b.dtype))
+
+
+@ct.kernel
+def shape_last_kernel(x, y, TILE: ConstInt):
+    """x.shape[-1]: the extent of the array's last axis (a negative axis counts from the end)."""
+    last = ct.cdiv(x.shape[-1], TILE) - 1
+    t = ct.load(x, index=(ct.minimum(ct.bid(0), last),), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(ct.bid(0),), tile=t)
+
+
+@ct.kernel
+def fma_rebind_kernel(x, y, TILE: ConstInt):
+    """A name that held a multiply, rebound to another value, then added to a product: the
+    product (not the name's old multiply) contracts into the fma, as cuTile Python's does."""
+    t = ct.astype(ct.load(x, index=(ct.bid(0),), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO), ct.float32)
+    acc = t * t
+    acc = ct.exp(acc)
+    acc = acc + t * 0.5
+    ct.store(y, index=(ct.bid(0),), tile=ct.astype(acc, y.dtype))
