@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 
 from .. import constructs as C
+from .. import frontend as F
 from .core import CONSTEXPR, Member, NeedConst, Ty, Unsupported, Var
 
 
@@ -243,11 +244,12 @@ class MemoryRules:
         return f"num_tiles(&{v}, {axis.value}i32)", Ty("i32")
 
     def shape_dim(self, node: ast.Subscript) -> tuple[str, Ty]:
-        """``a.shape[i]``: the array's run-time extent along axis ``i``."""
+        """``a.shape[i]``: the array's run-time extent along axis ``i`` (``-1``: the last)."""
         arr = self.array_arg(node.value.value)
-        i = node.slice.value
-        if not 0 <= i < arr.ty.ndim:
+        i = F.shape_axis(node)
+        if not -arr.ty.ndim <= i < arr.ty.ndim:
             self.fail(node, ast.unparse(node), f"axis {i} out of range for rank {arr.ty.ndim}")
+        i %= arr.ty.ndim
         return f"get_shape_dim({arr.rust}.shape(), {i}i32)", Ty("i32")
 
     # ---- pointer tiles: ct.gather / ct.scatter -------------------------------------
