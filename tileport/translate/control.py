@@ -112,6 +112,7 @@ class ControlRules:
             if txt.startswith("let ") and not txt.startswith("let mut "):
                 self.out.lines[var.decl][1] = "let mut " + txt[4:]
             self.out.emit(f"{var.rust} = {expr};", self.line)
+            self.muls.pop(var.rust, None)      # the name no longer holds that multiply
             return
         if var is not None and var.decl is None and (var.depth != depth or name in self.carried_names()):
             # a parameter or compile-time name rebound in a loop or branch (a plain rebinding
@@ -119,6 +120,9 @@ class ControlRules:
             self.fail(node, name, "rebinding a kernel parameter or a compile-time value inside a "
                                   "loop or branch is not translated")
         rn = self.local_prefix + self.rname(name)
+        # a rebinding shadows the Rust name: a multiply it held before is not this value (an
+        # fma contraction must not see `acc = a * b; acc = mma(..); acc + x * y` as a*b + ...)
+        self.muls.pop(rn, None)
         # the line that bound the value (token bookkeeping after a load does not count)
         pos = len(self.out.lines) - 1
         while pos >= 0 and pos in getattr(self, "tok_pure", {}):
