@@ -272,6 +272,9 @@ MUTANTS = [
     ("scan_axis_kernel", "reverse cumsum made forward", lambda t: sub(t, "%3 = scan %1 dim=1 reverse=true", "%3 = scan %1 dim=1 reverse=false"), "reduction"),
     ("shape_last_kernel", "cdiv of the extent rounds toward zero", lambda t: sub(t, "signed rounding<positive_inf>", "signed rounding<zero>"), "math"),
     ("fma_rebind_kernel", "the product added to the old multiply, not to its exp", lambda t: sub(t, "%4 = fma %1, %bcast, %3 ", "%4 = fma %1, %bcast, %2 "), "math"),
+    ("tiled_atomic_kernel", "atomic add into the block's tile, not tile 0", lambda t: sub(t, "%pview_3[%cst_0_i32], addf", "%pview_3[%blockId_x], addf"), "memory"),
+    ("tiled_atomic_kernel", "second atomic not ordered after the first", lambda t: sub(t, "addf, %4 token = %3 :", "addf, %4 token = %0 :"), "memory"),
+    ("tiled_atomic_kernel", "atomic add -> atomic max", lambda t: sub(t, "%pview_3[%cst_0_i32], addf,", "%pview_3[%cst_0_i32], maxf,"), "memory"),
 ]
 
 
@@ -552,6 +555,7 @@ REWRITES = [
     ("scan_axis_kernel", "a scan along axis 1 as permute, scan along axis 0, permute back", _scan_through_permutes),
     ("shape_last_kernel", "every SSA value renamed", _rename),
     ("fma_rebind_kernel", "every SSA value renamed", _rename),
+    ("tiled_atomic_kernel", "every SSA value renamed", _rename),
     ("scalar_load_kernel", "the loop index assumed within the loop's own bounds", lambda t: sub(t, "(tile<1024xf16>) {\n    %reshape_10 = reshape %loopIdx", "(tile<1024xf16>) {\n    %lo = assume bounded<1, 1023>, %loopIdx : tile<i32>\n    %reshape_10 = reshape %lo")),
 ]
 

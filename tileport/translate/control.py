@@ -58,6 +58,8 @@ class ControlRules:
         elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
                 and self.is_ct(s.value.func) and s.value.func.attr in C.ATOMICS):
             self.atomic(s.value)         # an atomic whose old values are not used
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_tiled_view_atomic(s.value):
+            self.tiled_view_atomic(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "static_assert"):
             self.static_assert(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):

@@ -370,6 +370,57 @@ class MemoryRules:
         self.stored(arr.rust, done, call, acquire=acquire)
         return old, Ty("tile", dtype, shape)
 
+    TILED_VIEW_ATOMICS = ("add", "max", "min", "and", "or", "xor")
+
+    @staticmethod
+    def is_tiled_view_atomic(call) -> bool:
+        """``arr.tiled_view(shape, ...).atomic_store_<op>(index, update)``, as one statement."""
+        f = call.func
+        return (isinstance(f, ast.Attribute) and f.attr.startswith("atomic_store_")
+                and isinstance(f.value, ast.Call) and isinstance(f.value.func, ast.Attribute)
+                and f.value.func.attr == "tiled_view" and isinstance(f.value.func.value, ast.Name))
+
+    def tiled_view_atomic(self, call):
+        """``arr.tiled_view(shape).atomic_store_add/max/min/and/or/xor(index, update)``: the
+        update broadcast to the view's tile shape and cast to the array's dtype, reduced into
+        tile ``index`` of an unpadded partition view, relaxed, device scope (the only order and
+        scope cuTile Python gives it: cuda/tile/_ir/ops.py ``tiled_view_atomic_store_rmw_impl``)
+        -> cutile's ``atomic_red_view_raw`` (Tile IR ``atomic_red_view_tko``)."""
+        op = call.func.attr[len("atomic_store_"):]
+        tv = call.func.value
+        what = f"{ast.unparse(tv.func)}(...).{call.func.attr}"
+        if op not in self.TILED_VIEW_ATOMICS:
+            self.fail(call, what, "no such tiled view atomic")
+        arr = self.array_arg(tv.func.value)
+        kws = {k.arg: k.value for k in tv.keywords}
+        steps = kws.pop("traversal_steps", None)
+        kws.pop("padding_mode", None)     # unread: the atomic's view is made with UNDETERMINED
+        if kws or len(tv.args) != 1 or not (steps is None or (isinstance(steps, ast.Constant)
+                                                             and steps.value is None)):
+            self.fail(tv, ast.unparse(tv)[:60], "tiled_view(shape) with traversal_steps or other "
+                                                "options is not translated")
+        shape = self.shape_of(tv.args[0])
+        if len(shape) != arr.ty.ndim:
+            self.fail(tv, ast.unparse(tv)[:60], f"tile rank {len(shape)} != array rank {arr.ty.ndim}")
+        self.check_kwargs(call, set())
+        if len(call.args) != 2:
+            self.fail(call, what, "expects (index, update) positionally")
+        index = self.index_elems(call.args[0], arr.ty.ndim)
+        dtype = arr.ty.dtype
+        mode = C.ATOMIC_RMW[f"atomic_{op}"][0 if dtype in C.FLOAT_TILE_DTYPES else 1]
+        if mode is None:
+            self.fail(call, what, f"cuTile Python has no {call.func.attr} of a {dtype} array")
+        ve, vt = self.tile_expr(call.args[1])
+        ve = self.as_tile(ve, vt, vt.dtype, shape, call)
+        ve, _ = self.implicit_cast(ve, Ty("tile", vt.dtype, shape), dtype, call, what)
+        token = self.store_token(arr.rust, call)
+        v = self.view(arr, shape, C.PADDING["UNDETERMINED"], call, token)
+        done = self.fresh("tok")
+        self.out.emit(f"let {done}: Token = atomic_red_view_raw(&{v}, {ve}, [{', '.join(index)}], "
+                      f"atomic::{mode}, ordering::Relaxed, scope::Device, Some({token}));", self.line)
+        self.tok_names.add(done)
+        self.stored(arr.rust, done, call)
+
     def gather_scatter(self, call, arr: Var, idx_node) -> tuple[str, str | None, tuple]:
         """The pointer tile and mask of a gather/scatter, op for op as cuTile Python builds them
         (cuda-tile 1.7.0, seen in its Tile IR): per axis k, the index widened to i64 (``exti``

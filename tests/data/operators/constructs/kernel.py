@@ -499,3 +499,14 @@ def fma_rebind_kernel(x, y, TILE: ConstInt):
     acc = ct.exp(acc)
     acc = acc + t * 0.5
     ct.store(y, index=(ct.bid(0),), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def tiled_atomic_kernel(x, total, TILE: ConstInt):
+    """arr.tiled_view(shape).atomic_store_add(index, update): an atomic reduction into one tile
+    of a tiled view (relaxed, device scope); an update broadcast to the tile shape and one
+    cast implicitly to the array's dtype."""
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    total.tiled_view((TILE,)).atomic_store_add((0,), ct.astype(t, ct.float32) * 2.0)
+    total.tiled_view((TILE,), padding_mode=ct.PaddingMode.ZERO).atomic_store_add((1,), t)
+    total.tiled_view((TILE,)).atomic_store_add((2,), ct.sum(ct.astype(t, ct.float32), axis=0))
