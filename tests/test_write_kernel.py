@@ -532,6 +532,28 @@ def test_alias_groups_of_read_arrays_translate_written_ones_are_blocked(op_copy)
     assert exc.value.construct == "parameter x" and getattr(exc.value, "owner", "tool") == "tool"
 
 
+def test_written_alias_group_translates_in_entries_touching_one_of_its_arrays(op_copy):
+    """y and z may be one tensor and are written; an entry that stores to y only (z behind a
+    constexpr if it does not take) has one path to the memory: translated; the entry that
+    stores to both is BLOCKED (owner tool)."""
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace(
+        "def relu_kernel(x, y, TILE: ConstInt):", "def relu_kernel(x, y, z, TILE: ConstInt, DUAL: ct.Constant[bool]):").replace(
+        "    ct.store(y, index=(bid,), tile=ct.maximum(t, zero))\n",
+        "    ct.store(y, index=(bid,), tile=ct.maximum(t, zero))\n    if DUAL:\n        ct.store(z, index=(bid,), tile=t)\n"))
+    m = d / "manifest.yaml"
+    text = m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: output, alias_group: h}\n"
+                                 "      z: {ndim: 1, role: output, alias_group: h}")
+    m.write_text(text.replace("  - {TILE: 1024}\n  - {TILE: 2048}", "  - {TILE: 1024, DUAL: false}"))
+    src, _, _ = T.translate_entries(d, "relu_kernel")
+    assert "DUALfalse" in src or "DUAL" not in src
+    m.write_text(text.replace("  - {TILE: 1024}\n  - {TILE: 2048}", "  - {TILE: 1024, DUAL: false}\n  - {TILE: 1024, DUAL: true}"))
+    with pytest.raises(T.Unsupported, match=r"may alias \(alias_group h\) where y, z is written, both accessed") as exc:
+        T.translate_entries(d, "relu_kernel")
+    assert getattr(exc.value, "owner", "tool") == "tool"
+
+
 @pytest.mark.parametrize("cond,owner,reason", [
     ("TILE % 3 == 0", "kernel", "false for this entry's constexprs"),       # TILE 1024 / 2048
     ("ct.bid(0) == 0", "tool", "not known at compile time"),
