@@ -519,6 +519,14 @@ class _Normaliser:
             n.types = out_t
         _remove(self.s.all_lists(), doomed)
 
+    def users(self) -> dict:
+        """id of each (resolved) value -> the ops that read it, in program order."""
+        users: dict = {}
+        for n in self.s.walk():
+            for v in n.args():
+                users.setdefault(id(v), []).append(n)
+        return users
+
     def permuted_scans(self) -> None:
         """``permute(scan(permute(x, p), dim=0), p^-1)``, the scan's only user the second
         permute, is ``scan(x, dim=p[0])``: a scan treats every line along its axis on its own,
@@ -526,10 +534,7 @@ class _Normaliser:
         scan of ``x`` along that axis, lane for lane. cutile 0.5.0 writes every scan with
         ``dim = 0`` (cutile-compiler compile_cuda_tile_op.rs, compile_scan_op), so its port of
         a scan along another axis is written this way."""
-        users: dict = {}
-        for n in self.s.walk():
-            for v in n.args():
-                users.setdefault(id(v), []).append(n)
+        users = self.users()
         doomed = set()
         for n in self.s.walk():
             if n.opname != "scan" or len(n.operands) != 1 or len(n.results) != 1:
@@ -601,10 +606,7 @@ class _Normaliser:
                     n.operands = n.operands[:1] + n.operands[2:]
                     n.pre = _ws(re.sub(r"^(\w+ %), %", r"\1", n.pre.strip()))
                     n.types = f"{types[0]} -> {tail}"
-        users: dict = {}
-        for n in self.s.walk():
-            for v in n.args():
-                users.setdefault(id(v), []).append(n)
+        users = self.users()
         doomed = set()
         for n in self.s.walk():
             if (n.opname != "select" or len(n.operands) != 3 or not n.results):
