@@ -874,3 +874,26 @@ def test_one_sided_assume_is_a_warning():
     res = diff_ir(ref, ref.replace(line, line.replace("bounded<0, ?>", "div_by<1024>")))
     assert res.verdict == "PASS_WITH_NOTES"
     assert any(f.category == "hint" and "div_by<1024>" in f.message for f in res.findings)
+
+
+def _loop_assume(t: str, pred: str) -> str:
+    """scalar_load_kernel's reference with ``assume <pred>`` on its loop's index (cutile puts
+    one on the index of every loop over constant bounds), the body reading the assumed value."""
+    t = t.replace("(tile<1024xf16>) {\n    %reshape_10 = reshape %loopIdx",
+                  f"(tile<1024xf16>) {{\n    %lo = assume {pred}, %loopIdx : tile<i32>\n"
+                  f"    %reshape_10 = reshape %lo", 1)
+    assert "%lo = assume" in t
+    return t
+
+
+def test_assume_a_loop_states_by_its_constant_bounds_is_transparent():
+    """for i in 1..1024: `bounded<1, 1023>` (or wider, or a lower bound only) on i promises
+    nothing its loop does not; a narrower range is a one-sided promise (a warning)."""
+    ref = (Path(__file__).parent / "data" / "ir" / "constructs" / "scalar_load_kernel.ref.tileir").read_text()
+    for pred in ("bounded<1, 1023>", "bounded<0, 2000>", "bounded<1, ?>"):
+        res = diff_ir(ref, _loop_assume(ref, pred))
+        assert res.verdict == "PASS", (pred, res.summary)
+    for pred in ("bounded<1, 1000>", "bounded<2, ?>"):
+        res = diff_ir(ref, _loop_assume(ref, pred))
+        assert res.verdict == "PASS_WITH_NOTES", (pred, res.summary)
+        assert any(f.category == "hint" and pred.split(",")[0] in f.message for f in res.findings)

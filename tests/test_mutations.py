@@ -277,6 +277,22 @@ MUTANTS = [
     ("loop_split_kernel", "the upper half starts at the loop's start", lambda t: sub(t, "(%11 to %1,", "(%blockId_x to %1,"), "math"),
     ("single_trip_kernel", "the one-trip loop runs twice", lambda t: sub(t, "%cst_1_i32_2 = constant <i32: 1>", "%cst_1_i32_2 = constant <i32: 2>"), "constant"),
     ("single_trip_kernel", "the one-trip loop's only index 0 -> 1", lambda t: sub(sub(t, "%cst_1_i32_2 = constant <i32: 1>", "%cst_1_i32_2 = constant <i32: 2>"), "%cst_0_i32 = constant <i32: 0>", "%cst_0_i32 = constant <i32: 1>"), "constant"),
+    ("reduce_all_kernel", "sum over every axis finishes on the max's partial result", lambda t: sub(t, "%reduce_9 = reduce %reduce_8 dim=0", "%reduce_9 = reduce %reduce dim=0"), "reduction"),
+    ("reduce_all_kernel", "min over the row sums starts from -inf", lambda t: sub(t, "%reduce_12 = reduce %reduce_11 dim=0 identities=[0x7F800000 : f32]", "%reduce_12 = reduce %reduce_11 dim=0 identities=[0xFF800000 : f32]"), "reduction"),
+    ("matmul_kernel", "f16 matmul accumulates from one, not zero", lambda t: sub(t, "constant <f16: 0.000000e+00> : tile<16x16xf16>", "constant <f16: 1.000000e+00> : tile<16x16xf16>"), "constant"),
+    ("matmul_kernel", "tf32 matmul operands swapped", lambda t: sub(t, "mmaf %4, %6, %cst_0_f32", "mmaf %6, %4, %cst_0_f32"), "math"),
+    ("matmul_kernel", "tf32 matmul result not rounded to tf32", lambda t: sub(t, "%9 = ftof %8  : tile<16x16xtf32>", "%9 = ftof %7  : tile<16x16xtf32>"), "cast"),
+    ("scalar_load_kernel", "one-element load at the block index, not the element's", lambda t: sub(t, "load_view_tko weak %pview_3[%1]", "load_view_tko weak %pview_3[%blockId_x]"), "math"),
+    ("scalar_load_kernel", "float test < -> >", lambda t: sub(t, "cmpf less_than ordered %2", "cmpf greater_than ordered %2"), "math"),
+    ("dtype_call_kernel", "f8 padding value zero -> one", lambda t: sub(t, "constant <f8E4M3FN: 0.000000e+00>", "constant <f8E4M3FN: 1.000000e+00>"), "constant"),
+    ("dtype_call_kernel", "ct.float32(2) -> 3", lambda t: sub(t, "constant <f32: 2.000000e+00>", "constant <f32: 3.000000e+00>"), "constant"),
+    ("scan_axis_kernel", "cumsum along axis 0, not 1", lambda t: sub(t, "%2 = scan %1 dim=1 reverse=false", "%2 = scan %1 dim=0 reverse=false"), "reduction"),
+    ("scan_axis_kernel", "reverse cumsum made forward", lambda t: sub(t, "%3 = scan %1 dim=1 reverse=true", "%3 = scan %1 dim=1 reverse=false"), "reduction"),
+    ("shape_last_kernel", "cdiv of the extent rounds toward zero", lambda t: sub(t, "signed rounding<positive_inf>", "signed rounding<zero>"), "math"),
+    ("fma_rebind_kernel", "the product added to the old multiply, not to its exp", lambda t: sub(t, "%4 = fma %1, %bcast, %3 ", "%4 = fma %1, %bcast, %2 "), "math"),
+    ("tiled_atomic_kernel", "atomic add into the block's tile, not tile 0", lambda t: sub(t, "%pview_3[%cst_0_i32], addf", "%pview_3[%blockId_x], addf"), "memory"),
+    ("tiled_atomic_kernel", "second atomic not ordered after the first", lambda t: sub(t, "addf, %4 token = %3 :", "addf, %4 token = %0 :"), "memory"),
+    ("tiled_atomic_kernel", "atomic add -> atomic max", lambda t: sub(t, "%pview_3[%cst_0_i32], addf,", "%pview_3[%cst_0_i32], maxf,"), "memory"),
 ]
 
 
@@ -495,6 +511,15 @@ def _f16_scalar_from_f32(t: str) -> str:
 
 
 # (op, rewrite, edit) -- each keeps what the kernel computes
+def _scan_through_permutes(t: str) -> str:
+    # the forward scan along axis 1 written as cutile writes it: axis 1 permuted to the
+    # front, scanned along axis 0, permuted back
+    t = sub(t, "  %2 = scan %1 dim=1 reverse=false identities=[0.000000e+00 : f32] : tile<16x1024xf32> -> tile<16x1024xf32> ",
+            "  %p = permute %1 [1, 0] : tile<16x1024xf32> -> tile<1024x16xf32>\n"
+            "  %s = scan %p dim=0 reverse=false identities=[0.000000e+00 : f32] : tile<1024x16xf32> -> tile<1024x16xf32> ")
+    return sub(t, "  } loc(#loc17)\n", "  } loc(#loc17)\n  %2 = permute %s [1, 0] : tile<1024x16xf32> -> tile<16x1024xf32>\n")
+
+
 REWRITES = [
     ("softmax", "every SSA value renamed", _rename),
     ("matmul", "every SSA value renamed", _rename),
@@ -546,6 +571,14 @@ REWRITES = [
     ("single_trip_kernel", "bounded<0, 0> assumed on the one-trip loop's index", lambda t: _assume_on_index(t, "0, 0")),
     ("single_trip_kernel", "bounded<0, 1> assumed on the two-trip loop's index", lambda t: _assume_on_index(t, "0, 1", first=False)),
     ("loop_split_kernel", "the split point's min with its operands commuted", lambda t: sub(t, "%3 = mini %1, %2 signed", "%3 = mini %2, %1 signed")),
+    ("reduce_all_kernel", "max combiners' operands commuted", lambda t: sub(t, "%6 = maxf %reduce_lhs, %reduce_rhs", "%6 = maxf %reduce_rhs, %reduce_lhs", 2)),
+    ("matmul_kernel", "every SSA value renamed", _rename),
+    ("dtype_call_kernel", "every SSA value renamed", _rename),
+    ("scan_axis_kernel", "a scan along axis 1 as permute, scan along axis 0, permute back", _scan_through_permutes),
+    ("shape_last_kernel", "every SSA value renamed", _rename),
+    ("fma_rebind_kernel", "every SSA value renamed", _rename),
+    ("tiled_atomic_kernel", "every SSA value renamed", _rename),
+    ("scalar_load_kernel", "the loop index assumed within the loop's own bounds", lambda t: sub(t, "(tile<1024xf16>) {\n    %reshape_10 = reshape %loopIdx", "(tile<1024xf16>) {\n    %lo = assume bounded<1, 1023>, %loopIdx : tile<i32>\n    %reshape_10 = reshape %lo")),
 ]
 
 

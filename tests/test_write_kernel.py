@@ -107,7 +107,7 @@ def test_translation_is_by_construct_not_by_name(op_copy):
 
 
 @pytest.mark.parametrize("edit,construct", [
-    (("        m = ct.max(t, axis=1, keepdims=True)\n", "        m = ct.max(t, axis=None, keepdims=True)\n"), "ct.max"),
+    (("        m = ct.max(t, axis=1, keepdims=True)\n", "        m = ct.cumprod(t, axis=1)\n"), "ct.cumprod"),
     (("for i in range(ct.bid(0), row_tiles, ct.num_blocks(0)):", "for i in [1, 2]:"), "for [1, 2]"),
     (("        e = ct.exp(t - m)\n", "        e = ct.exp(t - m)\n        e = e % 3.0\n"), "e % 3.0"),
 ])
@@ -429,12 +429,12 @@ def scan_kernel(x, y, TILE: ConstInt):
 
 
 @pytest.mark.parametrize("call,why", [
-    ("ct.cumsum(t, axis=1)", "a scan along axis 1; cutile 0.5.0 builds every scan op with dim = 0"),
     ("ct.cumprod(t, axis=0)", "a product scan needs the identity 1; cutile 0.5.0 builds every scan"),
 ])
 def test_scans_cutile_cannot_express_are_blocked(tmp_path, call, why):
-    """cutile 0.5.0 emits every scan with dim 0 and identity 0 (compile_scan_op): a scan along
-    another axis and cumprod are BLOCKED with that evidence, never ported wrong."""
+    """cutile 0.5.0 emits every scan with dim 0 and identity 0 (compile_scan_op): cumprod is
+    BLOCKED with that evidence, never ported wrong (a scan along another axis is written
+    through permutes: constructs scan_axis_kernel)."""
     import shutil
     d = tmp_path / "constructs"
     shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
@@ -530,6 +530,28 @@ def test_alias_groups_of_read_arrays_translate_written_ones_are_blocked(op_copy)
     with pytest.raises(T.Unsupported, match=r"may alias \(alias_group h\) where y is written") as exc:
         T.translate_entries(d, "relu_kernel")
     assert exc.value.construct == "parameter x" and getattr(exc.value, "owner", "tool") == "tool"
+
+
+def test_written_alias_group_translates_in_entries_touching_one_of_its_arrays(op_copy):
+    """y and z may be one tensor and are written; an entry that stores to y only (z behind a
+    constexpr if it does not take) has one path to the memory: translated; the entry that
+    stores to both is BLOCKED (owner tool)."""
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace(
+        "def relu_kernel(x, y, TILE: ConstInt):", "def relu_kernel(x, y, z, TILE: ConstInt, DUAL: ct.Constant[bool]):").replace(
+        "    ct.store(y, index=(bid,), tile=ct.maximum(t, zero))\n",
+        "    ct.store(y, index=(bid,), tile=ct.maximum(t, zero))\n    if DUAL:\n        ct.store(z, index=(bid,), tile=t)\n"))
+    m = d / "manifest.yaml"
+    text = m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: output, alias_group: h}\n"
+                                 "      z: {ndim: 1, role: output, alias_group: h}")
+    m.write_text(text.replace("  - {TILE: 1024}\n  - {TILE: 2048}", "  - {TILE: 1024, DUAL: false}"))
+    src, _, _ = T.translate_entries(d, "relu_kernel")
+    assert "DUALfalse" in src or "DUAL" not in src
+    m.write_text(text.replace("  - {TILE: 1024}\n  - {TILE: 2048}", "  - {TILE: 1024, DUAL: false}\n  - {TILE: 1024, DUAL: true}"))
+    with pytest.raises(T.Unsupported, match=r"may alias \(alias_group h\) where y, z is written, both accessed") as exc:
+        T.translate_entries(d, "relu_kernel")
+    assert getattr(exc.value, "owner", "tool") == "tool"
 
 
 @pytest.mark.parametrize("cond,owner,reason", [

@@ -243,8 +243,19 @@ def is_newaxis_subscript(node: ast.Subscript) -> bool:
 
 
 def is_shape_subscript(node: ast.Subscript) -> bool:
+    """``a.shape[i]`` with ``i`` an int literal (``-1`` counts from the last axis)."""
     return (isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
-            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int))
+            and shape_axis(node) is not None)
+
+
+def shape_axis(node: ast.Subscript) -> int | None:
+    """The int literal ``i`` (or ``-i``) of ``a.shape[i]``; None for anything else."""
+    s = node.slice
+    neg = isinstance(s, ast.UnaryOp) and isinstance(s.op, ast.USub)
+    s = s.operand if neg else s
+    if isinstance(s, ast.Constant) and type(s.value) is int:
+        return -s.value if neg else s.value
+    return None
 
 
 

@@ -307,6 +307,12 @@ def _remove(lists: Iterable[list[_Node]], doomed: set) -> None:
         nodes[:] = [n for n in nodes if n not in doomed]
 
 
+def _permutation(n: _Node) -> list[int] | None:
+    """The permutation of a ``permute`` op (``permute %x [0, 2, 1]``); None if unreadable."""
+    m = re.match(r"^\s*%\s*\[([\d,\s]*)\]\s*$", n.pre) if n.opname == "permute" else None
+    return [int(x) for x in m.group(1).split(",") if x.strip()] if m else None
+
+
 class _Normaliser:
     """Per-side rewrites (module docstring lists each rule and why it is sound)."""
 
@@ -322,6 +328,7 @@ class _Normaliser:
         self.constants()
         self.comparisons()
         self.shapes()
+        self.permuted_scans()
         self.constants()          # again: ops on the splatted constants shapes() made
         self.tokens()
         self.masked_loads()
@@ -537,6 +544,46 @@ class _Normaliser:
             n.types = out_t
         _remove(self.s.all_lists(), doomed)
 
+    def users(self) -> dict:
+        """id of each (resolved) value -> the ops that read it, in program order."""
+        users: dict = {}
+        for n in self.s.walk():
+            for v in n.args():
+                users.setdefault(id(v), []).append(n)
+        return users
+
+    def permuted_scans(self) -> None:
+        """``permute(scan(permute(x, p), dim=0), p^-1)``, the scan's only user the second
+        permute, is ``scan(x, dim=p[0])``: a scan treats every line along its axis on its own,
+        so scanning axis ``p[0]`` of ``x`` in the permuted layout and permuting back gives the
+        scan of ``x`` along that axis, lane for lane. cutile 0.5.0 writes every scan with
+        ``dim = 0`` (cutile-compiler compile_cuda_tile_op.rs, compile_scan_op), so its port of
+        a scan along another axis is written this way."""
+        users = self.users()
+        doomed = set()
+        for n in self.s.walk():
+            if n.opname != "scan" or len(n.operands) != 1 or len(n.results) != 1:
+                continue
+            m = re.match(r"^(\s*%\s*)dim\s*=\s*0\b(.*)$", n.pre, re.S)
+            inner = _producer(n.operands[0].resolve())
+            outs = users.get(id(n.results[0]), [])
+            if m is None or inner is None or inner.opname != "permute" or len(outs) != 1:
+                continue
+            outer = outs[0]
+            p, q = _permutation(inner), _permutation(outer)
+            if (outer.opname != "permute" or p is None or q is None or len(p) != len(q)
+                    or [p[i] for i in q] != list(range(len(p)))):
+                continue
+            src = inner.operands[0].resolve()
+            n.operands = [src]
+            n.pre = f"{m.group(1)}dim={p[0]}{m.group(2)}"
+            n.types = n.types.replace(n.result_types[0], src.type)
+            n.result_types = [src.type]
+            n.results[0].type = src.type
+            outer.results[0].alias = n.results[0]
+            doomed.add(outer)
+        _remove(self.s.all_lists(), doomed)
+
     def tokens(self) -> None:
         doomed = set()
         for n in self.s.walk():
@@ -584,10 +631,7 @@ class _Normaliser:
                     n.operands = n.operands[:1] + n.operands[2:]
                     n.pre = _ws(re.sub(r"^(\w+ %), %", r"\1", n.pre.strip()))
                     n.types = f"{types[0]} -> {tail}"
-        users: dict = {}
-        for n in self.s.walk():
-            for v in n.args():
-                users.setdefault(id(v), []).append(n)
+        users = self.users()
         doomed = set()
         for n in self.s.walk():
             if (n.opname != "select" or len(n.operands) != 3 or not n.results):

@@ -470,6 +470,9 @@ class ArithRules:
             return self.bind(f"constant({int(val)}{dtype}, {sh})", Ty("tile", dtype, shape))
         if dtype == "f32":
             return self.f32_constant(val, shape)
+        if dtype in ("f8e4m3fn", "f8e5m2", "tf32") and float(val) == 0.0 and math.copysign(1.0, float(val)) > 0:
+            # cutile has no literal of these types; +0.0 is their ElementType::ZERO
+            return self.bind(f"constant({dtype}::ZERO, {sh})", Ty("tile", dtype, shape))
         if dtype not in ("E", "f16", "bf16"):
             self.fail(node, repr(val), f"constant of dtype {dtype} not translated")
         v = float(val)

@@ -60,6 +60,8 @@ class ControlRules:
         elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
                 and self.is_ct(s.value.func) and s.value.func.attr in C.ATOMICS):
             self.atomic(s.value)         # an atomic whose old values are not used
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_tiled_view_atomic(s.value):
+            self.tiled_view_atomic(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "static_assert"):
             self.static_assert(s.value)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
@@ -116,6 +118,7 @@ class ControlRules:
             if txt.startswith("let ") and not txt.startswith("let mut "):
                 self.out.lines[var.decl][1] = "let mut " + txt[4:]
             self.out.emit(f"{var.rust} = {expr};", self.line)
+            self.muls.pop(var.rust, None)      # the name no longer holds that multiply
             return
         if var is not None and var.decl is None and (var.depth != depth or name in self.carried_names()):
             # a parameter or compile-time name rebound in a loop or branch (a plain rebinding
@@ -123,6 +126,9 @@ class ControlRules:
             self.fail(node, name, "rebinding a kernel parameter or a compile-time value inside a "
                                   "loop or branch is not translated")
         rn = self.local_prefix + self.rname(name)
+        # a rebinding shadows the Rust name: a multiply it held before is not this value (an
+        # fma contraction must not see `acc = a * b; acc = mma(..); acc + x * y` as a*b + ...)
+        self.muls.pop(rn, None)
         # the line that bound the value (token bookkeeping after a load does not count)
         pos = len(self.out.lines) - 1
         while pos >= 0 and pos in getattr(self, "tok_pure", {}):
@@ -237,6 +243,10 @@ class ControlRules:
             self.out.emit(f"// if {ast.unparse(s.test)}: {bool(cty.value)} for this entry", s.lineno)
             self.block(s.body if cty.value else s.orelse)
             return
+        if cty.kind == "tile" and cty.dtype == "bool" and cty.shape == ():
+            # a 0-d bool tile (a test on a reduction's result): Tile IR's if reads it as is;
+            # cutile's tile_to_scalar makes it the Rust bool its if needs (no op of its own)
+            c, cty = self.bind(f"tile_to_scalar({c})", Ty("bool"))
         if cty.kind != "bool":
             self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
                                                       "int32 scalars (or a constexpr test)")

@@ -352,6 +352,7 @@ def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, 
                     raise
                 need_dtype = True
                 break
+            alias_conflicts(kinfo, tr, kfile)
             need_dtype |= tr.need_dtype
             need_strides |= tr.need_strides
             entries.update({vid: name for vid in vids})
@@ -387,11 +388,36 @@ def translate_kernel(op_dir: str | Path, kernel: str, target: str = "sm_90") -> 
 
 
 
+def alias_conflicts(kinfo: dict, tr, kfile: str) -> None:
+    """Raise :class:`Unsupported` (owner ``tool``) when an entry reads or writes two arrays of
+    one ``alias_group`` one of which is written: cutile 0.5.0 allows shared reads of one memory
+    but, while a tensor is a mutable output, no other path may read or write that memory
+    (cutile-0.5.0 src/tensor.rs, Tensor::borrow_raw_parts, its 'Aliasing' safety rule;
+    store_ptr_tko: 'no aliasing that would race'). An entry that touches one array of the group
+    only (the other a parameter it never loads from nor stores to, e.g. behind a constexpr
+    ``if`` this entry does not take) has one path to the memory: translated."""
+    groups: dict[str, list] = {}
+    for p in kinfo["params"]:
+        if p["kind"] == "array" and p.get("alias_group"):
+            groups.setdefault(p["alias_group"], []).append(p)
+    used = getattr(tr, "accessed_arrays", set())
+    for g, members in groups.items():
+        written = [q["name"] for q in members if q.get("role") != "input"]
+        touched = [q for q in members if tr.rname(q["name"]) in used]
+        if written and len(touched) > 1:
+            raise Unsupported(kfile, touched[0].get("line"), f"parameter {touched[0]['name']}",
+                              f"arrays that may alias (alias_group {g}) where {', '.join(written)} "
+                              f"is written, both accessed by entry {tr.entry}: cutile 0.5.0 allows "
+                              f"shared reads of one memory but a tensor written must be the only "
+                              f"path to it (src/tensor.rs, Tensor::borrow_raw_parts, its 'Aliasing' "
+                              f"safety rule; store_ptr_tko: 'no aliasing that would race')")
+
+
 def manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
     """Manifest forms of a parameter the translator has no rule for raise :class:`Unsupported`
     (owner ``tool``: the translator or cutile lacks the rule, the kernel is valid), each with
-    the evidence: an array dtype without a cutile element type, a ``list`` of arrays, an
-    ``alias_group`` one of whose arrays is written, ``index_dtype`` i64
+    the evidence: an array dtype without a cutile element type, a ``list`` of arrays,
+    ``index_dtype`` i64
     (``ct.IndexedWithInt64``), an i64 scalar, a variant dtype outside f16/bf16/f32. Arrays of
     their own dtype (an f32 Rstd, an int32 index array) and aliasing read-only arrays are
     translated (every array is a ``&Tensor``: shared reads of one memory are what cutile's
@@ -416,13 +442,6 @@ def manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
                    "src/kernel_entry_generator.rs, the parameter match of its entry generator); its "
                    "DeviceVec<Tensor<T>> is a host-side tensor of i64 addresses, with no shape, "
                    "strides or views per element")
-        elif p["kind"] == "array" and p.get("alias_group") and any(
-                q.get("role") != "input" for q in groups[p["alias_group"]]):
-            written = [q["name"] for q in groups[p["alias_group"]] if q.get("role") != "input"]
-            why = (f"arrays that may alias (alias_group {p['alias_group']}) where {', '.join(written)} "
-                   f"is written: cutile 0.5.0 allows shared reads of one memory but a tensor written "
-                   f"must be the only path to it (src/tensor.rs, Tensor::borrow_raw_parts, its "
-                   f"'Aliasing' safety rule; store_ptr_tko: 'no aliasing that would race')")
         elif p["kind"] == "array" and p.get("index_dtype") == "i64":
             why = ("an array indexed with int64 (ct.IndexedWithInt64): cutile 0.5.0 tensors have i32 "
                    "shapes and strides (src/_core.rs: Tensor<E, const D: [i32; N]>, Shape { dims: "

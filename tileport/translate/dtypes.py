@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 
+from .. import constructs as C
 from .core import CONSTEXPR, DTYPE_KEY, NeedConst, NeedDtype, Ty
 
 # manifest dtype code -> Rust element type of cutile 0.5.0 (src/_core.rs `impl ElementType`)
@@ -79,7 +80,25 @@ def loose_dtype(value) -> str:
 class DtypeRules:
     """Rules for element types (mixed into the driver's translator)."""
 
-    CALLS: dict[str, str] = {}
+    # ct.float8_e4m3fn(0.0), ct.float32(1): a dtype called on a value
+    CALLS = {name: "dtype_constructor" for name in C.DTYPE_ATTRS}
+
+    def dtype_constructor(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.<dtype>(value)`` of a value known at compile time: a 0-d tile of that dtype
+        holding it (cuTile Python's ``dtype_constructor``, cuda/tile/_ir/arithmetic_ops.py: a
+        strictly typed constant of the value converted by the dtype category's Python type).
+        Of a run-time value (an ``astype`` of a scalar) it is not translated."""
+        name = node.func.attr
+        self.check_kwargs(node, set())
+        if len(node.args) != 1:
+            self.fail(node, f"ct.{name}", "a dtype is called on one value")
+        _, ty = self.expr(node.args[0])
+        if ty.kind != "lit" or isinstance(ty.value, bool):
+            self.fail(node, f"ct.{name}", "a dtype called on a run-time value (an astype of a "
+                                          "scalar) is not translated")
+        dtype = C.DTYPE_ATTRS[name][1]
+        value = float(ty.value) if _INFO.get(dtype, (0,))[0] == 2 else ty.value
+        return self.constant_tile(value, dtype, (), node)
 
     # ---- the element types E stands for in this entry --------------------------------
     def e_types(self) -> list[str]:

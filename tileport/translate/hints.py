@@ -117,6 +117,9 @@ class HintRules:
             return f"Some({var.rust})"
         if var is not None and var.ty.kind == "lit" and type(var.ty.value) is int:
             return f"Some({var.ty.value})"
+        if var is not None:
+            # a helper's parameter bound to an int constexpr: specialise on its value
+            self.need_constexpr_value(var.ty, node)
         self.fail(call, f"{ast.unparse(call.func)}(..., latency={ast.unparse(node)})",
                   "latency must be an int literal or an int constexpr parameter")
 

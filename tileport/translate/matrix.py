@@ -1,16 +1,25 @@
 """Matrix ops: ``ct.mma(a, b, acc)`` -> cutile's ``mma`` (an ``(M, K) x (K, N) + (M, N)``
-multiply-accumulate; the accumulator's type is the result's)."""
+multiply-accumulate; the accumulator's type is the result's); ``ct.matmul(a, b)`` / ``a @ b``
+of 2-D tiles -> a zero accumulator of the operands' default accumulator type, ``mma``, and
+the cast back to the operands' (promoted) type, as cuTile Python's ``matmul_impl`` builds it
+(cuda/tile/_ir/ops.py; the accumulator type is the first of ``_mma_supported_dtypes`` in
+cuda/tile/_datatype.py: f16 and the f8 types accumulate in f16, bf16 / f32 / tf32 in f32, f64
+in f64, int8 / uint8 in int32)."""
 from __future__ import annotations
 
 import ast
 
 from .core import Ty
 
+# operand element type -> the accumulator ct.matmul uses (cuda-tile's _mma_supported_dtypes)
+MATMUL_ACC = {"f8e4m3fn": "f16", "f8e5m2": "f16", "f16": "f16", "bf16": "f32", "f32": "f32",
+              "tf32": "f32", "f64": "f64", "i8": "i32", "u8": "i32"}
+
 
 class MatrixRules:
     """Rules for matrix multiply-accumulate (mixed into the driver's translator)."""
 
-    CALLS = {"mma": "mma"}
+    CALLS = {"mma": "mma", "matmul": "matmul"}
 
     def mma(self, node: ast.Call) -> tuple[str, Ty]:
         a, at = self.tile_expr(node.args[0])
@@ -19,3 +28,30 @@ class MatrixRules:
         if len(at.shape) != 2 or len(bt.shape) != 2 or at.shape[1] != bt.shape[0]:
             self.fail(node, "ct.mma", f"operand shapes {at.shape} x {bt.shape} are not (M,K)x(K,N)")
         return self.bind(f"mma({a}, {b}, {c})", ct_)
+
+    def matmul(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.matmul(a, b)`` of an (M, K) and a (K, N) tile: an (M, N) tile of the operands'
+        common dtype (1-D and batched operands are not translated)."""
+        self.check_kwargs(node, set())
+        if len(node.args) != 2:
+            self.fail(node, "ct.matmul", "expects two tiles, positionally")
+        a, at = self.tile_expr(node.args[0])
+        b, bt = self.tile_expr(node.args[1])
+        if len(at.shape) != 2 or len(bt.shape) != 2:
+            self.fail(node, "ct.matmul", f"operands of rank {len(at.shape)} and {len(bt.shape)}: only "
+                                         f"2-D x 2-D is translated (1-D and batched are not)")
+        if at.shape[1] != bt.shape[0]:
+            self.fail(node, "ct.matmul", f"operand shapes {at.shape} x {bt.shape} are not (M,K)x(K,N)")
+        common = self.common_dtype(at.dtype, bt.dtype, node)
+        a, at = self.cast_tile(a, at, common, node)
+        b, bt = self.cast_tile(b, bt, common, node)
+        accs = []
+        for d in self.concretes(common):
+            if d not in MATMUL_ACC:
+                self.fail(node, "ct.matmul", f"a {d} operand: cuTile Python has no matmul of it")
+            accs.append(MATMUL_ACC[d])
+        acc = common if accs == self.concretes(common) else self.decide(accs, node, "ct.matmul")
+        shape = (at.shape[0], bt.shape[1])
+        zero, zty = self.constant_tile(0 if acc.startswith(("i", "u")) else 0.0, acc, shape, node)
+        r, rty = self.bind(f"mma({a}, {b}, {zero})", zty)
+        return self.cast_tile(r, rty, common, node)

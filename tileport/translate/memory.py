@@ -19,7 +19,8 @@ from __future__ import annotations
 import ast
 
 from .. import constructs as C
-from .core import Member, Ty, Unsupported, Var
+from .. import frontend as F
+from .core import CONSTEXPR, Member, NeedConst, Ty, Unsupported, Var
 
 
 # a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
@@ -58,6 +59,7 @@ class MemoryRules:
                 dims.append(self.rname(e.id))
                 continue
             _, ty = self.expr(e)
+            self.need_constexpr_value(ty, e)
             if ty.kind == "lit" and type(ty.value) is int and ty.value > 0:
                 dims.append(str(ty.value))
             else:
@@ -69,9 +71,18 @@ class MemoryRules:
         """An int argument known at compile time (literal, constexpr of the entry, module
         constant, arithmetic on those)."""
         _, ty = self.expr(node)
+        self.need_constexpr_value(ty, node)
         if ty.kind != "lit" or type(ty.value) is not int:
             self.fail(node, ast.unparse(node), f"{what} must be an int known at compile time")
         return ty.value
+
+    def need_constexpr_value(self, ty: Ty, node) -> None:
+        """An int constexpr kept as a const generic reached here under another name (a helper's
+        parameter bound to it): the rule needs its value, so the entries are specialised on it
+        (:class:`NeedConst`)."""
+        if ty.kind == "i32" and isinstance(ty.value, str) and ty.value.startswith(CONSTEXPR + ":"):
+            raise NeedConst(self.file, getattr(node, "lineno", self.line), ty.value.split(":", 1)[1],
+                            "a compile-time int read through a helper's parameter")
 
     def index_elems(self, node, ndim: int) -> list[str]:
         """The Rust int32 expressions of a tile index (one per array axis)."""
@@ -151,8 +162,17 @@ class MemoryRules:
         arr = self.array_arg(call.args[0] if call.args else None)
         idx_node, shp_node = self._kw(call, "index", 1), self._kw(call, "shape", 2)
         shape = self.shape_of(shp_node)
+        if shape == () and arr.ty.ndim > 0:
+            # shape=(): one element, loaded as a tile of unit axes and reshaped to a 0-d tile
+            # (cuda/tile/_ir/ops.py _tile_load_impl_inner)
+            t, ty = self.load_tile(call, arr, idx_node, ("1",) * arr.ty.ndim)
+            return self.bind(f"{t}.reshape(shape![])", Ty("tile", ty.dtype, ()))
         if len(shape) != arr.ty.ndim:
             self.fail(call, "ct.load", f"tile rank {len(shape)} != array rank {arr.ty.ndim}")
+        return self.load_tile(call, arr, idx_node, shape)
+
+    def load_tile(self, call, arr: Var, idx_node, shape: tuple) -> tuple[str, Ty]:
+        """The partition-view load of :meth:`load`, of a tile of ``shape`` (the array's rank)."""
         index = self.index_of(idx_node, arr.ty.ndim)
         o = self.view_options(call, arr.ty.ndim, load=True)
         token = self.load_token(arr.rust, call, acquire=o["acquire"])
@@ -224,11 +244,12 @@ class MemoryRules:
         return f"num_tiles(&{v}, {axis.value}i32)", Ty("i32")
 
     def shape_dim(self, node: ast.Subscript) -> tuple[str, Ty]:
-        """``a.shape[i]``: the array's run-time extent along axis ``i``."""
+        """``a.shape[i]``: the array's run-time extent along axis ``i`` (``-1``: the last)."""
         arr = self.array_arg(node.value.value)
-        i = node.slice.value
-        if not 0 <= i < arr.ty.ndim:
+        i = F.shape_axis(node)
+        if not -arr.ty.ndim <= i < arr.ty.ndim:
             self.fail(node, ast.unparse(node), f"axis {i} out of range for rank {arr.ty.ndim}")
+        i %= arr.ty.ndim
         return f"get_shape_dim({arr.rust}.shape(), {i}i32)", Ty("i32")
 
     # ---- pointer tiles: ct.gather / ct.scatter -------------------------------------
@@ -348,6 +369,57 @@ class MemoryRules:
         self.tok_names.add(done)
         self.stored(arr.rust, done, call, acquire=acquire)
         return old, Ty("tile", dtype, shape)
+
+    TILED_VIEW_ATOMICS = ("add", "max", "min", "and", "or", "xor")
+
+    @staticmethod
+    def is_tiled_view_atomic(call) -> bool:
+        """``arr.tiled_view(shape, ...).atomic_store_<op>(index, update)``, as one statement."""
+        f = call.func
+        return (isinstance(f, ast.Attribute) and f.attr.startswith("atomic_store_")
+                and isinstance(f.value, ast.Call) and isinstance(f.value.func, ast.Attribute)
+                and f.value.func.attr == "tiled_view" and isinstance(f.value.func.value, ast.Name))
+
+    def tiled_view_atomic(self, call):
+        """``arr.tiled_view(shape).atomic_store_add/max/min/and/or/xor(index, update)``: the
+        update broadcast to the view's tile shape and cast to the array's dtype, reduced into
+        tile ``index`` of an unpadded partition view, relaxed, device scope (the only order and
+        scope cuTile Python gives it: cuda/tile/_ir/ops.py ``tiled_view_atomic_store_rmw_impl``)
+        -> cutile's ``atomic_red_view_raw`` (Tile IR ``atomic_red_view_tko``)."""
+        op = call.func.attr[len("atomic_store_"):]
+        tv = call.func.value
+        what = f"{ast.unparse(tv.func)}(...).{call.func.attr}"
+        if op not in self.TILED_VIEW_ATOMICS:
+            self.fail(call, what, "no such tiled view atomic")
+        arr = self.array_arg(tv.func.value)
+        kws = {k.arg: k.value for k in tv.keywords}
+        steps = kws.pop("traversal_steps", None)
+        kws.pop("padding_mode", None)     # unread: the atomic's view is made with UNDETERMINED
+        if kws or len(tv.args) != 1 or not (steps is None or (isinstance(steps, ast.Constant)
+                                                             and steps.value is None)):
+            self.fail(tv, ast.unparse(tv)[:60], "tiled_view(shape) with traversal_steps or other "
+                                                "options is not translated")
+        shape = self.shape_of(tv.args[0])
+        if len(shape) != arr.ty.ndim:
+            self.fail(tv, ast.unparse(tv)[:60], f"tile rank {len(shape)} != array rank {arr.ty.ndim}")
+        self.check_kwargs(call, set())
+        if len(call.args) != 2:
+            self.fail(call, what, "expects (index, update) positionally")
+        index = self.index_elems(call.args[0], arr.ty.ndim)
+        dtype = arr.ty.dtype
+        mode = C.ATOMIC_RMW[f"atomic_{op}"][0 if dtype in C.FLOAT_TILE_DTYPES else 1]
+        if mode is None:
+            self.fail(call, what, f"cuTile Python has no {call.func.attr} of a {dtype} array")
+        ve, vt = self.tile_expr(call.args[1])
+        ve = self.as_tile(ve, vt, vt.dtype, shape, call)
+        ve, _ = self.implicit_cast(ve, Ty("tile", vt.dtype, shape), dtype, call, what)
+        token = self.store_token(arr.rust, call)
+        v = self.view(arr, shape, C.PADDING["UNDETERMINED"], call, token)
+        done = self.fresh("tok")
+        self.out.emit(f"let {done}: Token = atomic_red_view_raw(&{v}, {ve}, [{', '.join(index)}], "
+                      f"atomic::{mode}, ordering::Relaxed, scope::Device, Some({token}));", self.line)
+        self.tok_names.add(done)
+        self.stored(arr.rust, done, call)
 
     def gather_scatter(self, call, arr: Var, idx_node) -> tuple[str, str | None, tuple]:
         """The pointer tile and mask of a gather/scatter, op for op as cuTile Python builds them

@@ -139,6 +139,7 @@ class TokenRules:
     def load_token(self, arr: str, node, acquire: bool = False) -> str:
         """The token a load of ``arr`` waits for (its last store)."""
         self._tok_init()
+        self.__dict__.setdefault("accessed_arrays", set()).add(arr)
         self._record(Effect(arr, "load", id(node), self.region_stack[-1], acquire=acquire))
         return self._input_token(arr, "store")
 
@@ -154,6 +155,7 @@ class TokenRules:
         """The token a store (or atomic) on ``arr`` waits for: its last op, or for a parallel
         store of the innermost ``for`` loop the last op before the loop."""
         self._tok_init()
+        self.__dict__.setdefault("accessed_arrays", set()).add(arr)
         self._record(Effect(arr, "store", id(node), self.region_stack[-1], tile_store, tuple(index),
                             acquire))
         ctx = self.loop_ctx

@@ -465,3 +465,98 @@ def single_trip_kernel(x, y, TILE: ConstInt):
     for j in range(2):
         acc = acc + ct.astype(ct.gather(x, j * TILE + offsets), ct.float32)
     ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def reduce_all_kernel(a, b, BM: ConstInt, TILE: ConstInt):
+    """Reductions over several axes: ct.max / ct.sum with no axis (every axis, one reduce per
+    axis in ascending order, as cuTile Python builds it), a tuple of axes, keepdims=True."""
+    t = ct.astype(ct.load(a, index=(ct.bid(0), 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.ZERO),
+                  ct.float32)
+    m = ct.max(t)
+    s = ct.sum(t - m, axis=(1, 0), keepdims=True)
+    r = ct.min(ct.sum(t, axis=1))
+    ct.store(b, index=(ct.bid(0), 0), tile=ct.astype(t * s + r, b.dtype))
+
+
+@ct.kernel
+def matmul_kernel(a, b, BM: ConstInt):
+    """ct.matmul of two 2-D tiles: f16 (accumulates in f16, as cuTile Python's matmul picks
+    for it: no cast back) and f32 cast to tf32 (accumulates in f32, cast back to tf32, then to
+    f32), each a zero accumulator and one mma."""
+    t = ct.load(a, index=(ct.bid(0), 0), shape=(BM, BM), padding_mode=ct.PaddingMode.ZERO)
+    h = ct.matmul(t, ct.transpose(t))
+    w = ct.astype(t, ct.float32)
+    f = ct.astype(ct.matmul(ct.astype(w, ct.tfloat32), ct.astype(w + 1.0, ct.tfloat32)), ct.float32)
+    ct.store(b, index=(ct.bid(0), 0), tile=h + ct.astype(f, b.dtype))
+
+
+def _offsets_times(t, n):
+    """A helper whose parameter n carries a constexpr used as a tile shape and a loop bound."""
+    offs = ct.arange(n, dtype=ct.int32)
+    for i in range(1, n):
+        t = t + ct.where(offs == i, t, 0.0)
+    return t
+
+
+@ct.kernel
+def scalar_load_kernel(x, y, TILE: ConstInt):
+    """ct.load(..., shape=()) of one element (a tile of unit axes reshaped to 0-d); an if on a
+    0-d tile's comparison (a run-time float test); a helper's parameter bound to a constexpr
+    used as a tile shape; a loop over constant bounds from 1 (cutile assumes its index range)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    first = ct.load(x, index=(bid * TILE,), shape=())
+    if ct.astype(first, ct.float32) < 1.0:
+        t = t * 2.0
+    t = _offsets_times(t, TILE)
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def dtype_call_kernel(q, y, TILE: ConstInt):
+    """A dtype called on a constant (cuTile Python's strictly typed 0-d constant): an f8 zero
+    as the padding value of a gather from an f8 array, an f32 two made from an int."""
+    offs = ct.bid(0) * TILE + ct.arange(TILE, dtype=ct.int32)
+    g = ct.gather(q, offs, padding_value=ct.float8_e4m3fn(0.0))
+    ct.store(y, index=(ct.bid(0),), tile=ct.astype(ct.astype(g, ct.float32) * ct.float32(2), y.dtype))
+
+
+@ct.kernel
+def scan_axis_kernel(a, b, BM: ConstInt, TILE: ConstInt):
+    """ct.cumsum along axis 1 of a 2-D tile (cutile scans axis 0 only: the port swaps the axis
+    to the front, scans, swaps back) and along axis -1 in reverse."""
+    t = ct.astype(ct.load(a, index=(ct.bid(0), 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.ZERO),
+                  ct.float32)
+    s = ct.cumsum(t, axis=1) + ct.cumsum(t, axis=-1, reverse=True)
+    ct.store(b, index=(ct.bid(0), 0), tile=ct.astype(s, b.dtype))
+
+
+@ct.kernel
+def shape_last_kernel(x, y, TILE: ConstInt):
+    """x.shape[-1]: the extent of the array's last axis (a negative axis counts from the end)."""
+    last = ct.cdiv(x.shape[-1], TILE) - 1
+    t = ct.load(x, index=(ct.minimum(ct.bid(0), last),), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(ct.bid(0),), tile=t)
+
+
+@ct.kernel
+def fma_rebind_kernel(x, y, TILE: ConstInt):
+    """A name that held a multiply, rebound to another value, then added to a product: the
+    product (not the name's old multiply) contracts into the fma, as cuTile Python's does."""
+    t = ct.astype(ct.load(x, index=(ct.bid(0),), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO), ct.float32)
+    acc = t * t
+    acc = ct.exp(acc)
+    acc = acc + t * 0.5
+    ct.store(y, index=(ct.bid(0),), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def tiled_atomic_kernel(x, total, TILE: ConstInt):
+    """arr.tiled_view(shape).atomic_store_add(index, update): an atomic reduction into one tile
+    of a tiled view (relaxed, device scope); an update broadcast to the tile shape and one
+    cast implicitly to the array's dtype."""
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    total.tiled_view((TILE,)).atomic_store_add((0,), ct.astype(t, ct.float32) * 2.0)
+    total.tiled_view((TILE,), padding_mode=ct.PaddingMode.ZERO).atomic_store_add((1,), t)
+    total.tiled_view((TILE,)).atomic_store_add((2,), ct.sum(ct.astype(t, ct.float32), axis=0))
