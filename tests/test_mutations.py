@@ -257,6 +257,8 @@ MUTANTS = [
     ("promote_kernel", "module constant rounded to another f16", lambda t: sub(t, "<f16: 4.470830e-02>", "<f16: 4.467770e-02>"), "constant"),
     ("promote_kernel", "int extent converted unsigned", lambda t: sub(t, "%6 = itof %assume signed", "%6 = itof %assume unsigned"), "cast"),
     ("promote_kernel", "ct.minimum of scalars -> maximum", lambda t: sub(t, "%2 = mini %1, %blockId_x signed", "%2 = maxi %1, %blockId_x signed"), "math"),
+    ("grid_axis_kernel", "ct.num_blocks(axis=ax) along y", lambda t: sub(t, "subi %gridSize_x, %cst_1_i32_3", "subi %gridSize_y, %cst_1_i32_3"), "math"),
+    ("grid_axis_kernel", "ct.bid(axis=0) along z", lambda t: sub(t, "load_view_tko weak %pview[%blockId_x]", "load_view_tko weak %pview[%blockId_z]"), "memory"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
 ]
@@ -524,6 +526,7 @@ REWRITES = [
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
     ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
+    ("grid_axis_kernel", "every SSA value renamed", _rename),
 ]
 
 

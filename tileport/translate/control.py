@@ -464,7 +464,14 @@ class ControlRules:
         return f"__nblk.{self.axis_lit(node)}", Ty("i32")
 
     def axis_lit(self, node) -> int:
-        a = node.args[0] if node.args else None
-        if not (isinstance(a, ast.Constant) and a.value in (0, 1, 2)):
-            self.fail(node, ast.unparse(node), "grid axis must be the literal 0, 1 or 2")
-        return a.value
+        """The grid axis of ``ct.bid`` / ``ct.num_blocks``, positional or ``axis=``: any int
+        known at compile time (a literal, a constexpr, a module constant, a name bound to one,
+        arithmetic on those), as cuTile Python requires a constant axis and folds it."""
+        self.check_kwargs(node, {"axis"})
+        a = self._kw(node, "axis", 0)
+        if a is None or len(node.args) + len(node.keywords) != 1:
+            self.fail(node, ast.unparse(node), "the grid axis is one argument (axis=0, 1 or 2)")
+        _, ty = self.expr(a)
+        if not (ty.kind == "lit" and type(ty.value) is int and ty.value in (0, 1, 2)):
+            self.fail(node, ast.unparse(node), "grid axis must be 0, 1 or 2, known at compile time")
+        return ty.value

@@ -415,3 +415,18 @@ def promote_kernel(x, y, scale, TILE: ConstInt):
     if TILE == FULL_TILE or x.dtype == ct.float32:
         w = w * 2.0
     ct.store(y, index=(bid,), tile=ct.astype(w, y.dtype))
+
+
+GRID_AXIS = 0                             # a module-level int naming a grid axis
+
+
+@ct.kernel
+def grid_axis_kernel(x, y, TILE: ConstInt):
+    """The grid axis as cuTile Python folds it: ct.bid with axis= as a keyword, ct.num_blocks
+    with a module-level constant and a local name bound to one."""
+    bid = ct.bid(axis=0)
+    ax = GRID_AXIS
+    last = ct.num_blocks(axis=ax) - 1
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(last - bid,), tile=t)
+
