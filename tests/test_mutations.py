@@ -259,6 +259,8 @@ MUTANTS = [
     ("promote_kernel", "ct.minimum of scalars -> maximum", lambda t: sub(t, "%2 = mini %1, %blockId_x signed", "%2 = maxi %1, %blockId_x signed"), "math"),
     ("grid_axis_kernel", "ct.num_blocks(axis=ax) along y", lambda t: sub(t, "subi %gridSize_x, %cst_1_i32_3", "subi %gridSize_y, %cst_1_i32_3"), "math"),
     ("grid_axis_kernel", "ct.bid(axis=0) along z", lambda t: sub(t, "load_view_tko weak %pview[%blockId_x]", "load_view_tko weak %pview[%blockId_z]"), "memory"),
+    ("tile_if_kernel", "the 0-d tile condition < -> >=", lambda t: sub(t, "cmpi less_than %5, %result, signed", "cmpi greater_than_or_equal %5, %result, signed"), "math"),
+    ("tile_if_kernel", "the condition compares with the block id, not the gathered element", lambda t: sub(t, "cmpi less_than %5, %result, signed", "cmpi less_than %5, %blockId_x, signed"), "math"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
 ]
@@ -527,6 +529,7 @@ REWRITES = [
     ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
     ("grid_axis_kernel", "every SSA value renamed", _rename),
+    ("tile_if_kernel", "the 0-d tile condition a < b written as b > a", lambda t: sub(t, "cmpi less_than %5, %result, signed", "cmpi greater_than %result, %5, signed")),
 ]
 
 

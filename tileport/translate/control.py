@@ -233,9 +233,14 @@ class ControlRules:
             self.out.emit(f"// if {ast.unparse(s.test)}: {bool(cty.value)} for this entry", s.lineno)
             self.block(s.body if cty.value else s.orelse)
             return
+        if cty.kind == "tile" and cty.dtype == "bool" and cty.shape == ():
+            # a 0-d bool tile (a comparison with a gathered element): cuTile Python's ``if``
+            # takes it as is; cutile's ``tile_to_scalar`` is that same value as a Rust bool
+            c, cty = self.bind(f"tile_to_scalar({c})", Ty("bool"), "cond")
         if cty.kind != "bool":
             self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
-                                                      "int32 scalars (or a constexpr test)")
+                                                      "int32 scalars, a 0-d bool tile or a "
+                                                      "constexpr test")
         self.tokened_if(f"if {c} {{", lambda: self.branch(s.body),
                         (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
 

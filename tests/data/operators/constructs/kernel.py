@@ -430,3 +430,13 @@ def grid_axis_kernel(x, y, TILE: ConstInt):
     t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     ct.store(y, index=(last - bid,), tile=t)
 
+
+@ct.kernel
+def tile_if_kernel(x, count, y, TILE: ConstInt):
+    """A run-time ``if`` on a 0-d bool tile: an int32 scalar compared with one element
+    gathered from an array (a 0-d tile)."""
+    bid = ct.bid(0)
+    limit = ct.gather(count, 0, padding_value=0)
+    if bid * TILE < limit:
+        t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(y, index=(bid,), tile=t * 2)
