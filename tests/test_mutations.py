@@ -261,6 +261,8 @@ MUTANTS = [
     ("grid_axis_kernel", "ct.bid(axis=0) along z", lambda t: sub(t, "load_view_tko weak %pview[%blockId_x]", "load_view_tko weak %pview[%blockId_z]"), "memory"),
     ("tile_if_kernel", "the 0-d tile condition < -> >=", lambda t: sub(t, "cmpi less_than %5, %result, signed", "cmpi greater_than_or_equal %5, %result, signed"), "math"),
     ("tile_if_kernel", "the condition compares with the block id, not the gathered element", lambda t: sub(t, "cmpi less_than %5, %result, signed", "cmpi less_than %5, %blockId_x, signed"), "math"),
+    ("int_variant_kernel", "the int32 lanes widened unsigned beside int64 ids", lambda t: sub(t, "%2 = exti %1 signed", "%2 = exti %1 unsigned"), "cast"),
+    ("int_variant_kernel", "ids > lanes -> ids < lanes", lambda t: sub(t, "cmpi greater_than %tile, %2, signed", "cmpi less_than %tile, %2, signed"), "math"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
 ]
@@ -530,6 +532,7 @@ REWRITES = [
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
     ("grid_axis_kernel", "every SSA value renamed", _rename),
     ("tile_if_kernel", "the 0-d tile condition a < b written as b > a", lambda t: sub(t, "cmpi less_than %5, %result, signed", "cmpi greater_than %result, %5, signed")),
+    ("int_variant_kernel", "every SSA value renamed", _rename),
 ]
 
 
