@@ -263,6 +263,8 @@ MUTANTS = [
     ("tile_if_kernel", "the condition compares with the block id, not the gathered element", lambda t: sub(t, "cmpi less_than %5, %result, signed", "cmpi less_than %5, %blockId_x, signed"), "math"),
     ("int_variant_kernel", "the int32 lanes widened unsigned beside int64 ids", lambda t: sub(t, "%2 = exti %1 signed", "%2 = exti %1 unsigned"), "cast"),
     ("int_variant_kernel", "ids > lanes -> ids < lanes", lambda t: sub(t, "cmpi greater_than %tile, %2, signed", "cmpi less_than %tile, %2, signed"), "math"),
+    ("i64_constexpr_kernel", "the int64 padding folded from another value", lambda t: sub(t, "%cst_1024_i64 = constant <i64: 1024>", "%cst_1024_i64 = constant <i64: 1023>"), "constant"),
+    ("i64_constexpr_kernel", "the int64 addend folded from another value", lambda t: sub(t, "%cst_1024_i64_0 = constant <i64: 1024>", "%cst_1024_i64_0 = constant <i64: 1025>"), "constant"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
 ]
@@ -533,6 +535,7 @@ REWRITES = [
     ("grid_axis_kernel", "every SSA value renamed", _rename),
     ("tile_if_kernel", "the 0-d tile condition a < b written as b > a", lambda t: sub(t, "cmpi less_than %5, %result, signed", "cmpi greater_than %result, %5, signed")),
     ("int_variant_kernel", "every SSA value renamed", _rename),
+    ("i64_constexpr_kernel", "two equal int64 constants made once", lambda t: sub(t, "addi %result, %cst_1024_i64_0", "addi %result, %cst_1024_i64")),
 ]
 
 

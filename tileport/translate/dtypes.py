@@ -132,7 +132,7 @@ class DtypeRules:
         for a, b in ((lt, rt), (rt, lt)):
             if a.kind == "i32" and isinstance(a.value, str) and a.value.startswith(CONSTEXPR + ":"):
                 other = self.dtype_of(b) or loose_dtype(b.value)
-                if other not in ("i32", "i64", "bool"):
+                if other not in ("i32", "bool"):
                     name = a.value.split(":", 1)[1]
                     raise NeedConst(self.file, getattr(node, "lineno", self.line), name,
                                     "a constexpr mixed with a non-int32 value is folded as a Python number")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 
 from .. import constructs as C
-from .core import Member, Ty, Unsupported, Var
+from .core import CONSTEXPR, Member, NeedConst, Ty, Unsupported, Var
 
 
 # a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
@@ -254,6 +254,11 @@ class MemoryRules:
         # masked-off lanes take it through a select (the IR diff's masked_loads rule)
         pnode = self._kw(call, "padding_value")
         pe, pt = self.expr(pnode) if pnode is not None else ("0", Ty("lit", value=0))
+        if pt.kind == "i32" and el != "i32" and str(pt.value).startswith(CONSTEXPR + ":"):
+            # cuTile Python folds an int constexpr padding to the array's dtype (an int64
+            # constant beside int64 ids): its value is needed
+            raise NeedConst(self.file, call.lineno, pt.value.split(":", 1)[1],
+                            "a constexpr padding value of another dtype than int32 is folded")
         if pt.kind == "tile":
             pe, pt = self.implicit_cast(pe, pt, el, call, "ct.gather(..., padding_value=)")
         pad = self.as_tile(pe, pt, el, shape, call)

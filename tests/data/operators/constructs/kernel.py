@@ -440,3 +440,13 @@ def tile_if_kernel(x, count, y, TILE: ConstInt):
     if bid * TILE < limit:
         t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
         ct.store(y, index=(bid,), tile=t * 2)
+
+
+@ct.kernel
+def i64_constexpr_kernel(ids, out, TILE: ConstInt):
+    """An int constexpr beside int64 values, folded to int64 as cuTile Python folds a Python
+    number: a gather's padding value and an operand of +."""
+    bid = ct.bid(0)
+    offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
+    g = ct.gather(ids, offs, mask=offs < ids.shape[0], padding_value=TILE)
+    ct.store(out, index=(bid,), tile=g + TILE)
