@@ -312,9 +312,13 @@ class TranslatorBase:
 
     # ---- expressions ---------------------------------------------------------------
     def int_expr(self, node) -> str:
+        """An int32 index / bound: a literal, an int32 scalar or a 0-d int32 tile (cuTile
+        Python takes either; cutile's ``tile_to_scalar`` is the same value, no op)."""
         e, ty = self.expr(node)
         if ty.kind == "lit" and isinstance(ty.value, int):
             return f"{ty.value}i32"
+        if ty.kind == "tile" and ty.dtype == "i32" and ty.shape == ():
+            return self.bind(f"tile_to_scalar({e})", Ty("i32"))[0]
         if ty.kind != "i32":
             self.fail(node, ast.unparse(node), f"expected an int32 scalar, got {ty.kind}")
         return e

@@ -450,3 +450,15 @@ def i64_constexpr_kernel(ids, out, TILE: ConstInt):
     offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
     g = ct.gather(ids, offs, mask=offs < ids.shape[0], padding_value=TILE)
     ct.store(out, index=(bid,), tile=g + TILE)
+
+
+@ct.kernel
+def zero_d_index_kernel(x, cum, y, TILE: ConstInt):
+    """0-d int32 tiles (gathered elements, Python's max of them) as a loop bound and a tile
+    index."""
+    bid = ct.bid(0)
+    lo = ct.gather(cum, bid, padding_value=0)
+    hi = ct.gather(cum, bid + 1, padding_value=0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    for i in range(max(0, hi - lo)):
+        ct.store(y, index=(lo + i,), tile=t)
