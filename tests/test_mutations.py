@@ -267,6 +267,8 @@ MUTANTS = [
     ("i64_constexpr_kernel", "the int64 addend folded from another value", lambda t: sub(t, "%cst_1024_i64_0 = constant <i64: 1024>", "%cst_1024_i64_0 = constant <i64: 1025>"), "constant"),
     ("zero_d_index_kernel", "loop bound without Python's max(0, ...)", lambda t: sub(t, "to %13,", "to %12,"), "math"),
     ("zero_d_index_kernel", "store index from the upper gathered element", lambda t: sub(t, "%14 = addi %result, %loopIdx", "%14 = addi %result_7, %loopIdx"), "math"),
+    ("bool_cast_kernel", "bool -> int32 sign-extended (true = -1)", lambda t: sub(t, "exti %1 unsigned", "exti %1 signed"), "cast"),
+    ("bool_cast_kernel", "t > 0 -> t >= 0", lambda t: sub(t, "cmpf greater_than ordered", "cmpf greater_than_or_equal ordered"), "math"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
 ]
@@ -539,6 +541,7 @@ REWRITES = [
     ("int_variant_kernel", "every SSA value renamed", _rename),
     ("i64_constexpr_kernel", "two equal int64 constants made once", lambda t: sub(t, "addi %result, %cst_1024_i64_0", "addi %result, %cst_1024_i64")),
     ("zero_d_index_kernel", "the operands of max commuted", lambda t: sub(t, "maxi %cst_0_i32_10, %12 signed", "maxi %12, %cst_0_i32_10 signed")),
+    ("bool_cast_kernel", "every SSA value renamed", _rename),
 ]
 
 

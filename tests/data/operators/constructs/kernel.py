@@ -462,3 +462,12 @@ def zero_d_index_kernel(x, cum, y, TILE: ConstInt):
     t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     for i in range(max(0, hi - lo)):
         ct.store(y, index=(lo + i,), tile=t)
+
+
+@ct.kernel
+def bool_cast_kernel(x, hits, TILE: ConstInt):
+    """A bool tile cast to int32 (zero-extended), summed as a count."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    pos = (t > 0).astype(ct.int32)
+    ct.store(hits, index=(bid,), tile=pos + ct.sum(pos, axis=0))
