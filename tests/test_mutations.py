@@ -269,6 +269,10 @@ MUTANTS = [
     ("zero_d_index_kernel", "store index from the upper gathered element", lambda t: sub(t, "%14 = addi %result, %loopIdx", "%14 = addi %result_7, %loopIdx"), "math"),
     ("bool_cast_kernel", "bool -> int32 sign-extended (true = -1)", lambda t: sub(t, "exti %1 unsigned", "exti %1 signed"), "cast"),
     ("bool_cast_kernel", "t > 0 -> t >= 0", lambda t: sub(t, "cmpf greater_than ordered", "cmpf greater_than_or_equal ordered"), "math"),
+    ("slice_kernel", "row offset scaled by the column extent, not the row stride", lambda t: sub(t, "%2 = muli %reshape, %assume_5 ", "%2 = muli %reshape, %assume_4 "), "math"),
+    ("slice_kernel", "the view's extent start - stop", lambda t: sub(t, "%5 = subi %reshape_11, %reshape ", "%5 = subi %reshape, %reshape_11 "), "math"),
+    ("slice_kernel", "the right half starts at column 0", lambda t: sub(t, "%13 = muli %cst_16_i32, %cst_1_i32_1", "%13 = muli %cst_0_i32, %cst_1_i32_1"), "constant"),
+    ("slice_kernel", "the store through the right half does not wait for the left half's", lambda t: sub(t, "%pview_35[%cst_0_i32_32, %cst_0_i32_33] token = %16 ", "%pview_35[%cst_0_i32_32, %cst_0_i32_33] token = %0 "), "memory"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
 ]
@@ -542,6 +546,8 @@ REWRITES = [
     ("i64_constexpr_kernel", "two equal int64 constants made once", lambda t: sub(t, "addi %result, %cst_1024_i64_0", "addi %result, %cst_1024_i64")),
     ("zero_d_index_kernel", "the operands of max commuted", lambda t: sub(t, "maxi %cst_0_i32_10, %12 signed", "maxi %12, %cst_0_i32_10 signed")),
     ("bool_cast_kernel", "every SSA value renamed", _rename),
+    ("slice_kernel", "every SSA value renamed", _rename),
+    ("slice_kernel", "one stop - start for both row slices", lambda t: sub(t, "%assume_15 = assume bounded<0, ?>, %9 ", "%assume_15 = assume bounded<0, ?>, %5 ")),
 ]
 
 

@@ -399,6 +399,10 @@ class TranslatorBase:
             return self.subscript(node)
         if isinstance(node, ast.Call) and self.is_ct(node.func):
             return self.call(node)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "slice"
+                and isinstance(node.func.value, ast.Name) and self.lookup(node.func.value.id) is not None
+                and self.lookup(node.func.value.id).ty.kind == "arr"):
+            return self.array_slice(node)             # Array.slice: a tensor view (memory)
         if isinstance(node, ast.Call) and F.is_tile_method(node.func, self.alias):
             return self.call(self.method_as_call(node))
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)

@@ -471,3 +471,20 @@ def bool_cast_kernel(x, hits, TILE: ConstInt):
     t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     pos = (t > 0).astype(ct.int32)
     ct.store(hits, index=(bid,), tile=pos + ct.sum(pos, axis=0))
+
+
+@ct.kernel
+def slice_kernel(offs, a, b, TILE: ConstInt, BM: ConstInt):
+    """Array.slice: a row range with run-time bounds (two gathered offsets), then column
+    halves of it with compile-time bounds; loads through one slice, stores through two
+    slices of one array (ordered as one array's)."""
+    bid = ct.bid(0)
+    start = ct.load(offs, index=(bid,), shape=(1,)).item()
+    stop = ct.load(offs, index=(bid + 1,), shape=(1,)).item()
+    rows = a.slice(axis=0, start=start, stop=stop)
+    out = b.slice(axis=0, start=start, stop=stop)
+    left = out.slice(axis=1, start=0, stop=BM)
+    right = out.slice(axis=-1, start=BM, stop=2 * BM)
+    t = ct.load(rows, index=(0, 0), shape=(BM, BM), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(left, index=(0, 0), tile=t)
+    ct.store(right, index=(0, 0), tile=t * 2)
