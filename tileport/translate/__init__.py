@@ -2,12 +2,14 @@
 
 It translates construct by construct, never by operator name, into a ``#[cutile::module]``
 with one ``#[cutile::entry()]`` function per specialisation. What Python specialises at call
-time becomes generics of the entry: the array dtype is ``E: ElementType``, every
+time becomes generics of the entry: the array dtype is ``E: ElementType`` (a float; arrays of
+an int32 / int64 variant dtype get that concrete type, one entry per dtype), every
 ``ct.Constant[int]`` parameter a ``const NAME: i32``; arrays become ``&Tensor<E, {[-1, ...]}>``
 (rank from the manifest; an array the manifest gives a dtype of its own has that element type,
 ``&Tensor<f32, {[-1]}>``), f32/i32 scalars stay. Each construct family has its own module:
 
-* :mod:`.memory` -- arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``;
+* :mod:`.memory` -- arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``,
+  ``Array.slice`` tensor views;
 * :mod:`.tokens` -- the memory tokens ordering loads and stores (as cuTile Python's
   ``token_order`` pass threads them through loops and ``if``s);
 * :mod:`.control` -- statements, assignment, ``for`` loops, compile-time ``if``, launch grid;

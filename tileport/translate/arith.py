@@ -14,7 +14,7 @@ import math
 from .. import constructs as C
 from .. import floats
 from .core import DTYPE_KEY, Ty
-from .dtypes import loose_dtype, promote
+from .dtypes import is_int_cast, loose_dtype, promote
 
 
 class ArithRules:
@@ -248,6 +248,8 @@ class ArithRules:
                     and other in {C.RUST_DTYPE.get(d) for d in self.dtypes}):
                 self.need_dtype = True      # a no-op for the variants where E is the other type
             return self.bind(f"ftof({e}, rounding::{fl['rounding']})", Ty("tile", dty.dtype, ty.shape))
+        if is_int_cast(ty.dtype, dty.dtype):
+            return self.cast_tile(e, ty, dty.dtype, node)     # exti / trunci, as cuTile Python
         return self.bind(f"convert_tile({e})", Ty("tile", dty.dtype, ty.shape))
 
     def same_dtype(self, a: str, b: str) -> bool:

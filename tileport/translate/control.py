@@ -244,12 +244,13 @@ class ControlRules:
             self.block(s.body if cty.value else s.orelse)
             return
         if cty.kind == "tile" and cty.dtype == "bool" and cty.shape == ():
-            # a 0-d bool tile (a test on a reduction's result): Tile IR's if reads it as is;
-            # cutile's tile_to_scalar makes it the Rust bool its if needs (no op of its own)
-            c, cty = self.bind(f"tile_to_scalar({c})", Ty("bool"))
+            # a 0-d bool tile (a comparison with a gathered element): cuTile Python's ``if``
+            # takes it as is; cutile's ``tile_to_scalar`` is that same value as a Rust bool
+            c, cty = self.bind(f"tile_to_scalar({c})", Ty("bool"), "cond")
         if cty.kind != "bool":
             self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
-                                                      "int32 scalars (or a constexpr test)")
+                                                      "int32 scalars, a 0-d bool tile or a "
+                                                      "constexpr test")
         self.tokened_if(f"if {c} {{", lambda: self.branch(s.body),
                         (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
 
@@ -620,7 +621,14 @@ class ControlRules:
         return f"__nblk.{self.axis_lit(node)}", Ty("i32")
 
     def axis_lit(self, node) -> int:
-        a = node.args[0] if node.args else None
-        if not (isinstance(a, ast.Constant) and a.value in (0, 1, 2)):
-            self.fail(node, ast.unparse(node), "grid axis must be the literal 0, 1 or 2")
-        return a.value
+        """The grid axis of ``ct.bid`` / ``ct.num_blocks``, positional or ``axis=``: any int
+        known at compile time (a literal, a constexpr, a module constant, a name bound to one,
+        arithmetic on those), as cuTile Python requires a constant axis and folds it."""
+        self.check_kwargs(node, {"axis"})
+        a = self._kw(node, "axis", 0)
+        if a is None or len(node.args) + len(node.keywords) != 1:
+            self.fail(node, ast.unparse(node), "the grid axis is one argument (axis=0, 1 or 2)")
+        _, ty = self.expr(a)
+        if not (ty.kind == "lit" and type(ty.value) is int and ty.value in (0, 1, 2)):
+            self.fail(node, ast.unparse(node), "grid axis must be 0, 1 or 2, known at compile time")
+        return ty.value

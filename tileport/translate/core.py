@@ -312,9 +312,13 @@ class TranslatorBase:
 
     # ---- expressions ---------------------------------------------------------------
     def int_expr(self, node) -> str:
+        """An int32 index / bound: a literal, an int32 scalar or a 0-d int32 tile (cuTile
+        Python takes either; cutile's ``tile_to_scalar`` is the same value, no op)."""
         e, ty = self.expr(node)
         if ty.kind == "lit" and isinstance(ty.value, int):
             return f"{ty.value}i32"
+        if ty.kind == "tile" and ty.dtype == "i32" and ty.shape == ():
+            return self.bind(f"tile_to_scalar({e})", Ty("i32"))[0]
         if ty.kind != "i32":
             self.fail(node, ast.unparse(node), f"expected an int32 scalar, got {ty.kind}")
         return e
@@ -395,6 +399,10 @@ class TranslatorBase:
             return self.subscript(node)
         if isinstance(node, ast.Call) and self.is_ct(node.func):
             return self.call(node)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "slice"
+                and isinstance(node.func.value, ast.Name) and self.lookup(node.func.value.id) is not None
+                and self.lookup(node.func.value.id).ty.kind == "arr"):
+            return self.array_slice(node)             # Array.slice: a tensor view (memory)
         if isinstance(node, ast.Call) and F.is_tile_method(node.func, self.alias):
             return self.call(self.method_as_call(node))
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)

@@ -70,6 +70,13 @@ def promote(a: str, b: str) -> str:
     return a
 
 
+def is_int_cast(src: str, dst: str) -> bool:
+    """Is a cast from element type ``src`` to ``dst`` (Rust names; 'E', a float, is neither)
+    one from a bool or an int to another int (exti / trunci in cuTile Python's Tile IR)?"""
+    return (src in _INFO and dst in _INFO and src != dst and _INFO[src][0] <= 1
+            and _INFO[dst][0] == 1)
+
+
 def loose_dtype(value) -> str:
     """The dtype cuTile gives a Python number on its own (``dtype_of_constant_scalar``)."""
     if isinstance(value, bool):
@@ -151,7 +158,7 @@ class DtypeRules:
         for a, b in ((lt, rt), (rt, lt)):
             if a.kind == "i32" and isinstance(a.value, str) and a.value.startswith(CONSTEXPR + ":"):
                 other = self.dtype_of(b) or loose_dtype(b.value)
-                if other not in ("i32", "i64", "bool"):
+                if other not in ("i32", "bool"):
                     name = a.value.split(":", 1)[1]
                     raise NeedConst(self.file, getattr(node, "lineno", self.line), name,
                                     "a constexpr mixed with a non-int32 value is folded as a Python number")
@@ -171,7 +178,8 @@ class DtypeRules:
         types agree in this entry; cutile's ``convert_tile`` otherwise (``ftof`` round to
         nearest even between floats, ``itof`` with the source's signedness, ``ftoi`` toward
         zero; nothing in the IR where E turns out to be ``dst``), ``exti`` / ``trunci`` between
-        ints (cutile's convert has no int-to-int rule)."""
+        ints, ``exti`` (unsigned) from bool to an int (cutile's convert has no rule for
+        either)."""
         src = ty.dtype
         if src == dst:
             return e, ty
@@ -189,6 +197,11 @@ class DtypeRules:
             if ws > wd:
                 return self.bind(f"trunci({e}, overflow::None)", out)
             return self.bind(f"bitcast({e})", out)
+        if kinds == {(0, 1)}:
+            # bool -> int: cuTile Python zero-extends (exti unsigned); cutile's exti infers the
+            # signedness from the source type, unsigned for bool (cutile-compiler 0.5.0
+            # compiler/utils.rs rust_int_signedness)
+            return self.bind(f"exti({e})", out)
         if any(0 in k for k in kinds) and kinds != {(0, 0)}:
             self.fail(node, ast.unparse(node)[:80], f"an implicit cast between {src} and {dst} "
                                                     f"(bool) is not translated")

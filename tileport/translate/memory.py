@@ -1,4 +1,4 @@
-"""Memory: arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``, ``a.shape[i]``.
+"""Memory: arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``, ``a.shape[i]``, ``a.slice``.
 
 ``ct.load``/``ct.store`` become partition views (``make_partition_view`` with the same padding
 marker / ``make_partition_view_mut``, each made from the memory token its op waits for:
@@ -250,7 +250,111 @@ class MemoryRules:
         if not -arr.ty.ndim <= i < arr.ty.ndim:
             self.fail(node, ast.unparse(node), f"axis {i} out of range for rank {arr.ty.ndim}")
         i %= arr.ty.ndim
-        return f"get_shape_dim({arr.rust}.shape(), {i}i32)", Ty("i32")
+        ext = self.array_extent(arr, i)
+        if not ext.startswith("get_shape_dim"):
+            return str(int(ext[:-3])), Ty("lit", value=int(ext[:-3]))
+        return ext, Ty("i32")
+
+    # ---- sub-arrays: Array.slice ------------------------------------------------------
+    def array_slice(self, node: ast.Call) -> tuple[str, Ty]:
+        """``a.slice(axis, start, stop)``: a tensor view of ``a`` restricted to ``[start, stop)``
+        along ``axis``, built as cuTile Python builds it (cuda-tile 1.7.0 ``_ir/ops.py``
+        ``array_slice_impl``): base pointer + ``start * stride[axis]`` (``muli``, ``exti`` to
+        int64, ``offset``), extent ``stop - start`` (``subi``; a compile-time extent when start
+        and stop are both known: then static in the view's type), the other extents and every
+        stride kept; cutile 0.5.0's ``get_tensor_base`` / ``offset_tile`` / ``make_tensor_view``.
+        The view keeps its array's memory tokens (one alias set, as the reference orders a
+        store through a slice after a store through another slice of the same array).
+
+        ``a``: an array parameter or a slice of one (rank ``n``); ``axis``: an int known at
+        compile time (negative counts from the last axis); start / stop: int32 scalars or 0-d
+        tiles. Returns the view (an ``arr`` value: a name bound to it is an alias)."""
+        self.check_kwargs(node, {"axis", "start", "stop"})
+        arr = self.array_arg(node.func.value)
+        nodes = [self._kw(node, k, i) for i, k in enumerate(("axis", "start", "stop"))]
+        if any(n is None for n in nodes) or len(node.args) + len(node.keywords) != 3:
+            self.fail(node, ast.unparse(node), "slice takes axis, start and stop")
+        nd = arr.ty.ndim
+        axis = self.static_int(nodes[0], "the slice axis")
+        if not -nd <= axis < nd:
+            self.fail(node, ast.unparse(node), f"axis {axis} out of range for rank {nd}")
+        axis %= nd
+        shape = list(arr.ty.shape or ("-1",) * nd)
+        strides = ["-1"] * (nd - 1) + ["1"]          # an entry tensor's (tileport.rust_ir)
+        # an extent known at compile time is part of the view's type (cuTile Python types
+        # the view with it): the values of its constexprs are asked for (they join the keys)
+        if all(self.compile_time_int(n) for n in nodes[1:]):
+            for name in sorted({x.id for n in nodes[1:] for x in ast.walk(n) if isinstance(x, ast.Name)}):
+                if name not in self.spec and name not in self.module_consts:
+                    raise NeedConst(self.file, node.lineno, name,
+                                    "a slice's compile-time extent is part of the view's type")
+        (se, st), (pe, pt) = (self.expr(n) for n in nodes[1:])
+        if st.kind == "lit" and pt.kind == "lit":
+            if not (type(st.value) is int and type(pt.value) is int and 0 <= st.value <= pt.value):
+                self.fail(node, ast.unparse(node), "start and stop must be ints, 0 <= start <= stop")
+            shape[axis] = str(pt.value - st.value)
+        start = self.as_i32_tile(se, st, nodes[1])
+        stop = self.as_i32_tile(pe, pt, nodes[2])
+        # the stride of the axis: static 1 innermost, else from the tensor's type metadata
+        dyn_strides = []
+        if nd > 1:
+            self.need_strides = True
+            sv = self.fresh("strides")
+            self.out.emit(f"let {sv}: Shape<{{[{', '.join(['-1'] * nd)}]}}> = tensor_strides({arr.rust});",
+                          self.line)
+            dyn_strides = [f"get_shape_dim({sv}, {k}i32)" for k in range(nd - 1)]
+        if strides[axis] == "1":
+            stride = self.bind("constant(1i32, shape![])", Ty("tile", "i32", ()))[0]
+        else:
+            stride = self.bind(f"scalar_to_tile({dyn_strides[axis]})", Ty("tile", "i32", ()))[0]
+        off = self.bind(f"{start} * {stride}", Ty("tile", "i32", ()))[0]
+        off64 = self.bind(f"exti({off})", Ty("tile", "i64", ()))[0]
+        el = arr.ty.dtype
+        base = self.fresh("base")
+        self.out.emit(f"let {base}: PointerTile<*mut {el}, {{[]}}> = get_tensor_base({arr.rust});", self.line)
+        ptr = self.fresh("base")
+        self.out.emit(f"let {ptr}: PointerTile<*mut {el}, {{[]}}> = {base}.offset_tile({off64});", self.line)
+        dims = []
+        for k in range(nd):
+            if k == axis and shape[k] == "-1":
+                n = self.bind(f"{stop} - {start}", Ty("tile", "i32", ()))[0]
+                dims.append(self.bind(f"tile_to_scalar({n})", Ty("i32"))[0])
+            elif k != axis and shape[k] == "-1":
+                dims.append(self.array_extent(arr, k))
+        sh, sd = ", ".join(shape), ", ".join(strides)
+        tv, ref = self.fresh("view_t"), self.fresh("slice")
+        shp, std = self.fresh("shape"), self.fresh("strides")
+        self.out.emit(f"let {shp}: Shape<{{[{sh}]}}> = Shape::<{{[{sh}]}}> {{ dims: &[{', '.join(dims)}] }};", self.line)
+        self.out.emit(f"let {std}: Array<{{[{sd}]}}> = Array::<{{[{sd}]}}> {{ dims: &[{', '.join(dyn_strides)}] }};", self.line)
+        self.out.emit(f"let {tv} = make_tensor_view({ptr}, {shp}, {std}, get_tensor_token({arr.rust}));",
+                      self.line)
+        self.out.emit(f"let {ref} = &{tv};", self.line)
+        self.share_tokens(ref, arr.rust)
+        return ref, Ty("arr", dtype=el, shape=tuple(shape), ndim=nd)
+
+    def compile_time_int(self, node) -> bool:
+        """Is ``node`` built of int literals, int constexprs and module constants only?"""
+        names = {x.id for x in ast.walk(node) if isinstance(x, ast.Name)}
+        return all(n in self.spec or n in self.module_consts or any(
+            p["name"] == n and p["kind"] == "constexpr" for p in self.params) for n in names)
+
+    def as_i32_tile(self, e: str, ty: Ty, node) -> str:
+        """An int32 scalar, 0-d tile or int literal as a 0-d int32 tile."""
+        if ty.kind == "tile" and ty.dtype == "i32" and ty.shape == ():
+            return e
+        if ty.kind == "lit" and type(ty.value) is int:
+            return self.bind(f"constant({ty.value}i32, shape![])", Ty("tile", "i32", ()))[0]
+        if ty.kind == "i32":
+            return self.bind(f"scalar_to_tile({e})", Ty("tile", "i32", ()))[0]
+        self.fail(node, ast.unparse(node), f"expected an int32 scalar or 0-d tile, got {ty.kind}")
+
+    def array_extent(self, arr: Var, k: int) -> str:
+        """The extent of ``arr`` along axis ``k`` (Rust int32): the static one of a view's type,
+        else the k-th of its dynamic extents (cutile's ``get_shape_dim`` indexes those)."""
+        shape = arr.ty.shape or ("-1",) * arr.ty.ndim
+        if shape[k] != "-1":
+            return f"{shape[k]}i32"
+        return f"get_shape_dim({arr.rust}.shape(), {sum(1 for d in shape[:k] if d == '-1')}i32)"
 
     # ---- pointer tiles: ct.gather / ct.scatter -------------------------------------
     def gather(self, call) -> tuple[str, Ty]:
@@ -275,6 +379,11 @@ class MemoryRules:
         # masked-off lanes take it through a select (the IR diff's masked_loads rule)
         pnode = self._kw(call, "padding_value")
         pe, pt = self.expr(pnode) if pnode is not None else ("0", Ty("lit", value=0))
+        if pt.kind == "i32" and el != "i32" and str(pt.value).startswith(CONSTEXPR + ":"):
+            # cuTile Python folds an int constexpr padding to the array's dtype (an int64
+            # constant beside int64 ids): its value is needed
+            raise NeedConst(self.file, call.lineno, pt.value.split(":", 1)[1],
+                            "a constexpr padding value of another dtype than int32 is folded")
         if pt.kind == "tile":
             pe, pt = self.implicit_cast(pe, pt, el, call, "ct.gather(..., padding_value=)")
         pad = self.as_tile(pe, pt, el, shape, call)
@@ -459,7 +568,7 @@ class MemoryRules:
         for k, (ie, it) in enumerate(idx):
             i64 = self.widened(ie, it, shape)
             if check:
-                n = self.widened(f"get_shape_dim({arr.rust}.shape(), {k}i32)", Ty("i32"), shape)
+                n = self.widened(self.array_extent(arr, k), Ty("i32"), shape)
                 m = self.bind(f"cmpi({i64}, {n}, predicate::LessThan)", Ty("tile", "bool", shape))[0]
                 mask = m if mask is None else self.bind(f"andi({mask}, {m})", Ty("tile", "bool", shape))[0]
             if k == nd - 1:

@@ -89,6 +89,7 @@ class TokenRules:
             self.carry_seq = 0
             self.tok_seq = 0
             self.carry_prefix = self._carry_prefix()
+            self.tok_roots: dict = {}        # a view's Rust name -> its array's (share_tokens)
 
     def _carry_prefix(self) -> str:
         """``z`` repeated once more than the longest run of leading ``z`` in any name of the
@@ -102,10 +103,21 @@ class TokenRules:
         run = max((len(n) - len(n.lstrip("z")) for n in names), default=0)
         return "z" * (run + 1) + "tok_"
 
+    def share_tokens(self, view: str, arr: str):
+        """A view of ``arr`` (``Array.slice``) orders its ops with ``arr``'s tokens: cuTile
+        Python puts a sub-array in its array's alias set."""
+        self._tok_init()
+        self.tok_roots[view] = self.tok_root(arr)
+
+    def tok_root(self, arr: str) -> str:
+        """The array whose tokens ``arr`` (a parameter or a view of one) uses."""
+        return getattr(self, "tok_roots", {}).get(arr, arr)
+
     def tok_of(self, arr: str, role: str) -> str:
         """The current token of ``arr``'s last op / last store (the tensor's own token, a
         ``make_token``, when nothing touched it yet)."""
         self._tok_init()
+        arr = self.tok_root(arr)
         return self.tok_map.get((arr, role), f"get_tensor_token({arr})")
 
     def _tok_let(self, expr: str, pure: bool = True) -> str:
@@ -139,6 +151,7 @@ class TokenRules:
     def load_token(self, arr: str, node, acquire: bool = False) -> str:
         """The token a load of ``arr`` waits for (its last store)."""
         self._tok_init()
+        arr = self.tok_root(arr)
         self.__dict__.setdefault("accessed_arrays", set()).add(arr)
         self._record(Effect(arr, "load", id(node), self.region_stack[-1], acquire=acquire))
         return self._input_token(arr, "store")
@@ -146,6 +159,7 @@ class TokenRules:
     def loaded(self, arr: str, result: str, acquire: bool = False):
         """After a load of ``arr`` with result token ``result``: last op = join(last op, result);
         an acquiring load's token orders every later op."""
+        arr = self.tok_root(arr)
         self.tok_map[(arr, "op")] = self._tok_let(f"join_tokens(&[{self.tok_of(arr, 'op')}, {result}])")
         if acquire:
             self.tok_map[ACQUIRE] = result
@@ -155,6 +169,7 @@ class TokenRules:
         """The token a store (or atomic) on ``arr`` waits for: its last op, or for a parallel
         store of the innermost ``for`` loop the last op before the loop."""
         self._tok_init()
+        arr = self.tok_root(arr)
         self.__dict__.setdefault("accessed_arrays", set()).add(arr)
         self._record(Effect(arr, "store", id(node), self.region_stack[-1], tile_store, tuple(index),
                             acquire))
@@ -169,6 +184,7 @@ class TokenRules:
 
     def stored(self, arr: str, result: str, node, acquire: bool = False):
         """After a store (or atomic) on ``arr`` with result token ``result``."""
+        arr = self.tok_root(arr)
         ctx = self.loop_ctx
         if ctx is not None and id(node) in ctx.parallel:
             result = self._tok_let(f"join_tokens(&[{self.tok_of(arr, 'op')}, {result}])")

@@ -560,3 +560,73 @@ def tiled_atomic_kernel(x, total, TILE: ConstInt):
     total.tiled_view((TILE,)).atomic_store_add((0,), ct.astype(t, ct.float32) * 2.0)
     total.tiled_view((TILE,), padding_mode=ct.PaddingMode.ZERO).atomic_store_add((1,), t)
     total.tiled_view((TILE,)).atomic_store_add((2,), ct.sum(ct.astype(t, ct.float32), axis=0))
+
+
+@ct.kernel
+def grid_axis_kernel(x, y, TILE: ConstInt):
+    """The grid axis as cuTile Python folds it: ct.bid with axis= as a keyword, ct.num_blocks
+    with a module-level constant and a local name bound to one."""
+    bid = ct.bid(axis=0)
+    ax = GRID_AXIS
+    last = ct.num_blocks(axis=ax) - 1
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(last - bid,), tile=t)
+
+
+@ct.kernel
+def tile_if_kernel(x, count, y, TILE: ConstInt):
+    """A run-time ``if`` on a 0-d bool tile: an int32 scalar compared with one element
+    gathered from an array (a 0-d tile)."""
+    bid = ct.bid(0)
+    limit = ct.gather(count, 0, padding_value=0)
+    if bid * TILE < limit:
+        t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(y, index=(bid,), tile=t * 2)
+
+
+@ct.kernel
+def i64_constexpr_kernel(ids, out, TILE: ConstInt):
+    """An int constexpr beside int64 values, folded to int64 as cuTile Python folds a Python
+    number: a gather's padding value and an operand of +."""
+    bid = ct.bid(0)
+    offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
+    g = ct.gather(ids, offs, mask=offs < ids.shape[0], padding_value=TILE)
+    ct.store(out, index=(bid,), tile=g + TILE)
+
+
+@ct.kernel
+def zero_d_index_kernel(x, cum, y, TILE: ConstInt):
+    """0-d int32 tiles (gathered elements, Python's max of them) as a loop bound and a tile
+    index."""
+    bid = ct.bid(0)
+    lo = ct.gather(cum, bid, padding_value=0)
+    hi = ct.gather(cum, bid + 1, padding_value=0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    for i in range(max(0, hi - lo)):
+        ct.store(y, index=(lo + i,), tile=t)
+
+
+@ct.kernel
+def bool_cast_kernel(x, hits, TILE: ConstInt):
+    """A bool tile cast to int32 (zero-extended), summed as a count."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    pos = (t > 0).astype(ct.int32)
+    ct.store(hits, index=(bid,), tile=pos + ct.sum(pos, axis=0))
+
+
+@ct.kernel
+def slice_kernel(offs, a, b, TILE: ConstInt, BM: ConstInt):
+    """Array.slice: a row range with run-time bounds (two gathered offsets), then column
+    halves of it with compile-time bounds; loads through one slice, stores through two
+    slices of one array (ordered as one array's)."""
+    bid = ct.bid(0)
+    start = ct.load(offs, index=(bid,), shape=(1,)).item()
+    stop = ct.load(offs, index=(bid + 1,), shape=(1,)).item()
+    rows = a.slice(axis=0, start=start, stop=stop)
+    out = b.slice(axis=0, start=start, stop=stop)
+    left = out.slice(axis=1, start=0, stop=BM)
+    right = out.slice(axis=-1, start=BM, stop=2 * BM)
+    t = ct.load(rows, index=(0, 0), shape=(BM, BM), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(left, index=(0, 0), tile=t)
+    ct.store(right, index=(0, 0), tile=t * 2)
