@@ -589,3 +589,14 @@ def test_masked_gather_passes_its_padding_to_the_load(repo):
     assert "select(" not in src
     src, _ = T.translate_kernel(d, "gather_kernel")        # padding_value=-math.inf: no literal
     assert "select(" in src and "None::<E>" in src
+
+
+def test_gather_of_rank_2_keeps_the_select(op_copy):
+    # cutile 0.5.0 promotes a scalar padding by reshape to [1] + broadcast: invalid for rank 2
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace(
+        "t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)",
+        "t = ct.reshape(ct.gather(x, ct.reshape(ct.arange(TILE, dtype=ct.int32), (2, TILE // 2))), (TILE,))"))
+    src, _ = T.translate_kernel(d, "relu_kernel")
+    assert "select(" in src and "convert_scalar(" not in src, src

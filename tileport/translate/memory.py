@@ -247,7 +247,10 @@ class MemoryRules:
         if mask is not None:
             pnode = self._kw(call, "padding_value")
             pe, pt = self.expr(pnode) if pnode is not None else ("0", Ty("lit", value=0))
-            scalar = self.padding_scalar(pt, el)
+            # cutile 0.5.0 promotes a scalar padding by a reshape to [1] and a broadcast: invalid
+            # IR for a gather of rank >= 2 (tileirdisasm: broadcast "source, result have same
+            # rank"; compile_cuda_tile_op.rs load_ptr_tko), so those keep the select
+            scalar = self.padding_scalar(pt, el) if len(shape) <= 1 else None
         raw, tok = self.fresh("g"), self.fresh("tok")
         self.out.emit(f"let ({raw}, {tok}): (Tile<{el}, {{[{sh}]}}>, Token) = load_ptr_tko({ptrs}, "
                       f"ordering::Weak, None::<scope::TileBlock>, "
