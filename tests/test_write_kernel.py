@@ -325,7 +325,8 @@ def test_values_casts_methods_and_hints_end_to_end(repo, tmp_path):
     f16, f32 = src.split("fn fidelity_kernel__f32")
     assert "ftof(f, rounding::Zero)" in f16 and "rounding::" not in f32
     assert src.count("#[cutile::entry(optimization_hints = (sm_90 = (occupancy = 2, num_cta_in_cga = 2,),))]") == 2
-    assert "constant(-0.0f32, shape![TILE])" in src and "constant(f32::INFINITY, shape![TILE])" in src
+    # an E constant is converted at rank 0, then broadcast (tileiras folds that conversion)
+    assert "constant(-0.0f32, shape![])" in src and "constant(f32::INFINITY, shape![TILE])" in src
     # 6e-8 as the variant's value: the f16 subnormal 2**-24 / the f32 nearest to 6e-8
     assert "constant(5.960464477539063e-08f32," in f16 and "constant(5.99999978589949e-08f32," in f32
     assert "Some(4), tma::Disabled)" in src and "Some(2), tma::Enabled)" in src
@@ -586,3 +587,40 @@ def test_launch_compiler_hints_are_carried_per_entry(op_copy):
                        "f16-TILE1024-num_ctas2": "relu_kernel__num_ctas2"}
     assert "optimization_hints = (sm_90 = (occupancy = 2,),)" in src
     assert "optimization_hints = (sm_90 = (occupancy = 4, num_cta_in_cga = 2,),)" in src
+
+
+def test_e_constant_tiles_are_converted_at_rank_0_then_broadcast(op_copy):
+    # tileiras 13.4 leaves the ftof of a whole f32 constant tile unfolded, and on sm_90 that kept
+    # tg_gelu f16's loads behind its stores: the conversion is made on a rank-0 tile
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
+                                       "zero = ct.full((TILE,), 0.5, dtype=x.dtype)"))
+    src, _ = T.translate_kernel(d, "relu_kernel")
+    m = re.search(r"let (__t\d+): Tile<f32, \{\[\]\}> = constant\(0\.5f32, shape!\[\]\);", src)
+    assert m, src
+    assert re.search(rf"let (__t\d+): Tile<E, \{{\[\]\}}> = convert_tile\({m.group(1)}\);", src), src
+    assert "shape![TILE]);\n" not in src.split("constant(0.5f32")[1].split(";")[0]
+
+
+def test_masked_gather_passes_its_padding_to_the_load(repo):
+    # cuTile Python passes a gather's padding to load_ptr_tko; with an unpadded load and a select
+    # tileiras 13.4 scheduled tg_gelu bf16's loads behind its stores (sm_90 SASS)
+    d = repo / "tests" / "data" / "operators" / "constructs"
+    src, _ = T.translate_kernel(d, "gather1d_kernel")      # bounds mask, padding 0
+    assert re.search(r"let (__pad\d+): E = convert_scalar\(0\.0f32\);", src), src
+    assert re.search(r"load_ptr_tko\([^;]*Some\(__t\d+\), Some\(__pad\d+\),", src), src
+    assert "select(" not in src
+    src, _ = T.translate_kernel(d, "gather_kernel")        # padding_value=-math.inf: no literal
+    assert "select(" in src and "None::<E>" in src
+
+
+def test_gather_of_rank_2_keeps_the_select(op_copy):
+    # cutile 0.5.0 promotes a scalar padding by reshape to [1] + broadcast: invalid for rank 2
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace(
+        "t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)",
+        "t = ct.reshape(ct.gather(x, ct.reshape(ct.arange(TILE, dtype=ct.int32), (2, TILE // 2))), (TILE,))"))
+    src, _ = T.translate_kernel(d, "relu_kernel")
+    assert "select(" in src and "convert_scalar(" not in src, src

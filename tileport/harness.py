@@ -308,6 +308,9 @@ class Call:
     # call without them. The benchmark calls it before the calls whose outputs it checks.
     reset: callable = lambda: None
     in_place: bool = False       # some output starts as a copy of an input (reset() matters)
+    # what port() hands the host library: (arrays, scalars, constexprs, grid, device), for tools
+    # that time the host path in parts (tileport.hostbench)
+    port_args: tuple = ()
 
 
 def copy_sources(plan: list[dict], tensors_in: dict) -> dict:
@@ -551,7 +554,8 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     return Call(op=man["op"], kernel=kernel, variant=variant, shape=tuple(shape), grid=grid,
                 inputs=ins, outputs=flat_outputs, ref=ref, port=port, torch=torch_side,
                 expected=expected, symbol=symbol, notes=notes, nv=nv_fn, nv_note=nv_note,
-                reset=reset, in_place=bool(restore))
+                reset=reset, in_place=bool(restore),
+                port_args=(pa, ps, variant.constexprs, grid, device))
 
 
 def compare(actual, expected, rtol: float, atol: float) -> dict:

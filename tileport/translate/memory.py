@@ -17,10 +17,12 @@ reference's own operations.
 from __future__ import annotations
 
 import ast
+import math
 
 from .. import constructs as C
+from .. import floats
 from .. import frontend as F
-from .core import CONSTEXPR, Member, NeedConst, Ty, Unsupported, Var
+from .core import CONSTEXPR, DTYPE_KEY, Member, NeedConst, Ty, Unsupported, Var
 
 
 # a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
@@ -365,29 +367,64 @@ class MemoryRules:
         arr = self.array_arg(call.args[0])
         ptrs, mask, shape = self.gather_scatter(call, arr, call.args[1])
         sh = ", ".join(shape)
-        raw, tok = self.fresh("g"), self.fresh("tok")
         el = arr.ty.dtype
+        pe = pt = scalar = None
+        if mask is not None:
+            pnode = self._kw(call, "padding_value")
+            pe, pt = self.expr(pnode) if pnode is not None else ("0", Ty("lit", value=0))
+            if pt.kind == "i32" and el != "i32" and str(pt.value).startswith(CONSTEXPR + ":"):
+                # cuTile Python folds an int constexpr padding to the array's dtype (an int64
+                # constant beside int64 ids): its value is needed
+                raise NeedConst(self.file, call.lineno, pt.value.split(":", 1)[1],
+                                "a constexpr padding value of another dtype than int32 is folded")
+            # cutile 0.5.0 promotes a scalar padding by a reshape to [1] and a broadcast: invalid
+            # IR for a gather of rank >= 2 (tileirdisasm: broadcast "source, result have same
+            # rank"; compile_cuda_tile_op.rs load_ptr_tko), so those keep the select
+            scalar = self.padding_scalar(pt, el) if len(shape) <= 1 else None
+        raw, tok = self.fresh("g"), self.fresh("tok")
         self.out.emit(f"let ({raw}, {tok}): (Tile<{el}, {{[{sh}]}}>, Token) = load_ptr_tko({ptrs}, "
                       f"ordering::Weak, None::<scope::TileBlock>, "
-                      f"{f'Some({mask})' if mask else 'None'}, None::<{el}>, "
+                      f"{f'Some({mask})' if mask else 'None'}, "
+                      f"{f'Some({scalar})' if scalar else f'None::<{el}>'}, "
                       f"Some({self.load_token(arr.rust, call)}), {self.latency_marker(call)});", self.line)
         self.tok_names.add(tok)
         self.loaded(arr.rust, tok)
-        if mask is None:
+        if mask is None or scalar is not None:
             return raw, Ty("tile", el, shape)
-        # cutile has no scalar of the generic element type for load_ptr_tko's padding: the
-        # masked-off lanes take it through a select (the IR diff's masked_loads rule)
-        pnode = self._kw(call, "padding_value")
-        pe, pt = self.expr(pnode) if pnode is not None else ("0", Ty("lit", value=0))
-        if pt.kind == "i32" and el != "i32" and str(pt.value).startswith(CONSTEXPR + ":"):
-            # cuTile Python folds an int constexpr padding to the array's dtype (an int64
-            # constant beside int64 ids): its value is needed
-            raise NeedConst(self.file, call.lineno, pt.value.split(":", 1)[1],
-                            "a constexpr padding value of another dtype than int32 is folded")
+        # any other padding (a tile, a non-finite or double-rounded value, an integer array):
+        # the masked-off lanes take it through a select (the IR diff's masked_loads rule)
         if pt.kind == "tile":
             pe, pt = self.implicit_cast(pe, pt, el, call, "ct.gather(..., padding_value=)")
         pad = self.as_tile(pe, pt, el, shape, call)
         return self.bind(f"select({mask}, {raw}, {pad})", Ty("tile", el, shape))
+
+    def padding_scalar(self, pt: Ty, el: str) -> str | None:
+        """The padding of a masked ``ct.gather`` as a scalar of the element type ``el``, bound
+        to a name for ``load_ptr_tko``'s padding operand (cuTile Python passes it there too), or
+        None where that cannot be written: cutile 0.5.0 has no literal of a 16-bit float or of
+        the generic E, and reads no associated constant in expression position, but
+        ``convert_scalar`` of an f32 literal gives a scalar of E (an f32 constant and a rank-0
+        ``ftof``, which the IR diff folds). A finite literal of a float array only, and only
+        where rounding it to f32 first gives every variant's value (as
+        :meth:`ArithRules.constant_tile`). Why not the select: with the select after an
+        unpadded load, tileiras 13.4 scheduled tg_gelu bf16's loads behind the stores (sm_90
+        SASS; the reference issues them ahead)."""
+        if pt.kind != "lit" or isinstance(pt.value, bool) or el not in ("E", "f16", "bf16", "f32"):
+            return None
+        v = float(pt.value)
+        if not math.isfinite(v):
+            return None
+        c = self.spec.get(DTYPE_KEY) if el == "E" else el
+        if any(d not in ("f16", "bf16", "f32") for d in ([c] if c else self.dtypes)):
+            return None
+        if c is not None:
+            v = floats.decode(floats.encode(v, c), c)
+        elif any(floats.convert(floats.encode(v, "f32"), "f32", d) != floats.encode(v, d)
+                 for d in self.dtypes):
+            return None
+        name = self.fresh("pad")
+        self.out.emit(f"let {name}: {el} = convert_scalar({self.f32_lit(v)});", self.line)
+        return name
 
     def scatter(self, call):
         """``ct.scatter(arr, indices, value, mask=, check_bounds=, latency=)``."""

@@ -1,0 +1,13 @@
+from tileport import hostbench as HB
+
+
+def test_fit_line_recovers_a_line_and_needs_two_x():
+    a, b = HB.fit_line([2, 3, 7], [10.0, 12.5, 22.5])
+    assert abs(a - 5.0) < 1e-9 and abs(b - 2.5) < 1e-9
+    assert HB.fit_line([7, 7], [1.0, 2.0]) is None
+
+
+def test_per_call_runs_n_calls_between_two_syncs():
+    log = []
+    us = HB.per_call(lambda: log.append("c"), 5, lambda: log.append("s"))
+    assert log == ["s"] + ["c"] * 5 + ["s"] and us >= 0

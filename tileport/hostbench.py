@@ -1,0 +1,147 @@
+"""Host time per call, in parts, by number of arrays: the port's path against ``ct.launch``.
+
+A benchmark, not a test: it prints figures and asserts nothing about speed. Needs a GPU, torch,
+cuda-tile and a built host library (``results/host``), as the ``bench`` stage.
+
+For each operator's first perf config (or every one, ``--all``), in rounds whose side order
+rotates (:func:`tileport.bench.rotation`), ``n`` calls are enqueued back to back and the host
+time of the loop (before the synchronisation) is divided by ``n``. ``n`` stays well under
+CUDA's launch queue (about 1000 launches), so a kernel shorter than the host path does not
+hide it and a longer one does not fill the queue. Medians over the rounds, µs per call:
+
+* ``ref``: ``ct.launch(torch.cuda.current_stream(), grid, kernel, args)`` (what bench times);
+* ``port``: ``HostLibrary.call`` (tileport/ffi.py's fast path, then the Rust shim);
+* ``py``: the fast path's marshalling alone (``Shim._fast_args``: descriptors, scalars,
+  constexprs, grid and stream packed into the argument block), nothing launched;
+* ``native``: the shim's ``__packed`` entry called through ctypes on a block packed once
+  (argument checks, context and stream, borrowed tensors, cutile's launcher, the driver);
+* ``ctypes``: ``tp_abi_version()`` through ctypes, the floor of any call into the library.
+
+``port - ref`` is what the port's host path costs more than ``ct.launch``. The last lines fit
+``native`` and ``ref`` as a + b * arrays (least squares over the operators): b is the cost of
+one more array on each side.
+
+Run (in the checkout, with the GPU bundle's results/): ``python -m tileport.hostbench
+--ops tg_relu,tg_gelu,tg_matmul,tg_attention_sink_decode,tg_sparse_mla``.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from .bench import rotation
+
+DEFAULT_OPS = ("tg_relu", "tg_gelu", "tg_dropout", "tg_matmul", "tg_geglu",
+               "tg_attention_sink_decode", "tg_sparse_mla")
+
+
+def per_call(fn, n: int, sync) -> float:
+    """Host µs per call of ``n`` back-to-back calls of ``fn`` (``sync`` before and after, not timed)."""
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    t1 = time.perf_counter()
+    sync()
+    return (t1 - t0) * 1e6 / n
+
+
+def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float] | None:
+    """Least-squares ``(a, b)`` of ``y = a + b * x``; None with fewer than two distinct x."""
+    if len(set(xs)) < 2:
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return my - b * mx, b
+
+
+def measure(c, lib, n: int, rounds: int, sync) -> dict:
+    """The parts of one :class:`tileport.harness.Call` (module doc), medians in µs per call."""
+    arrays, scalars, constexprs, grid, device = c.port_args
+    shim = lib.shim(c.symbol)
+    c.ref()
+    c.port()
+    sync()
+    block = shim._fast_args(arrays, scalars, constexprs, grid, None, device)
+    if shim.packed is None or not isinstance(block, int):
+        raise RuntimeError(f"{c.symbol}: no packed fast path for this call (checked path taken)")
+    rc = shim.packed(block)
+    if rc != 0:
+        raise RuntimeError(f"{c.symbol}: packed entry returned {rc}: {lib.last_error()}")
+    abi = lib._lib.tp_abi_version
+    sides = {
+        "ref": c.ref,
+        "port": c.port,
+        "py": lambda: shim._fast_args(arrays, scalars, constexprs, grid, None, device),
+        # the block stays valid: the same thread, and _fast_args wrote it last
+        "native": lambda: shim.packed(block),
+        "ctypes": abi,
+    }
+    out: dict = {k: [] for k in sides}
+    for r in range(rounds):
+        for label in rotation(list(sides), r):
+            if label == "native":      # re-pack: "py" rewrote the same buffer with equal bytes
+                shim._fast_args(arrays, scalars, constexprs, grid, None, device)
+            out[label].append(per_call(sides[label], n, sync))
+    spec = shim.spec
+    row = {k: statistics.median(v) for k, v in out.items()}
+    row.update(op=c.op, kernel=c.kernel, variant=c.variant.id, arrays=len(spec["arrays"]),
+               scalars=len(spec["scalars"]), constexprs=len(spec["constexprs"]),
+               dims=sum(a["ndim"] for a in spec["arrays"]))
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ops", default=",".join(DEFAULT_OPS), help="comma-separated operators")
+    ap.add_argument("--results", default="results")
+    ap.add_argument("--operators", default="operators")
+    ap.add_argument("--calls", type=int, default=300, help="calls per timed loop (< ~1000)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--all", action="store_true", help="every perf config, not the first")
+    a = ap.parse_args(argv)
+    import torch
+
+    from . import harness as H
+    from .gpu_test import OpContext, library_for
+
+    results = Path(a.results)
+    sync = torch.cuda.synchronize
+    rows = []
+    for op in [o for o in a.ops.split(",") if o]:
+        library, why = library_for(op, results, results / "host" / "build.json")
+        if why:
+            print(f"{op}: skipped: {why[1]}", file=sys.stderr)
+            continue
+        try:
+            ctx = OpContext(op, Path(a.operators) / op, results, library)
+            cases = H.cases(ctx.man, "perf")
+            for kernel, variant, shape in (cases if a.all else cases[:1]):
+                c = ctx.call(kernel, variant, shape, 0)
+                rows.append(measure(c, ctx.lib, a.calls, a.rounds, sync))
+                del c
+        except Exception as exc:  # noqa: BLE001 - one operator's failure is a line, not a stop
+            print(f"{op}: {type(exc).__name__}: {exc}"[:400], file=sys.stderr)
+    if not rows:
+        print("no operator measured", file=sys.stderr)
+        return 1
+    print(f"host µs per call, median of {a.rounds} rounds of {a.calls} calls "
+          f"({torch.cuda.get_device_name()}, torch {torch.__version__})")
+    print(f"{'op/kernel':58} {'arr':>3} {'dims':>4} {'sc':>3} {'cx':>3} {'ref':>6} {'port':>6} "
+          f"{'py':>6} {'native':>6} {'ctypes':>6} {'port-ref':>8}")
+    for r in sorted(rows, key=lambda r: (r["arrays"], r["op"])):
+        print(f"{(r['op'] + '/' + r['kernel'])[:58]:58} {r['arrays']:3d} {r['dims']:4d} {r['scalars']:3d} "
+              f"{r['constexprs']:3d} {r['ref']:6.2f} {r['port']:6.2f} {r['py']:6.2f} {r['native']:6.2f} "
+              f"{r['ctypes']:6.2f} {r['port'] - r['ref']:8.2f}")
+    for side in ("ref", "py", "native", "port"):
+        f = fit_line([r["arrays"] for r in rows], [r[side] for r in rows])
+        if f:
+            print(f"fit {side:6}: {f[0]:6.2f} µs + {f[1]:5.2f} µs per array")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
