@@ -259,6 +259,8 @@ MUTANTS = [
     ("promote_kernel", "ct.minimum of scalars -> maximum", lambda t: sub(t, "%2 = mini %1, %blockId_x signed", "%2 = maxi %1, %blockId_x signed"), "math"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
+    ("splat_expr_kernel", "the folded BM * TILE 16384 -> 1024", lambda t: sub(t, "%10 = muli %2, %cst_16384_i32", "%10 = muli %2, %cst_1024_i32"), "constant"),
+    ("splat_expr_kernel", "the splatted scalar without its bid * BM term", lambda t: sub(t, "%reshape = reshape %14 :", "%reshape = reshape %12 :"), "math"),
 ]
 
 
@@ -524,6 +526,7 @@ REWRITES = [
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
     ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
+    ("splat_expr_kernel", "operands of the commutative addi swapped", lambda t: sub(t, "%15 = addi %bcast, %1 ", "%15 = addi %1, %bcast ")),
 ]
 
 

@@ -415,3 +415,16 @@ def promote_kernel(x, y, scale, TILE: ConstInt):
     if TILE == FULL_TILE or x.dtype == ct.float32:
         w = w * 2.0
     ct.store(y, index=(bid,), tile=ct.astype(w, y.dtype))
+
+
+@ct.kernel
+def splat_expr_kernel(x, y, TILE: ConstInt, BM: ConstInt):
+    """An int32 scalar expression (run-time values bid // BM, bid % BM times a product of
+    constexprs that both compilers fold) added to an int32 tile: the scalar is splatted to the
+    tile's shape."""
+    bid = ct.bid(0)
+    offs = ct.arange(TILE, dtype=ct.int32)
+    row = bid // BM
+    col = bid % BM
+    idx = row * (BM * TILE) + col * TILE + bid * BM + offs
+    ct.scatter(y, idx, ct.gather(x, idx) * 2.0)
