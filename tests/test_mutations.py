@@ -261,6 +261,8 @@ MUTANTS = [
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
     ("splat_expr_kernel", "the folded BM * TILE 16384 -> 1024", lambda t: sub(t, "%10 = muli %2, %cst_16384_i32", "%10 = muli %2, %cst_1024_i32"), "constant"),
     ("splat_expr_kernel", "the splatted scalar without its bid * BM term", lambda t: sub(t, "%reshape = reshape %14 :", "%reshape = reshape %12 :"), "math"),
+    ("mma_cast_kernel", "mma reads the loaded tile, not the cast one", lambda t: sub(t, "mmaf %3, %tile,", "mmaf %tile, %tile,"), "cast"),
+    ("mma_cast_kernel", "exp2 dropped before the f16 cast", lambda t: sub(t, "%3 = ftof %2 ", "%3 = ftof %1 "), "cast"),
 ]
 
 
@@ -478,6 +480,14 @@ def _f16_scalar_from_f32(t: str) -> str:
                         f"  %cst_f16 = ftof %c32 : tile<f32> -> tile<f16>{loc}")
 
 
+def _accumulator_made_first(t: str) -> str:
+    # the mma's zero accumulator made before the load it does not depend on
+    acc = line_of(t, "%cst_0_f32 = constant <f32: 0.000000e+00> : tile<16x16xf32>")
+    t = sub(t, acc + "\n", "")
+    load = line_of(t, "load_view_tko weak %pview[")
+    return sub(t, load, acc + "\n" + load)
+
+
 # (op, rewrite, edit) -- each keeps what the kernel computes
 REWRITES = [
     ("softmax", "every SSA value renamed", _rename),
@@ -527,6 +537,7 @@ REWRITES = [
     ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
     ("splat_expr_kernel", "operands of the commutative addi swapped", lambda t: sub(t, "%15 = addi %bcast, %1 ", "%15 = addi %1, %bcast ")),
+    ("mma_cast_kernel", "the accumulator constant made before the load", _accumulator_made_first),
 ]
 
 

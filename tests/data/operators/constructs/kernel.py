@@ -428,3 +428,13 @@ def splat_expr_kernel(x, y, TILE: ConstInt, BM: ConstInt):
     col = bid % BM
     idx = row * (BM * TILE) + col * TILE + bid * BM + offs
     ct.scatter(y, idx, ct.gather(x, idx) * 2.0)
+
+
+@ct.kernel
+def mma_cast_kernel(a, b, BM: ConstInt):
+    """ct.mma of an operand cast to ct.float16 with one of the array's dtype (f16 in every
+    variant): both operands are of one dtype in each variant, as ct.mma requires."""
+    x = ct.load(a, index=(0, 0), shape=(BM, BM), padding_mode=PAD_ZERO)
+    p = ct.astype(ct.exp2(ct.astype(x, ct.float32)), ct.float16)
+    acc = ct.mma(p, x, ct.zeros((BM, BM), dtype=ct.float32))
+    ct.store(b, index=(0, 0), tile=ct.astype(acc, b.dtype))
