@@ -263,6 +263,8 @@ MUTANTS = [
     ("splat_expr_kernel", "the splatted scalar without its bid * BM term", lambda t: sub(t, "%reshape = reshape %14 :", "%reshape = reshape %12 :"), "math"),
     ("mma_cast_kernel", "mma reads the loaded tile, not the cast one", lambda t: sub(t, "mmaf %3, %tile,", "mmaf %tile, %tile,"), "cast"),
     ("mma_cast_kernel", "exp2 dropped before the f16 cast", lambda t: sub(t, "%3 = ftof %2 ", "%3 = ftof %1 "), "cast"),
+    ("helper_carry_kernel", "the loop yields scale where total is carried", lambda t: sub(t, "continue %8, %7, %6 :", "continue %8, %7, %7 :"), "control_flow"),
+    ("helper_carry_kernel", "the result adds scale, not bias", lambda t: sub(t, "%2 = addf %for#2, %for#0 ", "%2 = addf %for#2, %for#1 "), "math"),
 ]
 
 
@@ -538,6 +540,7 @@ REWRITES = [
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
     ("splat_expr_kernel", "operands of the commutative addi swapped", lambda t: sub(t, "%15 = addi %bcast, %1 ", "%15 = addi %1, %bcast ")),
     ("mma_cast_kernel", "the accumulator constant made before the load", _accumulator_made_first),
+    ("helper_carry_kernel", "operands of a commutative addf in the loop swapped", lambda t: sub(t, "%8 = addf %iterArg0, %7 ", "%8 = addf %7, %iterArg0 ")),
 ]
 
 

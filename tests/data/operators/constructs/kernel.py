@@ -438,3 +438,24 @@ def mma_cast_kernel(a, b, BM: ConstInt):
     p = ct.astype(ct.exp2(ct.astype(x, ct.float32)), ct.float16)
     acc = ct.mma(p, x, ct.zeros((BM, BM), dtype=ct.float32))
     ct.store(b, index=(0, 0), tile=ct.astype(acc, b.dtype))
+
+
+def _carry_helper(x, total, scale, TILE: ConstInt):
+    bias = ct.zeros((TILE,), dtype=ct.float32)
+    for i in range(ct.bid(0), ct.cdiv(x.shape[0], TILE)):
+        t = ct.load(x, index=(i,), shape=(TILE,), padding_mode=PAD_ZERO)
+        total = total + ct.astype(t, ct.float32) * scale
+        scale = scale * 0.5
+        bias = bias + scale
+    return total + bias
+
+
+@ct.kernel
+def helper_carry_kernel(x, y, TILE: ConstInt):
+    """A loop inside an inlined helper rebinding two of its parameters and one of its locals:
+    cuTile Python carries them in the order of their names (total, scale, bias -> bias, scale,
+    total); the port names them so that cutile orders them alike."""
+    total = ct.zeros((TILE,), dtype=ct.float32)
+    scale = ct.full((TILE,), 1.0, dtype=ct.float32)
+    out = _carry_helper(x, total, scale, TILE)
+    ct.store(y, index=(ct.bid(0),), tile=ct.astype(out, y.dtype))
