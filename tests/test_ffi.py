@@ -128,6 +128,38 @@ def test_missing_argument_is_named(lib):
     assert e.code == 0 and "eps" in e.cause
 
 
+GATHER = "tp_constructs__gather_kernel"
+
+
+@pytest.mark.parametrize("shape,strides,ok", [
+    ((4, 8), None, True),
+    ((1, 8), (1, 1), True),      # an extent-1 dim's unit stride is free: made 8
+    ((4, 1), (1, 7), False),     # the innermost of extent 1 made 1: dim 0's unit stride stays
+    ((4, 1), (1, 1), False),     # contiguous (N, 1): cutile would drop both strides
+    ((4, 8), (1, 4), False),     # column-major: innermost stride 4
+])
+def test_strides_read_by_dimension_in_the_compiled_layout(built, shape, strides, ok):  # noqa: F811
+    """A port reading an array's strides by dimension (gather_kernel) gets them in the layout it
+    was compiled for, innermost 1 and no other 1: cutile 0.5.0 specialises unit strides at launch
+    and drops them from the tensor's strides (tg_flash_decode's LSE_Out (1, 8, 4, 1) panicked in
+    cutile-compiler). An extent-1 dim's stride is set freely; any other layout is refused with
+    TP_ERR_BAD_SHAPE before the driver (without a driver, a good layout gets TP_ERR_CUDA_CONTEXT)."""
+    results, _ = built
+    glib = HostLibrary(results / "host" / host.LIB_NAME, [results / "constructs" / "host" / "ffi.json"])
+    arrays = {"a": FakeTensor(shape, strides=strides), "b": FakeTensor((4, 8))}
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("a CUDA driver is present: a good layout would launch")
+    except OSError:
+        pass
+    with pytest.raises(FfiError) as e:
+        glib.call(GATHER, arrays, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
+    if ok:
+        assert e.value.code == 5, e.value.cause
+    else:
+        assert e.value.code == 4 and "array 'a'" in e.value.cause and "strides" in e.value.cause
+
+
 def test_valid_call_reaches_the_driver(lib):
     """Descriptors pass every check; without a CUDA driver the shim reports TP_ERR_CUDA_CONTEXT
     (fail_class env) instead of crashing -- on a GPU machine this would launch, so skip there."""

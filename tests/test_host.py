@@ -30,12 +30,13 @@ def make_op(results, op, kernels, op_dir=None):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """A results tree with relu, rms_norm (scalars) and two construct kernels (arrays of their
-    own dtype; a scalar between arrays) and the host library built from it."""
+    """A results tree with relu, rms_norm (scalars) and three construct kernels (arrays of their
+    own dtype; a scalar between arrays; a gather / scatter reading 2-D arrays' strides) and the
+    host library built from it."""
     results = tmp_path_factory.mktemp("host") / "results"
     make_op(results, "relu", ["relu_kernel"])
     make_op(results, "rms_norm", ["rms_norm_kernel"])
-    make_op(results, "constructs", ["dtypes_kernel", "promote_kernel"],
+    make_op(results, "constructs", ["dtypes_kernel", "promote_kernel", "gather_kernel"],
             REPO / "tests" / "data" / "operators" / "constructs")
     v = host.build(["relu", "rms_norm", "constructs"], results, results / "host" / "build.json")
     return results, v
@@ -82,6 +83,19 @@ def test_arrays_of_their_own_dtype(built):
     # the kernel's parameter order, whatever the C signature's (arrays first) is
     f = next(f for f in spec["functions"] if f["kernel"] == "promote_kernel")
     assert f["order"] == ["x", "y", "scale"]
+
+
+def test_arrays_whose_strides_the_port_reads(built):
+    """A gather / scatter on 2-D arrays reads their strides by dimension: the shim passes them
+    through as_compiled_strides (the layout the port was compiled for; test_ffi checks it)."""
+    results, _ = built
+    spec = json.loads((results / "constructs" / "host" / "ffi.json").read_text())
+    f = next(f for f in spec["functions"] if f["kernel"] == "gather_kernel")
+    assert f["strided"] == ["a", "b"]
+    assert "strided" not in next(f for f in spec["functions"] if f["kernel"] == "promote_kernel")
+    rs = (results / "constructs" / "host" / "ffi.rs").read_text()
+    assert ('let arr_a_as_compiled = as_compiled_strides(arr_a, "a")?;\n'
+            '        let arr_a = &arr_a_as_compiled;') in rs
 
 
 def test_families_split_by_entry():

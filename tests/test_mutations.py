@@ -309,6 +309,12 @@ MUTANTS = [
     ("tiled_atomic_kernel", "atomic add into the block's tile, not tile 0", lambda t: sub(t, "%pview_3[%cst_0_i32], addf", "%pview_3[%blockId_x], addf"), "memory"),
     ("tiled_atomic_kernel", "second atomic not ordered after the first", lambda t: sub(t, "addf, %4 token = %3 :", "addf, %4 token = %0 :"), "memory"),
     ("tiled_atomic_kernel", "atomic add -> atomic max", lambda t: sub(t, "%pview_3[%cst_0_i32], addf,", "%pview_3[%cst_0_i32], maxf,"), "memory"),
+    ("splat_expr_kernel", "the folded BM * TILE 16384 -> 1024", lambda t: sub(t, "%10 = muli %2, %cst_16384_i32", "%10 = muli %2, %cst_1024_i32"), "constant"),
+    ("splat_expr_kernel", "the splatted scalar without its bid * BM term", lambda t: sub(t, "%reshape = reshape %14 :", "%reshape = reshape %12 :"), "math"),
+    ("mma_cast_kernel", "mma reads the loaded tile, not the cast one", lambda t: sub(t, "mmaf %3, %tile,", "mmaf %tile, %tile,"), "cast"),
+    ("mma_cast_kernel", "exp2 dropped before the f16 cast", lambda t: sub(t, "%3 = ftof %2 ", "%3 = ftof %1 "), "cast"),
+    ("helper_carry_kernel", "the loop yields scale where total is carried", lambda t: sub(t, "continue %8, %7, %6 :", "continue %8, %7, %7 :"), "control_flow"),
+    ("helper_carry_kernel", "the result adds scale, not bias", lambda t: sub(t, "%2 = addf %for#2, %for#0 ", "%2 = addf %for#2, %for#1 "), "math"),
 ]
 
 
@@ -526,6 +532,14 @@ def _f16_scalar_from_f32(t: str) -> str:
                         f"  %cst_f16 = ftof %c32 : tile<f32> -> tile<f16>{loc}")
 
 
+def _accumulator_made_first(t: str) -> str:
+    # the mma's zero accumulator made before the load it does not depend on
+    acc = line_of(t, "%cst_0_f32 = constant <f32: 0.000000e+00> : tile<16x16xf32>")
+    t = sub(t, acc + "\n", "")
+    load = line_of(t, "load_view_tko weak %pview[")
+    return sub(t, load, acc + "\n" + load)
+
+
 # (op, rewrite, edit) -- each keeps what the kernel computes
 def _scan_through_permutes(t: str) -> str:
     # the forward scan along axis 1 written as cutile writes it: axis 1 permuted to the
@@ -603,6 +617,9 @@ REWRITES = [
     ("bool_cast_kernel", "every SSA value renamed", _rename),
     ("slice_kernel", "every SSA value renamed", _rename),
     ("slice_kernel", "one stop - start for both row slices", lambda t: sub(t, "%assume_15 = assume bounded<0, ?>, %9 ", "%assume_15 = assume bounded<0, ?>, %5 ")),
+    ("splat_expr_kernel", "operands of the commutative addi swapped", lambda t: sub(t, "%15 = addi %bcast, %1 ", "%15 = addi %1, %bcast ")),
+    ("mma_cast_kernel", "the accumulator constant made before the load", _accumulator_made_first),
+    ("helper_carry_kernel", "operands of a commutative addf in the loop swapped", lambda t: sub(t, "%8 = addf %iterArg0, %7 ", "%8 = addf %7, %iterArg0 ")),
 ]
 
 

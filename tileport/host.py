@@ -211,6 +211,10 @@ def _shim_fn(spec: dict) -> str:
     body = [f"    guard(\"{sym}\", || {{"]
     for n, r, d in A:
         body.append(f"        let {r} = check({r}, \"{n}\", {d})?;")
+    for n, r, _ in A:
+        if n in spec.get("strided", ()):    # strides read by dimension: the layout it was compiled for
+            body.append(f"        let {r}_as_compiled = as_compiled_strides({r}, \"{n}\")?;")
+            body.append(f"        let {r} = &{r}_as_compiled;")
     own = {a["name"]: a["dtype"] for a in spec["arrays"] if "dtype" in a}   # arrays of their own dtype
     var = [(n, r) for n, r, _ in A if n not in own]
     if var:   # the variant dtype: the one dtype of the arrays that have it
@@ -286,11 +290,14 @@ def write_shim(op: str, analysis_json: str | Path, results_op: str | Path, out_r
             continue
         try:
             entries = json.loads((results_op / "rust" / "src" / f"{k}.rs.map.json").read_text())["entries"]
+            port = (results_op / "rust" / "src" / f"{k}.rs").read_text()
         except (OSError, ValueError, KeyError) as exc:
-            blocked[k] = f"source map unreadable: {exc}"
+            blocked[k] = f"source map or port unreadable: {exc}"
             continue
+        # arrays whose strides the port reads by dimension (memory.STRIDES_HELPER)
+        strided = sorted(set(re.findall(r"\btensor_strides\((\w+)\)", port)))
         for entry, fam in families(kinfo, entries, kinfo.get("variants", det.get("variants", []))).items():
-            specs.append(function_spec(op, kinfo, entry, fam))
+            specs.append(function_spec(op, kinfo, entry, fam) | ({"strided": strided} if strided else {}))
     doc = {"op": op, "abi_version": ABI_VERSION, "functions": specs, "blocked": blocked,
            "status_codes": {str(c): n for c, (n, _, _) in STATUS.items()},
            "dtype_codes": DTYPE_CODES}

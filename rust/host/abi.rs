@@ -213,6 +213,47 @@ pub unsafe fn check<'a>(t: *const TpTensor, name: &str, ndim: usize) -> Result<&
     Ok(d)
 }
 
+/// The descriptor of an array whose strides the port reads by dimension (a gather / scatter on
+/// a rank >= 2 array: the translator's `tensor_strides` helper), in the layout the port was
+/// compiled and IR-checked for: innermost stride 1, every other stride not 1.
+///
+/// cutile 0.5.0 specialises every stride that is 1 at launch (`compute_spec`: `stride_one`)
+/// and keeps only the other strides in a tensor's `strides` metadata (cutile-compiler
+/// `compile_cuda_tile_op.rs`: "Shape witnesses can already contain only dynamic fields"), so
+/// dimension k of that list is another dimension's stride, or past its end (`get_shape_dim`
+/// panics "removal index (is 2) should be < len (is 2)": tg_flash_decode's LSE_Out of extents
+/// (1, 8, 4, 1), strides (32, 4, 1, 1)). A dimension of extent 1 is read only at index 0, so its
+/// stride is free: set to 1 when innermost, else (where it is 1) to the stride a C-contiguous
+/// layout gives it, at least 2. Any other layout is refused (`TP_ERR_BAD_SHAPE`) naming the
+/// array, its strides and why, instead of a panic or a wrong address.
+pub fn as_compiled_strides(d: &TpTensor, name: &str) -> Result<TpTensor, TpError> {
+    let mut out = *d;
+    let n = d.ndim as usize;
+    if n == 0 {
+        return Ok(out);
+    }
+    if out.shape[n - 1] == 1 {
+        out.strides[n - 1] = 1;
+    }
+    let mut contiguous: i64 = 1;
+    for k in (0..n - 1).rev() {
+        contiguous = contiguous.saturating_mul(out.shape[k + 1].max(1));
+        if out.shape[k] == 1 && out.strides[k] == 1 {
+            out.strides[k] = contiguous.clamp(2, i32::MAX as i64);
+        }
+    }
+    let unit: Vec<usize> = (0..n - 1).filter(|&k| out.strides[k] == 1).collect();
+    if out.strides[n - 1] != 1 || !unit.is_empty() {
+        return Err((TP_ERR_BAD_SHAPE, format!(
+            "array '{name}': extents {:?}, strides {:?}: the port reads this array's strides by \
+             dimension and is compiled for innermost stride 1 and no other stride 1; cutile 0.5.0 \
+             specialises every unit stride at launch and drops it from the tensor's strides, so \
+             it cannot read this layout (pass a copy with that layout)",
+            &d.shape[..n], &d.strides[..n])));
+    }
+    Ok(out)
+}
+
 /// The one dtype all arrays share; an error names the first array that differs.
 pub fn same_dtype(arrays: &[(&str, &TpTensor)]) -> Result<i32, TpError> {
     let (first, d0) = arrays[0];

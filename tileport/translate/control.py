@@ -570,15 +570,23 @@ class ControlRules:
             if k.arg not in params or k.arg in given:
                 self.fail(node, ast.unparse(node)[:60], f"argument '{k.arg}' does not match {fn.name}()")
             given[k.arg] = k.value
-        scope = {}
+        values = {}
         for p in params:
             arg = given.get(p, defaults.get(p))
             if arg is None:
                 self.fail(node, ast.unparse(node)[:60], f"{fn.name}() is missing argument '{p}'")
-            e, ty = self.expr(arg)
+            values[p] = self.expr(arg)
+        # the helper's names, its parameters included, share one Rust prefix: a loop carries
+        # the variables it rebinds in the order of their names, both in cuTile Python (the
+        # sorted local indices of hir2ir's loop_impl) and in cutile 0.5.0 (the BTreeSet of
+        # collect_mutated_variables), so names that sort as the Python ones keep that order
+        prefix = f"__{fn.name.strip('_')}{self.tmp + 1}_"
+        scope = {}
+        for p in params:
+            e, ty = values[p]
             decl = None
             if ty.kind in ("tile", "i32", "f32", "bool"):
-                tmp = self.fresh("arg")
+                tmp = prefix + self.rname(p)
                 decl = self.out.emit(f"let {tmp}: {ty.rust()} = {e};", self.line)
                 e = tmp
             scope[p] = Var(e, ty, decl, 0)          # a value parameter the helper may rebind
@@ -595,7 +603,7 @@ class ControlRules:
             if any(isinstance(n, ast.Return) for n in ast.walk(s)):
                 self.fail(s, f"def {fn.name}", "an early return in a helper is not translated")
         saved = (self.scopes, self.local_prefix, self.line)
-        self.scopes, self.local_prefix = [scope], f"__{fn.name.strip('_')}{self.tmp + 1}_"
+        self.scopes, self.local_prefix = [scope], prefix
         self.inlining.append(fn.name)
         try:
             self.block(body[:-1])

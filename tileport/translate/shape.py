@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 
 from .. import constructs as C
 from .core import Ty
+
+# a Rust name or literal (`row`, `7i32`, `-0.5f32`, `1e-06f32`): splatted as it is
+_PLAIN = re.compile(r"[A-Za-z_]\w*|-?\d[\w.]*(?:[eE][+-]?\d+\w*)?")
 
 
 class ShapeRules:
@@ -227,4 +231,10 @@ class ShapeRules:
         elif ty.kind != dtype:
             self.fail(node, ast.unparse(node), f"a {ty.kind} scalar mixed with a {dtype} tile; cast "
                                                f"one of them first")
+        if ty.kind in ("i32", "f32", "bool") and not _PLAIN.fullmatch(e):
+            # an expression is bound to a typed scalar first: cutile 0.5.0 compiles a
+            # broadcast_scalar argument without an expected type, so in `row * (H * S)` the
+            # folded constant `H * S` takes the type of `row` (a rank-0 tile after
+            # tile_to_scalar) and fails ("expected a scalar element type")
+            e = self.bind(e, Ty(ty.kind), "s")[0]
         return self.bind(f"broadcast_scalar({e}, {sh})", Ty("tile", dtype, shape))[0]

@@ -630,3 +630,47 @@ def slice_kernel(offs, a, b, TILE: ConstInt, BM: ConstInt):
     t = ct.load(rows, index=(0, 0), shape=(BM, BM), padding_mode=ct.PaddingMode.ZERO)
     ct.store(left, index=(0, 0), tile=t)
     ct.store(right, index=(0, 0), tile=t * 2)
+
+
+@ct.kernel
+def splat_expr_kernel(x, y, TILE: ConstInt, BM: ConstInt):
+    """An int32 scalar expression (run-time values bid // BM, bid % BM times a product of
+    constexprs that both compilers fold) added to an int32 tile: the scalar is splatted to the
+    tile's shape."""
+    bid = ct.bid(0)
+    offs = ct.arange(TILE, dtype=ct.int32)
+    row = bid // BM
+    col = bid % BM
+    idx = row * (BM * TILE) + col * TILE + bid * BM + offs
+    ct.scatter(y, idx, ct.gather(x, idx) * 2.0)
+
+
+@ct.kernel
+def mma_cast_kernel(a, b, BM: ConstInt):
+    """ct.mma of an operand cast to ct.float16 with one of the array's dtype (f16 in every
+    variant): both operands are of one dtype in each variant, as ct.mma requires."""
+    x = ct.load(a, index=(0, 0), shape=(BM, BM), padding_mode=PAD_ZERO)
+    p = ct.astype(ct.exp2(ct.astype(x, ct.float32)), ct.float16)
+    acc = ct.mma(p, x, ct.zeros((BM, BM), dtype=ct.float32))
+    ct.store(b, index=(0, 0), tile=ct.astype(acc, b.dtype))
+
+
+def _carry_helper(x, total, scale, TILE: ConstInt):
+    bias = ct.zeros((TILE,), dtype=ct.float32)
+    for i in range(ct.bid(0), ct.cdiv(x.shape[0], TILE)):
+        t = ct.load(x, index=(i,), shape=(TILE,), padding_mode=PAD_ZERO)
+        total = total + ct.astype(t, ct.float32) * scale
+        scale = scale * 0.5
+        bias = bias + scale
+    return total + bias
+
+
+@ct.kernel
+def helper_carry_kernel(x, y, TILE: ConstInt):
+    """A loop inside an inlined helper rebinding two of its parameters and one of its locals:
+    cuTile Python carries them in the order of their names (total, scale, bias -> bias, scale,
+    total); the port names them so that cutile orders them alike."""
+    total = ct.zeros((TILE,), dtype=ct.float32)
+    scale = ct.full((TILE,), 1.0, dtype=ct.float32)
+    out = _carry_helper(x, total, scale, TILE)
+    ct.store(y, index=(ct.bid(0),), tile=ct.astype(out, y.dtype))
