@@ -259,6 +259,9 @@ MUTANTS = [
     ("promote_kernel", "ct.minimum of scalars -> maximum", lambda t: sub(t, "%2 = mini %1, %blockId_x signed", "%2 = maxi %1, %blockId_x signed"), "math"),
     ("promote_kernel", "n / 4 -> n / 2", lambda t: sub(t, "%cst_4_f32 = constant <f32: 4.000000e+00>", "%cst_4_f32 = constant <f32: 2.000000e+00>"), "constant"),
     ("promote_kernel", "compile-time dtype branch not taken", lambda t: sub(t, "%15 = ftof %14 ", "%15 = ftof %13 "), "cast"),
+    ("boolop_kernel", "`and` drops its second operand (yields the first)", lambda t: sub(t, "    yield %19 : tile<i1> loc(#loc31)", "    yield %1 : tile<i1> loc(#loc31)"), "control_flow"),
+    ("boolop_kernel", "`or` operand bid > 7 -> bid >= 7", lambda t: sub(t, "cmpi greater_than %blockId_x, %cst_7_i32", "cmpi greater_than_or_equal %blockId_x, %cst_7_i32"), "math"),
+    ("boolop_kernel", "bool constant tile true -> false", lambda t: sub(t, "%true = constant <i1: true> : tile<1024xi1>", "%true = constant <i1: false> : tile<1024xi1>"), "constant"),
 ]
 
 
@@ -524,6 +527,7 @@ REWRITES = [
     ("tokens_kernel", "join_tokens operands in the other order", lambda t: sub(t, "join_tokens %iterArg0, %result_token_25", "join_tokens %result_token_25, %iterArg0")),
     ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
+    ("boolop_kernel", "every SSA value renamed", _rename),
 ]
 
 

@@ -466,6 +466,10 @@ class ArithRules:
             return self.bind(f"constant({int(val)}{dtype}, {sh})", Ty("tile", dtype, shape))
         if dtype == "f32":
             return self.f32_constant(val, shape)
+        if dtype == "bool":
+            if not isinstance(val, bool):
+                self.fail(node, repr(val), "a non-bool value in a bool tile")
+            return self.bind(f"constant({'true' if val else 'false'}, {sh})", Ty("tile", dtype, shape))
         if dtype not in ("E", "f16", "bf16"):
             self.fail(node, repr(val), f"constant of dtype {dtype} not translated")
         v = float(val)

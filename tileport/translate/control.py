@@ -226,7 +226,7 @@ class ControlRules:
         """An ``if`` on a run-time value: a Rust ``if`` (cutile's ``if`` op; a name the branches
         rebind is yielded out of it, as cuTile Python does). A name first bound inside a branch
         is local to it."""
-        c, cty = self.expr(s.test)
+        c, cty = self.condition(s.test)
         if cty.kind == "lit":
             # decided at compile time (a dtype test, a name bound to a constant): the branch
             # taken, inline, as cuTile Python folds it
@@ -238,6 +238,14 @@ class ControlRules:
                                                       "int32 scalars (or a constexpr test)")
         self.tokened_if(f"if {c} {{", lambda: self.branch(s.body),
                         (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
+
+    def condition(self, test) -> tuple[str, Ty]:
+        """A run-time test's value: a bool scalar (a 0-d bool tile, e.g. a comparison with a
+        value loaded from memory, is cuTile Python's bool scalar: the same Tile IR value)."""
+        c, cty = self.expr(test)
+        if cty.kind == "tile" and cty.shape == () and cty.dtype == "bool":
+            return self.bind(f"tile_to_scalar({c})", Ty("bool"))
+        return c, cty
 
     def branch(self, stmts):
         self.out.indent += 1
@@ -268,7 +276,7 @@ class ControlRules:
                          {"__builtins__": {}}, self.static_env())
             return self.expr(node.body if taken else node.orelse)
         mark = len(self.out.lines)
-        c, cty = self.expr(node.test)
+        c, cty = self.condition(node.test)
         if cty.kind == "lit" and len(self.out.lines) == mark:    # decided at compile time
             return self.expr(node.body if cty.value else node.orelse)
         if cty.kind != "bool":
@@ -377,6 +385,7 @@ class ControlRules:
             head = f"for {var} in {args[0]}..{args[1]} {{"
         else:
             head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
+
 
         def body():
             self.out.indent += 1

@@ -357,6 +357,8 @@ class TranslatorBase:
             return var.rust, var.ty
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             return repr(node.value), Ty("lit", value=node.value)
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            return repr(node.value), Ty("lit", value=node.value)
         if isinstance(node, ast.BinOp):
             return self.binop(node)
         if isinstance(node, ast.Compare):

@@ -167,12 +167,20 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
             hp = [a.arg for a in h.args.args]
             args = dict(zip(hp, n.args)) | {k.arg: k.value for k in n.keywords}
             for t in ast.walk(h):
-                if isinstance(t, (ast.If, ast.IfExp)) and F.static_test(t.test, set(hp) | static):
-                    for name in {x.id for x in ast.walk(t.test) if isinstance(x, ast.Name)}:
+                tests = [t.test] if isinstance(t, (ast.If, ast.IfExp)) else t.values if isinstance(
+                    t, ast.BoolOp) else []
+                for test in tests:
+                    if not F.static_test(test, set(hp) | static):
+                        continue
+                    for name in {x.id for x in ast.walk(test) if isinstance(x, ast.Name)}:
                         if name in args:
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, (ast.If, ast.IfExp)) and F.static_test(n.test, static):
             used |= through({x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)})
+        # a compile-time operand of `and` / `or` short-circuits at compile time (bool_chain)
+        for v in n.values if isinstance(n, ast.BoolOp) else ():
+            if F.static_test(v, static):
+                used |= through({x.id for x in ast.walk(v) if isinstance(x, ast.Name)})
         if isinstance(n, ast.Call) and F.is_ct(n.func, alias, "static_assert") and n.args:
             used |= through({x.id for x in ast.walk(n.args[0]) if isinstance(x, ast.Name)})
         if isinstance(n, ast.Call) and F.is_ct(n.func, alias):

@@ -415,3 +415,22 @@ def promote_kernel(x, y, scale, TILE: ConstInt):
     if TILE == FULL_TILE or x.dtype == ct.float32:
         w = w * 2.0
     ct.store(y, index=(bid,), tile=ct.astype(w, y.dtype))
+
+
+@ct.kernel
+def boolop_kernel(x, y, TILE: ConstInt):
+    """`and` / `or` of run-time bools (cuTile Python's `if` yielding the rest or the first
+    operand), compile-time operands folded as short-circuits, a bool constant tile."""
+    bid = ct.bid(0)
+    n = x.shape[0]
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    if bid > 2 and bid * TILE < n:
+        t = t * 2.0
+    if bid % 2 == 0 or bid > 7:
+        t = t + 1.0
+    if (TILE < FULL_TILE or bid > 1) and bid < n // TILE:
+        m = ct.full((TILE,), True, dtype=ct.bool_)
+        t = ct.where(m & (t > 0.0), t, 0.0)
+    if TILE > FULL_TILE and bid > 3:
+        t = t - 1.0
+    ct.store(y, index=(bid,), tile=t)
