@@ -387,6 +387,7 @@ class ControlRules:
             head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
 
 
+
         def body():
             self.out.indent += 1
             self.scopes.append({s.target.id: Var(var, Ty("i32"), None, len(self.scopes))})

@@ -315,6 +315,9 @@ class TranslatorBase:
         e, ty = self.expr(node)
         if ty.kind == "lit" and isinstance(ty.value, int):
             return f"{ty.value}i32"
+        if ty.kind == "tile" and ty.shape == () and ty.dtype == "i32":
+            # a 0-d tile is cuTile Python's scalar (the same Tile IR value)
+            return self.bind(f"tile_to_scalar({e})", Ty("i32"))[0]
         if ty.kind != "i32":
             self.fail(node, ast.unparse(node), f"expected an int32 scalar, got {ty.kind}")
         return e

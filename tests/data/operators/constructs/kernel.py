@@ -434,3 +434,21 @@ def boolop_kernel(x, y, TILE: ConstInt):
     if TILE > FULL_TILE and bid > 3:
         t = t - 1.0
     ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def scalar_tile_kernel(x, y, TILE: ConstInt):
+    """Python's max / min of float tiles (and of a tile and a number): cuTile's maxf / minf; a
+    0-d int32 tile loaded from memory as an `if` operand and a loop bound (cuTile Python's
+    scalars are 0-d tiles)."""
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD_ZERO), ct.float32)
+    u = max(t, ct.max(t, axis=0, keepdims=True) * 0.5)
+    u = min(u, 4.0)
+    lim = ct.astype(ct.load(x, index=(0,), shape=(1,), padding_mode=PAD_ZERO), ct.int32).reshape(())
+    if bid * TILE >= lim:
+        u = u * 3.0
+    hi = ct.cdiv(lim, TILE)
+    for k in range(bid, hi):
+        u = u + 1.0
+    ct.store(y, index=(bid,), tile=ct.astype(u, y.dtype))
