@@ -262,6 +262,9 @@ MUTANTS = [
     ("boolop_kernel", "`and` drops its second operand (yields the first)", lambda t: sub(t, "    yield %19 : tile<i1> loc(#loc31)", "    yield %1 : tile<i1> loc(#loc31)"), "control_flow"),
     ("boolop_kernel", "`or` operand bid > 7 -> bid >= 7", lambda t: sub(t, "cmpi greater_than %blockId_x, %cst_7_i32", "cmpi greater_than_or_equal %blockId_x, %cst_7_i32"), "math"),
     ("boolop_kernel", "bool constant tile true -> false", lambda t: sub(t, "%true = constant <i1: true> : tile<1024xi1>", "%true = constant <i1: false> : tile<1024xi1>"), "constant"),
+    ("split_loop_kernel", "first part of a split loop ends at max, not min", lambda t: sub(t, "%3 = mini %1, %2 signed", "%3 = maxi %1, %2 signed"), "math"),
+    ("split_loop_kernel", "second part starts at the bound, not max(start, bound)", lambda t: sub(t, "for %loopIdx in (%14 to %1,", "for %loopIdx in (%12 to %1,"), "math"),
+    ("split_loop_kernel", "split of `m < j` at m, not m + 1", lambda t: sub(t, "%13 = mini %1, %12 signed", "%13 = mini %1, %2 signed"), "control_flow"),
     ("scalar_tile_kernel", "max(tile, ...) -> min", lambda t: sub(t, "%3 = maxf %1, %bcast", "%3 = minf %1, %bcast"), "math"),
     ("scalar_tile_kernel", "if on the loaded 0-d tile: >= -> >", lambda t: sub(t, "cmpi greater_than_or_equal %6, %reshape_9", "cmpi greater_than %6, %reshape_9"), "math"),
     ("scalar_tile_kernel", "loop bound from the loaded tile rounded down", lambda t: sub(t, "%9 = divi %reshape_9, %cst_1024_i32 signed rounding<positive_inf>", "%9 = divi %reshape_9, %cst_1024_i32 signed rounding<negative_inf>"), "math"),
@@ -531,6 +534,7 @@ REWRITES = [
     ("dtypes_kernel", "the index array loaded before the data array", _index_view_first),
     ("promote_kernel", "an f16 constant made as a converted f32 one", _f16_scalar_from_f32),
     ("boolop_kernel", "every SSA value renamed", _rename),
+    ("split_loop_kernel", "operands of the split's mini / maxi commuted", lambda t: sub(sub(t, "%3 = mini %1, %2 signed", "%3 = mini %2, %1 signed"), "%4 = maxi %cst_0_i32, %2 signed", "%4 = maxi %2, %cst_0_i32 signed")),
     ("scalar_tile_kernel", "operands of max(tile, ...) commuted", lambda t: sub(t, "%3 = maxf %1, %bcast", "%3 = maxf %bcast, %1")),
 ]
 

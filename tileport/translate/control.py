@@ -225,7 +225,13 @@ class ControlRules:
     def runtime_if(self, s: ast.If):
         """An ``if`` on a run-time value: a Rust ``if`` (cutile's ``if`` op; a name the branches
         rebind is yielded out of it, as cuTile Python does). A name first bound inside a branch
-        is local to it."""
+        is local to it. In a split loop (:meth:`loop_split`) the branch taken there, inline."""
+        flat = getattr(self, "flat_ifs", {}).get(id(s))
+        if flat is not None:
+            self.out.emit(f"// if {ast.unparse(s.test)}: {flat == 'then'} in this part of the "
+                          f"split loop", s.lineno)
+            self.block(s.body if flat == "then" else s.orelse)
+            return
         c, cty = self.condition(s.test)
         if cty.kind == "lit":
             # decided at compile time (a dtype test, a name bound to a constant): the branch
@@ -379,14 +385,110 @@ class ControlRules:
             self.fail(s, "for " + ast.unparse(it), "only `for <name> in range(...)` is translated")
         args = [self.int_expr(a) for a in it.args]
         var = self.local_prefix + self.rname(s.target.id)
+        split = self.loop_split(s)
+        if split is not None:
+            self.split_loop(s, args, var, *split)
+            return
         if len(args) == 1:
             head = f"for {var} in 0i32..{args[0]} {{"
         elif len(args) == 2:
             head = f"for {var} in {args[0]}..{args[1]} {{"
         else:
             head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
+        self.emit_for(s, head, var)
 
+    # ---- loop splitting (cuTile Python's loop_split pass) ------------------------------
+    FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
 
+    def loop_split(self, s: ast.For):
+        """cuTile Python splits a ``for`` loop of step 1 in two where its body holds exactly one
+        run-time ``if`` (directly, or under compile-time ``if``s) whose test is ``i <op> n`` /
+        ``n <op> i`` (``<``, ``<=``, ``>``, ``>=``; ``i`` the loop variable, ``n`` a run-time
+        value bound before the loop; compile-time operands of ``and`` / ``or`` folded away):
+        one loop where the test is false, one where it is true, each with that branch only
+        (cuda-tile 1.7.0 ``_passes/loop_split.py``). Returns (the ``if``, the comparison with
+        ``i`` on the left: an ``ast.cmpop`` class, the bound's ``ast.Name``) or None."""
+        it = s.iter
+        if len(it.args) == 3:
+            step = it.args[2]
+            if not (self.is_static_test(step) and eval(compile(ast.Expression(step), self.file, "eval"),  # noqa: S307
+                                                       {"__builtins__": {}}, self.static_env()) == 1):
+                return None
+        assigned = {t.id for st in s.body for t in ast.walk(st)
+                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+        found = []
+
+        def scan(stmts):
+            for st in stmts:
+                if not isinstance(st, ast.If):
+                    continue
+                test = self.split_test(st.test)
+                if test is not None and test[0] == "lit":      # folded: the branch inline
+                    scan(st.body if test[1] else st.orelse)
+                    continue
+                cmp = test[1] if test is not None else None
+                if cmp is None or len(cmp.ops) != 1 or type(cmp.ops[0]) not in self.FLIP:
+                    continue
+                left, right, op = cmp.left, cmp.comparators[0], type(cmp.ops[0])
+                if isinstance(right, ast.Name) and right.id == s.target.id:
+                    left, right, op = right, left, self.FLIP[op]
+                if not (isinstance(left, ast.Name) and left.id == s.target.id
+                        and isinstance(right, ast.Name) and right.id not in assigned):
+                    continue
+                var = self.lookup(right.id)
+                if var is None or var.ty.kind != "i32":
+                    continue
+                found.append((st, op, right))
+        scan(s.body)
+        return found[0] if len(found) == 1 else None
+
+    def split_test(self, test):
+        """What an ``if`` test reduces to once its compile-time ``and`` / ``or`` operands are
+        folded (as :meth:`bool_chain` folds them): ``("lit", value)``, ``("cmp", comparison)``
+        or None (a run-time bool made otherwise)."""
+        if self.is_static_test(test):
+            return "lit", eval(compile(ast.Expression(test), self.file, "eval"),  # noqa: S307
+                               {"__builtins__": {}}, self.static_env())
+        if isinstance(test, ast.Compare):
+            return "cmp", test
+        if not isinstance(test, ast.BoolOp):
+            return None
+        is_and = isinstance(test.op, ast.And)
+        last = len(test.values) - 1
+        for i, v in enumerate(test.values):
+            r = self.split_test(v)
+            if r is not None and r[0] == "lit" and i < last and bool(r[1]) == is_and:
+                continue
+            return r if (i == last or (r is not None and r[0] == "lit")) else None
+        return None
+
+    def split_loop(self, s: ast.For, args: list, var: str, if_node: ast.If, op, bound: ast.Name):
+        """Emit the two loops of :meth:`loop_split`: ``start..min(stop, b)`` then
+        ``max(start, b)..stop`` (``b`` the bound, plus one for ``<=`` / ``>``), the second
+        carrying on the first's values; in each the ``if`` is replaced by the branch it takes
+        there (the test itself is not emitted)."""
+        start, stop = (args[0], args[1]) if len(args) > 1 else ("0i32", args[0])
+        b, bty = self.expr(bound)
+        if op in (ast.Gt, ast.LtE):
+            plus = ast.copy_location(ast.BinOp(left=bound, op=ast.Add(), right=ast.copy_location(
+                ast.Constant(1), bound)), bound)
+            b, bty = self.expr(plus)
+        first_stop, _ = self.int_binary("min", None, None, bound, values=((stop, Ty("i32")), (b, bty)))
+        second_start, _ = self.int_binary("max", None, None, bound, values=((start, Ty("i32")), (b, bty)))
+        below = "then" if op in (ast.Lt, ast.LtE) else "else"
+        for branch, head in ((below, f"for {var} in {start}..{first_stop} {{"),
+                             ("else" if below == "then" else "then",
+                              f"for {var} in {second_start}..{stop} {{")):
+            # (a plain attribute, looked up afresh: a dry run of the tokens restores copies)
+            outer = getattr(self, "flat_ifs", {})
+            self.flat_ifs = {**outer, id(if_node): branch}
+            try:
+                self.emit_for(s, head, var)
+            finally:
+                self.flat_ifs = outer
+
+    def emit_for(self, s: ast.For, head: str, var: str):
+        """The ``for`` loop opened by ``head`` with ``s``'s body (tokens carried through it)."""
 
         def body():
             self.out.indent += 1

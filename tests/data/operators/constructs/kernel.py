@@ -437,6 +437,34 @@ def boolop_kernel(x, y, TILE: ConstInt):
 
 
 @ct.kernel
+def split_loop_kernel(x, y, TILE: ConstInt):
+    """A `for` loop whose body holds one run-time `if` comparing the loop variable with a value
+    bound before the loop: split in two loops, each with the branch it takes (cuTile Python's
+    loop_split pass), for >= (a compile-time `and` operand folded away), and for < with
+    else (the bound on the left); a loop with two such ifs is not split."""
+    bid = ct.bid(0)
+    n = ct.num_tiles(x, axis=0, shape=(TILE,))
+    m = bid // 2
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for j in range(n):
+        t = ct.astype(ct.load(x, index=(j,), shape=(TILE,), padding_mode=PAD_ZERO), ct.float32)
+        if (TILE > 0 or bid > 0) and j >= m:
+            t = t * 2.0
+        acc = acc + t
+    for j in range(bid % 3, n):
+        if m < j:
+            acc = acc - 1.0
+        else:
+            acc = acc + 1.0
+    for j in range(n):
+        if j <= m:
+            acc = acc * 0.5
+        if j > bid:
+            acc = acc + 0.5
+    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
 def scalar_tile_kernel(x, y, TILE: ConstInt):
     """Python's max / min of float tiles (and of a tile and a number): cuTile's maxf / minf; a
     0-d int32 tile loaded from memory as an `if` operand and a loop bound (cuTile Python's
