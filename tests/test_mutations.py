@@ -617,3 +617,27 @@ def test_catch_rate():
     for k in construct_kernels:       # and from every construct kernel, both ways
         assert k in {m[0] for m in MUTANTS} and k in {r[0] for r in REWRITES}, k
     assert caught == len(MUTANTS) and false_alarms == 0
+
+
+def _constant_trip_loop(t: str, hi: int | None) -> str:
+    """split_loop_kernel's last loop run over a constant range 0..64; with ``hi``, the loop
+    index read through ``assume bounded<0, hi>`` (as cutile's frontend writes it)."""
+    t = sub(t, "%cst_0_i32_11 = constant <i32: 0> : tile<i32> loc(#loc55)",
+            "%cst_0_i32_11 = constant <i32: 0> : tile<i32> loc(#loc55)\n"
+            "  %cst_64_stop = constant <i32: 64> : tile<i32> loc(#loc55)")
+    t = sub(t, "(%cst_0_i32_11 to %1, step", "(%cst_0_i32_11 to %cst_64_stop, step")
+    if hi is None:
+        return t
+    line = line_of(t, "%17 = cmpi less_than_or_equal %loopIdx, %2")
+    t = sub(t, line, f"    %li = assume bounded<0, {hi}>, %loopIdx : tile<i32> loc(#loc57)\n" + line)
+    return sub(t, "cmpi less_than_or_equal %loopIdx, %2", "cmpi less_than_or_equal %li, %2")
+
+
+@pytest.mark.parametrize("hi,verdict", [(63, "PASS"), (100, "PASS"), (31, "PASS_WITH_NOTES")])
+def test_an_assume_of_the_loops_own_range_is_no_difference(hi, verdict):
+    """An ``assume bounded<lo, hi>`` on a for loop's index that the loop's constant start and
+    stop already imply (cutile writes one, cuTile Python does not) promises nothing new: PASS.
+    A tighter bound is a promise of its own: a hint warning."""
+    t = _constant_trip_loop(ref("split_loop_kernel"), None)
+    res = diff_ir(t, _constant_trip_loop(ref("split_loop_kernel"), hi), target=TARGET)
+    assert res.verdict == verdict, res.summary

@@ -365,7 +365,8 @@ class _Normaliser:
         for n in self.s.walk():
             if n.opname == "assume" and n.operands and n.results:
                 n.results[0].alias = n.operands[-1]
-                self.s.assumes.append((n.pre, n.operands[-1]))
+                if not _loop_implies(n.pre, n.operands[-1].resolve()):
+                    self.s.assumes.append((n.pre, n.operands[-1]))
                 doomed.add(n)
         _remove(self.s.all_lists(), doomed)
 
@@ -723,3 +724,33 @@ def hints_for_target(canon: str, target: str | None) -> str:
             into[k] = v
     return ", ".join(f"{k}={v}" for k, v in sorted({**default, **mine}.items()))
 
+
+
+_BOUNDED_RE = re.compile(r"^\s*bounded<\s*(-?\d+|\?)\s*,\s*(-?\d+|\?)\s*>")
+
+
+def _int_constant(v: _Val) -> int | None:
+    """The value of an integer ``constant`` op's result, else None."""
+    v = v.resolve()
+    if v.kind != "op" or v.node is None or v.node.opname != "constant":
+        return None
+    m = re.search(r"<i\d+:\s*(-?\d+)>", v.node.pre)
+    return int(m.group(1)) if m else None
+
+
+def _loop_implies(pre: str, v: _Val) -> bool:
+    """Is ``assume <pre>`` on ``v`` a fact the IR already states: ``bounded<lo, hi>`` on the
+    induction variable of a ``for`` loop whose constant start is >= lo and whose constant stop
+    is <= hi + 1 (cutile's frontend assumes the loop's own range on its index; cuTile Python
+    does not write it)? Such an assume promises nothing new, so it is not a difference."""
+    m = _BOUNDED_RE.match(pre)
+    if m is None or v.kind != "barg" or v.index != 0 or v.region_index != 0 or v.node is None \
+            or v.node.opname != "for" or len(v.node.operands) < 3:
+        return False
+    start, stop, step = (_int_constant(x) for x in v.node.operands[:3])
+    lo, hi = m.groups()
+    if lo != "?" and (start is None or start < int(lo)):
+        return False
+    if hi != "?" and (stop is None or step is None or step <= 0 or stop - 1 > int(hi)):
+        return False
+    return True
