@@ -268,6 +268,10 @@ MUTANTS = [
     ("scalar_tile_kernel", "max(tile, ...) -> min", lambda t: sub(t, "%3 = maxf %1, %bcast", "%3 = minf %1, %bcast"), "math"),
     ("scalar_tile_kernel", "if on the loaded 0-d tile: >= -> >", lambda t: sub(t, "cmpi greater_than_or_equal %6, %reshape_9", "cmpi greater_than %6, %reshape_9"), "math"),
     ("scalar_tile_kernel", "loop bound from the loaded tile rounded down", lambda t: sub(t, "%9 = divi %reshape_9, %cst_1024_i32 signed rounding<positive_inf>", "%9 = divi %reshape_9, %cst_1024_i32 signed rounding<negative_inf>"), "math"),
+    ("scalar_tile_kernel", "loop split at a loaded 0-d bound: first part ends at max, not min", lambda t: sub(t, "%11 = mini %9, %10 signed", "%11 = maxi %9, %10 signed"), "math"),
+    ("helper_loop_kernel", "the helper's own BM == 16 test negated", lambda t: sub(t, "cmpi equal %blockId_x, %cst_16_i32", "cmpi not_equal %blockId_x, %cst_16_i32"), "math"),
+    ("helper_loop_kernel", "STEP_KIND's branch: + -> -", lambda t: sub(t, "%14 = addf %iterArg1, %13", "%14 = subf %iterArg1, %13"), "math"),
+    ("helper_loop_kernel", "the carried counter not incremented", lambda t: sub(t, "continue %15, %14 :", "continue %iterArg0, %14 :"), "control_flow"),
 ]
 
 
@@ -536,6 +540,7 @@ REWRITES = [
     ("boolop_kernel", "every SSA value renamed", _rename),
     ("split_loop_kernel", "operands of the split's mini / maxi commuted", lambda t: sub(sub(t, "%3 = mini %1, %2 signed", "%3 = mini %2, %1 signed"), "%4 = maxi %cst_0_i32, %2 signed", "%4 = maxi %2, %cst_0_i32 signed")),
     ("scalar_tile_kernel", "operands of max(tile, ...) commuted", lambda t: sub(t, "%3 = maxf %1, %bcast", "%3 = maxf %bcast, %1")),
+    ("helper_loop_kernel", "operands of the counter's addi commuted", lambda t: sub(t, "%15 = addi %iterArg0, %cst_1_i32_5", "%15 = addi %cst_1_i32_5, %iterArg0")),
 ]
 
 

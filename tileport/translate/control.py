@@ -167,8 +167,9 @@ class ControlRules:
                 if n.id not in static and n.id != self.alias and not any(
                         isinstance(p, ast.Attribute) and p.value is n for p in ast.walk(test)):
                     return False
-            elif not isinstance(n, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Constant, ast.Load,
-                                    ast.And, ast.Or, ast.Not, ast.cmpop)):
+            elif not isinstance(n, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Constant,
+                                    ast.Load, ast.And, ast.Or, ast.Not, ast.cmpop, ast.operator,
+                                    ast.unaryop)):
                 return False
         return True
 
@@ -214,6 +215,9 @@ class ControlRules:
         env = {**self.module_consts, **self.spec}
         for scope in self.scopes:
             env.update({n: v.ty.value for n, v in scope.items() if v.ty.kind == "lit"})
+            for n, v in scope.items():          # a name bound to a run-time value hides a
+                if v.ty.kind != "lit":          # constexpr of that name (a helper's parameter)
+                    env.pop(n, None)
         return env
 
     def is_static_test(self, test) -> bool:
@@ -231,6 +235,17 @@ class ControlRules:
             self.out.emit(f"// if {ast.unparse(s.test)}: {flat == 'then'} in this part of the "
                           f"split loop", s.lineno)
             self.block(s.body if flat == "then" else s.orelse)
+            # a value the other branch rebinds is still carried by this loop (cuTile Python
+            # splits the loop after choosing what it carries): pass it on unchanged
+            def stored(stmts):
+                return dict.fromkeys(t.id for st in stmts for t in ast.walk(st)
+                                     if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store))
+            kept, other = (s.body, s.orelse) if flat == "then" else (s.orelse, s.body)
+            depth = len(self.scopes) - 1
+            for name in [n for n in stored(other) if n not in stored(kept)]:
+                var = self.lookup(name)
+                if var is not None and var.decl is not None and var.depth < depth and not var.alias:
+                    self.assign(name, None, s, computed=(var.rust, var.ty))
             return
         c, cty = self.condition(s.test)
         if cty.kind == "lit":
@@ -436,7 +451,8 @@ class ControlRules:
                         and isinstance(right, ast.Name) and right.id not in assigned):
                     continue
                 var = self.lookup(right.id)
-                if var is None or var.ty.kind != "i32":
+                if var is None or not (var.ty.kind == "i32" or (
+                        var.ty.kind == "tile" and var.ty.shape == () and var.ty.dtype == "i32")):
                     continue
                 found.append((st, op, right))
         scan(s.body)
@@ -468,13 +484,14 @@ class ControlRules:
         carrying on the first's values; in each the ``if`` is replaced by the branch it takes
         there (the test itself is not emitted)."""
         start, stop = (args[0], args[1]) if len(args) > 1 else ("0i32", args[0])
-        b, bty = self.expr(bound)
         if op in (ast.Gt, ast.LtE):
-            plus = ast.copy_location(ast.BinOp(left=bound, op=ast.Add(), right=ast.copy_location(
+            bound = ast.copy_location(ast.BinOp(left=bound, op=ast.Add(), right=ast.copy_location(
                 ast.Constant(1), bound)), bound)
-            b, bty = self.expr(plus)
-        first_stop, _ = self.int_binary("min", None, None, bound, values=((stop, Ty("i32")), (b, bty)))
-        second_start, _ = self.int_binary("max", None, None, bound, values=((start, Ty("i32")), (b, bty)))
+        b = self.int_expr(bound)
+        first_stop = self.int_expr_of(self.int_binary("min", None, None, bound, values=(
+            (stop, Ty("i32")), (b, Ty("i32")))))
+        second_start = self.int_expr_of(self.int_binary("max", None, None, bound, values=(
+            (start, Ty("i32")), (b, Ty("i32")))))
         below = "then" if op in (ast.Lt, ast.LtE) else "else"
         for branch, head in ((below, f"for {var} in {start}..{first_stop} {{"),
                              ("else" if below == "then" else "then",
@@ -526,6 +543,9 @@ class ControlRules:
                 self.fail(node, ast.unparse(node)[:60], f"argument '{k.arg}' does not match {fn.name}()")
             given[k.arg] = k.value
         scope = {}
+        # the helper's Rust names: its own prefix, its parameters included (cutile orders the
+        # values a loop carries by Rust name, cuTile Python by Python name: the same order)
+        prefix = f"__{fn.name.strip('_')}{self.tmp + 1}_"
         for p in params:
             arg = given.get(p, defaults.get(p))
             if arg is None:
@@ -533,7 +553,7 @@ class ControlRules:
             e, ty = self.expr(arg)
             decl = None
             if ty.kind in ("tile", "i32", "f32", "bool"):
-                tmp = self.fresh("arg")
+                tmp = prefix + self.rname(p)
                 decl = self.out.emit(f"let {tmp}: {ty.rust()} = {e};", self.line)
                 e = tmp
             scope[p] = Var(e, ty, decl, 0)          # a value parameter the helper may rebind
@@ -550,7 +570,7 @@ class ControlRules:
             if any(isinstance(n, ast.Return) for n in ast.walk(s)):
                 self.fail(s, f"def {fn.name}", "an early return in a helper is not translated")
         saved = (self.scopes, self.local_prefix, self.line)
-        self.scopes, self.local_prefix = [scope], f"__{fn.name.strip('_')}{self.tmp + 1}_"
+        self.scopes, self.local_prefix = [scope], prefix
         self.inlining.append(fn.name)
         try:
             self.block(body[:-1])

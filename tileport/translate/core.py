@@ -313,6 +313,11 @@ class TranslatorBase:
     # ---- expressions ---------------------------------------------------------------
     def int_expr(self, node) -> str:
         e, ty = self.expr(node)
+        return self.int_expr_of((e, ty), node)
+
+    def int_expr_of(self, value: tuple, node=None) -> str:
+        """A translated value ``(expr, Ty)`` as an int32 scalar (see :meth:`int_expr`)."""
+        e, ty = value
         if ty.kind == "lit" and isinstance(ty.value, int):
             return f"{ty.value}i32"
         if ty.kind == "tile" and ty.shape == () and ty.dtype == "i32":

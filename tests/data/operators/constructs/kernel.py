@@ -467,8 +467,8 @@ def split_loop_kernel(x, y, TILE: ConstInt):
 @ct.kernel
 def scalar_tile_kernel(x, y, TILE: ConstInt):
     """Python's max / min of float tiles (and of a tile and a number): cuTile's maxf / minf; a
-    0-d int32 tile loaded from memory as an `if` operand and a loop bound (cuTile Python's
-    scalars are 0-d tiles)."""
+    0-d int32 tile loaded from memory as an `if` operand, a loop bound and the bound a loop is
+    split at (cuTile Python's scalars are 0-d tiles)."""
     bid = ct.bid(0)
     t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD_ZERO), ct.float32)
     u = max(t, ct.max(t, axis=0, keepdims=True) * 0.5)
@@ -479,4 +479,37 @@ def scalar_tile_kernel(x, y, TILE: ConstInt):
     hi = ct.cdiv(lim, TILE)
     for k in range(bid, hi):
         u = u + 1.0
+    mstart = lim // TILE
+    for k in range(hi):
+        if k >= mstart:
+            u = u * 0.5
     ct.store(y, index=(bid,), tile=ct.astype(u, y.dtype))
+
+
+def _sum_loop(x, zacc, lo, hi, TILE: ct.Constant[int], STEP_KIND, BM):
+    if BM == 16:
+        zacc = zacc * 2.0
+    cnt = lo
+    for j in range(lo, hi):
+        t = ct.astype(ct.load(x, index=(cnt,), shape=(TILE,), padding_mode=PAD_ZERO), ct.float32)
+        if STEP_KIND == 1:
+            zacc = zacc + t
+        else:
+            zacc = zacc - t
+        cnt += 1
+    return zacc
+
+
+@ct.kernel
+def helper_loop_kernel(x, y, TILE: ConstInt, BM: ConstInt):
+    """A helper whose loop carries a parameter and a local (cuTile Python orders them by name;
+    the port's Rust names keep that order), called under a compile-time test with arithmetic
+    (`BM & 1 == 0`) with a compile-time local, and a helper parameter named like the kernel's
+    constexpr BM bound to a run-time value (the helper reads its own BM, not the kernel's)."""
+    bid = ct.bid(0)
+    n = ct.num_tiles(x, axis=0, shape=(TILE,))
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    if BM & 1 == 0:
+        kind = 2 - BM // 16
+        acc = _sum_loop(x, acc, bid % 2, n, TILE, kind, bid)
+    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
