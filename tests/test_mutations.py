@@ -272,6 +272,8 @@ MUTANTS = [
     ("helper_loop_kernel", "the helper's own BM == 16 test negated", lambda t: sub(t, "cmpi equal %blockId_x, %cst_16_i32", "cmpi not_equal %blockId_x, %cst_16_i32"), "math"),
     ("helper_loop_kernel", "STEP_KIND's branch: + -> -", lambda t: sub(t, "%14 = addf %iterArg1, %13", "%14 = subf %iterArg1, %13"), "math"),
     ("helper_loop_kernel", "the carried counter not incremented", lambda t: sub(t, "continue %15, %14 :", "continue %iterArg0, %14 :"), "control_flow"),
+    ("const_product_kernel", "BM * TILE folded to 8192, not 16384", lambda t: sub(t, "%cst_16384_i32 = constant <i32: 16384>", "%cst_16384_i32 = constant <i32: 8192>"), "constant"),
+    ("const_product_kernel", "TILE - BM folded to BM - TILE", lambda t: sub(t, "%cst_1008_i32 = constant <i32: 1008>", "%cst_1008_i32 = constant <i32: -1008>"), "constant"),
 ]
 
 
@@ -541,6 +543,7 @@ REWRITES = [
     ("split_loop_kernel", "operands of the split's mini / maxi commuted", lambda t: sub(sub(t, "%3 = mini %1, %2 signed", "%3 = mini %2, %1 signed"), "%4 = maxi %cst_0_i32, %2 signed", "%4 = maxi %2, %cst_0_i32 signed")),
     ("scalar_tile_kernel", "operands of max(tile, ...) commuted", lambda t: sub(t, "%3 = maxf %1, %bcast", "%3 = maxf %bcast, %1")),
     ("helper_loop_kernel", "operands of the counter's addi commuted", lambda t: sub(t, "%15 = addi %iterArg0, %cst_1_i32_5", "%15 = addi %cst_1_i32_5, %iterArg0")),
+    ("const_product_kernel", "every SSA value renamed", _rename),
 ]
 
 

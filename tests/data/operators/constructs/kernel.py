@@ -513,3 +513,15 @@ def helper_loop_kernel(x, y, TILE: ConstInt, BM: ConstInt):
         kind = 2 - BM // 16
         acc = _sum_loop(x, acc, bid % 2, n, TILE, kind, bid)
     ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def const_product_kernel(x, y, TILE: ConstInt, BM: ConstInt):
+    """Constexpr arithmetic inside run-time expressions (`bid * (BM * TILE)`): cuTile Python
+    folds it to one constant (the port specialises those constexprs)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD_ZERO)
+    base = bid * (BM * TILE) + (TILE - BM)
+    pos = ct.arange(TILE, dtype=ct.int32) + base
+    t = ct.where(pos < x.shape[0] * BM, t, 0.0)
+    ct.store(y, index=(bid,), tile=t)
