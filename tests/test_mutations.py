@@ -274,6 +274,8 @@ MUTANTS = [
     ("helper_loop_kernel", "the carried counter not incremented", lambda t: sub(t, "continue %15, %14 :", "continue %iterArg0, %14 :"), "control_flow"),
     ("const_product_kernel", "BM * TILE folded to 8192, not 16384", lambda t: sub(t, "%cst_16384_i32 = constant <i32: 16384>", "%cst_16384_i32 = constant <i32: 8192>"), "constant"),
     ("const_product_kernel", "TILE - BM folded to BM - TILE", lambda t: sub(t, "%cst_1008_i32 = constant <i32: 1008>", "%cst_1008_i32 = constant <i32: -1008>"), "constant"),
+    ("dead_yield_kernel", "the if yields t unchanged from its then branch", lambda t: sub(t, "    yield %11 : tile<1024xf32>", "    yield %1 : tile<1024xf32>"), "control_flow"),
+    ("dead_yield_kernel", "the loop's if yields the carried t unchanged", lambda t: sub(t, "      yield %22 : tile<1024xf32>", "      yield %iterArg0 : tile<1024xf32>"), "control_flow"),
 ]
 
 
@@ -544,6 +546,7 @@ REWRITES = [
     ("scalar_tile_kernel", "operands of max(tile, ...) commuted", lambda t: sub(t, "%3 = maxf %1, %bcast", "%3 = maxf %bcast, %1")),
     ("helper_loop_kernel", "operands of the counter's addi commuted", lambda t: sub(t, "%15 = addi %iterArg0, %cst_1_i32_5", "%15 = addi %cst_1_i32_5, %iterArg0")),
     ("const_product_kernel", "every SSA value renamed", _rename),
+    ("dead_yield_kernel", "every SSA value renamed", _rename),
 ]
 
 

@@ -24,8 +24,10 @@ class ControlRules:
 
     # ---- statements ----------------------------------------------------------------
     def block(self, stmts):
-        for s in stmts:
+        cont = self.__dict__.setdefault("cont", [])
+        for i, s in enumerate(stmts):
             self.line = s.lineno
+            cont.append(stmts[i + 1:])          # what runs next (for liveness: live_after)
             try:
                 self.stmt(s)
             except Unsupported:
@@ -36,6 +38,47 @@ class ControlRules:
                 self.fail(s, ast.unparse(s).splitlines()[0][:80],
                           f"cannot translate this statement ({type(exc).__name__}: {exc}); "
                           f"check the cuTile call's arguments")
+            finally:
+                cont.pop()
+
+    # ---- liveness (cuTile Python's dead code elimination drops unused if results) -----
+    def live_after(self, name: str) -> bool:
+        """May ``name``'s current value be read after the statement being translated? The
+        statements that follow, innermost block first: a read first means live, an
+        unconditional rebinding first means dead; a loop's body is read again from its start
+        (the next iteration), then what follows the loop; a helper's value ends at its return.
+        Conservative: a read anywhere inside a statement counts as a read."""
+        for entry in reversed(self.__dict__.get("cont", [])):
+            kind, stmts = entry if isinstance(entry, tuple) else ("rest", entry)
+            ev = self.first_event(name, stmts)
+            if ev == "read":
+                return True
+            if kind == "helper" or (kind == "rest" and ev == "write"):
+                return False
+        return False
+
+    def first_event(self, name: str, stmts) -> str | None:
+        """'read', 'write' or None: what ``stmts`` (in order) first do with ``name``
+        (compile-time ``if``s: the branch taken)."""
+        for st in stmts:
+            if isinstance(st, ast.If) and self.is_static_test(st.test):
+                taken = eval(compile(ast.Expression(st.test), self.file, "eval"),  # noqa: S307
+                             {"__builtins__": {}}, self.static_env())
+                ev = self.first_event(name, st.body if taken else st.orelse)
+                if ev is not None:
+                    return ev
+                continue
+            if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id == name:
+                return "read"
+            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+                   for n in ast.walk(st)):
+                return "read"
+            if isinstance(st, ast.Assign) and any(
+                    isinstance(n, ast.Name) and n.id == name
+                    for t in st.targets for n in ([t] if isinstance(t, ast.Name) else
+                                                  t.elts if isinstance(t, ast.Tuple) else [])):
+                return "write"
+        return None
 
     def stmt(self, s):
         if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
@@ -103,6 +146,9 @@ class ControlRules:
         if ty.kind in COMPILE_TIME or (var is not None and var.alias):
             self.bind_alias(name, expr, ty, var, depth, node, value)
             return
+        dead = self.__dict__.get("dead_ifs") or [(None, ())]
+        if dead[-1][0] == depth and name in dead[-1][1]:
+            var = None                          # not read after the if: a binding of the branch
         if var is not None and var.depth < depth and var.decl is not None:
             # loop-carried: assign to the outer binding (types must agree)
             if var.ty != ty:
@@ -257,8 +303,23 @@ class ControlRules:
         if cty.kind != "bool":
             self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
                                                       "int32 scalars (or a constexpr test)")
-        self.tokened_if(f"if {c} {{", lambda: self.branch(s.body),
-                        (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
+        # a value the branches rebind that nothing reads after the if is not yielded (cuTile
+        # Python's dead code elimination drops the unused if result): the branch binds its own
+        depth = len(self.scopes)
+        dead = set()
+        for name in dict.fromkeys(t.id for st in s.body + s.orelse for t in ast.walk(st)
+                                  if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)):
+            var = self.lookup(name)
+            if (var is not None and var.decl is not None and var.depth < depth and not var.alias
+                    and not self.live_after(name)):
+                dead.add(name)
+        stack = self.__dict__.setdefault("dead_ifs", [])
+        stack.append((depth, dead))
+        try:
+            self.tokened_if(f"if {c} {{", lambda: self.branch(s.body),
+                            (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
+        finally:
+            self.dead_ifs.pop()
 
     def condition(self, test) -> tuple[str, Ty]:
         """A run-time test's value: a bool scalar (a 0-d bool tile, e.g. a comparison with a
@@ -287,7 +348,13 @@ class ControlRules:
             self.fail(s, "while " + ast.unparse(s.test), "the condition must be a comparison of "
                                                          "int32 scalars")
         cond = self.out.lines.pop()[1][len(f"let {c}: bool = "):-1]
-        self.tokened_loop(f"while {cond} {{", lambda: self.branch(s.body), s.lineno)
+        def body():
+            self.__dict__.setdefault("cont", []).append(("loop", s.body))
+            try:
+                self.branch(s.body)
+            finally:
+                self.cont.pop()
+        self.tokened_loop(f"while {cond} {{", body, s.lineno)
 
     def if_expr(self, node: ast.IfExp) -> tuple[str, Ty]:
         """``a if c else b``: the branch a constexpr test takes, or a Rust ``if`` expression
@@ -511,10 +578,12 @@ class ControlRules:
             self.out.indent += 1
             self.scopes.append({s.target.id: Var(var, Ty("i32"), None, len(self.scopes))})
             self.loop_kinds = getattr(self, "loop_kinds", []) + ["for"]
+            self.__dict__.setdefault("cont", []).append(("loop", s.body))
             try:
                 self.block(s.body)
             finally:
                 self.loop_kinds = self.loop_kinds[:-1]
+                self.cont.pop()
             self.scopes.pop()
             self.out.indent -= 1
         self.tokened_loop(head, body, s.lineno, ivar=var)
@@ -573,7 +642,11 @@ class ControlRules:
         self.scopes, self.local_prefix = [scope], prefix
         self.inlining.append(fn.name)
         try:
-            self.block(body[:-1])
+            self.__dict__.setdefault("cont", []).append(("helper", body[-1:]))
+            try:
+                self.block(body[:-1])
+            finally:
+                self.cont.pop()
             self.line = body[-1].lineno
             ret = body[-1].value
             if ret is None:

@@ -525,3 +525,25 @@ def const_product_kernel(x, y, TILE: ConstInt, BM: ConstInt):
     pos = ct.arange(TILE, dtype=ct.int32) + base
     t = ct.where(pos < x.shape[0] * BM, t, 0.0)
     ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def dead_yield_kernel(x, y, TILE: ConstInt):
+    """A value a run-time if rebinds that nothing reads after it is no result of the if
+    (cuTile Python's dead code elimination): in straight code, and in a loop whose next
+    iteration rebinds it first; a value read after the if stays a result."""
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD_ZERO), ct.float32)
+    w = t - 2.0
+    if bid > 3:
+        w = w + 1.0
+        t = t + w
+    w = t - 3.0
+    n = x.shape[0] // TILE
+    for j in range(n):
+        v = t - 0.5
+        if j % 2 == 0:
+            v = v + 1.0
+            t = t + v
+        t = t + 1.0
+    ct.store(y, index=(bid,), tile=ct.astype(t + w, y.dtype))
