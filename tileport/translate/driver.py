@@ -177,13 +177,15 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, (ast.If, ast.IfExp)) and F.static_test(n.test, static):
             used |= through({x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)})
-        # arithmetic of constexprs inside a run-time expression (`x * (H * SEQ_LEN)`): cuTile
+        # arithmetic of constexprs as an operand of run-time arithmetic (`x * (H * SEQ_LEN)`): cuTile
         # Python folds it to one constant; cutile 0.5.0 cannot compile const-generic arithmetic
         # whose value its bounds make exact ("expected a scalar element type",
         # _function.rs compile_constant_from_exact_bounds), so those constexprs are specialised
-        if (isinstance(n, ast.BinOp) and F.static_test(n, static)
-                and len(through({x.id for x in ast.walk(n) if isinstance(x, ast.Name)})) >= 2):
-            used |= through({x.id for x in ast.walk(n) if isinstance(x, ast.Name)})
+        if isinstance(n, ast.BinOp) and not F.static_test(n, static):
+            for c in (n.left, n.right):
+                names = through({x.id for x in ast.walk(c) if isinstance(x, ast.Name)})
+                if isinstance(c, ast.BinOp) and F.static_test(c, static) and len(names) >= 2:
+                    used |= names
         # a compile-time operand of `and` / `or` short-circuits at compile time (bool_chain)
         for v in n.values if isinstance(n, ast.BoolOp) else ():
             if F.static_test(v, static):
