@@ -315,6 +315,23 @@ MUTANTS = [
     ("mma_cast_kernel", "exp2 dropped before the f16 cast", lambda t: sub(t, "%3 = ftof %2 ", "%3 = ftof %1 "), "cast"),
     ("helper_carry_kernel", "the loop yields scale where total is carried", lambda t: sub(t, "continue %8, %7, %6 :", "continue %8, %7, %7 :"), "control_flow"),
     ("helper_carry_kernel", "the result adds scale, not bias", lambda t: sub(t, "%2 = addf %for#2, %for#0 ", "%2 = addf %for#2, %for#1 "), "math"),
+    ("boolop_kernel", "`and` drops its second operand (yields the first)", lambda t: sub(t, "    yield %19 : tile<i1> loc(#loc31)", "    yield %1 : tile<i1> loc(#loc31)"), "control_flow"),
+    ("boolop_kernel", "`or` operand bid > 7 -> bid >= 7", lambda t: sub(t, "cmpi greater_than %blockId_x, %cst_7_i32", "cmpi greater_than_or_equal %blockId_x, %cst_7_i32"), "math"),
+    ("boolop_kernel", "bool constant tile true -> false", lambda t: sub(t, "%true = constant <i1: true> : tile<1024xi1>", "%true = constant <i1: false> : tile<1024xi1>"), "constant"),
+    ("split_loop_kernel", "first part of a split loop ends at max, not min", lambda t: sub(t, "%3 = mini %1, %2 signed", "%3 = maxi %1, %2 signed"), "math"),
+    ("split_loop_kernel", "second part starts at the bound, not max(start, bound)", lambda t: sub(t, "for %loopIdx in (%14 to %1,", "for %loopIdx in (%12 to %1,"), "math"),
+    ("split_loop_kernel", "split of `m < j` at m, not m + 1", lambda t: sub(t, "%13 = mini %1, %12 signed", "%13 = mini %1, %2 signed"), "control_flow"),
+    ("scalar_tile_kernel", "max(tile, ...) -> min", lambda t: sub(t, "%3 = maxf %1, %bcast", "%3 = minf %1, %bcast"), "math"),
+    ("scalar_tile_kernel", "if on the loaded 0-d tile: >= -> >", lambda t: sub(t, "cmpi greater_than_or_equal %6, %reshape_9", "cmpi greater_than %6, %reshape_9"), "math"),
+    ("scalar_tile_kernel", "loop bound from the loaded tile rounded down", lambda t: sub(t, "%9 = divi %reshape_9, %cst_1024_i32 signed rounding<positive_inf>", "%9 = divi %reshape_9, %cst_1024_i32 signed rounding<negative_inf>"), "math"),
+    ("scalar_tile_kernel", "loop split at a loaded 0-d bound: first part ends at max, not min", lambda t: sub(t, "%11 = mini %9, %10 signed", "%11 = maxi %9, %10 signed"), "math"),
+    ("helper_loop_kernel", "the helper's own BM == 16 test negated", lambda t: sub(t, "cmpi equal %blockId_x, %cst_16_i32", "cmpi not_equal %blockId_x, %cst_16_i32"), "math"),
+    ("helper_loop_kernel", "STEP_KIND's branch: + -> -", lambda t: sub(t, "%14 = addf %iterArg1, %13", "%14 = subf %iterArg1, %13"), "math"),
+    ("helper_loop_kernel", "the carried counter not incremented", lambda t: sub(t, "continue %15, %14 :", "continue %iterArg0, %14 :"), "control_flow"),
+    ("const_product_kernel", "BM * TILE folded to 8192, not 16384", lambda t: sub(t, "%cst_16384_i32 = constant <i32: 16384>", "%cst_16384_i32 = constant <i32: 8192>"), "constant"),
+    ("const_product_kernel", "TILE - BM folded to BM - TILE", lambda t: sub(t, "%cst_1008_i32 = constant <i32: 1008>", "%cst_1008_i32 = constant <i32: -1008>"), "constant"),
+    ("dead_yield_kernel", "the if yields t unchanged from its then branch", lambda t: sub(t, "    yield %11 : tile<1024xf32>", "    yield %1 : tile<1024xf32>"), "control_flow"),
+    ("dead_yield_kernel", "the loop's if yields the carried t unchanged", lambda t: sub(t, "      yield %22 : tile<1024xf32>", "      yield %iterArg0 : tile<1024xf32>"), "control_flow"),
 ]
 
 
@@ -620,6 +637,12 @@ REWRITES = [
     ("splat_expr_kernel", "operands of the commutative addi swapped", lambda t: sub(t, "%15 = addi %bcast, %1 ", "%15 = addi %1, %bcast ")),
     ("mma_cast_kernel", "the accumulator constant made before the load", _accumulator_made_first),
     ("helper_carry_kernel", "operands of a commutative addf in the loop swapped", lambda t: sub(t, "%8 = addf %iterArg0, %7 ", "%8 = addf %7, %iterArg0 ")),
+    ("boolop_kernel", "every SSA value renamed", _rename),
+    ("split_loop_kernel", "operands of the split's mini / maxi commuted", lambda t: sub(sub(t, "%3 = mini %1, %2 signed", "%3 = mini %2, %1 signed"), "%4 = maxi %cst_0_i32, %2 signed", "%4 = maxi %2, %cst_0_i32 signed")),
+    ("scalar_tile_kernel", "operands of max(tile, ...) commuted", lambda t: sub(t, "%3 = maxf %1, %bcast", "%3 = maxf %bcast, %1")),
+    ("helper_loop_kernel", "operands of the counter's addi commuted", lambda t: sub(t, "%15 = addi %iterArg0, %cst_1_i32_5", "%15 = addi %cst_1_i32_5, %iterArg0")),
+    ("const_product_kernel", "every SSA value renamed", _rename),
+    ("dead_yield_kernel", "every SSA value renamed", _rename),
 ]
 
 
@@ -711,3 +734,27 @@ def test_catch_rate():
     for k in construct_kernels:       # and from every construct kernel, both ways
         assert k in {m[0] for m in MUTANTS} and k in {r[0] for r in REWRITES}, k
     assert caught == len(MUTANTS) and false_alarms == 0
+
+
+def _constant_trip_loop(t: str, hi: int | None) -> str:
+    """split_loop_kernel's last loop run over a constant range 0..64; with ``hi``, the loop
+    index read through ``assume bounded<0, hi>`` (as cutile's frontend writes it)."""
+    t = sub(t, "%cst_0_i32_11 = constant <i32: 0> : tile<i32> loc(#loc55)",
+            "%cst_0_i32_11 = constant <i32: 0> : tile<i32> loc(#loc55)\n"
+            "  %cst_64_stop = constant <i32: 64> : tile<i32> loc(#loc55)")
+    t = sub(t, "(%cst_0_i32_11 to %1, step", "(%cst_0_i32_11 to %cst_64_stop, step")
+    if hi is None:
+        return t
+    line = line_of(t, "%17 = cmpi less_than_or_equal %loopIdx, %2")
+    t = sub(t, line, f"    %li = assume bounded<0, {hi}>, %loopIdx : tile<i32> loc(#loc57)\n" + line)
+    return sub(t, "cmpi less_than_or_equal %loopIdx, %2", "cmpi less_than_or_equal %li, %2")
+
+
+@pytest.mark.parametrize("hi,verdict", [(63, "PASS"), (100, "PASS"), (31, "PASS_WITH_NOTES")])
+def test_an_assume_of_the_loops_own_range_is_no_difference(hi, verdict):
+    """An ``assume bounded<lo, hi>`` on a for loop's index that the loop's constant start and
+    stop already imply (cutile writes one, cuTile Python does not) promises nothing new: PASS.
+    A tighter bound is a promise of its own: a hint warning."""
+    t = _constant_trip_loop(ref("split_loop_kernel"), None)
+    res = diff_ir(t, _constant_trip_loop(ref("split_loop_kernel"), hi), target=TARGET)
+    assert res.verdict == verdict, res.summary

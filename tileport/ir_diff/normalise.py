@@ -823,4 +823,3 @@ def hints_for_target(canon: str, target: str | None) -> str:
             k, _, v = item.partition("=")
             into[k] = v
     return ", ".join(f"{k}={v}" for k, v in sorted({**default, **mine}.items()))
-

@@ -202,6 +202,11 @@ class ArithRules:
         fl = self.flags_of(node, rounding=False, ftz=True, nan=True)
         le, lt = self.expr(node.args[0])
         re_, rt = self.expr(node.args[1])
+        return self.minmax_values(name, (le, lt), (re_, rt), fl, node)
+
+    def minmax_values(self, name: str, left: tuple, right: tuple, fl: dict, node) -> tuple[str, Ty]:
+        """``ct.maximum/minimum`` (``name``) of two translated operands ``(expr, Ty)``."""
+        (le, lt), (re_, rt) = left, right
         if "tile" not in (lt.kind, rt.kind):
             # scalars (cuTile's 0-d tiles): int32 ones as Python's min/max on ints; f32 ones
             # through 0-d tiles
@@ -287,24 +292,27 @@ class ArithRules:
         return self.int_binary(kind, node.args[0], node.args[1], node)
 
     def builtin_minmax(self, node: ast.Call) -> tuple[str, Ty]:
-        """Python's ``min(a, b)`` / ``max(a, b)`` on ints: ``mini`` / ``maxi`` (signed)."""
+        """Python's ``min(a, b)`` / ``max(a, b)``: on ints ``mini`` / ``maxi`` (signed); on
+        floats (tiles or scalars) cuTile Python's ``min``/``max`` overload of tiles, the same
+        ``minf``/``maxf`` as ``ct.minimum/maximum(a, b)`` without flags (cuda-tile 1.7.0
+        ``arithmetic_ops``: both are ``binary_arithmetic_tensorlike``)."""
         if len(node.args) != 2 or node.keywords:
             self.fail(node, ast.unparse(node), f"{node.func.id}() of two values only is translated")
-        return self.int_binary(node.func.id, node.args[0], node.args[1], node)
+        left, right = self.expr(node.args[0]), self.expr(node.args[1])
+        kinds = {t.dtype if t.kind == "tile" else t.kind for _, t in (left, right) if t.kind != "lit"}
+        if kinds - {"i32"}:
+            return self.minmax_values("minimum" if node.func.id == "min" else "maximum", left, right,
+                                      {"rounding": None, "ftz": None, "nan": None}, node)
+        return self.int_binary(node.func.id, node.args[0], node.args[1], node, values=(left, right))
 
-    def int_binary(self, kind: str, left, right, node) -> tuple[str, Ty]:
+    def int_binary(self, kind: str, left, right, node, values: tuple | None = None) -> tuple[str, Ty]:
         """``a // b`` (floor), ``a % b`` (Python's modulo), ``ct.cdiv`` (ceil), ``min``/``max`` on
         int32 scalars or tiles, as cuTile Python computes them (cuda-tile 1.7.0 Tile IR):
         ``divi`` rounding to -inf / +inf, ``mini``/``maxi``, and for ``%`` the C remainder
         ``remi`` corrected to the divisor's sign (``select((r < 0) ^ (b < 0) & r != 0, r + b,
         r)``). Literals fold (as the frontend folds constants); a scalar goes through a 0-d tile
         (cutile's integer ops are tile ops)."""
-        le, lt = self.expr(left)
-        re_, rt = self.expr(right)
-        return self.int_op(kind, le, lt, re_, rt, node)
-
-    def int_op(self, kind: str, le: str, lt: Ty, re_: str, rt: Ty, node) -> tuple[str, Ty]:
-        """:meth:`int_binary` of operands already translated (Rust expression, type)."""
+        (le, lt), (re_, rt) = values or (self.expr(left), self.expr(right))
         if lt.kind == "lit" and rt.kind == "lit":
             if kind in ("floor", "mod", "ceil") and rt.value == 0:
                 self.fail(node, ast.unparse(node), "division by zero")
@@ -475,6 +483,10 @@ class ArithRules:
         if dtype in ("f8e4m3fn", "f8e5m2", "tf32") and float(val) == 0.0 and math.copysign(1.0, float(val)) > 0:
             # cutile has no literal of these types; +0.0 is their ElementType::ZERO
             return self.bind(f"constant({dtype}::ZERO, {sh})", Ty("tile", dtype, shape))
+        if dtype == "bool":
+            if not isinstance(val, bool):
+                self.fail(node, repr(val), "a non-bool value in a bool tile")
+            return self.bind(f"constant({'true' if val else 'false'}, {sh})", Ty("tile", dtype, shape))
         if dtype not in ("E", "f16", "bf16"):
             self.fail(node, repr(val), f"constant of dtype {dtype} not translated")
         v = float(val)

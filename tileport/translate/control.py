@@ -2,9 +2,7 @@
 compile-time and run-time ``if`` and ``a if c else b``, and the launch grid.
 
 * ``for x in range(...)`` becomes a Rust range loop; a name reassigned inside a loop that was
-  bound outside it becomes a loop-carried ``let mut``; a loop whose body holds one run-time
-  ``if x >= bound`` (``>``, ``<=``, ``<``; ``bound`` loop-invariant) becomes two loops, each
-  with the branch it always takes, as cuTile Python splits it (:meth:`ControlRules.loop_split`);
+  bound outside it becomes a loop-carried ``let mut``;
 * an ``if`` on constexprs keeps only the branch the entry's constexpr values take (cuTile
   Python resolves it when it compiles a variant);
 * ``ct.bid(axis)`` / ``ct.num_blocks(axis)`` read ``get_tile_block_id()`` /
@@ -16,7 +14,7 @@ import ast
 
 from .. import constructs as C
 from .. import frontend as F
-from .core import COMPILE_TIME, CONSTEXPR, NeedConst, Ty, Unsupported, Var
+from .core import COMPILE_TIME, Ty, Unsupported, Var
 
 
 class ControlRules:
@@ -26,8 +24,10 @@ class ControlRules:
 
     # ---- statements ----------------------------------------------------------------
     def block(self, stmts):
-        for s in stmts:
+        cont = self.__dict__.setdefault("cont", [])
+        for i, s in enumerate(stmts):
             self.line = s.lineno
+            cont.append(stmts[i + 1:])          # what runs next (for liveness: live_after)
             try:
                 self.stmt(s)
             except Unsupported:
@@ -38,6 +38,47 @@ class ControlRules:
                 self.fail(s, ast.unparse(s).splitlines()[0][:80],
                           f"cannot translate this statement ({type(exc).__name__}: {exc}); "
                           f"check the cuTile call's arguments")
+            finally:
+                cont.pop()
+
+    # ---- liveness (cuTile Python's dead code elimination drops unused if results) -----
+    def live_after(self, name: str) -> bool:
+        """May ``name``'s current value be read after the statement being translated? The
+        statements that follow, innermost block first: a read first means live, an
+        unconditional rebinding first means dead; a loop's body is read again from its start
+        (the next iteration), then what follows the loop; a helper's value ends at its return.
+        Conservative: a read anywhere inside a statement counts as a read."""
+        for entry in reversed(self.__dict__.get("cont", [])):
+            kind, stmts = entry if isinstance(entry, tuple) else ("rest", entry)
+            ev = self.first_event(name, stmts)
+            if ev == "read":
+                return True
+            if kind == "helper" or (kind == "rest" and ev == "write"):
+                return False
+        return False
+
+    def first_event(self, name: str, stmts) -> str | None:
+        """'read', 'write' or None: what ``stmts`` (in order) first do with ``name``
+        (compile-time ``if``s: the branch taken)."""
+        for st in stmts:
+            if isinstance(st, ast.If) and self.is_static_test(st.test):
+                taken = eval(compile(ast.Expression(st.test), self.file, "eval"),  # noqa: S307
+                             {"__builtins__": {}}, self.static_env())
+                ev = self.first_event(name, st.body if taken else st.orelse)
+                if ev is not None:
+                    return ev
+                continue
+            if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id == name:
+                return "read"
+            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+                   for n in ast.walk(st)):
+                return "read"
+            if isinstance(st, ast.Assign) and any(
+                    isinstance(n, ast.Name) and n.id == name
+                    for t in st.targets for n in ([t] if isinstance(t, ast.Name) else
+                                                  t.elts if isinstance(t, ast.Tuple) else [])):
+                return "write"
+        return None
 
     def stmt(self, s):
         if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
@@ -79,8 +120,6 @@ class ControlRules:
             self.for_loop(s)
         elif isinstance(s, ast.While):
             self.while_loop(s)
-        elif isinstance(s, ast.If) and id(s) in self.__dict__.get("flat_ifs", {}):
-            self.block(getattr(s, self.flat_ifs[id(s)]))    # a split loop's if: the branch this loop takes
         elif isinstance(s, ast.If) and self.is_static_test(s.test):
             self.static_if(s)
         elif isinstance(s, ast.If):
@@ -109,6 +148,9 @@ class ControlRules:
         if ty.kind in COMPILE_TIME or (var is not None and var.alias):
             self.bind_alias(name, expr, ty, var, depth, node, value)
             return
+        dead = self.__dict__.get("dead_ifs") or [(None, ())]
+        if dead[-1][0] == depth and name in dead[-1][1]:
+            var = None                          # not read after the if: a binding of the branch
         if var is not None and var.depth < depth and var.decl is not None:
             # loop-carried: assign to the outer binding (types must agree)
             if var.ty != ty:
@@ -177,8 +219,9 @@ class ControlRules:
                 if n.id not in static and n.id != self.alias and not any(
                         isinstance(p, ast.Attribute) and p.value is n for p in ast.walk(test)):
                     return False
-            elif not isinstance(n, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Constant, ast.Load,
-                                    ast.And, ast.Or, ast.Not, ast.cmpop)):
+            elif not isinstance(n, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Constant,
+                                    ast.Load, ast.And, ast.Or, ast.Not, ast.cmpop, ast.operator,
+                                    ast.unaryop)):
                 return False
         return True
 
@@ -224,6 +267,9 @@ class ControlRules:
         env = {**self.module_consts, **self.spec}
         for scope in self.scopes:
             env.update({n: v.ty.value for n, v in scope.items() if v.ty.kind == "lit"})
+            for n, v in scope.items():          # a name bound to a run-time value hides a
+                if v.ty.kind != "lit":          # constexpr of that name (a helper's parameter)
+                    env.pop(n, None)
         return env
 
     def is_static_test(self, test) -> bool:
@@ -235,24 +281,59 @@ class ControlRules:
     def runtime_if(self, s: ast.If):
         """An ``if`` on a run-time value: a Rust ``if`` (cutile's ``if`` op; a name the branches
         rebind is yielded out of it, as cuTile Python does). A name first bound inside a branch
-        is local to it."""
-        c, cty = self.expr(s.test)
+        is local to it. In a split loop (:meth:`loop_split`) the branch taken there, inline."""
+        flat = getattr(self, "flat_ifs", {}).get(id(s))
+        if flat is not None:
+            self.out.emit(f"// if {ast.unparse(s.test)}: {flat == 'then'} in this part of the "
+                          f"split loop", s.lineno)
+            self.block(s.body if flat == "then" else s.orelse)
+            # a value the other branch rebinds is still carried by this loop (cuTile Python
+            # splits the loop after choosing what it carries): pass it on unchanged
+            def stored(stmts):
+                return dict.fromkeys(t.id for st in stmts for t in ast.walk(st)
+                                     if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store))
+            kept, other = (s.body, s.orelse) if flat == "then" else (s.orelse, s.body)
+            depth = len(self.scopes) - 1
+            for name in [n for n in stored(other) if n not in stored(kept)]:
+                var = self.lookup(name)
+                if var is not None and var.decl is not None and var.depth < depth and not var.alias:
+                    self.assign(name, None, s, computed=(var.rust, var.ty))
+            return
+        c, cty = self.condition(s.test)
         if cty.kind == "lit":
             # decided at compile time (a dtype test, a name bound to a constant): the branch
             # taken, inline, as cuTile Python folds it
             self.out.emit(f"// if {ast.unparse(s.test)}: {bool(cty.value)} for this entry", s.lineno)
             self.block(s.body if cty.value else s.orelse)
             return
-        if cty.kind == "tile" and cty.dtype == "bool" and cty.shape == ():
-            # a 0-d bool tile (a comparison with a gathered element): cuTile Python's ``if``
-            # takes it as is; cutile's ``tile_to_scalar`` is that same value as a Rust bool
-            c, cty = self.bind(f"tile_to_scalar({c})", Ty("bool"), "cond")
         if cty.kind != "bool":
             self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of "
-                                                      "int32 scalars, a 0-d bool tile or a "
-                                                      "constexpr test")
-        self.tokened_if(f"if {c} {{", lambda: self.branch(s.body),
-                        (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
+                                                      "int32 scalars (or a constexpr test)")
+        # a value the branches rebind that nothing reads after the if is not yielded (cuTile
+        # Python's dead code elimination drops the unused if result): the branch binds its own
+        depth = len(self.scopes)
+        dead = set()
+        for name in dict.fromkeys(t.id for st in s.body + s.orelse for t in ast.walk(st)
+                                  if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)):
+            var = self.lookup(name)
+            if (var is not None and var.decl is not None and var.depth < depth and not var.alias
+                    and not self.live_after(name)):
+                dead.add(name)
+        stack = self.__dict__.setdefault("dead_ifs", [])
+        stack.append((depth, dead))
+        try:
+            self.tokened_if(f"if {c} {{", lambda: self.branch(s.body),
+                            (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
+        finally:
+            self.dead_ifs.pop()
+
+    def condition(self, test) -> tuple[str, Ty]:
+        """A run-time test's value: a bool scalar (a 0-d bool tile, e.g. a comparison with a
+        value loaded from memory, is cuTile Python's bool scalar: the same Tile IR value)."""
+        c, cty = self.expr(test)
+        if cty.kind == "tile" and cty.shape == () and cty.dtype == "bool":
+            return self.bind(f"tile_to_scalar({c})", Ty("bool"))
+        return c, cty
 
     def branch(self, stmts):
         self.out.indent += 1
@@ -273,7 +354,13 @@ class ControlRules:
             self.fail(s, "while " + ast.unparse(s.test), "the condition must be a comparison of "
                                                          "int32 scalars")
         cond = self.out.lines.pop()[1][len(f"let {c}: bool = "):-1]
-        self.tokened_loop(f"while {cond} {{", lambda: self.branch(s.body), s.lineno)
+        def body():
+            self.__dict__.setdefault("cont", []).append(("loop", s.body))
+            try:
+                self.branch(s.body)
+            finally:
+                self.cont.pop()
+        self.tokened_loop(f"while {cond} {{", body, s.lineno)
 
     def if_expr(self, node: ast.IfExp) -> tuple[str, Ty]:
         """``a if c else b``: the branch a constexpr test takes, or a Rust ``if`` expression
@@ -283,7 +370,7 @@ class ControlRules:
                          {"__builtins__": {}}, self.static_env())
             return self.expr(node.body if taken else node.orelse)
         mark = len(self.out.lines)
-        c, cty = self.expr(node.test)
+        c, cty = self.condition(node.test)
         if cty.kind == "lit" and len(self.out.lines) == mark:    # decided at compile time
             return self.expr(node.body if cty.value else node.orelse)
         if cty.kind != "bool":
@@ -384,168 +471,128 @@ class ControlRules:
                 and 1 <= len(it.args) <= 3 and not it.keywords and isinstance(s.target, ast.Name)
                 and not s.orelse):
             self.fail(s, "for " + ast.unparse(it), "only `for <name> in range(...)` is translated")
+        args = [self.int_expr(a) for a in it.args]
+        var = self.local_prefix + self.rname(s.target.id)
         split = self.loop_split(s)
         if split is not None:
-            self.split_for_loop(s, *split)
+            self.split_loop(s, args, var, *split)
             return
-        args = [self.int_expr(a) for a in it.args]
         if len(args) == 1:
-            self.range_loop(s, "0i32", args[0])
+            head = f"for {var} in 0i32..{args[0]} {{"
         elif len(args) == 2:
-            self.range_loop(s, args[0], args[1])
+            head = f"for {var} in {args[0]}..{args[1]} {{"
         else:
-            self.range_loop(s, args[0], args[1], args[2])
+            head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
+        self.emit_for(s, head, var)
 
-    def range_loop(self, s: ast.For, start: str, stop: str, step: str | None = None):
-        """Emit ``for <s.target> in start..stop`` (Rust int32 expressions) with ``s``'s body."""
-        var = self.local_prefix + self.rname(s.target.id)
-        if step is None:
-            head = f"for {var} in {start}..{stop} {{"
-        else:
-            head = f"for {var} in ({start}..{stop}).step_by(({step}) as usize) {{"
+    # ---- loop splitting (cuTile Python's loop_split pass) ------------------------------
+    FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
+
+    def loop_split(self, s: ast.For):
+        """cuTile Python splits a ``for`` loop of step 1 in two where its body holds exactly one
+        run-time ``if`` (directly, or under compile-time ``if``s) whose test is ``i <op> n`` /
+        ``n <op> i`` (``<``, ``<=``, ``>``, ``>=``; ``i`` the loop variable, ``n`` a run-time
+        value bound before the loop; compile-time operands of ``and`` / ``or`` folded away):
+        one loop where the test is false, one where it is true, each with that branch only
+        (cuda-tile 1.7.0 ``_passes/loop_split.py``). Returns (the ``if``, the comparison with
+        ``i`` on the left: an ``ast.cmpop`` class, the bound's ``ast.Name``) or None."""
+        it = s.iter
+        if len(it.args) == 3:
+            step = it.args[2]
+            if not (self.is_static_test(step) and eval(compile(ast.Expression(step), self.file, "eval"),  # noqa: S307
+                                                       {"__builtins__": {}}, self.static_env()) == 1):
+                return None
+        assigned = {t.id for st in s.body for t in ast.walk(st)
+                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+        found = []
+
+        def scan(stmts):
+            for st in stmts:
+                if not isinstance(st, ast.If):
+                    continue
+                test = self.split_test(st.test)
+                if test is not None and test[0] == "lit":      # folded: the branch inline
+                    scan(st.body if test[1] else st.orelse)
+                    continue
+                cmp = test[1] if test is not None else None
+                if cmp is None or len(cmp.ops) != 1 or type(cmp.ops[0]) not in self.FLIP:
+                    continue
+                left, right, op = cmp.left, cmp.comparators[0], type(cmp.ops[0])
+                if isinstance(right, ast.Name) and right.id == s.target.id:
+                    left, right, op = right, left, self.FLIP[op]
+                if not (isinstance(left, ast.Name) and left.id == s.target.id
+                        and isinstance(right, ast.Name) and right.id not in assigned):
+                    continue
+                var = self.lookup(right.id)
+                if var is None or not (var.ty.kind == "i32" or (
+                        var.ty.kind == "tile" and var.ty.shape == () and var.ty.dtype == "i32")):
+                    continue
+                found.append((st, op, right))
+        scan(s.body)
+        return found[0] if len(found) == 1 else None
+
+    def split_test(self, test):
+        """What an ``if`` test reduces to once its compile-time ``and`` / ``or`` operands are
+        folded (as :meth:`bool_chain` folds them): ``("lit", value)``, ``("cmp", comparison)``
+        or None (a run-time bool made otherwise)."""
+        if self.is_static_test(test):
+            return "lit", eval(compile(ast.Expression(test), self.file, "eval"),  # noqa: S307
+                               {"__builtins__": {}}, self.static_env())
+        if isinstance(test, ast.Compare):
+            return "cmp", test
+        if not isinstance(test, ast.BoolOp):
+            return None
+        is_and = isinstance(test.op, ast.And)
+        last = len(test.values) - 1
+        for i, v in enumerate(test.values):
+            r = self.split_test(v)
+            if r is not None and r[0] == "lit" and i < last and bool(r[1]) == is_and:
+                continue
+            return r if (i == last or (r is not None and r[0] == "lit")) else None
+        return None
+
+    def split_loop(self, s: ast.For, args: list, var: str, if_node: ast.If, op, bound: ast.Name):
+        """Emit the two loops of :meth:`loop_split`: ``start..min(stop, b)`` then
+        ``max(start, b)..stop`` (``b`` the bound, plus one for ``<=`` / ``>``), the second
+        carrying on the first's values; in each the ``if`` is replaced by the branch it takes
+        there (the test itself is not emitted)."""
+        start, stop = (args[0], args[1]) if len(args) > 1 else ("0i32", args[0])
+        if op in (ast.Gt, ast.LtE):
+            bound = ast.copy_location(ast.BinOp(left=bound, op=ast.Add(), right=ast.copy_location(
+                ast.Constant(1), bound)), bound)
+        b = self.int_expr(bound)
+        first_stop = self.int_expr_of(self.int_binary("min", None, None, bound, values=(
+            (stop, Ty("i32")), (b, Ty("i32")))))
+        second_start = self.int_expr_of(self.int_binary("max", None, None, bound, values=(
+            (start, Ty("i32")), (b, Ty("i32")))))
+        below = "then" if op in (ast.Lt, ast.LtE) else "else"
+        for branch, head in ((below, f"for {var} in {start}..{first_stop} {{"),
+                             ("else" if below == "then" else "then",
+                              f"for {var} in {second_start}..{stop} {{")):
+            # (a plain attribute, looked up afresh: a dry run of the tokens restores copies)
+            outer = getattr(self, "flat_ifs", {})
+            self.flat_ifs = {**outer, id(if_node): branch}
+            try:
+                self.emit_for(s, head, var)
+            finally:
+                self.flat_ifs = outer
+
+    def emit_for(self, s: ast.For, head: str, var: str):
+        """The ``for`` loop opened by ``head`` with ``s``'s body (tokens carried through it)."""
 
         def body():
             self.out.indent += 1
             self.scopes.append({s.target.id: Var(var, Ty("i32"), None, len(self.scopes))})
             self.loop_kinds = getattr(self, "loop_kinds", []) + ["for"]
+            self.__dict__.setdefault("cont", []).append(("loop", s.body))
             try:
                 self.block(s.body)
             finally:
                 self.loop_kinds = self.loop_kinds[:-1]
+                self.cont.pop()
             self.scopes.pop()
             self.out.indent -= 1
         self.tokened_loop(head, body, s.lineno, ivar=var)
-
-    # ---- loop splitting (cuTile Python's loop_split pass) ----------------------------
-    SPLIT_CMP = {ast.GtE: "ge", ast.Gt: "gt", ast.LtE: "le", ast.Lt: "lt"}
-    FLIP_CMP = {"ge": "le", "gt": "lt", "le": "ge", "lt": "gt"}
-    # the branch the loop below the split point keeps, and the one above it keeps
-    SPLIT_KEEP = {"ge": ("orelse", "body"), "gt": ("orelse", "body"),
-                  "le": ("body", "orelse"), "lt": ("body", "orelse")}
-    INVARIANT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr,
-                     ast.BitXor, ast.LShift, ast.RShift)
-
-    def loop_split(self, s: ast.For):
-        """The ``if`` cuTile Python splits ``s`` at, as ``(if node, comparison, bound)``, or None.
-
-        cuTile Python 1.x (``cuda/tile/_passes/loop_split.py``, run after loop-invariant code
-        motion) splits a ``for`` loop of step 1 whose body holds, directly (not nested in
-        another ``if`` or loop), exactly one run-time ``if`` whose condition is a comparison
-        ``>=``, ``>``, ``<=`` or ``<`` of the induction variable with a value defined outside
-        the loop (either side; ``bound > j`` reads as ``j < bound``). Recognised here: a
-        ``bound`` that reads int32 scalars and constexprs no statement of the body assigns,
-        through literals, ``+ - * // % & | ^ << >>``, unary minus, ``min``/``max`` and
-        ``ct.cdiv`` (values the motion pass hoists); a bound it does not recognise keeps the
-        loop whole (the IR diff then shows the reference's split)."""
-        it = s.iter
-        if len(it.args) == 3 and self.static_int(
-                it.args[2], "cuTile Python splits a loop whose step is the constant 1") != 1:
-            return None
-        assigned = {t.id for st in s.body for t in ast.walk(st)
-                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)} | {s.target.id}
-        found = []
-        for st in s.body:
-            if not isinstance(st, ast.If) or self.is_static_test(st.test):
-                continue
-            t = st.test
-            if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and type(t.ops[0]) in self.SPLIT_CMP):
-                continue
-            cmp, left, right = self.SPLIT_CMP[type(t.ops[0])], t.left, t.comparators[0]
-            if isinstance(left, ast.Name) and left.id == s.target.id and self.invariant_int(right, assigned):
-                found.append((st, cmp, right))
-            elif isinstance(right, ast.Name) and right.id == s.target.id and self.invariant_int(left, assigned):
-                found.append((st, self.FLIP_CMP[cmp], left))
-        return found[0] if len(found) == 1 else None
-
-    def static_int(self, node, why: str = ""):
-        """The int value of a compile-time expression (constexprs, module constants,
-        literals), or None. An expression that folds int constexprs this entry keeps const
-        generics (arithmetic, not a lone name) asks for their values (:class:`NeedConst`,
-        ``why``) where ``why`` is given: cuTile Python folds it to one constant."""
-        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        generic = sorted(n for n in names if (v := self.lookup(n)) is not None and v.ty.kind == "i32"
-                         and isinstance(v.ty.value, str) and v.ty.value.startswith(CONSTEXPR + ":"))
-        if (why and generic and not isinstance(node, ast.Name)
-                and F.static_test(node, set(self.static_env()) | set(generic))):
-            raise NeedConst(self.file, getattr(node, "lineno", self.line), generic[0], why)
-        if not self.is_static_test(node):
-            return None
-        try:
-            v = eval(compile(ast.Expression(node), self.file, "eval"),  # noqa: S307
-                     {"__builtins__": {}}, self.static_env())
-        except Exception:       # noqa: BLE001 -- not a plain value
-            return None
-        return v if type(v) is int else None
-
-    def invariant_int(self, node, assigned: set) -> bool:
-        """Is ``node`` an int32 value the loop body does not change (:meth:`loop_split`)?"""
-        if self.static_int(node, "cuTile Python folds a compile-time bound of a loop it splits") is not None:
-            return True
-        if isinstance(node, ast.Name):
-            if node.id in assigned:
-                return False
-            var = self.lookup(node.id)
-            if var is None:
-                return type(self.module_consts.get(node.id)) is int
-            return var.ty.kind == "i32" or (var.ty.kind == "lit" and type(var.ty.value) is int)
-        if isinstance(node, ast.BinOp):
-            return (isinstance(node.op, self.INVARIANT_OPS) and self.invariant_int(node.left, assigned)
-                    and self.invariant_int(node.right, assigned))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return self.invariant_int(node.operand, assigned)
-        if isinstance(node, ast.Call) and not node.keywords and (
-                (isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
-                 and self.lookup(node.func.id) is None) or self.is_ct(node.func, "cdiv")):
-            return all(self.invariant_int(a, assigned) for a in node.args)
-        return False
-
-    def split_for_loop(self, s: ast.For, if_node: ast.If, cmp: str, bound):
-        """``for j in range(start, stop): ... if j >= bound: A else: B ...`` as cuTile Python
-        splits it (:meth:`loop_split`): ``split = bound`` (``bound + 1`` for ``>`` and
-        ``<=``), then ``for j in start..min(stop, split)`` with the branch taken below
-        ``split`` and ``for j in max(start, split)..stop`` with the other one (an absent
-        ``else`` keeps nothing); the values the loop carries flow from the first loop into the
-        second. Memory ops in the branches are refused: cuTile Python threads the tokens of the
-        whole loop through both halves (its token pass runs before the split), which the
-        translator does not model."""
-        mem = {"load", "store", "gather", "scatter"} | set(C.ATOMICS)
-        for n in ast.walk(ast.Module(body=if_node.body + if_node.orelse, type_ignores=[])):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and self.is_ct(n.func) \
-                    and n.func.attr in mem:
-                self.fail(if_node, "if " + ast.unparse(if_node.test),
-                          f"cuTile Python splits this loop at the if (loop_split) and threads the "
-                          f"whole loop's memory tokens through both halves; a split loop whose "
-                          f"branch holds ct.{n.func.attr} is not translated")
-        it = s.iter
-        start_node = it.args[0] if len(it.args) >= 2 else ast.Constant(0)
-        stop_node = it.args[1] if len(it.args) >= 2 else it.args[0]
-        start, stop = (self.once(self.int_expr(a), a) for a in (start_node, stop_node))
-        split = self.int_expr(bound)
-        if cmp in ("gt", "le"):
-            # split after the bound: cuTile Python adds 1 after folding (a constant bound too)
-            split = f"({split} + 1i32)"
-        split = self.once(split, if_node.test)
-        i32 = Ty("i32")
-        first_stop, _ = self.int_op("min", stop, i32, split, i32, s)
-        second_start, _ = self.int_op("max", start, i32, split, i32, s)
-        below, above = self.SPLIT_KEEP[cmp]
-        self.out.emit(f"// loop split at `if {ast.unparse(if_node.test)}` (as cuTile Python splits it)", s.lineno)
-        outer = self.__dict__.get("flat_ifs", {})
-        try:
-            # a fresh dict each time: a token dry run restores copies of the translator's state
-            self.flat_ifs = {**outer, id(if_node): below}
-            self.range_loop(s, start, first_stop)
-            self.flat_ifs = {**outer, id(if_node): above}
-            self.range_loop(s, second_start, stop)
-        finally:
-            self.flat_ifs = outer
-
-    def once(self, e: str, node) -> str:
-        """An int32 Rust expression ``e`` bound to a name unless it is one (or a literal), so
-        that using it twice computes it once."""
-        if e.isidentifier() or e.removesuffix("i32").lstrip("-").isdigit():
-            return e
-        return self.bind(e, Ty("i32"))[0]
 
     # ---- helper functions ----------------------------------------------------------
     def inline_call(self, node: ast.Call, statement: bool = False):
@@ -570,20 +617,15 @@ class ControlRules:
             if k.arg not in params or k.arg in given:
                 self.fail(node, ast.unparse(node)[:60], f"argument '{k.arg}' does not match {fn.name}()")
             given[k.arg] = k.value
-        values = {}
+        scope = {}
+        # the helper's Rust names: its own prefix, its parameters included (cutile orders the
+        # values a loop carries by Rust name, cuTile Python by Python name: the same order)
+        prefix = f"__{fn.name.strip('_')}{self.tmp + 1}_"
         for p in params:
             arg = given.get(p, defaults.get(p))
             if arg is None:
                 self.fail(node, ast.unparse(node)[:60], f"{fn.name}() is missing argument '{p}'")
-            values[p] = self.expr(arg)
-        # the helper's names, its parameters included, share one Rust prefix: a loop carries
-        # the variables it rebinds in the order of their names, both in cuTile Python (the
-        # sorted local indices of hir2ir's loop_impl) and in cutile 0.5.0 (the BTreeSet of
-        # collect_mutated_variables), so names that sort as the Python ones keep that order
-        prefix = f"__{fn.name.strip('_')}{self.tmp + 1}_"
-        scope = {}
-        for p in params:
-            e, ty = values[p]
+            e, ty = self.expr(arg)
             decl = None
             if ty.kind in ("tile", "i32", "f32", "bool"):
                 tmp = prefix + self.rname(p)
@@ -606,7 +648,11 @@ class ControlRules:
         self.scopes, self.local_prefix = [scope], prefix
         self.inlining.append(fn.name)
         try:
-            self.block(body[:-1])
+            self.__dict__.setdefault("cont", []).append(("helper", body[-1:]))
+            try:
+                self.block(body[:-1])
+            finally:
+                self.cont.pop()
             self.line = body[-1].lineno
             ret = body[-1].value
             if ret is None:

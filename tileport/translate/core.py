@@ -315,9 +315,15 @@ class TranslatorBase:
         """An int32 index / bound: a literal, an int32 scalar or a 0-d int32 tile (cuTile
         Python takes either; cutile's ``tile_to_scalar`` is the same value, no op)."""
         e, ty = self.expr(node)
+        return self.int_expr_of((e, ty), node)
+
+    def int_expr_of(self, value: tuple, node=None) -> str:
+        """A translated value ``(expr, Ty)`` as an int32 scalar (see :meth:`int_expr`)."""
+        e, ty = value
         if ty.kind == "lit" and isinstance(ty.value, int):
             return f"{ty.value}i32"
-        if ty.kind == "tile" and ty.dtype == "i32" and ty.shape == ():
+        if ty.kind == "tile" and ty.shape == () and ty.dtype == "i32":
+            # a 0-d tile is cuTile Python's scalar (the same Tile IR value)
             return self.bind(f"tile_to_scalar({e})", Ty("i32"))[0]
         if ty.kind != "i32":
             self.fail(node, ast.unparse(node), f"expected an int32 scalar, got {ty.kind}")
@@ -360,6 +366,8 @@ class TranslatorBase:
                                          "constant (an int/float literal bound once)")
             return var.rust, var.ty
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return repr(node.value), Ty("lit", value=node.value)
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
             return repr(node.value), Ty("lit", value=node.value)
         if isinstance(node, ast.BinOp):
             return self.binop(node)

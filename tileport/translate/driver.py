@@ -172,12 +172,29 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
             hp = [a.arg for a in h.args.args]
             args = dict(zip(hp, n.args)) | {k.arg: k.value for k in n.keywords}
             for t in ast.walk(h):
-                if isinstance(t, (ast.If, ast.IfExp)) and F.static_test(t.test, set(hp) | static):
-                    for name in {x.id for x in ast.walk(t.test) if isinstance(x, ast.Name)}:
+                tests = [t.test] if isinstance(t, (ast.If, ast.IfExp)) else t.values if isinstance(
+                    t, ast.BoolOp) else []
+                for test in tests:
+                    if not F.static_test(test, set(hp) | static):
+                        continue
+                    for name in {x.id for x in ast.walk(test) if isinstance(x, ast.Name)}:
                         if name in args:
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
         if isinstance(n, (ast.If, ast.IfExp)) and F.static_test(n.test, static):
             used |= through({x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)})
+        # arithmetic of constexprs as an operand of run-time arithmetic (`x * (H * SEQ_LEN)`): cuTile
+        # Python folds it to one constant; cutile 0.5.0 cannot compile const-generic arithmetic
+        # whose value its bounds make exact ("expected a scalar element type",
+        # _function.rs compile_constant_from_exact_bounds), so those constexprs are specialised
+        if isinstance(n, ast.BinOp) and not F.static_test(n, static):
+            for c in (n.left, n.right):
+                names = through({x.id for x in ast.walk(c) if isinstance(x, ast.Name)})
+                if isinstance(c, ast.BinOp) and F.static_test(c, static) and len(names) >= 2:
+                    used |= names
+        # a compile-time operand of `and` / `or` short-circuits at compile time (bool_chain)
+        for v in n.values if isinstance(n, ast.BoolOp) else ():
+            if F.static_test(v, static):
+                used |= through({x.id for x in ast.walk(v) if isinstance(x, ast.Name)})
         if isinstance(n, ast.Call) and F.is_ct(n.func, alias, "static_assert") and n.args:
             used |= through({x.id for x in ast.walk(n.args[0]) if isinstance(x, ast.Name)})
         if isinstance(n, ast.Call) and F.is_ct(n.func, alias):

@@ -234,20 +234,53 @@ class DtypeRules:
         return repr(v), Ty("lit", value=v)
 
     def bool_op(self, node) -> tuple[str, Ty]:
-        """``a and b`` / ``a or b`` / ``not a`` on compile-time values (constexprs, dtype tests):
-        Python's value, folded, as cuTile Python folds constants."""
+        """``a and b`` / ``a or b`` / ``not a``, as cuTile Python lowers them (cuda-tile 1.7.0
+        ``ast2hir._boolop_expr``): left to right, a compile-time operand short-circuits (folded:
+        ``False and x`` is ``False`` and ``x`` is not translated; ``True and x`` is ``x``); a
+        run-time bool ``c`` is an ``if`` yielding the rest or ``c`` itself (``c and r`` is
+        ``if c { r } else { c }``, ``c or r`` is ``if c { c } else { r }``). ``not`` only of a
+        compile-time value."""
         if isinstance(node, ast.UnaryOp):
             _, ty = self.expr(node.operand)
             if ty.kind != "lit":
                 self.fail(node, ast.unparse(node), "`not` of a run-time value is not translated")
             return repr(not ty.value), Ty("lit", value=not ty.value)
-        value = None
-        for i, v in enumerate(node.values):
-            _, ty = self.expr(v)
-            if ty.kind != "lit":
-                self.fail(node, ast.unparse(node)[:80], "`and` / `or` of run-time values is not "
-                                                        "translated (only of compile-time ones)")
-            value = ty.value
-            if isinstance(node.op, ast.And) and not value or isinstance(node.op, ast.Or) and value:
-                break
-        return repr(value), Ty("lit", value=value)
+        return self.bool_chain(node, node.values)
+
+    def bool_chain(self, node, values) -> tuple[str, Ty]:
+        """``values[0] <op> values[1] <op> ...`` of :meth:`bool_op` (``node.op`` the operator)."""
+        is_and = isinstance(node.op, ast.And)
+        c, ty = self.condition(values[0])
+        if ty.kind == "lit":
+            if len(values) == 1 or bool(ty.value) != is_and:
+                return repr(ty.value), ty           # the last operand, or a short-circuit
+            return self.bool_chain(node, values[1:])
+        if len(values) == 1:
+            return c, ty
+        if ty.kind != "bool":
+            self.fail(node, ast.unparse(node)[:80], f"`and` / `or` of a run-time {ty.kind}: only "
+                                                    f"bool scalars (comparisons) are translated")
+        head = self.out.emit("", self.line)
+        self.out.indent += 1
+        if not is_and:
+            self.out.emit(f"{c}", self.line)
+            self.out.indent -= 1
+            self.out.emit("} else {", self.line)
+            self.out.indent += 1
+        r, rty = self.bool_chain(node, values[1:])
+        if rty.kind == "lit":
+            r = "true" if rty.value else "false"
+        elif rty.kind != "bool":
+            self.fail(node, ast.unparse(node)[:80], f"`and` / `or` of a run-time {rty.kind}: only "
+                                                    f"bool scalars (comparisons) are translated")
+        self.out.emit(f"{r}", self.line)
+        self.out.indent -= 1
+        if is_and:
+            self.out.emit("} else {", self.line)
+            self.out.indent += 1
+            self.out.emit(f"{c}", self.line)
+            self.out.indent -= 1
+        name = self.fresh("t")
+        self.out.lines[head][1] = f"let {name}: bool = if {c} {{"
+        self.out.emit("};", self.line)
+        return name, Ty("bool")

@@ -68,7 +68,7 @@ ACQUIRE = "acquire"
 
 # translation state that a dry run may read but never changes (shared, not restored)
 _STATIC_STATE = {"fn", "params", "module_functions", "uses", "module_consts", "maths", "spec",
-                 "dtypes", "file", "alias", "target", "entry"}
+                 "dtypes", "file", "alias", "target", "entry", "cont"}
 
 
 class TokenRules:

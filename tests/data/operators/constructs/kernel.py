@@ -674,3 +674,135 @@ def helper_carry_kernel(x, y, TILE: ConstInt):
     scale = ct.full((TILE,), 1.0, dtype=ct.float32)
     out = _carry_helper(x, total, scale, TILE)
     ct.store(y, index=(ct.bid(0),), tile=ct.astype(out, y.dtype))
+
+
+@ct.kernel
+def boolop_kernel(x, y, TILE: ConstInt):
+    """`and` / `or` of run-time bools (cuTile Python's `if` yielding the rest or the first
+    operand), compile-time operands folded as short-circuits, a bool constant tile."""
+    bid = ct.bid(0)
+    n = x.shape[0]
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    if bid > 2 and bid * TILE < n:
+        t = t * 2.0
+    if bid % 2 == 0 or bid > 7:
+        t = t + 1.0
+    if (TILE < FULL_TILE or bid > 1) and bid < n // TILE:
+        m = ct.full((TILE,), True, dtype=ct.bool_)
+        t = ct.where(m & (t > 0.0), t, 0.0)
+    if TILE > FULL_TILE and bid > 3:
+        t = t - 1.0
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def split_loop_kernel(x, y, TILE: ConstInt):
+    """A `for` loop whose body holds one run-time `if` comparing the loop variable with a value
+    bound before the loop: split in two loops, each with the branch it takes (cuTile Python's
+    loop_split pass), for >= (a compile-time `and` operand folded away), and for < with
+    else (the bound on the left); a loop with two such ifs is not split."""
+    bid = ct.bid(0)
+    n = ct.num_tiles(x, axis=0, shape=(TILE,))
+    m = bid // 2
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for j in range(n):
+        t = ct.astype(ct.load(x, index=(j,), shape=(TILE,), padding_mode=PAD_ZERO), ct.float32)
+        if (TILE > 0 or bid > 0) and j >= m:
+            t = t * 2.0
+        acc = acc + t
+    for j in range(bid % 3, n):
+        if m < j:
+            acc = acc - 1.0
+        else:
+            acc = acc + 1.0
+    for j in range(n):
+        if j <= m:
+            acc = acc * 0.5
+        if j > bid:
+            acc = acc + 0.5
+    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def scalar_tile_kernel(x, y, TILE: ConstInt):
+    """Python's max / min of float tiles (and of a tile and a number): cuTile's maxf / minf; a
+    0-d int32 tile loaded from memory as an `if` operand, a loop bound and the bound a loop is
+    split at (cuTile Python's scalars are 0-d tiles)."""
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD_ZERO), ct.float32)
+    u = max(t, ct.max(t, axis=0, keepdims=True) * 0.5)
+    u = min(u, 4.0)
+    lim = ct.astype(ct.load(x, index=(0,), shape=(1,), padding_mode=PAD_ZERO), ct.int32).reshape(())
+    if bid * TILE >= lim:
+        u = u * 3.0
+    hi = ct.cdiv(lim, TILE)
+    for k in range(bid, hi):
+        u = u + 1.0
+    mstart = lim // TILE
+    for k in range(hi):
+        if k >= mstart:
+            u = u * 0.5
+    ct.store(y, index=(bid,), tile=ct.astype(u, y.dtype))
+
+
+def _sum_loop(x, zacc, lo, hi, TILE: ct.Constant[int], STEP_KIND, BM):
+    if BM == 16:
+        zacc = zacc * 2.0
+    cnt = lo
+    for j in range(lo, hi):
+        t = ct.astype(ct.load(x, index=(cnt,), shape=(TILE,), padding_mode=PAD_ZERO), ct.float32)
+        if STEP_KIND == 1:
+            zacc = zacc + t
+        else:
+            zacc = zacc - t
+        cnt += 1
+    return zacc
+
+
+@ct.kernel
+def helper_loop_kernel(x, y, TILE: ConstInt, BM: ConstInt):
+    """A helper whose loop carries a parameter and a local (cuTile Python orders them by name;
+    the port's Rust names keep that order), called under a compile-time test with arithmetic
+    (`BM & 1 == 0`) with a compile-time local, and a helper parameter named like the kernel's
+    constexpr BM bound to a run-time value (the helper reads its own BM, not the kernel's)."""
+    bid = ct.bid(0)
+    n = ct.num_tiles(x, axis=0, shape=(TILE,))
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    if BM & 1 == 0:
+        kind = 2 - BM // 16
+        acc = _sum_loop(x, acc, bid % 2, n, TILE, kind, bid)
+    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def const_product_kernel(x, y, TILE: ConstInt, BM: ConstInt):
+    """Constexpr arithmetic inside run-time expressions (`bid * (BM * TILE)`): cuTile Python
+    folds it to one constant (the port specialises those constexprs)."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD_ZERO)
+    base = bid * (BM * TILE) + (TILE - BM)
+    pos = ct.arange(TILE, dtype=ct.int32) + base
+    t = ct.where(pos < x.shape[0] * BM, t, 0.0)
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def dead_yield_kernel(x, y, TILE: ConstInt):
+    """A value a run-time if rebinds that nothing reads after it is no result of the if
+    (cuTile Python's dead code elimination): in straight code, and in a loop whose next
+    iteration rebinds it first; a value read after the if stays a result."""
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD_ZERO), ct.float32)
+    w = t - 2.0
+    if bid > 3:
+        w = w + 1.0
+        t = t + w
+    w = t - 3.0
+    n = x.shape[0] // TILE
+    for j in range(n):
+        v = t - 0.5
+        if j % 2 == 0:
+            v = v + 1.0
+            t = t + v
+        t = t + 1.0
+    ct.store(y, index=(bid,), tile=ct.astype(t + w, y.dtype))
