@@ -562,6 +562,9 @@ def tiled_atomic_kernel(x, total, TILE: ConstInt):
     total.tiled_view((TILE,)).atomic_store_add((2,), ct.sum(ct.astype(t, ct.float32), axis=0))
 
 
+GRID_AXIS = 0                             # a module-level int naming a grid axis
+
+
 @ct.kernel
 def grid_axis_kernel(x, y, TILE: ConstInt):
     """The grid axis as cuTile Python folds it: ct.bid with axis= as a keyword, ct.num_blocks
