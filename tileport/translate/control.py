@@ -14,7 +14,7 @@ import ast
 
 from .. import constructs as C
 from .. import frontend as F
-from .core import COMPILE_TIME, Ty, Unsupported, Var
+from .core import COMPILE_TIME, NeedConst, Ty, Unsupported, Var
 
 
 class ControlRules:
@@ -492,16 +492,11 @@ class ControlRules:
         """cuTile Python splits a ``for`` loop of step 1 in two where its body holds exactly one
         run-time ``if`` (directly, or under compile-time ``if``s) whose test is ``i <op> n`` /
         ``n <op> i`` (``<``, ``<=``, ``>``, ``>=``; ``i`` the loop variable, ``n`` a run-time
-        value bound before the loop; compile-time operands of ``and`` / ``or`` folded away):
+        value the loop does not change: see :meth:`loop_invariant_int`; compile-time operands of
+        ``and`` / ``or`` folded away; a step of constexpr arithmetic specialises the entry):
         one loop where the test is false, one where it is true, each with that branch only
         (cuda-tile 1.7.0 ``_passes/loop_split.py``). Returns (the ``if``, the comparison with
-        ``i`` on the left: an ``ast.cmpop`` class, the bound's ``ast.Name``) or None."""
-        it = s.iter
-        if len(it.args) == 3:
-            step = it.args[2]
-            if not (self.is_static_test(step) and eval(compile(ast.Expression(step), self.file, "eval"),  # noqa: S307
-                                                       {"__builtins__": {}}, self.static_env()) == 1):
-                return None
+        ``i`` on the left: an ``ast.cmpop`` class, the bound's expression) or None."""
         assigned = {t.id for st in s.body for t in ast.walk(st)
                     if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
         found = []
@@ -521,15 +516,53 @@ class ControlRules:
                 if isinstance(right, ast.Name) and right.id == s.target.id:
                     left, right, op = right, left, self.FLIP[op]
                 if not (isinstance(left, ast.Name) and left.id == s.target.id
-                        and isinstance(right, ast.Name) and right.id not in assigned):
-                    continue
-                var = self.lookup(right.id)
-                if var is None or not (var.ty.kind == "i32" or (
-                        var.ty.kind == "tile" and var.ty.shape == () and var.ty.dtype == "i32")):
+                        and self.loop_invariant_int(right, s.target.id, assigned)):
                     continue
                 found.append((st, op, right))
         scan(s.body)
-        return found[0] if len(found) == 1 else None
+        if len(found) != 1:
+            return None
+        it = s.iter
+        if len(it.args) == 3:
+            step = it.args[2]
+            constexprs = {p["name"] for p in self.params if p["kind"] == "constexpr"}
+            names = {n.id for n in ast.walk(step) if isinstance(n, ast.Name)}
+            env = self.static_env()
+            if names and names <= constexprs | set(env) and not names <= set(env):
+                # a step of constexpr arithmetic: whether it is 1 (a loop cuTile Python
+                # splits) depends on the constexprs' values, which the entry is specialised on
+                name = sorted(names - set(env))[0]
+                raise NeedConst(self.file, s.lineno, name, "a loop's step decides whether cuTile "
+                                                           "Python splits the loop")
+            if not (self.is_static_test(step) and eval(compile(ast.Expression(step), self.file, "eval"),  # noqa: S307
+                                                       {"__builtins__": {}}, self.static_env()) == 1):
+                return None
+        return found[0]
+
+    def loop_invariant_int(self, node, target: str, assigned: set) -> bool:
+        """Is ``node`` an int32 value the loop does not change: a name bound before the loop
+        (an int32 scalar or 0-d int32 tile) or compile-time, or arithmetic of those and int
+        literals (cuTile Python computes such an operand once, outside the loop, and its
+        loop_split pass compares the index with it)?"""
+        env = self.static_env()
+        constexprs = {p["name"] for p in self.params if p["kind"] == "constexpr"}
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                if n.id == target or n.id in assigned:
+                    return False
+                var = self.lookup(n.id)
+                if var is None:
+                    if n.id not in env and n.id not in constexprs:
+                        return False
+                elif not (var.ty.kind in ("i32", "lit") or (
+                        var.ty.kind == "tile" and var.ty.shape == () and var.ty.dtype == "i32")):
+                    return False
+            elif isinstance(n, ast.Constant):
+                if type(n.value) is not int:
+                    return False
+            elif not isinstance(n, (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.Load)):
+                return False
+        return True
 
     def split_test(self, test):
         """What an ``if`` test reduces to once its compile-time ``and`` / ``or`` operands are
@@ -551,7 +584,7 @@ class ControlRules:
             return r if (i == last or (r is not None and r[0] == "lit")) else None
         return None
 
-    def split_loop(self, s: ast.For, args: list, var: str, if_node: ast.If, op, bound: ast.Name):
+    def split_loop(self, s: ast.For, args: list, var: str, if_node: ast.If, op, bound: ast.expr):
         """Emit the two loops of :meth:`loop_split`: ``start..min(stop, b)`` then
         ``max(start, b)..stop`` (``b`` the bound, plus one for ``<=`` / ``>``), the second
         carrying on the first's values; in each the ``if`` is replaced by the branch it takes
