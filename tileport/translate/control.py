@@ -14,7 +14,7 @@ import ast
 
 from .. import constructs as C
 from .. import frontend as F
-from .core import COMPILE_TIME, NeedConst, Ty, Unsupported, Var
+from .core import COMPILE_TIME, Ty, Unsupported, Var
 
 
 class ControlRules:
@@ -493,7 +493,8 @@ class ControlRules:
         run-time ``if`` (directly, or under compile-time ``if``s) whose test is ``i <op> n`` /
         ``n <op> i`` (``<``, ``<=``, ``>``, ``>=``; ``i`` the loop variable, ``n`` a run-time
         value the loop does not change: see :meth:`loop_invariant_int`; compile-time operands of
-        ``and`` / ``or`` folded away; a step of constexpr arithmetic specialises the entry):
+        ``and`` / ``or`` folded away; a step known here to be 1: a constexpr step of an entry
+        not specialised on it is not split, a limit of this rule):
         one loop where the test is false, one where it is true, each with that branch only
         (cuda-tile 1.7.0 ``_passes/loop_split.py``). Returns (the ``if``, the comparison with
         ``i`` on the left: an ``ast.cmpop`` class, the bound's expression) or None."""
@@ -525,15 +526,6 @@ class ControlRules:
         it = s.iter
         if len(it.args) == 3:
             step = it.args[2]
-            constexprs = {p["name"] for p in self.params if p["kind"] == "constexpr"}
-            names = {n.id for n in ast.walk(step) if isinstance(n, ast.Name)}
-            env = self.static_env()
-            if names and names <= constexprs | set(env) and not names <= set(env):
-                # a step of constexpr arithmetic: whether it is 1 (a loop cuTile Python
-                # splits) depends on the constexprs' values, which the entry is specialised on
-                name = sorted(names - set(env))[0]
-                raise NeedConst(self.file, s.lineno, name, "a loop's step decides whether cuTile "
-                                                           "Python splits the loop")
             if not (self.is_static_test(step) and eval(compile(ast.Expression(step), self.file, "eval"),  # noqa: S307
                                                        {"__builtins__": {}}, self.static_env()) == 1):
                 return None

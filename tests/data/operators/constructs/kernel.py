@@ -422,8 +422,9 @@ def loop_split_kernel(x, y, TILE: ConstInt):
     """Loops cuTile Python splits at an `if` on the loop variable (loop_split): `j >= bound`
     with an int32 bound the body does not change (a then-branch only), `bound < j` (read as
     j > bound: split at bound + 1, both branches), `j <= ` a constexpr expression (the
-    then-branch below the split), inside a loop with a constexpr step of 1; and a loop with two
-    such ifs, which cuTile Python keeps whole."""
+    then-branch below the split), inside a loop whose step is compile-time arithmetic equal to 1
+    (4 // 4; a constexpr step is split by cuTile Python too, but the translator splits only a step
+    it knows without specialising the entry); and a loop with two such ifs, kept whole."""
     bid = ct.bid(0)
     n = ct.num_tiles(x, axis=0, shape=(TILE,))
     start = bid // 2
@@ -438,7 +439,7 @@ def loop_split_kernel(x, y, TILE: ConstInt):
             acc = acc - 1.0
         else:
             acc = acc * 0.5
-    for j in range(bid, n, TILE // TILE):
+    for j in range(bid, n, 4 // 4):
         if j <= TILE // 512:
             acc = acc + 3.0
         acc = acc * 0.25
