@@ -58,13 +58,14 @@ results/report.html results/report.zip: $(wildcard results/paper/*.* results/pap
 	$(VENV)/bin/snakemake --report $@ paper
 
 # a published run (docs/results/<run>/): its committed GPU measurements copied into results/ (only
-# where they differ, test.json before bench.*, so a rerun changes nothing), the report built from
+# where they differ, test.json before bench.*, so a rerun changes nothing; an operator tested but
+# not benchmarked holds test.json alone), the report built from
 # them, and its figures, tables, summaries and report page copied back into the folder
 PUBLISHED ?= docs/results/h200
 publish:
 	$(MAKE) --no-print-directory run
 	@for d in $(PUBLISHED)/ops/*/; do op=$$(basename $$d); test -d results/$$op || { echo "tileport: $$op is not an operator of this checkout" >&2; exit 1; }; \
-	  for f in test.json bench.json bench.csv; do cmp -s $$d/$$f results/$$op/$$f || cp $$d/$$f results/$$op/$$f; done; done
+	  for f in test.json bench.json bench.csv; do test -f $$d/$$f || continue; cmp -s $$d/$$f results/$$op/$$f || cp $$d/$$f results/$$op/$$f; done; done
 	$(MAKE) --no-print-directory report
 	mkdir -p $(PUBLISHED)/paper
 	cp -r results/paper/. $(PUBLISHED)/paper/
