@@ -284,6 +284,35 @@ def test_stale_gpu_results_and_library_exclusion_are_shown(tmp_path):
     assert row["test"].startswith("stale (tested sources differ")
 
 
+def test_a_benchmark_of_an_earlier_port_is_stale_beside_a_current_test(tmp_path):
+    """The test redone on the current port, the timing not: the bench verdict of the earlier
+    port's sources is not shown as current (its ratio stays out of the summaries)."""
+    import json as _json
+
+    results = tmp_path / "results"
+    r = results / "op"
+    cpu_stages(results, "op", [("k", "f16-T1")])
+    write(Verdict(stage="gpu_test", op="op", verdict="ALL_PASS", summary="ok",
+                  details={"variants": {"k/f16-T1": "PASS"}, "sources_sha": "new"}), r / "test.json")
+    row = {"op": "op", "kernel": "k", "variant": "f16-T1", "shape": "a", "ratio": 1.2,
+           "ref_us": 12.0, "port_us": 10.0, "torch_us": 5.0, "vs_torch": 0.5, "ref_vs_torch": 0.4,
+           "checked": "ok", "error": ""}
+    v = B.fold("op", [row], 0.95)
+    v.details["rows"] = [{k: row.get(k) for k in B.COLUMNS}]
+    v.details["sources_sha"] = "old"
+    write(v, r / "bench.json")
+    write(Verdict(stage="host_build", op="*", verdict="PASS", summary="built",
+                  details={"ops": {"op": {"in_library": True, "reason": "", "sources_sha": "new"}}}),
+          results / "host" / "build.json")
+    out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
+    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out, ops_csv=ops_csv)
+    got = list(csv.DictReader(open(out)))[0]
+    assert got["test"] == "PASS"
+    assert got["ratio"].startswith("stale (benchmarked sources differ")
+    assert list(csv.DictReader(open(ops_csv)))[0]["configs"] in ("0", "")
+    assert _json.loads((r / "bench.json").read_text())["verdict"] == "DONE"   # the file is kept
+
+
 def test_gpu_results_of_changed_operator_files_are_stale(tmp_path):
     """A run that rebuilds the shared library does not replan another operator's GPU test
     (Snakemake masks jobs downstream of an ancient() input); the summary must not present that

@@ -219,6 +219,8 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
     if stale:
         test = {**test, "verdict": "NOT_RUN", "summary": stale}
         bench = {**bench, "verdict": "NOT_RUN", "summary": stale} if bench else bench
+    if not stale:
+        bench = _unless_stale_bench(bench, lib)
     out = []
     # a kernel's LLM use: its writer attempts and the IR diagnoser's calls on them
     usage = {k: kernel_usage(results, op, k, root) for k in {k for k, _ in variants}}
@@ -310,6 +312,17 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     return out
 
 
+def _unless_stale_bench(bench: dict | None, lib: dict) -> dict | None:
+    """``bench`` (a bench.json verdict), or NOT_RUN "stale (...)" when it timed other port sources
+    than the host library holds now (``details.sources_sha`` against ``lib["sources_sha"]``, the
+    host_build entry of the operator): the test redone on the current port, the timing not."""
+    benched = ((bench or {}).get("details") or {}).get("sources_sha")
+    if bench and benched and lib.get("sources_sha") and benched != lib["sources_sha"]:
+        return {**bench, "verdict": "NOT_RUN",
+                "summary": "stale (benchmarked sources differ from the current host library)"}
+    return bench
+
+
 def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
              loop_threshold: float | None = None, unusable: dict | None = None) -> list[dict]:
     """Rows of ``summary_ops.csv``: per operator, then ``ALL`` (geomean over every config).
@@ -331,6 +344,8 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
             continue
         root = last_round(results, op)[1]
         b = _v(root / op / "bench.json")
+        hb = _v(root / "host" / "build.json")
+        b = _unless_stale_bench(b, ((hb or {}).get("details") or {}).get("ops", {}).get(op) or {})
         if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": _word(b) if b is None
                          else (b["summary"] if b["verdict"] == "NOT_RUN" else b["verdict"]),
