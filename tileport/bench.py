@@ -81,16 +81,6 @@ COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_u
 NV_COLUMNS = COLUMNS[COLUMNS.index("nv_us"):]
 
 
-def _mismatch_text(res: dict) -> str:
-    """One line naming a failed :func:`tileport.harness.compare` result: how many elements are
-    outside tolerance and the worst one (index, actual, expected, allowed |diff|)."""
-    if res.get("shape"):
-        return f"output shape {res['shape'][0]} != expected {res['shape'][1]}"
-    w = res.get("worst") or {}
-    return (f"{res.get('mismatches')} of {res.get('numel')} elements, worst at {w.get('index')}: "
-            f"{w.get('actual')!r} vs expected {w.get('expected')!r} (allowed {w.get('allowed')!r})")
-
-
 def rotation(labels: list[str], r: int) -> list[str]:
     """The sides' order in round ``r``: ``labels`` rotated left by ``r`` (so over len(labels)
     consecutive rounds every side runs once in every position)."""
@@ -201,7 +191,7 @@ def measure(c, cfg: dict, tol: dict) -> dict:
         bad = [r for r in (H.compare(a, e, tol["rtol"], tol["atol"])
                            for a, e in zip(c.outputs[side], expected)) if not r["ok"]]
         row[col] = "ok" if not bad else "MISMATCH"
-        row[f"{side}_mismatch"] = _mismatch_text(bad[0]) if bad else ""
+        row[f"{side}_mismatch"] = H.mismatch_text(bad[0], side) if bad else ""
     row["error"] = ""
     row["nv_error"] = nv_error
     if "nv" in labels:

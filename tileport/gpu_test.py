@@ -417,22 +417,16 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
         if port.get("error"):
             bad.append((port.get("fail_class", "host"), "launch", f"port failed: {port['error']}"))
         elif port.get("ok") is False:
-            w = port.get("worst") or {}
             # a port equal bit for bit to the cuTile Python kernel, which misses the same
             # values: the expected values (reference.py as the harness calls it, the manifest's
             # tensors / bind) disagree with the kernel itself; no kernel writer can fix that
             same = ref.get("ok") is False and r.get("bitwise_equal") is True
             bad.append(("manifest" if same else "kernel", "numerics",
-                        f"port output mismatch: {port.get('mismatches')} of {port.get('numel')} "
-                        f"elements outside tolerance, worst at index {w.get('index')}: "
-                        f"port {w.get('actual')!r} vs expected {w.get('expected')!r} "
-                        f"(allowed |diff| {w.get('allowed')!r}); max |diff| {port.get('max_abs')!r}"
+                        H.mismatch_text(port)
                         + ("; the port equals the cuTile Python reference bit for bit, which misses "
                            "the same values: reference.py (as called with the manifest's names) or "
                            "the manifest's tensors / bind disagree with the kernel, not the port"
-                           if same else "")
-                        if not port.get("shape") else f"port output shape {port['shape'][0]} != "
-                                                      f"expected {port['shape'][1]}"))
+                           if same and not port.get("shape") else "")))
         la = r.get("launches")
         if la and la["port"] != la["ref"]:
             bad.append(("host", "launch", f"port launches {la['port']} kernel(s) per call, "

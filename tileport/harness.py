@@ -558,6 +558,19 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
                 port_args=(pa, ps, variant.constexprs, grid, device))
 
 
+def mismatch_text(res: dict, side: str = "port") -> str:
+    """One line naming a failed :func:`compare` result of ``side``'s output: how many elements
+    are outside tolerance and the worst one (index, actual, expected, allowed |diff|), or the
+    shapes when they differ."""
+    if res.get("shape"):
+        return f"{side} output shape {res['shape'][0]} != expected {res['shape'][1]}"
+    w = res.get("worst") or {}
+    return (f"{side} output mismatch: {res.get('mismatches')} of {res.get('numel')} elements "
+            f"outside tolerance, worst at index {w.get('index')}: {side} {w.get('actual')!r} vs "
+            f"expected {w.get('expected')!r} (allowed |diff| {w.get('allowed')!r}); max |diff| "
+            f"{res.get('max_abs')!r}")
+
+
 def compare(actual, expected, rtol: float, atol: float) -> dict:
     """Elementwise check ``|actual - expected| <= atol + rtol * |expected|`` (NaN equals NaN,
     and an infinity equals the same infinity: e.g. the -inf log-sum-exp of a split-KV decode
