@@ -386,3 +386,75 @@ def test_fast_path_hands_unusual_calls_to_the_checked_path(lib, fast):
     assert e.code == 0 and "array 'w' is on cpu, not on a CUDA device" in e.cause
     e = code_of(lib, arrays=arrays(y=FastTensor((4, 8), dev=1)))
     assert e.code == 0 and "array 'y' is on CUDA device 1, the launch is on device 0" in e.cause
+
+
+# -- arrays an entry never names; layouts restaged through a copy --------------------------------
+
+def test_restage_strides_mirrors_the_shims_layout_rule():
+    """tg_flash_decode's LSE_Out (1, 8, 4, 1) / (32, 4, 1, 1): dim 2 (extent 4) has the unit
+    stride cutile drops; the copy gets (64, 8, 2, 1). Layouts the shim accepts are left alone."""
+    assert ffi.restage_strides((1, 8, 4, 1), (32, 4, 1, 1)) == (64, 8, 2, 1)
+    assert ffi.restage_strides((4, 1), (1, 1)) == (2, 1)
+    assert ffi.restage_strides((4, 8), (1, 4)) == (8, 1)
+    for shape, strides in (((4, 8), (8, 1)), ((1, 8), (1, 1)), ((4, 1), (9, 7)), ((), ())):
+        assert ffi.restage_strides(shape, strides) is None
+
+
+class CopyTensor(FakeTensor):
+    """A tensor the host can copy into (restaging needs ``copy_``): records the copies."""
+    copies: list = []
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.device = type("D", (), {"type": "cuda", "index": 0})()
+
+    def copy_(self, src):
+        CopyTensor.copies.append((src.stride(), self.stride()))
+
+
+def test_refused_layout_is_restaged_through_a_copy_the_shim_accepts(built, monkeypatch):  # noqa: F811
+    """On the real library: a layout the shim refuses (TP_ERR_BAD_SHAPE, see above) is copied into
+    :func:`ffi.restage_strides`' layout before the launch, which the shim's own check then passes
+    (without a driver: TP_ERR_CUDA_CONTEXT, the next check). A tensor without ``copy_`` (no torch)
+    still meets the shim's refusal."""
+    results, _ = built
+    glib = HostLibrary(results / "host" / host.LIB_NAME, [results / "constructs" / "host" / "ffi.json"])
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("a CUDA driver is present: a good layout would launch")
+    except OSError:
+        pass
+    monkeypatch.setattr(ffi, "_empty_strided", lambda t, st: CopyTensor(t.shape, ptr=0x7F00_0002_0000, strides=st))
+    monkeypatch.setattr(ffi, "_on_stream", lambda *a: __import__("contextlib").nullcontext())
+    CopyTensor.copies.clear()
+    arrays = {"a": CopyTensor((4, 1), strides=(1, 1)), "b": FakeTensor((4, 8))}
+    with pytest.raises(FfiError) as e:
+        glib.call(GATHER, arrays, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
+    assert e.value.code == 5, e.value.cause
+    assert CopyTensor.copies == [((1, 1), (2, 1))]             # copied in; an input is not copied back
+    arrays["a"] = FakeTensor((4, 1), strides=(1, 1))
+    with pytest.raises(FfiError) as e:
+        glib.call(GATHER, arrays, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
+    assert e.value.code == 4
+
+
+def test_unread_array_may_have_no_memory_read_array_may_not(lib, monkeypatch):
+    """An array ``ffi.json`` lists as ``unread`` (the entry never names it: host.unread_arrays)
+    may be None or an empty tensor (data pointer 0): the shim gets the library's scratch address,
+    with None's dtype taken from the variant dtype. A read array stays refused: None by the Python
+    side, a null data pointer by the shim (TP_ERR_NULL_POINTER)."""
+    shim = lib.shim(RMS)
+    calls = []
+    monkeypatch.setattr(shim, "fn", _recorder(calls))
+    monkeypatch.setattr(lib, "scratch", lambda device: 0x7F00_00AB_C000)
+    x, y = FakeTensor((4, 8), "torch.bfloat16"), FakeTensor((4, 8), "torch.bfloat16")
+    with pytest.raises(FfiError) as e:
+        lib.call(RMS, {"x": x, "w": None, "y": y}, {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8},
+                 (1, 1, 1), stream=0, device=0)
+    assert "array 'w' is None, but entry" in e.value.cause and "reads it" in e.value.cause
+    monkeypatch.setattr(shim, "unread", frozenset({"w"}))
+    for w in (None, FakeTensor((0,), "torch.bfloat16", ptr=0)):
+        lib.call(RMS, {"x": x, "w": w, "y": y}, {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8},
+                 (1, 1, 1), stream=0, device=0)
+        d = ffi.TpTensor.from_buffer_copy(calls[-1][1])
+        assert (d.data, d.ndim, d.shape[0], d.dtype) == (0x7F00_00AB_C000, 1, 0, host.DTYPE_CODES["bf16"])

@@ -126,6 +126,53 @@ def _register_fast(t) -> None:
         _FAST_TYPES.add(type(t))
 
 
+def restage_strides(shape: tuple, strides: tuple) -> tuple | None:
+    """The strides of a copy the port can read, for an array whose strides it reads by dimension
+    and whose layout the shim refuses; None when the layout is accepted as it is.
+
+    Mirrors ``as_compiled_strides`` (rust/host/abi.rs): the port is compiled for innermost stride
+    1 and no other stride 1, because cutile 0.5.0 specialises every unit stride at launch and
+    drops it from the tensor's stride list (cutile-compiler-0.5.0 src/specialization.rs,
+    ``compute_spec``: ``stride_one`` is ``stride == 1``; cutile-0.5.0 src/tensor.rs,
+    ``strides_hint``: a unit stride becomes a static 1, every other one dynamic). A dimension of extent 1 is only read at index 0, so its
+    stride is free; a dimension of extent > 1 with stride 1 that is not innermost (tg_flash_decode's
+    LSE_Out, extents (1, 8, 4, 1), strides (32, 4, 1, 1)) cannot be described: the copy has the
+    C-contiguous strides of ``shape`` with every non-innermost stride at least 2 (elements).
+    """
+    n = len(shape)
+    if n == 0:
+        return None
+    ok_inner = strides[-1] == 1 or shape[-1] == 1
+    ok_outer = all(strides[k] != 1 or shape[k] == 1 for k in range(n - 1))
+    if ok_inner and ok_outer:
+        return None
+    out = [1] * n
+    for k in range(n - 2, -1, -1):
+        out[k] = max(out[k + 1] * max(shape[k + 1], 1), 2)
+    return tuple(out)
+
+
+def _empty_strided(t, strides):
+    """A tensor like ``t`` (shape, dtype, device) with the given strides (elements)."""
+    import torch
+
+    return torch.empty_strided(tuple(t.shape), strides, dtype=t.dtype, device=t.device)
+
+
+def _on_stream(stream, handle, device):
+    """Context in which torch work runs on the launch's stream (``stream`` or raw ``handle``)."""
+    import contextlib
+
+    import torch
+
+    if stream is None:
+        return contextlib.nullcontext()
+    if isinstance(stream, torch.cuda.Stream):
+        return torch.cuda.stream(stream)
+    return torch.cuda.stream(torch.cuda.ExternalStream(handle, device=device)) if handle else \
+        contextlib.nullcontext()
+
+
 class _Slow(Exception):
     """The fast path met something it does not handle: take the checked path."""
 
@@ -142,6 +189,12 @@ class Shim:
         self.lib, self.spec, self.fn, self.packed = lib, spec, fn, packed
         self.symbol, self.kernel = spec["symbol"], spec["kernel"]
         self._arrays = [(a["name"], a["ndim"]) for a in spec["arrays"]]
+        #: arrays the entry never names (host.unread_arrays): None or no memory is fine there
+        self.unread = frozenset(spec.get("unread", ()))
+        #: arrays whose strides the port reads by dimension (abi.rs as_compiled_strides)
+        self.strided = frozenset(spec.get("strided", ()))
+        #: array -> what was restaged at the last call that needed it (see :func:`restage_strides`)
+        self.restaged: dict[str, dict] = {}
         self._scalars = [(s["name"], s["type"] == "i32") for s in spec["scalars"]]
         self._constexprs = list(spec["constexprs"])
         ranks = [a["ndim"] for a in spec["arrays"]]
@@ -204,7 +257,12 @@ class Shim:
                 if dev != -1 or d < 0:
                     raise _Slow          # on the CPU, or on two devices: named by the checked path
                 dev = d
-            vals += (t.data_ptr(), r, *sh, *t.stride(), _CODE_OF.get(t.dtype) or _code_of(t.dtype))
+            p, st = t.data_ptr(), t.stride()
+            if p == 0 and name in self.unread:
+                p = self.lib.scratch(d)  # no memory for an array the entry never names
+            if name in self.strided and restage_strides(tuple(sh), st) is not None:
+                raise _Slow              # restaged by the checked path
+            vals += (p, r, *sh, *st, _CODE_OF.get(t.dtype) or _code_of(t.dtype))
         if device is None:
             device = dev
         elif device != dev or type(device) is not int:
@@ -256,15 +314,30 @@ class Shim:
                 raise bad(f"{what} = {v!r} is not an integer in [{lo}, {hi}]")
             return v
 
-        descs, devices = [], []
+        descs, devices, nones, restage = [], [], [], []
         for a in spec["arrays"]:
             if a["name"] not in arrays:
                 raise bad(f"missing array '{a['name']}'")
             t = arrays[a["name"]]
+            if t is None:
+                if a["name"] not in self.unread:
+                    raise bad(f"array '{a['name']}' is None, but entry {spec['entry']} reads it "
+                              f"(only arrays the entry never names may be None: "
+                              f"{sorted(self.unread) or 'none'})")
+                nones.append(a)
+                descs.append(None)
+                continue
+            if a["name"] in self.strided and callable(getattr(t, "copy_", None)):
+                new = restage_strides(tuple(t.shape), tuple(t.stride()))
+                if new is not None:     # a copy the port can read: filled just before the launch
+                    restage.append((a, t, _empty_strided(t, new)))
+                    t = restage[-1][2]
             try:
                 descs.append(descriptor(t))
             except ValueError as exc:
                 raise bad(f"array '{a['name']}': {exc}") from None
+            if descs[-1].data == 0 and a["name"] in self.unread:
+                descs[-1].data = self.lib.scratch(getattr(getattr(t, "device", None), "index", 0) or 0)
             dv = getattr(t, "device", None)
             if getattr(dv, "type", "cuda") != "cuda":
                 raise bad(f"array '{a['name']}' is on {dv}, not on a CUDA device")
@@ -308,12 +381,58 @@ class Shim:
             handle = getattr(stream, "cuda_stream", stream)
         if handle is not None and (isinstance(handle, bool) or not isinstance(handle, int)):
             raise bad(f"stream {stream!r} is neither a CUDA stream object nor a raw handle")
+        for a in nones:
+            descs[spec["arrays"].index(a)] = self._none_descriptor(a, descs, device)
         for a in spec["arrays"]:
             _register_fast(arrays[a["name"]])
+        staged = restage
+        if staged:
+            with _on_stream(stream, handle, device):
+                for a, t, copy in staged:
+                    copy.copy_(t)
         rc = self.fn(*[ctypes.byref(d) for d in descs], *svals, *cvals, *grid, device,
                      ctypes.c_void_p(handle or None))
         if rc != 0:
             raise FfiError(kernel, symbol, rc, self.lib.last_error())
+        if staged:
+            with _on_stream(stream, handle, device):
+                for a, t, copy in staged:
+                    if a.get("role", "input") != "input":
+                        t.copy_(copy)
+            for a, t, copy in staged:
+                self.restaged[a["name"]] = {
+                    "extents": list(t.shape), "strides": list(t.stride()), "staged_strides": list(copy.stride()),
+                    "why": "cutile 0.5.0 drops unit strides at launch (compute_spec stride_one) and the port "
+                           "reads this array's strides by dimension: copied in before the launch"
+                           + (", back after it" if a.get("role", "input") != "input" else "")}
+
+    def _none_descriptor(self, a: dict, descs: list, device: int) -> TpTensor:
+        """Descriptor for an array passed as None that the entry never names: the device's
+        scratch address (never read), zero extents, the dtype the shim expects there (its own
+        dtype for the variant dtype of the other arrays, else the variant dtype).
+
+        Raises:
+            FfiError: no other array gives the variant dtype.
+        """
+        arrays = self.spec["arrays"]
+        vd = None
+        for b, d in zip(arrays, descs):
+            if d is None:
+                continue
+            name = next((n for n, c in DTYPE_CODES.items() if c == d.dtype), None)
+            if "dtype" not in b:
+                vd = name
+                break
+            vd = vd or next((v for v, own in b["dtype"].items() if own == name), None)
+        if vd is None:
+            raise FfiError(self.kernel, self.symbol, 0,
+                           f"array '{a['name']}' is None and no other array gives the variant dtype")
+        dt = a.get("dtype", {}).get(vd, vd)
+        d = TpTensor()
+        d.data, d.ndim, d.dtype = self.lib.scratch(device), a["ndim"], DTYPE_CODES[dt]
+        for i in range(a["ndim"]):
+            d.shape[i], d.strides[i] = 0, 1
+        return d
 
 
 class HostLibrary:
@@ -340,6 +459,7 @@ class HostLibrary:
         self._lib.tp_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         self._lib.tp_last_error.restype = ctypes.c_size_t
         self._raw_stream = None
+        self._scratch: dict = {}
         self.functions: dict[str, dict] = {}
         self.shims: dict[str, Shim] = {}
         for path in ffi_jsons:
@@ -391,6 +511,21 @@ class HostLibrary:
             raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
             self._raw_stream = raw or (lambda d: torch.cuda.current_stream(d).cuda_stream)
         return self._raw_stream(device)
+
+    def scratch(self, device: int) -> int:
+        """Address of a small device allocation on ``device`` (256 bytes, kept for the library's
+        life), passed for an array an entry never names when the caller gives no memory (None,
+        or an empty torch tensor, whose data pointer is 0): the shim refuses a null data pointer.
+
+        Raises:
+            ImportError: torch is not installed.
+        """
+        t = self._scratch.get(device)
+        if t is None:
+            import torch
+
+            t = self._scratch[device] = torch.empty(256, dtype=torch.uint8, device=f"cuda:{device}")
+        return t.data_ptr()
 
     def shim(self, symbol: str) -> Shim:
         """The bound :class:`Shim` of ``symbol``.
