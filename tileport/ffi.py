@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import re
 import struct
 import sys
 import threading
@@ -61,6 +62,28 @@ class FfiError(RuntimeError):
         self.kernel, self.symbol, self.code, self.status = kernel, symbol, code, name
         self.fail_class, self.cause = fail_class or "host", cause
         super().__init__(f"{kernel} ({symbol}): {name}: {cause or meaning}")
+
+
+#: shim refusals that are cutile 0.5.0's limits, not the kernel's, the port's nor the host's:
+#: (pattern of abi.rs's message, evidence in cutile's source)
+CUTILE_LIMITS = (
+    (re.compile(r"bytes exceed cutile 0\.5's i32 byte count|is outside 0\.\.=i32::MAX"),
+     "cutile 0.5.0 keeps a tensor's extents, strides and byte count in i32: src/tensor.rs "
+     "checked_num_bytes_i32 (called by Tensor::borrow_raw_parts / assert_valid_metadata: "
+     "\"i32-backed tensor metadata\") and src/tile_kernel.rs (the launcher pushes every extent "
+     "and stride `as i32`); the shim refuses larger arrays (rust/host/abi.rs check)"),
+)
+
+
+def cutile_limit(exc: BaseException) -> str | None:
+    """The evidence when ``exc`` is a shim's refusal of what cutile 0.5.0 cannot launch
+    (:data:`CUTILE_LIMITS`: an array past its i32 metadata), else None. Owner ``tool``: the
+    valid kernel would run at that size in cuTile Python; tileport's target cannot take it."""
+    if isinstance(exc, FfiError) and exc.status == "TP_ERR_BAD_SHAPE":
+        for pat, evidence in CUTILE_LIMITS:
+            if pat.search(exc.cause or ""):
+                return evidence
+    return None
 
 
 def dtype_name(dtype) -> str | None:
