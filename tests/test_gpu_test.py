@@ -545,3 +545,17 @@ def test_a_side_that_raised_is_not_profiled_again(tmp_path, monkeypatch):
     make_op(tmp_path / "results", "op")
     d = G.run("op", tmp_path / "op", tmp_path / "results", tmp_path / "t.json", gpu="auto")
     assert d["verdict"] == "FAIL" and "launches" not in d["details"]["cases"][0]
+
+
+def test_input_error_owners(tmp_path):
+    """An unreadable analysis.json is tileport's (tool, no route); a manifest fault the
+    manifest's; a kernel.py that does not import the kernel's."""
+    from tileport import manifest as M
+    from tileport.verdict import VerdictError
+
+    assert (G.input_error("op", VerdictError("results/op/analysis.json: bad JSON")).owner,
+            G.input_error("op", VerdictError("x")).fail_class) == ("tool", None)
+    assert G.input_error("op", M.ManifestError("m.yaml:3: bad")).owner == "manifest"
+    v = G.input_error("op", H.HarnessError("kernel.py:4: import failed"))
+    assert (v.owner, v.fail_class) == ("kernel", "kernel")
+    valid(v, tmp_path)

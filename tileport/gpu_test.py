@@ -291,12 +291,13 @@ def input_error(op: str, exc: Exception, attempt: int = 1, stage: str = "gpu_tes
     """ERROR verdict for an operator input the GPU stage cannot use: owner ``manifest`` (no
     fail_class: the routes stop, no writer or host builder can fix a manifest) when the manifest
     is the cause (:class:`tileport.manifest.ManifestError`,
-    :class:`tileport.harness.ManifestValueError`), else ``kernel`` (kernel.py / reference.py
-    do not import, analysis.json unreadable)."""
+    :class:`tileport.harness.ManifestValueError`); ``tool`` when tileport's own artefact is
+    unreadable (analysis.json: :class:`tileport.verdict.VerdictError`); else ``kernel``
+    (kernel.py / reference.py do not import)."""
     manifest = isinstance(exc, (M.ManifestError, H.ManifestValueError))
-    owner = "manifest" if manifest else "kernel"
+    owner = "manifest" if manifest else "tool" if isinstance(exc, VerdictError) else "kernel"
     return Verdict(stage=stage, op=op, verdict="ERROR", owner=owner,
-                   fail_class=None if manifest else "kernel", attempt=attempt, summary=str(exc)[:600],
+                   fail_class=routed(owner), attempt=attempt, summary=str(exc)[:600],
                    findings=[Finding("manifest" if manifest else "input", "critical", owner, str(exc)[:1500])])
 
 
@@ -422,9 +423,9 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
             c = ctx.call(kernel, variant, shape, seed)
         except H.HarnessError as exc:   # the manifest's tensors/bind/grid: not the port's fault
             return write(input_error(op, exc, attempt), out_json)
-        except Exception as exc:  # noqa: BLE001 - no shim for the variant, allocation failure
+        except Exception as exc:  # noqa: BLE001 - no shim for the variant (host), allocation failure (env)
             rows.append({"kernel": kernel, "variant": variant.id, "shape": list(shape),
-                         "port": {"ok": False, "error": str(exc)[:800], "fail_class": "host"},
+                         "port": {"ok": False, "error": str(exc)[:800], "fail_class": failure_class(exc, "call")},
                          "ref": {"ok": None}})
             continue
         row = check_call(c, ctx.man["tolerance"][variant.dtype])
