@@ -559,3 +559,13 @@ def test_input_error_owners(tmp_path):
     v = G.input_error("op", H.HarnessError("kernel.py:4: import failed"))
     assert (v.owner, v.fail_class) == ("kernel", "kernel")
     valid(v, tmp_path)
+
+
+def test_restaging_copies_are_not_the_ports_launches():
+    """tg_flash_decode's LSE_Out restaged (ffi.restage_strides): copied in and back, two device
+    copies beside the port's one kernel; the row lists them, the launch counts still agree."""
+    rs = {"LSE_Out": {"extents": [1, 8, 4, 1], "strides": [32, 4, 1, 1], "staged_strides": [64, 8, 2, 1],
+                      "copies": 2, "why": "..."}}
+    assert G.verdict_of("op", [row(launches=(1, 3, 1), restaged=rs)]).verdict == "ALL_PASS"
+    v = G.verdict_of("op", [row(launches=(1, 4, 1), restaged=rs)])
+    assert (v.verdict, v.owner) == ("FAIL", "host") and "2 of them the host's restaging copies" in v.summary

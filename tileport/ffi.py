@@ -425,6 +425,7 @@ class Shim:
             for a, t, copy in staged:
                 self.restaged[a["name"]] = {
                     "extents": list(t.shape), "strides": list(t.stride()), "staged_strides": list(copy.stride()),
+                    "copies": 1 + (a.get("role", "input") != "input"),      # device copies per call
                     "why": "cutile 0.5.0 drops unit strides at launch (compute_spec stride_one) and the port "
                            "reads this array's strides by dimension: copied in before the launch"
                            + (", back after it" if a.get("role", "input") != "input" else "")}
