@@ -438,6 +438,10 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
             if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
                 c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
             row = measure(c, cfg, ctx.man["tolerance"][variant.dtype])
+            shim = ctx.lib.shims.get(c.symbol)
+            if shim is not None and shim.restaged:   # host copies timed with the port (ffi.restage_strides)
+                row["restaged"] = dict(shim.restaged)
+                shim.restaged.clear()
             del c
         except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
             from .ffi import cutile_limit
