@@ -447,7 +447,7 @@ def test_unread_array_may_have_no_memory_read_array_may_not(lib, monkeypatch):
     shim = lib.shim(RMS)
     calls = []
     monkeypatch.setattr(shim, "fn", _recorder(calls))
-    monkeypatch.setattr(lib, "scratch", lambda device: 0x7F00_00AB_C000)
+    monkeypatch.setattr(lib, "scratch", lambda device, slot=0: 0x7F00_00AB_C000 + 256 * slot)
     x, y = FakeTensor((4, 8), "torch.bfloat16"), FakeTensor((4, 8), "torch.bfloat16")
     with pytest.raises(FfiError) as e:
         lib.call(RMS, {"x": x, "w": None, "y": y}, {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8},
@@ -458,4 +458,17 @@ def test_unread_array_may_have_no_memory_read_array_may_not(lib, monkeypatch):
         lib.call(RMS, {"x": x, "w": w, "y": y}, {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8},
                  (1, 1, 1), stream=0, device=0)
         d = ffi.TpTensor.from_buffer_copy(calls[-1][1])
-        assert (d.data, d.ndim, d.shape[0], d.dtype) == (0x7F00_00AB_C000, 1, 0, host.DTYPE_CODES["bf16"])
+        assert (d.data, d.ndim, d.shape[0], d.dtype) == (0x7F00_00AB_C100, 1, 0, host.DTYPE_CODES["bf16"])
+
+
+def test_fast_path_passes_the_scratch_slot_for_an_unread_empty_tensor(lib, fast, monkeypatch):
+    """The fast path (torch tensors) gives an unread array with data pointer 0 its scratch slot,
+    the same bytes as the checked path would."""
+    shim = lib.shim(RMS)
+    calls = []
+    monkeypatch.setattr(shim, "packed", _recorder(calls, shim))
+    monkeypatch.setattr(shim, "unread", frozenset({"w"}))
+    monkeypatch.setattr(lib, "scratch", lambda device, slot=0: 0x7F00_00AB_C000 + 256 * slot)
+    lib.call(RMS, {"x": FastTensor((4, 8)), "w": FastTensor((0,), ptr=0), "y": FastTensor((4, 8))},
+             {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8}, (1, 1, 1), stream=0, device=0)
+    assert ffi.TpTensor.from_buffer_copy(calls[-1][1]).data == 0x7F00_00AB_C100

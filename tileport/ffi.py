@@ -268,7 +268,7 @@ class Shim:
         (a library with ``__packed`` entries), else the shim's argument list; or :class:`_Slow`."""
         vals: list = []
         dev = -1
-        for name, r in self._arrays:
+        for slot, (name, r) in enumerate(self._arrays):
             t = arrays[name]
             if type(t) not in _FAST_TYPES:
                 raise _Slow
@@ -282,7 +282,7 @@ class Shim:
                 dev = d
             p, st = t.data_ptr(), t.stride()
             if p == 0 and name in self.unread:
-                p = self.lib.scratch(d)  # no memory for an array the entry never names
+                p = self.lib.scratch(d, slot)    # no memory for an array the entry never names
             if name in self.strided and restage_strides(tuple(sh), st) is not None:
                 raise _Slow              # restaged by the checked path
             vals += (p, r, *sh, *st, _CODE_OF.get(t.dtype) or _code_of(t.dtype))
@@ -360,7 +360,8 @@ class Shim:
             except ValueError as exc:
                 raise bad(f"array '{a['name']}': {exc}") from None
             if descs[-1].data == 0 and a["name"] in self.unread:
-                descs[-1].data = self.lib.scratch(getattr(getattr(t, "device", None), "index", 0) or 0)
+                descs[-1].data = self.lib.scratch(getattr(getattr(t, "device", None), "index", 0) or 0,
+                                                  len(descs) - 1)
             dv = getattr(t, "device", None)
             if getattr(dv, "type", "cuda") != "cuda":
                 raise bad(f"array '{a['name']}' is on {dv}, not on a CUDA device")
@@ -453,7 +454,7 @@ class Shim:
                            f"array '{a['name']}' is None and no other array gives the variant dtype")
         dt = a.get("dtype", {}).get(vd, vd)
         d = TpTensor()
-        d.data, d.ndim, d.dtype = self.lib.scratch(device), a["ndim"], DTYPE_CODES[dt]
+        d.data, d.ndim, d.dtype = self.lib.scratch(device, arrays.index(a)), a["ndim"], DTYPE_CODES[dt]
         for i in range(a["ndim"]):
             d.shape[i], d.strides[i] = 0, 1
         return d
@@ -536,20 +537,23 @@ class HostLibrary:
             self._raw_stream = raw or (lambda d: torch.cuda.current_stream(d).cuda_stream)
         return self._raw_stream(device)
 
-    def scratch(self, device: int) -> int:
-        """Address of a small device allocation on ``device`` (256 bytes, kept for the library's
-        life), passed for an array an entry never names when the caller gives no memory (None,
-        or an empty torch tensor, whose data pointer is 0): the shim refuses a null data pointer.
+    def scratch(self, device: int, slot: int = 0) -> int:
+        """Address of slot ``slot`` (an array's position in its shim: one slot per array, so
+        that two arrays never share memory, which cutile forbids beside a written tensor) of a
+        device allocation on ``device`` (256 bytes per slot, kept for the library's life),
+        passed for an array an entry never names when the caller gives no memory (None, or an
+        empty torch tensor, whose data pointer is 0): the shim refuses a null data pointer.
 
         Raises:
             ImportError: torch is not installed.
         """
         t = self._scratch.get(device)
-        if t is None:
+        if t is None or t.numel() < 256 * (slot + 1):
             import torch
 
-            t = self._scratch[device] = torch.empty(256, dtype=torch.uint8, device=f"cuda:{device}")
-        return t.data_ptr()
+            t = self._scratch[device] = torch.empty(256 * max(slot + 1, 32), dtype=torch.uint8,
+                                                    device=f"cuda:{device}")
+        return t.data_ptr() + 256 * slot
 
     def shim(self, symbol: str) -> Shim:
         """The bound :class:`Shim` of ``symbol``.
