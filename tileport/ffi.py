@@ -211,11 +211,12 @@ class Shim:
     def __init__(self, lib: "HostLibrary", spec: dict, fn, packed=None):
         self.lib, self.spec, self.fn, self.packed = lib, spec, fn, packed
         self.symbol, self.kernel = spec["symbol"], spec["kernel"]
-        self._arrays = [(a["name"], a["ndim"]) for a in spec["arrays"]]
         #: arrays the entry never names (host.unread_arrays): None or no memory is fine there
         self.unread = frozenset(spec.get("unread", ()))
         #: arrays whose strides the port reads by dimension (abi.rs as_compiled_strides)
         self.strided = frozenset(spec.get("strided", ()))
+        # (name, rank, strides read by dimension) per array, for the fast path
+        self._arrays = [(a["name"], a["ndim"], a["name"] in self.strided) for a in spec["arrays"]]
         #: array -> what was restaged at the last call that needed it (see :func:`restage_strides`)
         self.restaged: dict[str, dict] = {}
         self._scalars = [(s["name"], s["type"] == "i32") for s in spec["scalars"]]
@@ -268,7 +269,7 @@ class Shim:
         (a library with ``__packed`` entries), else the shim's argument list; or :class:`_Slow`."""
         vals: list = []
         dev = -1
-        for slot, (name, r) in enumerate(self._arrays):
+        for slot, (name, r, strided) in enumerate(self._arrays):
             t = arrays[name]
             if type(t) not in _FAST_TYPES:
                 raise _Slow
@@ -283,7 +284,7 @@ class Shim:
             p, st = t.data_ptr(), t.stride()
             if p == 0 and name in self.unread:
                 p = self.lib.scratch(d, slot)    # no memory for an array the entry never names
-            if name in self.strided and restage_strides(tuple(sh), st) is not None:
+            if strided and restage_strides(tuple(sh), st) is not None:
                 raise _Slow              # restaged by the checked path
             vals += (p, r, *sh, *st, _CODE_OF.get(t.dtype) or _code_of(t.dtype))
         if device is None:
