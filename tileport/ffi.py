@@ -360,12 +360,15 @@ class Shim:
                 descs.append(descriptor(t))
             except ValueError as exc:
                 raise bad(f"array '{a['name']}': {exc}") from None
-            if descs[-1].data == 0 and a["name"] in self.unread:
-                descs[-1].data = self.lib.scratch(getattr(getattr(t, "device", None), "index", 0) or 0,
-                                                  len(descs) - 1)
             dv = getattr(t, "device", None)
             if getattr(dv, "type", "cuda") != "cuda":
                 raise bad(f"array '{a['name']}' is on {dv}, not on a CUDA device")
+            if descs[-1].data == 0 and a["name"] in self.unread:
+                try:
+                    descs[-1].data = self.lib.scratch(getattr(dv, "index", 0) or 0, len(descs) - 1)
+                except ImportError:
+                    raise bad(f"array '{a['name']}' has no memory and torch, which allocates its "
+                              f"scratch, is not installed") from None
             if dv is not None and getattr(dv, "index", None) is not None:
                 devices.append((a["name"], dv.index))
         svals = []
@@ -407,7 +410,11 @@ class Shim:
         if handle is not None and (isinstance(handle, bool) or not isinstance(handle, int)):
             raise bad(f"stream {stream!r} is neither a CUDA stream object nor a raw handle")
         for a in nones:
-            descs[spec["arrays"].index(a)] = self._none_descriptor(a, descs, device)
+            try:
+                descs[spec["arrays"].index(a)] = self._none_descriptor(a, descs, device)
+            except ImportError:
+                raise bad(f"array '{a['name']}' is None and torch, which allocates its scratch, "
+                          f"is not installed") from None
         for a in spec["arrays"]:
             _register_fast(arrays[a["name"]])
         staged = restage
