@@ -413,6 +413,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     try:
         ctx = OpContext(op, op_dir, results, library, nv_build)
         todo = H.cases(ctx.man, "perf")
+        tols = {(k, v.id, s): H.tolerance(ctx.man, v, s) for k, v, s in todo}
     except Exception as exc:  # noqa: BLE001 - manifest/module/library problems: one clear verdict
         write_csv([], out_csv)
         if isinstance(exc, (H.HarnessError, M.ManifestError)):
@@ -437,7 +438,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
             c = ctx.call(kernel, variant, shape, cfg["seed"], nv=key in nv_passed)
             if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
                 c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
-            row = measure(c, cfg, ctx.man["tolerance"][variant.dtype])
+            row = measure(c, cfg, tols[kernel, variant.id, shape])
             shim = ctx.lib.shims.get(c.symbol)
             if shim is not None and shim.restaged:   # host copies timed with the port (ffi.restage_strides)
                 row["restaged"] = dict(shim.restaged)

@@ -366,7 +366,7 @@ def nv_pass(ctx: "OpContext", todo: list, seed: int) -> dict:
             if c is not None and c.nv is None:
                 row["not_run"] = c.nv_note
             elif c is not None:
-                row["nv"] = check_nv(c, ctx.man["tolerance"][variant.dtype])
+                row["nv"] = check_nv(c, H.tolerance(ctx.man, variant, shape))
                 if row["nv"].get("cuda_error"):
                     dead = row["nv"]["error"][:200]
                 elif key not in counted:
@@ -411,6 +411,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
                              fail_class="host", attempt=attempt, summary=str(exc)[:600]), out_json)
     try:
         todo = H.cases(ctx.man, "test")
+        tols = {(k, v.id, s): H.tolerance(ctx.man, v, s) for k, v, s in todo}
     except H.HarnessError as exc:
         return write(input_error(op, exc, attempt), out_json)
     rows, counted, dead = [], set(), None
@@ -428,7 +429,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
                          "port": {"ok": False, "error": str(exc)[:800], "fail_class": failure_class(exc, "call")},
                          "ref": {"ok": None}})
             continue
-        row = check_call(c, ctx.man["tolerance"][variant.dtype])
+        row = check_call(c, tols[kernel, variant.id, shape])
         shim = getattr(getattr(ctx, "lib", None), "shims", {}).get(getattr(c, "symbol", None))
         restaged = getattr(shim, "restaged", None)
         if restaged:        # arrays the host copied to a layout the port reads (ffi.restage_strides)
