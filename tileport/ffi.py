@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import operator
 import struct
 import sys
 import threading
@@ -104,7 +105,6 @@ def descriptor(t) -> TpTensor:
 
 _SCALAR_CTYPES = {"f32": ctypes.c_float, "i32": ctypes.c_int32}
 _DESC_SIZE = ctypes.sizeof(TpTensor)
-_I32_MAX, _U32_MAX = 2 ** 31 - 1, 2 ** 32 - 1
 #: tensor types whose descriptors the fast path packs (torch.Tensor once torch is imported)
 _FAST_TYPES: set = set()
 #: dtype object -> ABI dtype code (0: unknown), filled as dtypes are first seen
@@ -124,6 +124,35 @@ def _register_fast(t) -> None:
     torch = sys.modules.get("torch")
     if torch is not None and type(t) in (torch.Tensor, torch.nn.Parameter):
         _FAST_TYPES.add(type(t))
+
+
+def _getter(names: list[str]):
+    """A function of a mapping that returns the values of ``names`` as a tuple (one C call;
+    ``KeyError`` for a missing name)."""
+    if not names:
+        return lambda d: ()
+    if len(names) == 1:
+        name = names[0]
+        return lambda d: (d[name],)
+    return operator.itemgetter(*names)
+
+
+#: ``torch._C._cuda_getCurrentRawStream`` once resolved (device ordinal -> raw stream handle)
+_RAW_STREAM: list = [None]
+
+
+def _raw_stream_fn():
+    """torch's current-stream lookup as a raw handle (resolved once per process).
+
+    Raises:
+        ImportError: torch is not installed.
+    """
+    if _RAW_STREAM[0] is None:
+        import torch
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _RAW_STREAM[0] = raw or (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _RAW_STREAM[0]
 
 
 class _Slow(Exception):
@@ -149,9 +178,21 @@ class Shim:
         fmt, off = call_block(spec) if self._fast else ("=", {"size": 0})
         if packed is None:          # descriptors only; the rest goes as separate arguments
             fmt = "=" + desc_format(ranks)
+            # ctypes would wrap an out-of-range int silently: struct refuses it, as in the block
+            self._check_tail = struct.Struct("=" + "".join(
+                "i" if is_int else "f" for _, is_int in self._scalars)
+                + "i" * len(self._constexprs) + "III").pack
         self._pack = struct.Struct(fmt).pack_into
         self._size = off["size"]
         self._tls = threading.local()
+        # per call, the fast path reads every argument with one C-level getter per group and
+        # checks the exact types of scalars, constexprs and grid with one tuple comparison
+        self._get_arrays = _getter([n for n, _ in self._arrays])
+        self._ranks = tuple(ranks)
+        self._get_scalars = _getter([n for n, _ in self._scalars])
+        self._get_constexprs = _getter(self._constexprs)
+        self._tail_types = (tuple(int if is_int else float for _, is_int in self._scalars)
+                            + (int,) * (len(self._constexprs) + 3))
 
     def _buffer(self) -> tuple:
         """This thread's argument block and its address (the shim reads it during the call)."""
@@ -189,60 +230,69 @@ class Shim:
 
     def _fast_args(self, arrays, scalars, constexprs, grid, stream, device):
         """For a call of torch tensors on one device: the address of the packed argument block
-        (a library with ``__packed`` entries), else the shim's argument list; or :class:`_Slow`."""
+        (a library with ``__packed`` entries), else the shim's argument list; or :class:`_Slow`
+        (or any other exception: a missing name, a value ``struct`` cannot pack in its field,
+        such as an i32 out of range or a negative grid dimension), and the checked path decides.
+
+        Each array costs its five attribute reads and no other Python-level work beyond one
+        loop step; scalars, constexprs and grid are checked as one tuple of exact types
+        (``bool`` is not ``int``; an ``int`` for an f32 scalar is converted, as the checked
+        path does); ``struct`` checks every integer's range as it packs the block.
+        """
         vals: list = []
         dev = -1
-        for name, r in self._arrays:
-            t = arrays[name]
+        for t, r in zip(self._get_arrays(arrays), self._ranks):
             if type(t) not in _FAST_TYPES:
                 raise _Slow
             sh = t.shape
-            if len(sh) != r:
-                raise _Slow
             d = t.get_device()
-            if d != dev:
-                if dev != -1 or d < 0:
+            if len(sh) != r or d != dev:
+                if len(sh) != r or dev != -1 or d < 0:
                     raise _Slow          # on the CPU, or on two devices: named by the checked path
                 dev = d
-            vals += (t.data_ptr(), r, *sh, *t.stride(), _CODE_OF.get(t.dtype) or _code_of(t.dtype))
+            dt = t.dtype
+            vals += (t.data_ptr(), r, *sh, *t.stride(), _CODE_OF.get(dt) or _code_of(dt))
         if device is None:
             device = dev
         elif device != dev or type(device) is not int:
             raise _Slow
-        out = []
-        for name, is_int in self._scalars:
-            v = scalars[name]
-            tv = type(v)
-            if tv is float and not is_int:
-                out.append(v)
-            elif tv is int and is_int and -_I32_MAX - 1 <= v <= _I32_MAX:
-                out.append(v)
-            elif tv is int and not is_int:
-                out.append(float(v))        # as the checked path converts it
-            else:
-                raise _Slow
-        for c in self._constexprs:
-            v = constexprs[c]
-            if type(v) is not int or not -_I32_MAX - 1 <= v <= _I32_MAX:
-                raise _Slow
-            out.append(v)
-        gx, gy, gz = grid
-        for g in (gx, gy, gz):
-            if type(g) is not int or not 0 <= g <= _U32_MAX:
-                raise _Slow
+        tail = (*self._get_scalars(scalars), *self._get_constexprs(constexprs), *grid)
+        if tuple(map(type, tail)) != self._tail_types:
+            tail = self._coerce(tail)
         if stream is None:
-            handle = self.lib.current_stream(device)
+            handle = (_RAW_STREAM[0] or _raw_stream_fn())(device)
         else:
             handle = getattr(stream, "cuda_stream", stream)
             if type(handle) is not int:
                 raise _Slow
-        buf, addr = self._buffer()
+        try:
+            buf, addr = self._tls.b
+        except AttributeError:
+            buf, addr = self._buffer()
         if self.packed is not None:
-            self._pack(buf, 0, *vals, *out, gx, gy, gz, device, handle)
+            self._pack(buf, 0, *vals, *tail, device, handle)
             return addr
         self._pack(buf, 0, *vals)
-        return [addr + _DESC_SIZE * i for i in range(len(self._arrays))] + out + [
-            gx, gy, gz, device, handle or None]
+        self._check_tail(*tail)
+        return [addr + _DESC_SIZE * i for i in range(len(self._arrays))] + list(tail) + [
+            device, handle or None]
+
+    def _coerce(self, tail: tuple) -> tuple:
+        """Scalars, constexprs and grid whose types are not exactly the packed ones: an ``int``
+        for an f32 scalar becomes a float (as the checked path converts it); anything else
+        (a bool, a numpy number, a grid that is not 3 values) raises :class:`_Slow`."""
+        if len(tail) != len(self._tail_types):
+            raise _Slow
+        out = []
+        for v, want in zip(tail, self._tail_types):
+            tv = type(v)
+            if tv is want:
+                out.append(v)
+            elif tv is int and want is float:
+                out.append(float(v))
+            else:
+                raise _Slow
+        return tuple(out)
 
     def _checked_call(self, arrays, scalars, constexprs, grid, stream, device) -> None:
         """The checked path: every argument validated in turn, the first bad one named."""
@@ -339,7 +389,6 @@ class HostLibrary:
                            f"{self.path} has ABI version {got}, this wrapper speaks {ABI_VERSION}")
         self._lib.tp_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         self._lib.tp_last_error.restype = ctypes.c_size_t
-        self._raw_stream = None
         self.functions: dict[str, dict] = {}
         self.shims: dict[str, Shim] = {}
         for path in ffi_jsons:
@@ -385,12 +434,7 @@ class HostLibrary:
         Raises:
             ImportError: torch is not installed.
         """
-        if self._raw_stream is None:
-            import torch
-
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-            self._raw_stream = raw or (lambda d: torch.cuda.current_stream(d).cuda_stream)
-        return self._raw_stream(device)
+        return _raw_stream_fn()(device)
 
     def shim(self, symbol: str) -> Shim:
         """The bound :class:`Shim` of ``symbol``.

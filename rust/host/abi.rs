@@ -357,7 +357,7 @@ pub unsafe fn context_and_stream(device: i32, stream: *mut c_void)
     Ok((ctx, s))
 }
 
-/// Borrowed tensors one thread keeps (the most recent first); beyond it the oldest is dropped.
+/// Borrowed tensors one thread keeps; beyond it the slot filled longest ago is reused.
 const TENSORS_PER_THREAD: usize = 16;
 
 /// What a borrowed tensor is made of: device pointer, rank, extents, strides, dtype code, context.
@@ -371,9 +371,23 @@ struct TensorKey {
     context: usize,
 }
 
+const NO_KEY: TensorKey = TensorKey { data: 0, ndim: 0, shape: [0; TP_MAX_DIMS], strides: [0; TP_MAX_DIMS],
+                                      dtype: 0, context: 0 };
+
+/// A thread's borrowed tensors: fixed slots, looked up in place (no entry moves on a hit) and
+/// filled round-robin; an empty slot has no tensor (a checked descriptor's data is never 0).
+struct TensorCache {
+    keys: [TensorKey; TENSORS_PER_THREAD],
+    tensors: [Option<Arc<dyn std::any::Any + Send + Sync>>; TENSORS_PER_THREAD],
+    next: usize,
+}
+
 thread_local! {
-    static TENSORS: RefCell<Vec<(TensorKey, Arc<dyn std::any::Any + Send + Sync>)>> =
-        const { RefCell::new(Vec::new()) };
+    static TENSORS: RefCell<TensorCache> = const { RefCell::new(TensorCache {
+        keys: [NO_KEY; TENSORS_PER_THREAD],
+        tensors: [const { None }; TENSORS_PER_THREAD],
+        next: 0,
+    }) };
 }
 
 /// Borrow the memory of a checked descriptor as a cutile tensor (no copy, never freed).
@@ -382,7 +396,8 @@ thread_local! {
 /// the specialisation bits cutile derives from them) plus access bookkeeping that every launch
 /// releases before the shim returns (`async_on`). So the tensor of a descriptor seen before on
 /// this thread is reused: calling a kernel on the same arrays again (a loop) skips cutile's
-/// per-tensor allocations and checks. Dropping a borrowed tensor frees nothing.
+/// per-tensor allocations and checks, and a hit costs a key comparison per slot and a
+/// reference count, no allocation and no move. Dropping a borrowed tensor frees nothing.
 ///
 /// # Safety
 /// `d` must describe live device memory of element type `T` in `ctx` for the whole launch.
@@ -393,14 +408,9 @@ pub unsafe fn borrow<T: cuda_core::DType + 'static>(d: &TpTensor, ctx: &Arc<cuda
     key.shape[..n].copy_from_slice(&d.shape[..n]);
     key.strides[..n].copy_from_slice(&d.strides[..n]);
     let hit = TENSORS.with(|c| {
-        let mut c = c.borrow_mut();
-        let pos = c.iter().position(|(k, _)| *k == key)?;
-        let t = c[pos].1.clone().downcast::<Tensor<T>>().ok()?;
-        if pos != 0 {
-            let e = c.remove(pos);
-            c.insert(0, e);
-        }
-        Some(t)
+        let c = c.borrow();
+        let i = c.keys.iter().position(|k| k.data == key.data && *k == key)?;
+        c.tensors[i].clone()?.downcast::<Tensor<T>>().ok()
     });
     if let Some(t) = hit {
         return t;
@@ -413,8 +423,13 @@ pub unsafe fn borrow<T: cuda_core::DType + 'static>(d: &TpTensor, ctx: &Arc<cuda
     ));
     TENSORS.with(|c| {
         let mut c = c.borrow_mut();
-        c.truncate(TENSORS_PER_THREAD - 1);
-        c.insert(0, (key, t.clone() as Arc<dyn std::any::Any + Send + Sync>));
+        // a key present with a tensor of another element type is replaced in place
+        let i = c.keys.iter().position(|k| *k == key).unwrap_or(c.next);
+        if i == c.next {
+            c.next = (c.next + 1) % TENSORS_PER_THREAD;
+        }
+        c.keys[i] = key;
+        c.tensors[i] = Some(t.clone() as Arc<dyn std::any::Any + Send + Sync>);
     });
     t
 }
