@@ -386,3 +386,75 @@ def test_fast_path_hands_unusual_calls_to_the_checked_path(lib, fast):
     assert e.code == 0 and "array 'w' is on cpu, not on a CUDA device" in e.cause
     e = code_of(lib, arrays=arrays(y=FastTensor((4, 8), dev=1)))
     assert e.code == 0 and "array 'y' is on CUDA device 1, the launch is on device 0" in e.cause
+
+
+# -- the fast path's scalars, constexprs and grid: one tuple of exact types, struct's ranges ---------
+
+SPEC_MIXED = {"symbol": "tp_mixed", "kernel": "mixed_kernel", "variants": [], "dtypes": ["f16"],
+              "arrays": [{"name": "x", "ndim": 2}, {"name": "y", "ndim": 1}],
+              "scalars": [{"name": "alpha", "type": "f32"}, {"name": "n", "type": "i32"}],
+              "constexprs": ["BM"]}
+
+
+class _NoLib:
+    def last_error(self):
+        return "recorded"
+
+
+def _shim(spec, calls):
+    """A Shim of ``spec`` with a packed entry and a plain one that record the bytes passed
+    (tagged "packed" / "checked")."""
+    box = {}
+    shim = ffi.Shim(_NoLib(), spec, fn=lambda *a: box["fn"](*a), packed=lambda a: box["packed"](a))
+    rec_p, rec_f = _recorder(calls, shim), _recorder(calls)
+    box["packed"] = lambda a: (rec_p(a), calls.append("packed"))[0]
+    box["fn"] = lambda *a: (rec_f(*a), calls.append("checked"))[0]
+    return shim
+
+
+def test_fast_path_scalars_constexprs_grid(fast):
+    """Exact types go into the block as given; an int for an f32 scalar is converted as the
+    checked path converts it; a bool, a float for an i32, an i32 or grid value out of range, a
+    grid of two values or a missing name never reach the packed entry: the checked path names
+    them (calls only through the recorder: no library, no driver)."""
+    calls = []
+    shim = _shim(SPEC_MIXED, calls)
+    arrays = {"x": FastTensor((4, 8)), "y": FastTensor((8,))}
+    shim(arrays, {"alpha": 0.5, "n": -7}, {"BM": 16}, (3, 2, 1), stream=0, device=0)
+    shim(arrays, {"alpha": 2, "n": 2 ** 31 - 1}, {"BM": 16}, [3, 2, 1], stream=0, device=0)
+    assert calls[1::2] == ["packed", "packed"]
+    assert [c[2:] for c in calls[::2]] == [[0.5, -7, 16, 3, 2, 1, 0, 0],
+                                           [2.0, 2 ** 31 - 1, 16, 3, 2, 1, 0, 0]]
+    assert len(calls[0][0]) == len(calls[0][1]) == host.DESC_BYTES      # the two descriptors
+    # the checked path passes the shim the same values (FakeTensor: not a fast type)
+    shim({"x": FakeTensor((4, 8)), "y": FakeTensor((8,))}, {"alpha": 2, "n": 2 ** 31 - 1}, {"BM": 16},
+         [3, 2, 1], stream=0, device=0)
+    assert calls[5] == "checked" and calls[4][:2] == calls[2][:2]
+    assert calls[4][2:] == [2.0, 2 ** 31 - 1, 16, 3, 2, 1, 0, 0]
+    del calls[:]
+    bad = [({"alpha": True, "n": 1}, {"BM": 16}, (1, 1, 1), "scalar alpha = True"),
+           ({"alpha": 0.5, "n": 1.0}, {"BM": 16}, (1, 1, 1), "scalar n = 1.0"),
+           ({"alpha": 0.5, "n": 2 ** 31}, {"BM": 16}, (1, 1, 1), "scalar n = 2147483648"),
+           ({"alpha": 0.5, "n": 1}, {"BM": -2 ** 31 - 1}, (1, 1, 1), "constexpr BM"),
+           ({"alpha": 0.5, "n": 1}, {"BM": 16}, (1, -1, 1), "grid dimension = -1"),
+           ({"alpha": 0.5, "n": 1}, {"BM": 16}, (1, 1), "does not have 3 dimensions"),
+           ({"alpha": 0.5}, {"BM": 16}, (1, 1, 1), "missing scalar 'n'"),
+           ({"alpha": 0.5, "n": 1}, {}, (1, 1, 1), "missing constexpr 'BM'")]
+    for sc, cx, grid, needle in bad:
+        with pytest.raises(FfiError) as e:
+            shim(arrays, sc, cx, grid, stream=0, device=0)
+        assert e.value.code == 0 and needle in e.value.cause, (sc, cx, grid, e.value)
+    assert calls == []                                         # none of them was launched
+
+
+def test_fast_path_takes_one_array_and_no_scalars(fast):
+    """The getters of one name and of none: a kernel of one array, no scalars, no constexprs."""
+    spec = {**SPEC_MIXED, "arrays": [{"name": "x", "ndim": 1}], "scalars": [], "constexprs": []}
+    calls = []
+    shim = _shim(spec, calls)
+    shim({"x": FastTensor((8,))}, {}, {}, (5, 1, 1), stream=0, device=0)
+    assert calls[1] == "packed" and calls[0][1:] == [5, 1, 1, 0, 0]
+    one = {**spec, "scalars": [{"name": "n", "type": "i32"}], "constexprs": ["BM"]}
+    del calls[:]
+    _shim(one, calls)({"x": FastTensor((8,))}, {"n": 3}, {"BM": 4}, (5, 1, 1), stream=0, device=0)
+    assert calls[1] == "packed" and calls[0][1:] == [3, 4, 5, 1, 1, 0, 0]

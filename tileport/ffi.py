@@ -128,9 +128,9 @@ def _register_fast(t) -> None:
 
 def _getter(names: list[str]):
     """A function of a mapping that returns the values of ``names`` as a tuple (one C call;
-    ``KeyError`` for a missing name)."""
+    ``KeyError`` for a missing name); None for no names (nothing to read)."""
     if not names:
-        return lambda d: ()
+        return None
     if len(names) == 1:
         name = names[0]
         return lambda d: (d[name],)
@@ -250,13 +250,17 @@ class Shim:
                 if len(sh) != r or dev != -1 or d < 0:
                     raise _Slow          # on the CPU, or on two devices: named by the checked path
                 dev = d
+            vals += (t.data_ptr(), r)
+            vals += sh
+            vals += t.stride()
             dt = t.dtype
-            vals += (t.data_ptr(), r, *sh, *t.stride(), _CODE_OF.get(dt) or _code_of(dt))
+            vals.append(_CODE_OF.get(dt) or _code_of(dt))
         if device is None:
             device = dev
         elif device != dev or type(device) is not int:
             raise _Slow
-        tail = (*self._get_scalars(scalars), *self._get_constexprs(constexprs), *grid)
+        gs, gc = self._get_scalars, self._get_constexprs
+        tail = (*(gs(scalars) if gs else ()), *(gc(constexprs) if gc else ()), *grid)
         if tuple(map(type, tail)) != self._tail_types:
             tail = self._coerce(tail)
         if stream is None:
