@@ -458,3 +458,71 @@ def test_fast_path_takes_one_array_and_no_scalars(fast):
     del calls[:]
     _shim(one, calls)({"x": FastTensor((8,))}, {"n": 3}, {"BM": 4}, (5, 1, 1), stream=0, device=0)
     assert calls[1] == "packed" and calls[0][1:] == [3, 4, 5, 1, 1, 0, 0]
+
+
+# -- the opt-in Rust marshaller (tp_py_call): the Python fast path's bytes, and its refusals -------
+
+@pytest.fixture
+def rlib(built, fast):  # noqa: F811
+    results, _ = built
+    lib = HostLibrary(results / "host" / host.LIB_NAME,
+                      [results / op / "host" / "ffi.json" for op in ("relu", "rms_norm")], rust_marshal=True)
+    assert lib.rust_marshal and lib.shim(RMS)._rs is not None
+    return lib
+
+
+def _rs_block(shim, arrays, scalars, cx, grid, device=0, stream=0):
+    """(status, block bytes) of tp_py_call with a recording packed entry (no driver involved)."""
+    fn, _, layout, _ = shim._rs
+    seen = []
+    size = host.call_block(shim.spec)[1]["size"]
+    cb = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(lambda a: seen.append(ctypes.string_at(a, size)) or 0)
+    buf = ctypes.create_string_buffer(size + 8)
+    ts = tuple(arrays[n] for n, _ in shim._arrays)
+    tail = (*[scalars[n] for n, _ in shim._scalars], *[cx[c] for c in shim._constexprs], *grid)
+    rc = fn(ctypes.cast(cb, ctypes.c_void_p).value, ctypes.addressof(buf), layout, ffi._rs_objs(), ts, tail,
+            device, stream)
+    return rc, (seen[0] if seen else None)
+
+
+def test_rust_marshal_packs_the_python_fast_paths_bytes(rlib):
+    shim = rlib.shim(RMS)
+    arrays = {"x": FastTensor((4, 8), "torch.bfloat16", ptr=0x7F00_0000_1000),
+              "w": FastTensor((8,), "torch.bfloat16", ptr=0x7F00_0000_9000),
+              "y": FastTensor((4, 8), "torch.bfloat16", ptr=0x7F00_0001_0000, strides=(16, 1))}
+    sc, cx = {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8}
+    addr = shim._fast_args(arrays, sc, cx, (3, 1, 1), 0x1234, 0)     # learns the dtype's code too
+    want = ctypes.string_at(addr, host.call_block(shim.spec)[1]["size"])
+    rc, got = _rs_block(shim, arrays, sc, cx, (3, 1, 1), stream=0x1234)
+    assert rc == 0 and got == want
+    # declined (-1, nothing launched, no Python error left): the Python paths decide
+    declined = [dict(scalars={"inv_n": 1, "eps": 1e-6}),                      # int for f32: Python converts
+                dict(scalars={"inv_n": True, "eps": 1e-6}), dict(cx={"BM": 2 ** 31, "TILE": 8}),
+                dict(cx={"BM": False, "TILE": 8}), dict(grid=(1, -1, 1)), dict(grid=(2 ** 32, 1, 1)),
+                dict(scalars={"inv_n": 1e39, "eps": 1e-6}), dict(device=1),
+                dict(arrays={**arrays, "w": FastTensor((8, 1), "torch.bfloat16")}),
+                dict(arrays={**arrays, "w": FastTensor((8,), "torch.bfloat16", dev=-1)}),
+                dict(arrays={**arrays, "w": FastTensor((8,), "torch.complex64")}),
+                dict(arrays={**arrays, "w": FakeTensor((8,), "torch.bfloat16")})]
+    for kw in declined:
+        a = kw.get("arrays", arrays)
+        rc, got = _rs_block(shim, a, kw.get("scalars", sc), kw.get("cx", cx), kw.get("grid", (3, 1, 1)),
+                            device=kw.get("device", 0))
+        assert (rc, got) == (-1, None), kw
+
+
+def test_rust_marshal_reaches_the_shim_and_falls_back(rlib):
+    """A whole call through HostLibrary: the shim's own status (no driver: TP_ERR_CUDA_CONTEXT,
+    or its checks), and the Python paths for what tp_py_call declines."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("a CUDA driver is present: a valid call would launch")
+    except OSError:
+        pass
+    arrays = lambda **kw: {"x": FastTensor((4, 8)), "w": FastTensor((8,)), "y": FastTensor((4, 8)), **kw}  # noqa: E731
+    e = code_of(rlib, arrays=arrays())
+    assert (e.code, e.fail_class) == (5, "env")
+    assert code_of(rlib, arrays=arrays(w=FastTensor((8,), ptr=0))).code == 1
+    assert "constexpr BM = True" in code_of(rlib, arrays=arrays(), cx={"BM": True, "TILE": 8}).cause
+    e = code_of(rlib, arrays=arrays(y=FastTensor((4, 8), dev=1)))
+    assert e.code == 0 and "array 'y' is on CUDA device 1, the launch is on device 0" in e.cause

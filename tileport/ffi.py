@@ -19,12 +19,20 @@ recognise (another tensor type, a rank that differs from the kernel's, a value o
 type or out of range, a tensor on another device) goes through the checked path, which names
 the argument at fault or builds the descriptors one by one; both paths pass the shim the same
 bytes.
+
+Opt-in (``HostLibrary(..., rust_marshal=True)`` or ``TILEPORT_RUST_MARSHAL=1``): the library's
+``tp_py_call`` (``rust/host/abi.rs``) does the fast path's reads and packing through the CPython
+C API and calls the packed entry itself, with the GIL released around the launch; it writes the
+same bytes and declines (-1: the Python paths decide) whatever the fast path would not take.
+Measured on the CPU with a stub driver (2026-12-01): 7 arrays and 17 scalars / constexprs, 7.0
+-> 5.3 µs per call; 2 arrays, 3.0 -> 2.6 µs.
 """
 from __future__ import annotations
 
 import ctypes
 import json
 import operator
+import os
 import struct
 import sys
 import threading
@@ -105,6 +113,7 @@ def descriptor(t) -> TpTensor:
 
 _SCALAR_CTYPES = {"f32": ctypes.c_float, "i32": ctypes.c_int32}
 _DESC_SIZE = ctypes.sizeof(TpTensor)
+_I32_MAX = 2 ** 31 - 1
 #: tensor types whose descriptors the fast path packs (torch.Tensor once torch is imported)
 _FAST_TYPES: set = set()
 #: dtype object -> ABI dtype code (0: unknown), filled as dtypes are first seen
@@ -120,10 +129,34 @@ def _code_of(dtype) -> int:
 
 
 def _register_fast(t) -> None:
-    """Let the fast path pack tensors of ``type(t)`` when it is torch's own tensor class."""
+    """Let the fast path pack tensors of ``type(t)`` when it is torch's own tensor class (and
+    learn torch's dtype codes)."""
     torch = sys.modules.get("torch")
     if torch is not None and type(t) in (torch.Tensor, torch.nn.Parameter):
         _FAST_TYPES.add(type(t))
+        for name in TORCH_DTYPES:
+            dt = getattr(torch, name, None)
+            if dt is not None:
+                _code_of(dt)
+
+
+#: what ``tp_py_call`` accepts, as ``rust/host/abi.rs`` reads it: (ctypes array, its address),
+#: and the sizes of :data:`_FAST_TYPES` and :data:`_CODE_OF` it was built from
+_RS_OBJS: list = [None, -1, -1]
+
+
+def _rs_objs() -> int:
+    """Address of the table of tensor types, exact float / int types and (dtype, code) pairs
+    that ``tp_py_call`` accepts (rebuilt when a type or dtype is learnt; the objects are kept
+    alive by the set and dict that hold them)."""
+    if _RS_OBJS[0] is None or _RS_OBJS[1] != len(_FAST_TYPES) or _RS_OBJS[2] != len(_CODE_OF):
+        types = list(_FAST_TYPES)
+        dts = [(d, c) for d, c in _CODE_OF.items() if c]
+        vals = [len(types), *map(id, types), id(float), id(int), len(dts),
+                *[x for d, c in dts for x in (id(d), c)]]
+        arr = (ctypes.c_size_t * len(vals))(*vals)
+        _RS_OBJS[:] = [(arr, ctypes.addressof(arr)), len(_FAST_TYPES), len(_CODE_OF)]
+    return _RS_OBJS[0][1]
 
 
 def _getter(names: list[str]):
@@ -193,6 +226,41 @@ class Shim:
         self._get_constexprs = _getter(self._constexprs)
         self._tail_types = (tuple(int if is_int else float for _, is_int in self._scalars)
                             + (int,) * (len(self._constexprs) + 3))
+        #: (tp_py_call, packed entry address, layout address, layout array) when the library
+        #: marshals in Rust (HostLibrary's rust_marshal), else None
+        self._rs = None
+
+    def _enable_rust_marshal(self, fn) -> None:
+        """Marshal fast calls with the library's ``tp_py_call`` (``fn``, bound through
+        ``ctypes.PyDLL``): the layout of this shim's block, as ``rust/host/abi.rs`` reads it."""
+        if self.packed is None or not self._fast:
+            return
+        _, off = call_block(self.spec)
+        kinds = [0 if not is_int else 1 for _, is_int in self._scalars] + [1] * len(self._constexprs) + [2] * 3
+        first = (off["scalars"] + off["constexprs"] + off["grid"])[0]
+        lay = [len(self._ranks), *self._ranks, len(kinds), *kinds, first, off["device"], off["stream"]]
+        arr = (ctypes.c_int64 * len(lay))(*lay)
+        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr)
+
+    def _rust_call(self, arrays, scalars, constexprs, grid, stream, device) -> int:
+        """One call marshalled by ``tp_py_call``: the shim's status, or -1 when it declined
+        (nothing launched: the Python paths decide)."""
+        if type(device) is not int or not 0 <= device <= _I32_MAX:
+            return -1
+        fn, packed, layout, _ = self._rs
+        gs, gc = self._get_scalars, self._get_constexprs
+        tail = (*(gs(scalars) if gs else ()), *(gc(constexprs) if gc else ()), *grid)
+        if stream is None:
+            handle = (_RAW_STREAM[0] or _raw_stream_fn())(device)
+        else:
+            handle = getattr(stream, "cuda_stream", stream)
+        if type(handle) is not int or not 0 <= handle < 2 ** 64:
+            return -1
+        try:
+            buf, addr = self._tls.b
+        except AttributeError:
+            buf, addr = self._buffer()
+        return fn(packed, addr, layout, _rs_objs(), self._get_arrays(arrays), tail, device, handle)
 
     def _buffer(self) -> tuple:
         """This thread's argument block and its address (the shim reads it during the call)."""
@@ -216,6 +284,15 @@ class Shim:
             FfiError: a missing or unusable argument (not passed to the shim), or the shim's
             non-zero status with its message.
         """
+        if self._rs is not None and _FAST_TYPES:
+            try:
+                rc = self._rust_call(arrays, scalars, constexprs, grid, stream, device)
+            except Exception:  # noqa: BLE001 - anything unexpected: the Python paths decide
+                rc = -1
+            if rc != -1:
+                if rc != 0:
+                    raise FfiError(self.kernel, self.symbol, rc, self.lib.last_error())
+                return
         if self._fast:
             try:
                 args = self._fast_args(arrays, scalars, constexprs, grid, stream, device)
@@ -374,13 +451,15 @@ class HostLibrary:
     """The built shim library plus the ``ffi.json`` signatures of the operators it holds.
 
     ``functions``: symbol -> its ``ffi.json`` entry plus ``fn`` (the ctypes function);
-    ``shims``: symbol -> :class:`Shim`.
+    ``shims``: symbol -> :class:`Shim`. ``rust_marshal`` (default: ``TILEPORT_RUST_MARSHAL=1`` in
+    the environment): fast calls marshalled by the library's ``tp_py_call`` (module doc);
+    ``self.rust_marshal`` says whether the library has it.
 
     Raises (constructor):
         FfiError: the library cannot be loaded, has another ABI version, or lacks a listed symbol.
     """
 
-    def __init__(self, library: str | Path, ffi_jsons: list[str | Path]):
+    def __init__(self, library: str | Path, ffi_jsons: list[str | Path], rust_marshal: bool | None = None):
         self.path = str(library)
         try:
             self._lib = ctypes.CDLL(self.path)
@@ -414,6 +493,20 @@ class HostLibrary:
                     packed.argtypes, packed.restype = [ctypes.c_void_p], ctypes.c_int32
                 self.functions[spec["symbol"]] = {**spec, "fn": fn}
                 self.shims[spec["symbol"]] = Shim(self, spec, fn, packed)
+        if rust_marshal is None:
+            rust_marshal = os.environ.get("TILEPORT_RUST_MARSHAL", "") == "1"
+        self.rust_marshal = False
+        if rust_marshal:
+            # the GIL stays held through the call (PyDLL): tp_py_call reads Python objects and
+            # releases it itself around the launch
+            rs = getattr(ctypes.PyDLL(self.path), "tp_py_call", None)
+            if rs is not None:
+                rs.argtypes = [ctypes.c_void_p] * 4 + [ctypes.py_object, ctypes.py_object,
+                                                       ctypes.c_int32, ctypes.c_uint64]
+                rs.restype = ctypes.c_int32
+                for sh in self.shims.values():
+                    sh._enable_rust_marshal(rs)
+                self.rust_marshal = True
 
     def for_variant(self, kernel: str, variant: str) -> dict:
         """The shim spec (``ffi.json`` entry) whose family holds ``kernel``'s ``variant``.
