@@ -10,7 +10,8 @@ CUDA's launch queue (about 1000 launches), so a kernel shorter than the host pat
 hide it and a longer one does not fill the queue. Medians over the rounds, µs per call:
 
 * ``ref``: ``ct.launch(torch.cuda.current_stream(), grid, kernel, args)`` (what bench times);
-* ``port``: ``HostLibrary.call`` (tileport/ffi.py's fast path, then the Rust shim);
+* ``port``: the bound shim (tileport/ffi.py's fast path, then the Rust shim; with
+  ``TILEPORT_RUST_MARSHAL=1`` the library's ``tp_py_call`` marshals instead of the fast path);
 * ``py``: the fast path's marshalling alone (``Shim._fast_args``: descriptors, scalars,
   constexprs, grid and stream packed into the argument block), nothing launched;
 * ``native``: the shim's ``__packed`` entry called through ctypes on a block packed once
@@ -27,6 +28,7 @@ Run (in the checkout, with the GPU bundle's results/): ``python -m tileport.host
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -128,8 +130,9 @@ def main(argv=None) -> int:
     if not rows:
         print("no operator measured", file=sys.stderr)
         return 1
+    marshal = "rust (tp_py_call)" if os.environ.get("TILEPORT_RUST_MARSHAL", "") == "1" else "python"
     print(f"host µs per call, median of {a.rounds} rounds of {a.calls} calls "
-          f"({torch.cuda.get_device_name()}, torch {torch.__version__})")
+          f"({torch.cuda.get_device_name()}, torch {torch.__version__}; port marshalling: {marshal})")
     print(f"{'op/kernel':58} {'arr':>3} {'dims':>4} {'sc':>3} {'cx':>3} {'ref':>6} {'port':>6} "
           f"{'py':>6} {'native':>6} {'ctypes':>6} {'port-ref':>8}")
     for r in sorted(rows, key=lambda r: (r["arrays"], r["op"])):
