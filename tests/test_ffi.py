@@ -473,15 +473,13 @@ def rlib(built, fast):  # noqa: F811
 
 def _rs_block(shim, arrays, scalars, cx, grid, device=0, stream=0):
     """(status, block bytes) of tp_py_call with a recording packed entry (no driver involved)."""
-    fn, _, layout, _ = shim._rs
+    fn, _, layout, _, names = shim._rs
     seen = []
     size = host.call_block(shim.spec)[1]["size"]
     cb = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(lambda a: seen.append(ctypes.string_at(a, size)) or 0)
     buf = ctypes.create_string_buffer(size + 8)
-    ts = tuple(arrays[n] for n, _ in shim._arrays)
-    tail = (*[scalars[n] for n, _ in shim._scalars], *[cx[c] for c in shim._constexprs], *grid)
-    rc = fn(ctypes.cast(cb, ctypes.c_void_p).value, ctypes.addressof(buf), layout, ffi._rs_objs(), ts, tail,
-            device, stream)
+    rc = fn(ctypes.cast(cb, ctypes.c_void_p).value, ctypes.addressof(buf), layout, ffi._rs_objs(), names,
+            arrays, scalars, cx, grid, device, stream)
     return rc, (seen[0] if seen else None)
 
 
@@ -503,7 +501,9 @@ def test_rust_marshal_packs_the_python_fast_paths_bytes(rlib):
                 dict(arrays={**arrays, "w": FastTensor((8, 1), "torch.bfloat16")}),
                 dict(arrays={**arrays, "w": FastTensor((8,), "torch.bfloat16", dev=-1)}),
                 dict(arrays={**arrays, "w": FastTensor((8,), "torch.complex64")}),
-                dict(arrays={**arrays, "w": FakeTensor((8,), "torch.bfloat16")})]
+                dict(arrays={**arrays, "w": FakeTensor((8,), "torch.bfloat16")}),
+                dict(arrays={"x": arrays["x"], "y": arrays["y"]}), dict(scalars={"eps": 1e-6}),
+                dict(cx={"BM": 4}), dict(grid=[3, 1, 1]), dict(grid=(3, 1))]
     for kw in declined:
         a = kw.get("arrays", arrays)
         rc, got = _rs_block(shim, a, kw.get("scalars", sc), kw.get("cx", cx), kw.get("grid", (3, 1, 1)),

@@ -240,16 +240,15 @@ class Shim:
         first = (off["scalars"] + off["constexprs"] + off["grid"])[0]
         lay = [len(self._ranks), *self._ranks, len(kinds), *kinds, first, off["device"], off["stream"]]
         arr = (ctypes.c_int64 * len(lay))(*lay)
-        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr)
+        names = (tuple(n for n, _ in self._arrays), tuple(n for n, _ in self._scalars), tuple(self._constexprs))
+        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr, names)
 
     def _rust_call(self, arrays, scalars, constexprs, grid, stream, device) -> int:
         """One call marshalled by ``tp_py_call``: the shim's status, or -1 when it declined
         (nothing launched: the Python paths decide)."""
         if type(device) is not int or not 0 <= device <= _I32_MAX:
             return -1
-        fn, packed, layout, _ = self._rs
-        gs, gc = self._get_scalars, self._get_constexprs
-        tail = (*(gs(scalars) if gs else ()), *(gc(constexprs) if gc else ()), *grid)
+        fn, packed, layout, _, names = self._rs
         if stream is None:
             handle = (_RAW_STREAM[0] or _raw_stream_fn())(device)
         else:
@@ -260,7 +259,7 @@ class Shim:
             buf, addr = self._tls.b
         except AttributeError:
             buf, addr = self._buffer()
-        return fn(packed, addr, layout, _rs_objs(), self._get_arrays(arrays), tail, device, handle)
+        return fn(packed, addr, layout, _rs_objs(), names, arrays, scalars, constexprs, grid, device, handle)
 
     def _buffer(self) -> tuple:
         """This thread's argument block and its address (the shim reads it during the call)."""
@@ -501,8 +500,7 @@ class HostLibrary:
             # releases it itself around the launch
             rs = getattr(ctypes.PyDLL(self.path), "tp_py_call", None)
             if rs is not None:
-                rs.argtypes = [ctypes.c_void_p] * 4 + [ctypes.py_object, ctypes.py_object,
-                                                       ctypes.c_int32, ctypes.c_uint64]
+                rs.argtypes = [ctypes.c_void_p] * 4 + [ctypes.py_object] * 5 + [ctypes.c_int32, ctypes.c_uint64]
                 rs.restype = ctypes.c_int32
                 for sh in self.shims.values():
                     sh._enable_rust_marshal(rs)

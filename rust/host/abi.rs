@@ -466,7 +466,8 @@ pub fn launched<T, E: std::fmt::Debug>(r: Result<T, E>) -> Result<(), TpError> {
 // `tileport/ffi.py` reads every torch tensor's data pointer, extents, strides, device and dtype and
 // packs them with the scalars, constexprs, grid, device and stream into a shim's argument block:
 // about 0.5 µs of interpreter work per array. `tp_py_call` does the same reads through the CPython
-// C API (the same torch methods: `data_ptr()`, `shape`, `stride()`, `get_device()`, `dtype`),
+// C API (dict look-ups by name, then the same torch methods: `data_ptr()`, `shape`, `stride()`,
+// `get_device()`, `dtype`),
 // fills the block with the layout of `tileport.host.call_block`, then calls the shim's packed
 // entry with the GIL released. It accepts only what the Python fast path accepts (tensors of the
 // listed types on the launch device, exact float / int values in range, dtypes of the table) and
@@ -480,6 +481,7 @@ type PyObj = *mut c_void;
 struct PyApi {
     tuple_size: unsafe extern "C" fn(PyObj) -> isize,
     tuple_get: unsafe extern "C" fn(PyObj, isize) -> PyObj,
+    dict_get: unsafe extern "C" fn(PyObj, PyObj) -> PyObj,
     get_attr: unsafe extern "C" fn(PyObj, PyObj) -> PyObj,
     call_method: unsafe extern "C" fn(PyObj, PyObj, ...) -> PyObj,
     as_i64: unsafe extern "C" fn(PyObj) -> i64,
@@ -520,6 +522,7 @@ unsafe fn py_api() -> Option<&'static PyApi> {
         }
         Some(PyApi {
             tuple_size: sym!(c"PyTuple_Size"), tuple_get: sym!(c"PyTuple_GetItem"),
+            dict_get: sym!(c"PyDict_GetItem"),
             get_attr: sym!(c"PyObject_GetAttr"), call_method: sym!(c"PyObject_CallMethodObjArgs"),
             as_i64: sym!(c"PyLong_AsLongLong"), as_u64: sym!(c"PyLong_AsUnsignedLongLong"),
             as_f64: sym!(c"PyFloat_AsDouble"), type_of: sym!(c"PyObject_Type"),
@@ -600,18 +603,20 @@ unsafe fn py_descriptor(api: &PyApi, t: PyObj, rank: usize, types: &[usize], dty
 /// constexprs, then grid x, y, z), each one's kind (0 f32, 1 i32, 2 u32), the byte offsets of the
 /// first tail value, of the device and of the stream. `objs` (pointer-sized): the number of
 /// accepted tensor types, those type objects, the exact float and int types, the number of
-/// dtypes, then (dtype object, dtype code) pairs. `arrays` and `tail` are tuples in that order.
-/// Returns the shim's status, or -1 (nothing launched, no Python error set) for any value the
-/// Python path must look at.
+/// dtypes, then (dtype object, dtype code) pairs. `names`: a tuple of three tuples of str, the
+/// array, scalar and constexpr names, looked up in the dicts `arrays`, `scalars` and
+/// `constexprs`; `grid` a tuple of three. Returns the shim's status, or -1 (nothing launched,
+/// no Python error set) for any value the Python path must look at (a missing name included).
 ///
 /// # Safety
 /// Call with the GIL held (ctypes `PyDLL`); `blk` must hold `call_block`'s size for `layout`
-/// (8-byte aligned), `layout` and `objs` as described, `arrays` and `tail` tuples, `packed` the
-/// shim's packed entry for that layout.
+/// (8-byte aligned), `layout` and `objs` as described, `packed` the shim's packed entry for that
+/// layout.
 #[no_mangle]
 pub unsafe extern "C" fn tp_py_call(packed: unsafe extern "C" fn(*const u8) -> i32, blk: *mut u8,
-                                    layout: *const i64, objs: *const usize, arrays: PyObj, tail: PyObj,
-                                    device: i32, stream: u64) -> i32 {
+                                    layout: *const i64, objs: *const usize, names: PyObj, arrays: PyObj,
+                                    scalars: PyObj, constexprs: PyObj, grid: PyObj, device: i32,
+                                    stream: u64) -> i32 {
     let Some(api) = py_api() else { return -1 };
     let na = *layout as usize;
     let ranks = std::slice::from_raw_parts(layout.add(1), na);
@@ -625,11 +630,26 @@ pub unsafe extern "C" fn tp_py_call(packed: unsafe extern "C" fn(*const u8) -> i
     let ndt = *objs.add(3 + ntypes);
     let dtypes = std::slice::from_raw_parts(objs.add(4 + ntypes), 2 * ndt);
     let fail = || { (api.clear)(); -1 };
-    if (api.tuple_size)(arrays) != na as isize || (api.tuple_size)(tail) != nt as isize {
+    let (an, sn, cn) = ((api.tuple_get)(names, 0), (api.tuple_get)(names, 1), (api.tuple_get)(names, 2));
+    if an.is_null() || sn.is_null() || cn.is_null() {
         return fail();
     }
+    let (ns, nc) = ((api.tuple_size)(sn), (api.tuple_size)(cn));
+    if (api.tuple_size)(an) != na as isize || ns + nc + 3 != nt as isize || (api.tuple_size)(grid) != 3 {
+        return fail();
+    }
+    // a borrowed reference to tail value k (scalars, constexprs, grid), or null
+    let tail_value = |k: isize| -> PyObj {
+        if k < ns {
+            (api.dict_get)(scalars, (api.tuple_get)(sn, k))
+        } else if k < ns + nc {
+            (api.dict_get)(constexprs, (api.tuple_get)(cn, k - ns))
+        } else {
+            (api.tuple_get)(grid, k - ns - nc)
+        }
+    };
     for (i, &r) in ranks.iter().enumerate() {
-        let t = (api.tuple_get)(arrays, i as isize);
+        let t = (api.dict_get)(arrays, (api.tuple_get)(an, i as isize));
         if t.is_null() || r < 0 || r as usize > TP_MAX_DIMS {
             return fail();
         }
@@ -639,7 +659,7 @@ pub unsafe extern "C" fn tp_py_call(packed: unsafe extern "C" fn(*const u8) -> i
         }
     }
     for (k, &kind) in kinds.iter().enumerate() {
-        let v = (api.tuple_get)(tail, k as isize);
+        let v = tail_value(k as isize);
         if v.is_null() {
             return fail();
         }
