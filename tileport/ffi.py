@@ -446,6 +446,17 @@ class Shim:
             raise FfiError(kernel, symbol, rc, self.lib.last_error())
 
 
+def py_call_entry(path: str):
+    """The library's ``tp_py_call`` bound through ``ctypes.PyDLL`` (the GIL stays held through
+    the call: it reads Python objects, and releases the GIL itself around the launch), or None
+    for a library built without it."""
+    rs = getattr(ctypes.PyDLL(path), "tp_py_call", None)
+    if rs is not None:
+        rs.argtypes = [ctypes.c_void_p] * 4 + [ctypes.py_object] * 5 + [ctypes.c_int32, ctypes.c_uint64]
+        rs.restype = ctypes.c_int32
+    return rs
+
+
 class HostLibrary:
     """The built shim library plus the ``ffi.json`` signatures of the operators it holds.
 
@@ -496,12 +507,8 @@ class HostLibrary:
             rust_marshal = os.environ.get("TILEPORT_RUST_MARSHAL", "") == "1"
         self.rust_marshal = False
         if rust_marshal:
-            # the GIL stays held through the call (PyDLL): tp_py_call reads Python objects and
-            # releases it itself around the launch
-            rs = getattr(ctypes.PyDLL(self.path), "tp_py_call", None)
+            rs = py_call_entry(self.path)
             if rs is not None:
-                rs.argtypes = [ctypes.c_void_p] * 4 + [ctypes.py_object] * 5 + [ctypes.c_int32, ctypes.c_uint64]
-                rs.restype = ctypes.c_int32
                 for sh in self.shims.values():
                     sh._enable_rust_marshal(rs)
                 self.rust_marshal = True
