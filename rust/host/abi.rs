@@ -490,6 +490,7 @@ struct PyApi {
     type_of: unsafe extern "C" fn(PyObj) -> PyObj,
     occurred: unsafe extern "C" fn() -> PyObj,
     clear: unsafe extern "C" fn(),
+    incref: unsafe extern "C" fn(PyObj),
     decref: unsafe extern "C" fn(PyObj),
     save: unsafe extern "C" fn() -> *mut c_void,
     restore: unsafe extern "C" fn(*mut c_void),
@@ -526,7 +527,8 @@ unsafe fn py_api() -> Option<&'static PyApi> {
             get_attr: sym!(c"PyObject_GetAttr"), call_method: sym!(c"PyObject_CallMethodObjArgs"),
             as_i64: sym!(c"PyLong_AsLongLong"), as_u64: sym!(c"PyLong_AsUnsignedLongLong"),
             as_f64: sym!(c"PyFloat_AsDouble"), type_of: sym!(c"PyObject_Type"),
-            occurred: sym!(c"PyErr_Occurred"), clear: sym!(c"PyErr_Clear"), decref: sym!(c"Py_DecRef"),
+            occurred: sym!(c"PyErr_Occurred"), clear: sym!(c"PyErr_Clear"), incref: sym!(c"Py_IncRef"),
+            decref: sym!(c"Py_DecRef"),
             save: sym!(c"PyEval_SaveThread"), restore: sym!(c"PyEval_RestoreThread"), names,
         })
     }).as_ref()
@@ -653,7 +655,11 @@ pub unsafe extern "C" fn tp_py_call(packed: unsafe extern "C" fn(*const u8) -> i
         if t.is_null() || r < 0 || r as usize > TP_MAX_DIMS {
             return fail();
         }
-        match py_descriptor(api, t, r as usize, types, dtypes, blk.add(std::mem::size_of::<TpTensor>() * i)) {
+        // held while its methods run (a method could drop the caller's dict entry)
+        (api.incref)(t);
+        let got = py_descriptor(api, t, r as usize, types, dtypes, blk.add(std::mem::size_of::<TpTensor>() * i));
+        (api.decref)(t);
+        match got {
             Some(d) if d == device as i64 => {}
             _ => return fail(),
         }
