@@ -62,7 +62,7 @@ def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float] | None:
     return my - b * mx, b
 
 
-def measure(c, lib, n: int, rounds: int, sync) -> dict:
+def measure(c, lib, n: int, rounds: int, sync, rs: bool = True) -> dict:
     """The parts of one :class:`tileport.harness.Call` (module doc), medians in µs per call."""
     arrays, scalars, constexprs, grid, device = c.port_args
     shim = lib.shim(c.symbol)
@@ -76,7 +76,7 @@ def measure(c, lib, n: int, rounds: int, sync) -> dict:
     if rc != 0:
         raise RuntimeError(f"{c.symbol}: packed entry returned {rc}: {lib.last_error()}")
     abi = lib._lib.tp_abi_version
-    rs_shim = _rust_marshalled(lib, shim)
+    rs_shim = _rust_marshalled(lib, shim) if rs else None
     sides = {
         "ref": c.ref,
         "port": c.port,
@@ -136,6 +136,7 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=300, help="calls per timed loop (< ~1000)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--all", action="store_true", help="every perf config, not the first")
+    ap.add_argument("--no-rs", action="store_true", help="leave out the rs side (tp_py_call)")
     a = ap.parse_args(argv)
     import torch
 
@@ -160,7 +161,7 @@ def main(argv=None) -> int:
             cases = H.cases(ctx.man, "perf")
             for kernel, variant, shape in (cases if a.all else cases[:1]):
                 c = ctx.call(kernel, variant, shape, 0)
-                rows.append(measure(c, ctx.lib, a.calls, a.rounds, sync))
+                rows.append(measure(c, ctx.lib, a.calls, a.rounds, sync, rs=not a.no_rs))
                 print(line(rows[-1]), flush=True)
                 del c
         except Exception as exc:  # noqa: BLE001 - one operator's failure is a line, not a stop
