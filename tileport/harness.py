@@ -520,11 +520,18 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
         ct.launch(torch.cuda.current_stream(), grid, kfn, ref_args)
 
     pa, ps = args_for("port")
+    # the bound shim, looked up once (a loop of calls pays no lookup); an unknown symbol goes
+    # through lib.call, which names it
+    shim = getattr(lib, "shims", {}).get(symbol)
+    cx = variant.constexprs
 
     def port():
-        if lib is None:
+        if shim is not None:
+            shim(pa, ps, cx, grid, None, device)
+        elif lib is None:
             raise RuntimeError("no host library")
-        lib.call(symbol, pa, ps, variant.constexprs, grid, device=device)
+        else:
+            lib.call(symbol, pa, ps, cx, grid, device=device)
 
     ins = [tensors_in[sp["name"]] for sp in plan if sp["role"] == "input"]
     ref_name = kman.get("reference", "reference")
