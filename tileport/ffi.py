@@ -273,8 +273,7 @@ class Shim:
     def __init__(self, lib: "HostLibrary", spec: dict, fn, packed=None):
         self.lib, self.spec, self.fn, self.packed = lib, spec, fn, packed
         self.symbol, self.kernel = spec["symbol"], spec["kernel"]
-        #: arrays the entry never names (host.unread_arrays): None or no memory is fine there
-        self.unread = frozenset(spec.get("unread", ()))
+        self._unread = frozenset(spec.get("unread", ()))    # host.unread_arrays; see unread
         #: arrays whose strides the port reads by dimension (abi.rs as_compiled_strides)
         self.strided = frozenset(spec.get("strided", ()))
         # (name, rank, strides read by dimension) per array, for the fast path
@@ -298,8 +297,7 @@ class Shim:
         # per call, the fast path reads every argument with one C-level getter per group and
         # checks the exact types of scalars, constexprs and grid with one tuple comparison
         self._get_arrays = _getter([a[0] for a in self._arrays])
-        self._special = (tuple((a[0] in self.unread, a[2]) for a in self._arrays)
-                         if self.unread or self.strided else None)
+        self._flags()
         self._ranks = tuple(ranks)
         self._get_scalars = _getter([n for n, _ in self._scalars])
         self._get_constexprs = _getter(self._constexprs)
@@ -308,9 +306,25 @@ class Shim:
         #: (tp_py_call, packed entry address, layout address, layout array) when the library
         #: marshals in Rust (HostLibrary's rust_marshal), else None
         self._rs = None
-        #: shim statuses after which tp_py_call's refusal is retried by the Python paths (they
-        #: substitute scratch for an unread array without memory and restage refused layouts)
-        self._retry = (frozenset({"TP_ERR_NULL_POINTER"} if self.unread else set())
+
+    @property
+    def unread(self) -> frozenset:
+        """Arrays the entry never names (``ffi.json`` ``unread``): None or no memory is fine there."""
+        return self._unread
+
+    @unread.setter
+    def unread(self, names) -> None:
+        self._unread = frozenset(names)
+        if hasattr(self, "_arrays"):
+            self._flags()
+
+    def _flags(self) -> None:
+        """Per-array (unread, strided) flags for the fast path (None: no such array), and the
+        shim statuses after which tp_py_call's refusal is retried by the Python paths (they
+        substitute scratch for an unread array without memory and restage refused layouts)."""
+        self._special = (tuple((a[0] in self._unread, a[2]) for a in self._arrays)
+                         if self._unread or self.strided else None)
+        self._retry = (frozenset({"TP_ERR_NULL_POINTER"} if self._unread else set())
                        | frozenset({"TP_ERR_BAD_SHAPE"} if self.strided else set())) or None
 
     def _enable_rust_marshal(self, fn) -> None:
