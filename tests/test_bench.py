@@ -174,8 +174,8 @@ def test_errors_listed_before_mismatches():
 
 
 def test_no_rows_blocked(tmp_path):
-    v = B.fold("op", [], threshold=0.95)
-    assert v.verdict == "BLOCKED" and v.fail_class == "kernel"
+    v = B.fold("op", [], threshold=0.95)        # the manifest's perf_shapes / fits
+    assert (v.verdict, v.owner, v.fail_class) == ("BLOCKED", "manifest", None)
     assert v.summary == "no perf shape fits any variant"
     assert v.details["variants"] == {} and v.details["configs"] == 0
     assert "worst_configs" not in v.details
@@ -377,3 +377,55 @@ def test_csv_has_the_loop_columns(tmp_path):
               "port_host_us", "torch_host_us"):
         assert c in head
     assert r["port_loop_us"] == "16.0000" and r["loop_ratio"] == f"{15 / 16:.4f}" and r["loop_calls"] == "100"
+
+
+# -- whose fault -----------------------------------------------------------------------------------
+
+MOE_LIMIT = ("FfiError: _moe_actgrad_bwd_kernel (tp_x): TP_ERR_BAD_SHAPE: tp_x: array 'w2_trans_ptr': "
+             "7516192768 bytes exceed cutile 0.5's i32 byte count of a borrowed tensor")
+
+
+def test_a_config_cutile_cannot_launch_is_blocked_per_config_and_the_rest_timed(tmp_path):
+    """tg_moe_actgrad_bwd on the H200: one config past cutile's i32 tensor metadata made the whole
+    bench FAIL, owner kernel, 0 configs; it is a BLOCKED config (owner tool, evidence named) and
+    the other configs are folded as usual; only blocked configs: BLOCKED, owner tool."""
+    blocked = {**err_row(MOE_LIMIT, shape="4096x8x256x7168x2048"), "error_class": "host",
+               "blocked": "cutile 0.5.0 keeps ... src/tensor.rs checked_num_bytes_i32"}
+    v = B.fold("op", [brow(1.02), blocked], threshold=0.95, writers={"k": "translator"})
+    assert (v.verdict, v.owner) == ("DONE", None) and v.details["configs"] == 1
+    assert v.details["blocked_configs"][0]["owner"] == "tool"
+    assert "checked_num_bytes_i32" in v.details["blocked_configs"][0]["evidence"]
+    assert [(f.severity, f.owner) for f in v.findings] == [("warn", "tool")]
+    assert "1 config(s) BLOCKED" in v.summary
+    valid(v, tmp_path)
+    v = B.fold("op", [blocked], threshold=0.95)
+    assert (v.verdict, v.owner, v.fail_class) == ("BLOCKED", "tool", None)
+    valid(v, tmp_path)
+
+
+def test_cutile_limit_recognises_only_the_shims_limit_refusals():
+    from tileport.ffi import FfiError, cutile_limit
+
+    e = FfiError("k", "tp_x", 4, "tp_x: array 'w': 7516192768 bytes exceed cutile 0.5's i32 byte count of a borrowed tensor")
+    assert "checked_num_bytes_i32" in cutile_limit(e)
+    assert cutile_limit(FfiError("k", "tp_x", 4, "array 'w': extent 4294967296 of dim 0 is outside 0..=i32::MAX"))
+    assert cutile_limit(FfiError("k", "tp_x", 4, "array 'a': extents [4], strides [2]: ...")) is None
+    assert cutile_limit(FfiError("k", "tp_x", 1, "array 'w': data pointer is null")) is None
+    assert cutile_limit(RuntimeError("bytes exceed cutile 0.5's i32 byte count")) is None
+
+
+def test_owners_name_who_must_act(tmp_path):
+    """A shim's refusal is the host's (tg_moe's null a_scale_ptr was FAIL owner kernel); a wrong
+    or slow port the translator wrote is the tool's; an LLM writer's stays kernel."""
+    ffi_err = {**err_row("FfiError: k (tp_x): TP_ERR_NULL_POINTER: array 'a': data pointer is null"),
+               "error_class": "host"}
+    v = B.fold("op", [brow(1.1), ffi_err], threshold=0.95, writers={"k": "translator"})
+    assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "host", "host")
+    v = B.fold("op", [brow(1.1), {**err_row(), "error_class": "kernel"}], threshold=0.95,
+               writers={"k": "translator"})
+    assert (v.owner, v.fail_class) == ("tool", "kernel")
+    v = B.fold("op", [brow(0.5)], threshold=0.95, writers={"k": "translator"})
+    assert (v.verdict, v.owner) == ("BELOW_THRESHOLD", "tool")
+    v = B.fold("op", [brow(0.5)], threshold=0.95, writers={"k": "anthropic"})
+    assert (v.verdict, v.owner) == ("BELOW_THRESHOLD", "kernel")
+    valid(v, tmp_path)

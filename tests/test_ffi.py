@@ -198,7 +198,8 @@ def test_python_side_range_checks_never_reach_the_shim(lib):
         (dict(arrays={"x": big, "w": FakeTensor((8,)), "y": FakeTensor((4, 8))}), "extent"),
         (dict(arrays={"x": FakeTensor((4, 8), ptr=2 ** 64 + 5), "w": FakeTensor((8,)),
                       "y": FakeTensor((4, 8))}), "data pointer"),
-        (dict(arrays={"x": None, "w": FakeTensor((8,)), "y": FakeTensor((4, 8))}), "array 'x': not a tensor"),
+        (dict(arrays={"x": None, "w": FakeTensor((8,)), "y": FakeTensor((4, 8))}), "array 'x' is None, but"),
+        (dict(arrays={"x": "abc", "w": FakeTensor((8,)), "y": FakeTensor((4, 8))}), "array 'x': not a tensor"),
         (dict(cx={"BM": 2 ** 32 + 16, "TILE": 8}), "constexpr BM"),
         (dict(cx={"BM": 1.7, "TILE": 8}), "constexpr BM"),
         (dict(scalars={"inv_n": "x", "eps": 1e-6}), "scalar inv_n"),
@@ -385,4 +386,227 @@ def test_fast_path_hands_unusual_calls_to_the_checked_path(lib, fast):
     e = code_of(lib, arrays=arrays(w=FastTensor((8,), dev=-1)))
     assert e.code == 0 and "array 'w' is on cpu, not on a CUDA device" in e.cause
     e = code_of(lib, arrays=arrays(y=FastTensor((4, 8), dev=1)))
+    assert e.code == 0 and "array 'y' is on CUDA device 1, the launch is on device 0" in e.cause
+
+
+# -- arrays an entry never names; layouts restaged through a copy --------------------------------
+
+def test_restage_strides_mirrors_the_shims_layout_rule():
+    """tg_flash_decode's LSE_Out (1, 8, 4, 1) / (32, 4, 1, 1): dim 2 (extent 4) has the unit
+    stride cutile drops; the copy gets (64, 8, 2, 1). Layouts the shim accepts are left alone."""
+    assert ffi.restage_strides((1, 8, 4, 1), (32, 4, 1, 1)) == (64, 8, 2, 1)
+    assert ffi.restage_strides((4, 1), (1, 1)) == (2, 1)
+    assert ffi.restage_strides((4, 8), (1, 4)) == (8, 1)
+    for shape, strides in (((4, 8), (8, 1)), ((1, 8), (1, 1)), ((4, 1), (9, 7)), ((), ())):
+        assert ffi.restage_strides(shape, strides) is None
+
+
+class CopyTensor(FakeTensor):
+    """A tensor the host can copy into (restaging needs ``copy_``): records the copies."""
+    copies: list = []
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.device = type("D", (), {"type": "cuda", "index": 0})()
+
+    def copy_(self, src):
+        CopyTensor.copies.append((src.stride(), self.stride()))
+
+
+def test_refused_layout_is_restaged_through_a_copy_the_shim_accepts(built, monkeypatch):  # noqa: F811
+    """On the real library: a layout the shim refuses (TP_ERR_BAD_SHAPE, see above) is copied into
+    :func:`ffi.restage_strides`' layout before the launch, which the shim's own check then passes
+    (without a driver: TP_ERR_CUDA_CONTEXT, the next check). A tensor without ``copy_`` (no torch)
+    still meets the shim's refusal."""
+    results, _ = built
+    glib = HostLibrary(results / "host" / host.LIB_NAME, [results / "constructs" / "host" / "ffi.json"])
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("a CUDA driver is present: a good layout would launch")
+    except OSError:
+        pass
+    monkeypatch.setattr(ffi, "_empty_strided", lambda t, st: CopyTensor(t.shape, ptr=0x7F00_0002_0000, strides=st))
+    monkeypatch.setattr(ffi, "_on_stream", lambda *a: __import__("contextlib").nullcontext())
+    CopyTensor.copies.clear()
+    arrays = {"a": CopyTensor((4, 1), strides=(1, 1)), "b": FakeTensor((4, 8))}
+    with pytest.raises(FfiError) as e:
+        glib.call(GATHER, arrays, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
+    assert e.value.code == 5, e.value.cause
+    assert CopyTensor.copies == [((1, 1), (2, 1))]             # copied in; an input is not copied back
+    arrays["a"] = FakeTensor((4, 1), strides=(1, 1))
+    with pytest.raises(FfiError) as e:
+        glib.call(GATHER, arrays, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
+    assert e.value.code == 4
+
+
+def test_unread_array_may_have_no_memory_read_array_may_not(lib, monkeypatch):
+    """An array ``ffi.json`` lists as ``unread`` (the entry never names it: host.unread_arrays)
+    may be None or an empty tensor (data pointer 0): the shim gets the library's scratch address,
+    with None's dtype taken from the variant dtype. A read array stays refused: None by the Python
+    side, a null data pointer by the shim (TP_ERR_NULL_POINTER)."""
+    shim = lib.shim(RMS)
+    calls = []
+    monkeypatch.setattr(shim, "fn", _recorder(calls))
+    monkeypatch.setattr(lib, "scratch", lambda device, slot=0: 0x7F00_00AB_C000 + 256 * slot)
+    x, y = FakeTensor((4, 8), "torch.bfloat16"), FakeTensor((4, 8), "torch.bfloat16")
+    with pytest.raises(FfiError) as e:
+        lib.call(RMS, {"x": x, "w": None, "y": y}, {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8},
+                 (1, 1, 1), stream=0, device=0)
+    assert "array 'w' is None, but entry" in e.value.cause and "reads it" in e.value.cause
+    monkeypatch.setattr(shim, "unread", frozenset({"w"}))
+    for w in (None, FakeTensor((0,), "torch.bfloat16", ptr=0)):
+        lib.call(RMS, {"x": x, "w": w, "y": y}, {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8},
+                 (1, 1, 1), stream=0, device=0)
+        d = ffi.TpTensor.from_buffer_copy(calls[-1][1])
+        assert (d.data, d.ndim, d.shape[0], d.dtype) == (0x7F00_00AB_C100, 1, 0, host.DTYPE_CODES["bf16"])
+
+
+def test_fast_path_passes_the_scratch_slot_for_an_unread_empty_tensor(lib, fast, monkeypatch):
+    """The fast path (torch tensors) gives an unread array with data pointer 0 its scratch slot,
+    the same bytes as the checked path would."""
+    shim = lib.shim(RMS)
+    calls = []
+    monkeypatch.setattr(shim, "packed", _recorder(calls, shim))
+    monkeypatch.setattr(shim, "unread", frozenset({"w"}))
+    monkeypatch.setattr(lib, "scratch", lambda device, slot=0: 0x7F00_00AB_C000 + 256 * slot)
+    lib.call(RMS, {"x": FastTensor((4, 8)), "w": FastTensor((0,), ptr=0), "y": FastTensor((4, 8))},
+             {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8}, (1, 1, 1), stream=0, device=0)
+    assert ffi.TpTensor.from_buffer_copy(calls[-1][1]).data == 0x7F00_00AB_C100
+# -- the fast path's scalars, constexprs and grid: one tuple of exact types, struct's ranges ---------
+
+SPEC_MIXED = {"symbol": "tp_mixed", "kernel": "mixed_kernel", "variants": [], "dtypes": ["f16"],
+              "arrays": [{"name": "x", "ndim": 2}, {"name": "y", "ndim": 1}],
+              "scalars": [{"name": "alpha", "type": "f32"}, {"name": "n", "type": "i32"}],
+              "constexprs": ["BM"]}
+
+
+class _NoLib:
+    def last_error(self):
+        return "recorded"
+
+
+def _shim(spec, calls):
+    """A Shim of ``spec`` with a packed entry and a plain one that record the bytes passed
+    (tagged "packed" / "checked")."""
+    box = {}
+    shim = ffi.Shim(_NoLib(), spec, fn=lambda *a: box["fn"](*a), packed=lambda a: box["packed"](a))
+    rec_p, rec_f = _recorder(calls, shim), _recorder(calls)
+    box["packed"] = lambda a: (rec_p(a), calls.append("packed"))[0]
+    box["fn"] = lambda *a: (rec_f(*a), calls.append("checked"))[0]
+    return shim
+
+
+def test_fast_path_scalars_constexprs_grid(fast):
+    """Exact types go into the block as given; an int for an f32 scalar is converted as the
+    checked path converts it; a bool, a float for an i32, an i32 or grid value out of range, a
+    grid of two values or a missing name never reach the packed entry: the checked path names
+    them (calls only through the recorder: no library, no driver)."""
+    calls = []
+    shim = _shim(SPEC_MIXED, calls)
+    arrays = {"x": FastTensor((4, 8)), "y": FastTensor((8,))}
+    shim(arrays, {"alpha": 0.5, "n": -7}, {"BM": 16}, (3, 2, 1), stream=0, device=0)
+    shim(arrays, {"alpha": 2, "n": 2 ** 31 - 1}, {"BM": 16}, [3, 2, 1], stream=0, device=0)
+    assert calls[1::2] == ["packed", "packed"]
+    assert [c[2:] for c in calls[::2]] == [[0.5, -7, 16, 3, 2, 1, 0, 0],
+                                           [2.0, 2 ** 31 - 1, 16, 3, 2, 1, 0, 0]]
+    assert len(calls[0][0]) == len(calls[0][1]) == host.DESC_BYTES      # the two descriptors
+    # the checked path passes the shim the same values (FakeTensor: not a fast type)
+    shim({"x": FakeTensor((4, 8)), "y": FakeTensor((8,))}, {"alpha": 2, "n": 2 ** 31 - 1}, {"BM": 16},
+         [3, 2, 1], stream=0, device=0)
+    assert calls[5] == "checked" and calls[4][:2] == calls[2][:2]
+    assert calls[4][2:] == [2.0, 2 ** 31 - 1, 16, 3, 2, 1, 0, 0]
+    del calls[:]
+    bad = [({"alpha": True, "n": 1}, {"BM": 16}, (1, 1, 1), "scalar alpha = True"),
+           ({"alpha": 0.5, "n": 1.0}, {"BM": 16}, (1, 1, 1), "scalar n = 1.0"),
+           ({"alpha": 0.5, "n": 2 ** 31}, {"BM": 16}, (1, 1, 1), "scalar n = 2147483648"),
+           ({"alpha": 0.5, "n": 1}, {"BM": -2 ** 31 - 1}, (1, 1, 1), "constexpr BM"),
+           ({"alpha": 0.5, "n": 1}, {"BM": 16}, (1, -1, 1), "grid dimension = -1"),
+           ({"alpha": 0.5, "n": 1}, {"BM": 16}, (1, 1), "does not have 3 dimensions"),
+           ({"alpha": 0.5}, {"BM": 16}, (1, 1, 1), "missing scalar 'n'"),
+           ({"alpha": 0.5, "n": 1}, {}, (1, 1, 1), "missing constexpr 'BM'")]
+    for sc, cx, grid, needle in bad:
+        with pytest.raises(FfiError) as e:
+            shim(arrays, sc, cx, grid, stream=0, device=0)
+        assert e.value.code == 0 and needle in e.value.cause, (sc, cx, grid, e.value)
+    assert calls == []                                         # none of them was launched
+
+
+def test_fast_path_takes_one_array_and_no_scalars(fast):
+    """The getters of one name and of none: a kernel of one array, no scalars, no constexprs."""
+    spec = {**SPEC_MIXED, "arrays": [{"name": "x", "ndim": 1}], "scalars": [], "constexprs": []}
+    calls = []
+    shim = _shim(spec, calls)
+    shim({"x": FastTensor((8,))}, {}, {}, (5, 1, 1), stream=0, device=0)
+    assert calls[1] == "packed" and calls[0][1:] == [5, 1, 1, 0, 0]
+    one = {**spec, "scalars": [{"name": "n", "type": "i32"}], "constexprs": ["BM"]}
+    del calls[:]
+    _shim(one, calls)({"x": FastTensor((8,))}, {"n": 3}, {"BM": 4}, (5, 1, 1), stream=0, device=0)
+    assert calls[1] == "packed" and calls[0][1:] == [3, 4, 5, 1, 1, 0, 0]
+
+
+# -- the opt-in Rust marshaller (tp_py_call): the Python fast path's bytes, and its refusals -------
+
+@pytest.fixture
+def rlib(built, fast):  # noqa: F811
+    results, _ = built
+    lib = HostLibrary(results / "host" / host.LIB_NAME,
+                      [results / op / "host" / "ffi.json" for op in ("relu", "rms_norm")], rust_marshal=True)
+    assert lib.rust_marshal and lib.shim(RMS)._rs is not None
+    return lib
+
+
+def _rs_block(shim, arrays, scalars, cx, grid, device=0, stream=0):
+    """(status, block bytes) of tp_py_call with a recording packed entry (no driver involved)."""
+    fn, _, layout, _, names = shim._rs
+    seen = []
+    size = host.call_block(shim.spec)[1]["size"]
+    cb = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(lambda a: seen.append(ctypes.string_at(a, size)) or 0)
+    buf = ctypes.create_string_buffer(size + 8)
+    rc = fn(ctypes.cast(cb, ctypes.c_void_p).value, ctypes.addressof(buf), layout, ffi._rs_objs(), names,
+            arrays, scalars, cx, grid, device, stream)
+    return rc, (seen[0] if seen else None)
+
+
+def test_rust_marshal_packs_the_python_fast_paths_bytes(rlib):
+    shim = rlib.shim(RMS)
+    arrays = {"x": FastTensor((4, 8), "torch.bfloat16", ptr=0x7F00_0000_1000),
+              "w": FastTensor((8,), "torch.bfloat16", ptr=0x7F00_0000_9000),
+              "y": FastTensor((4, 8), "torch.bfloat16", ptr=0x7F00_0001_0000, strides=(16, 1))}
+    sc, cx = {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8}
+    addr = shim._fast_args(arrays, sc, cx, (3, 1, 1), 0x1234, 0)     # learns the dtype's code too
+    want = ctypes.string_at(addr, host.call_block(shim.spec)[1]["size"])
+    rc, got = _rs_block(shim, arrays, sc, cx, (3, 1, 1), stream=0x1234)
+    assert rc == 0 and got == want
+    # declined (-1, nothing launched, no Python error left): the Python paths decide
+    declined = [dict(scalars={"inv_n": 1, "eps": 1e-6}),                      # int for f32: Python converts
+                dict(scalars={"inv_n": True, "eps": 1e-6}), dict(cx={"BM": 2 ** 31, "TILE": 8}),
+                dict(cx={"BM": False, "TILE": 8}), dict(grid=(1, -1, 1)), dict(grid=(2 ** 32, 1, 1)),
+                dict(scalars={"inv_n": 1e39, "eps": 1e-6}), dict(device=1),
+                dict(arrays={**arrays, "w": FastTensor((8, 1), "torch.bfloat16")}),
+                dict(arrays={**arrays, "w": FastTensor((8,), "torch.bfloat16", dev=-1)}),
+                dict(arrays={**arrays, "w": FastTensor((8,), "torch.complex64")}),
+                dict(arrays={**arrays, "w": FakeTensor((8,), "torch.bfloat16")}),
+                dict(arrays={"x": arrays["x"], "y": arrays["y"]}), dict(scalars={"eps": 1e-6}),
+                dict(cx={"BM": 4}), dict(grid=[3, 1, 1]), dict(grid=(3, 1))]
+    for kw in declined:
+        a = kw.get("arrays", arrays)
+        rc, got = _rs_block(shim, a, kw.get("scalars", sc), kw.get("cx", cx), kw.get("grid", (3, 1, 1)),
+                            device=kw.get("device", 0))
+        assert (rc, got) == (-1, None), kw
+
+
+def test_rust_marshal_reaches_the_shim_and_falls_back(rlib):
+    """A whole call through HostLibrary: the shim's own status (no driver: TP_ERR_CUDA_CONTEXT,
+    or its checks), and the Python paths for what tp_py_call declines."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("a CUDA driver is present: a valid call would launch")
+    except OSError:
+        pass
+    arrays = lambda **kw: {"x": FastTensor((4, 8)), "w": FastTensor((8,)), "y": FastTensor((4, 8)), **kw}  # noqa: E731
+    e = code_of(rlib, arrays=arrays())
+    assert (e.code, e.fail_class) == (5, "env")
+    assert code_of(rlib, arrays=arrays(w=FastTensor((8,), ptr=0))).code == 1
+    assert "constexpr BM = True" in code_of(rlib, arrays=arrays(), cx={"BM": True, "TILE": 8}).cause
+    e = code_of(rlib, arrays=arrays(y=FastTensor((4, 8), dev=1)))
     assert e.code == 0 and "array 'y' is on CUDA device 1, the launch is on device 0" in e.cause

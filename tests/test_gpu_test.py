@@ -138,11 +138,41 @@ def test_a_port_equal_to_a_failing_reference_kernel_is_the_manifests(tmp_path):
     assert [(f.category, f.owner) for f in v.findings if f.severity == "critical"] == [("numerics", "manifest")]
     valid(v, tmp_path)
     # a port that differs from the failing reference kernel is still the port's
-    v = G.verdict_of("op", [row(port=mismatch(), ref=mismatch(), bitwise_equal=False)])
+    v = G.verdict_of("op", [row(port=mismatch(), ref=mismatch(), bitwise_equal=False, port_matches_ref=False)])
+    assert v.owner == "kernel" and v.fail_class == "kernel"
+    v = G.verdict_of("op", [row(port=mismatch(actual=9.0), ref=mismatch(), bitwise_equal=False)])
     assert v.owner == "kernel" and v.fail_class == "kernel"
     # and the port's own fault wins over the manifest's
     v = G.verdict_of("op", rows + [row(variant="g", port=mismatch())])
     assert v.fail_class == "kernel"
+
+
+def test_port_and_reference_missing_the_same_way_is_the_manifests(tmp_path):
+    """tg_swa_attention on the H200: NaN in both sides at the same 1536 elements (not bit-equal
+    elsewhere, port_vs_ref inf because NaN - NaN is NaN): the port agrees with the kernel, the
+    expected values do not. Rows of before ``port_matches_ref``: same count and worst element."""
+    nan = float("nan")
+    for extra in ({"port_matches_ref": True}, {}):
+        r = row(port=mismatch(actual=nan, mismatches=1536), ref=mismatch(actual=nan, mismatches=1536),
+                bitwise_equal=False, port_vs_ref_max_abs=float("inf"), **extra)
+        v = G.verdict_of("op", [r])
+        assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "manifest", None)
+        assert "agrees with the cuTile Python reference" in v.summary
+        assert {f.owner for f in v.findings} == {"manifest"}
+        write(v, tmp_path / "test.json")           # schema-valid (NaN does not compare equal)
+
+
+def test_a_wrong_port_the_translator_wrote_is_the_tools_and_routes_to_the_writer(tmp_path):
+    """Owner names who must act (the translator lacks a rule), fail_class keeps the route."""
+    v = G.verdict_of("op", [row(port=mismatch())], writers={"k": "translator"})
+    assert (v.owner, v.fail_class) == ("tool", "kernel")
+    assert [f.owner for f in v.findings] == ["tool"]
+    v = G.verdict_of("op", [row(port=mismatch())], writers={"k": "anthropic"})
+    assert (v.owner, v.fail_class) == ("kernel", "kernel")
+    v = G.verdict_of("op", [row(port={"ok": False, "error": "FfiError: ...", "fail_class": "host"})],
+                     writers={"k": "translator"})
+    assert (v.owner, v.fail_class) == ("host", "host")
+    valid(v, tmp_path)
 
 
 def test_unequal_launch_counts_fail_host():
@@ -174,7 +204,7 @@ def test_reference_error_is_a_warning_naming_the_error():
 
 
 def test_reference_and_port_both_fail():
-    v = G.verdict_of("op", [row(ref=mismatch(), port=mismatch())])
+    v = G.verdict_of("op", [row(ref=mismatch(), port=mismatch(actual=9.0))])
     assert v.verdict == "FAIL" and v.fail_class == "kernel"
     assert sorted(f.severity for f in v.findings) == ["critical", "warn"]
 
@@ -214,8 +244,8 @@ def test_variant_keys_are_kernel_slash_variant():
 
 
 def test_no_rows_is_blocked(tmp_path):
-    v = G.verdict_of("op", [])
-    assert v.verdict == "BLOCKED" and v.fail_class == "kernel"
+    v = G.verdict_of("op", [])          # the manifest's test_shapes / fits: the routes stop
+    assert (v.verdict, v.owner, v.fail_class) == ("BLOCKED", "manifest", None)
     assert v.summary == "no test shape fits any variant"
     assert v.details["variants"] == {} and v.details["cases"] == []
     valid(v, tmp_path)
@@ -360,18 +390,27 @@ def test_library_error_verdict_passes_its_fail_class(tmp_path):
     assert G.library_for("op", results, hb) == (None, ("env", "host library not built: cannot run cargo"))
 
 
-@pytest.mark.parametrize("reason, owner", [
-    ("port crate did not build: rustc error", "kernel"),
-    ("no shim: no translated kernel", "kernel"),
-    ("breaks the combined build: ffi.rs:3: error", "host"),
+@pytest.mark.parametrize("reason, upstream, owner", [
+    ("port crate did not build: rustc error", None, "tool"),
+    ("no shim: no translated kernel", None, "tool"),
+    ("no shim: no translated kernel", ("write_kernel/k.json", "BLOCKED", "tool"), "tool"),
+    ("no shim: no translated kernel", ("write_kernel/k.json", "BLOCKED", "kernel"), "kernel"),
+    ("port crate did not build: rustc error", ("rust/build.json", "ERROR", "env"), "env"),
+    ("breaks the combined build: ffi.rs:3: error", None, "host"),
 ])
-def test_op_left_out_of_library(tmp_path, reason, owner):
+def test_op_left_out_of_library(tmp_path, reason, upstream, owner):
+    """No port in the library: the upstream verdict's owner must act (``tool`` where the
+    translator lacks a rule or none says), never ``kernel`` unless the analysis found it invalid."""
     results = tmp_path / "results"
     hb = host_build(results, {"op": {"in_library": False, "reason": reason, "findings": []}},
                     verdict="PASS_WITH_NOTES")
+    if upstream:
+        f, word, who = upstream
+        write(Verdict(stage="x", op="op", verdict=word, owner=who, summary="s"), results / "op" / f)
     lib, why = G.library_for("op", results, hb)
     assert lib is None
     assert why == (owner, f"not in the host library: {reason}")
+    assert G.routed(owner) == (owner if owner in ("kernel", "host", "env") else None)
 
 
 @pytest.mark.parametrize("edit", ["host/ffi.rs", "rust/src/k.rs"])
@@ -406,7 +445,7 @@ def test_wrong_recorded_sha_is_stale(tmp_path):
 @pytest.mark.parametrize("reason,owner", [
     ("host shim unusable (agent_output): host builder (anthropic): reply has 0 fenced ```rust blocks", "host"),
     ("host shim unusable (env): host builder (anthropic): no API key in TILEPORT_KEY", "env"),
-    ("port crate did not build: rustc error", "kernel"),
+    ("port crate did not build: rustc error", "tool"),
 ])
 def test_a_library_holding_no_operator_blames_the_operators_own_reason(tmp_path, reason, owner):
     # a GPU round's one-operator library: its only shim failed, so host_build is an ERROR with
@@ -506,3 +545,27 @@ def test_a_side_that_raised_is_not_profiled_again(tmp_path, monkeypatch):
     make_op(tmp_path / "results", "op")
     d = G.run("op", tmp_path / "op", tmp_path / "results", tmp_path / "t.json", gpu="auto")
     assert d["verdict"] == "FAIL" and "launches" not in d["details"]["cases"][0]
+
+
+def test_input_error_owners(tmp_path):
+    """An unreadable analysis.json is tileport's (tool, no route); a manifest fault the
+    manifest's; a kernel.py that does not import the kernel's."""
+    from tileport import manifest as M
+    from tileport.verdict import VerdictError
+
+    assert (G.input_error("op", VerdictError("results/op/analysis.json: bad JSON")).owner,
+            G.input_error("op", VerdictError("x")).fail_class) == ("tool", None)
+    assert G.input_error("op", M.ManifestError("m.yaml:3: bad")).owner == "manifest"
+    v = G.input_error("op", H.HarnessError("kernel.py:4: import failed"))
+    assert (v.owner, v.fail_class) == ("kernel", "kernel")
+    valid(v, tmp_path)
+
+
+def test_restaging_copies_are_not_the_ports_launches():
+    """tg_flash_decode's LSE_Out restaged (ffi.restage_strides): copied in and back, two device
+    copies beside the port's one kernel; the row lists them, the launch counts still agree."""
+    rs = {"LSE_Out": {"extents": [1, 8, 4, 1], "strides": [32, 4, 1, 1], "staged_strides": [64, 8, 2, 1],
+                      "copies": 2, "why": "..."}}
+    assert G.verdict_of("op", [row(launches=(1, 3, 1), restaged=rs)]).verdict == "ALL_PASS"
+    v = G.verdict_of("op", [row(launches=(1, 4, 1), restaged=rs)])
+    assert (v.verdict, v.owner) == ("FAIL", "host") and "2 of them the host's restaging copies" in v.summary

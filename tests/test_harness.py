@@ -357,3 +357,28 @@ def test_compare_counts_equal_infinities_and_nans_as_equal():
     for a in ([inf, inf, float("nan"), 1.0], [-inf, 3.0, float("nan"), 1.0], [-inf, inf, float("nan"), inf]):
         r = H.compare(torch.tensor(a), e, rtol=1e-2, atol=1e-2)
         assert not r["ok"] and r["mismatches"] == 1, a
+
+
+def test_a_tolerance_may_be_an_expression_of_the_shape(tmp_path):
+    # an accumulation whose error grows with its length (tg_fp8_quantization_matmul's K): the
+    # allowance is evaluated per call over shape names, constexprs and hints
+    text = pick_manifest().replace("f16: {rtol: 1.0e-3, atol: 1.0e-3}",
+                                   'f16: {rtol: "2 ** -10", atol: "2 ** -13 * N / TILE"}')
+    assert 'atol: "2 ** -13 * N / TILE"' in text
+    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    v16 = next(v for v in M.variants(man, "pick") if v.dtype == "f16")
+    assert H.tolerance(man, v16, (1024,)) == {"rtol": 2 ** -10, "atol": 2 ** -13 * 1024 / v16.constexprs["TILE"]}
+    assert H.tolerance(man, v16, (4096,))["atol"] == 4 * H.tolerance(man, v16, (1024,))["atol"]
+    v32 = next(v for v in M.variants(man, "pick") if v.dtype == "f32")
+    assert H.tolerance(man, v32, (1024,)) == {"rtol": 1e-5, "atol": 1e-5}      # numbers pass through
+    # a negative value or an unknown name is the manifest's error, naming the key
+    man["tolerance"]["f16"]["atol"] = "-N"
+    with pytest.raises(H.ManifestValueError, match=r"manifest.yaml: tolerance/f16/atol: '-N' gives -1024 .*>= 0"):
+        H.tolerance(man, v16, (1024,))
+    man["tolerance"]["f16"]["atol"] = "Q * 2"
+    with pytest.raises(H.ManifestValueError, match=r"tolerance/f16/atol: expression 'Q \* 2': NameError"):
+        H.tolerance(man, v16, (1024,))
+    # an expression that is not Python is refused at load, at its line
+    bad = text.replace('"2 ** -10"', '"2 **"')
+    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: key 'tolerance/f16/rtol'.*not valid Python"):
+        M.load(make_op(tmp_path, name="bad", manifest=bad.replace("op: pick", "op: bad")) / "manifest.yaml")

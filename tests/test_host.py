@@ -98,6 +98,41 @@ def test_arrays_whose_strides_the_port_reads(built):
             '        let arr_a = &arr_a_as_compiled;') in rs
 
 
+PORT_TWO_ENTRIES = """pub mod port {
+    #[cutile::entry()]
+    pub unsafe fn k__FP8false<E: ElementType, const T: i32>(
+        a: &Tensor<E, {[-1]}>,
+        scale: &Tensor<E, {[-1]}>,
+        out: &mut Tensor<E, {[-1]}>,
+        r#type: &Tensor<E, {[-1]}>,
+    ) {
+        let v = make_partition_view(a, shape![T], padding::None, dim_map::Identity, get_tensor_token(a));
+        let n: i32 = get_shape_dim(out.shape(), 0);
+    }
+
+    #[cutile::entry()]
+    pub unsafe fn k__FP8true<E: ElementType, const T: i32>(
+        a: &Tensor<E, {[-1]}>,
+        scale: &Tensor<E, {[-1]}>,
+        out: &mut Tensor<E, {[-1]}>,
+        r#type: &Tensor<E, {[-1]}>,
+    ) {
+        let s = get_tensor_token(scale);
+    }
+}
+"""
+
+
+def test_unread_arrays_are_those_an_entry_never_names():
+    """ffi.json's ``unread``: per entry, the array parameters its body never names (a shape read
+    counts as a use: ``out`` in the first entry). A parameter spelled otherwise in Rust
+    (``r#type``) and an entry not found count as read."""
+    names = ["a", "scale", "out", "type"]
+    assert host.unread_arrays(PORT_TWO_ENTRIES, "k__FP8false", names) == ["scale"]
+    assert host.unread_arrays(PORT_TWO_ENTRIES, "k__FP8true", names) == ["a", "out"]
+    assert host.unread_arrays(PORT_TWO_ENTRIES, "k__FP8", names) == []
+
+
 def test_families_split_by_entry():
     kinfo = {"name": "k", "params": []}
     variants = [{"id": "f16-A1", "dtype": "f16"}, {"id": "f16-A2", "dtype": "f16"},

@@ -328,3 +328,21 @@ def test_below_threshold_carries_the_loop_evidence(tmp_path):
     ho = [f for f in d["findings"] if f["message"].startswith("host overhead")][0]
     assert "host time per call port 3.0 µs vs reference 3.0 µs; loop ratio" in ho["message"]
     assert d["details"]["evidence"]["loop"]["configs"] == 5
+
+
+def test_a_slow_port_the_translator_wrote_is_the_tools(tmp_path):
+    """Owner names who must act: the translator wrote every kernel (write_kernel/*.json beside
+    bench.json) -> tool; the route (fail_class kernel: the kernel writer) stays; an LLM writer's
+    port stays kernel; a host diagnosis stays host."""
+    bench_json(tmp_path / "bench.json", SLOW)
+    wk = tmp_path / "write_kernel" / "k.json"
+    wk.parent.mkdir()
+    write(Verdict(stage="write_kernel", op="op", verdict="PASS", summary="s", details={"backend": "translator"}), wk)
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert (d["verdict"], d["owner"], d["fail_class"]) == ("FAIL", "tool", "kernel")
+    write(Verdict(stage="write_kernel", op="op", verdict="PASS", summary="s", details={"backend": "anthropic"}), wk)
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert (d["owner"], d["fail_class"]) == ("kernel", "kernel")
+    bench_json(tmp_path / "bench.json", [brow(0.8, port_launches=2)])
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert (d["owner"], d["fail_class"]) == ("host", "host")

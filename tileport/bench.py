@@ -57,7 +57,8 @@ from . import stats as S
 from . import host as HOST
 from . import manifest as M
 from . import provenance
-from .gpu_test import MEASURED, OpContext, gpu_gate, input_error, library_for, restore, snapshot
+from .gpu_test import (MEASURED, OpContext, failure_class, gpu_gate, input_error, library_for, owner_of,
+                       port_writers, restore, routed, snapshot)
 from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 
 REPO = Path(__file__).resolve().parent.parent
@@ -228,8 +229,16 @@ def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
 
 def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None,
          secs: float = 0.0, failed_test: dict | None = None,
-         loop_threshold: float = DEFAULTS["loop_threshold"]) -> Verdict:
+         loop_threshold: float = DEFAULTS["loop_threshold"], writers: dict | None = None) -> Verdict:
     """The operator's verdict from its bench rows (pure: unit-tested without a GPU).
+
+    Whose fault: a row with ``blocked`` (a config cutile 0.5.0 cannot launch:
+    :func:`tileport.ffi.cutile_limit`) is a warning, owner ``tool``, listed in
+    ``details.blocked_configs``, and the other configs are judged without it (BLOCKED, owner
+    ``tool``, when it leaves none); a row's ``error`` has the routing class ``error_class``
+    (:func:`tileport.gpu_test.failure_class`: ``host`` for a shim's refusal) and the owner
+    :func:`tileport.gpu_test.owner_of` gives it (``writers``: kernel -> backend; a wrong or slow
+    port the translator wrote is ``tool``).
 
     Geomeans over the configs that ran: ``ratio`` (ref/port), ``vs_torch`` (torch/port),
     ``ref_vs_torch`` (torch/ref); per ``kernel/variant`` the same over its configs plus the
@@ -240,14 +249,26 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     ``failed_test``: the gpu_test verdict when some variants failed it (they are not timed);
     if that left nothing to time, the BLOCKED verdict says so and carries its ``fail_class``.
     """
+    writers = writers or {}
     ok = [r for r in rows if not r.get("error")]
-    errs = [r for r in rows if r.get("error")]
-    findings = [Finding("launch", "critical", "kernel",
-                        f"{r['kernel']}/{r['variant']} {r['shape']}: {r['error']}") for r in errs]
-    findings += [Finding("numerics", "critical", "kernel",
-                         f"{r['kernel']}/{r['variant']} {r['shape']}: the port's timed output is "
-                         f"outside tolerance: {r.get('port_mismatch') or 'mismatch'}")
-                 for r in ok if r.get("checked") == "MISMATCH"]
+    blocked = [r for r in rows if r.get("error") and r.get("blocked")]
+    errs = [r for r in rows if r.get("error") and not r.get("blocked")]
+    classes = []            # (routing class, owner) of every critical finding, in order
+    findings = []
+    for r in errs:
+        fc = r.get("error_class") or "kernel"
+        findings.append(Finding("launch", "critical", owner_of(fc, writers.get(r["kernel"])),
+                                f"{r['kernel']}/{r['variant']} {r['shape']}: {r['error']}"))
+        classes.append((fc, findings[-1].owner))
+    for r in ok:
+        if r.get("checked") == "MISMATCH":
+            findings.append(Finding("numerics", "critical", owner_of("kernel", writers.get(r["kernel"])),
+                                    f"{r['kernel']}/{r['variant']} {r['shape']}: the port's timed output is "
+                                    f"outside tolerance: {r.get('port_mismatch') or 'mismatch'}"))
+            classes.append(("kernel", findings[-1].owner))
+    findings += [Finding("launch", "warn", "tool",
+                         f"{r['kernel']}/{r['variant']} {r['shape']}: BLOCKED: cutile 0.5.0 cannot launch "
+                         f"this config: {r['error']} (evidence: {r['blocked']})"[:1500]) for r in blocked]
     # as in gpu_test: the cuTile Python reference failing the PyTorch semantics at a perf shape is
     # worth a warning (a tolerance or an input range to look at), not a failure of the port
     findings += [Finding("numerics", "warn", "kernel",
@@ -274,6 +295,10 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                                  vs_nv=S.geomean([r["vs_nv"] for r in nv]))
     details = {"threshold": threshold, "configs": len(ok), "variants": variants, "env": env or {},
                "seconds": secs}
+    if blocked:
+        details["blocked_configs"] = [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
+                                       "owner": "tool", "error": r["error"], "evidence": r["blocked"]}
+                                      for r in blocked]
     loop = loop_gate(ok, loop_threshold)
     if loop is not None:
         details["loop"] = loop
@@ -294,16 +319,25 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                                                       "ref_us", "port_us")} for r in worst]
     critical = [f for f in findings if f.severity == "critical"]
     if critical:
-        return Verdict(stage="bench", op=op, verdict="FAIL", owner="kernel", fail_class="kernel",
-                       attempt=attempt, summary=critical[0].message[:300], findings=findings,
+        seen = [c for c, _ in classes]
+        fc = next((c for c in ("kernel", "host", "env") if c in seen), seen[0])   # as gpu_test
+        first = seen.index(fc)
+        return Verdict(stage="bench", op=op, verdict="FAIL", owner=classes[first][1], fail_class=routed(fc),
+                       attempt=attempt, summary=critical[first].message[:300], findings=findings,
                        details=details)
     if not ok and failed_test and failed_test.get("verdict") == "FAIL":
-        fc = failed_test.get("fail_class") or "kernel"
-        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner=fc, fail_class=fc, attempt=attempt,
+        fc = failed_test.get("fail_class")
+        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner=failed_test.get("owner") or fc or "kernel",
+                       fail_class=fc, attempt=attempt,
                        summary=f"nothing to time: no variant passed the functional test (gpu_test FAIL: "
                                f"{failed_test.get('summary', '')})"[:600], details=details)
-    if not ok:
-        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="kernel", fail_class="kernel",
+    if not ok and blocked:
+        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="tool", fail_class=None,
+                       attempt=attempt, findings=findings,
+                       summary=f"cutile 0.5.0 cannot launch any of the {len(blocked)} config(s): "
+                               f"{blocked[0]['error']}"[:600], details=details)
+    if not ok:         # the manifest's perf_shapes / fits: no writer or host builder can act
+        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="manifest", fail_class=None,
                        attempt=attempt, summary="no perf shape fits any variant", details=details)
     g = details["geomean_ratio"]
     word = "DONE" if g >= threshold else "BELOW_THRESHOLD"
@@ -316,7 +350,11 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     if behind:
         tail += (f"; reference slower than torch in {len(behind)} of {len(ok)} config(s) "
                  f"(lowest {behind[0]['ref_vs_torch']:.2f}x: {behind[0]['variant']} {behind[0]['shape']})")
-    return Verdict(stage="bench", op=op, verdict=word, owner=None if word == "DONE" else "kernel",
+    if blocked:
+        tail += f"; {len(blocked)} config(s) BLOCKED (cutile 0.5.0 cannot launch them: details.blocked_configs)"
+    slowest = min(ok, key=lambda r: r["ratio"])["kernel"]     # a slow port: its writer must act
+    return Verdict(stage="bench", op=op, verdict=word,
+                   owner=None if word == "DONE" else owner_of("kernel", writers.get(slowest)),
                    attempt=attempt, findings=findings,
                    summary=f"geomean ratio {g:.3f} over {len(ok)} config(s) (threshold {threshold}); "
                            f"vs torch {details['geomean_vs_torch']:.3f}" + tail,
@@ -352,16 +390,19 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     if why:
         write_csv([], out_csv)
         return write(Verdict(stage="bench", op=op, verdict="BLOCKED", owner=why[0],
-                             fail_class=why[0], attempt=attempt, summary=why[1]), out_json)
+                             fail_class=routed(why[0]), attempt=attempt, summary=why[1]), out_json)
     # benchmark only what the functional test checked and passed
     try:
         test = read(results / op / "test.json")
     except VerdictError as exc:
         test = {"verdict": "missing", "summary": str(exc)}
     if test["verdict"] not in ("ALL_PASS", "FAIL"):
+        # who must act on the functional test: its own owner; none run yet (NOT_RUN: no GPU) env,
+        # missing: the workflow (run gpu_test first) tool
+        owner = test.get("owner") or ("env" if test["verdict"] == "NOT_RUN" else "tool")
         write_csv([], out_csv)
-        return write(Verdict(stage="bench", op=op, verdict="BLOCKED", owner="kernel",
-                             fail_class="kernel", attempt=attempt,
+        return write(Verdict(stage="bench", op=op, verdict="BLOCKED", owner=owner,
+                             fail_class=test.get("fail_class") or routed(owner), attempt=attempt,
                              summary=f"no functional test to build on: gpu_test {test['verdict']}: "
                                      f"{test['summary']}"[:600]), out_json)
     tested = test.get("details", {}).get("variants", {})
@@ -372,11 +413,14 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     try:
         ctx = OpContext(op, op_dir, results, library, nv_build)
         todo = H.cases(ctx.man, "perf")
+        tols = {(k, v.id, s): H.tolerance(ctx.man, v, s) for k, v, s in todo}
     except Exception as exc:  # noqa: BLE001 - manifest/module/library problems: one clear verdict
         write_csv([], out_csv)
         if isinstance(exc, (H.HarnessError, M.ManifestError)):
             return write(input_error(op, exc, attempt, stage="bench"), out_json)
-        owner = "host" if type(exc).__name__ == "FfiError" else "kernel"
+        # the library (FfiError on load) is the host's; anything else failed in the environment
+        # (the same call succeeded in gpu_test: kernel.py, reference.py and analysis.json loaded)
+        owner = "host" if type(exc).__name__ == "FfiError" else "env"
         return write(Verdict(stage="bench", op=op, verdict="ERROR", owner=owner, fail_class=owner,
                              attempt=attempt, summary=str(exc)[:600],
                              findings=[Finding("input", "critical", owner, str(exc)[:1500])]),
@@ -394,10 +438,21 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
             c = ctx.call(kernel, variant, shape, cfg["seed"], nv=key in nv_passed)
             if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
                 c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
-            row = measure(c, cfg, ctx.man["tolerance"][variant.dtype])
+            row = measure(c, cfg, tols[kernel, variant.id, shape])
+            shim = ctx.lib.shims.get(c.symbol)
+            if shim is not None and shim.restaged:   # host copies timed with the port (ffi.restage_strides)
+                row["restaged"] = dict(shim.restaged)
+                shim.restaged.clear()
             del c
         except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
-            row = {**base, "error": f"{type(exc).__name__}: {exc}"[:600]}
+            from .ffi import cutile_limit
+
+            row = {**base, "error": f"{type(exc).__name__}: {exc}"[:600],
+                   "error_class": failure_class(exc, "port")}
+            if cutile_limit(exc):
+                row["blocked"] = cutile_limit(exc)
+                print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (cutile 0.5.0 cannot launch it): "
+                      f"{row['error']}", flush=True)
             rows.append(row)
             if "CUDA" in str(exc):
                 break                 # the context is gone: later configs cannot run
@@ -413,8 +468,9 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     write_csv(rows, out_csv)
     v = fold(op, rows, float(cfg["threshold"]), attempt, H.env_versions(),
              round(time.monotonic() - t0, 1), failed_test=test if skipped else None,
-             loop_threshold=float(cfg["loop_threshold"]))
-    v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ["samples", "loop_samples", "kernel_names"]}
+             loop_threshold=float(cfg["loop_threshold"]), writers=port_writers(results, op))
+    v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ["samples", "loop_samples", "kernel_names",
+                                                          "error_class", "blocked", "restaged"]}
                          for r in rows]
     v.details["not_benchmarked"] = {k: f"functional test {tested[k]}" for k in skipped}
     v.details["perf_only_variants"] = perf_only    # no test shape fits: checked at the perf shape only

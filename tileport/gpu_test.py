@@ -35,7 +35,7 @@ from . import host as HOST
 from . import manifest as M
 from . import provenance
 from . import source as S
-from .verdict import Finding, Verdict, VerdictError, read, write
+from .verdict import Finding, Verdict, VerdictError, port_fault, read, write
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -167,7 +167,7 @@ def library_for(op: str, results: Path, host_build: Path):
     # one-operator library whose shim the host builder could not write) is that operator's case
     if st and not st.get("in_library"):
         reason = str(st.get("reason", ""))
-        owner = ("kernel" if "port crate" in reason or "no shim" in reason
+        owner = (upstream_owner(results, op) if "port crate" in reason or "no shim" in reason
                  else "env" if reason.startswith("host shim unusable (env)") else "host")
         return None, (owner, f"not in the host library: {reason}")
     if hb["verdict"] == "ERROR":
@@ -184,6 +184,69 @@ def library_for(op: str, results: Path, host_build: Path):
         return None, ("host", f"{hb['details']['library']} was built from other sources of {op} "
                               f"than results/{op} holds now: rebuild (rule host_build)")
     return str(results / "host" / HOST.LIB_NAME), None
+
+
+def upstream_owner(results: Path, op: str) -> str:
+    """Who must act when an operator has no port in the host library because no kernel was
+    translated or its port crate did not build: the owner of the first such upstream verdict
+    (``results/<op>/write_kernel/<kernel>.json`` not PASS, else ``results/<op>/rust/build.json``):
+    ``tool`` where the translator lacks a rule, ``kernel`` only where the analysis found the
+    user's kernel invalid. ``tool`` when no upstream verdict names one (tileport's pipeline
+    left the operator without a port)."""
+    for f in sorted((results / op / "write_kernel").glob("*.json")):
+        try:
+            v = read(f)
+        except VerdictError:
+            continue
+        if v["verdict"] not in ("PASS", "PASS_WITH_NOTES") and v.get("owner"):
+            return v["owner"]
+    try:
+        b = read(results / op / "rust" / "build.json")
+        if b["verdict"] != "PASS" and b.get("owner"):
+            return b["owner"]
+    except VerdictError:
+        pass
+    return "tool"
+
+
+def port_writers(results: Path, op: str) -> dict[str, str | None]:
+    """kernel -> the backend that wrote its port (``write_kernel/<kernel>.json``
+    ``details.backend``: ``translator`` or an LLM backend); {} when unreadable."""
+    out = {}
+    for f in sorted((results / op / "write_kernel").glob("*.json")):
+        try:
+            out[f.stem] = (read(f).get("details") or {}).get("backend")
+        except VerdictError:
+            continue
+    return out
+
+
+def owner_of(fail_class: str, writer: str | None) -> str:
+    """The owner of a failure of routing class ``fail_class`` in a port written by ``writer``:
+    a wrong port (``kernel``: its output, a CUDA error it raised, its device time) is the
+    translator's when the translator wrote it (``tool``, :func:`tileport.verdict.port_fault`);
+    ``host``, ``env``, ``manifest``, ``tool`` name themselves."""
+    return port_fault(writer, "kernel", "")[0] if fail_class == "kernel" else fail_class
+
+
+def routed(owner: str) -> str | None:
+    """The ``fail_class`` (route) of a verdict whose owner is ``owner``: the owner where a GPU-stage
+    route acts on it (:data:`tileport.verdict.FAIL_CLASSES`), else None (``tool``, ``manifest``,
+    ``compiler``: no kernel writer or host builder can fix it; the routes stop)."""
+    from .verdict import FAIL_CLASSES
+
+    return owner if owner in FAIL_CLASSES else None
+
+
+def failure_class(exc: BaseException, side: str) -> str:
+    """Routing class of an exception a side raised: an :class:`tileport.ffi.FfiError` carries its
+    own (``host``: the shim refused or failed; ``env``: no CUDA context); a CUDA error of the
+    port is the port's (``kernel``); anything else is the environment's (``env``)."""
+    from .ffi import FfiError
+
+    if isinstance(exc, FfiError):
+        return exc.fail_class
+    return "kernel" if side == "port" and _cuda_error(exc) else "env"
 
 
 def _cuda_error(exc: BaseException) -> bool:
@@ -228,12 +291,13 @@ def input_error(op: str, exc: Exception, attempt: int = 1, stage: str = "gpu_tes
     """ERROR verdict for an operator input the GPU stage cannot use: owner ``manifest`` (no
     fail_class: the routes stop, no writer or host builder can fix a manifest) when the manifest
     is the cause (:class:`tileport.manifest.ManifestError`,
-    :class:`tileport.harness.ManifestValueError`), else ``kernel`` (kernel.py / reference.py
-    do not import, analysis.json unreadable)."""
+    :class:`tileport.harness.ManifestValueError`); ``tool`` when tileport's own artefact is
+    unreadable (analysis.json: :class:`tileport.verdict.VerdictError`); else ``kernel``
+    (kernel.py / reference.py do not import)."""
     manifest = isinstance(exc, (M.ManifestError, H.ManifestValueError))
-    owner = "manifest" if manifest else "kernel"
+    owner = "manifest" if manifest else "tool" if isinstance(exc, VerdictError) else "kernel"
     return Verdict(stage=stage, op=op, verdict="ERROR", owner=owner,
-                   fail_class=None if manifest else "kernel", attempt=attempt, summary=str(exc)[:600],
+                   fail_class=routed(owner), attempt=attempt, summary=str(exc)[:600],
                    findings=[Finding("manifest" if manifest else "input", "critical", owner, str(exc)[:1500])])
 
 
@@ -248,10 +312,7 @@ def check_call(c, tol: dict) -> dict:
             fn()
             torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - every failure is classified below
-            from .ffi import FfiError
-
-            fc = exc.fail_class if isinstance(exc, FfiError) else (
-                "kernel" if side == "port" and _cuda_error(exc) else "env")
+            fc = failure_class(exc, side)
             row[side] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:800], "fail_class": fc,
                          "cuda_error": _cuda_error(exc)}
             continue
@@ -262,6 +323,9 @@ def check_call(c, tol: dict) -> dict:
         row["port_vs_ref_max_abs"] = max(float((a.double() - b.double()).abs().nan_to_num(float("inf")).max())
                                          for a, b in zip(c.outputs["port"], c.outputs["ref"]))
         row["bitwise_equal"] = all(torch.equal(a, b) for a, b in zip(c.outputs["port"], c.outputs["ref"]))
+        # the port within tolerance of the reference kernel (NaN where it has NaN): "the same way"
+        row["port_matches_ref"] = all(H.compare(a, b, tol["rtol"], tol["atol"])["ok"]
+                                      for a, b in zip(c.outputs["port"], c.outputs["ref"]))
     return row
 
 
@@ -302,7 +366,7 @@ def nv_pass(ctx: "OpContext", todo: list, seed: int) -> dict:
             if c is not None and c.nv is None:
                 row["not_run"] = c.nv_note
             elif c is not None:
-                row["nv"] = check_nv(c, ctx.man["tolerance"][variant.dtype])
+                row["nv"] = check_nv(c, H.tolerance(ctx.man, variant, shape))
                 if row["nv"].get("cuda_error"):
                     dead = row["nv"]["error"][:200]
                 elif key not in counted:
@@ -336,7 +400,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
     library, why = library_for(op, results, host_build)
     if why:
         return write(Verdict(stage="gpu_test", op=op, verdict="BLOCKED", owner=why[0],
-                             fail_class=why[0], attempt=attempt, summary=why[1]), out_json)
+                             fail_class=routed(why[0]), attempt=attempt, summary=why[1]), out_json)
     t0 = time.monotonic()
     try:
         ctx = OpContext(op, op_dir, results, library, nv_build)
@@ -347,6 +411,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
                              fail_class="host", attempt=attempt, summary=str(exc)[:600]), out_json)
     try:
         todo = H.cases(ctx.man, "test")
+        tols = {(k, v.id, s): H.tolerance(ctx.man, v, s) for k, v, s in todo}
     except H.HarnessError as exc:
         return write(input_error(op, exc, attempt), out_json)
     rows, counted, dead = [], set(), None
@@ -359,12 +424,17 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
             c = ctx.call(kernel, variant, shape, seed)
         except H.HarnessError as exc:   # the manifest's tensors/bind/grid: not the port's fault
             return write(input_error(op, exc, attempt), out_json)
-        except Exception as exc:  # noqa: BLE001 - no shim for the variant, allocation failure
+        except Exception as exc:  # noqa: BLE001 - no shim for the variant (host), allocation failure (env)
             rows.append({"kernel": kernel, "variant": variant.id, "shape": list(shape),
-                         "port": {"ok": False, "error": str(exc)[:800], "fail_class": "host"},
+                         "port": {"ok": False, "error": str(exc)[:800], "fail_class": failure_class(exc, "call")},
                          "ref": {"ok": None}})
             continue
-        row = check_call(c, ctx.man["tolerance"][variant.dtype])
+        row = check_call(c, tols[kernel, variant.id, shape])
+        shim = getattr(getattr(ctx, "lib", None), "shims", {}).get(getattr(c, "symbol", None))
+        restaged = getattr(shim, "restaged", None)
+        if restaged:        # arrays the host copied to a layout the port reads (ffi.restage_strides)
+            row["restaged"] = dict(restaged)
+            restaged.clear()
         for side in ("ref", "port"):
             if row[side].get("cuda_error"):
                 dead = row[side]["error"][:200]
@@ -378,7 +448,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
         rows.append(row)
         del c
     nv = nv_pass(ctx, todo, seed) if (ctx.nv or ctx.nv_note) and not dead else None
-    v = verdict_of(op, rows, attempt, round(time.monotonic() - t0, 1), H.env_versions())
+    v = verdict_of(op, rows, attempt, round(time.monotonic() - t0, 1), H.env_versions(),
+                   writers=port_writers(results, op))
     if nv is not None:
         v.details["nv"] = nv
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
@@ -390,20 +461,44 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
     return d
 
 
-def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, env=None) -> Verdict:
+def same_miss(r: dict) -> bool:
+    """The port and the cuTile Python reference both fail the check, the same way: the port
+    equals the reference bit for bit, or lies within tolerance of it (NaN where it has NaN:
+    ``port_matches_ref``), or (rows without that field) both miss the same number of elements
+    with the same worst element (index, value, expected)."""
+    port, ref = r.get("port", {}), r.get("ref", {})
+    if port.get("ok") is not False or ref.get("ok") is not False:
+        return False
+    if r.get("bitwise_equal") is True or r.get("port_matches_ref") is True:
+        return True
+    if "port_matches_ref" in r:
+        return False
+
+    def worst(side):
+        w = side.get("worst") or {}
+        return (side.get("mismatches"), w.get("index"), repr(w.get("actual")), repr(w.get("expected")))
+    return port.get("mismatches") is not None and worst(port) == worst(ref)
+
+
+def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, env=None,
+               writers: dict | None = None) -> Verdict:
     """Fold the per-call rows into the stage verdict (pure: unit-tested without a GPU).
 
     A row fails when the port errs or mismatches, or its launch count differs from the
     reference's. A reference that fails while the port passes is a note (the oracle or the
-    reference kernel is off, not the port). A port mismatch whose output equals the cuTile
-    Python kernel's bit for bit (``bitwise_equal``) while that kernel fails the check too is
-    owner ``manifest`` (the expected values disagree with the kernel, not the port: seen on
-    tg_mhc, whose reference got a kernel scalar's value for a shape name); when only such
-    rows fail the verdict has no ``fail_class`` (the routes stop). ``details.variants`` maps ``kernel/variant`` to
-    PASS / FAIL / NOT_RUN for summary.csv.
+    reference kernel is off, not the port). A port that mismatches the same way as the cuTile
+    Python kernel, which fails the check too (:func:`same_miss`), is owner ``manifest``: the
+    expected values (reference.py as called, the manifest's tensors / bind / tolerance) disagree
+    with the kernel, not the port (seen on tg_mhc, whose reference got a kernel scalar's value for
+    a shape name; tg_swa_attention, NaN in both at the same elements); when only such rows fail
+    the verdict has no ``fail_class`` (the routes stop). Owners name who must act
+    (:func:`owner_of`): a wrong port the translator wrote (``writers``: kernel -> backend) is
+    ``tool``, a shim's refusal ``host``; ``fail_class`` keeps the route (``kernel``: the kernel
+    writer). ``details.variants`` maps ``kernel/variant`` to PASS / FAIL / NOT_RUN for summary.csv.
     """
+    writers = writers or {}
     findings, variants = [], {}
-    fail_classes = []
+    fail_classes, owners = [], []
     for r in rows:
         key = f"{r['kernel']}/{r['variant']}"
         where = f"{key} shape {tuple(r['shape'])}"
@@ -417,32 +512,37 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
         if port.get("error"):
             bad.append((port.get("fail_class", "host"), "launch", f"port failed: {port['error']}"))
         elif port.get("ok") is False:
-            # a port equal bit for bit to the cuTile Python kernel, which misses the same
-            # values: the expected values (reference.py as the harness calls it, the manifest's
-            # tensors / bind) disagree with the kernel itself; no kernel writer can fix that
-            same = ref.get("ok") is False and r.get("bitwise_equal") is True
+            # a port that misses the same values as the cuTile Python kernel: the expected
+            # values (reference.py as the harness calls it, the manifest's tensors / bind)
+            # disagree with the kernel itself; no kernel writer can fix that
+            same = same_miss(r)
+            how = ("equals the cuTile Python reference bit for bit" if r.get("bitwise_equal")
+                   else "agrees with the cuTile Python reference")
             bad.append(("manifest" if same else "kernel", "numerics",
                         H.mismatch_text(port)
-                        + ("; the port equals the cuTile Python reference bit for bit, which misses "
-                           "the same values: reference.py (as called with the manifest's names) or "
-                           "the manifest's tensors / bind disagree with the kernel, not the port"
-                           if same and not port.get("shape") else "")))
+                        + (f"; the port {how}, which misses the same values: reference.py (as called "
+                           f"with the manifest's names) or the manifest's tensors / bind disagree with "
+                           f"the kernel, not the port" if same and not port.get("shape") else "")))
         la = r.get("launches")
-        if la and la["port"] != la["ref"]:
-            bad.append(("host", "launch", f"port launches {la['port']} kernel(s) per call, "
-                                          f"reference {la['ref']} ({r.get('kernel_names')})"))
+        # the host's restaging copies (ffi.restage_strides, listed in the row) are not the port's
+        copies = sum(int(x.get("copies", 0)) for x in (r.get("restaged") or {}).values())
+        if la and la["port"] - copies != la["ref"]:
+            bad.append(("host", "launch", f"port launches {la['port']} kernel(s) per call"
+                                          + (f" ({copies} of them the host's restaging copies)" if copies else "")
+                                          + f", reference {la['ref']} ({r.get('kernel_names')})"))
         if ref.get("error") or ref.get("ok") is False:
-            findings.append(Finding("numerics", "warn", "kernel",
+            findings.append(Finding("numerics", "warn", "manifest" if same_miss(r) else "kernel",
                                     f"{where}: the cuTile Python reference itself fails the check: "
                                     f"{ref.get('error') or ref.get('worst')}"))
         for fc, cat, msg in bad:
-            findings.append(Finding(cat, "critical", fc, f"{where}: {msg}"))
+            findings.append(Finding(cat, "critical", owner_of(fc, writers.get(r["kernel"])), f"{where}: {msg}"))
             fail_classes.append(fc)
+            owners.append((fc, findings[-1].owner))
         variants[key] = "FAIL" if bad or variants.get(key) == "FAIL" else variants.get(key, "PASS")
     n_fail = sum(1 for v in variants.values() if v != "PASS")
     details = {"cases": rows, "variants": variants, "seconds": secs, "env": env or {}}
-    if not rows:
-        return Verdict(stage="gpu_test", op=op, verdict="BLOCKED", owner="kernel", fail_class="kernel",
+    if not rows:        # the manifest's test_shapes / fits: no writer or host builder can act
+        return Verdict(stage="gpu_test", op=op, verdict="BLOCKED", owner="manifest", fail_class=None,
                        attempt=attempt, summary="no test shape fits any variant", details=details)
     if n_fail == 0:
         return Verdict(stage="gpu_test", op=op, verdict="ALL_PASS", attempt=attempt,
@@ -456,7 +556,8 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
                        attempt=attempt, summary=f"{n_fail} of {len(variants)} variant(s) fail: "
                                                 f"{crit[0].message[:300]}", findings=findings, details=details)
     fc = fc or "kernel"
-    return Verdict(stage="gpu_test", op=op, verdict="FAIL", owner=fc, fail_class=fc, attempt=attempt,
+    owner = next((o for c, o in owners if c == fc), owner_of(fc, None))
+    return Verdict(stage="gpu_test", op=op, verdict="FAIL", owner=owner, fail_class=fc, attempt=attempt,
                    summary=f"{n_fail} of {len(variants)} variant(s) fail: {crit[0].message[:300]}",
                    findings=findings, details=details)
 

@@ -156,6 +156,29 @@ def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits", kerne
     return bool(evaluate(expr, base_env(man, shape, constexprs, 0), where))
 
 
+def tolerance(man: dict, variant: M.Variant, shape) -> dict:
+    """``{"rtol", "atol"}`` (floats) of ``variant``'s dtype for one call of ``shape``: the
+    manifest's ``tolerance.<dtype>`` numbers, or expressions over shape names, constexprs and
+    hints (``atol: "2 ** -13 * 0.64 * K"`` for an accumulation whose error grows with K).
+
+    Raises:
+        ManifestValueError: an expression that fails, or a value below 0, naming the key.
+    """
+    tol = man["tolerance"][variant.dtype]
+    if all(isinstance(tol[k], (int, float)) for k in ("rtol", "atol")):
+        return {k: float(tol[k]) for k in ("rtol", "atol")}
+    env = base_env(man, list(shape), variant.constexprs, 0)
+    out = {}
+    for key in ("rtol", "atol"):
+        where = f"{man['_path']}: tolerance/{variant.dtype}/{key}"
+        v = evaluate(tol[key], env, where)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise ManifestValueError(f"{where}: {tol[key]!r} gives {v!r} for shape {tuple(shape)}; "
+                                     f"a tolerance is a number >= 0")
+        out[key] = float(v)
+    return out
+
+
 def cases(man: dict, kind: str) -> list[tuple[str, M.Variant, tuple[int, ...]]]:
     """(kernel, variant, shape) of every ``test_shapes`` (kind ``test``) or ``perf_shapes``
     (kind ``perf``: also ``perf_fits``) entry that fits the variant, over each kernel's own
@@ -497,11 +520,18 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
         ct.launch(torch.cuda.current_stream(), grid, kfn, ref_args)
 
     pa, ps = args_for("port")
+    # the bound shim, looked up once (a loop of calls pays no lookup); an unknown symbol goes
+    # through lib.call, which names it
+    shim = getattr(lib, "shims", {}).get(symbol)
+    cx = variant.constexprs
 
     def port():
-        if lib is None:
+        if shim is not None:
+            shim(pa, ps, cx, grid, None, device)
+        elif lib is None:
             raise RuntimeError("no host library")
-        lib.call(symbol, pa, ps, variant.constexprs, grid, device=device)
+        else:
+            lib.call(symbol, pa, ps, cx, grid, device=device)
 
     ins = [tensors_in[sp["name"]] for sp in plan if sp["role"] == "input"]
     ref_name = kman.get("reference", "reference")

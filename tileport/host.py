@@ -132,6 +132,28 @@ def function_spec(op: str, kinfo: dict, entry: str, fam: list[dict]) -> dict:
     }
 
 
+def unread_arrays(port: str, entry: str, arrays: list[str]) -> list[str]:
+    """The array parameters of Rust entry ``entry`` that its body never names, in ``arrays``' order.
+
+    ``port``: the generated kernel module (``results/<op>/rust/src/<kernel>.rs``). An array the body
+    does not name is never loaded, stored, viewed or measured by that entry, whatever the launch
+    (a compile-time ``if`` of the variant's constexprs removed every use, e.g. tg_moe's
+    ``a_scale_ptr`` without fp8): the caller may pass no memory for it. Read from the compiled
+    port itself rather than the translator's load/store record (``accessed_arrays``), which does
+    not count shape reads; naming is a superset of every access, so the list errs towards
+    "read". An entry not found, or a parameter its signature spells otherwise, counts as read.
+    """
+    m = re.search(r"\bpub unsafe fn " + re.escape(entry) + r"\b", port)
+    end = port.find("\n    ) {", m.end()) if m else -1
+    if end < 0:
+        return []
+    nxt = port.find("#[cutile::entry", end)
+    sig, body = port[m.end():end], port[end:nxt if nxt >= 0 else len(port)]
+    # a parameter spelled otherwise in Rust (not found in the signature) counts as read
+    return [a for a in arrays if re.search(r"(?<![\w#])" + re.escape(a) + r":", sig)
+            and not re.search(r"\b" + re.escape(a) + r"\b", body)]
+
+
 def desc_format(ranks: list[int]) -> str:
     """``struct`` format (no byte-order prefix) of consecutive ``TpTensor`` descriptors of arrays
     of these ranks: the layout of ``#[repr(C)] TpTensor`` (:data:`DESC_BYTES` each: u64 data,
@@ -297,7 +319,9 @@ def write_shim(op: str, analysis_json: str | Path, results_op: str | Path, out_r
         # arrays whose strides the port reads by dimension (memory.STRIDES_HELPER)
         strided = sorted(set(re.findall(r"\btensor_strides\((\w+)\)", port)))
         for entry, fam in families(kinfo, entries, kinfo.get("variants", det.get("variants", []))).items():
-            specs.append(function_spec(op, kinfo, entry, fam) | ({"strided": strided} if strided else {}))
+            spec = function_spec(op, kinfo, entry, fam) | ({"strided": strided} if strided else {})
+            unread = unread_arrays(port, entry, [a["name"] for a in spec["arrays"]])
+            specs.append(spec | ({"unread": unread} if unread else {}))
     doc = {"op": op, "abi_version": ABI_VERSION, "functions": specs, "blocked": blocked,
            "status_codes": {str(c): n for c, (n, _, _) in STATUS.items()},
            "dtype_codes": DTYPE_CODES}

@@ -10,7 +10,10 @@ CUDA's launch queue (about 1000 launches), so a kernel shorter than the host pat
 hide it and a longer one does not fill the queue. Medians over the rounds, µs per call:
 
 * ``ref``: ``ct.launch(torch.cuda.current_stream(), grid, kernel, args)`` (what bench times);
-* ``port``: ``HostLibrary.call`` (tileport/ffi.py's fast path, then the Rust shim);
+* ``port``: the bound shim (tileport/ffi.py's fast path, then the Rust shim; with
+  ``TILEPORT_RUST_MARSHAL=1`` the library's ``tp_py_call`` marshals instead of the fast path);
+* ``rs``: the same call marshalled by the library's ``tp_py_call`` (rust/host/abi.rs; NaN
+  for a library without it), whatever ``TILEPORT_RUST_MARSHAL`` says;
 * ``py``: the fast path's marshalling alone (``Shim._fast_args``: descriptors, scalars,
   constexprs, grid and stream packed into the argument block), nothing launched;
 * ``native``: the shim's ``__packed`` entry called through ctypes on a block packed once
@@ -27,6 +30,7 @@ Run (in the checkout, with the GPU bundle's results/): ``python -m tileport.host
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -58,7 +62,7 @@ def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float] | None:
     return my - b * mx, b
 
 
-def measure(c, lib, n: int, rounds: int, sync) -> dict:
+def measure(c, lib, n: int, rounds: int, sync, rs: bool = True) -> dict:
     """The parts of one :class:`tileport.harness.Call` (module doc), medians in µs per call."""
     arrays, scalars, constexprs, grid, device = c.port_args
     shim = lib.shim(c.symbol)
@@ -72,14 +76,18 @@ def measure(c, lib, n: int, rounds: int, sync) -> dict:
     if rc != 0:
         raise RuntimeError(f"{c.symbol}: packed entry returned {rc}: {lib.last_error()}")
     abi = lib._lib.tp_abi_version
+    rs_shim = _rust_marshalled(lib, shim) if rs else None
     sides = {
         "ref": c.ref,
         "port": c.port,
+        # the same call marshalled by the library's tp_py_call (NaN: the library has none)
+        "rs": (lambda: rs_shim(arrays, scalars, constexprs, grid, None, device)) if rs_shim else None,
         "py": lambda: shim._fast_args(arrays, scalars, constexprs, grid, None, device),
         # the block stays valid: the same thread, and _fast_args wrote it last
         "native": lambda: shim.packed(block),
         "ctypes": abi,
     }
+    sides = {k: f for k, f in sides.items() if f is not None}
     out: dict = {k: [] for k in sides}
     for r in range(rounds):
         for label in rotation(list(sides), r):
@@ -87,11 +95,37 @@ def measure(c, lib, n: int, rounds: int, sync) -> dict:
                 shim._fast_args(arrays, scalars, constexprs, grid, None, device)
             out[label].append(per_call(sides[label], n, sync))
     spec = shim.spec
-    row = {k: statistics.median(v) for k, v in out.items()}
+    row = {"rs": float("nan"), **{k: statistics.median(v) for k, v in out.items()}}
     row.update(op=c.op, kernel=c.kernel, variant=c.variant.id, arrays=len(spec["arrays"]),
                scalars=len(spec["scalars"]), constexprs=len(spec["constexprs"]),
                dims=sum(a["ndim"] for a in spec["arrays"]))
     return row
+
+
+def _rust_marshalled(lib, shim):
+    """A copy of ``shim`` whose fast calls ``tp_py_call`` marshals, or None when the library
+    has no such entry (one built before it)."""
+    import copy
+
+    from .ffi import py_call_entry
+
+    rs = py_call_entry(lib.path)
+    if rs is None:
+        return None
+    twin = copy.copy(shim)
+    twin._enable_rust_marshal(rs)
+    return twin if twin._rs is not None else None
+
+
+HEAD = (f"{'op/kernel':58} {'arr':>3} {'dims':>4} {'sc':>3} {'cx':>3} {'ref':>6} {'port':>6} {'rs':>6} "
+        f"{'py':>6} {'native':>6} {'ctypes':>6} {'port-ref':>8} {'rs-ref':>7}")
+
+
+def line(r: dict) -> str:
+    """One row of the table (:data:`HEAD`)."""
+    return (f"{(r['op'] + '/' + r['kernel'])[:58]:58} {r['arrays']:3d} {r['dims']:4d} {r['scalars']:3d} "
+            f"{r['constexprs']:3d} {r['ref']:6.2f} {r['port']:6.2f} {r['rs']:6.2f} {r['py']:6.2f} "
+            f"{r['native']:6.2f} {r['ctypes']:6.2f} {r['port'] - r['ref']:8.2f} {r['rs'] - r['ref']:7.2f}")
 
 
 def main(argv=None) -> int:
@@ -102,6 +136,7 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=300, help="calls per timed loop (< ~1000)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--all", action="store_true", help="every perf config, not the first")
+    ap.add_argument("--no-rs", action="store_true", help="leave out the rs side (tp_py_call)")
     a = ap.parse_args(argv)
     import torch
 
@@ -111,6 +146,11 @@ def main(argv=None) -> int:
     results = Path(a.results)
     sync = torch.cuda.synchronize
     rows = []
+    marshal = "rust (tp_py_call)" if os.environ.get("TILEPORT_RUST_MARSHAL", "") == "1" else "python"
+    head = (f"host µs per call, median of {a.rounds} rounds of {a.calls} calls "
+            f"({torch.cuda.get_device_name()}, torch {torch.__version__}; port marshalling: {marshal}; "
+            f"rs: the library's tp_py_call)")
+    print(head + "\n" + HEAD, flush=True)       # rows as they come: a cut run keeps them
     for op in [o for o in a.ops.split(",") if o]:
         library, why = library_for(op, results, results / "host" / "build.json")
         if why:
@@ -121,22 +161,18 @@ def main(argv=None) -> int:
             cases = H.cases(ctx.man, "perf")
             for kernel, variant, shape in (cases if a.all else cases[:1]):
                 c = ctx.call(kernel, variant, shape, 0)
-                rows.append(measure(c, ctx.lib, a.calls, a.rounds, sync))
+                rows.append(measure(c, ctx.lib, a.calls, a.rounds, sync, rs=not a.no_rs))
+                print(line(rows[-1]), flush=True)
                 del c
         except Exception as exc:  # noqa: BLE001 - one operator's failure is a line, not a stop
             print(f"{op}: {type(exc).__name__}: {exc}"[:400], file=sys.stderr)
     if not rows:
         print("no operator measured", file=sys.stderr)
         return 1
-    print(f"host µs per call, median of {a.rounds} rounds of {a.calls} calls "
-          f"({torch.cuda.get_device_name()}, torch {torch.__version__})")
-    print(f"{'op/kernel':58} {'arr':>3} {'dims':>4} {'sc':>3} {'cx':>3} {'ref':>6} {'port':>6} "
-          f"{'py':>6} {'native':>6} {'ctypes':>6} {'port-ref':>8}")
+    print("\nsorted by arrays:\n" + HEAD)
     for r in sorted(rows, key=lambda r: (r["arrays"], r["op"])):
-        print(f"{(r['op'] + '/' + r['kernel'])[:58]:58} {r['arrays']:3d} {r['dims']:4d} {r['scalars']:3d} "
-              f"{r['constexprs']:3d} {r['ref']:6.2f} {r['port']:6.2f} {r['py']:6.2f} {r['native']:6.2f} "
-              f"{r['ctypes']:6.2f} {r['port'] - r['ref']:8.2f}")
-    for side in ("ref", "py", "native", "port"):
+        print(line(r))
+    for side in ("ref", "py", "native", "port", "rs"):
         f = fit_line([r["arrays"] for r in rows], [r[side] for r in rows])
         if f:
             print(f"fit {side:6}: {f[0]:6.2f} µs + {f[1]:5.2f} µs per array")

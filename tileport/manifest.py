@@ -71,7 +71,10 @@ _ADT = {"anyOf": [_DT, {"type": "object", "minProperties": 1, "propertyNames": _
 _SHAPE = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
 _TOL = {
     "type": "object",
-    "properties": {"rtol": {"type": "number", "minimum": 0}, "atol": {"type": "number", "minimum": 0}},
+    # a number, or an expression over shape names, constexprs and hints (a bound that grows with
+    # the accumulation length K): tileport.harness.tolerance evaluates it per call
+    "properties": {"rtol": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}]},
+                   "atol": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}]}},
     "required": ["rtol", "atol"],
     "additionalProperties": False,
 }
@@ -312,8 +315,10 @@ _KEYS: dict[tuple, tuple[str, str]] = {
     ("perf_fits",): ("the extra predicate for perf shapes", "perf_fits: \"TILE < 2 * N\""),
     ("tolerance",): ("rtol/atol per dtype", "tolerance: {f16: {rtol: 1.0e-3, atol: 1.0e-3}}"),
     ("tolerance", "*"): ("one dtype's tolerance", "{rtol: 1.0e-3, atol: 1.0e-3}"),
-    ("tolerance", "*", "rtol"): ("the relative tolerance", "rtol: 1.0e-3 (a number >= 0)"),
-    ("tolerance", "*", "atol"): ("the absolute tolerance", "atol: 1.0e-3 (a number >= 0)"),
+    ("tolerance", "*", "rtol"): ("the relative tolerance",
+                                 "rtol: 1.0e-3 (a number >= 0, or an expression such as \"2 ** -10\")"),
+    ("tolerance", "*", "atol"): ("the absolute tolerance",
+                                 "atol: 1.0e-3 (a number >= 0, or an expression such as \"2 ** -13 * K\")"),
     ("hints",): ("hints for the grid expressions and the perf diagnoser", "hints: {memory_bound: true}"),
     ("tensors",): ("the operator's tensors for the GPU stages", "tensors: {x: {shape: [M, N], role: input}}"),
     ("tensors", "*"): ("one tensor", "x: {shape: [M, N], role: input} (optional: dtype, init, scale, count)"),
@@ -625,6 +630,9 @@ def load(path: str | Path) -> dict:
         if dt not in doc["tolerance"]:
             raise at(["tolerance"], f"no rtol/atol for listed dtype '{dt}'; write {dt}: {{rtol: ..., atol: ...}} "
                                     f"under tolerance")
+    for dt, tol in doc["tolerance"].items():
+        for key in ("rtol", "atol"):
+            _check_expr(tol[key], ["tolerance", dt, key], at)
     for key in ("fits", "perf_fits"):
         if key in doc:
             _check_expr(doc[key], [key], at)

@@ -34,7 +34,23 @@ import re
 from pathlib import Path
 
 from . import stats as S
-from .verdict import Finding, Verdict, VerdictError, read, write
+from .verdict import Finding, Verdict, VerdictError, port_fault, read, write
+
+
+def acting(fail_class: str, bench_json: str | Path, op: str) -> str:
+    """Who must act on a diagnosis of routing class ``fail_class``: a slow port (``kernel``) is
+    the translator's (``tool``) when the translator wrote every kernel of the operator
+    (``results/<op>/write_kernel/*.json`` ``details.backend``, beside ``bench_json``), as
+    :func:`tileport.verdict.port_fault` says for the other port stages; ``host`` names itself."""
+    if fail_class != "kernel":
+        return fail_class
+    writers = set()
+    for f in sorted((Path(bench_json).parent / "write_kernel").glob("*.json")):
+        try:
+            writers.add((read(f).get("details") or {}).get("backend"))
+        except VerdictError:
+            writers.add(None)
+    return port_fault(writers.pop() if len(writers) == 1 else None, "kernel", "")[0]
 
 
 _COUNTS = re.compile(r"\bref (\d+), port (\d+)")
@@ -128,7 +144,7 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
         g = bench["details"].get("geomean_ratio")
         if loop is not None and loop["verdict"] == "BELOW_THRESHOLD":
             findings, owner, cause = _loop_findings(loop)
-            return write(Verdict(**base, verdict="FAIL", owner=owner, fail_class=owner,
+            return write(Verdict(**base, verdict="FAIL", owner=acting(owner, bench_json, op), fail_class=owner,
                                  summary=f"device time met (geomean ratio {g:.3f} >= "
                                          f"{bench['details'].get('threshold')}); below the loop gate: "
                                          f"{cause}"[:1000], findings=findings,
@@ -138,7 +154,8 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
                              summary=f"nothing to diagnose: geomean ratio {g:.3f} >= threshold "
                                      f"{bench['details'].get('threshold')}{more}"), out_json)
     if bench["verdict"] != "BELOW_THRESHOLD":
-        return write(Verdict(**base, verdict="BLOCKED", owner=bench.get("owner") or "kernel",
+        # the benchmark's owner must act (FAIL, BLOCKED); tileport when it names none
+        return write(Verdict(**base, verdict="BLOCKED", owner=bench.get("owner") or "tool",
                              summary=f"no timing to diagnose: bench {bench['verdict']}: "
                                      f"{bench['summary']}"), out_json)
     det = bench["details"]
@@ -225,7 +242,7 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
         elif "output" in got:
             details["llm"] = {**got, "error": "validation block lacks owner kernel|host and a cause",
                               "fail_class": "agent_output"}
-    return write(Verdict(**base, verdict="FAIL", owner=owner,
+    return write(Verdict(**base, verdict="FAIL", owner=acting(owner, bench_json, op),
                          fail_class=owner, summary=f"below threshold ({det.get('geomean_ratio', 0):.3f} < "
                                                    f"{det.get('threshold')}): {cause}"[:1000],
                          findings=findings, details=details), out_json)
