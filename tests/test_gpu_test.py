@@ -664,6 +664,7 @@ def test_a_row_of_a_config_no_longer_perf_or_of_another_tolerance_is_retired():
 def test_an_old_verdict_is_recognised_through_the_manifests_git_history(tmp_path):
     """A verdict written before test_inputs_sha (full inputs_sha only) still holds once perf shapes
     are added: its full hash names the earlier manifest in git, whose test-relevant part is today's."""
+    import shutil
     import subprocess
 
     from tileport import validity as V
@@ -677,9 +678,14 @@ def test_an_old_verdict_is_recognised_through_the_manifests_git_history(tmp_path
     edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")
     assert old["inputs_sha"] != H.inputs_sha(op_dir)
     assert V.inputs_match(old, op_dir)
+    # stamped, it holds without the history (a GPU bundle without .git)
+    t = results / "relu" / "test.json"
+    assert V.stamp(t, op_dir) and not V.stamp(t, op_dir)
+    shutil.rmtree(op_dir / ".git")
     V._LEGACY.clear()
+    assert V.inputs_match(read(t)["details"], op_dir) and not V.inputs_match(old, op_dir)
     edit(op_dir, "f32: {rtol: 0.0, atol: 0.0}", "f32: {rtol: 0.0, atol: 1.0e-6}")
-    assert not V.inputs_match(old, op_dir)
+    assert not V.inputs_match(read(t)["details"], op_dir)
 
 
 def fake_gpu(monkeypatch, timed, ratio=1.1):

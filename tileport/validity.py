@@ -186,3 +186,94 @@ def split_rows(rows: list[dict], perf: dict[tuple[str, str, str], dict]) -> tupl
         ok = same_tol and not (r.get("error") and not r.get("blocked"))
         (valid if ok else retired).append(r)
     return valid, retired
+
+
+def status(results: str | Path, op: str, op_dir: str | Path) -> dict:
+    """Where an operator's GPU verdicts under ``results/<op>`` stand against ``op_dir`` now:
+    ``{"op", "test", "bench", "configs", "configs_pending", "retired_rows", "pending"}``;
+    ``test`` / ``bench`` are ``holds``, ``stale (<why>)``, ``missing`` or the verdict word when it
+    is no measurement; the counts come from :func:`tileport.bench.reconcile`."""
+    from . import gpu_test as G
+    from .bench import kept_bench
+    from .host import sources_sha
+    from .verdict import VerdictError, read
+
+    results, op_dir = Path(results), Path(op_dir)
+    out = {"op": op, "test": "missing", "bench": "missing", "configs": "", "configs_pending": "",
+           "retired_rows": "", "pending": []}
+
+    def why(doc):
+        d = doc.get("details") or {}
+        try:
+            if d.get("sources_sha") != sources_sha(results, op):
+                return "stale (other sources: kernels .rs or host/ffi.rs)"
+        except (OSError, ValueError, KeyError) as exc:
+            return f"stale (sources unreadable: {exc})"
+        return "holds" if inputs_match(d, op_dir) else "stale (kernel.py, reference.py or the manifest's test part)"
+
+    for name in ("test", "bench"):
+        try:
+            doc = read(results / op / f"{name}.json")
+        except VerdictError:
+            continue
+        out[name] = why(doc) if doc["verdict"] in G.MEASURED else doc["verdict"]
+    if out["bench"] == "holds":
+        doc, _ = kept_bench(results, op, op_dir, results / op / "bench.json")
+        if doc is not None:
+            d = doc["details"]
+            out.update(configs=d["configs"], configs_pending=d["configs_pending"],
+                       retired_rows=d["retired_rows"], pending=d["pending_configs"])
+    return out
+
+
+def stamp(path: Path, op_dir: Path) -> bool:
+    """Add ``details.test_inputs_sha`` (:func:`tested_inputs_sha` of ``op_dir`` now) to the
+    verdict at ``path`` when it lacks it and :func:`inputs_match` recognises it; nothing else of
+    the file changes (JSON as :func:`tileport.verdict.write` writes it). Returns whether it wrote."""
+    from .verdict import atomic_write_text
+
+    doc = json.loads(path.read_text())
+    d = doc.get("details")
+    if not isinstance(d, dict) or d.get("test_inputs_sha") or not inputs_match(d, op_dir):
+        return False
+    d["test_inputs_sha"] = tested_inputs_sha(op_dir)
+    atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    return True
+
+
+def main(argv=None) -> int:
+    """``python -m tileport.validity [--results R] [--operators O] OP ...``: one line per
+    operator saying whether its test.json and bench.json still hold and, for bench, how many
+    configs are timed and pending (what ``python -m tileport.bench --op OP --pending-only``
+    would time). Exit status 0."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tileport.validity", description=main.__doc__.split("\n")[0])
+    ap.add_argument("ops", nargs="+", help="operator folder names")
+    ap.add_argument("--results", default="results", help="results tree holding <op>/test.json, bench.json")
+    ap.add_argument("--operators", default="operators", help="operators folder")
+    ap.add_argument("--list-pending", action="store_true", help="also print every pending config")
+    ap.add_argument("--stamp", action="store_true",
+                    help="write details.test_inputs_sha into every test.json / bench.json that holds "
+                         "and lacks it (an old verdict recognised through git history), so that it "
+                         "stays recognised where there is no git history (a GPU bundle)")
+    a = ap.parse_args(argv)
+    for op in a.ops:
+        s = status(a.results, op, Path(a.operators) / op)
+        if a.stamp:
+            for name in ("test", "bench"):
+                if s[name] == "holds" and stamp(Path(a.results) / op / f"{name}.json", Path(a.operators) / op):
+                    print(f"{op}: {name}.json stamped with test_inputs_sha")
+        print(f"{op}: test {s['test']}; bench {s['bench']}"
+              + (f": {s['configs']} config(s) valid, {s['configs_pending']} pending, {s['retired_rows']} row(s) "
+                 f"retired" if s["configs"] != "" else ""))
+        if a.list_pending:
+            for p in s["pending"]:
+                print(f"  pending {p['kernel']}/{p['variant']} {p['shape']}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
