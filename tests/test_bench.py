@@ -444,3 +444,14 @@ def test_pending_configs_are_counted_never_dropped(tmp_path):
     assert v.verdict == "NOT_RUN" and "2 pending" in v.summary and "--pending-only" in v.summary
     valid(v, tmp_path)
     assert "pending" not in B.fold("op", [brow(1.0)], threshold=0.95).summary
+
+
+def test_pending_only_flag_reaches_the_run(monkeypatch):
+    from conftest import REPO
+
+    seen = {}
+    monkeypatch.setattr(B, "run", lambda *a, **k: seen.update(k) or {"verdict": "NOT_RUN", "summary": "x"})
+    assert B.main(["--op", "relu", "--operators", str(REPO / "operators"), "--gpu", "off", "--pending-only"]) == 0
+    assert seen["pending_only"] is True
+    B.main(["--op", "relu", "--operators", str(REPO / "operators"), "--gpu", "off"])
+    assert seen["pending_only"] is False
