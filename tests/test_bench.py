@@ -429,3 +429,29 @@ def test_owners_name_who_must_act(tmp_path):
     v = B.fold("op", [brow(0.5)], threshold=0.95, writers={"k": "anthropic"})
     assert (v.verdict, v.owner) == ("BELOW_THRESHOLD", "kernel")
     valid(v, tmp_path)
+
+
+def test_pending_configs_are_counted_never_dropped(tmp_path):
+    """Configs not timed yet (perf shapes added since, a session that did not reach them) are
+    listed and counted; the verdict judges the timed ones; nothing timed yet is NOT_RUN."""
+    pend = [{"kernel": "k", "variant": "f16-T1", "shape": s} for s in ("1x1", "2x2")]
+    v = B.fold("op", [brow(1.0), brow(1.2, shape="32x32")], threshold=0.95, pending=pend)
+    assert (v.verdict, v.details["configs"], v.details["configs_pending"], v.details["configs_total"]) == \
+        ("DONE", 2, 2, 4)
+    assert v.details["pending_configs"] == pend and "over 2 of 4 config(s), 2 pending" in v.summary
+    valid(v, tmp_path)
+    v = B.fold("op", [], threshold=0.95, pending=pend)
+    assert v.verdict == "NOT_RUN" and "2 pending" in v.summary and "--pending-only" in v.summary
+    valid(v, tmp_path)
+    assert "pending" not in B.fold("op", [brow(1.0)], threshold=0.95).summary
+
+
+def test_pending_only_flag_reaches_the_run(monkeypatch):
+    from conftest import REPO
+
+    seen = {}
+    monkeypatch.setattr(B, "run", lambda *a, **k: seen.update(k) or {"verdict": "NOT_RUN", "summary": "x"})
+    assert B.main(["--op", "relu", "--operators", str(REPO / "operators"), "--gpu", "off", "--pending-only"]) == 0
+    assert seen["pending_only"] is True
+    B.main(["--op", "relu", "--operators", str(REPO / "operators"), "--gpu", "off"])
+    assert seen["pending_only"] is False

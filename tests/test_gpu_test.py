@@ -458,20 +458,35 @@ def test_a_library_holding_no_operator_blames_the_operators_own_reason(tmp_path,
 
 # -- kept measurements: a GPU-less rerun restores what a GPU measured of the same sources --------
 
-def measured_tree(tmp_path):
-    """results/relu with shim + kernel files, and a measured test.json / bench.json of them."""
+def measured_tree(tmp_path, legacy=False):
+    """results/relu with shim + kernel files, and a measured test.json / bench.json of them
+    (operators/relu beside results/, as the summary finds it). ``legacy``: the verdicts carry
+    only the full ``inputs_sha``, as those written before ``test_inputs_sha`` existed."""
     from conftest import REPO
 
+    from tileport import validity as V
 
-    results, op_dir = tmp_path / "results", tmp_path / "relu"
+    results, op_dir = tmp_path / "results", tmp_path / "operators" / "relu"
     import shutil
     shutil.copytree(REPO / "operators" / "relu", op_dir)
     make_op(results, "relu", kernels=("relu_kernel",))
     hashes = {"sources_sha": HOST.sources_sha(results, "relu"), "inputs_sha": H.inputs_sha(op_dir)}
-    t = G.verdict_of("relu", [row("relu_kernel", "f16-TILE1024")])
+    if not legacy:
+        hashes["test_inputs_sha"] = V.tested_inputs_sha(op_dir)
+    t = G.verdict_of("relu", [row("relu_kernel", f"{d}-TILE{t}") for d in ("f16", "bf16", "f32")
+                              for t in (1024, 2048)])
     t.details.update(hashes)
     write(t, results / "relu" / "test.json")
-    b = Verdict(stage="bench", op="relu", verdict="DONE", summary="geomean ratio 1.000", details=hashes)
+    from test_bench import brow
+
+    from tileport import bench as B
+    from tileport import manifest as M
+
+    # one timed row per perf config of the manifest (12: 3 dtypes x 2 tiles x 2 perf shapes)
+    rows = [brow(1.0, kernel=k, variant=v.id, shape="x".join(map(str, s)))
+            for k, v, s in H.cases(M.load(op_dir / "manifest.yaml"), "perf")]
+    b = B.fold("relu", rows, 0.95)
+    b.details.update(hashes, rows=rows)
     write(b, results / "relu" / "bench.json")
     (results / "relu" / "bench.csv").write_text("op,kernel\nrelu,relu_kernel\n")
     return results, op_dir
@@ -481,7 +496,7 @@ def measured_tree(tmp_path):
 def test_kept_measurements_come_back_only_for_the_same_sources(tmp_path):
     from tileport import bench as B
 
-    results, op_dir = measured_tree(tmp_path)
+    results, op_dir = measured_tree(tmp_path, legacy=True)    # an old verdict: the full hash only
     r = results / "relu"
     assert sorted(G.snapshot(results, "relu", op_dir)) == sorted(
         str(r / G.KEEP / f) for f in ("test.json", "bench.json", "bench.csv"))
@@ -569,3 +584,165 @@ def test_restaging_copies_are_not_the_ports_launches():
     assert G.verdict_of("op", [row(launches=(1, 3, 1), restaged=rs)]).verdict == "ALL_PASS"
     v = G.verdict_of("op", [row(launches=(1, 4, 1), restaged=rs)])
     assert (v.verdict, v.owner) == ("FAIL", "host") and "2 of them the host's restaging copies" in v.summary
+
+
+# -- validity per what was measured: perf shapes are the benchmark's only -----------------------------
+
+PERF = "perf_shapes: [[16777216], [134217728]]"
+
+
+def edit(op_dir, old, new):
+    m = op_dir / "manifest.yaml"
+    text = m.read_text()
+    assert old in text
+    m.write_text(text.replace(old, new))
+
+
+@no_gpu_here
+def test_adding_a_perf_shape_keeps_the_test_and_the_old_rows_and_the_new_configs_are_pending(tmp_path):
+    from tileport import bench as B
+    from tileport import summary as S
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")
+    assert G._hashes_match(read(r / "test.json"), results, "relu", op_dir)
+    assert G._hashes_match(read(r / "bench.json"), results, "relu", op_dir)
+    doc, src = B.kept_bench(results, "relu", op_dir, r / "bench.json")
+    d = doc["details"]
+    assert (doc["verdict"], d["configs"], d["configs_pending"], d["configs_total"]) == ("DONE", 12, 6, 18)
+    assert {p["shape"] for p in d["pending_configs"]} == {"67108864"}
+    assert "over 12 of 18 config(s), 6 pending" in doc["summary"]
+    # summary_ops.csv: the timed configs and the pending ones
+    ops = {x["op"]: x for x in S.ops_rows(results, ["relu"])}
+    assert (ops["relu"]["configs"], ops["relu"]["configs_pending"]) == (12, 6)
+    assert (ops["ALL"]["configs"], ops["ALL"]["configs_pending"]) == (12, 6)
+    # a GPU-less rerun (Snakemake removed the outputs): test.json back as it was, bench.json reconciled
+    G.snapshot(results, "relu", op_dir)
+    before = (r / "test.json").read_bytes()
+    for f in ("test.json", "bench.json", "bench.csv"):
+        (r / f).unlink()
+    assert G.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "ALL_PASS"
+    assert (r / "test.json").read_bytes() == before
+    b = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", gpu="auto")
+    assert (b["verdict"], b["details"]["configs_pending"]) == ("DONE", 6)
+    assert len((r / "bench.csv").read_text().splitlines()) == 1 + 12
+
+
+@pytest.mark.parametrize("old,new,holds", [
+    ("f16: {rtol: 0.0, atol: 0.0}", "f16: {rtol: 0.0, atol: 1.0e-3}", False),       # a tolerance
+    ("test_shapes: [[1], [1000],", "test_shapes: [[1], [1001],", False),             # a test shape
+    ("fits: \"True\"", "fits: \"numel > 0\"", False),                               # what a test runs
+    (PERF, PERF + "\nperf_fits: \"numel >= TILE\"", True),                            # bench-only key
+    ("description: Elementwise", "description: Element-wise", True),                 # prose
+    ("# the tensors of one call", "# the tensors (edited comment) of one call", True),  # a comment
+])
+def test_what_a_test_reads_decides_its_validity(tmp_path, old, new, holds):
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    edit(op_dir, old, new)
+    assert G._hashes_match(read(results / "relu" / "test.json"), results, "relu", op_dir) is holds
+    doc, _ = B.kept_bench(results, "relu", op_dir, results / "relu" / "bench.json")
+    assert (doc is not None) is holds
+
+
+def test_a_row_of_a_config_no_longer_perf_or_of_another_tolerance_is_retired():
+    from tileport import validity as V
+
+    tol = {"rtol": 0.0, "atol": 0.0}
+    perf = {("k", "f16-T1", "64x128"): tol, ("k", "f16-T1", "128x128"): {"rtol": 0.0, "atol": 1e-3}}
+    keep = {"kernel": "k", "variant": "f16-T1", "shape": "64x128", "rtol": 0.0, "atol": 0.0}
+    gone = {"kernel": "k", "variant": "f16-T1", "shape": "32x128"}
+    other_tol = {"kernel": "k", "variant": "f16-T1", "shape": "128x128", "rtol": 0.0, "atol": 0.0}
+    erred = {**keep, "error": "RuntimeError: CUDA error"}
+    blocked = {**keep, "error": "FfiError: ...", "blocked": "cutile limit"}
+    assert V.split_rows([keep, gone, other_tol, erred, blocked], perf) == (
+        [keep, blocked], [gone, other_tol, erred])
+
+
+def test_an_old_verdict_is_recognised_through_the_manifests_git_history(tmp_path):
+    """A verdict written before test_inputs_sha (full inputs_sha only) still holds once perf shapes
+    are added: its full hash names the earlier manifest in git, whose test-relevant part is today's."""
+    import shutil
+    import subprocess
+
+    from tileport import validity as V
+
+    results, op_dir = measured_tree(tmp_path, legacy=True)
+    old = read(results / "relu" / "test.json")["details"]
+    git = ["git", "-C", str(op_dir), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "m"], check=True)
+    edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")
+    assert old["inputs_sha"] != H.inputs_sha(op_dir)
+    assert V.inputs_match(old, op_dir)
+    # stamped, it holds without the history (a GPU bundle without .git)
+    t = results / "relu" / "test.json"
+    assert V.stamp(t, op_dir) and not V.stamp(t, op_dir)
+    shutil.rmtree(op_dir / ".git")
+    V._LEGACY.clear()
+    assert V.inputs_match(read(t)["details"], op_dir) and not V.inputs_match(old, op_dir)
+    edit(op_dir, "f32: {rtol: 0.0, atol: 0.0}", "f32: {rtol: 0.0, atol: 1.0e-6}")
+    assert not V.inputs_match(read(t)["details"], op_dir)
+
+
+def fake_gpu(monkeypatch, timed, ratio=1.1):
+    """bench.run on the CPU: a GPU, a library and an operator context that time nothing; each
+    config :func:`tileport.bench.measure` is asked for is recorded in ``timed``."""
+    import types
+
+    from test_bench import brow
+
+    from tileport import bench as B
+    from tileport import manifest as M
+
+    class Ctx:
+        def __init__(self, op, op_dir, results, library, nv_build=None):
+            self.man, self.nv, self.lib = M.load(op_dir / "manifest.yaml"), {}, types.SimpleNamespace(shims={})
+
+        def call(self, kernel, variant, shape, seed=0, nv=False):
+            return types.SimpleNamespace(kernel=kernel, variant=variant, shape=shape, nv=None, nv_note="",
+                                         symbol="s")
+
+    def measure(c, cfg, tol):
+        shape = "x".join(map(str, c.shape))
+        timed.append((c.kernel, c.variant.id, shape))
+        return brow(ratio, kernel=c.kernel, variant=c.variant.id, shape=shape)
+
+    monkeypatch.setattr(B, "gpu_gate", lambda *a, **k: None)
+    monkeypatch.setattr(B, "library_for", lambda *a, **k: ("lib", None))
+    monkeypatch.setattr(B, "OpContext", Ctx)
+    monkeypatch.setattr(B, "measure", measure)
+    monkeypatch.setattr(B.H, "env_versions", lambda: {})
+    monkeypatch.setattr(B.provenance, "collect", lambda **k: {})
+
+
+def test_pending_only_times_exactly_the_missing_configs_and_merges_them(tmp_path, monkeypatch):
+    import csv
+
+    from tileport import bench as B
+    from tileport import stats
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")
+    timed = []
+    fake_gpu(monkeypatch, timed)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    assert sorted(timed) == sorted(("relu_kernel", f"{dt}-TILE{t}", "67108864")
+                                   for dt in ("f16", "bf16", "f32") for t in (1024, 2048))
+    det = d["details"]
+    assert (d["verdict"], det["configs"], det["configs_pending"], det["timed_now"]) == ("DONE", 18, 0, 6)
+    assert abs(det["geomean_ratio"] - stats.geomean([1.0] * 12 + [1.1] * 6)) < 1e-12
+    rows = list(csv.DictReader(open(r / "bench.csv")))
+    # manifest order: per variant, its perf shapes in the manifest's order
+    assert [x["shape"] for x in rows[:3]] == ["16777216", "67108864", "134217728"] and len(rows) == 18
+    assert all(x.get("rtol") == 0.0 for x in det["rows"] if x["shape"] == "67108864")
+    # nothing left: a second pending-only run times nothing; a full run times every config
+    timed.clear()
+    assert B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)[
+        "details"]["configs"] == 18 and timed == []
+    B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    assert len(timed) == 18

@@ -51,8 +51,9 @@ def test_cases_apply_fits_and_perf_fits(repo):
 def test_every_operator_has_a_harness(repo):
     """Every kernel has tensors (its own or the operator's) with an output and a reference
     function; a torch_impl where the operator or the kernel names one (the eight own operators
-    all do; TileGym's pipeline stages without a native torch path time their reference)."""
-    total = 0
+    all do; TileGym's pipeline stages without a native torch path time their reference); a
+    perf shape for every variant (but for :data:`NO_PERF_SHAPE`) and >= 400 paired configs."""
+    total, untimed = 0, []
     for d in sorted((repo / "operators").iterdir()):
         man = M.load(d / "manifest.yaml")
         ref = (d / "reference.py").read_text()
@@ -63,8 +64,19 @@ def test_every_operator_has_a_harness(repo):
         n_impl = ref.count("def torch_impl(")
         assert n_impl == 1 if not d.name.startswith("tg_") else n_impl <= 1, d
         assert H.cases(man, "test"), d
-        total += len(H.cases(man, "perf"))
-    assert total >= 40          # the issue asks for at least 40 paired configs
+        perf = H.cases(man, "perf")
+        total += len(perf)
+        timed = {(k, v.id) for k, v, _ in perf}
+        untimed += [f"{d.name}: {k}/{v.id}" for k in man["kernels"] for v in M.variants(man, k)
+                    if (k, v.id) not in timed and d.name not in NO_PERF_SHAPE]
+    assert not untimed, f"variants no perf shape fits: {untimed}"
+    assert total >= 400         # issue 14: at least 400 paired configs over every operator
+
+
+#: operators some of whose variants may lack a perf shape: tg_nvfp4_quantize (its import is
+#: BLOCKED: a kernel factory), tg_swa_attention (the D 64 variants: TileGym's own kernel writes NaN
+#: at the shapes its wrapper launches, see its manifest), tg_moe_actgrad_bwd (being reworked)
+NO_PERF_SHAPE = ("tg_nvfp4_quantize", "tg_swa_attention", "tg_moe_actgrad_bwd")
 
 
 def test_manifest_tensor_errors(op_copy):

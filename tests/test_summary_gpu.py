@@ -50,7 +50,7 @@ def summarize(tmp_path, ops, variants=None):
     # the LLM usage columns are checked in test_llm_usage_columns, the loop gate's in
     # test_loop_columns, NVIDIA's vs_nv in test_nv_port; here: the device-time ones
     llm = ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict", "ref_host_us",
-           "port_host_us", "vs_nv")
+           "port_host_us", "vs_nv", "configs_pending")
     ops_rows = [{k: v for k, v in r.items() if k not in llm} for r in csv.DictReader(open(ops_csv))]
     return list(csv.DictReader(open(out))), ops_rows
 

@@ -57,8 +57,9 @@ from . import stats as S
 from . import host as HOST
 from . import manifest as M
 from . import provenance
-from .gpu_test import (MEASURED, OpContext, failure_class, gpu_gate, input_error, library_for, owner_of,
-                       port_writers, restore, routed, snapshot)
+from . import validity as V
+from .gpu_test import (KEEP, MEASURED, OpContext, _hashes_match, failure_class, gpu_gate, input_error,
+                       library_for, owner_of, port_writers, routed, snapshot)
 from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 
 REPO = Path(__file__).resolve().parent.parent
@@ -229,7 +230,8 @@ def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
 
 def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None,
          secs: float = 0.0, failed_test: dict | None = None,
-         loop_threshold: float = DEFAULTS["loop_threshold"], writers: dict | None = None) -> Verdict:
+         loop_threshold: float = DEFAULTS["loop_threshold"], writers: dict | None = None,
+         pending: list[dict] | None = None) -> Verdict:
     """The operator's verdict from its bench rows (pure: unit-tested without a GPU).
 
     Whose fault: a row with ``blocked`` (a config cutile 0.5.0 cannot launch:
@@ -248,6 +250,11 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     reference is slower than PyTorch, lowest ``ref_vs_torch`` first.
     ``failed_test``: the gpu_test verdict when some variants failed it (they are not timed);
     if that left nothing to time, the BLOCKED verdict says so and carries its ``fail_class``.
+    ``pending``: the perf configs (``{"kernel", "variant", "shape"}``) of benchmarked variants no
+    row covers yet (not timed since perf shapes were added, or after a lost CUDA context):
+    ``details.pending_configs`` / ``configs_pending`` / ``configs_total``; the verdict word judges
+    the timed configs and its summary says ``over 12 of 18 config(s), 6 pending``; NOT_RUN
+    when nothing is timed yet.
     """
     writers = writers or {}
     ok = [r for r in rows if not r.get("error")]
@@ -293,8 +300,10 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         if nv:          # NVIDIA's port, over the configs where it was a side
             variants[key].update(nv_configs=len(nv), nv_us=S.geomean([r["nv_us"] for r in nv]),
                                  vs_nv=S.geomean([r["vs_nv"] for r in nv]))
+    pending = list(pending or [])
     details = {"threshold": threshold, "configs": len(ok), "variants": variants, "env": env or {},
-               "seconds": secs}
+               "seconds": secs, "configs_pending": len(pending),
+               "configs_total": len(rows) + len(pending), "pending_configs": pending}
     if blocked:
         details["blocked_configs"] = [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
                                        "owner": "tool", "error": r["error"], "evidence": r["blocked"]}
@@ -331,6 +340,11 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                        fail_class=fc, attempt=attempt,
                        summary=f"nothing to time: no variant passed the functional test (gpu_test FAIL: "
                                f"{failed_test.get('summary', '')})"[:600], details=details)
+    if not ok and pending:
+        return Verdict(stage="bench", op=op, verdict="NOT_RUN", attempt=attempt, findings=findings,
+                       summary=f"not_run (0 of {len(rows) + len(pending)} config(s) timed, "
+                               f"{len(pending)} pending: python -m tileport.bench --op {op} --pending-only)",
+                       details=details)
     if not ok and blocked:
         return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="tool", fail_class=None,
                        attempt=attempt, findings=findings,
@@ -356,7 +370,9 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     return Verdict(stage="bench", op=op, verdict=word,
                    owner=None if word == "DONE" else owner_of("kernel", writers.get(slowest)),
                    attempt=attempt, findings=findings,
-                   summary=f"geomean ratio {g:.3f} over {len(ok)} config(s) (threshold {threshold}); "
+                   summary=f"geomean ratio {g:.3f} over {len(ok)}"
+                           + (f" of {len(rows) + len(pending)} config(s), {len(pending)} pending" if pending
+                              else " config(s)") + f" (threshold {threshold}); "
                            f"vs torch {details['geomean_vs_torch']:.3f}" + tail,
                    details=details)
 
@@ -371,17 +387,129 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
     atomic_write_text(path, buf.getvalue())
 
 
+#: the fields of a row kept in ``details.rows`` (besides :data:`COLUMNS`)
+ROW_EXTRAS = ["samples", "loop_samples", "kernel_names", "error_class", "blocked", "restaged", "rtol", "atol"]
+
+
+def perf_configs(man: dict) -> dict[tuple[str, str, str], dict]:
+    """The manifest's perf configs in manifest order: (kernel, variant id, shape ``AxB``) ->
+    ``{"rtol", "atol"}`` of the call (:func:`tileport.harness.cases` kind ``perf``,
+    :func:`tileport.harness.tolerance`). Raises what those raise for a bad manifest."""
+    return {V.config_key(k, v.id, s): H.tolerance(man, v, s) for k, v, s in H.cases(man, "perf")}
+
+
+def reconcile(doc: dict, op_dir: str | Path, sources_sha: str | None, man: dict | None = None,
+              writers: dict | None = None, test: dict | None = None) -> dict | None:
+    """A kept bench verdict as it stands against the operator's inputs now (pure but for
+    reading the manifest: no GPU).
+
+    None when ``doc`` is no measurement (not DONE / BELOW_THRESHOLD / FAIL) or measured other
+    sources (``details.sources_sha`` != ``sources_sha``; None skips that check) or other
+    test-relevant inputs (:func:`tileport.validity.inputs_match`). Otherwise the verdict
+    re-folded (:func:`fold`, the doc's own threshold and loop threshold) over its rows that are
+    still valid (:func:`tileport.validity.split_rows`: still a perf config, same tolerance, no
+    launch error), with every perf config of a benchmarked variant that no valid row covers as
+    pending; the doc's ``not_benchmarked``, ``perf_only_variants``, ``provenance`` and hashes are
+    carried over (``details.retired_rows``: rows dropped). ``man``: the loaded manifest (default:
+    ``op_dir/manifest.yaml``); ``test``: the operator's test.json, for a verdict with nothing timed."""
+    if not isinstance(doc, dict) or doc.get("verdict") not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
+        return None
+    d = doc.get("details") if isinstance(doc.get("details"), dict) else {}
+    if sources_sha is not None and d.get("sources_sha") != sources_sha:
+        return None
+    if not V.inputs_match(d, op_dir):
+        return None
+    man = man if man is not None else M.load(Path(op_dir) / "manifest.yaml")
+    perf = perf_configs(man)
+    valid, retired = V.split_rows(list(d.get("rows") or []), perf)
+    skipped = set(d.get("not_benchmarked") or {})
+    have = {V.config_key(r["kernel"], r["variant"], r["shape"]) for r in valid}
+    pending = [{"kernel": k, "variant": v, "shape": sh} for (k, v, sh) in perf
+               if f"{k}/{v}" not in skipped and (k, v, sh) not in have]
+    loop_thr = (d.get("loop") or {}).get("threshold", DEFAULTS["loop_threshold"])
+    v = fold(doc["op"], valid, float(d.get("threshold", DEFAULTS["threshold"])), doc.get("attempt", 1),
+             d.get("env"), d.get("seconds", 0.0), failed_test=test if skipped else None,
+             loop_threshold=float(loop_thr), writers=writers, pending=pending)
+    v.details["rows"] = valid
+    for key in ("not_benchmarked", "perf_only_variants", "sources_sha", "inputs_sha", "test_inputs_sha",
+                "provenance"):
+        if key in d:
+            v.details[key] = d[key]
+    if not d.get("test_inputs_sha"):            # an old verdict, recognised: name what it holds for
+        from .validity import tested_inputs_sha
+
+        v.details["test_inputs_sha"] = tested_inputs_sha(op_dir)
+    v.details["retired_rows"] = len(retired)
+    v.artifacts = dict(doc.get("artifacts") or {})
+    return v.to_dict()
+
+
+def kept_bench(results: Path, op: str, op_dir: Path, out_json: str | Path) -> tuple[dict | None, Path | None]:
+    """The operator's kept bench verdict that still holds, reconciled (:func:`reconcile`), and
+    the file it came from: ``out_json`` if it is one, else ``results/<op>/.measured/bench.json``
+    (Snakemake removes a job's outputs before it runs); ``(None, None)`` when neither holds."""
+    for src in (Path(out_json), results / op / KEEP / "bench.json"):
+        try:
+            doc = read(src)
+        except VerdictError:
+            continue
+        if doc["verdict"] in MEASURED and _hashes_match(doc, results, op, op_dir):
+            try:
+                r = reconcile(doc, op_dir, None, writers=port_writers(results, op), test=_test_doc(results, op))
+            except (H.HarnessError, M.ManifestError):
+                return None, None
+            if r is not None:
+                return r, src
+    return None, None
+
+
+def _test_doc(results: Path, op: str) -> dict | None:
+    try:
+        return read(results / op / "test.json")
+    except VerdictError:
+        return None
+
+
+def restore_bench(results: Path, op: str, op_dir: Path, out_json: str | Path, out_csv: str | Path) -> dict | None:
+    """Without a GPU: the kept bench verdict that still holds (:func:`kept_bench`), written to
+    ``out_json`` and ``out_csv`` as it stands now (its valid rows, the configs added since as
+    pending); None when none holds (the caller writes NOT_RUN)."""
+    import shutil
+
+    doc, src = kept_bench(results, op, op_dir, out_json)
+    if doc is None:
+        return None
+    csv_src = src.parent / "bench.csv"
+    if (not doc["details"]["configs_pending"] and not doc["details"]["retired_rows"] and csv_src.exists()
+            and src != Path(out_json)):
+        # nothing changed for it: the measurement comes back byte for byte
+        Path(out_json).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, out_json)
+        shutil.copyfile(csv_src, out_csv)
+        d = read(out_json)
+    else:
+        write_csv(doc["details"]["rows"], out_csv)
+        d = write(doc, out_json)
+    print(f"tileport: no GPU here: kept measurement {src} restored ({doc['details']['configs']} config(s) "
+          f"valid, {doc['details']['configs_pending']} pending)")
+    return d
+
+
 def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         out_json: str | Path, gpu: str = "auto", cfg: dict | None = None,
         host_build: str | Path | None = None, attempt: int = 1,
-        nv_build: str | Path | None = None) -> dict:
+        nv_build: str | Path | None = None, pending_only: bool = False) -> dict:
     """Stage entry point (see module doc). Returns the verdict written to ``out_json``.
-    ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``)."""
+    ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``).
+    ``pending_only``: time only the perf configs that no kept row still valid covers
+    (:func:`kept_bench`: ``out_json`` or the ``.measured`` copy, :func:`reconcile`) and write
+    them merged with the kept rows (bench.json and bench.csv in manifest order; geomeans over all
+    valid rows); with no valid kept verdict it times every config."""
     cfg = {**DEFAULTS, **(cfg or {})}
     op_dir, results = Path(op_dir), Path(results)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
     gate = gpu_gate("bench", op, gpu, out_json, attempt,
-                    keep=lambda: restore(results, op, op_dir, "bench.json", out_json, ("bench.csv", out_csv)))
+                    keep=lambda: restore_bench(results, op, op_dir, out_json, out_csv))
     if gate is not None:
         if gate["verdict"] not in MEASURED or not Path(out_csv).exists():
             write_csv([], out_csv)
@@ -429,8 +557,16 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     # test: it is timed, and the check of its timed outputs against the PyTorch semantics is its test
     perf_only = sorted({f"{k}/{v.id}" for k, v, _ in todo} - set(tested))
     rows, skipped = [], sorted({f"{k}/{v.id}" for k, v, _ in todo} & set(tested) - passed)
+    kept = {}
+    if pending_only:
+        doc, src = kept_bench(results, op, op_dir, out_json)
+        kept = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in (doc or {}).get("details", {}).get("rows", [])}
+        print(f"tileport: --pending-only: {len(kept)} config(s) kept from {src}" if doc else
+              "tileport: --pending-only: no kept bench verdict still holds: timing every config", flush=True)
     for kernel, variant, shape in todo:
         if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
+            continue
+        if V.config_key(kernel, variant.id, shape) in kept:
             continue
         base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape))}
         try:
@@ -438,7 +574,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
             c = ctx.call(kernel, variant, shape, cfg["seed"], nv=key in nv_passed)
             if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
                 c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
-            row = measure(c, cfg, tols[kernel, variant.id, shape])
+            row = {**measure(c, cfg, tols[kernel, variant.id, shape]), **tols[kernel, variant.id, shape]}
             shim = ctx.lib.shims.get(c.symbol)
             if shim is not None and shim.restaged:   # host copies timed with the port (ffi.restage_strides)
                 row["restaged"] = dict(shim.restaged)
@@ -465,17 +601,28 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
               f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f}, host "
               f"ref {row['ref_host_us']:.1f} / port {row['port_host_us']:.1f} us; ref vs torch "
               f"{row['ref_vs_torch']:.2f}", flush=True)
+    timed = len(rows)
+    if kept:            # the kept rows and the new ones, in manifest order
+        new = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in rows}
+        order = [V.config_key(k, v.id, s) for k, v, s in todo
+                 if f"{k}/{v.id}" in passed or f"{k}/{v.id}" in perf_only]
+        rows = [new.get(k) or kept[k] for k in order if k in new or k in kept]
+    have = {V.config_key(r["kernel"], r["variant"], r["shape"]) for r in rows}
+    # configs of benchmarked variants with no row (a lost CUDA context stopped the loop): pending
+    pending = [{"kernel": k, "variant": v.id, "shape": "x".join(map(str, s))} for k, v, s in todo
+               if (f"{k}/{v.id}" in passed or f"{k}/{v.id}" in perf_only)
+               and V.config_key(k, v.id, s) not in have]
     write_csv(rows, out_csv)
     v = fold(op, rows, float(cfg["threshold"]), attempt, H.env_versions(),
              round(time.monotonic() - t0, 1), failed_test=test if skipped else None,
-             loop_threshold=float(cfg["loop_threshold"]), writers=port_writers(results, op))
-    v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ["samples", "loop_samples", "kernel_names",
-                                                          "error_class", "blocked", "restaged"]}
-                         for r in rows]
+             loop_threshold=float(cfg["loop_threshold"]), writers=port_writers(results, op), pending=pending)
+    v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ROW_EXTRAS} for r in rows]
+    v.details["timed_now"] = timed          # rows timed by this run (the rest were kept: pending_only)
     v.details["not_benchmarked"] = {k: f"functional test {tested[k]}" for k in skipped}
     v.details["perf_only_variants"] = perf_only    # no test shape fits: checked at the perf shape only
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
     v.details["inputs_sha"] = H.inputs_sha(op_dir)
+    v.details["test_inputs_sha"] = V.tested_inputs_sha(op_dir)    # what the rows' validity rests on
     v.details["provenance"] = provenance.collect(bench=cfg)       # GPU, clocks now, versions, commit
     v.artifacts["csv"] = str(out_csv)
     d = write(v, out_json)
@@ -487,11 +634,14 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
 def main(argv=None) -> int:
     from .gpu_test import cli_args, exit_status
 
-    a = cli_args("tileport CUPTI benchmark of one operator", argv)
+    a = cli_args("tileport CUPTI benchmark of one operator", argv, lambda ap: ap.add_argument(
+        "--pending-only", action="store_true",
+        help="time only the perf configs no kept, still valid bench row covers (added perf shapes, "
+             "configs a session did not reach) and merge them with the kept rows"))
     cfg = {**(a.cfg.get("bench") or {}), "seed": a.seed}
     base = Path(a.results) / a.op
     d = run(a.op, Path(a.operators) / a.op, a.results, base / "bench.csv", base / "bench.json",
-            gpu=a.gpu, cfg=cfg)
+            gpu=a.gpu, cfg=cfg, pending_only=a.pending_only)
     print(d["verdict"], d["summary"])
     return exit_status(d)
 

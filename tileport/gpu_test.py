@@ -35,6 +35,7 @@ from . import host as HOST
 from . import manifest as M
 from . import provenance
 from . import source as S
+from . import validity as V
 from .verdict import Finding, Verdict, VerdictError, port_fault, read, write
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,11 +67,14 @@ KEEP = ".measured"
 def _hashes_match(doc: dict, results: Path, op: str, op_dir: Path) -> bool:
     """The verdict measured the sources ``results/<op>`` holds now (``details.sources_sha``:
     kernels + shim, :func:`tileport.host.sources_sha`) and the operator's current kernel.py,
-    reference.py and manifest (``details.inputs_sha``, :func:`tileport.harness.inputs_sha`)."""
+    reference.py and the manifest's test-relevant part (:func:`tileport.validity.inputs_match`:
+    perf shapes and other bench-only keys left out; an old verdict's full ``inputs_sha`` still
+    recognised). A bench verdict's rows are then valid config by config
+    (:func:`tileport.bench.reconcile`)."""
     d = doc.get("details") if isinstance(doc.get("details"), dict) else {}
     try:
         return (bool(d.get("sources_sha")) and d.get("sources_sha") == HOST.sources_sha(results, op)
-                and d.get("inputs_sha") == H.inputs_sha(op_dir))
+                and V.inputs_match(d, op_dir))
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
@@ -454,6 +458,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
         v.details["nv"] = nv
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
     v.details["inputs_sha"] = H.inputs_sha(op_dir)                # kernel.py, reference.py, manifest
+    v.details["test_inputs_sha"] = V.tested_inputs_sha(op_dir)    # less the manifest's bench-only parts
     v.details["provenance"] = provenance.collect(bench={"seed": seed})   # GPU, driver, versions, commit
     d = write(v, out_json)
     if Path(out_json) == results / op / "test.json":

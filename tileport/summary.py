@@ -39,7 +39,15 @@ against ``bench.loop_threshold``), ``ref_host_us,port_host_us`` (median host tim
 µs)) and a last row ``ALL`` over every config of every operator. Every folder under
 ``operators/`` has a row in both files: an operator whose manifest is malformed has verdict
 ``ERROR (manifest: <file:line: cause>)``, a folder that cannot be an operator ``not_run (<why>)``;
-the ``ALL`` row's verdict counts the operators by verdict.
+the ``ALL`` row's verdict counts the operators by verdict. ``configs_pending``: the operator's perf
+configs no valid bench row covers yet (perf shapes added since the benchmark, configs a GPU session
+did not reach: ``python -m tileport.bench --op <op> --pending-only`` times them); ``configs``
+counts the timed ones, and every geomean is over those.
+
+The GPU verdicts read here are taken as they stand against the operator's files now
+(:mod:`tileport.validity`): test.json holds while its sources and the test-relevant inputs
+(kernel.py, reference.py, the manifest less its perf shapes) are unchanged; bench.json is
+re-folded over its rows still valid (:func:`tileport.bench.reconcile`), the rest pending.
 """
 from __future__ import annotations
 
@@ -58,7 +66,7 @@ COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel",
            "nv_us", "vs_nv"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
                "llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict",
-               "ref_host_us", "port_host_us", "vs_nv"]
+               "ref_host_us", "port_host_us", "vs_nv", "configs_pending"]
 _LOOP0 = {"loop_ratio": "", "loop_verdict": "", "ref_host_us": "", "port_host_us": ""}
 _LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
 _NV0 = {"nv_ir_diff": "", "nv_us": "", "vs_nv": ""}
@@ -205,22 +213,22 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
     hb = _v(root / "host" / "build.json")
     lib = ((hb or {}).get("details") or {}).get("ops", {}).get(op) or {}
     tested = ((test or {}).get("details") or {}).get("sources_sha")
-    tested_inputs = ((test or {}).get("details") or {}).get("inputs_sha")
+    tdet = (test or {}).get("details") or {}
     stale = None
     if tested and lib.get("sources_sha") and tested != lib["sources_sha"]:
         # the GPU verdicts describe sources the library no longer holds: do not show them
         stale = "stale (tested sources differ from the current host library)"
-    elif tested_inputs and op_dir.is_dir():
-        from .harness import inputs_sha
+    elif (tdet.get("inputs_sha") or tdet.get("test_inputs_sha")) and op_dir.is_dir():
+        from .validity import inputs_match
 
-        if inputs_sha(op_dir) != tested_inputs:
-            stale = (f"stale (operators/{op} changed since the GPU test; the next run of the "
-                     f"workflow retests it)")
+        if not inputs_match(tdet, op_dir):
+            stale = (f"stale (operators/{op} changed since the GPU test (kernel.py, reference.py or "
+                     f"the manifest's test-relevant part); the next run of the workflow retests it)")
     if stale:
         test = {**test, "verdict": "NOT_RUN", "summary": stale}
         bench = {**bench, "verdict": "NOT_RUN", "summary": stale} if bench else bench
     if not stale:
-        bench = _unless_stale_bench(bench, lib)
+        bench = current_bench(_unless_stale_bench(bench, lib), op_dir, results, op)
     out = []
     # a kernel's LLM use: its writer attempts and the IR diagnoser's calls on them
     usage = {k: kernel_usage(results, op, k, root) for k in {k for k, _ in variants}}
@@ -306,10 +314,37 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
                 if v.get("nv_us") is not None:
                     out.update(nv_us=_fmt(v["nv_us"], 2), vs_nv=_fmt(v["vs_nv"]))
             else:
-                out["ratio"] = "not_run (no perf shape fits)"
+                pend = sum(1 for p in bench["details"].get("pending_configs") or []
+                           if f"{p['kernel']}/{p['variant']}" == key)
+                out["ratio"] = (f"pending ({pend} config(s) not timed yet)" if pend
+                                else "not_run (no perf shape fits)")
         else:
             out["ratio"] = bench["verdict"]
     return out
+
+
+def current_bench(bench: dict | None, op_dir: Path, results: Path, op: str) -> dict | None:
+    """A measured bench verdict as it stands against ``op_dir`` now (:func:`tileport.bench.reconcile`:
+    its rows still valid, the perf configs added since pending), NOT_RUN "stale (...)" when its
+    test-relevant inputs changed; ``bench`` as it is when it is no measurement, when ``op_dir``
+    does not exist (a results tree read without its operators) or when the manifest does not
+    load (the summary reports that error elsewhere)."""
+    if not bench or bench.get("verdict") not in ("DONE", "BELOW_THRESHOLD", "FAIL") or not op_dir.is_dir():
+        return bench
+    from . import harness as H
+    from . import manifest as M
+    from .bench import reconcile
+    from .gpu_test import port_writers
+
+    try:
+        r = reconcile(bench, op_dir, None, writers=port_writers(results, op))
+    except (M.ManifestError, H.HarnessError, OSError):
+        return bench
+    if r is None:
+        return {**bench, "verdict": "NOT_RUN",
+                "summary": f"stale (operators/{op} changed since the benchmark (kernel.py, reference.py or "
+                           f"the manifest's test-relevant part))"}
+    return r
 
 
 def _unless_stale_bench(bench: dict | None, lib: dict) -> dict | None:
@@ -337,20 +372,25 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
 
     unusable = unusable or {}
     rows, all_ratios, all_vt, all_rvt, all_loop, all_vn = [], [], [], [], [], []
+    all_pending = 0
     for op in list(ops) + [o for o in unusable if o not in ops]:
         if op in unusable:
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": unusable[op],
-                         "vs_torch": "", "ref_vs_torch": "", **_LLM0, **_LOOP0, "vs_nv": ""})
+                         "vs_torch": "", "ref_vs_torch": "", **_LLM0, **_LOOP0, "vs_nv": "",
+                         "configs_pending": ""})
             continue
         root = last_round(results, op)[1]
         b = _v(root / op / "bench.json")
         hb = _v(root / "host" / "build.json")
         b = _unless_stale_bench(b, ((hb or {}).get("details") or {}).get("ops", {}).get(op) or {})
+        b = current_bench(b, Path(results).resolve().parent / "operators" / op, Path(results), op)
         if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": _word(b) if b is None
                          else (b["summary"] if b["verdict"] == "NOT_RUN" else b["verdict"]),
                          "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op, root), **_LOOP0,
-                         "vs_nv": ""})
+                         "vs_nv": "",
+                         "configs_pending": ((b or {}).get("details") or {}).get("configs_pending", "")})
+            all_pending += int(((b or {}).get("details") or {}).get("configs_pending") or 0)
             continue
         good = [r for r in b["details"].get("rows", []) if not r.get("error")]
         all_ratios += [r["ratio"] for r in good]
@@ -368,7 +408,8 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                          "loop_ratio": _fmt(loop["geomean"]), "loop_verdict": loop["verdict"],
                          "ref_host_us": _fmt(loop["ref_host_us"], 2),
                          "port_host_us": _fmt(loop["port_host_us"], 2)}),
-                     "vs_nv": _fmt(d.get("geomean_vs_nv"))})
+                     "vs_nv": _fmt(d.get("geomean_vs_nv")), "configs_pending": d.get("configs_pending", 0)})
+        all_pending += int(d.get("configs_pending") or 0)
     counts: dict[str, int] = {}
     for r in rows:
         w = str(r["verdict"]).split(" ", 1)[0] or "missing"
@@ -381,7 +422,7 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                  "ref_vs_torch": _fmt(S.geomean(all_rvt)) if all_rvt else "",
                  **_total_llm(rows), **_LOOP0,
                  "loop_ratio": _fmt(S.geomean(all_loop)) if all_loop else "",
-                 "vs_nv": _fmt(S.geomean(all_vn)) if all_vn else ""})
+                 "vs_nv": _fmt(S.geomean(all_vn)) if all_vn else "", "configs_pending": all_pending})
     return rows
 
 

@@ -63,6 +63,8 @@ def configs(results: str | Path, summary_csv: str | Path) -> pd.DataFrame:
     ``details.rows`` of the operator's last GPU round's ``bench.json``. Only variants whose
     ``summary.csv`` ratio is a number count (a stale, not-run or failed measurement is not a
     result), and only configs that ran without error."""
+    from ..summary import current_bench
+
     results = Path(results)
     summ = read_csv(summary_csv)
     measured = {(r.op, r.kernel, r.variant) for r in summ.itertuples() if number(r.ratio) is not None}
@@ -71,7 +73,9 @@ def configs(results: str | Path, summary_csv: str | Path) -> pd.DataFrame:
         if not any(m[0] == op for m in measured):
             continue
         root = _round_root(results, op)
-        b = _verdict(root / op / "bench.json")
+        # as summary.csv took it: its rows still valid against the manifest now (the rest pending)
+        b = current_bench(_verdict(root / op / "bench.json"), results.resolve().parent / "operators" / op,
+                          results, op)
         if b is None:
             continue
         rnd = 1 if root == results else int(root.name)
@@ -119,7 +123,8 @@ def operators(cfg: pd.DataFrame, summary_ops_csv: str | Path) -> pd.DataFrame:
     out = []
     for r in ops.itertuples():
         sub = cfg[cfg["op"] == r.op] if r.op != "ALL" else cfg
-        row = {"op": r.op, "configs": len(sub), "verdict": r.verdict}
+        row = {"op": r.op, "configs": len(sub), "verdict": r.verdict,
+               "configs_pending": number(getattr(r, "configs_pending", None))}
         row.update(_ratio_cols(sub["ratio"].tolist(), ""))
         row["vs_torch"] = _gm(sub["vs_torch"]) if len(sub) else None
         row["ref_vs_torch"] = _gm(sub["ref_vs_torch"]) if len(sub) else None
@@ -127,6 +132,8 @@ def operators(cfg: pd.DataFrame, summary_ops_csv: str | Path) -> pd.DataFrame:
             row.update(_ratio_cols([x for x in sub["loop_ratio"] if number(x) is not None], "loop_"))
         out.append(row)
     cols = ["op", "configs", "geomean_ratio", "ci_low", "ci_high", "verdict", "vs_torch", "ref_vs_torch"]
+    if "configs_pending" in ops.columns:        # perf configs not timed yet (summary_ops.csv)
+        cols.insert(2, "configs_pending")
     if loop:
         cols += ["loop_geomean", "loop_ci_low", "loop_ci_high"]
     return pd.DataFrame(out, columns=cols)

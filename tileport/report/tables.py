@@ -119,11 +119,13 @@ def _html(text) -> str:
 def operators(ops: pd.DataFrame) -> tuple[pd.DataFrame, dict, str]:
     """The operators table from :func:`tileport.report.data.operators`' frame: (formatted rows,
     LaTeX headers, column format of :func:`operators_tex`'s columns). Loop columns appear when
-    the frame has them."""
+    the frame has them; ``configs`` reads ``12 (+6 pending)`` where perf configs are not timed yet."""
     loop = "loop_geomean" in ops.columns
     rows = []
     for r in ops.to_dict("records"):
-        row = {"op": r["op"], "configs": str(int(r["configs"])),
+        pend = r.get("configs_pending")
+        pend = int(pend) if isinstance(pend, (int, float)) and pend == pend and pend > 0 else 0
+        row = {"op": r["op"], "configs": str(int(r["configs"])) + (f" (+{pend} pending)" if pend else ""),
                "geomean_ratio": sig3(r["geomean_ratio"]), "ci_low": sig3(r["ci_low"]),
                "ci_high": sig3(r["ci_high"]),
                "verdict": r["verdict"] if isinstance(r["verdict"], str) else "",
