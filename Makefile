@@ -43,8 +43,13 @@ run: install
 	@$(PY) -m tileport.coverage results/summary.csv --out results/coverage.md >/dev/null \
 	  && echo "tileport: every TileGym @ct.kernel and how far it got: results/coverage.md"
 
+# pytest workers (pytest-xdist): CI has 2 cores. A test file runs whole on one worker
+# (--dist loadfile), so a module's shared fixture (a workflow run, a crate build) is built once;
+# cargo builds of both workers take turns on the shared target dir's lock. TEST_JOBS=0: one process.
+TEST_JOBS ?= 2
+
 test: install test-deps
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
 
 # the report: the main job, then the figure and table rules, then Snakemake's report page --
 # rebuilt only when a figure, a table, a caption or the report rules changed (a rerun with

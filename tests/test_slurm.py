@@ -93,12 +93,34 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
-def local_run(cluster, tmp_path_factory):
+def local_started(cluster, tmp_path_factory):
+    """The local run of the same two operators, started and not waited for: it runs beside the
+    Slurm run (whose wall time is mostly the scheduler's and the executor's polling), so the
+    module costs the longer of the two rather than their sum. Output goes to a file (a pipe
+    nobody reads would fill and stall Snakemake)."""
     wd = copy_workflow(tmp_path_factory.mktemp("local"), OPS)
     expected = planned(wd)
-    p = subprocess.run([SNAKEMAKE, "results/summary.csv"], cwd=wd, capture_output=True, text=True,
-                       timeout=RUN_TIMEOUT_S)
-    assert p.returncode == 0, p.stderr[-3000:]
+    log = wd.parent / "local-run.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen([SNAKEMAKE, "results/summary.csv"], cwd=wd, stdout=fh,
+                                stderr=subprocess.STDOUT, text=True)
+    yield wd, expected, proc, log
+    if proc.poll() is None:             # a test failed before waiting for it
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def local_run(local_started):
+    """The local run, finished: (workflow copy, jobs its dry run planned by rule)."""
+    wd, expected, proc, log = local_started
+    try:
+        rc = proc.wait(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"the local run did not end within {RUN_TIMEOUT_S} s: {log.read_text()[-3000:]}")
+    assert rc == 0, log.read_text()[-3000:]
     return wd, expected
 
 
@@ -114,7 +136,7 @@ def _kill_first(wd, comment, done: dict, stop: threading.Event):
 
 
 @pytest.fixture(scope="module")
-def slurm_run(cluster, tmp_path_factory):
+def slurm_run(cluster, local_started, tmp_path_factory):
     wd = copy_workflow(tmp_path_factory.mktemp("slurm"), OPS)
     killed, stop = {}, threading.Event()
     watcher = threading.Thread(target=_kill_first, args=(wd, KILL, killed, stop), daemon=True)
@@ -128,7 +150,7 @@ def slurm_run(cluster, tmp_path_factory):
     return wd, p, killed
 
 
-def test_slurm_summary_matches_local(local_run, slurm_run):
+def test_slurm_summary_matches_local(slurm_run, local_run):
     lwd, _ = local_run
     wd, p, _ = slurm_run
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
@@ -141,7 +163,7 @@ def test_slurm_summary_matches_local(local_run, slurm_run):
     assert all(r["test"].startswith("not_run (no GPU") for r in remote)
 
 
-def test_every_cpu_rule_ran_as_a_slurm_job(local_run, slurm_run):
+def test_every_cpu_rule_ran_as_a_slurm_job(slurm_run, local_run):
     _, expected = local_run
     wd, _, _ = slurm_run
     done = [j for j in jobs(wd) if j["JobState"] == "COMPLETED"]
