@@ -1,5 +1,6 @@
 """GPU harness pieces that need no GPU: expressions, fits/perf_fits, case lists, manifest
 tensors/bind validation, and the probe that gpu: auto relies on."""
+import re
 import pytest
 
 from tileport import harness as H
@@ -394,3 +395,19 @@ def test_a_tolerance_may_be_an_expression_of_the_shape(tmp_path):
     bad = text.replace('"2 ** -10"', '"2 **"')
     with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: key 'tolerance/f16/rtol'.*not valid Python"):
         M.load(make_op(tmp_path, name="bad", manifest=bad.replace("op: pick", "op: bad")) / "manifest.yaml")
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan", "1.0e999", '"1e400"', '"10 ** 400"', '"1e400 - 1e400"'])
+def test_a_tolerance_that_is_not_finite_is_refused(tmp_path, value):
+    # an infinite or NaN allowance passes every element (compare's excess > 0 is never true):
+    # a test that cannot fail; YAML's .inf / .nan pass the schema's minimum 0, and 10 ** 400 is
+    # an int that float() cannot take (OverflowError, a traceback in gpu_test)
+    text = pick_manifest().replace("f16: {rtol: 1.0e-3, atol: 1.0e-3}", f"f16: {{rtol: {value}, atol: 1.0e-3}}")
+    try:
+        man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    except M.ManifestError as exc:
+        assert re.search(r"manifest.yaml:\d+: key 'tolerance/f16/rtol'.*finite", str(exc)), exc
+        return
+    v16 = next(v for v in M.variants(man, "pick") if v.dtype == "f16")
+    with pytest.raises(H.ManifestValueError, match=r"tolerance/f16/rtol: .*finite"):
+        H.tolerance(man, v16, (1024,))
