@@ -165,17 +165,23 @@ def tolerance(man: dict, variant: M.Variant, shape) -> dict:
         ManifestValueError: an expression that fails, or a value below 0, naming the key.
     """
     tol = man["tolerance"][variant.dtype]
-    if all(isinstance(tol[k], (int, float)) for k in ("rtol", "atol")):
+    if all(isinstance(tol[k], (int, float)) and not isinstance(tol[k], bool) and math.isfinite(tol[k]) and tol[k] >= 0
+           for k in ("rtol", "atol")):
         return {k: float(tol[k]) for k in ("rtol", "atol")}
     env = base_env(man, list(shape), variant.constexprs, 0)
     out = {}
     for key in ("rtol", "atol"):
         where = f"{man['_path']}: tolerance/{variant.dtype}/{key}"
         v = evaluate(tol[key], env, where)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
-            raise ManifestValueError(f"{where}: {tol[key]!r} gives {v!r} for shape {tuple(shape)}; "
-                                     f"a tolerance is a number >= 0")
-        out[key] = float(v)
+        try:
+            f = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        except OverflowError:       # an int past float's range (10 ** 400)
+            f = math.inf
+        # an infinite or NaN allowance passes every element (compare): a test that cannot fail
+        if f is None or not math.isfinite(f) or not f >= 0:
+            raise ManifestValueError(f"{where}: {tol[key]!r} gives {repr(v)[:60]} for shape {tuple(shape)}; "
+                                     f"a tolerance is a finite number >= 0")
+        out[key] = f
     return out
 
 

@@ -16,6 +16,7 @@ line and the key, says in words what is wrong and what to write instead.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -632,6 +633,11 @@ def load(path: str | Path) -> dict:
                                     f"under tolerance")
     for dt, tol in doc["tolerance"].items():
         for key in ("rtol", "atol"):
+            # YAML's .inf / .nan (and 1.0e999) pass the schema's minimum 0; an infinite or NaN
+            # allowance passes every element (harness.compare), a test that cannot fail
+            if isinstance(tol[key], float) and not math.isfinite(tol[key]):
+                raise at(["tolerance", dt, key], f"{key} {tol[key]} is not a finite number; write a "
+                                                 f"number >= 0 such as 1.0e-3")
             _check_expr(tol[key], ["tolerance", dt, key], at)
     for key in ("fits", "perf_fits"):
         if key in doc:
