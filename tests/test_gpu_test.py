@@ -746,3 +746,54 @@ def test_pending_only_times_exactly_the_missing_configs_and_merges_them(tmp_path
         "details"]["configs"] == 18 and timed == []
     B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
     assert len(timed) == 18
+
+
+def test_a_config_timed_twice_counts_once_and_a_malformed_row_is_retired_not_a_crash():
+    # a bench.json whose rows repeat a config (a merge done twice, a hand-edited file) must not
+    # count it twice (configs 15 of 12, the geomean weighting it double); a row that is not a
+    # mapping or records a tolerance that is not a number is retired (counted), not a traceback
+    # in kept_bench / validity / summary
+    from tileport import validity as V
+
+    tol = {"rtol": 0.0, "atol": 0.0}
+    perf = {("k", "f16-T1", "64x128"): tol, ("k", "f16-T1", "128x128"): tol}
+    a = {"kernel": "k", "variant": "f16-T1", "shape": "64x128", "rtol": 0.0, "atol": 0.0, "ratio": 1.0}
+    b = {**a, "shape": "128x128"}
+    again = {**a, "ratio": 2.0}
+    bad_tol = {**b, "rtol": "abc"}
+    assert V.split_rows([a, b, again, "x", None, bad_tol], perf) == ([a, b], [again, "x", None, bad_tol])
+
+
+@no_gpu_here
+@pytest.mark.parametrize("rows", ["dup", "not_a_list", "bad_row"])
+def test_a_bench_json_with_repeated_or_malformed_rows_adds_up(tmp_path, rows):
+    import json
+
+    from tileport import bench as B
+    from tileport import summary as S
+
+    results, op_dir = measured_tree(tmp_path)
+    p = results / "relu" / "bench.json"
+    doc = json.loads(p.read_text())
+    d = doc["details"]
+    d["rows"] = {"dup": d["rows"] + d["rows"][:3], "not_a_list": {"a": 1},
+                 "bad_row": d["rows"] + ["x", {**d["rows"][0], "atol": "1e-3?"}]}[rows]
+    p.write_text(json.dumps(doc))
+    kept, _ = B.kept_bench(results, "relu", op_dir, p)
+    k = kept["details"]
+    assert k["configs"] + k["configs_pending"] == k["configs_total"] == 12
+    assert k["retired_rows"] == {"dup": 3, "not_a_list": 1, "bad_row": 2}[rows]
+    ops = {x["op"]: x for x in S.ops_rows(results, ["relu"])}
+    assert ops["relu"]["configs"] + ops["relu"]["configs_pending"] == 12
+
+
+def test_validity_says_a_corrupt_verdict_is_unreadable_not_missing(tmp_path):
+    from tileport import validity as V
+
+    results, op_dir = measured_tree(tmp_path)
+    p = results / "relu" / "bench.json"
+    p.write_text(p.read_text()[:200])
+    s = V.status(results, "relu", op_dir)
+    assert s["bench"].startswith("unreadable") and "bench.json" in s["bench"], s["bench"]
+    (results / "relu" / "test.json").unlink()
+    assert V.status(results, "relu", op_dir)["test"] == "missing"
