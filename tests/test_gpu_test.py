@@ -651,12 +651,13 @@ def test_a_row_of_a_config_no_longer_perf_or_of_another_tolerance_is_retired():
     from tileport import validity as V
 
     tol = {"rtol": 0.0, "atol": 0.0}
-    perf = {("k", "f16-T1", "64x128"): tol, ("k", "f16-T1", "128x128"): {"rtol": 0.0, "atol": 1e-3}}
+    perf = {("k", "f16-T1", "64x128"): tol, ("k", "f16-T1", "128x128"): {"rtol": 0.0, "atol": 1e-3},
+            ("k", "f16-T1", "256x128"): tol}
     keep = {"kernel": "k", "variant": "f16-T1", "shape": "64x128", "rtol": 0.0, "atol": 0.0}
     gone = {"kernel": "k", "variant": "f16-T1", "shape": "32x128"}
     other_tol = {"kernel": "k", "variant": "f16-T1", "shape": "128x128", "rtol": 0.0, "atol": 0.0}
     erred = {**keep, "error": "RuntimeError: CUDA error"}
-    blocked = {**keep, "error": "FfiError: ...", "blocked": "cutile limit"}
+    blocked = {**keep, "shape": "256x128", "error": "FfiError: ...", "blocked": "cutile limit"}
     assert V.split_rows([keep, gone, other_tol, erred, blocked], perf) == (
         [keep, blocked], [gone, other_tol, erred])
 

@@ -421,7 +421,8 @@ def reconcile(doc: dict, op_dir: str | Path, sources_sha: str | None, man: dict 
         return None
     man = man if man is not None else M.load(Path(op_dir) / "manifest.yaml")
     perf = perf_configs(man)
-    valid, retired = V.split_rows(list(d.get("rows") or []), perf)
+    rows = d.get("rows") or []
+    valid, retired = V.split_rows(list(rows) if isinstance(rows, list) else rows, perf)
     skipped = set(d.get("not_benchmarked") or {})
     have = {V.config_key(r["kernel"], r["variant"], r["shape"]) for r in valid}
     pending = [{"kernel": k, "variant": v, "shape": sh} for (k, v, sh) in perf

@@ -175,15 +175,29 @@ def config_key(kernel: str, variant: str, shape) -> tuple[str, str, str]:
 def split_rows(rows: list[dict], perf: dict[tuple[str, str, str], dict]) -> tuple[list[dict], list[dict]]:
     """``(valid, retired)`` of a valid bench verdict's rows (its hashes already checked): a row
     stays when its config is in ``perf`` (config key -> ``{"rtol", "atol"}`` now, the manifest's
-    perf configs) and, where the row recorded them, with the same ``rtol`` / ``atol``; a row
+    perf configs), it is the first row of its config, and, where the row recorded them, with the
+    same ``rtol`` / ``atol``; a row that is no mapping (``rows`` itself no list: one retired) is
+    retired; a row
     whose launch erred (``error`` without ``blocked``: cutile's limits are a property of the
     sources) is retired too, so that the next timing retries it."""
-    valid, retired = [], []
+    valid, retired, seen = [], [], set()
+    if not isinstance(rows, list):      # a corrupt file: nothing of it is a valid row
+        return [], ([rows] if rows else [])
     for r in rows:
-        key = config_key(r.get("kernel"), r.get("variant"), r.get("shape"))
-        tol = perf.get(key)
-        same_tol = tol is not None and all(r.get(k) is None or float(r[k]) == tol[k] for k in ("rtol", "atol"))
-        ok = same_tol and not (r.get("error") and not r.get("blocked"))
+        if not isinstance(r, dict):
+            retired.append(r)
+            continue
+        try:
+            key = config_key(r.get("kernel"), r.get("variant"), r.get("shape"))
+            tol = perf.get(key)
+            same_tol = tol is not None and all(r.get(k) is None or float(r[k]) == tol[k] for k in ("rtol", "atol"))
+        except (TypeError, ValueError):     # a shape or a tolerance that is not one
+            key, same_tol = None, False
+        # a config's second row (a merge done twice, a hand-edited file) is retired: each config
+        # counts once, as the first row measured it
+        ok = same_tol and key not in seen and not (r.get("error") and not r.get("blocked"))
+        if ok:
+            seen.add(key)
         (valid if ok else retired).append(r)
     return valid, retired
 
@@ -214,7 +228,9 @@ def status(results: str | Path, op: str, op_dir: str | Path) -> dict:
     for name in ("test", "bench"):
         try:
             doc = read(results / op / f"{name}.json")
-        except VerdictError:
+        except VerdictError as exc:
+            if (results / op / f"{name}.json").exists():     # corrupt, truncated: say so
+                out[name] = f"unreadable ({exc})"
             continue
         out[name] = why(doc) if doc["verdict"] in G.MEASURED else doc["verdict"]
     if out["bench"] == "holds":
