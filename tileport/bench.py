@@ -194,6 +194,11 @@ def measure(c, cfg: dict, tol: dict) -> dict:
                            for a, e in zip(c.outputs[side], expected)) if not r["ok"]]
         row[col] = "ok" if not bad else "MISMATCH"
         row[f"{side}_mismatch"] = H.mismatch_text(bad[0], side) if bad else ""
+    if row["checked"] == row["ref_checked"] == "MISMATCH":
+        # both miss: the same way (the port within tolerance of the reference kernel, NaN where it
+        # has NaN) makes it the manifest's, as gpu_test.same_miss (fold)
+        row["port_matches_ref"] = all(H.compare(a, b, tol["rtol"], tol["atol"])["ok"]
+                                      for a, b in zip(c.outputs["port"], c.outputs["ref"]))
     row["error"] = ""
     row["nv_error"] = nv_error
     if "nv" in labels:
@@ -269,10 +274,17 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         classes.append((fc, findings[-1].owner))
     for r in ok:
         if r.get("checked") == "MISMATCH":
-            findings.append(Finding("numerics", "critical", owner_of("kernel", writers.get(r["kernel"])),
+            # as gpu_test.same_miss: a port that misses the same way as the cuTile Python kernel
+            # (within tolerance of it) is the manifest's: its expected values disagree with the kernel
+            same = r.get("ref_checked") == "MISMATCH" and r.get("port_matches_ref") is True
+            findings.append(Finding("numerics", "critical",
+                                    "manifest" if same else owner_of("kernel", writers.get(r["kernel"])),
                                     f"{r['kernel']}/{r['variant']} {r['shape']}: the port's timed output is "
-                                    f"outside tolerance: {r.get('port_mismatch') or 'mismatch'}"))
-            classes.append(("kernel", findings[-1].owner))
+                                    f"outside tolerance: {r.get('port_mismatch') or 'mismatch'}"
+                                    + ("; the port agrees with the cuTile Python reference, which misses "
+                                       "the same values: the manifest's tolerance or inputs disagree with the "
+                                       "kernel, not the port" if same else "")))
+            classes.append(("manifest" if same else "kernel", findings[-1].owner))
     findings += [Finding("launch", "warn", "tool",
                          f"{r['kernel']}/{r['variant']} {r['shape']}: BLOCKED: cutile 0.5.0 cannot launch "
                          f"this config: {r['error']} (evidence: {r['blocked']})"[:1500]) for r in blocked]
@@ -388,7 +400,8 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
 
 
 #: the fields of a row kept in ``details.rows`` (besides :data:`COLUMNS`)
-ROW_EXTRAS = ["samples", "loop_samples", "kernel_names", "error_class", "blocked", "restaged", "rtol", "atol"]
+ROW_EXTRAS = ["samples", "loop_samples", "kernel_names", "error_class", "blocked", "restaged", "rtol", "atol",
+              "port_matches_ref"]
 
 
 def perf_configs(man: dict) -> dict[tuple[str, str, str], dict]:
