@@ -411,3 +411,14 @@ def test_a_tolerance_that_is_not_finite_is_refused(tmp_path, value):
     v16 = next(v for v in M.variants(man, "pick") if v.dtype == "f16")
     with pytest.raises(H.ManifestValueError, match=r"tolerance/f16/rtol: .*finite"):
         H.tolerance(man, v16, (1024,))
+
+
+@pytest.mark.parametrize("expr,why", [("2 ** -13 * Q", "'Q'"), ("2 ** -13 * k", "'k'"),
+                                      ("LAT * 1.0e-3", "copy_all.*f16-TILE64")])
+def test_a_tolerance_naming_what_a_variant_lacks_is_refused_at_load_at_its_line(tmp_path, expr, why):
+    # a typo in a tolerance expression used to surface only on the GPU node (gpu_test computes the
+    # tolerances first), and bench's reconcile turned it into a silently dropped kept verdict; a
+    # constexpr only some kernels of the dtype have (LAT: pick's, not other's) fails for the others
+    text = pick_manifest().replace("f16: {rtol: 1.0e-3, atol: 1.0e-3}", f'f16: {{rtol: 1.0e-3, atol: "{expr}"}}')
+    with pytest.raises(M.ManifestError, match=rf"manifest.yaml:\d+: key 'tolerance/f16/atol': .*{why}"):
+        M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
