@@ -833,3 +833,19 @@ def test_a_port_error_caused_by_the_references_cuda_fault_is_not_the_ports():
                   "cuda_error": True}}
     v = G.verdict_of("op", [r], writers={"k": "translator"})
     assert v.verdict != "ALL_PASS" and v.owner != "tool" and v.fail_class != "kernel"
+
+
+def test_an_old_verdict_without_git_history_is_said_unproven_not_stale(tmp_path):
+    """A GPU bundle without .git holding verdicts written before test_inputs_sha: validity cannot
+    prove them (no manifest history), and must say so and how to fix it (--stamp in the checkout),
+    not call them stale (which sends the reader to re-measure)."""
+    from tileport import validity as V
+
+    results, op_dir = measured_tree(tmp_path, legacy=True)
+    edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")     # not a git checkout
+    V._LEGACY.clear()
+    s = V.status(results, "relu", op_dir)
+    for name in ("test", "bench"):
+        assert s[name].startswith("unproven") and "--stamp" in s[name], s[name]
+    edit(op_dir, "f32: {rtol: 0.0, atol: 0.0}", "f32: {rtol: 0.0, atol: 1.0e-6}")
+    assert V.status(results, "relu", op_dir)["test"].startswith("unproven")    # still unknowable here
