@@ -147,6 +147,15 @@ def legacy_test_sha(op_dir: str | Path, full_sha: str, max_versions: int = 400) 
     return found
 
 
+def _in_git(op_dir: Path) -> bool:
+    """``op_dir`` is in a git work tree with a HEAD (where :func:`legacy_test_sha` can look)."""
+    try:
+        return subprocess.run(["git", "-C", str(op_dir), "rev-parse", "--verify", "-q", "HEAD"],
+                              capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def inputs_match(details: dict, op_dir: str | Path) -> bool:
     """A verdict's ``details`` measured the test-relevant inputs ``op_dir`` holds now:
     ``test_inputs_sha`` equal to :func:`tested_inputs_sha`; for an old verdict without it, its
@@ -205,8 +214,9 @@ def split_rows(rows: list[dict], perf: dict[tuple[str, str, str], dict]) -> tupl
 def status(results: str | Path, op: str, op_dir: str | Path) -> dict:
     """Where an operator's GPU verdicts under ``results/<op>`` stand against ``op_dir`` now:
     ``{"op", "test", "bench", "configs", "configs_pending", "retired_rows", "pending"}``;
-    ``test`` / ``bench`` are ``holds``, ``stale (<why>)``, ``missing`` or the verdict word when it
-    is no measurement; the counts come from :func:`tileport.bench.reconcile`."""
+    ``test`` / ``bench`` are ``holds``, ``stale (<why>)``, ``unproven (<why>)`` (an old verdict
+    and no git history to recognise it), ``unreadable (<why>)``, ``missing`` or the verdict word
+    when it is no measurement; the counts come from :func:`tileport.bench.reconcile`."""
     from . import gpu_test as G
     from .bench import kept_bench
     from .host import sources_sha
@@ -223,7 +233,12 @@ def status(results: str | Path, op: str, op_dir: str | Path) -> dict:
                 return "stale (other sources: kernels .rs or host/ffi.rs)"
         except (OSError, ValueError, KeyError) as exc:
             return f"stale (sources unreadable: {exc})"
-        return "holds" if inputs_match(d, op_dir) else "stale (kernel.py, reference.py or the manifest's test part)"
+        if inputs_match(d, op_dir):
+            return "holds"
+        if not d.get("test_inputs_sha") and d.get("inputs_sha") and not _in_git(op_dir):
+            return ("unproven (written before test_inputs_sha, and no git history here to recognise it: "
+                    "run python -m tileport.validity --stamp in the checkout it was measured from)")
+        return "stale (kernel.py, reference.py or the manifest's test part)"
 
     for name in ("test", "bench"):
         try:
