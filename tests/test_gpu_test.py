@@ -849,3 +849,45 @@ def test_an_old_verdict_without_git_history_is_said_unproven_not_stale(tmp_path)
         assert s[name].startswith("unproven") and "--stamp" in s[name], s[name]
     edit(op_dir, "f32: {rtol: 0.0, atol: 0.0}", "f32: {rtol: 0.0, atol: 1.0e-6}")
     assert V.status(results, "relu", op_dir)["test"].startswith("unproven")    # still unknowable here
+
+
+def test_the_benchmarks_first_calls_name_the_side_that_failed():
+    from tileport import bench as B
+
+    seen = []
+
+    def boom():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    with pytest.raises(B.SideFailed) as e:
+        B.first_calls([("ref", boom), ("port", lambda: seen.append("port"))], sync=lambda: None)
+    assert e.value.side == "ref" and "illegal memory access" in str(e.value) and seen == []
+
+
+@pytest.mark.parametrize("side,owner,fail_class", [("ref", "manifest", None), ("port", "tool", "kernel"),
+                                                   ("torch", "env", "env")])
+def test_a_perf_config_the_reference_cannot_run_is_not_the_translators(tmp_path, monkeypatch, side, owner,
+                                                                      fail_class):
+    """bench.measure's untimed first calls run the reference first: its CUDA fault at a perf shape
+    (a TileGym kernel past its own index range at an LLM size) was classed as the port's (kernel:
+    owner tool, routed to the kernel writer). The side that failed decides: the reference's is
+    the manifest's (that perf shape is not one the kernel runs), PyTorch's the environment's."""
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    timed = []
+    fake_gpu(monkeypatch, timed)
+
+    def measure(c, cfg, tol):
+        raise B.SideFailed(side, RuntimeError("CUDA error: an illegal memory access was encountered"))
+
+    monkeypatch.setattr(B, "measure", measure)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    assert (d["verdict"], d["owner"], d["fail_class"]) == ("FAIL", owner, fail_class)
+    row = d["details"]["rows"][0]
+    assert row["error_class"] == (fail_class or "manifest") and side_word(side) in row["error"]
+
+
+def side_word(side):
+    return {"ref": "cuTile Python reference", "port": "port", "torch": "PyTorch"}[side]
