@@ -129,6 +129,44 @@ def loop_times(sides: list[tuple[str, callable]], n: int, rounds: int, sync,
     return out
 
 
+class SideFailed(Exception):
+    """One side's first (untimed) call of a config failed (:func:`first_calls`): ``side``
+    (``ref``, ``port``, ``torch``) and the exception ``exc`` it raised."""
+
+    def __init__(self, side: str, exc: BaseException):
+        super().__init__(f"{SIDE_WORDS.get(side, side)}: {type(exc).__name__}: {exc}")
+        self.side, self.exc = side, exc
+
+
+#: how a row's error names the side that raised it
+SIDE_WORDS = {"ref": "the cuTile Python reference", "port": "the port", "torch": "PyTorch", "nv": "NVIDIA's port"}
+
+
+def first_calls(sides: list, sync) -> None:
+    """Each side's first call (JIT compile, cuBLAS heuristics; untimed), synchronised one by one
+    so that a failure names its side.
+
+    Raises:
+        SideFailed: the first side whose call (or the synchronisation after it) raised.
+    """
+    for label, fn in sides:
+        try:
+            fn()
+            sync()
+        except Exception as exc:  # noqa: BLE001 - re-raised with its side
+            raise SideFailed(label, exc) from exc
+
+
+def error_class(exc: BaseException) -> str:
+    """Routing class of a config's failure (:func:`tileport.gpu_test.failure_class` for the
+    port's side): the cuTile Python reference failing at a perf shape is the manifest's (a
+    config the kernel does not run: no writer or host builder can act), PyTorch's the
+    environment's."""
+    if isinstance(exc, SideFailed) and exc.side != "port":
+        return "manifest" if exc.side == "ref" else "env"
+    return failure_class(exc.exc if isinstance(exc, SideFailed) else exc, "port")
+
+
 def measure(c, cfg: dict, tol: dict) -> dict:
     """Benchmark one :class:`tileport.harness.Call` (steps 1-5 of the module doc). Returns a row
     of :data:`COLUMNS` (numbers in µs) plus ``samples`` (per-round device µs per side)."""
@@ -137,9 +175,7 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     from . import cupti
 
     sides = [("ref", c.ref), ("port", c.port), ("torch", c.torch)]
-    for _, fn in sides:                     # JIT compile / cuBLAS heuristics, untimed
-        fn()
-    torch.cuda.synchronize()
+    first_calls(sides, torch.cuda.synchronize)      # JIT compile / cuBLAS heuristics, untimed
     nv_error = c.nv_note if c.nv is None else ""
     if c.nv is not None:                    # NVIDIA's port: a side only if its first call works
         try:
@@ -597,10 +633,12 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
             from .ffi import cutile_limit
 
-            row = {**base, "error": f"{type(exc).__name__}: {exc}"[:600],
-                   "error_class": failure_class(exc, "port")}
-            if cutile_limit(exc):
-                row["blocked"] = cutile_limit(exc)
+            inner = exc.exc if isinstance(exc, SideFailed) else exc
+            row = {**base, "error": (str(exc) if isinstance(exc, SideFailed)
+                                     else f"{type(exc).__name__}: {exc}")[:600],
+                   "error_class": error_class(exc)}
+            if (not isinstance(exc, SideFailed) or exc.side == "port") and cutile_limit(inner):
+                row["blocked"] = cutile_limit(inner)
                 print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (cutile 0.5.0 cannot launch it): "
                       f"{row['error']}", flush=True)
             rows.append(row)
