@@ -165,7 +165,7 @@ def tolerance(man: dict, variant: M.Variant, shape) -> dict:
         ManifestValueError: an expression that fails, or a value below 0, naming the key.
     """
     tol = man["tolerance"][variant.dtype]
-    if all(isinstance(tol[k], (int, float)) and not isinstance(tol[k], bool) and math.isfinite(tol[k]) and tol[k] >= 0
+    if all(isinstance(tol[k], (int, float)) and not isinstance(tol[k], bool) and M._finite(tol[k]) and tol[k] >= 0
            for k in ("rtol", "atol")):
         return {k: float(tol[k]) for k in ("rtol", "atol")}
     env = base_env(man, list(shape), variant.constexprs, 0)

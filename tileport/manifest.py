@@ -635,8 +635,8 @@ def load(path: str | Path) -> dict:
         for key in ("rtol", "atol"):
             # YAML's .inf / .nan (and 1.0e999) pass the schema's minimum 0; an infinite or NaN
             # allowance passes every element (harness.compare), a test that cannot fail
-            if isinstance(tol[key], float) and not math.isfinite(tol[key]):
-                raise at(["tolerance", dt, key], f"{key} {tol[key]} is not a finite number; write a "
+            if isinstance(tol[key], (int, float)) and not isinstance(tol[key], bool) and not _finite(tol[key]):
+                raise at(["tolerance", dt, key], f"{key} {str(tol[key])[:40]} is not a finite number; write a "
                                                  f"number >= 0 such as 1.0e-3")
             _check_expr(tol[key], ["tolerance", dt, key], at)
     _check_tolerance_names(doc, kv, at)
@@ -705,6 +705,14 @@ def _check_variant_sources(doc: dict, at: _Where) -> None:
 
 def _vdtypes(v: dict) -> list[str]:
     return list(v["dtypes"]) if "dtypes" in v else [v["dtype"]]
+
+
+def _finite(v) -> bool:
+    """``v`` (an int or float) is a finite float (an int past float's range is not)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 def _free_names(expr: str) -> set[str]:
