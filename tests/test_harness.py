@@ -397,7 +397,8 @@ def test_a_tolerance_may_be_an_expression_of_the_shape(tmp_path):
         M.load(make_op(tmp_path, name="bad", manifest=bad.replace("op: pick", "op: bad")) / "manifest.yaml")
 
 
-@pytest.mark.parametrize("value", [".inf", ".nan", "1.0e999", "1" + "0" * 400, '"1e400"', '"10 ** 400"', '"1e400 - 1e400"'])
+@pytest.mark.parametrize("value", [".inf", ".nan", "1.0e999", "1" + "0" * 400, '"1e400"', '"10 ** 400"',
+                                   '"1e400 - 1e400"'])
 def test_a_tolerance_that_is_not_finite_is_refused(tmp_path, value):
     # an infinite or NaN allowance passes every element (compare's excess > 0 is never true):
     # a test that cannot fail; YAML's .inf / .nan pass the schema's minimum 0, and 10 ** 400 is
