@@ -386,10 +386,12 @@ def test_a_tolerance_may_be_an_expression_of_the_shape(tmp_path):
     assert H.tolerance(man, v32, (1024,)) == {"rtol": 1e-5, "atol": 1e-5}      # numbers pass through
     # a negative value or an unknown name is the manifest's error, naming the key
     man["tolerance"]["f16"]["atol"] = "-N"
-    with pytest.raises(H.ManifestValueError, match=r"manifest.yaml:\d+: key 'tolerance/f16/atol': '-N' gives -1024 .*>= 0"):
+    with pytest.raises(H.ManifestValueError,
+                       match=r"manifest.yaml:\d+: key 'tolerance/f16/atol': '-N' gives -1024 .*>= 0"):
         H.tolerance(man, v16, (1024,))
     man["tolerance"]["f16"]["atol"] = "Q * 2"
-    with pytest.raises(H.ManifestValueError, match=r"tolerance/f16/atol: expression 'Q \* 2': NameError"):
+    with pytest.raises(H.ManifestValueError,
+                       match=r"manifest.yaml:\d+: key 'tolerance/f16/atol': expression 'Q \* 2': NameError"):
         H.tolerance(man, v16, (1024,))
     # an expression that is not Python is refused at load, at its line
     bad = text.replace('"2 ** -10"', '"2 **"')

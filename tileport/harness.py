@@ -156,6 +156,17 @@ def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits", kerne
     return bool(evaluate(expr, base_env(man, shape, constexprs, 0), where))
 
 
+def _at(man: dict, keypath: list) -> str:
+    """``<manifest>:<line>: key 'a/b/c'`` (as :func:`tileport.manifest.load`'s errors) for an error
+    found after loading (the line read again from the file; ``<manifest>`` alone when unreadable)."""
+    path = man.get("_path", "manifest.yaml")
+    try:
+        line = M._yaml_line(Path(path).read_text(), keypath)
+    except (OSError, UnicodeDecodeError):
+        line = None
+    return f"{path}:{line or 1}: key '{'/'.join(map(str, keypath))}'"
+
+
 def tolerance(man: dict, variant: M.Variant, shape) -> dict:
     """``{"rtol", "atol"}`` (floats) of ``variant``'s dtype for one call of ``shape``: the
     manifest's ``tolerance.<dtype>`` numbers, or expressions over shape names, constexprs and
@@ -171,7 +182,7 @@ def tolerance(man: dict, variant: M.Variant, shape) -> dict:
     env = base_env(man, list(shape), variant.constexprs, 0)
     out = {}
     for key in ("rtol", "atol"):
-        where = f"{man['_path']}: tolerance/{variant.dtype}/{key}"
+        where = _at(man, ["tolerance", variant.dtype, key])
         v = evaluate(tol[key], env, where)
         try:
             f = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
