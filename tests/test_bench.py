@@ -455,3 +455,19 @@ def test_pending_only_flag_reaches_the_run(monkeypatch):
     assert seen["pending_only"] is True
     B.main(["--op", "relu", "--operators", str(REPO / "operators"), "--gpu", "off"])
     assert seen["pending_only"] is False
+
+
+def test_a_port_missing_the_same_way_as_the_reference_at_a_perf_shape_is_the_manifests(tmp_path):
+    """As in gpu_test (same_miss): the port within tolerance of the cuTile Python reference, both
+    outside the PyTorch semantics at a perf shape (a tolerance that does not grow with K, an input
+    range), is the manifest's (routes stop), not the translator's; a port that misses on its own
+    stays the port writer's."""
+    both = brow(1.0, checked="MISMATCH", ref_checked="MISMATCH", port_matches_ref=True,
+                port_mismatch="3 of 9", ref_mismatch="3 of 9")
+    v = B.fold("op", [both, brow(1.0, shape="b")], threshold=0.95, writers={"k": "translator"})
+    assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "manifest", None)
+    assert "agrees with the cuTile Python reference" in v.summary
+    valid(v, tmp_path)
+    own = {**both, "port_matches_ref": False}
+    v = B.fold("op", [own, both], threshold=0.95, writers={"k": "translator"})
+    assert (v.owner, v.fail_class) == ("tool", "kernel")

@@ -610,3 +610,35 @@ def test_rust_marshal_reaches_the_shim_and_falls_back(rlib):
     assert "constexpr BM = True" in code_of(rlib, arrays=arrays(), cx={"BM": True, "TILE": 8}).cause
     e = code_of(rlib, arrays=arrays(y=FastTensor((4, 8), dev=1)))
     assert e.code == 0 and "array 'y' is on CUDA device 1, the launch is on device 0" in e.cause
+
+
+# -- hostile layouts of outputs (findings, not fixed: see the xfail reasons) ------------------------
+
+_SPEC_OUT = {"symbol": "tp_w", "kernel": "w_kernel", "variants": [], "dtypes": ["f16"], "entry": "w_kernel",
+             "arrays": [{"name": "x", "ndim": 2, "role": "input"}, {"name": "y", "ndim": 2, "role": "output"}],
+             "scalars": [], "constexprs": [], "strided": ["y"]}
+
+
+class _Expanded(CopyTensor):
+    """An output whose elements share memory: torch's copy_ into it raises, as torch does."""
+
+    def copy_(self, src):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                           "refers to a single memory location")
+
+
+@pytest.mark.xfail(strict=True, reason="finding (not fixed): an output whose elements share memory (stride 0 on "
+                                       "an extent > 1, rows overlapping) is launched: the port's writes race")
+@pytest.mark.parametrize("strides", [(0, 1), (4, 1), (8, 0)], ids=["row-broadcast", "rows-overlap", "col-broadcast"])
+def test_an_output_whose_elements_share_memory_is_refused_before_the_launch(monkeypatch, strides):
+    import contextlib
+
+    monkeypatch.setattr(ffi, "_empty_strided", lambda t, st: CopyTensor(t.shape, ptr=0x7F00_0002_0000, strides=st))
+    monkeypatch.setattr(ffi, "_on_stream", lambda *a: contextlib.nullcontext())
+    calls = []
+    shim = _shim(_SPEC_OUT, calls)
+    shim.packed = None
+    with pytest.raises(FfiError, match="'y'"):
+        shim({"x": CopyTensor((4, 8)), "y": _Expanded((4, 8), strides=strides)}, {}, {}, (1, 1, 1),
+             stream=0, device=0)
+    assert calls == []          # nothing launched

@@ -651,12 +651,13 @@ def test_a_row_of_a_config_no_longer_perf_or_of_another_tolerance_is_retired():
     from tileport import validity as V
 
     tol = {"rtol": 0.0, "atol": 0.0}
-    perf = {("k", "f16-T1", "64x128"): tol, ("k", "f16-T1", "128x128"): {"rtol": 0.0, "atol": 1e-3}}
+    perf = {("k", "f16-T1", "64x128"): tol, ("k", "f16-T1", "128x128"): {"rtol": 0.0, "atol": 1e-3},
+            ("k", "f16-T1", "256x128"): tol}
     keep = {"kernel": "k", "variant": "f16-T1", "shape": "64x128", "rtol": 0.0, "atol": 0.0}
     gone = {"kernel": "k", "variant": "f16-T1", "shape": "32x128"}
     other_tol = {"kernel": "k", "variant": "f16-T1", "shape": "128x128", "rtol": 0.0, "atol": 0.0}
     erred = {**keep, "error": "RuntimeError: CUDA error"}
-    blocked = {**keep, "error": "FfiError: ...", "blocked": "cutile limit"}
+    blocked = {**keep, "shape": "256x128", "error": "FfiError: ...", "blocked": "cutile limit"}
     assert V.split_rows([keep, gone, other_tol, erred, blocked], perf) == (
         [keep, blocked], [gone, other_tol, erred])
 
@@ -746,3 +747,152 @@ def test_pending_only_times_exactly_the_missing_configs_and_merges_them(tmp_path
         "details"]["configs"] == 18 and timed == []
     B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
     assert len(timed) == 18
+
+
+def test_a_config_timed_twice_counts_once_and_a_malformed_row_is_retired_not_a_crash():
+    # a bench.json whose rows repeat a config (a merge done twice, a hand-edited file) must not
+    # count it twice (configs 15 of 12, the geomean weighting it double); a row that is not a
+    # mapping or records a tolerance that is not a number is retired (counted), not a traceback
+    # in kept_bench / validity / summary
+    from tileport import validity as V
+
+    tol = {"rtol": 0.0, "atol": 0.0}
+    perf = {("k", "f16-T1", "64x128"): tol, ("k", "f16-T1", "128x128"): tol}
+    a = {"kernel": "k", "variant": "f16-T1", "shape": "64x128", "rtol": 0.0, "atol": 0.0, "ratio": 1.0}
+    b = {**a, "shape": "128x128"}
+    again = {**a, "ratio": 2.0}
+    bad_tol = {**b, "rtol": "abc"}
+    assert V.split_rows([a, b, again, "x", None, bad_tol], perf) == ([a, b], [again, "x", None, bad_tol])
+
+
+@no_gpu_here
+@pytest.mark.parametrize("rows", ["dup", "not_a_list", "bad_row"])
+def test_a_bench_json_with_repeated_or_malformed_rows_adds_up(tmp_path, rows):
+    import json
+
+    from tileport import bench as B
+    from tileport import summary as S
+
+    results, op_dir = measured_tree(tmp_path)
+    p = results / "relu" / "bench.json"
+    doc = json.loads(p.read_text())
+    d = doc["details"]
+    d["rows"] = {"dup": d["rows"] + d["rows"][:3], "not_a_list": {"a": 1},
+                 "bad_row": d["rows"] + ["x", {**d["rows"][0], "atol": "1e-3?"}]}[rows]
+    p.write_text(json.dumps(doc))
+    kept, _ = B.kept_bench(results, "relu", op_dir, p)
+    k = kept["details"]
+    assert k["configs"] + k["configs_pending"] == k["configs_total"] == 12
+    assert k["retired_rows"] == {"dup": 3, "not_a_list": 1, "bad_row": 2}[rows]
+    ops = {x["op"]: x for x in S.ops_rows(results, ["relu"])}
+    assert ops["relu"]["configs"] + ops["relu"]["configs_pending"] == 12
+
+
+def test_validity_says_a_corrupt_verdict_is_unreadable_not_missing(tmp_path):
+    from tileport import validity as V
+
+    results, op_dir = measured_tree(tmp_path)
+    p = results / "relu" / "bench.json"
+    p.write_text(p.read_text()[:200])
+    s = V.status(results, "relu", op_dir)
+    assert s["bench"].startswith("unreadable") and "bench.json" in s["bench"], s["bench"]
+    (results / "relu" / "test.json").unlink()
+    assert V.status(results, "relu", op_dir)["test"] == "missing"
+
+
+@pytest.mark.xfail(strict=True, reason="finding (not fixed): --pending-only merges kept rows measured on another "
+                                       "device under this run's env/provenance, with nothing saying which rows")
+def test_pending_only_does_not_pass_off_rows_of_another_device_as_this_runs(tmp_path, monkeypatch):
+    import json
+
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    doc = json.loads((r / "bench.json").read_text())
+    doc["details"]["env"] = {"device": "NVIDIA H100 80GB HBM3"}
+    (r / "bench.json").write_text(json.dumps(doc))
+    edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")
+    timed = []
+    fake_gpu(monkeypatch, timed)
+    monkeypatch.setattr(B.H, "env_versions", lambda: {"device": "NVIDIA H200"})
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    # either every config is timed again here, or the verdict says which rows another device measured
+    assert len(timed) == 18 or "H100" in json.dumps(d["details"])
+
+
+def test_a_port_error_caused_by_the_references_cuda_fault_is_not_the_ports():
+    # the cuTile Python reference runs first (check_call); its illegal address is sticky, so the
+    # port's launch fails with a CUDA error too: the port never ran, no kernel writer can act
+    r = {"kernel": "k", "variant": "f16-T1", "shape": [64],
+         "ref": {"ok": False, "error": "RuntimeError: CUDA error: an illegal memory access was encountered",
+                 "fail_class": "env", "cuda_error": True},
+         "port": {"ok": False, "error": "FfiError: CUDA_ERROR_ILLEGAL_ADDRESS", "fail_class": "kernel",
+                  "cuda_error": True}}
+    v = G.verdict_of("op", [r], writers={"k": "translator"})
+    assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "manifest", None)
+    assert "reference faulted first" in v.summary
+    # the port's own fault (the reference ran clean) stays the port writer's
+    r["ref"] = {"ok": True}
+    v = G.verdict_of("op", [r], writers={"k": "translator"})
+    assert (v.owner, v.fail_class) == ("tool", "kernel")
+
+
+def test_an_old_verdict_without_git_history_is_said_unproven_not_stale(tmp_path):
+    """A GPU bundle without .git holding verdicts written before test_inputs_sha: validity cannot
+    prove them (no manifest history), and must say so and how to fix it (--stamp in the checkout),
+    not call them stale (which sends the reader to re-measure)."""
+    from tileport import validity as V
+
+    results, op_dir = measured_tree(tmp_path, legacy=True)
+    edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")     # not a git checkout
+    V._LEGACY.clear()
+    s = V.status(results, "relu", op_dir)
+    for name in ("test", "bench"):
+        assert s[name].startswith("unproven") and "--stamp" in s[name], s[name]
+    edit(op_dir, "f32: {rtol: 0.0, atol: 0.0}", "f32: {rtol: 0.0, atol: 1.0e-6}")
+    assert V.status(results, "relu", op_dir)["test"].startswith("unproven")    # still unknowable here
+
+
+def test_the_benchmarks_first_calls_name_the_side_that_failed():
+    from tileport import bench as B
+
+    seen = []
+
+    def boom():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    with pytest.raises(B.SideFailed) as e:
+        B.first_calls([("ref", boom), ("port", lambda: seen.append("port"))], sync=lambda: None)
+    assert e.value.side == "ref" and "illegal memory access" in str(e.value) and seen == []
+
+
+@pytest.mark.parametrize("side,owner,fail_class", [("ref", "manifest", None), ("port", "tool", "kernel"),
+                                                   ("torch", "env", "env")])
+def test_a_perf_config_the_reference_cannot_run_is_not_the_translators(tmp_path, monkeypatch, side, owner,
+                                                                      fail_class):
+    """bench.measure's untimed first calls run the reference first: its CUDA fault at a perf shape
+    (a TileGym kernel past its own index range at an LLM size) was classed as the port's (kernel:
+    owner tool, routed to the kernel writer). The side that failed decides: the reference's is
+    the manifest's (that perf shape is not one the kernel runs), PyTorch's the environment's."""
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    timed = []
+    fake_gpu(monkeypatch, timed)
+
+    def measure(c, cfg, tol):
+        raise B.SideFailed(side, RuntimeError("CUDA error: an illegal memory access was encountered"))
+
+    monkeypatch.setattr(B, "measure", measure)
+    write(Verdict(stage="write_kernel", op="relu", verdict="PASS", summary="s", details={"backend": "translator"}),
+          r / "write_kernel" / "relu_kernel.json")
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    assert (d["verdict"], d.get("owner"), d.get("fail_class")) == ("FAIL", owner, fail_class)
+    row = d["details"]["rows"][0]
+    assert row["error_class"] == (fail_class or "manifest") and side_word(side) in row["error"]
+
+
+def side_word(side):
+    return {"ref": "cuTile Python reference", "port": "port", "torch": "PyTorch"}[side]

@@ -346,3 +346,17 @@ def test_a_slow_port_the_translator_wrote_is_the_tools(tmp_path):
     bench_json(tmp_path / "bench.json", [brow(0.8, port_launches=2)])
     d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
     assert (d["owner"], d["fail_class"]) == ("host", "host")
+
+
+def test_a_slow_port_is_owned_by_the_writer_of_its_slowest_kernel_when_writers_differ(tmp_path):
+    """An operator whose kernels have different writers (the translator for one, an LLM for
+    another): the slow port is the writer's of the kernel that is slow (as bench.fold says), not
+    ``kernel`` for every mixed operator."""
+    rows = [{**r, "kernel": "slow_k"} for r in SLOW[:4]] + [{**brow(1.0, shape="f"), "kernel": "fast_k"}]
+    bench_json(tmp_path / "bench.json", rows)
+    (tmp_path / "write_kernel").mkdir()
+    for k, backend in (("slow_k", "translator"), ("fast_k", "anthropic")):
+        write(Verdict(stage="write_kernel", op="op", verdict="PASS", summary="s", details={"backend": backend}),
+              tmp_path / "write_kernel" / f"{k}.json")
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
+    assert (d["verdict"], d["owner"], d["fail_class"]) == ("FAIL", "tool", "kernel")

@@ -129,6 +129,44 @@ def loop_times(sides: list[tuple[str, callable]], n: int, rounds: int, sync,
     return out
 
 
+class SideFailed(Exception):
+    """One side's first (untimed) call of a config failed (:func:`first_calls`): ``side``
+    (``ref``, ``port``, ``torch``) and the exception ``exc`` it raised."""
+
+    def __init__(self, side: str, exc: BaseException):
+        super().__init__(f"{SIDE_WORDS.get(side, side)}: {type(exc).__name__}: {exc}")
+        self.side, self.exc = side, exc
+
+
+#: how a row's error names the side that raised it
+SIDE_WORDS = {"ref": "the cuTile Python reference", "port": "the port", "torch": "PyTorch", "nv": "NVIDIA's port"}
+
+
+def first_calls(sides: list, sync) -> None:
+    """Each side's first call (JIT compile, cuBLAS heuristics; untimed), synchronised one by one
+    so that a failure names its side.
+
+    Raises:
+        SideFailed: the first side whose call (or the synchronisation after it) raised.
+    """
+    for label, fn in sides:
+        try:
+            fn()
+            sync()
+        except Exception as exc:  # noqa: BLE001 - re-raised with its side
+            raise SideFailed(label, exc) from exc
+
+
+def error_class(exc: BaseException) -> str:
+    """Routing class of a config's failure (:func:`tileport.gpu_test.failure_class` for the
+    port's side): the cuTile Python reference failing at a perf shape is the manifest's (a
+    config the kernel does not run: no writer or host builder can act), PyTorch's the
+    environment's."""
+    if isinstance(exc, SideFailed) and exc.side != "port":
+        return "manifest" if exc.side == "ref" else "env"
+    return failure_class(exc.exc if isinstance(exc, SideFailed) else exc, "port")
+
+
 def measure(c, cfg: dict, tol: dict) -> dict:
     """Benchmark one :class:`tileport.harness.Call` (steps 1-5 of the module doc). Returns a row
     of :data:`COLUMNS` (numbers in µs) plus ``samples`` (per-round device µs per side)."""
@@ -137,9 +175,7 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     from . import cupti
 
     sides = [("ref", c.ref), ("port", c.port), ("torch", c.torch)]
-    for _, fn in sides:                     # JIT compile / cuBLAS heuristics, untimed
-        fn()
-    torch.cuda.synchronize()
+    first_calls(sides, torch.cuda.synchronize)      # JIT compile / cuBLAS heuristics, untimed
     nv_error = c.nv_note if c.nv is None else ""
     if c.nv is not None:                    # NVIDIA's port: a side only if its first call works
         try:
@@ -194,6 +230,11 @@ def measure(c, cfg: dict, tol: dict) -> dict:
                            for a, e in zip(c.outputs[side], expected)) if not r["ok"]]
         row[col] = "ok" if not bad else "MISMATCH"
         row[f"{side}_mismatch"] = H.mismatch_text(bad[0], side) if bad else ""
+    if row["checked"] == row["ref_checked"] == "MISMATCH":
+        # both miss: the same way (the port within tolerance of the reference kernel, NaN where it
+        # has NaN) makes it the manifest's, as gpu_test.same_miss (fold)
+        row["port_matches_ref"] = all(H.compare(a, b, tol["rtol"], tol["atol"])["ok"]
+                                      for a, b in zip(c.outputs["port"], c.outputs["ref"]))
     row["error"] = ""
     row["nv_error"] = nv_error
     if "nv" in labels:
@@ -269,10 +310,17 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         classes.append((fc, findings[-1].owner))
     for r in ok:
         if r.get("checked") == "MISMATCH":
-            findings.append(Finding("numerics", "critical", owner_of("kernel", writers.get(r["kernel"])),
+            # as gpu_test.same_miss: a port that misses the same way as the cuTile Python kernel
+            # (within tolerance of it) is the manifest's: its expected values disagree with the kernel
+            same = r.get("ref_checked") == "MISMATCH" and r.get("port_matches_ref") is True
+            findings.append(Finding("numerics", "critical",
+                                    "manifest" if same else owner_of("kernel", writers.get(r["kernel"])),
                                     f"{r['kernel']}/{r['variant']} {r['shape']}: the port's timed output is "
-                                    f"outside tolerance: {r.get('port_mismatch') or 'mismatch'}"))
-            classes.append(("kernel", findings[-1].owner))
+                                    f"outside tolerance: {r.get('port_mismatch') or 'mismatch'}"
+                                    + ("; the port agrees with the cuTile Python reference, which misses "
+                                       "the same values: the manifest's tolerance or inputs disagree with the "
+                                       "kernel, not the port" if same else "")))
+            classes.append(("manifest" if same else "kernel", findings[-1].owner))
     findings += [Finding("launch", "warn", "tool",
                          f"{r['kernel']}/{r['variant']} {r['shape']}: BLOCKED: cutile 0.5.0 cannot launch "
                          f"this config: {r['error']} (evidence: {r['blocked']})"[:1500]) for r in blocked]
@@ -388,7 +436,8 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
 
 
 #: the fields of a row kept in ``details.rows`` (besides :data:`COLUMNS`)
-ROW_EXTRAS = ["samples", "loop_samples", "kernel_names", "error_class", "blocked", "restaged", "rtol", "atol"]
+ROW_EXTRAS = ["samples", "loop_samples", "kernel_names", "error_class", "blocked", "restaged", "rtol", "atol",
+              "port_matches_ref"]
 
 
 def perf_configs(man: dict) -> dict[tuple[str, str, str], dict]:
@@ -421,7 +470,8 @@ def reconcile(doc: dict, op_dir: str | Path, sources_sha: str | None, man: dict 
         return None
     man = man if man is not None else M.load(Path(op_dir) / "manifest.yaml")
     perf = perf_configs(man)
-    valid, retired = V.split_rows(list(d.get("rows") or []), perf)
+    rows = d.get("rows") or []
+    valid, retired = V.split_rows(list(rows) if isinstance(rows, list) else rows, perf)
     skipped = set(d.get("not_benchmarked") or {})
     have = {V.config_key(r["kernel"], r["variant"], r["shape"]) for r in valid}
     pending = [{"kernel": k, "variant": v, "shape": sh} for (k, v, sh) in perf
@@ -583,10 +633,12 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
             from .ffi import cutile_limit
 
-            row = {**base, "error": f"{type(exc).__name__}: {exc}"[:600],
-                   "error_class": failure_class(exc, "port")}
-            if cutile_limit(exc):
-                row["blocked"] = cutile_limit(exc)
+            inner = exc.exc if isinstance(exc, SideFailed) else exc
+            row = {**base, "error": (str(exc) if isinstance(exc, SideFailed)
+                                     else f"{type(exc).__name__}: {exc}")[:600],
+                   "error_class": error_class(exc)}
+            if (not isinstance(exc, SideFailed) or exc.side == "port") and cutile_limit(inner):
+                row["blocked"] = cutile_limit(inner)
                 print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (cutile 0.5.0 cannot launch it): "
                       f"{row['error']}", flush=True)
             rows.append(row)

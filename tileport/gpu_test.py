@@ -514,7 +514,13 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
             continue
         port, ref = r.get("port", {}), r.get("ref", {})
         bad = []
-        if port.get("error"):
+        if port.get("error") and ref.get("cuda_error") and port.get("cuda_error"):
+            # check_call runs the reference first: its CUDA fault lost the context the port then
+            # ran in; the call the manifest asks for is one the kernel itself does not run
+            bad.append(("manifest", "launch", f"the cuTile Python reference faulted first ({ref['error'][:300]}); "
+                                              f"the port's call then failed in the lost CUDA context: "
+                                              f"{port['error'][:300]}"))
+        elif port.get("error"):
             bad.append((port.get("fail_class", "host"), "launch", f"port failed: {port['error']}"))
         elif port.get("ok") is False:
             # a port that misses the same values as the cuTile Python kernel: the expected

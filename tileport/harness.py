@@ -156,6 +156,17 @@ def fits(man: dict, shape: list[int], constexprs: dict, key: str = "fits", kerne
     return bool(evaluate(expr, base_env(man, shape, constexprs, 0), where))
 
 
+def _at(man: dict, keypath: list) -> str:
+    """``<manifest>:<line>: key 'a/b/c'`` (as :func:`tileport.manifest.load`'s errors) for an error
+    found after loading (the line read again from the file; ``<manifest>`` alone when unreadable)."""
+    path = man.get("_path", "manifest.yaml")
+    try:
+        line = M._yaml_line(Path(path).read_text(), keypath)
+    except (OSError, UnicodeDecodeError):
+        line = None
+    return f"{path}:{line or 1}: key '{'/'.join(map(str, keypath))}'"
+
+
 def tolerance(man: dict, variant: M.Variant, shape) -> dict:
     """``{"rtol", "atol"}`` (floats) of ``variant``'s dtype for one call of ``shape``: the
     manifest's ``tolerance.<dtype>`` numbers, or expressions over shape names, constexprs and
@@ -165,17 +176,23 @@ def tolerance(man: dict, variant: M.Variant, shape) -> dict:
         ManifestValueError: an expression that fails, or a value below 0, naming the key.
     """
     tol = man["tolerance"][variant.dtype]
-    if all(isinstance(tol[k], (int, float)) for k in ("rtol", "atol")):
+    if all(isinstance(tol[k], (int, float)) and not isinstance(tol[k], bool) and M._finite(tol[k]) and tol[k] >= 0
+           for k in ("rtol", "atol")):
         return {k: float(tol[k]) for k in ("rtol", "atol")}
     env = base_env(man, list(shape), variant.constexprs, 0)
     out = {}
     for key in ("rtol", "atol"):
-        where = f"{man['_path']}: tolerance/{variant.dtype}/{key}"
+        where = _at(man, ["tolerance", variant.dtype, key])
         v = evaluate(tol[key], env, where)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
-            raise ManifestValueError(f"{where}: {tol[key]!r} gives {v!r} for shape {tuple(shape)}; "
-                                     f"a tolerance is a number >= 0")
-        out[key] = float(v)
+        try:
+            f = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        except OverflowError:       # an int past float's range (10 ** 400)
+            f = math.inf
+        # an infinite or NaN allowance passes every element (compare): a test that cannot fail
+        if f is None or not math.isfinite(f) or not f >= 0:
+            raise ManifestValueError(f"{where}: {tol[key]!r} gives {repr(v)[:60]} for shape {tuple(shape)}; "
+                                     f"a tolerance is a finite number >= 0")
+        out[key] = f
     return out
 
 

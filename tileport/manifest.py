@@ -16,6 +16,7 @@ line and the key, says in words what is wrong and what to write instead.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -632,7 +633,13 @@ def load(path: str | Path) -> dict:
                                     f"under tolerance")
     for dt, tol in doc["tolerance"].items():
         for key in ("rtol", "atol"):
+            # YAML's .inf / .nan (and 1.0e999) pass the schema's minimum 0; an infinite or NaN
+            # allowance passes every element (harness.compare), a test that cannot fail
+            if isinstance(tol[key], (int, float)) and not isinstance(tol[key], bool) and not _finite(tol[key]):
+                raise at(["tolerance", dt, key], f"{key} {str(tol[key])[:40]} is not a finite number; write a "
+                                                 f"number >= 0 such as 1.0e-3")
             _check_expr(tol[key], ["tolerance", dt, key], at)
+    _check_tolerance_names(doc, kv, at)
     for key in ("fits", "perf_fits"):
         if key in doc:
             _check_expr(doc[key], [key], at)
@@ -698,6 +705,51 @@ def _check_variant_sources(doc: dict, at: _Where) -> None:
 
 def _vdtypes(v: dict) -> list[str]:
     return list(v["dtypes"]) if "dtypes" in v else [v["dtype"]]
+
+
+def _finite(v) -> bool:
+    """``v`` (an int or float) is a finite float (an int past float's range is not)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _free_names(expr: str) -> set[str]:
+    """The names an expression reads that it does not bind itself (lambda arguments,
+    comprehension targets)."""
+    import ast
+
+    tree = ast.parse(expr, mode="eval")
+    bound = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    bound |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def _check_tolerance_names(doc: dict, kv: dict, at: _Where) -> None:
+    """Every name a tolerance expression reads is one that
+    :func:`tileport.harness.tolerance` gives it for each variant of that dtype (shape names, the
+    variant's constexprs, hints, the helpers): a typo, or a constexpr other kernels of the dtype
+    lack, is refused here, at its line, not on the GPU node."""
+    from .harness import base_env
+
+    for dt, tol in doc["tolerance"].items():
+        for key in ("rtol", "atol"):
+            if not isinstance(tol[key], str):
+                continue
+            names = _free_names(tol[key])
+            for k, vs in kv.items():
+                for v in vs:
+                    if v.dtype != dt:
+                        continue
+                    env = base_env(doc, [1] * len(doc["shape_names"]), v.constexprs, 0)
+                    missing = sorted(names - set(env))
+                    if missing:
+                        usable = sorted(n for n in env if isinstance(n, str))
+                        raise at(["tolerance", dt, key],
+                                 f"expression {tol[key]!r} reads {', '.join(map(repr, missing))}, which "
+                                 f"{k} variant {v.id} does not have; a tolerance may use "
+                                 f"{', '.join(usable)}")
 
 
 def _check_expr(expr, keypath: list, at: _Where) -> None:

@@ -37,20 +37,24 @@ from . import stats as S
 from .verdict import Finding, Verdict, VerdictError, port_fault, read, write
 
 
-def acting(fail_class: str, bench_json: str | Path, op: str) -> str:
+def acting(fail_class: str, bench_json: str | Path, op: str, kernel: str | None = None) -> str:
     """Who must act on a diagnosis of routing class ``fail_class``: a slow port (``kernel``) is
-    the translator's (``tool``) when the translator wrote every kernel of the operator
-    (``results/<op>/write_kernel/*.json`` ``details.backend``, beside ``bench_json``), as
-    :func:`tileport.verdict.port_fault` says for the other port stages; ``host`` names itself."""
+    the translator's (``tool``) when the translator wrote ``kernel`` (the slowest config's
+    kernel, as :func:`tileport.bench.fold` names it) or, without one, every kernel of the
+    operator (``results/<op>/write_kernel/*.json`` ``details.backend``, beside ``bench_json``),
+    as :func:`tileport.verdict.port_fault` says for the other port stages; ``host`` names itself."""
     if fail_class != "kernel":
         return fail_class
-    writers = set()
+    writers = {}
     for f in sorted((Path(bench_json).parent / "write_kernel").glob("*.json")):
         try:
-            writers.add((read(f).get("details") or {}).get("backend"))
+            writers[f.stem] = (read(f).get("details") or {}).get("backend")
         except VerdictError:
-            writers.add(None)
-    return port_fault(writers.pop() if len(writers) == 1 else None, "kernel", "")[0]
+            writers[f.stem] = None
+    if kernel is not None and kernel in writers:
+        return port_fault(writers[kernel], "kernel", "")[0]
+    backends = set(writers.values())
+    return port_fault(backends.pop() if len(backends) == 1 else None, "kernel", "")[0]
 
 
 _COUNTS = re.compile(r"\bref (\d+), port (\d+)")
@@ -144,7 +148,8 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
         g = bench["details"].get("geomean_ratio")
         if loop is not None and loop["verdict"] == "BELOW_THRESHOLD":
             findings, owner, cause = _loop_findings(loop)
-            return write(Verdict(**base, verdict="FAIL", owner=acting(owner, bench_json, op), fail_class=owner,
+            slow = (loop.get("below") or [{}])[0].get("kernel")
+            return write(Verdict(**base, verdict="FAIL", owner=acting(owner, bench_json, op, slow), fail_class=owner,
                                  summary=f"device time met (geomean ratio {g:.3f} >= "
                                          f"{bench['details'].get('threshold')}); below the loop gate: "
                                          f"{cause}"[:1000], findings=findings,
@@ -242,7 +247,8 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
         elif "output" in got:
             details["llm"] = {**got, "error": "validation block lacks owner kernel|host and a cause",
                               "fail_class": "agent_output"}
-    return write(Verdict(**base, verdict="FAIL", owner=acting(owner, bench_json, op),
+    return write(Verdict(**base, verdict="FAIL", owner=acting(owner, bench_json, op,
+                                                             worst[0].get("kernel") if worst else None),
                          fail_class=owner, summary=f"below threshold ({det.get('geomean_ratio', 0):.3f} < "
                                                    f"{det.get('threshold')}): {cause}"[:1000],
                          findings=findings, details=details), out_json)

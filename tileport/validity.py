@@ -147,6 +147,15 @@ def legacy_test_sha(op_dir: str | Path, full_sha: str, max_versions: int = 400) 
     return found
 
 
+def _in_git(op_dir: Path) -> bool:
+    """``op_dir`` is in a git work tree with a HEAD (where :func:`legacy_test_sha` can look)."""
+    try:
+        return subprocess.run(["git", "-C", str(op_dir), "rev-parse", "--verify", "-q", "HEAD"],
+                              capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def inputs_match(details: dict, op_dir: str | Path) -> bool:
     """A verdict's ``details`` measured the test-relevant inputs ``op_dir`` holds now:
     ``test_inputs_sha`` equal to :func:`tested_inputs_sha`; for an old verdict without it, its
@@ -175,15 +184,29 @@ def config_key(kernel: str, variant: str, shape) -> tuple[str, str, str]:
 def split_rows(rows: list[dict], perf: dict[tuple[str, str, str], dict]) -> tuple[list[dict], list[dict]]:
     """``(valid, retired)`` of a valid bench verdict's rows (its hashes already checked): a row
     stays when its config is in ``perf`` (config key -> ``{"rtol", "atol"}`` now, the manifest's
-    perf configs) and, where the row recorded them, with the same ``rtol`` / ``atol``; a row
+    perf configs), it is the first row of its config, and, where the row recorded them, with the
+    same ``rtol`` / ``atol``; a row that is no mapping (``rows`` itself no list: one retired) is
+    retired; a row
     whose launch erred (``error`` without ``blocked``: cutile's limits are a property of the
     sources) is retired too, so that the next timing retries it."""
-    valid, retired = [], []
+    valid, retired, seen = [], [], set()
+    if not isinstance(rows, list):      # a corrupt file: nothing of it is a valid row
+        return [], ([rows] if rows else [])
     for r in rows:
-        key = config_key(r.get("kernel"), r.get("variant"), r.get("shape"))
-        tol = perf.get(key)
-        same_tol = tol is not None and all(r.get(k) is None or float(r[k]) == tol[k] for k in ("rtol", "atol"))
-        ok = same_tol and not (r.get("error") and not r.get("blocked"))
+        if not isinstance(r, dict):
+            retired.append(r)
+            continue
+        try:
+            key = config_key(r.get("kernel"), r.get("variant"), r.get("shape"))
+            tol = perf.get(key)
+            same_tol = tol is not None and all(r.get(k) is None or float(r[k]) == tol[k] for k in ("rtol", "atol"))
+        except (TypeError, ValueError):     # a shape or a tolerance that is not one
+            key, same_tol = None, False
+        # a config's second row (a merge done twice, a hand-edited file) is retired: each config
+        # counts once, as the first row measured it
+        ok = same_tol and key not in seen and not (r.get("error") and not r.get("blocked"))
+        if ok:
+            seen.add(key)
         (valid if ok else retired).append(r)
     return valid, retired
 
@@ -191,8 +214,9 @@ def split_rows(rows: list[dict], perf: dict[tuple[str, str, str], dict]) -> tupl
 def status(results: str | Path, op: str, op_dir: str | Path) -> dict:
     """Where an operator's GPU verdicts under ``results/<op>`` stand against ``op_dir`` now:
     ``{"op", "test", "bench", "configs", "configs_pending", "retired_rows", "pending"}``;
-    ``test`` / ``bench`` are ``holds``, ``stale (<why>)``, ``missing`` or the verdict word when it
-    is no measurement; the counts come from :func:`tileport.bench.reconcile`."""
+    ``test`` / ``bench`` are ``holds``, ``stale (<why>)``, ``unproven (<why>)`` (an old verdict
+    and no git history to recognise it), ``unreadable (<why>)``, ``missing`` or the verdict word
+    when it is no measurement; the counts come from :func:`tileport.bench.reconcile`."""
     from . import gpu_test as G
     from .bench import kept_bench
     from .host import sources_sha
@@ -209,12 +233,19 @@ def status(results: str | Path, op: str, op_dir: str | Path) -> dict:
                 return "stale (other sources: kernels .rs or host/ffi.rs)"
         except (OSError, ValueError, KeyError) as exc:
             return f"stale (sources unreadable: {exc})"
-        return "holds" if inputs_match(d, op_dir) else "stale (kernel.py, reference.py or the manifest's test part)"
+        if inputs_match(d, op_dir):
+            return "holds"
+        if not d.get("test_inputs_sha") and d.get("inputs_sha") and not _in_git(op_dir):
+            return ("unproven (written before test_inputs_sha, and no git history here to recognise it: "
+                    "run python -m tileport.validity --stamp in the checkout it was measured from)")
+        return "stale (kernel.py, reference.py or the manifest's test part)"
 
     for name in ("test", "bench"):
         try:
             doc = read(results / op / f"{name}.json")
-        except VerdictError:
+        except VerdictError as exc:
+            if (results / op / f"{name}.json").exists():     # corrupt, truncated: say so
+                out[name] = f"unreadable ({exc})"
             continue
         out[name] = why(doc) if doc["verdict"] in G.MEASURED else doc["verdict"]
     if out["bench"] == "holds":
