@@ -157,7 +157,7 @@ def test_gpu_verdicts_brought_back_survive_a_config_change_here(tmp_path):
     from tileport import gpu_test as G
     from tileport import harness as H
     from tileport import host as HOST
-    from tileport.verdict import Verdict, write
+    from tileport.verdict import write
 
     wd = copy_workflow(tmp_path / "wf", ["relu"])
     configure(wd, "translator", "", cap=2)
@@ -167,9 +167,18 @@ def test_gpu_verdicts_brought_back_survive_a_config_change_here(tmp_path):
     t = G.verdict_of("relu", [row("relu_kernel", "f16-TILE1024")])
     t.details.update(hashes)
     write(t, r / "test.json")
-    write(Verdict(stage="bench", op="relu", verdict="DONE", summary="geomean ratio 1.000 over 1 config(s)",
-                  details={**hashes, "geomean_ratio": 1.0, "variants": {}, "rows": []}), r / "bench.json")
-    (r / "bench.csv").write_text("op,kernel\n")
+    from test_bench import brow
+
+    from tileport import bench as B
+    from tileport import manifest as M
+
+    # one timed row per perf config of the manifest: a bench verdict is valid per config
+    rows = [brow(1.0, kernel=k, variant=v.id, shape="x".join(map(str, s)))
+            for k, v, s in H.cases(M.load(op_dir / "manifest.yaml"), "perf")]
+    b = B.fold("relu", rows, 0.95)
+    b.details.update(hashes, rows=rows)
+    write(b, r / "bench.json")
+    (r / "bench.csv").write_text("op,kernel\nrelu,relu_kernel\n")
     run(wd)
     assert json.loads((r / "final.json").read_text())["next"] == "accept"
     planted = (r / "test.json").read_bytes(), (r / "bench.json").read_bytes()
