@@ -356,15 +356,25 @@ def test_packed_entry_reads_its_block_like_the_shim(lib):
     assert shim.packed(addr + 4) == 8 and "not 8-byte aligned" in lib.last_error()
 
 
-def test_fast_path_reaches_the_shim_and_its_errors(lib, fast):
-    """Without a driver a valid fast call gets the shim's TP_ERR_CUDA_CONTEXT; the shim's own
-    checks answer a null pointer and mixed dtypes on the fast path too."""
+def skip_with_a_driver() -> None:
+    """Skip the calling test where a CUDA driver loads: a valid call would really launch."""
     try:
         ctypes.CDLL("libcuda.so.1")
         pytest.skip("a CUDA driver is present: a valid call would launch")
     except OSError:
         pass
-    arrays = lambda **kw: {"x": FastTensor((4, 8)), "w": FastTensor((8,)), "y": FastTensor((4, 8)), **kw}  # noqa: E731
+
+
+def rms_arrays(**kw) -> dict:
+    """The RMS entry's arrays as fast-path tensors (x, y: (4, 8) f16; w: (8,)), ``kw`` replacing some."""
+    return {"x": FastTensor((4, 8)), "w": FastTensor((8,)), "y": FastTensor((4, 8)), **kw}
+
+
+def test_fast_path_reaches_the_shim_and_its_errors(lib, fast):
+    """Without a driver a valid fast call gets the shim's TP_ERR_CUDA_CONTEXT; the shim's own
+    checks answer a null pointer and mixed dtypes on the fast path too."""
+    skip_with_a_driver()
+    arrays = rms_arrays
     e = code_of(lib, arrays=arrays())
     assert (e.code, e.fail_class) == (5, "env")
     assert code_of(lib, arrays=arrays(w=FastTensor((8,), ptr=0))).code == 1
@@ -598,12 +608,8 @@ def test_rust_marshal_packs_the_python_fast_paths_bytes(rlib):
 def test_rust_marshal_reaches_the_shim_and_falls_back(rlib):
     """A whole call through HostLibrary: the shim's own status (no driver: TP_ERR_CUDA_CONTEXT,
     or its checks), and the Python paths for what tp_py_call declines."""
-    try:
-        ctypes.CDLL("libcuda.so.1")
-        pytest.skip("a CUDA driver is present: a valid call would launch")
-    except OSError:
-        pass
-    arrays = lambda **kw: {"x": FastTensor((4, 8)), "w": FastTensor((8,)), "y": FastTensor((4, 8)), **kw}  # noqa: E731
+    skip_with_a_driver()
+    arrays = rms_arrays
     e = code_of(rlib, arrays=arrays())
     assert (e.code, e.fail_class) == (5, "env")
     assert code_of(rlib, arrays=arrays(w=FastTensor((8,), ptr=0))).code == 1
