@@ -94,20 +94,31 @@ def load_module(path: str | Path, name: str):
     return mod
 
 
-def inputs_sha(op_dir: str | Path) -> str:
-    """sha256 over an operator's own files (kernel.py, reference.py, manifest.yaml; a missing
-    one counts as empty): recorded by the GPU stages, compared by the summary to flag results
-    of files that changed since. kernel.py is the one the stages read
-    (:func:`tileport.source.kernel_py`: results/<op>/src/kernel.py for an imported source)."""
-    import hashlib
-
+def operator_files(op_dir: str | Path) -> tuple[bytes, bytes, bytes]:
+    """The bytes of an operator's own files: kernel.py (the one the stages read,
+    :func:`tileport.source.kernel_py`: results/<op>/src/kernel.py for an imported source),
+    reference.py, manifest.yaml; a missing one is empty."""
     from .source import kernel_py
 
+    op_dir = Path(op_dir)
+    return tuple(p.read_bytes() if p.is_file() else b""
+                 for p in (kernel_py(op_dir), op_dir / "reference.py", op_dir / "manifest.yaml"))
+
+
+def inputs_sha_of(kernel: bytes, reference: bytes, manifest: bytes) -> str:
+    """sha256 (hex) over the three files' bytes, each after its name (see :func:`inputs_sha`)."""
+    import hashlib
+
     h = hashlib.sha256()
-    for name in ("kernel.py", "reference.py", "manifest.yaml"):
-        p = kernel_py(op_dir) if name == "kernel.py" else Path(op_dir) / name
-        h.update(name.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"") + b"\0")
+    for name, data in (("kernel.py", kernel), ("reference.py", reference), ("manifest.yaml", manifest)):
+        h.update(name.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
+
+
+def inputs_sha(op_dir: str | Path) -> str:
+    """sha256 over an operator's own files (:func:`operator_files`): recorded by the GPU stages,
+    compared by the summary to flag results of files that changed since."""
+    return inputs_sha_of(*operator_files(op_dir))
 
 
 def cdiv(a: int, b: int) -> int:

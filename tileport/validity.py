@@ -80,28 +80,13 @@ def _test_sha(kernel: bytes, reference: bytes, manifest: bytes) -> str:
     return h.hexdigest()
 
 
-def _files(op_dir: Path) -> tuple[bytes, bytes, bytes]:
-    from .source import kernel_py
-
-    out = []
-    for p in (kernel_py(op_dir), op_dir / "reference.py", op_dir / "manifest.yaml"):
-        out.append(p.read_bytes() if p.is_file() else b"")
-    return tuple(out)
-
-
 def tested_inputs_sha(op_dir: str | Path) -> str:
     """sha256 (hex) of what an operator's GPU test reads: kernel.py (the one the stages read,
     :func:`tileport.source.kernel_py`), reference.py, and the manifest less its bench-only
     parts (module doc); a missing file counts as empty."""
-    return _test_sha(*_files(Path(op_dir)))
+    from .harness import operator_files
 
-
-def _full_sha(kernel: bytes, reference: bytes, manifest: bytes) -> str:
-    """:func:`tileport.harness.inputs_sha` of these bytes (the same construction)."""
-    h = hashlib.sha256()
-    for name, data in (("kernel.py", kernel), ("reference.py", reference), ("manifest.yaml", manifest)):
-        h.update(name.encode() + b"\0" + data + b"\0")
-    return h.hexdigest()
+    return _test_sha(*operator_files(op_dir))
 
 
 _LEGACY: dict[tuple[str, str], str | None] = {}
@@ -117,7 +102,9 @@ def legacy_test_sha(op_dir: str | Path, full_sha: str, max_versions: int = 400) 
     key = (str(op_dir.resolve()), full_sha)
     if key in _LEGACY:
         return _LEGACY[key]
-    kernel, reference, _ = _files(op_dir)
+    from .harness import inputs_sha_of, operator_files
+
+    kernel, reference, _ = operator_files(op_dir)
     found = None
     try:
         git = ["git", "-C", str(op_dir)]
@@ -138,7 +125,7 @@ def legacy_test_sha(op_dir: str | Path, full_sha: str, max_versions: int = 400) 
                 size = int(head[2])
                 blob = batch[head_end + 1: head_end + 1 + size]
                 pos = head_end + 1 + size + 1
-                if _full_sha(kernel, reference, blob) == full_sha:
+                if inputs_sha_of(kernel, reference, blob) == full_sha:
                     found = _test_sha(kernel, reference, blob)
                     break
     except (OSError, ValueError, subprocess.SubprocessError):
