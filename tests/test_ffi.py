@@ -134,16 +134,16 @@ GATHER = "tp_constructs__gather_kernel"
 @pytest.mark.parametrize("shape,strides,ok", [
     ((4, 8), None, True),
     ((1, 8), (1, 1), True),      # an extent-1 dim's unit stride is free: made 8
-    ((4, 1), (1, 7), False),     # the innermost of extent 1 made 1: dim 0's unit stride stays
-    ((4, 1), (1, 1), False),     # contiguous (N, 1): cutile would drop both strides
+    ((4, 1), (1, 7), True),      # the innermost of extent 1 made 1; dim 0's unit stride kept dynamic
+    ((4, 1), (1, 1), True),      # contiguous (N, 1): dim 0's unit stride kept dynamic
     ((4, 8), (1, 4), False),     # column-major: innermost stride 4
 ])
 def test_strides_read_by_dimension_in_the_compiled_layout(built, shape, strides, ok):  # noqa: F811
     """A port reading an array's strides by dimension (gather_kernel) gets them in the layout it
-    was compiled for, innermost 1 and no other 1: cutile 0.5.0 specialises unit strides at launch
-    and drops them from the tensor's strides (tg_flash_decode's LSE_Out (1, 8, 4, 1) panicked in
-    cutile-compiler). An extent-1 dim's stride is set freely; any other layout is refused with
-    TP_ERR_BAD_SHAPE before the driver (without a driver, a good layout gets TP_ERR_CUDA_CONTEXT)."""
+    was compiled for, innermost 1 and every other stride dynamic (test_compiled_strides_address_
+    what_the_caller_s_layout_does checks the arithmetic). Only an innermost stride other than 1
+    on an extent > 1 is refused with TP_ERR_BAD_SHAPE before the driver (without a driver, a
+    good layout gets TP_ERR_CUDA_CONTEXT)."""
     results, _ = built
     glib = HostLibrary(results / "host" / host.LIB_NAME, [results / "constructs" / "host" / "ffi.json"])
     arrays = {"a": FakeTensor(shape, strides=strides), "b": FakeTensor((4, 8))}
@@ -402,13 +402,58 @@ def test_fast_path_hands_unusual_calls_to_the_checked_path(lib, fast):
 # -- arrays an entry never names; layouts restaged through a copy --------------------------------
 
 def test_restage_strides_mirrors_the_shims_layout_rule():
-    """tg_flash_decode's LSE_Out (1, 8, 4, 1) / (32, 4, 1, 1): dim 2 (extent 4) has the unit
-    stride cutile drops; the copy gets (64, 8, 2, 1). Layouts the shim accepts are left alone."""
-    assert ffi.restage_strides((1, 8, 4, 1), (32, 4, 1, 1)) == (64, 8, 2, 1)
-    assert ffi.restage_strides((4, 1), (1, 1)) == (2, 1)
+    """Only an innermost stride other than 1 on an extent > 1 is copied (column-major (4, 8)
+    gets (8, 1)); tg_flash_decode's LSE_Out (1, 8, 4, 1) / (32, 4, 1, 1) and every other layout
+    the shim accepts are passed as they are (no copy)."""
     assert ffi.restage_strides((4, 8), (1, 4)) == (8, 1)
-    for shape, strides in (((4, 8), (8, 1)), ((1, 8), (1, 1)), ((4, 1), (9, 7)), ((), ())):
+    assert ffi.restage_strides((2, 3, 4), (12, 1, 3)) == (12, 4, 1)
+    for shape, strides in (((1, 8, 4, 1), (32, 4, 1, 1)), ((4, 1), (1, 1)), ((4, 8), (8, 1)),
+                           ((1, 8), (1, 1)), ((4, 1), (9, 7)), ((), ())):
         assert ffi.restage_strides(shape, strides) is None
+
+
+def _compiled_strides(lib, shape, strides):
+    """``tp_compiled_strides`` of the real library: (status, strides cutile gets, dims whose unit
+    stride stays dynamic)."""
+    fn = lib._lib.tp_compiled_strides
+    fn.argtypes, fn.restype = [ctypes.c_void_p] * 3, ctypes.c_int32
+    d = descriptor(FakeTensor(shape, "torch.float32", strides=strides))
+    out, units = (ctypes.c_int32 * 6)(), ctypes.c_uint32()
+    rc = fn(ctypes.addressof(d), out, ctypes.byref(units))
+    return rc, tuple(out[:len(shape)]), {k for k in range(len(shape)) if units.value >> k & 1}
+
+
+@pytest.mark.parametrize("shape,strides", [
+    ((1, 8, 4, 1), (32, 4, 1, 1)),       # tg_flash_decode's LSE_Out at NUM_KV_SPLITS=1
+    ((1, 8, 4, 1), (1, 4, 1, 9)),        # the same memory, extent-1 strides set otherwise
+    ((2, 8, 4, 3), (96, 12, 3, 1)),      # contiguous (LSE_Out at NUM_KV_SPLITS=3)
+    ((4, 1), (1, 7)), ((4, 1), (1, 1)), ((1, 8), (1, 1)), ((3, 5), (10, 1)),
+    ((3, 4, 5), (20, 1, 1)),             # two unit strides (rows overlap: an input may)
+])
+def test_compiled_strides_address_what_the_caller_s_layout_does(lib, shape, strides):
+    """The shim's arithmetic on the real library, against cutile 0.5.0's rules read from its
+    source: a stride the tensor's ``SpecializationBits.stride_one`` marks (value 1, not kept
+    dynamic) is compiled as a static 1 and dropped from the strides the kernel holds
+    (kernel_entry_generator.rs ``get_dynamic_elements``); the port reads stride k as element k
+    of that list and multiplies the innermost index by 1. For every index in the extents, the
+    port's element offset must equal the caller's: the same elements as the reference, no copy."""
+    import itertools
+
+    rc, st, dynamic = _compiled_strides(lib, shape, strides)
+    assert rc == 0, lib.last_error()
+    hint = [1 if s == 1 and k not in dynamic else -1 for k, s in enumerate(st)]
+    held = [s for s, h in zip(st, hint) if h == -1]          # the kernel's strides metadata
+    n = len(shape)
+    assert hint[-1] == 1 and all(h == -1 for h in hint[:-1])  # the IR-checked [-1, ..., -1, 1]
+    for idx in itertools.product(*(range(e) for e in shape)):
+        port = sum(i * held[k] for k, i in enumerate(idx[:-1])) + idx[-1]
+        assert port == sum(i * s for i, s in zip(idx, strides)), (idx, st, hint)
+    assert n == len(st)
+
+
+def test_compiled_strides_refuse_a_non_unit_innermost_stride(lib):
+    rc, _, _ = _compiled_strides(lib, (4, 8), (1, 4))
+    assert rc == 4 and "innermost stride 1" in lib.last_error()
 
 
 class CopyTensor(FakeTensor):
@@ -438,12 +483,12 @@ def test_refused_layout_is_restaged_through_a_copy_the_shim_accepts(built, monke
     monkeypatch.setattr(ffi, "_empty_strided", lambda t, st: CopyTensor(t.shape, ptr=0x7F00_0002_0000, strides=st))
     monkeypatch.setattr(ffi, "_on_stream", lambda *a: __import__("contextlib").nullcontext())
     CopyTensor.copies.clear()
-    arrays = {"a": CopyTensor((4, 1), strides=(1, 1)), "b": FakeTensor((4, 8))}
+    arrays = {"a": CopyTensor((4, 8), strides=(1, 4)), "b": FakeTensor((4, 8))}
     with pytest.raises(FfiError) as e:
         glib.call(GATHER, arrays, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
     assert e.value.code == 5, e.value.cause
-    assert CopyTensor.copies == [((1, 1), (2, 1))]             # copied in; an input is not copied back
-    arrays["a"] = FakeTensor((4, 1), strides=(1, 1))
+    assert CopyTensor.copies == [((1, 4), (8, 1))]             # copied in; an input is not copied back
+    arrays["a"] = FakeTensor((4, 8), strides=(1, 4))
     with pytest.raises(FfiError) as e:
         glib.call(GATHER, arrays, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
     assert e.value.code == 4

@@ -215,21 +215,19 @@ def restage_strides(shape: tuple, strides: tuple) -> tuple | None:
     """The strides of a copy the port can read, for an array whose strides it reads by dimension
     and whose layout the shim refuses; None when the layout is accepted as it is.
 
-    Mirrors ``as_compiled_strides`` (rust/host/abi.rs): the port is compiled for innermost stride
-    1 and no other stride 1, because cutile 0.5.0 specialises every unit stride at launch and
-    drops it from the tensor's stride list (cutile-compiler-0.5.0 src/specialization.rs,
-    ``compute_spec``: ``stride_one`` is ``stride == 1``; cutile-0.5.0 src/tensor.rs,
-    ``strides_hint``: a unit stride becomes a static 1, every other one dynamic). A dimension of extent 1 is only read at index 0, so its
-    stride is free; a dimension of extent > 1 with stride 1 that is not innermost (tg_flash_decode's
-    LSE_Out, extents (1, 8, 4, 1), strides (32, 4, 1, 1)) cannot be described: the copy has the
-    C-contiguous strides of ``shape`` with every non-innermost stride at least 2 (elements).
+    Mirrors ``as_compiled_strides`` (rust/host/abi.rs): the port multiplies the innermost index
+    by a constant 1, so an innermost stride other than 1 on an extent > 1 (a column-major
+    (4, 8) / (1, 4)) is refused and copied here, into the C-contiguous strides of ``shape`` with
+    every non-innermost stride at least 2 (elements). Every other layout is passed as it is, with
+    no copy: an extent-1 dimension's stride is free, and a unit stride on a non-innermost
+    dimension (tg_flash_decode's LSE_Out, extents (1, 8, 4, 1), strides (32, 4, 1, 1)) is
+    compiled as a dynamic stride by the shim's ``borrow`` (cutile 0.5.0 would specialise it as a
+    static 1 and drop it from the strides the port reads: cutile-compiler-0.5.0
+    src/specialization.rs ``compute_spec``, ``stride_one``; cutile-0.5.0 src/tensor.rs
+    ``strides_hint``; see abi.rs ``keep_unit_strides_dynamic``).
     """
     n = len(shape)
-    if n == 0:
-        return None
-    ok_inner = strides[-1] == 1 or shape[-1] == 1
-    ok_outer = all(strides[k] != 1 or shape[k] == 1 for k in range(n - 1))
-    if ok_inner and ok_outer:
+    if n == 0 or strides[-1] == 1 or shape[-1] == 1:
         return None
     out = [1] * n
     for k in range(n - 2, -1, -1):
@@ -590,8 +588,8 @@ class Shim:
                 self.restaged[a["name"]] = {
                     "extents": list(t.shape), "strides": list(t.stride()), "staged_strides": list(copy.stride()),
                     "copies": 1 + (a.get("role", "input") != "input"),      # device copies per call
-                    "why": "cutile 0.5.0 drops unit strides at launch (compute_spec stride_one) and the port "
-                           "reads this array's strides by dimension: copied in before the launch"
+                    "why": "the port reads this array's strides by dimension and multiplies the innermost "
+                           "index by 1 (abi.rs as_compiled_strides): copied in before the launch"
                            + (", back after it" if a.get("role", "input") != "input" else "")}
 
     def _none_descriptor(self, a: dict, descs: list, device: int) -> TpTensor:

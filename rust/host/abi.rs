@@ -215,17 +215,29 @@ pub unsafe fn check<'a>(t: *const TpTensor, name: &str, ndim: usize) -> Result<&
 
 /// The descriptor of an array whose strides the port reads by dimension (a gather / scatter on
 /// a rank >= 2 array: the translator's `tensor_strides` helper), in the layout the port was
-/// compiled and IR-checked for: innermost stride 1, every other stride not 1.
+/// compiled and IR-checked for: innermost stride 1 (static), every other stride dynamic.
 ///
-/// cutile 0.5.0 specialises every stride that is 1 at launch (`compute_spec`: `stride_one`)
-/// and keeps only the other strides in a tensor's `strides` metadata (cutile-compiler
-/// `compile_cuda_tile_op.rs`: "Shape witnesses can already contain only dynamic fields"), so
-/// dimension k of that list is another dimension's stride, or past its end (`get_shape_dim`
-/// panics "removal index (is 2) should be < len (is 2)": tg_flash_decode's LSE_Out of extents
-/// (1, 8, 4, 1), strides (32, 4, 1, 1)). A dimension of extent 1 is read only at index 0, so its
-/// stride is free: set to 1 when innermost, else (where it is 1) to the stride a C-contiguous
-/// layout gives it, at least 2. Any other layout is refused (`TP_ERR_BAD_SHAPE`) naming the
-/// array, its strides and why, instead of a panic or a wrong address.
+/// cutile 0.5.0 specialises every stride that is 1 at launch (cutile-compiler
+/// `specialization.rs` `compute_spec`: `stride_one`; cutile `tensor.rs` `strides_hint` and the
+/// launcher cutile-macro `kernel_launcher_generator.rs` builds: a unit stride is compiled as a
+/// static 1, any other as dynamic) and the kernel entry keeps only the dynamic strides in the
+/// tensor's `strides` metadata (cutile-compiler `kernel_entry_generator.rs`,
+/// `get_dynamic_elements`). The port reads stride k as element k of that list
+/// (`get_shape_dim(tensor_strides(t), k)`; compile_intrinsic.rs `dims_values.remove(k)`), so a
+/// unit stride on a non-innermost dimension shifts the list: dimension k reads another
+/// dimension's stride, or past the end (tg_flash_decode's LSE_Out of extents (1, 8, 4, 1),
+/// strides (32, 4, 1, 1) compiles as `[-1, -1, 1, 1]`: "removal index (is 2) should be < len (is
+/// 2)"). The port multiplies the innermost index by a constant 1, so its innermost stride must be
+/// 1.
+///
+/// So: a dimension of extent 1 is read only at index 0 and its stride is free: set to 1 when
+/// innermost, else (where it is 1) to the stride a C-contiguous layout gives it, at least 2. A
+/// non-innermost dimension of extent > 1 with stride 1 keeps it, marked [`DYNAMIC_UNIT_STRIDE`]:
+/// [`borrow`] then passes 1 and has cutile compile that stride as dynamic (the IR-checked
+/// `[-1, ..., -1, 1]`), so the port reads every element where the caller's layout has it, with no
+/// copy. An innermost stride other than 1 on an extent > 1 is refused (`TP_ERR_BAD_SHAPE`) naming
+/// the array, its strides and why, instead of a wrong address (`tileport/ffi.py`
+/// `restage_strides` copies such an array).
 pub fn as_compiled_strides(d: &TpTensor, name: &str) -> Result<TpTensor, TpError> {
     let mut out = *d;
     let n = d.ndim as usize;
@@ -235,23 +247,91 @@ pub fn as_compiled_strides(d: &TpTensor, name: &str) -> Result<TpTensor, TpError
     if out.shape[n - 1] == 1 {
         out.strides[n - 1] = 1;
     }
+    if out.strides[n - 1] != 1 {
+        return Err((TP_ERR_BAD_SHAPE, format!(
+            "array '{name}': extents {:?}, strides {:?}: the port reads this array's strides by \
+             dimension and is compiled for innermost stride 1 (it multiplies the innermost index by \
+             a constant 1), so it cannot read this layout (pass a copy with innermost stride 1)",
+            &d.shape[..n], &d.strides[..n])));
+    }
     let mut contiguous: i64 = 1;
     for k in (0..n - 1).rev() {
         contiguous = contiguous.saturating_mul(out.shape[k + 1].max(1));
-        if out.shape[k] == 1 && out.strides[k] == 1 {
-            out.strides[k] = contiguous.clamp(2, i32::MAX as i64);
+        if out.strides[k] == 1 {
+            out.strides[k] = if out.shape[k] == 1 { contiguous.clamp(2, i32::MAX as i64) } else { DYNAMIC_UNIT_STRIDE };
         }
     }
-    let unit: Vec<usize> = (0..n - 1).filter(|&k| out.strides[k] == 1).collect();
-    if out.strides[n - 1] != 1 || !unit.is_empty() {
-        return Err((TP_ERR_BAD_SHAPE, format!(
-            "array '{name}': extents {:?}, strides {:?}: the port reads this array's strides by \
-             dimension and is compiled for innermost stride 1 and no other stride 1; cutile 0.5.0 \
-             specialises every unit stride at launch and drops it from the tensor's strides, so \
-             it cannot read this layout (pass a copy with that layout)",
-            &d.shape[..n], &d.strides[..n])));
-    }
     Ok(out)
+}
+
+/// Stride value [`as_compiled_strides`] gives a non-innermost dimension of extent > 1 whose stride
+/// is 1: [`borrow`] passes the stride 1 and keeps it dynamic in cutile's specialisation. Never a
+/// caller's stride ([`check`] refuses negative strides).
+pub const DYNAMIC_UNIT_STRIDE: i64 = -1;
+
+/// The strides cutile gets for a descriptor (a [`DYNAMIC_UNIT_STRIDE`] made 1) and a bit per
+/// dimension whose unit stride must stay dynamic (bit k: dimension k); 0 for a plain descriptor.
+fn cutile_strides(d: &TpTensor) -> (Vec<i32>, u32) {
+    let n = d.ndim as usize;
+    let mut dynamic_units = 0u32;
+    let strides = d.strides[..n].iter().enumerate().map(|(k, &v)| {
+        if v == DYNAMIC_UNIT_STRIDE {
+            dynamic_units |= 1 << k;
+            1
+        } else {
+            v as i32
+        }
+    }).collect();
+    (strides, dynamic_units)
+}
+
+/// What a shim passes cutile for an array whose strides the port reads by dimension (for tests
+/// on machines without a GPU): [`as_compiled_strides`], then the strides [`borrow`] gives cutile
+/// written to `strides` (`ndim` i32) and the dimensions whose unit stride stays dynamic to
+/// `dynamic_units` (bit k: dimension k). Returns [`TP_OK`] or the refusal's status (message:
+/// `tp_last_error`).
+///
+/// # Safety
+/// `d` must point to a readable [`TpTensor`]; `strides` to `d.ndim` writable i32, `dynamic_units`
+/// to a writable u32.
+#[no_mangle]
+pub unsafe extern "C" fn tp_compiled_strides(d: *const TpTensor, strides: *mut i32, dynamic_units: *mut u32) -> i32 {
+    guard("tp_compiled_strides", || {
+        if d.is_null() {
+            return Err((TP_ERR_NULL_POINTER, "descriptor pointer is null".to_string()));
+        }
+        let d = check(d, "a", (*d).ndim.clamp(0, TP_MAX_DIMS as i32) as usize)?;
+        let (st, units) = cutile_strides(&as_compiled_strides(d, "a")?);
+        std::ptr::copy_nonoverlapping(st.as_ptr(), strides, st.len());
+        *dynamic_units = units;
+        Ok(())
+    })
+}
+
+/// Have cutile compile the unit strides of the dimensions in `dynamic_units` (bit k: dimension
+/// k) as dynamic: clears their `stride_one` bits in the tensor's specialisation.
+///
+/// cutile 0.5.0 derives a tensor's `SpecializationBits` from its strides and offers no setter
+/// (`Tensor::spec` is `pub(crate)`, cutile `tensor.rs`); the launcher reads the strides hint and
+/// the JIT cache key from it (`spec().stride_one`: 1 = static, else -1) and pushes every stride
+/// as a kernel argument (`push_kernel_args`), with no check of hint against value ("TODO (hme):
+/// add validation for strides here too", cutile-macro `kernel_launcher_generator.rs`). A stride
+/// compiled as dynamic whose value is 1 is read as 1. `stride_div` of a unit stride is already 1
+/// (no divisibility assumed).
+fn keep_unit_strides_dynamic<T: cuda_core::DType>(t: &mut Tensor<T>, dynamic_units: u32) {
+    let base = t as *mut Tensor<T>;
+    // SAFETY: `t` is borrowed mutably and uniquely; the field's address comes from its own
+    // accessor and is reached from `base` (derived from that unique borrow), so the write goes
+    // through a pointer with write permission to the whole tensor.
+    unsafe {
+        let off = ((*base).spec() as *const _ as usize) - (base as usize);
+        let spec = &mut *((base as *mut u8).add(off) as *mut cutile::tensor::SpecializationBits);
+        for (k, one) in spec.stride_one.iter_mut().enumerate() {
+            if dynamic_units & (1 << k) != 0 {
+                *one = false;
+            }
+        }
+    }
 }
 
 /// The one dtype all arrays share; an error names the first array that differs.
@@ -415,12 +495,13 @@ pub unsafe fn borrow<T: cuda_core::DType + 'static>(d: &TpTensor, ctx: &Arc<cuda
     if let Some(t) = hit {
         return t;
     }
-    let t = Arc::new(Tensor::<T>::borrow_raw_parts(
-        d.data,
-        ctx.clone(),
-        d.shape[..n].iter().map(|&v| v as i32).collect(),
-        d.strides[..n].iter().map(|&v| v as i32).collect(),
-    ));
+    let (strides, dynamic_units) = cutile_strides(d);
+    let mut t = Tensor::<T>::borrow_raw_parts(d.data, ctx.clone(), d.shape[..n].iter().map(|&v| v as i32).collect(),
+                                              strides);
+    if dynamic_units != 0 {
+        keep_unit_strides_dynamic(&mut t, dynamic_units);
+    }
+    let t = Arc::new(t);
     TENSORS.with(|c| {
         let mut c = c.borrow_mut();
         // a key present with a tensor of another element type is replaced in place
