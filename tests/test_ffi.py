@@ -424,7 +424,8 @@ def _compiled_strides(lib, shape, strides):
 
 
 @pytest.mark.parametrize("shape,strides", [
-    ((1, 8, 4, 1), (32, 4, 1, 1)),       # tg_flash_decode's LSE_Out at NUM_KV_SPLITS=1
+    ((1, 8, 4, 1), (32, 4, 1, 1)),       # tg_flash_decode's LSE_Out at NUM_KV_SPLITS=1 (test)
+    ((64, 8, 4, 1), (32, 4, 1, 1)),      # the same at the perf shape 64x32x8x119x128 (bench)
     ((1, 8, 4, 1), (1, 4, 1, 9)),        # the same memory, extent-1 strides set otherwise
     ((2, 8, 4, 3), (96, 12, 3, 1)),      # contiguous (LSE_Out at NUM_KV_SPLITS=3)
     ((4, 1), (1, 7)), ((4, 1), (1, 1)), ((1, 8), (1, 1)), ((3, 5), (10, 1)),

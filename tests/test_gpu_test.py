@@ -577,8 +577,9 @@ def test_input_error_owners(tmp_path):
 
 
 def test_restaging_copies_are_not_the_ports_launches():
-    """tg_flash_decode's LSE_Out restaged (ffi.restage_strides): copied in and back, two device
-    copies beside the port's one kernel; the row lists them, the launch counts still agree."""
+    """An output restaged (ffi.restage_strides; tg_flash_decode's LSE_Out was, before issue 14):
+    copied in and back, two device copies beside the port's one kernel; the row lists them, the
+    launch counts still agree."""
     rs = {"LSE_Out": {"extents": [1, 8, 4, 1], "strides": [32, 4, 1, 1], "staged_strides": [64, 8, 2, 1],
                       "copies": 2, "why": "..."}}
     assert G.verdict_of("op", [row(launches=(1, 3, 1), restaged=rs)]).verdict == "ALL_PASS"
