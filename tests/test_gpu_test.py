@@ -800,8 +800,6 @@ def test_validity_says_a_corrupt_verdict_is_unreadable_not_missing(tmp_path):
     assert V.status(results, "relu", op_dir)["test"] == "missing"
 
 
-@pytest.mark.xfail(strict=True, reason="finding (not fixed): --pending-only merges kept rows measured on another "
-                                       "device under this run's env/provenance, with nothing saying which rows")
 def test_pending_only_does_not_pass_off_rows_of_another_device_as_this_runs(tmp_path, monkeypatch):
     import json
 
@@ -817,8 +815,13 @@ def test_pending_only_does_not_pass_off_rows_of_another_device_as_this_runs(tmp_
     fake_gpu(monkeypatch, timed)
     monkeypatch.setattr(B.H, "env_versions", lambda: {"device": "NVIDIA H200"})
     d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
-    # either every config is timed again here, or the verdict says which rows another device measured
-    assert len(timed) == 18 or "H100" in json.dumps(d["details"])
+    # every config is timed again here: the merged verdict has one env, one provenance, one device
+    assert len(timed) == 18 and d["details"]["timed_now"] == 18 and "H100" not in json.dumps(d["details"])
+    assert d["details"]["env"] == {"device": "NVIDIA H200"}
+    # the same device: only the pending configs are timed
+    timed.clear()
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    assert timed == [] and d["details"]["configs"] == 18
 
 
 def test_a_port_error_caused_by_the_references_cuda_fault_is_not_the_ports():

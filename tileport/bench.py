@@ -513,6 +513,18 @@ def kept_bench(results: Path, op: str, op_dir: Path, out_json: str | Path) -> tu
     return None, None
 
 
+def other_device(doc: dict | None, env: dict) -> str | None:
+    """The device a kept bench verdict ``doc`` was measured on (``details.env.device``, else
+    ``details.provenance.gpu.name``) when it is not this run's (``env["device"]``,
+    :func:`tileport.harness.env_versions`); None when they are the same or either is unknown.
+    ``--pending-only`` then times every config: its merged verdict carries one ``env`` and one
+    ``provenance``, and its geomeans are over rows of one device."""
+    d = (doc or {}).get("details") or {}
+    was = (d.get("env") or {}).get("device") or (((d.get("provenance") or {}).get("gpu") or {}).get("name"))
+    now = (env or {}).get("device")
+    return was if was and now and was != now else None
+
+
 def _test_doc(results: Path, op: str) -> dict | None:
     try:
         return read(results / op / "test.json")
@@ -554,7 +566,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     ``pending_only``: time only the perf configs that no kept row still valid covers
     (:func:`kept_bench`: ``out_json`` or the ``.measured`` copy, :func:`reconcile`) and write
     them merged with the kept rows (bench.json and bench.csv in manifest order; geomeans over all
-    valid rows); with no valid kept verdict it times every config."""
+    valid rows); with no valid kept verdict, or one measured on another device
+    (:func:`other_device`), it times every config."""
     cfg = {**DEFAULTS, **(cfg or {})}
     op_dir, results = Path(op_dir), Path(results)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
@@ -607,9 +620,14 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     # test: it is timed, and the check of its timed outputs against the PyTorch semantics is its test
     perf_only = sorted({f"{k}/{v.id}" for k, v, _ in todo} - set(tested))
     rows, skipped = [], sorted({f"{k}/{v.id}" for k, v, _ in todo} & set(tested) - passed)
-    kept = {}
+    kept, env = {}, H.env_versions()
     if pending_only:
         doc, src = kept_bench(results, op, op_dir, out_json)
+        other = other_device(doc, env)
+        if other:       # a ratio of another device's rows and this one's: not one measurement
+            print(f"tileport: --pending-only: the kept rows of {src} were measured on {other}, this is "
+                  f"{env.get('device')}: timing every config", flush=True)
+            doc = None
         kept = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in (doc or {}).get("details", {}).get("rows", [])}
         print(f"tileport: --pending-only: {len(kept)} config(s) kept from {src}" if doc else
               "tileport: --pending-only: no kept bench verdict still holds: timing every config", flush=True)
@@ -665,7 +683,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                if (f"{k}/{v.id}" in passed or f"{k}/{v.id}" in perf_only)
                and V.config_key(k, v.id, s) not in have]
     write_csv(rows, out_csv)
-    v = fold(op, rows, float(cfg["threshold"]), attempt, H.env_versions(),
+    v = fold(op, rows, float(cfg["threshold"]), attempt, env,
              round(time.monotonic() - t0, 1), failed_test=test if skipped else None,
              loop_threshold=float(cfg["loop_threshold"]), writers=port_writers(results, op), pending=pending)
     v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ROW_EXTRAS} for r in rows]
