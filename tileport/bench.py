@@ -21,8 +21,10 @@ functional test is not timed (``details.not_benchmarked``):
 5. the outputs of the last timed ref and port calls are checked against the PyTorch semantics,
    each side on its own (``checked`` / ``port_mismatch`` for the port, ``ref_checked`` /
    ``ref_mismatch`` for the reference: a reference outside tolerance is a warning, as in gpu_test)
-   (for a kernel that updates an output in place, ``init: {copy: ...}``, the outputs are first
-   put back to the input's values and each kernel side called once more, untimed).
+   (for an output whose first values the manifest gives -- ``init: {copy: ...}``, an array
+   updated in place, or ``{full: 0.0}``, one a kernel accumulates into -- the outputs are first
+   put back to those values and each kernel side called once more, untimed:
+   :func:`tileport.harness.reset_sources`).
 
 Where NVIDIA shipped a port of the kernel and it passed the functional test for the variant
 (test.json ``details.nv``), it is a fourth side ``nv`` in every step: interleaved in the same rounds,
@@ -218,7 +220,7 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     row["loop_ratio"] = row["ref_loop_us"] / row["port_loop_us"]
     row["ref_host_overhead_us"] = max(0.0, row["ref_loop_us"] - row["ref_us"])
     row["port_host_overhead_us"] = max(0.0, row["port_loop_us"] - row["port_us"])
-    if c.in_place:          # outputs updated in place: check one call on the initial values
+    if c.in_place:          # outputs with given first values: check one call on those values
         c.reset()
         for label, fn in sides:
             if label != "torch":
