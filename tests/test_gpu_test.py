@@ -899,3 +899,27 @@ def test_a_perf_config_the_reference_cannot_run_is_not_the_translators(tmp_path,
 
 def side_word(side):
     return {"ref": "cuTile Python reference", "port": "port", "torch": "PyTorch"}[side]
+
+
+def test_the_benchmark_times_the_variants_a_faithful_ref_defect_test_names(tmp_path, monkeypatch):
+    """gpu_test FAITHFUL_REF_DEFECT (the port agrees with a reference whose defect the manifest
+    declares, tileport.defects): the port is faithful, so its REF_DEFECT variants are timed like
+    PASS ones; FAIL ones are not."""
+    import json
+
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    doc = json.loads((r / "test.json").read_text())
+    vs = doc["details"]["variants"]
+    keys = sorted(vs)
+    vs[keys[0]], vs[keys[1]] = "REF_DEFECT", "FAIL"
+    doc["verdict"], doc["owner"] = "FAITHFUL_REF_DEFECT", "kernel"
+    (r / "test.json").write_text(json.dumps(doc))
+    timed = []
+    fake_gpu(monkeypatch, timed)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    got = {f"{k}/{v}" for k, v, _ in timed}
+    assert keys[0] in got and keys[1] not in got and len(got) == len(keys) - 1
+    assert d["details"]["not_benchmarked"] == {keys[1]: "functional test FAIL"}
