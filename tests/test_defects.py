@@ -181,3 +181,29 @@ def test_the_route_summary_report_and_coverage_read_the_faithful_verdict():
     cpu = {st: "PASS" for st in C.CPU_STAGES}
     assert C._stop({**cpu, "test": "REF_DEFECT", "ratio": "1.0"})[1] == "bench"
     assert G.MEASURED[:2] == ("ALL_PASS", "FAITHFUL_REF_DEFECT")
+
+
+def test_without_the_wheel_the_line_is_checked_against_the_imported_line_map(tmp_path, monkeypatch):
+    """A GPU node has results/ but not the TileGym wheel: the declared line must be one the
+    imported kernel.py holds (its line map); with neither, the line cannot be checked there."""
+    import json
+    import shutil
+
+    from tileport import importer as I
+
+    def no_wheel(*a, **k):
+        raise I.ImportFailed("no installed distribution provides the package 'tilegym'")
+
+    monkeypatch.setattr(I, "find_wheel", no_wheel)
+    op = tmp_path / "operators" / "tg_attention_variant"
+    shutil.copytree(REPO / "operators" / "tg_attention_variant", op)
+    M.load(op / "manifest.yaml")                            # no wheel, no map: not checkable here
+    src = tmp_path / "results" / "tg_attention_variant" / "src"
+    src.mkdir(parents=True)
+    lines = {str(i): f"tilegym/ops/cutile/attention_variant.py:{360 + i}" for i in range(1, 20)}
+    (src / "kernel.py.map.json").write_text(json.dumps({"lines": lines}))
+    M.load(op / "manifest.yaml")                            # line 370 is held
+    (op / "manifest.yaml").write_text((op / "manifest.yaml").read_text().replace("line: 370", "line: 12"))
+    with pytest.raises(M.ManifestError, match=r"key 'known_defects/0/line': line 12 of "
+                                              r"tilegym/ops/cutile/attention_variant.py is not among the lines"):
+        M.load(op / "manifest.yaml")

@@ -144,8 +144,9 @@ def selected(selector, variants: list) -> list:
 def source_file(doc: dict, path: Path) -> tuple[str, str | None, set | None]:
     """``(name, text, mapped)`` of the file a defect's ``line`` counts in: ``kernel.py`` beside the
     manifest, or with ``source:`` the wheel module (its path in the site directory, read from the
-    installed distribution without importing it). ``text`` is None when the file cannot be read
-    here (a GPU node has no wheel); ``mapped`` is then the set of ``file:line`` the imported
+    installed distribution without importing it, when it is the version the checkout's
+    requirements-sources.txt pins). ``text`` is None when the file cannot be read here (a GPU
+    node has no wheel, or another version); ``mapped`` is then the set of ``file:line`` the imported
     ``results/<op>/src/kernel.py`` holds (its line map), or None."""
     src = doc.get("source")
     if not src:
@@ -156,9 +157,11 @@ def source_file(doc: dict, path: Path) -> tuple[str, str | None, set | None]:
             return str(f), None, None
     rel = src["module"].replace(".", "/") + ".py"
     try:
-        from .importer import find_wheel
+        from .importer import PIN_FILE, find_wheel
 
-        root = find_wheel(src["module"]).root
+        # the version the checkout pins (another one installed: its lines are not the ones meant)
+        pin = path.resolve().parent.parent.parent / PIN_FILE
+        root = find_wheel(src["module"], pin if pin.is_file() else None).root
         for cand in (rel, rel[:-3] + "/__init__.py"):
             if (root / cand).is_file():
                 return cand, (root / cand).read_text(), None
