@@ -749,6 +749,40 @@ def test_pending_only_times_exactly_the_missing_configs_and_merges_them(tmp_path
     assert len(timed) == 18
 
 
+def test_a_time_budget_or_a_sigterm_stops_the_loop_writes_what_was_timed_and_leaves_the_rest_pending(
+        tmp_path, monkeypatch):
+    # a lent GPU's session or a job's time limit: the configs timed are written, the others pending,
+    # and a --pending-only run afterwards times exactly those
+    import os
+    import signal
+
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    timed = []
+    fake_gpu(monkeypatch, timed)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
+    assert timed == [] and d["details"]["configs_pending"] == 12 and "budget" in d["details"]["stopped"]
+    measure = B.measure
+
+    def killed_at_the_fifth(c, cfg, tol):
+        if len(timed) == 4:
+            os.kill(os.getpid(), signal.SIGTERM)     # as `timeout` or Slurm would
+        return measure(c, cfg, tol)
+
+    monkeypatch.setattr(B, "measure", killed_at_the_fifth)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    det = d["details"]
+    assert len(timed) == 4 and (det["configs"], det["configs_pending"]) == (4, 8)   # the fifth: stopped
+    assert "SIGTERM" in det["stopped"] and signal.getsignal(signal.SIGTERM) is not B._stop_on_sigterm
+    timed.clear()
+    monkeypatch.setattr(B, "measure", measure)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    assert len(timed) == 8 and (d["details"]["configs"], d["details"]["configs_pending"]) == (12, 0)
+    assert "stopped" not in d["details"]
+
+
 def test_a_config_timed_twice_counts_once_and_a_malformed_row_is_retired_not_a_crash():
     # a bench.json whose rows repeat a config (a merge done twice, a hand-edited file) must not
     # count it twice (configs 15 of 12, the geomean weighting it double); a row that is not a

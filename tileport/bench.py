@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import signal
 import sys
 import time
 from pathlib import Path
@@ -591,10 +592,71 @@ def restore_bench(results: Path, op: str, op_dir: Path, out_json: str | Path, ou
     return d
 
 
+class Stopped(BaseException):
+    """Raised in the timing loop by the SIGTERM handler :func:`run` installs around it (a
+    scheduler's time limit, ``timeout``): the loop stops, what was timed is written. A
+    BaseException, so a config's own ``except Exception`` does not turn it into its error row."""
+
+
+def _stop_on_sigterm(signum, frame):
+    raise Stopped("SIGTERM during the timing loop")
+
+
+def _trap_sigterm():
+    """Install :func:`_stop_on_sigterm` for SIGTERM (main thread only: elsewhere Python cannot);
+    returns the previous handler to put back, or None."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _stop_on_sigterm)
+
+
+def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tols: dict,
+                nv_passed: set) -> tuple[dict, bool]:
+    """Time one perf config (:func:`measure`) and print its line. Returns its bench.csv row and
+    whether the CUDA context was lost (later configs cannot run). A failure of the config is its
+    row (``error``, ``error_class``; ``blocked`` where cutile 0.5.0 cannot launch it), not an
+    exception; :class:`Stopped` passes through."""
+    base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape))}
+    try:
+        key = f"{kernel}/{variant.id}"
+        c = ctx.call(kernel, variant, shape, cfg["seed"], nv=key in nv_passed)
+        if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
+            c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
+        row = {**measure(c, cfg, tols[kernel, variant.id, shape]), **tols[kernel, variant.id, shape]}
+        shim = ctx.lib.shims.get(c.symbol)
+        if shim is not None and shim.restaged:   # host copies timed with the port (ffi.restage_strides)
+            row["restaged"] = dict(shim.restaged)
+            shim.restaged.clear()
+        del c
+    except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
+        from .ffi import cutile_limit
+
+        inner = exc.exc if isinstance(exc, SideFailed) else exc
+        row = {**base, "error": (str(exc) if isinstance(exc, SideFailed)
+                                 else f"{type(exc).__name__}: {exc}")[:600],
+               "error_class": error_class(exc)}
+        if (not isinstance(exc, SideFailed) or exc.side == "port") and cutile_limit(inner):
+            row["blocked"] = cutile_limit(inner)
+            print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (cutile 0.5.0 cannot launch it): "
+                  f"{row['error']}", flush=True)
+        return row, "CUDA" in str(exc)
+    nv = f", NVIDIA {row['nv_us']:.1f} us" if isinstance(row.get("nv_us"), float) else ""
+    print(f"{kernel}/{variant.id} {row['shape']}: ref {row['ref_us']:.1f} us, port "
+          f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us{nv}, ratio {row['ratio']:.3f}; "
+          f"loop ref {row['ref_loop_us']:.1f} / port {row['port_loop_us']:.1f} / torch "
+          f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f}, host "
+          f"ref {row['ref_host_us']:.1f} / port {row['port_host_us']:.1f} us; ref vs torch "
+          f"{row['ref_vs_torch']:.2f}", flush=True)
+    return row, False
+
+
 def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         out_json: str | Path, gpu: str = "auto", cfg: dict | None = None,
         host_build: str | Path | None = None, attempt: int = 1,
-        nv_build: str | Path | None = None, pending_only: bool = False) -> dict:
+        nv_build: str | Path | None = None, pending_only: bool = False,
+        budget_s: float | None = None) -> dict:
     """Stage entry point (see module doc). Returns the verdict written to ``out_json``.
     ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``).
     ``pending_only``: time only the perf configs that no kept row still valid covers
@@ -666,46 +728,33 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         kept = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in (doc or {}).get("details", {}).get("rows", [])}
         print(f"tileport: --pending-only: {len(kept)} config(s) kept from {src}" if doc else
               "tileport: --pending-only: no kept bench verdict still holds: timing every config", flush=True)
-    for kernel, variant, shape in todo:
-        if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
-            continue
-        if V.config_key(kernel, variant.id, shape) in kept:
-            continue
-        base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape))}
-        try:
-            key = f"{kernel}/{variant.id}"
-            c = ctx.call(kernel, variant, shape, cfg["seed"], nv=key in nv_passed)
-            if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
-                c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
-            row = {**measure(c, cfg, tols[kernel, variant.id, shape]), **tols[kernel, variant.id, shape]}
-            shim = ctx.lib.shims.get(c.symbol)
-            if shim is not None and shim.restaged:   # host copies timed with the port (ffi.restage_strides)
-                row["restaged"] = dict(shim.restaged)
-                shim.restaged.clear()
-            del c
-        except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
-            from .ffi import cutile_limit
-
-            inner = exc.exc if isinstance(exc, SideFailed) else exc
-            row = {**base, "error": (str(exc) if isinstance(exc, SideFailed)
-                                     else f"{type(exc).__name__}: {exc}")[:600],
-                   "error_class": error_class(exc)}
-            if (not isinstance(exc, SideFailed) or exc.side == "port") and cutile_limit(inner):
-                row["blocked"] = cutile_limit(inner)
-                print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (cutile 0.5.0 cannot launch it): "
-                      f"{row['error']}", flush=True)
+    stopped, longest = None, 0.0
+    prev = _trap_sigterm()
+    try:
+        for kernel, variant, shape in todo:
+            if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
+                continue
+            if V.config_key(kernel, variant.id, shape) in kept:
+                continue
+            spent = time.monotonic() - t0
+            if budget_s is not None and spent + longest > budget_s:
+                stopped = (f"time budget: {spent:.0f} s spent + {longest:.0f} s (the longest config so far) "
+                           f"> --budget-s {budget_s:g}")
+                break
+            t_cfg = time.monotonic()
+            try:
+                row, context_lost = _one_config(ctx, op, kernel, variant, shape, cfg, tols, nv_passed)
+            except Stopped as exc:
+                stopped = str(exc)
+                break
+            finally:
+                longest = max(longest, time.monotonic() - t_cfg)
             rows.append(row)
-            if "CUDA" in str(exc):
+            if context_lost:
                 break                 # the context is gone: later configs cannot run
-            continue
-        rows.append(row)
-        nv = f", NVIDIA {row['nv_us']:.1f} us" if isinstance(row.get("nv_us"), float) else ""
-        print(f"{kernel}/{variant.id} {row['shape']}: ref {row['ref_us']:.1f} us, port "
-              f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us{nv}, ratio {row['ratio']:.3f}; "
-              f"loop ref {row['ref_loop_us']:.1f} / port {row['port_loop_us']:.1f} / torch "
-              f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f}, host "
-              f"ref {row['ref_host_us']:.1f} / port {row['port_host_us']:.1f} us; ref vs torch "
-              f"{row['ref_vs_torch']:.2f}", flush=True)
+    finally:
+        if prev is not None:
+            signal.signal(signal.SIGTERM, prev)
     timed = len(rows)
     if kept:            # the kept rows and the new ones, in manifest order
         new = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in rows}
@@ -724,6 +773,9 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
              defects=declared(ctx.man))
     v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ROW_EXTRAS} for r in rows]
     v.details["timed_now"] = timed          # rows timed by this run (the rest were kept: pending_only)
+    if stopped:
+        v.details["stopped"] = stopped      # why configs were left pending (budget, SIGTERM)
+        print(f"tileport: stopped: {stopped}; {len(pending)} config(s) pending", flush=True)
     v.details["not_benchmarked"] = {k: f"functional test {tested[k]}" for k in skipped}
     v.details["perf_only_variants"] = perf_only    # no test shape fits: checked at the perf shape only
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
@@ -740,14 +792,19 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
 def main(argv=None) -> int:
     from .gpu_test import cli_args, exit_status
 
-    a = cli_args("tileport CUPTI benchmark of one operator", argv, lambda ap: ap.add_argument(
-        "--pending-only", action="store_true",
-        help="time only the perf configs no kept, still valid bench row covers (added perf shapes, "
-             "configs a session did not reach) and merge them with the kept rows"))
+    def extra(ap):
+        ap.add_argument("--pending-only", action="store_true",
+                        help="time only the perf configs no kept, still valid bench row covers (added "
+                             "perf shapes, configs a session did not reach) and merge them with the kept rows")
+        ap.add_argument("--budget-s", type=float, default=None, metavar="S",
+                        help="wall seconds for timing: no config is started that would likely end past "
+                             "it; the configs left are pending (a later --pending-only run times them)")
+
+    a = cli_args("tileport CUPTI benchmark of one operator", argv, extra)
     cfg = {**(a.cfg.get("bench") or {}), "seed": a.seed}
     base = Path(a.results) / a.op
     d = run(a.op, Path(a.operators) / a.op, a.results, base / "bench.csv", base / "bench.json",
-            gpu=a.gpu, cfg=cfg, pending_only=a.pending_only)
+            gpu=a.gpu, cfg=cfg, pending_only=a.pending_only, budget_s=a.budget_s)
     print(d["verdict"], d["summary"])
     return exit_status(d)
 
