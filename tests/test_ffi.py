@@ -597,7 +597,10 @@ def test_rust_marshal_packs_the_python_fast_paths_bytes(rlib):
                 dict(arrays={**arrays, "w": FastTensor((8,), "torch.complex64")}),
                 dict(arrays={**arrays, "w": FakeTensor((8,), "torch.bfloat16")}),
                 dict(arrays={"x": arrays["x"], "y": arrays["y"]}), dict(scalars={"eps": 1e-6}),
-                dict(cx={"BM": 4}), dict(grid=[3, 1, 1]), dict(grid=(3, 1))]
+                dict(cx={"BM": 4}), dict(grid=[3, 1, 1]), dict(grid=(3, 1)),
+                # an output whose elements may share memory (y is written; x is read)
+                dict(arrays={**arrays, "y": FastTensor((4, 8), "torch.bfloat16", strides=(0, 1))}),
+                dict(arrays={**arrays, "y": FastTensor((4, 8), "torch.bfloat16", strides=(4, 1))})]
     for kw in declined:
         a = kw.get("arrays", arrays)
         rc, got = _rs_block(shim, a, kw.get("scalars", sc), kw.get("cx", cx), kw.get("grid", (3, 1, 1)),
@@ -618,7 +621,7 @@ def test_rust_marshal_reaches_the_shim_and_falls_back(rlib):
     assert e.code == 0 and "array 'y' is on CUDA device 1, the launch is on device 0" in e.cause
 
 
-# -- hostile layouts of outputs (findings, not fixed: see the xfail reasons) ------------------------
+# -- hostile layouts of outputs: refused before the launch, naming the array -----------------------
 
 _SPEC_OUT = {"symbol": "tp_w", "kernel": "w_kernel", "variants": [], "dtypes": ["f16"], "entry": "w_kernel",
              "arrays": [{"name": "x", "ndim": 2, "role": "input"}, {"name": "y", "ndim": 2, "role": "output"}],
@@ -633,18 +636,41 @@ class _Expanded(CopyTensor):
                            "refers to a single memory location")
 
 
-@pytest.mark.xfail(strict=True, reason="finding (not fixed): an output whose elements share memory (stride 0 on "
-                                       "an extent > 1, rows overlapping) is launched: the port's writes race")
+@pytest.mark.parametrize("fast_type", [False, True], ids=["checked", "fast"])
 @pytest.mark.parametrize("strides", [(0, 1), (4, 1), (8, 0)], ids=["row-broadcast", "rows-overlap", "col-broadcast"])
-def test_an_output_whose_elements_share_memory_is_refused_before_the_launch(monkeypatch, strides):
+def test_an_output_whose_elements_share_memory_is_refused_before_the_launch(monkeypatch, strides, fast_type):
+    """The caller's output is at fault (code 0: not passed to the shim), named with its layout;
+    the fast path leaves it to the checked path, which refuses it; an input of that layout (a
+    broadcast read) is launched."""
     import contextlib
 
+    monkeypatch.setattr(ffi, "_FAST_TYPES", {FastTensor} if fast_type else set())
     monkeypatch.setattr(ffi, "_empty_strided", lambda t, st: CopyTensor(t.shape, ptr=0x7F00_0002_0000, strides=st))
     monkeypatch.setattr(ffi, "_on_stream", lambda *a: contextlib.nullcontext())
     calls = []
     shim = _shim(_SPEC_OUT, calls)
     shim.packed = None
-    with pytest.raises(FfiError, match="'y'"):
-        shim({"x": CopyTensor((4, 8)), "y": _Expanded((4, 8), strides=strides)}, {}, {}, (1, 1, 1),
+    kind, plain = (FastTensor, FastTensor) if fast_type else (_Expanded, CopyTensor)
+    with pytest.raises(FfiError, match=r"array 'y' is written .* may share memory .*strides \(") as e:
+        shim({"x": plain((4, 8)), "y": kind((4, 8), strides=strides)}, {}, {}, (1, 1, 1),
              stream=0, device=0)
+    assert e.value.code == 0 and str(tuple(strides)) in e.value.cause
     assert calls == []          # nothing launched
+    if strides != (8, 0):       # a layout the shim reads as it is: an input of it is launched
+        shim({"x": kind((4, 8), strides=strides), "y": plain((4, 8))}, {}, {}, (1, 1, 1),
+             stream=0, device=0)
+        assert calls[-1] == "checked"       # the plain entry (this shim has no packed one)
+
+
+def test_shares_memory_is_exact_where_it_decides():
+    """Brute force over small layouts: shares_memory is never False where two elements meet, and
+    exact below its listing limit (layouts the sorted-stride test does not clear included)."""
+    import itertools
+
+    for shape in ((3, 2), (2, 2, 2), (4,), (1, 5), (0, 3)):
+        for strides in itertools.product(range(0, 5), repeat=len(shape)):
+            offs = [sum(i * s for i, s in zip(idx, strides)) for idx in itertools.product(*map(range, shape))]
+            assert ffi.shares_memory(shape, strides) == (len(set(offs)) < len(offs)), (shape, strides)
+    assert not ffi.shares_memory((3, 2), (2, 3))           # interleaved, yet distinct
+    assert ffi.shares_memory((3, 2), (2, 3), exact_limit=1)  # past the limit: counted as sharing
+    assert not ffi.shares_memory((4096, 4096), (4096, 1))

@@ -237,6 +237,51 @@ def restage_strides(shape: tuple, strides: tuple) -> tuple | None:
     return tuple(out)
 
 
+def shares_memory(shape: tuple, strides: tuple, exact_limit: int = 1 << 16) -> bool:
+    """Whether two elements of an array of these extents and strides (elements) may lie at one
+    address: a written array of that layout makes the kernel's stores race (which one lands is
+    unspecified), so the host refuses it (torch refuses to write such a tensor for the same
+    reason: ``has_internal_overlap``).
+
+    Exact for a stride 0 on an extent > 1, and for every layout whose dimensions, sorted by
+    stride, each step past all the earlier ones (C- and Fortran-contiguous, slices, padded rows:
+    False). Any other layout is decided by listing its offsets when it has at most
+    ``exact_limit`` elements, else counted as sharing (True: refused, never launched racing).
+    """
+    dims = sorted((abs(s), e) for e, s in zip(shape, strides) if e != 1)
+    if any(e == 0 for _, e in dims):
+        return False                    # no element at all
+    reach = 0                           # largest offset the smaller-stride dimensions reach
+    for s, e in dims:
+        if s == 0:
+            return True
+        if s <= reach:
+            break
+        reach += s * (e - 1)
+    else:
+        return False
+    n = 1
+    for _, e in dims:
+        n *= e
+    if n > exact_limit:
+        return True
+    offs = {0}
+    for s, e in dims:
+        offs = {o + s * i for o in offs for i in range(e)}
+    return len(offs) < n
+
+
+#: (extents, strides) -> :func:`shares_memory`, for the fast path's written arrays (bounded)
+_SHARES: dict = {}
+
+
+def _shares_memo(shape, strides) -> bool:
+    if len(_SHARES) >= 4096:
+        _SHARES.clear()
+    v = _SHARES[(shape, strides)] = shares_memory(tuple(shape), tuple(strides))
+    return v
+
+
 def _empty_strided(t, strides):
     """A tensor like ``t`` (shape, dtype, device) with the given strides (elements)."""
     import torch
@@ -278,6 +323,8 @@ class Shim:
         self.strided = frozenset(spec.get("strided", ()))
         # (name, rank, strides read by dimension) per array, for the fast path
         self._arrays = [(a["name"], a["ndim"], a["name"] in self.strided) for a in spec["arrays"]]
+        #: per array, whether the kernel writes it (``role`` other than ``input``)
+        self._written = tuple(a.get("role", "input") != "input" for a in spec["arrays"])
         #: array -> what was restaged at the last call that needed it (see :func:`restage_strides`)
         self.restaged: dict[str, dict] = {}
         self._scalars = [(s["name"], s["type"] == "i32") for s in spec["scalars"]]
@@ -319,23 +366,29 @@ class Shim:
             self._flags()
 
     def _flags(self) -> None:
-        """Per-array (unread, strided) flags for the fast path (None: no such array), and the
+        """Per-array (unread, strided, written) flags for the fast path (None: no such array), and the
         shim statuses after which tp_py_call's refusal is retried by the Python paths (they
         substitute scratch for an unread array without memory and restage refused layouts)."""
-        self._special = (tuple((a[0] in self._unread, a[2]) for a in self._arrays)
-                         if self._unread or self.strided else None)
+        self._special = (tuple((a[0] in self._unread, a[2], w) for a, w in zip(self._arrays, self._written))
+                         if self._unread or self.strided or any(self._written) else None)
         self._retry = (frozenset({"TP_ERR_NULL_POINTER"} if self._unread else set())
                        | frozenset({"TP_ERR_BAD_SHAPE"} if self.strided else set())) or None
 
     def _enable_rust_marshal(self, fn) -> None:
         """Marshal fast calls with the library's ``tp_py_call`` (``fn``, bound through
         ``ctypes.PyDLL``): the layout of this shim's block, as ``rust/host/abi.rs`` reads it."""
-        if self.packed is None or not self._fast or self.unread or self.strided:
-            return      # arrays that may be None or restaged: the Python paths handle them
+        if self.packed is None or not self._fast:
+            return
+        # arrays that may be None or empty (unread) or need restaging (strided) need no refusal
+        # here: tp_py_call declines a None, and the shim refuses a null pointer or a layout it
+        # cannot read before any launch, which __call__ retries through the Python paths
         _, off = call_block(self.spec)
         kinds = [0 if not is_int else 1 for _, is_int in self._scalars] + [1] * len(self._constexprs) + [2] * 3
         first = (off["scalars"] + off["constexprs"] + off["grid"])[0]
-        lay = [len(self._ranks), *self._ranks, len(kinds), *kinds, first, off["device"], off["stream"]]
+        # rank, plus 0x100 for an array the kernel writes (tp_py_call declines one whose elements
+        # may share memory: the Python paths name it, see shares_memory)
+        ranks = [r | (0x100 if w else 0) for r, w in zip(self._ranks, self._written)]
+        lay = [len(ranks), *ranks, len(kinds), *kinds, first, off["device"], off["stream"]]
         arr = (ctypes.c_int64 * len(lay))(*lay)
         names = (tuple(a[0] for a in self._arrays), tuple(n for n, _ in self._scalars), tuple(self._constexprs))
         self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr, names)
@@ -428,11 +481,15 @@ class Shim:
                 dev = d
             p, st = t.data_ptr(), t.stride()
             if special is not None:
-                unread, strided = special[slot]
+                unread, strided, written = special[slot]
                 if p == 0 and unread:
                     p = self.lib.scratch(d, slot)    # no memory for an array the entry never names
                 if strided and restage_strides(tuple(sh), st) is not None:
                     raise _Slow              # restaged by the checked path
+                if written:
+                    shares = _SHARES.get((sh, st))
+                    if shares or (shares is None and _shares_memo(sh, st)):
+                        raise _Slow          # refused by the checked path, which names it
             vals += (p, r)
             vals += sh
             vals += st
@@ -506,6 +563,17 @@ class Shim:
                 nones.append(a)
                 descs.append(None)
                 continue
+            if a.get("role", "input") != "input":
+                try:
+                    shape, strides = tuple(t.shape), tuple(t.stride())
+                except (AttributeError, TypeError):
+                    pass                # descriptor() names it below
+                else:
+                    if shares_memory(shape, strides):
+                        raise bad(f"array '{a['name']}' is written by the kernel ({a.get('role')}) but "
+                                  f"its elements may share memory (extents {shape}, strides {strides}): "
+                                  f"its stores would race; pass a tensor whose elements are distinct, "
+                                  f"e.g. .contiguous()")
             if a["name"] in self.strided and callable(getattr(t, "copy_", None)):
                 new = restage_strides(tuple(t.shape), tuple(t.stride()))
                 if new is not None:     # a copy the port can read: filled just before the launch
@@ -682,7 +750,7 @@ class HostLibrary:
                 self.functions[spec["symbol"]] = {**spec, "fn": fn}
                 self.shims[spec["symbol"]] = Shim(self, spec, fn, packed)
         if rust_marshal is None:
-            rust_marshal = os.environ.get("TILEPORT_RUST_MARSHAL", "") == "1"
+            rust_marshal = os.environ.get("TILEPORT_RUST_MARSHAL", "") != "0"
         self.rust_marshal = False
         if rust_marshal:
             rs = py_call_entry(self.path)
