@@ -374,9 +374,11 @@ class Shim:
         self._retry = (frozenset({"TP_ERR_NULL_POINTER"} if self._unread else set())
                        | frozenset({"TP_ERR_BAD_SHAPE"} if self.strided else set())) or None
 
-    def _enable_rust_marshal(self, fn) -> None:
+    def _enable_rust_marshal(self, fn, fn_t=None) -> None:
         """Marshal fast calls with the library's ``tp_py_call`` (``fn``, bound through
-        ``ctypes.PyDLL``): the layout of this shim's block, as ``rust/host/abi.rs`` reads it."""
+        ``ctypes.PyDLL``), or its tuple form ``tp_py_call_t`` (``fn_t``, three arguments to
+        convert instead of eleven) where the library has it: the layout of this shim's block, as
+        ``rust/host/abi.rs`` reads it."""
         if self.packed is None or not self._fast:
             return
         # arrays that may be None or empty (unread) or need restaging (strided) need no refusal
@@ -391,25 +393,41 @@ class Shim:
         lay = [len(ranks), *ranks, len(kinds), *kinds, first, off["device"], off["stream"]]
         arr = (ctypes.c_int64 * len(lay))(*lay)
         names = (tuple(a[0] for a in self._arrays), tuple(n for n, _ in self._scalars), tuple(self._constexprs))
-        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr, names)
+        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr, names, fn_t)
 
     def _rust_call(self, arrays, scalars, constexprs, grid, stream, device) -> int:
         """One call marshalled by ``tp_py_call``: the shim's status, or -1 when it declined
         (nothing launched: the Python paths decide)."""
-        if type(device) is not int or not 0 <= device <= _I32_MAX:
+        if type(device) is not int:
             return -1
-        fn, packed, layout, _, names = self._rs
+        fn, packed, layout, _, names, fn_t = self._rs
         if stream is None:
             handle = (_RAW_STREAM[0] or _raw_stream_fn())(device)
         else:
             handle = getattr(stream, "cuda_stream", stream)
-        if type(handle) is not int or not 0 <= handle < 2 ** 64:
+        if fn_t is not None:        # device and handle: type and range checked by tp_py_call_t
+            try:
+                fixed = self._tls.rs
+            except AttributeError:
+                fixed = self._rs_fixed()
+            return fn_t(fixed, _rs_objs(), (names, arrays, scalars, constexprs, grid, device, handle))
+        if not 0 <= device <= _I32_MAX or type(handle) is not int or not 0 <= handle < 2 ** 64:
             return -1
         try:
             buf, addr = self._tls.b
         except AttributeError:
             buf, addr = self._buffer()
         return fn(packed, addr, layout, _rs_objs(), names, arrays, scalars, constexprs, grid, device, handle)
+
+    def _rs_fixed(self) -> int:
+        """Address of this thread's (packed entry, block, layout) triple for ``tp_py_call_t``
+        (kept with the thread's block, which it points to)."""
+        buf, addr = self._buffer()
+        _, packed, layout, *_ = self._rs
+        fixed = (ctypes.c_size_t * 3)(packed, addr, layout)
+        self._tls.rs_keep = (buf, fixed)
+        self._tls.rs = ctypes.addressof(fixed)
+        return self._tls.rs
 
     def _buffer(self) -> tuple:
         """This thread's argument block and its address (the shim reads it during the call)."""
@@ -702,6 +720,17 @@ def py_call_entry(path: str):
     return rs
 
 
+def py_call_t_entry(path: str):
+    """The library's ``tp_py_call_t`` (``tp_py_call`` with its per-shim pointers in one array and
+    the Python arguments in one tuple) bound as :func:`py_call_entry` binds ``tp_py_call``, or
+    None for a library built without it."""
+    rs = getattr(ctypes.PyDLL(path), "tp_py_call_t", None)
+    if rs is not None:
+        rs.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.py_object]
+        rs.restype = ctypes.c_int32
+    return rs
+
+
 class HostLibrary:
     """The built shim library plus the ``ffi.json`` signatures of the operators it holds.
 
@@ -755,8 +784,9 @@ class HostLibrary:
         if rust_marshal:
             rs = py_call_entry(self.path)
             if rs is not None:
+                rs_t = py_call_t_entry(self.path)
                 for sh in self.shims.values():
-                    sh._enable_rust_marshal(rs)
+                    sh._enable_rust_marshal(rs, rs_t)
                 self.rust_marshal = True
 
     def for_variant(self, kernel: str, variant: str) -> dict:
