@@ -20,12 +20,13 @@ type or out of range, a tensor on another device) goes through the checked path,
 the argument at fault or builds the descriptors one by one; both paths pass the shim the same
 bytes.
 
-Opt-in (``HostLibrary(..., rust_marshal=True)`` or ``TILEPORT_RUST_MARSHAL=1``): the library's
-``tp_py_call`` (``rust/host/abi.rs``) does the fast path's reads and packing through the CPython
-C API and calls the packed entry itself, with the GIL released around the launch; it writes the
-same bytes and declines (-1: the Python paths decide) whatever the fast path would not take.
-Measured on the CPU with a stub driver (2026-12-01): 7 arrays and 17 scalars / constexprs, 7.0
--> 5.3 µs per call; 2 arrays, 3.0 -> 2.6 µs.
+Default (``HostLibrary(..., rust_marshal=False)`` or ``TILEPORT_RUST_MARSHAL=0`` turns it off):
+the library's ``tp_py_call_t`` (``rust/host/abi.rs``) does the fast path's reads and packing
+through the CPython C API and calls the packed entry itself, with the GIL released around the
+launch; it writes the same bytes and declines (-1: the Python paths decide) whatever the fast path
+would not take, and a shim's pre-launch refusal of an unread array without memory or of a layout
+to restage is retried through the Python paths. A written array whose elements may share memory
+(:func:`shares_memory`) is refused before the launch by the checked path, naming it.
 """
 from __future__ import annotations
 
@@ -735,8 +736,8 @@ class HostLibrary:
     """The built shim library plus the ``ffi.json`` signatures of the operators it holds.
 
     ``functions``: symbol -> its ``ffi.json`` entry plus ``fn`` (the ctypes function);
-    ``shims``: symbol -> :class:`Shim`. ``rust_marshal`` (default: ``TILEPORT_RUST_MARSHAL=1`` in
-    the environment): fast calls marshalled by the library's ``tp_py_call`` (module doc);
+    ``shims``: symbol -> :class:`Shim`. ``rust_marshal`` (default: on unless ``TILEPORT_RUST_MARSHAL=0`` in
+    the environment): fast calls marshalled by the library's ``tp_py_call_t`` (module doc);
     ``self.rust_marshal`` says whether the library has it.
 
     Raises (constructor):
