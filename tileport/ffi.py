@@ -452,9 +452,19 @@ class Shim:
             FfiError: a missing or unusable argument (not passed to the shim), or the shim's
             non-zero status with its message.
         """
-        if self._rs is not None and _FAST_TYPES:
+        rs = self._rs
+        if rs is not None and _FAST_TYPES:
             try:
-                rc = self._rust_call(arrays, scalars, constexprs, grid, stream, device)
+                if rs[5] is not None and type(device) is int:    # _rust_call's tuple form, inline
+                    handle = ((_RAW_STREAM[0] or _raw_stream_fn())(device) if stream is None
+                              else getattr(stream, "cuda_stream", stream))
+                    try:
+                        fixed = self._tls.rs
+                    except AttributeError:
+                        fixed = self._rs_fixed()
+                    rc = rs[5](fixed, _rs_objs(), (rs[4], arrays, scalars, constexprs, grid, device, handle))
+                else:
+                    rc = self._rust_call(arrays, scalars, constexprs, grid, stream, device)
             except Exception:  # noqa: BLE001 - anything unexpected: the Python paths decide
                 rc = -1
             if rc == 0:
