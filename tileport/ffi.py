@@ -354,6 +354,9 @@ class Shim:
         #: (tp_py_call, packed entry address, layout address, layout array) when the library
         #: marshals in Rust (HostLibrary's rust_marshal), else None
         self._rs = None
+        #: the last call went to the Python paths after tp_py_call declined or the shim refused
+        #: it, and no call since was taken by the Python fast path: skip tp_py_call (see __call__)
+        self._rs_skip = False
 
     @property
     def unread(self) -> frozenset:
@@ -453,7 +456,7 @@ class Shim:
             non-zero status with its message.
         """
         rs = self._rs
-        if rs is not None and _FAST_TYPES:
+        if rs is not None and _FAST_TYPES and not self._rs_skip:
             try:
                 if rs[5] is not None and type(device) is int:    # _rust_call's tuple form, inline
                     handle = ((_RAW_STREAM[0] or _raw_stream_fn())(device) if stream is None
@@ -472,13 +475,17 @@ class Shim:
             if rc != -1 and not (self._retry is not None and STATUS.get(rc, ("",))[0] in self._retry):
                 raise FfiError(self.kernel, self.symbol, rc, self.lib.last_error())
             # declined, or refused before any launch for what the Python paths take care of (an
-            # unread array passed empty or None: scratch; a layout to restage): they decide
+            # unread array passed empty or None: scratch; a layout to restage): they decide, and
+            # the next calls start there until the Python fast path takes one (a loop of calls
+            # the checked path restages pays no declined Rust attempt per call)
+            self._rs_skip = True
         if self._fast:
             try:
                 args = self._fast_args(arrays, scalars, constexprs, grid, stream, device)
             except Exception:  # noqa: BLE001 - anything unexpected: the checked path names it
                 args = None
             if args is not None:
+                self._rs_skip = False
                 rc = self.packed(args) if self.packed is not None else self.fn(*args)
                 if rc != 0:
                     raise FfiError(self.kernel, self.symbol, rc, self.lib.last_error())
