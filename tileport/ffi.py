@@ -351,8 +351,9 @@ class Shim:
         self._get_constexprs = _getter(self._constexprs)
         self._tail_types = (tuple(int if is_int else float for _, is_int in self._scalars)
                             + (int,) * (len(self._constexprs) + 3))
-        #: (tp_py_call, packed entry address, layout address, layout array) when the library
-        #: marshals in Rust (HostLibrary's rust_marshal), else None
+        #: (tp_py_call, packed entry address, layout address, layout array, argument names,
+        #: tp_py_call_t or None) when the library marshals in Rust (HostLibrary's rust_marshal),
+        #: else None
         self._rs = None
         #: the last call went to the Python paths after tp_py_call declined or the shim refused
         #: it, and no call since was taken by the Python fast path: skip tp_py_call (see __call__)
