@@ -801,9 +801,10 @@ class HostLibrary:
             rust_marshal = os.environ.get("TILEPORT_RUST_MARSHAL", "") != "0"
         self.rust_marshal = False
         if rust_marshal:
-            rs = py_call_entry(self.path)
-            if rs is not None:
-                rs_t = py_call_t_entry(self.path)
+            rs, rs_t = py_call_entry(self.path), py_call_t_entry(self.path)
+            # a library without tp_py_call_t is older than the written-array flag of the layout
+            # (it would decline every call): the Python paths marshal for it
+            if rs is not None and rs_t is not None:
                 for sh in self.shims.values():
                     sh._enable_rust_marshal(rs, rs_t)
                 self.rust_marshal = True

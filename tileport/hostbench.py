@@ -15,7 +15,8 @@ hide it and a longer one does not fill the queue. Medians over the rounds, µs p
 * ``pyport``: the same call marshalled by the Python fast path, whatever
   ``TILEPORT_RUST_MARSHAL`` says (the port's path before 2026-12-01);
 * ``rs``: the same call marshalled by the library's ``tp_py_call_t`` (rust/host/abi.rs; NaN
-  for a library without it), whatever ``TILEPORT_RUST_MARSHAL`` says;
+  for a library without it, which HostLibrary marshals in Python), whatever
+  ``TILEPORT_RUST_MARSHAL`` says;
 * ``py``: the fast path's marshalling alone (``Shim._fast_args``: descriptors, scalars,
   constexprs, grid and stream packed into the argument block), nothing launched;
 * ``native``: the shim's ``__packed`` entry called through ctypes on a block packed once
@@ -114,11 +115,11 @@ def _rust_marshalled(lib, shim):
 
     from .ffi import py_call_entry, py_call_t_entry
 
-    rs = py_call_entry(lib.path)
-    if rs is None:
+    rs, rs_t = py_call_entry(lib.path), py_call_t_entry(lib.path)
+    if rs is None or rs_t is None:      # as HostLibrary: an older library is marshalled in Python
         return None
     twin = copy.copy(shim)
-    twin._enable_rust_marshal(rs, py_call_t_entry(lib.path))
+    twin._enable_rust_marshal(rs, rs_t)
     return twin if twin._rs is not None else None
 
 
