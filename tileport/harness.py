@@ -680,9 +680,9 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
 
 def env_versions() -> dict:
     """Versions of what a GPU result depends on: device, driver, CUDA (torch's), torch,
-    cuda-tile, tileiras (``tileiras --version``), and ``host_marshal`` (``python``, or ``rust``
-    when ``TILEPORT_RUST_MARSHAL=1`` made the library's tp_py_call marshal the port's calls), for
-    test.json / bench.json."""
+    cuda-tile, tileiras (``tileiras --version``), and ``host_marshal`` (``rust``: the library's
+    tp_py_call_t marshals the port's calls, the default; ``python`` with ``TILEPORT_RUST_MARSHAL=0``),
+    for test.json / bench.json."""
     import importlib.metadata as md
     import shutil
     import subprocess
@@ -712,9 +712,9 @@ def env_versions() -> dict:
         out["cuda_tile"] = "unknown"
     import os
 
-    # which marshalling timed the port's host path (tileport/ffi.py: Python fast path, or the
-    # library's tp_py_call when TILEPORT_RUST_MARSHAL=1)
-    out["host_marshal"] = "rust" if os.environ.get("TILEPORT_RUST_MARSHAL", "") == "1" else "python"
+    # which marshalling timed the port's host path (tileport/ffi.py: the library's tp_py_call_t by
+    # default, the Python fast path with TILEPORT_RUST_MARSHAL=0)
+    out["host_marshal"] = "python" if os.environ.get("TILEPORT_RUST_MARSHAL", "") == "0" else "rust"
     tileiras = os.environ.get("CUTILE_TILEIRAS_PATH") or shutil.which("tileiras")
     if tileiras:
         try:
