@@ -613,7 +613,7 @@ def rlib(built, fast):  # noqa: F811
 
 def _rs_block(shim, arrays, scalars, cx, grid, device=0, stream=0):
     """(status, block bytes) of tp_py_call with a recording packed entry (no driver involved)."""
-    fn, _, layout, _, names = shim._rs
+    fn, _, layout, _, names, _ = shim._rs
     seen = []
     size = host.call_block(shim.spec)[1]["size"]
     cb = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(lambda a: seen.append(ctypes.string_at(a, size)) or 0)
@@ -643,12 +643,39 @@ def test_rust_marshal_packs_the_python_fast_paths_bytes(rlib):
                 dict(arrays={**arrays, "w": FastTensor((8,), "torch.complex64")}),
                 dict(arrays={**arrays, "w": FakeTensor((8,), "torch.bfloat16")}),
                 dict(arrays={"x": arrays["x"], "y": arrays["y"]}), dict(scalars={"eps": 1e-6}),
-                dict(cx={"BM": 4}), dict(grid=[3, 1, 1]), dict(grid=(3, 1))]
+                dict(cx={"BM": 4}), dict(grid=[3, 1, 1]), dict(grid=(3, 1)),
+                # an output whose elements may share memory (y is written; x is read)
+                dict(arrays={**arrays, "y": FastTensor((4, 8), "torch.bfloat16", strides=(0, 1))}),
+                dict(arrays={**arrays, "y": FastTensor((4, 8), "torch.bfloat16", strides=(4, 1))})]
     for kw in declined:
         a = kw.get("arrays", arrays)
         rc, got = _rs_block(shim, a, kw.get("scalars", sc), kw.get("cx", cx), kw.get("grid", (3, 1, 1)),
                             device=kw.get("device", 0))
         assert (rc, got) == (-1, None), kw
+
+
+def test_tuple_form_packs_the_same_bytes_and_checks_device_and_stream(rlib):
+    """tp_py_call_t (what a shim calls by default): tp_py_call's bytes from one pointer triple and
+    one tuple; a device or stream that is not an int in range is declined (-1, no error left)."""
+    shim = rlib.shim(RMS)
+    fn_t = shim._rs[5]
+    assert fn_t is not None
+    arrays = {"x": FastTensor((4, 8), "torch.bfloat16", ptr=0x7F00_0000_1000),
+              "w": FastTensor((8,), "torch.bfloat16", ptr=0x7F00_0000_9000),
+              "y": FastTensor((4, 8), "torch.bfloat16", ptr=0x7F00_0001_0000)}
+    sc, cx = {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8}
+    rc, want = _rs_block(shim, arrays, sc, cx, (3, 1, 1), device=0, stream=0x1234)
+    assert rc == 0
+    size = host.call_block(shim.spec)[1]["size"]
+    seen = []
+    cb = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(lambda a: seen.append(ctypes.string_at(a, size)) or 0)
+    buf = ctypes.create_string_buffer(size + 8)
+    fixed = (ctypes.c_size_t * 3)(ctypes.cast(cb, ctypes.c_void_p).value, ctypes.addressof(buf), shim._rs[2])
+    names = shim._rs[4]
+    assert fn_t(fixed, ffi._rs_objs(), (names, arrays, sc, cx, (3, 1, 1), 0, 0x1234)) == 0 and seen == [want]
+    for dev, stream in ((-1, 0), (2 ** 31, 0), (True, 0), (0, -1), (0, 2 ** 64), (0, None), (None, 0)):
+        assert fn_t(fixed, ffi._rs_objs(), (names, arrays, sc, cx, (3, 1, 1), dev, stream)) == -1
+    assert fn_t(fixed, ffi._rs_objs(), (names, arrays, sc, cx, (3, 1, 1), 0)) == -1 and len(seen) == 1
 
 
 def test_rust_marshal_reaches_the_shim_and_falls_back(rlib):
@@ -664,7 +691,7 @@ def test_rust_marshal_reaches_the_shim_and_falls_back(rlib):
     assert e.code == 0 and "array 'y' is on CUDA device 1, the launch is on device 0" in e.cause
 
 
-# -- hostile layouts of outputs (findings, not fixed: see the xfail reasons) ------------------------
+# -- hostile layouts of outputs: refused before the launch, naming the array -----------------------
 
 _SPEC_OUT = {"symbol": "tp_w", "kernel": "w_kernel", "variants": [], "dtypes": ["f16"], "entry": "w_kernel",
              "arrays": [{"name": "x", "ndim": 2, "role": "input"}, {"name": "y", "ndim": 2, "role": "output"}],
@@ -679,18 +706,94 @@ class _Expanded(CopyTensor):
                            "refers to a single memory location")
 
 
-@pytest.mark.xfail(strict=True, reason="finding (not fixed): an output whose elements share memory (stride 0 on "
-                                       "an extent > 1, rows overlapping) is launched: the port's writes race")
+@pytest.mark.parametrize("fast_type", [False, True], ids=["checked", "fast"])
 @pytest.mark.parametrize("strides", [(0, 1), (4, 1), (8, 0)], ids=["row-broadcast", "rows-overlap", "col-broadcast"])
-def test_an_output_whose_elements_share_memory_is_refused_before_the_launch(monkeypatch, strides):
+def test_an_output_whose_elements_share_memory_is_refused_before_the_launch(monkeypatch, strides, fast_type):
+    """The caller's output is at fault (code 0: not passed to the shim), named with its layout;
+    the fast path leaves it to the checked path, which refuses it; an input of that layout (a
+    broadcast read) is launched."""
     import contextlib
 
+    monkeypatch.setattr(ffi, "_FAST_TYPES", {FastTensor} if fast_type else set())
     monkeypatch.setattr(ffi, "_empty_strided", lambda t, st: CopyTensor(t.shape, ptr=0x7F00_0002_0000, strides=st))
     monkeypatch.setattr(ffi, "_on_stream", lambda *a: contextlib.nullcontext())
     calls = []
     shim = _shim(_SPEC_OUT, calls)
     shim.packed = None
-    with pytest.raises(FfiError, match="'y'"):
-        shim({"x": CopyTensor((4, 8)), "y": _Expanded((4, 8), strides=strides)}, {}, {}, (1, 1, 1),
+    kind, plain = (FastTensor, FastTensor) if fast_type else (_Expanded, CopyTensor)
+    with pytest.raises(FfiError, match=r"array 'y' is written .* may share memory .*strides \(") as e:
+        shim({"x": plain((4, 8)), "y": kind((4, 8), strides=strides)}, {}, {}, (1, 1, 1),
              stream=0, device=0)
+    assert e.value.code == 0 and str(tuple(strides)) in e.value.cause
     assert calls == []          # nothing launched
+    if strides != (8, 0):       # a layout the shim reads as it is: an input of it is launched
+        shim({"x": kind((4, 8), strides=strides), "y": plain((4, 8))}, {}, {}, (1, 1, 1),
+             stream=0, device=0)
+        assert calls[-1] == "checked"       # the plain entry (this shim has no packed one)
+
+
+def test_shares_memory_is_exact_where_it_decides():
+    """Brute force over small layouts: shares_memory is never False where two elements meet, and
+    exact below its listing limit (layouts the sorted-stride test does not clear included)."""
+    import itertools
+
+    for shape in ((3, 2), (2, 2, 2), (4,), (1, 5), (0, 3)):
+        for strides in itertools.product(range(0, 5), repeat=len(shape)):
+            offs = [sum(i * s for i, s in zip(idx, strides)) for idx in itertools.product(*map(range, shape))]
+            assert ffi.shares_memory(shape, strides) == (len(set(offs)) < len(offs)), (shape, strides)
+    assert not ffi.shares_memory((3, 2), (2, 3))           # interleaved, yet distinct
+    assert ffi.shares_memory((3, 2), (2, 3), exact_limit=1)  # past the limit: counted as sharing
+    assert not ffi.shares_memory((4096, 4096), (4096, 1))
+
+
+def test_rust_marshal_hands_restaging_and_scratch_to_the_python_paths(built, fast, monkeypatch):  # noqa: F811
+    """tp_py_call now marshals shims with strided / unread arrays too: a layout the shim refuses
+    (TP_ERR_BAD_SHAPE) is restaged by the checked path, an unread array without memory
+    (TP_ERR_NULL_POINTER) gets scratch from the fast path, both before any launch; a layout the
+    shim reads goes through tp_py_call to the shim (no driver: TP_ERR_CUDA_CONTEXT)."""
+    skip_with_a_driver()
+    results, _ = built
+    glib = HostLibrary(results / "host" / host.LIB_NAME, [results / "constructs" / "host" / "ffi.json",
+                                                          results / "rms_norm" / "host" / "ffi.json"],
+                       rust_marshal=True)
+    gather, rms = glib.shim(GATHER), glib.shim(RMS)
+    assert gather.strided and gather._rs is not None and rms._rs is not None
+    seen = []
+    real_fast = ffi.Shim._fast_args
+    monkeypatch.setattr(ffi.Shim, "_fast_args", lambda self, *a: (seen.append(self.symbol), real_fast(self, *a))[1])
+
+    class FastCopy(FastTensor):
+        def copy_(self, src):
+            seen.append(("copy", src.stride(), self.stride()))
+    monkeypatch.setattr(ffi, "_empty_strided", lambda t, st: FastCopy(t.shape, ptr=0x7F00_0002_0000, strides=st))
+    monkeypatch.setattr(ffi, "_on_stream", lambda *a: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(ffi, "_FAST_TYPES", {FastTensor, FastCopy})
+    good = {"a": FastTensor((4, 8)), "b": FastTensor((4, 8))}
+    ffi._code_of(good["a"].dtype)       # the dtype table tp_py_call reads (torch's dtypes are learnt)
+    with pytest.raises(FfiError) as e:
+        glib.call(GATHER, good, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
+    assert e.value.code == 5 and seen == []            # tp_py_call reached the shim itself
+    with pytest.raises(FfiError) as e:
+        glib.call(GATHER, {**good, "a": FastCopy((4, 1), strides=(1, 1))}, {}, {"TILE": 8}, (1, 1, 1),
+                  stream=0, device=0)
+    assert e.value.code == 5 and seen == [GATHER, ("copy", (1, 1), (2, 1))]   # refused, then restaged
+    # the next call of that layout starts in the Python paths (no second Rust attempt: the shim's
+    # refusal would set no copy apart, so the sequence is the same); a layout the fast path takes
+    # sends the calls after it back to tp_py_call
+    assert gather._rs_skip
+    with pytest.raises(FfiError):
+        glib.call(GATHER, {**good, "a": FastCopy((4, 1), strides=(1, 1))}, {}, {"TILE": 8}, (1, 1, 1),
+                  stream=0, device=0)
+    with pytest.raises(FfiError):
+        glib.call(GATHER, good, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
+    assert not gather._rs_skip
+    with pytest.raises(FfiError):
+        glib.call(GATHER, good, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
+    assert seen[2:] == [GATHER, ("copy", (1, 1), (2, 1)), GATHER]      # the last call: Rust only
+    del seen[:]
+    monkeypatch.setattr(rms, "unread", frozenset({"w"}))
+    monkeypatch.setattr(glib, "scratch", lambda device, slot=0: 0x7F00_00AB_C000 + 256 * slot)
+    with pytest.raises(FfiError) as e:
+        glib.call(RMS, rms_arrays(w=FastTensor((0,), ptr=0)), {"inv_n": 0.125, "eps": 1e-6},
+                         {"BM": 4, "TILE": 8}, (1, 1, 1), stream=0, device=0)
+    assert e.value.code == 5 and seen == [RMS]         # the null pointer retried with scratch

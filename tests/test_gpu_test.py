@@ -750,6 +750,40 @@ def test_pending_only_times_exactly_the_missing_configs_and_merges_them(tmp_path
     assert len(timed) == 18
 
 
+def test_a_time_budget_or_a_sigterm_stops_the_loop_writes_what_was_timed_and_leaves_the_rest_pending(
+        tmp_path, monkeypatch):
+    # a lent GPU's session or a job's time limit: the configs timed are written, the others pending,
+    # and a --pending-only run afterwards times exactly those
+    import os
+    import signal
+
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    timed = []
+    fake_gpu(monkeypatch, timed)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
+    assert timed == [] and d["details"]["configs_pending"] == 12 and "budget" in d["details"]["stopped"]
+    measure = B.measure
+
+    def killed_at_the_fifth(c, cfg, tol):
+        if len(timed) == 4:
+            os.kill(os.getpid(), signal.SIGTERM)     # as `timeout` or Slurm would
+        return measure(c, cfg, tol)
+
+    monkeypatch.setattr(B, "measure", killed_at_the_fifth)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    det = d["details"]
+    assert len(timed) == 4 and (det["configs"], det["configs_pending"]) == (4, 8)   # the fifth: stopped
+    assert "SIGTERM" in det["stopped"] and signal.getsignal(signal.SIGTERM) is not B._stop_on_sigterm
+    timed.clear()
+    monkeypatch.setattr(B, "measure", measure)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    assert len(timed) == 8 and (d["details"]["configs"], d["details"]["configs_pending"]) == (12, 0)
+    assert "stopped" not in d["details"]
+
+
 def test_a_config_timed_twice_counts_once_and_a_malformed_row_is_retired_not_a_crash():
     # a bench.json whose rows repeat a config (a merge done twice, a hand-edited file) must not
     # count it twice (configs 15 of 12, the geomean weighting it double); a row that is not a
@@ -801,8 +835,6 @@ def test_validity_says_a_corrupt_verdict_is_unreadable_not_missing(tmp_path):
     assert V.status(results, "relu", op_dir)["test"] == "missing"
 
 
-@pytest.mark.xfail(strict=True, reason="finding (not fixed): --pending-only merges kept rows measured on another "
-                                       "device under this run's env/provenance, with nothing saying which rows")
 def test_pending_only_does_not_pass_off_rows_of_another_device_as_this_runs(tmp_path, monkeypatch):
     import json
 
@@ -818,8 +850,13 @@ def test_pending_only_does_not_pass_off_rows_of_another_device_as_this_runs(tmp_
     fake_gpu(monkeypatch, timed)
     monkeypatch.setattr(B.H, "env_versions", lambda: {"device": "NVIDIA H200"})
     d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
-    # either every config is timed again here, or the verdict says which rows another device measured
-    assert len(timed) == 18 or "H100" in json.dumps(d["details"])
+    # every config is timed again here: the merged verdict has one env, one provenance, one device
+    assert len(timed) == 18 and d["details"]["timed_now"] == 18 and "H100" not in json.dumps(d["details"])
+    assert d["details"]["env"] == {"device": "NVIDIA H200"}
+    # the same device: only the pending configs are timed
+    timed.clear()
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    assert timed == [] and d["details"]["configs"] == 18
 
 
 def test_a_port_error_caused_by_the_references_cuda_fault_is_not_the_ports():
@@ -897,3 +934,27 @@ def test_a_perf_config_the_reference_cannot_run_is_not_the_translators(tmp_path,
 
 def side_word(side):
     return {"ref": "cuTile Python reference", "port": "port", "torch": "PyTorch"}[side]
+
+
+def test_the_benchmark_times_the_variants_a_faithful_ref_defect_test_names(tmp_path, monkeypatch):
+    """gpu_test FAITHFUL_REF_DEFECT (the port agrees with a reference whose defect the manifest
+    declares, tileport.defects): the port is faithful, so its REF_DEFECT variants are timed like
+    PASS ones; FAIL ones are not."""
+    import json
+
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    doc = json.loads((r / "test.json").read_text())
+    vs = doc["details"]["variants"]
+    keys = sorted(vs)
+    vs[keys[0]], vs[keys[1]] = "REF_DEFECT", "FAIL"
+    doc["verdict"], doc["owner"] = "FAITHFUL_REF_DEFECT", "kernel"
+    (r / "test.json").write_text(json.dumps(doc))
+    timed = []
+    fake_gpu(monkeypatch, timed)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    got = {f"{k}/{v}" for k, v, _ in timed}
+    assert keys[0] in got and keys[1] not in got and len(got) == len(keys) - 1
+    assert d["details"]["not_benchmarked"] == {keys[1]: "functional test FAIL"}

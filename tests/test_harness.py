@@ -1,6 +1,8 @@
 """GPU harness pieces that need no GPU: expressions, fits/perf_fits, case lists, manifest
 tensors/bind validation, and the probe that gpu: auto relies on."""
 import re
+from pathlib import Path
+
 import pytest
 
 from tileport import harness as H
@@ -425,3 +427,26 @@ def test_a_tolerance_naming_what_a_variant_lacks_is_refused_at_load_at_its_line(
     text = pick_manifest().replace("f16: {rtol: 1.0e-3, atol: 1.0e-3}", f'f16: {{rtol: 1.0e-3, atol: "{expr}"}}')
     with pytest.raises(M.ManifestError, match=rf"manifest.yaml:\d+: key 'tolerance/f16/atol': .*{why}"):
         M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+
+
+def test_reset_puts_back_every_output_whose_first_values_the_manifest_gives(tmp_path):
+    """tg_moe_actgrad_bwd's ds starts as zeros (init full) that every call adds its routing-score
+    gradient to with atomics: the benchmark checked it after ~1,400 timed calls, ~1,400 times the
+    expected value on both sides (H200, 2026-12-01: every element of ds missed at every perf
+    shape). reset() must put such outputs back too, not only init copy ones; dz / y1s, which the
+    kernel overwrites, are left alone."""
+    op_dir = Path(__file__).resolve().parent.parent / "operators" / "tg_moe_actgrad_bwd"
+    man = M.load(op_dir / "manifest.yaml")
+    v = M.variants(man, "_moe_actgrad_bwd_kernel")[0]
+    plan = H.tensor_plan(man, "_moe_actgrad_bwd_kernel", v, H.base_env(man, [64, 2, 8, 256, 128], v.constexprs, 1))
+    outs = [(p["name"], [_FakeTensor(p["shapes"][0])], False) for p in plan if p["role"] == "output"]
+    got = dict(zip([n for n, _, _ in outs], H.reset_sources(plan, outs, {})))
+    assert got["ds"] is outs[[n for n, _, _ in outs].index("ds")][1][0]
+    assert got["dz"] is None and got["y1s"] is None
+    # init copy: the input's values, element by element of a list
+    man = M.load(make_op(tmp_path, manifest=_inplace_manifest()) / "manifest.yaml")
+    v = M.variants(man, "copy_all")[0]
+    plan = H.tensor_plan(man, "copy_all", v, H.base_env(man, [10], v.constexprs, 1))
+    srcs = [_FakeTensor(s) for s in [(10,), (11,), (12,)]]
+    outs = [(p["name"], [_FakeTensor(s) for s in p["shapes"]], p["list"]) for p in plan if p["role"] == "output"]
+    assert H.reset_sources(plan, outs, H.copy_sources(plan, {"srcs": srcs})) == srcs

@@ -377,3 +377,23 @@ def test_llm_ported_kernel_note_skips_the_analysers_blocked(tmp_path):
     S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
     row = list(csv.DictReader(open(out)))[0]
     assert row["note"] == "ir_diff: 1 divergence (math)" and row["analyze"] == "BLOCKED"
+
+
+def test_a_ref_defect_variant_names_the_declaration_and_the_kernels_author(tmp_path):
+    """gpu_test FAITHFUL_REF_DEFECT (tileport.defects): the covered variant reads REF_DEFECT,
+    owner kernel and the declared defect in its note; the passing one has no note."""
+    from tileport import defects as D
+
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    d = D.Defect(0, "operators/op/manifest.yaml", 42, "k", "tilegym/ops/cutile/x.py", 370, ("f16-T1",),
+                 "keys >= 128 score 0", "emulation")
+    miss = {"ok": False, "mismatches": 3, "numel": 9, "worst": {"index": [1], "actual": 0.0, "expected": 1.0}}
+    rows = [{"kernel": "k", "variant": "f16-T1", "shape": [4], "ref": dict(miss), "port": dict(miss),
+             "bitwise_equal": True, "port_matches_ref": True},
+            {"kernel": "k", "variant": "f32-T1", "shape": [4], "ref": {"ok": True}, "port": {"ok": True}}]
+    write(G.verdict_of("op", rows, defects=[d]), results / "op" / "test.json")
+    got, _ = summarize(tmp_path, ["op"])
+    assert [r["test"] for r in got] == ["REF_DEFECT", "PASS"]
+    assert got[0]["owner"] == "kernel" and "manifest.yaml:42" in got[0]["note"] and "x.py:370" in got[0]["note"]
+    assert got[1]["note"] == "" and got[1]["owner"] == ""

@@ -1,7 +1,8 @@
 """Stage ``bench``: CUPTI device time of the cuTile Python reference, the Rust port and PyTorch.
 
 Per perf config (kernel x variant x perf shape that fits), in one process -- the variants that
-passed gpu_test, and those no test shape fits (shape constexprs set for a perf shape only: step 5
+passed gpu_test (PASS, or REF_DEFECT: the port agrees with a reference whose defect the manifest
+declares, :mod:`tileport.defects`), and those no test shape fits (shape constexprs set for a perf shape only: step 5
 is then their only functional check; ``details.perf_only_variants``); a variant that failed its
 functional test is not timed (``details.not_benchmarked``):
 
@@ -21,8 +22,10 @@ functional test is not timed (``details.not_benchmarked``):
 5. the outputs of the last timed ref and port calls are checked against the PyTorch semantics,
    each side on its own (``checked`` / ``port_mismatch`` for the port, ``ref_checked`` /
    ``ref_mismatch`` for the reference: a reference outside tolerance is a warning, as in gpu_test)
-   (for a kernel that updates an output in place, ``init: {copy: ...}``, the outputs are first
-   put back to the input's values and each kernel side called once more, untimed).
+   (for an output whose first values the manifest gives -- ``init: {copy: ...}``, an array
+   updated in place, or ``{full: 0.0}``, one a kernel accumulates into -- the outputs are first
+   put back to those values and each kernel side called once more, untimed:
+   :func:`tileport.harness.reset_sources`).
 
 Where NVIDIA shipped a port of the kernel and it passed the functional test for the variant
 (test.json ``details.nv``), it is a fourth side ``nv`` in every step: interleaved in the same rounds,
@@ -48,6 +51,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import signal
 import sys
 import time
 from pathlib import Path
@@ -60,7 +64,9 @@ from . import provenance
 from . import validity as V
 from .gpu_test import (KEEP, MEASURED, OpContext, _hashes_match, failure_class, gpu_gate, input_error,
                        library_for, owner_of, port_writers, routed, snapshot)
-from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
+from .defects import declared
+from .verdict import (TEST_PASSED, VARIANT_PASSED, Finding, Verdict, VerdictError, atomic_write_text, read,
+                      write)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -218,7 +224,7 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     row["loop_ratio"] = row["ref_loop_us"] / row["port_loop_us"]
     row["ref_host_overhead_us"] = max(0.0, row["ref_loop_us"] - row["ref_us"])
     row["port_host_overhead_us"] = max(0.0, row["port_loop_us"] - row["port_us"])
-    if c.in_place:          # outputs updated in place: check one call on the initial values
+    if c.in_place:          # outputs with given first values: check one call on those values
         c.reset()
         for label, fn in sides:
             if label != "torch":
@@ -272,7 +278,7 @@ def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
 def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None,
          secs: float = 0.0, failed_test: dict | None = None,
          loop_threshold: float = DEFAULTS["loop_threshold"], writers: dict | None = None,
-         pending: list[dict] | None = None) -> Verdict:
+         pending: list[dict] | None = None, defects: list | None = None) -> Verdict:
     """The operator's verdict from its bench rows (pure: unit-tested without a GPU).
 
     Whose fault: a row with ``blocked`` (a config cutile 0.5.0 cannot launch:
@@ -296,8 +302,18 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     ``details.pending_configs`` / ``configs_pending`` / ``configs_total``; the verdict word judges
     the timed configs and its summary says ``over 12 of 18 config(s), 6 pending``; NOT_RUN
     when nothing is timed yet.
+    ``defects``: the manifest's declared defects of the kernel (:func:`tileport.defects.declared`):
+    a timed output that misses the PyTorch semantics as the reference's does (the port within
+    tolerance of it) on a variant one covers is the kernel's known defect, a warning (owner
+    ``kernel``, ``details.known_defect_configs``), and the config counts, as in gpu_test; without
+    a declaration it stays a failure (owner ``manifest``), and a port that differs from the
+    reference stays the port's.
     """
+    from .defects import covering
+
     writers = writers or {}
+    cover = covering(list(defects or []))
+    shown = []              # configs whose timed outputs show a declared defect of the kernel
     ok = [r for r in rows if not r.get("error")]
     blocked = [r for r in rows if r.get("error") and r.get("blocked")]
     errs = [r for r in rows if r.get("error") and not r.get("blocked")]
@@ -313,6 +329,18 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
             # as gpu_test.same_miss: a port that misses the same way as the cuTile Python kernel
             # (within tolerance of it) is the manifest's: its expected values disagree with the kernel
             same = r.get("ref_checked") == "MISMATCH" and r.get("port_matches_ref") is True
+            declared = cover.get((r["kernel"], r["variant"])) or []
+            if same and declared:       # the kernel's declared defect: the port is faithful
+                d = declared[0]
+                shown.append({"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
+                              "declared": d.label})
+                findings.append(Finding("numerics", "warn", "kernel",
+                                        f"{r['kernel']}/{r['variant']} {r['shape']}: the timed outputs of the port "
+                                        f"and of the cuTile Python reference miss the PyTorch semantics alike: a "
+                                        f"known defect of the kernel, declared in {d.label}: {d.kernel} at "
+                                        f"{d.where} ({r.get('port_mismatch') or 'mismatch'})"[:1500],
+                                        ref={"file": d.file, "line": d.line}))
+                continue
             findings.append(Finding("numerics", "critical",
                                     "manifest" if same else owner_of("kernel", writers.get(r["kernel"])),
                                     f"{r['kernel']}/{r['variant']} {r['shape']}: the port's timed output is "
@@ -326,10 +354,12 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                          f"this config: {r['error']} (evidence: {r['blocked']})"[:1500]) for r in blocked]
     # as in gpu_test: the cuTile Python reference failing the PyTorch semantics at a perf shape is
     # worth a warning (a tolerance or an input range to look at), not a failure of the port
+    known = {(x["kernel"], x["variant"], x["shape"]) for x in shown}
     findings += [Finding("numerics", "warn", "kernel",
                          f"{r['kernel']}/{r['variant']} {r['shape']}: the cuTile Python reference "
                          f"itself fails the check: {r.get('ref_mismatch') or 'mismatch'}")
-                 for r in ok if r.get("ref_checked") == "MISMATCH"]
+                 for r in ok if r.get("ref_checked") == "MISMATCH"
+                 and (r["kernel"], r["variant"], r["shape"]) not in known]
     per_variant: dict[str, dict] = {}
     for r in ok:
         per_variant.setdefault(f"{r['kernel']}/{r['variant']}", []).append(r)
@@ -352,6 +382,8 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     details = {"threshold": threshold, "configs": len(ok), "variants": variants, "env": env or {},
                "seconds": secs, "configs_pending": len(pending),
                "configs_total": len(rows) + len(pending), "pending_configs": pending}
+    if shown:
+        details["known_defect_configs"] = shown
     if blocked:
         details["blocked_configs"] = [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
                                        "owner": "tool", "error": r["error"], "evidence": r["blocked"]}
@@ -414,6 +446,9 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                  f"(lowest {behind[0]['ref_vs_torch']:.2f}x: {behind[0]['variant']} {behind[0]['shape']})")
     if blocked:
         tail += f"; {len(blocked)} config(s) BLOCKED (cutile 0.5.0 cannot launch them: details.blocked_configs)"
+    if shown:
+        tail += (f"; {len(shown)} config(s) miss the PyTorch semantics exactly as the reference does, a known "
+                 f"defect of the kernel ({shown[0]['declared']}: details.known_defect_configs)")
     slowest = min(ok, key=lambda r: r["ratio"])["kernel"]     # a slow port: its writer must act
     return Verdict(stage="bench", op=op, verdict=word,
                    owner=None if word == "DONE" else owner_of("kernel", writers.get(slowest)),
@@ -479,7 +514,7 @@ def reconcile(doc: dict, op_dir: str | Path, sources_sha: str | None, man: dict 
     loop_thr = (d.get("loop") or {}).get("threshold", DEFAULTS["loop_threshold"])
     v = fold(doc["op"], valid, float(d.get("threshold", DEFAULTS["threshold"])), doc.get("attempt", 1),
              d.get("env"), d.get("seconds", 0.0), failed_test=test if skipped else None,
-             loop_threshold=float(loop_thr), writers=writers, pending=pending)
+             loop_threshold=float(loop_thr), writers=writers, pending=pending, defects=declared(man))
     v.details["rows"] = valid
     for key in ("not_benchmarked", "perf_only_variants", "sources_sha", "inputs_sha", "test_inputs_sha",
                 "provenance"):
@@ -511,6 +546,18 @@ def kept_bench(results: Path, op: str, op_dir: Path, out_json: str | Path) -> tu
             if r is not None:
                 return r, src
     return None, None
+
+
+def other_device(doc: dict | None, env: dict) -> str | None:
+    """The device a kept bench verdict ``doc`` was measured on (``details.env.device``, else
+    ``details.provenance.gpu.name``) when it is not this run's (``env["device"]``,
+    :func:`tileport.harness.env_versions`); None when they are the same or either is unknown.
+    ``--pending-only`` then times every config: its merged verdict carries one ``env`` and one
+    ``provenance``, and its geomeans are over rows of one device."""
+    d = (doc or {}).get("details") or {}
+    was = (d.get("env") or {}).get("device") or (((d.get("provenance") or {}).get("gpu") or {}).get("name"))
+    now = (env or {}).get("device")
+    return was if was and now and was != now else None
 
 
 def _test_doc(results: Path, op: str) -> dict | None:
@@ -545,16 +592,78 @@ def restore_bench(results: Path, op: str, op_dir: Path, out_json: str | Path, ou
     return d
 
 
+class Stopped(BaseException):
+    """Raised in the timing loop by the SIGTERM handler :func:`run` installs around it (a
+    scheduler's time limit, ``timeout``): the loop stops, what was timed is written. A
+    BaseException, so a config's own ``except Exception`` does not turn it into its error row."""
+
+
+def _stop_on_sigterm(signum, frame):
+    raise Stopped("SIGTERM during the timing loop")
+
+
+def _trap_sigterm():
+    """Install :func:`_stop_on_sigterm` for SIGTERM (main thread only: elsewhere Python cannot);
+    returns the previous handler to put back, or None."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _stop_on_sigterm)
+
+
+def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tols: dict,
+                nv_passed: set) -> tuple[dict, bool]:
+    """Time one perf config (:func:`measure`) and print its line. Returns its bench.csv row and
+    whether the CUDA context was lost (later configs cannot run). A failure of the config is its
+    row (``error``, ``error_class``; ``blocked`` where cutile 0.5.0 cannot launch it), not an
+    exception; :class:`Stopped` passes through."""
+    base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape))}
+    try:
+        key = f"{kernel}/{variant.id}"
+        c = ctx.call(kernel, variant, shape, cfg["seed"], nv=key in nv_passed)
+        if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
+            c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
+        row = {**measure(c, cfg, tols[kernel, variant.id, shape]), **tols[kernel, variant.id, shape]}
+        shim = ctx.lib.shims.get(c.symbol)
+        if shim is not None and shim.restaged:   # host copies timed with the port (ffi.restage_strides)
+            row["restaged"] = dict(shim.restaged)
+            shim.restaged.clear()
+        del c
+    except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
+        from .ffi import cutile_limit
+
+        inner = exc.exc if isinstance(exc, SideFailed) else exc
+        row = {**base, "error": (str(exc) if isinstance(exc, SideFailed)
+                                 else f"{type(exc).__name__}: {exc}")[:600],
+               "error_class": error_class(exc)}
+        if (not isinstance(exc, SideFailed) or exc.side == "port") and cutile_limit(inner):
+            row["blocked"] = cutile_limit(inner)
+            print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (cutile 0.5.0 cannot launch it): "
+                  f"{row['error']}", flush=True)
+        return row, "CUDA" in str(exc)
+    nv = f", NVIDIA {row['nv_us']:.1f} us" if isinstance(row.get("nv_us"), float) else ""
+    print(f"{kernel}/{variant.id} {row['shape']}: ref {row['ref_us']:.1f} us, port "
+          f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us{nv}, ratio {row['ratio']:.3f}; "
+          f"loop ref {row['ref_loop_us']:.1f} / port {row['port_loop_us']:.1f} / torch "
+          f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f}, host "
+          f"ref {row['ref_host_us']:.1f} / port {row['port_host_us']:.1f} us; ref vs torch "
+          f"{row['ref_vs_torch']:.2f}", flush=True)
+    return row, False
+
+
 def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         out_json: str | Path, gpu: str = "auto", cfg: dict | None = None,
         host_build: str | Path | None = None, attempt: int = 1,
-        nv_build: str | Path | None = None, pending_only: bool = False) -> dict:
+        nv_build: str | Path | None = None, pending_only: bool = False,
+        budget_s: float | None = None) -> dict:
     """Stage entry point (see module doc). Returns the verdict written to ``out_json``.
     ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``).
     ``pending_only``: time only the perf configs that no kept row still valid covers
     (:func:`kept_bench`: ``out_json`` or the ``.measured`` copy, :func:`reconcile`) and write
     them merged with the kept rows (bench.json and bench.csv in manifest order; geomeans over all
-    valid rows); with no valid kept verdict it times every config."""
+    valid rows); with no valid kept verdict, or one measured on another device
+    (:func:`other_device`), it times every config."""
     cfg = {**DEFAULTS, **(cfg or {})}
     op_dir, results = Path(op_dir), Path(results)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
@@ -574,7 +683,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         test = read(results / op / "test.json")
     except VerdictError as exc:
         test = {"verdict": "missing", "summary": str(exc)}
-    if test["verdict"] not in ("ALL_PASS", "FAIL"):
+    if test["verdict"] not in TEST_PASSED + ("FAIL",):
         # who must act on the functional test: its own owner; none run yet (NOT_RUN: no GPU) env,
         # missing: the workflow (run gpu_test first) tool
         owner = test.get("owner") or ("env" if test["verdict"] == "NOT_RUN" else "tool")
@@ -584,7 +693,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                              summary=f"no functional test to build on: gpu_test {test['verdict']}: "
                                      f"{test['summary']}"[:600]), out_json)
     tested = test.get("details", {}).get("variants", {})
-    passed = {k for k, w in tested.items() if w == "PASS"}
+    # a variant whose port agrees with the defective reference (REF_DEFECT) is timed: the port is faithful
+    passed = {k for k, w in tested.items() if w in VARIANT_PASSED}
     nv_passed = {k for k, w in ((test.get("details", {}).get("nv") or {}).get("variants") or {}).items()
                  if w == "PASS"}
     t0 = time.monotonic()
@@ -607,52 +717,44 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     # test: it is timed, and the check of its timed outputs against the PyTorch semantics is its test
     perf_only = sorted({f"{k}/{v.id}" for k, v, _ in todo} - set(tested))
     rows, skipped = [], sorted({f"{k}/{v.id}" for k, v, _ in todo} & set(tested) - passed)
-    kept = {}
+    kept, env = {}, H.env_versions()
     if pending_only:
         doc, src = kept_bench(results, op, op_dir, out_json)
+        other = other_device(doc, env)
+        if other:       # a ratio of another device's rows and this one's: not one measurement
+            print(f"tileport: --pending-only: the kept rows of {src} were measured on {other}, this is "
+                  f"{env.get('device')}: timing every config", flush=True)
+            doc = None
         kept = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in (doc or {}).get("details", {}).get("rows", [])}
         print(f"tileport: --pending-only: {len(kept)} config(s) kept from {src}" if doc else
               "tileport: --pending-only: no kept bench verdict still holds: timing every config", flush=True)
-    for kernel, variant, shape in todo:
-        if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
-            continue
-        if V.config_key(kernel, variant.id, shape) in kept:
-            continue
-        base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape))}
-        try:
-            key = f"{kernel}/{variant.id}"
-            c = ctx.call(kernel, variant, shape, cfg["seed"], nv=key in nv_passed)
-            if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
-                c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
-            row = {**measure(c, cfg, tols[kernel, variant.id, shape]), **tols[kernel, variant.id, shape]}
-            shim = ctx.lib.shims.get(c.symbol)
-            if shim is not None and shim.restaged:   # host copies timed with the port (ffi.restage_strides)
-                row["restaged"] = dict(shim.restaged)
-                shim.restaged.clear()
-            del c
-        except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
-            from .ffi import cutile_limit
-
-            inner = exc.exc if isinstance(exc, SideFailed) else exc
-            row = {**base, "error": (str(exc) if isinstance(exc, SideFailed)
-                                     else f"{type(exc).__name__}: {exc}")[:600],
-                   "error_class": error_class(exc)}
-            if (not isinstance(exc, SideFailed) or exc.side == "port") and cutile_limit(inner):
-                row["blocked"] = cutile_limit(inner)
-                print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (cutile 0.5.0 cannot launch it): "
-                      f"{row['error']}", flush=True)
+    stopped, longest = None, 0.0
+    prev = _trap_sigterm()
+    try:
+        for kernel, variant, shape in todo:
+            if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
+                continue
+            if V.config_key(kernel, variant.id, shape) in kept:
+                continue
+            spent = time.monotonic() - t0
+            if budget_s is not None and spent + longest > budget_s:
+                stopped = (f"time budget: {spent:.0f} s spent + {longest:.0f} s (the longest config so far) "
+                           f"> --budget-s {budget_s:g}")
+                break
+            t_cfg = time.monotonic()
+            try:
+                row, context_lost = _one_config(ctx, op, kernel, variant, shape, cfg, tols, nv_passed)
+            except Stopped as exc:
+                stopped = str(exc)
+                break
+            finally:
+                longest = max(longest, time.monotonic() - t_cfg)
             rows.append(row)
-            if "CUDA" in str(exc):
+            if context_lost:
                 break                 # the context is gone: later configs cannot run
-            continue
-        rows.append(row)
-        nv = f", NVIDIA {row['nv_us']:.1f} us" if isinstance(row.get("nv_us"), float) else ""
-        print(f"{kernel}/{variant.id} {row['shape']}: ref {row['ref_us']:.1f} us, port "
-              f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us{nv}, ratio {row['ratio']:.3f}; "
-              f"loop ref {row['ref_loop_us']:.1f} / port {row['port_loop_us']:.1f} / torch "
-              f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f}, host "
-              f"ref {row['ref_host_us']:.1f} / port {row['port_host_us']:.1f} us; ref vs torch "
-              f"{row['ref_vs_torch']:.2f}", flush=True)
+    finally:
+        if prev is not None:
+            signal.signal(signal.SIGTERM, prev)
     timed = len(rows)
     if kept:            # the kept rows and the new ones, in manifest order
         new = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in rows}
@@ -665,11 +767,15 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                if (f"{k}/{v.id}" in passed or f"{k}/{v.id}" in perf_only)
                and V.config_key(k, v.id, s) not in have]
     write_csv(rows, out_csv)
-    v = fold(op, rows, float(cfg["threshold"]), attempt, H.env_versions(),
+    v = fold(op, rows, float(cfg["threshold"]), attempt, env,
              round(time.monotonic() - t0, 1), failed_test=test if skipped else None,
-             loop_threshold=float(cfg["loop_threshold"]), writers=port_writers(results, op), pending=pending)
+             loop_threshold=float(cfg["loop_threshold"]), writers=port_writers(results, op), pending=pending,
+             defects=declared(ctx.man))
     v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ROW_EXTRAS} for r in rows]
     v.details["timed_now"] = timed          # rows timed by this run (the rest were kept: pending_only)
+    if stopped:
+        v.details["stopped"] = stopped      # why configs were left pending (budget, SIGTERM)
+        print(f"tileport: stopped: {stopped}; {len(pending)} config(s) pending", flush=True)
     v.details["not_benchmarked"] = {k: f"functional test {tested[k]}" for k in skipped}
     v.details["perf_only_variants"] = perf_only    # no test shape fits: checked at the perf shape only
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
@@ -686,14 +792,19 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
 def main(argv=None) -> int:
     from .gpu_test import cli_args, exit_status
 
-    a = cli_args("tileport CUPTI benchmark of one operator", argv, lambda ap: ap.add_argument(
-        "--pending-only", action="store_true",
-        help="time only the perf configs no kept, still valid bench row covers (added perf shapes, "
-             "configs a session did not reach) and merge them with the kept rows"))
+    def extra(ap):
+        ap.add_argument("--pending-only", action="store_true",
+                        help="time only the perf configs no kept, still valid bench row covers (added "
+                             "perf shapes, configs a session did not reach) and merge them with the kept rows")
+        ap.add_argument("--budget-s", type=float, default=None, metavar="S",
+                        help="wall seconds for timing: no config is started that would likely end past "
+                             "it; the configs left are pending (a later --pending-only run times them)")
+
+    a = cli_args("tileport CUPTI benchmark of one operator", argv, extra)
     cfg = {**(a.cfg.get("bench") or {}), "seed": a.seed}
     base = Path(a.results) / a.op
     d = run(a.op, Path(a.operators) / a.op, a.results, base / "bench.csv", base / "bench.json",
-            gpu=a.gpu, cfg=cfg, pending_only=a.pending_only)
+            gpu=a.gpu, cfg=cfg, pending_only=a.pending_only, budget_s=a.budget_s)
     print(d["verdict"], d["summary"])
     return exit_status(d)
 

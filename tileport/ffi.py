@@ -20,12 +20,13 @@ type or out of range, a tensor on another device) goes through the checked path,
 the argument at fault or builds the descriptors one by one; both paths pass the shim the same
 bytes.
 
-Opt-in (``HostLibrary(..., rust_marshal=True)`` or ``TILEPORT_RUST_MARSHAL=1``): the library's
-``tp_py_call`` (``rust/host/abi.rs``) does the fast path's reads and packing through the CPython
-C API and calls the packed entry itself, with the GIL released around the launch; it writes the
-same bytes and declines (-1: the Python paths decide) whatever the fast path would not take.
-Measured on the CPU with a stub driver (2026-12-01): 7 arrays and 17 scalars / constexprs, 7.0
--> 5.3 µs per call; 2 arrays, 3.0 -> 2.6 µs.
+Default (``HostLibrary(..., rust_marshal=False)`` or ``TILEPORT_RUST_MARSHAL=0`` turns it off):
+the library's ``tp_py_call_t`` (``rust/host/abi.rs``) does the fast path's reads and packing
+through the CPython C API and calls the packed entry itself, with the GIL released around the
+launch; it writes the same bytes and declines (-1: the Python paths decide) whatever the fast path
+would not take, and a shim's pre-launch refusal of an unread array without memory or of a layout
+to restage is retried through the Python paths. A written array whose elements may share memory
+(:func:`shares_memory`) is refused before the launch by the checked path, naming it.
 """
 from __future__ import annotations
 
@@ -235,6 +236,51 @@ def restage_strides(shape: tuple, strides: tuple) -> tuple | None:
     return tuple(out)
 
 
+def shares_memory(shape: tuple, strides: tuple, exact_limit: int = 1 << 16) -> bool:
+    """Whether two elements of an array of these extents and strides (elements) may lie at one
+    address: a written array of that layout makes the kernel's stores race (which one lands is
+    unspecified), so the host refuses it (torch refuses to write such a tensor for the same
+    reason: ``has_internal_overlap``).
+
+    Exact for a stride 0 on an extent > 1, and for every layout whose dimensions, sorted by
+    stride, each step past all the earlier ones (C- and Fortran-contiguous, slices, padded rows:
+    False). Any other layout is decided by listing its offsets when it has at most
+    ``exact_limit`` elements, else counted as sharing (True: refused, never launched racing).
+    """
+    dims = sorted((abs(s), e) for e, s in zip(shape, strides) if e != 1)
+    if any(e == 0 for _, e in dims):
+        return False                    # no element at all
+    reach = 0                           # largest offset the smaller-stride dimensions reach
+    for s, e in dims:
+        if s == 0:
+            return True
+        if s <= reach:
+            break
+        reach += s * (e - 1)
+    else:
+        return False
+    n = 1
+    for _, e in dims:
+        n *= e
+    if n > exact_limit:
+        return True
+    offs = {0}
+    for s, e in dims:
+        offs = {o + s * i for o in offs for i in range(e)}
+    return len(offs) < n
+
+
+#: (extents, strides) -> :func:`shares_memory`, for the fast path's written arrays (bounded)
+_SHARES: dict = {}
+
+
+def _shares_memo(shape, strides) -> bool:
+    if len(_SHARES) >= 4096:
+        _SHARES.clear()
+    v = _SHARES[(shape, strides)] = shares_memory(tuple(shape), tuple(strides))
+    return v
+
+
 def _empty_strided(t, strides):
     """A tensor like ``t`` (shape, dtype, device) with the given strides (elements)."""
     import torch
@@ -276,6 +322,8 @@ class Shim:
         self.strided = frozenset(spec.get("strided", ()))
         # (name, rank, strides read by dimension) per array, for the fast path
         self._arrays = [(a["name"], a["ndim"], a["name"] in self.strided) for a in spec["arrays"]]
+        #: per array, whether the kernel writes it (``role`` other than ``input``)
+        self._written = tuple(a.get("role", "input") != "input" for a in spec["arrays"])
         #: array -> what was restaged at the last call that needed it (see :func:`restage_strides`)
         self.restaged: dict[str, dict] = {}
         self._scalars = [(s["name"], s["type"] == "i32") for s in spec["scalars"]]
@@ -301,9 +349,13 @@ class Shim:
         self._get_constexprs = _getter(self._constexprs)
         self._tail_types = (tuple(int if is_int else float for _, is_int in self._scalars)
                             + (int,) * (len(self._constexprs) + 3))
-        #: (tp_py_call, packed entry address, layout address, layout array) when the library
-        #: marshals in Rust (HostLibrary's rust_marshal), else None
+        #: (tp_py_call, packed entry address, layout address, layout array, argument names,
+        #: tp_py_call_t or None) when the library marshals in Rust (HostLibrary's rust_marshal),
+        #: else None
         self._rs = None
+        #: the last call went to the Python paths after tp_py_call declined or the shim refused
+        #: it, and no call since was taken by the Python fast path: skip tp_py_call (see __call__)
+        self._rs_skip = False
 
     @property
     def unread(self) -> frozenset:
@@ -317,44 +369,68 @@ class Shim:
             self._flags()
 
     def _flags(self) -> None:
-        """Per-array (unread, strided) flags for the fast path (None: no such array), and the
+        """Per-array (unread, strided, written) flags for the fast path (None: no such array), and the
         shim statuses after which tp_py_call's refusal is retried by the Python paths (they
         substitute scratch for an unread array without memory and restage refused layouts)."""
-        self._special = (tuple((a[0] in self._unread, a[2]) for a in self._arrays)
-                         if self._unread or self.strided else None)
+        self._special = (tuple((a[0] in self._unread, a[2], w) for a, w in zip(self._arrays, self._written))
+                         if self._unread or self.strided or any(self._written) else None)
         self._retry = (frozenset({"TP_ERR_NULL_POINTER"} if self._unread else set())
                        | frozenset({"TP_ERR_BAD_SHAPE"} if self.strided else set())) or None
 
-    def _enable_rust_marshal(self, fn) -> None:
+    def _enable_rust_marshal(self, fn, fn_t=None) -> None:
         """Marshal fast calls with the library's ``tp_py_call`` (``fn``, bound through
-        ``ctypes.PyDLL``): the layout of this shim's block, as ``rust/host/abi.rs`` reads it."""
-        if self.packed is None or not self._fast or self.unread or self.strided:
-            return      # arrays that may be None or restaged: the Python paths handle them
+        ``ctypes.PyDLL``), or its tuple form ``tp_py_call_t`` (``fn_t``, three arguments to
+        convert instead of eleven) where the library has it: the layout of this shim's block, as
+        ``rust/host/abi.rs`` reads it."""
+        if self.packed is None or not self._fast:
+            return
+        # arrays that may be None or empty (unread) or need restaging (strided) need no refusal
+        # here: tp_py_call declines a None, and the shim refuses a null pointer or a layout it
+        # cannot read before any launch, which __call__ retries through the Python paths
         _, off = call_block(self.spec)
         kinds = [0 if not is_int else 1 for _, is_int in self._scalars] + [1] * len(self._constexprs) + [2] * 3
         first = (off["scalars"] + off["constexprs"] + off["grid"])[0]
-        lay = [len(self._ranks), *self._ranks, len(kinds), *kinds, first, off["device"], off["stream"]]
+        # rank, plus 0x100 for an array the kernel writes (tp_py_call declines one whose elements
+        # may share memory: the Python paths name it, see shares_memory)
+        ranks = [r | (0x100 if w else 0) for r, w in zip(self._ranks, self._written)]
+        lay = [len(ranks), *ranks, len(kinds), *kinds, first, off["device"], off["stream"]]
         arr = (ctypes.c_int64 * len(lay))(*lay)
         names = (tuple(a[0] for a in self._arrays), tuple(n for n, _ in self._scalars), tuple(self._constexprs))
-        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr, names)
+        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr, names, fn_t)
 
     def _rust_call(self, arrays, scalars, constexprs, grid, stream, device) -> int:
         """One call marshalled by ``tp_py_call``: the shim's status, or -1 when it declined
         (nothing launched: the Python paths decide)."""
-        if type(device) is not int or not 0 <= device <= _I32_MAX:
+        if type(device) is not int:
             return -1
-        fn, packed, layout, _, names = self._rs
+        fn, packed, layout, _, names, fn_t = self._rs
         if stream is None:
             handle = (_RAW_STREAM[0] or _raw_stream_fn())(device)
         else:
             handle = getattr(stream, "cuda_stream", stream)
-        if type(handle) is not int or not 0 <= handle < 2 ** 64:
+        if fn_t is not None:        # device and handle: type and range checked by tp_py_call_t
+            try:
+                fixed = self._tls.rs
+            except AttributeError:
+                fixed = self._rs_fixed()
+            return fn_t(fixed, _rs_objs(), (names, arrays, scalars, constexprs, grid, device, handle))
+        if not 0 <= device <= _I32_MAX or type(handle) is not int or not 0 <= handle < 2 ** 64:
             return -1
         try:
             buf, addr = self._tls.b
         except AttributeError:
             buf, addr = self._buffer()
         return fn(packed, addr, layout, _rs_objs(), names, arrays, scalars, constexprs, grid, device, handle)
+
+    def _rs_fixed(self) -> int:
+        """Address of this thread's (packed entry, block, layout) triple for ``tp_py_call_t``
+        (kept with the thread's block, which it points to)."""
+        buf, addr = self._buffer()
+        _, packed, layout, *_ = self._rs
+        fixed = (ctypes.c_size_t * 3)(packed, addr, layout)
+        self._tls.rs_keep = (buf, fixed)
+        self._tls.rs = ctypes.addressof(fixed)
+        return self._tls.rs
 
     def _buffer(self) -> tuple:
         """This thread's argument block and its address (the shim reads it during the call)."""
@@ -378,9 +454,19 @@ class Shim:
             FfiError: a missing or unusable argument (not passed to the shim), or the shim's
             non-zero status with its message.
         """
-        if self._rs is not None and _FAST_TYPES:
+        rs = self._rs
+        if rs is not None and _FAST_TYPES and not self._rs_skip:
             try:
-                rc = self._rust_call(arrays, scalars, constexprs, grid, stream, device)
+                if rs[5] is not None and type(device) is int:    # _rust_call's tuple form, inline
+                    handle = ((_RAW_STREAM[0] or _raw_stream_fn())(device) if stream is None
+                              else getattr(stream, "cuda_stream", stream))
+                    try:
+                        fixed = self._tls.rs
+                    except AttributeError:
+                        fixed = self._rs_fixed()
+                    rc = rs[5](fixed, _rs_objs(), (rs[4], arrays, scalars, constexprs, grid, device, handle))
+                else:
+                    rc = self._rust_call(arrays, scalars, constexprs, grid, stream, device)
             except Exception:  # noqa: BLE001 - anything unexpected: the Python paths decide
                 rc = -1
             if rc == 0:
@@ -388,13 +474,17 @@ class Shim:
             if rc != -1 and not (self._retry is not None and STATUS.get(rc, ("",))[0] in self._retry):
                 raise FfiError(self.kernel, self.symbol, rc, self.lib.last_error())
             # declined, or refused before any launch for what the Python paths take care of (an
-            # unread array passed empty or None: scratch; a layout to restage): they decide
+            # unread array passed empty or None: scratch; a layout to restage): they decide, and
+            # the next calls start there until the Python fast path takes one (a loop of calls
+            # the checked path restages pays no declined Rust attempt per call)
+            self._rs_skip = True
         if self._fast:
             try:
                 args = self._fast_args(arrays, scalars, constexprs, grid, stream, device)
             except Exception:  # noqa: BLE001 - anything unexpected: the checked path names it
                 args = None
             if args is not None:
+                self._rs_skip = False
                 rc = self.packed(args) if self.packed is not None else self.fn(*args)
                 if rc != 0:
                     raise FfiError(self.kernel, self.symbol, rc, self.lib.last_error())
@@ -426,11 +516,15 @@ class Shim:
                 dev = d
             p, st = t.data_ptr(), t.stride()
             if special is not None:
-                unread, strided = special[slot]
+                unread, strided, written = special[slot]
                 if p == 0 and unread:
                     p = self.lib.scratch(d, slot)    # no memory for an array the entry never names
                 if strided and restage_strides(tuple(sh), st) is not None:
                     raise _Slow              # restaged by the checked path
+                if written:
+                    shares = _SHARES.get((sh, st))
+                    if shares or (shares is None and _shares_memo(sh, st)):
+                        raise _Slow          # refused by the checked path, which names it
             vals += (p, r)
             vals += sh
             vals += st
@@ -504,6 +598,17 @@ class Shim:
                 nones.append(a)
                 descs.append(None)
                 continue
+            if a.get("role", "input") != "input":
+                try:
+                    shape, strides = tuple(t.shape), tuple(t.stride())
+                except (AttributeError, TypeError):
+                    pass                # descriptor() names it below
+                else:
+                    if shares_memory(shape, strides):
+                        raise bad(f"array '{a['name']}' is written by the kernel ({a.get('role')}) but "
+                                  f"its elements may share memory (extents {shape}, strides {strides}): "
+                                  f"its stores would race; pass a tensor whose elements are distinct, "
+                                  f"e.g. .contiguous()")
             if a["name"] in self.strided and callable(getattr(t, "copy_", None)):
                 new = restage_strides(tuple(t.shape), tuple(t.stride()))
                 if new is not None:     # a copy the port can read: filled just before the launch
@@ -632,12 +737,23 @@ def py_call_entry(path: str):
     return rs
 
 
+def py_call_t_entry(path: str):
+    """The library's ``tp_py_call_t`` (``tp_py_call`` with its per-shim pointers in one array and
+    the Python arguments in one tuple) bound as :func:`py_call_entry` binds ``tp_py_call``, or
+    None for a library built without it."""
+    rs = getattr(ctypes.PyDLL(path), "tp_py_call_t", None)
+    if rs is not None:
+        rs.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.py_object]
+        rs.restype = ctypes.c_int32
+    return rs
+
+
 class HostLibrary:
     """The built shim library plus the ``ffi.json`` signatures of the operators it holds.
 
     ``functions``: symbol -> its ``ffi.json`` entry plus ``fn`` (the ctypes function);
-    ``shims``: symbol -> :class:`Shim`. ``rust_marshal`` (default: ``TILEPORT_RUST_MARSHAL=1`` in
-    the environment): fast calls marshalled by the library's ``tp_py_call`` (module doc);
+    ``shims``: symbol -> :class:`Shim`. ``rust_marshal`` (default: on unless ``TILEPORT_RUST_MARSHAL=0`` in
+    the environment): fast calls marshalled by the library's ``tp_py_call_t`` (module doc);
     ``self.rust_marshal`` says whether the library has it.
 
     Raises (constructor):
@@ -680,13 +796,15 @@ class HostLibrary:
                 self.functions[spec["symbol"]] = {**spec, "fn": fn}
                 self.shims[spec["symbol"]] = Shim(self, spec, fn, packed)
         if rust_marshal is None:
-            rust_marshal = os.environ.get("TILEPORT_RUST_MARSHAL", "") == "1"
+            rust_marshal = os.environ.get("TILEPORT_RUST_MARSHAL", "") != "0"
         self.rust_marshal = False
         if rust_marshal:
-            rs = py_call_entry(self.path)
-            if rs is not None:
+            rs, rs_t = py_call_entry(self.path), py_call_t_entry(self.path)
+            # a library without tp_py_call_t is older than the written-array flag of the layout
+            # (it would decline every call): the Python paths marshal for it
+            if rs is not None and rs_t is not None:
                 for sh in self.shims.values():
-                    sh._enable_rust_marshal(rs)
+                    sh._enable_rust_marshal(rs, rs_t)
                 self.rust_marshal = True
 
     def for_variant(self, kernel: str, variant: str) -> dict:

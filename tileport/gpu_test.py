@@ -13,7 +13,10 @@ same calls and compares it alike: ``details.nv`` (``variants``: PASS / FAIL / NO
 kernel/variant, ``cases``, ``note``); it never changes the verdict, and the benchmark times NVIDIA's
 port only where it passed here.
 
-Verdict (``results/<op>/test.json``): ``ALL_PASS``; ``FAIL`` with ``fail_class`` kernel / host /
+Verdict (``results/<op>/test.json``): ``ALL_PASS``; ``FAITHFUL_REF_DEFECT`` (owner ``kernel``:
+the port is faithful, and misses the PyTorch semantics only where the cuTile Python reference
+does under a defect the manifest declares, ``known_defects``: :func:`verdict_of`,
+:mod:`tileport.defects`); ``FAIL`` with ``fail_class`` kernel / host /
 env and the worst mismatch (index, values, allowance); ``BLOCKED`` when the host library holds
 no port of the operator; ``NOT_RUN`` without a GPU under ``gpu: auto`` or with ``gpu: off``.
 ``gpu: required`` without a GPU writes an ERROR verdict and exits with status 1.
@@ -36,7 +39,8 @@ from . import manifest as M
 from . import provenance
 from . import source as S
 from . import validity as V
-from .verdict import Finding, Verdict, VerdictError, port_fault, read, write
+from .verdict import (TEST_PASSED, VARIANT_PASSED, Finding, Verdict, VerdictError, port_fault, read,
+                      write)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -47,12 +51,12 @@ def not_run(stage: str, op: str, reason: str, out: str | Path, attempt: int = 1)
                          summary=f"not_run ({reason})"), out)
 
 
-MEASURED = ("ALL_PASS", "FAIL", "DONE", "BELOW_THRESHOLD")
+MEASURED = TEST_PASSED + ("FAIL", "DONE", "BELOW_THRESHOLD")
 
 
 def _measured(out: str | Path) -> dict | None:
-    """The verdict at ``out`` if it holds a GPU measurement (ALL_PASS / FAIL / DONE /
-    BELOW_THRESHOLD), else None. Under Snakemake the output is removed before the job runs, so
+    """The verdict at ``out`` if it holds a GPU measurement (ALL_PASS / FAITHFUL_REF_DEFECT / FAIL
+    / DONE / BELOW_THRESHOLD), else None. Under Snakemake the output is removed before the job runs, so
     this only protects results from a direct (command-line) run on a machine without a GPU."""
     try:
         d = read(out)
@@ -82,7 +86,7 @@ def _hashes_match(doc: dict, results: Path, op: str, op_dir: Path) -> bool:
 def snapshot(results: str | Path, op: str, op_dir: str | Path) -> list[str]:
     """Keep the operator's GPU measurements in ``results/<op>/.measured/`` (not a Snakemake
     output, so a rerun does not delete it): ``test.json``, and ``bench.json`` + ``bench.csv``,
-    each only when it is a measurement (ALL_PASS / FAIL / DONE / BELOW_THRESHOLD) of the
+    each only when it is a measurement (:data:`MEASURED`) of the
     sources and inputs the tree holds now (:func:`_hashes_match`). Called where a measurement
     is written (the GPU stages) and where one is read on the CPU side (checkpoint gpu_route,
     e.g. after verdicts were copied back from a GPU node). Returns the files kept."""
@@ -452,8 +456,10 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
         rows.append(row)
         del c
     nv = nv_pass(ctx, todo, seed) if (ctx.nv or ctx.nv_note) and not dead else None
+    from .defects import declared
+
     v = verdict_of(op, rows, attempt, round(time.monotonic() - t0, 1), H.env_versions(),
-                   writers=port_writers(results, op))
+                   writers=port_writers(results, op), defects=declared(ctx.man))
     if nv is not None:
         v.details["nv"] = nv
     v.details["sources_sha"] = HOST.sources_sha(results, op)     # what the library held
@@ -486,7 +492,7 @@ def same_miss(r: dict) -> bool:
 
 
 def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, env=None,
-               writers: dict | None = None) -> Verdict:
+               writers: dict | None = None, defects: list | None = None) -> Verdict:
     """Fold the per-call rows into the stage verdict (pure: unit-tested without a GPU).
 
     A row fails when the port errs or mismatches, or its launch count differs from the
@@ -495,15 +501,31 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
     Python kernel, which fails the check too (:func:`same_miss`), is owner ``manifest``: the
     expected values (reference.py as called, the manifest's tensors / bind / tolerance) disagree
     with the kernel, not the port (seen on tg_mhc, whose reference got a kernel scalar's value for
-    a shape name; tg_swa_attention, NaN in both at the same elements); when only such rows fail
-    the verdict has no ``fail_class`` (the routes stop). Owners name who must act
-    (:func:`owner_of`): a wrong port the translator wrote (``writers``: kernel -> backend) is
-    ``tool``, a shim's refusal ``host``; ``fail_class`` keeps the route (``kernel``: the kernel
-    writer). ``details.variants`` maps ``kernel/variant`` to PASS / FAIL / NOT_RUN for summary.csv.
+    a shape name); when only such rows fail the verdict has no ``fail_class`` (the routes stop) --
+    unless the manifest declares that defect of the kernel (``defects``: its ``known_defects``,
+    :func:`tileport.defects.declared`) for the variant: the row is then no failure but the
+    variant's word is ``REF_DEFECT`` (a warning, owner ``kernel``, naming the manifest entry and
+    the kernel's line), and an operator whose variants all pass or are ``REF_DEFECT`` is
+    ``FAITHFUL_REF_DEFECT`` (owner ``kernel``, no fail_class: the port is faithful, the reference
+    defective; the benchmark runs). A declared defect that does not show (the reference matches
+    the PyTorch semantics on every test call of a variant the entry covers) is a warning, owner
+    ``manifest`` (a stale declaration). A port that differs from the reference stays a failure of
+    the port, declared defect or not. Owners name who must act (:func:`owner_of`): a wrong port
+    the translator wrote (``writers``: kernel -> backend) is ``tool``, a shim's refusal ``host``;
+    ``fail_class`` keeps the route (``kernel``: the kernel writer). ``details.variants`` maps
+    ``kernel/variant`` to PASS / REF_DEFECT / FAIL / NOT_RUN for summary.csv;
+    ``details.known_defects`` maps each REF_DEFECT variant to its entry and message,
+    ``details.stale_defects`` lists the stale declarations.
     """
+    from . import defects as D
+
     writers = writers or {}
+    defects = list(defects or [])
+    cover = D.covering(defects)
     findings, variants = [], {}
     fail_classes, owners = [], []
+    known: dict[str, dict] = {}             # kernel/variant -> the declared defect its rows showed
+    ref_missed: dict[str, bool] = {}        # kernel/variant -> the reference missed on some call
     for r in rows:
         key = f"{r['kernel']}/{r['variant']}"
         where = f"{key} shape {tuple(r['shape'])}"
@@ -513,7 +535,9 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
             fail_classes.append("env")
             continue
         port, ref = r.get("port", {}), r.get("ref", {})
-        bad = []
+        declared = cover.get((r["kernel"], r["variant"])) or []
+        ref_missed[key] = ref_missed.get(key, False) or bool(ref.get("error")) or ref.get("ok") is False
+        bad, shown = [], None
         if port.get("error") and ref.get("cuda_error") and port.get("cuda_error"):
             # check_call runs the reference first: its CUDA fault lost the context the port then
             # ran in; the call the manifest asks for is one the kernel itself does not run
@@ -529,11 +553,23 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
             same = same_miss(r)
             how = ("equals the cuTile Python reference bit for bit" if r.get("bitwise_equal")
                    else "agrees with the cuTile Python reference")
-            bad.append(("manifest" if same else "kernel", "numerics",
-                        H.mismatch_text(port)
-                        + (f"; the port {how}, which misses the same values: reference.py (as called "
-                           f"with the manifest's names) or the manifest's tensors / bind disagree with "
-                           f"the kernel, not the port" if same and not port.get("shape") else "")))
+            if same and declared and not port.get("shape"):
+                shown = declared[0]
+                msg = (f"{where}: the port {how}, which misses the PyTorch semantics: a known defect of "
+                       f"the kernel, declared in {shown.label}: {shown.kernel} at {shown.where}: "
+                       f"{shown.effect[:300]} ({H.mismatch_text(port)})")
+                findings.append(Finding("numerics", "warn", "kernel", msg,
+                                        ref={"file": shown.file, "line": shown.line}))
+                known.setdefault(key, {**shown.to_dict(), "message": msg[:600]})
+            else:
+                bad.append(("manifest" if same else "kernel", "numerics",
+                            H.mismatch_text(port)
+                            + (f"; the port {how}, which misses the same values: reference.py (as called "
+                               f"with the manifest's names) or the manifest's tensors / bind disagree with "
+                               f"the kernel, not the port" if same and not port.get("shape") else "")
+                            + (f"; {declared[0].label} declares a defect of the kernel for this variant, "
+                               f"but the port does not agree with the reference: the port is wrong"
+                               if declared and not same else "")))
         la = r.get("launches")
         # the host's restaging copies (ffi.restage_strides, listed in the row) are not the port's
         copies = sum(int(x.get("copies", 0)) for x in (r.get("restaged") or {}).values())
@@ -541,7 +577,7 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
             bad.append(("host", "launch", f"port launches {la['port']} kernel(s) per call"
                                           + (f" ({copies} of them the host's restaging copies)" if copies else "")
                                           + f", reference {la['ref']} ({r.get('kernel_names')})"))
-        if ref.get("error") or ref.get("ok") is False:
+        if (ref.get("error") or ref.get("ok") is False) and shown is None:
             findings.append(Finding("numerics", "warn", "manifest" if same_miss(r) else "kernel",
                                     f"{where}: the cuTile Python reference itself fails the check: "
                                     f"{ref.get('error') or ref.get('worst')}"))
@@ -549,16 +585,48 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
             findings.append(Finding(cat, "critical", owner_of(fc, writers.get(r["kernel"])), f"{where}: {msg}"))
             fail_classes.append(fc)
             owners.append((fc, findings[-1].owner))
-        variants[key] = "FAIL" if bad or variants.get(key) == "FAIL" else variants.get(key, "PASS")
-    n_fail = sum(1 for v in variants.values() if v != "PASS")
+        prev = variants.get(key, "PASS")
+        word = "FAIL" if bad else D.VARIANT_WORD if shown is not None else "PASS"
+        variants[key] = ("FAIL" if "FAIL" in (prev, word) else prev if prev == "NOT_RUN"
+                         else D.VARIANT_WORD if D.VARIANT_WORD in (prev, word) else "PASS")
+    stale = []
+    for d in defects:
+        for vid in d.variants:
+            key = f"{d.kernel}/{vid}"
+            ran = [r for r in rows if f"{r['kernel']}/{r['variant']}" == key and "not_run" not in r]
+            if ran and not ref_missed.get(key):
+                msg = (f"{d.manifest}:{d.manifest_line}: {d.label.split(' ')[0]} declares a defect of {d.kernel} "
+                       f"({d.where}) for variant {vid}, but the cuTile Python reference matches the PyTorch "
+                       f"semantics on all {len(ran)} test call(s) of it: a stale declaration (remove the entry "
+                       f"or narrow its variants)")
+                findings.append(Finding("manifest", "warn", "manifest", msg))
+                stale.append({**d.to_dict(), "variant": vid, "message": msg})
     details = {"cases": rows, "variants": variants, "seconds": secs, "env": env or {}}
+    if defects:
+        details["known_defects"] = known
+        details["stale_defects"] = stale
+    n_fail = sum(1 for v in variants.values() if v not in VARIANT_PASSED)
     if not rows:        # the manifest's test_shapes / fits: no writer or host builder can act
         return Verdict(stage="gpu_test", op=op, verdict="BLOCKED", owner="manifest", fail_class=None,
                        attempt=attempt, summary="no test shape fits any variant", details=details)
+    tail = (f"; {len(stale)} declared known defect(s) did not show: stale ({stale[0]['declared']})"
+            if stale else "")
+    if n_fail == 0 and known:
+        first = next(iter(known.values()))
+        n_def = sum(1 for v in variants.values() if v == D.VARIANT_WORD)
+        return Verdict(stage="gpu_test", op=op, verdict=D.OP_WORD, owner="kernel", fail_class=None,
+                       attempt=attempt,
+                       summary=(f"the port is faithful, the reference defective: {len(variants) - n_def} of "
+                                f"{len(variants)} variant(s) within tolerance; {n_def} miss the PyTorch semantics "
+                                f"exactly as the cuTile Python reference does, a known defect of the kernel "
+                                f"declared in known_defects[{first['entry']}] ({first['declared']}): "
+                                f"{first['kernel']} at {first['line']}: {first['effect'][:200]}"
+                                + tail)[:1500],
+                       findings=findings, details=details)
     if n_fail == 0:
         return Verdict(stage="gpu_test", op=op, verdict="ALL_PASS", attempt=attempt,
                        summary=f"{len(variants)} variant(s) x {len(rows)} call(s) within tolerance, "
-                               f"equal launch counts", findings=findings, details=details)
+                               f"equal launch counts" + tail, findings=findings, details=details)
     crit = [f for f in findings if f.severity == "critical"] or findings
     fc = next((c for c in ("kernel", "host", "env") if c in fail_classes), None)
     if fc is None and "manifest" in fail_classes:
@@ -616,8 +684,9 @@ def main(argv=None) -> int:
 
 def exit_status(d: dict) -> int:
     """Command-line exit status of a GPU stage: 0 when it measured or was not run (ALL_PASS,
-    DONE, BELOW_THRESHOLD, NOT_RUN), 1 otherwise (FAIL, ERROR, BLOCKED)."""
-    return 0 if d["verdict"] in ("ALL_PASS", "DONE", "BELOW_THRESHOLD", "NOT_RUN") else 1
+    FAITHFUL_REF_DEFECT: the port is faithful; DONE, BELOW_THRESHOLD, NOT_RUN), 1 otherwise
+    (FAIL, ERROR, BLOCKED)."""
+    return 0 if d["verdict"] in TEST_PASSED + ("DONE", "BELOW_THRESHOLD", "NOT_RUN") else 1
 
 
 if __name__ == "__main__":

@@ -355,10 +355,11 @@ class Call:
     notes: list = field(default_factory=list)
     nv: callable = None          # NVIDIA's port (None: not ported / not usable, see nv_note)
     nv_note: str = ""
-    # puts the input values back into every side's in-place outputs (init copy); a no-op for a
-    # call without them. The benchmark calls it before the calls whose outputs it checks.
+    # puts the given first values back into every side's outputs that have them (init copy, full,
+    # ...: reset_sources); a no-op for a call without them. The benchmark calls it before the
+    # calls whose outputs it checks.
     reset: callable = lambda: None
-    in_place: bool = False       # some output starts as a copy of an input (reset() matters)
+    in_place: bool = False       # some output starts from given values (init copy / full ...: reset() matters)
     # what port() hands the host library: (arrays, scalars, constexprs, grid, device), for tools
     # that time the host path in parts (tileport.hostbench)
     port_args: tuple = ()
@@ -448,6 +449,20 @@ def _flat(xs) -> list:
     for x in xs:
         out.extend(x if isinstance(x, (list, tuple)) else [x])
     return out
+
+
+def reset_sources(plan: list[dict], outs_spec: list[tuple], copies: dict) -> list:
+    """What :attr:`Call.reset` puts back into each output buffer (flattened as the outputs are,
+    list elements in order): for an output whose first values the manifest gives, those values
+    -- the input's for ``init: {copy: src}`` (an array updated in place, ``copies``:
+    :func:`copy_sources`), the generated tensor for any other ``init`` (``{full: 0.0}``: one a
+    kernel accumulates into with atomic adds) -- else None (an output the kernel overwrites).
+    ``outs_spec``: ``(name, [initial tensor, ...], is_list)`` per output, in plan order. So a
+    check after repeated calls (the benchmark's) sees one call's result, not the sum of all of
+    them (tg_moe_actgrad_bwd's ``ds``, zeros that every call adds its routing-score gradient to)."""
+    given = {spec["name"] for spec in plan if spec["role"] == "output" and spec["init_given"]}
+    return [copies[name][e] if name in copies else made[e] if name in given else None
+            for name, made, _ in outs_spec for e in range(len(made))]
 
 
 def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[dict], kernel: str,
@@ -599,9 +614,7 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
             nv_note = f"NVIDIA's port not run: {exc}"[:600]
             outputs.pop("nv", None)
     flat_outputs = {s: _flat(o) for s, o in outputs.items()}
-    # in-place outputs (init copy): reset() puts the input's values back into every side's buffer
-    srcs = [copies[name][e] if name in copies else None
-            for name, made, _ in outs_spec for e in range(len(made))]
+    srcs = reset_sources(plan, outs_spec, copies)
     restore = [(flat_outputs[s][j], src) for s in flat_outputs for j, src in enumerate(srcs)
                if src is not None]
 
@@ -667,9 +680,9 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
 
 def env_versions() -> dict:
     """Versions of what a GPU result depends on: device, driver, CUDA (torch's), torch,
-    cuda-tile, tileiras (``tileiras --version``), and ``host_marshal`` (``python``, or ``rust``
-    when ``TILEPORT_RUST_MARSHAL=1`` made the library's tp_py_call marshal the port's calls), for
-    test.json / bench.json."""
+    cuda-tile, tileiras (``tileiras --version``), and ``host_marshal`` (``rust``: the library's
+    tp_py_call_t marshals the port's calls, the default; ``python`` with ``TILEPORT_RUST_MARSHAL=0``),
+    for test.json / bench.json."""
     import importlib.metadata as md
     import shutil
     import subprocess
@@ -699,9 +712,9 @@ def env_versions() -> dict:
         out["cuda_tile"] = "unknown"
     import os
 
-    # which marshalling timed the port's host path (tileport/ffi.py: Python fast path, or the
-    # library's tp_py_call when TILEPORT_RUST_MARSHAL=1)
-    out["host_marshal"] = "rust" if os.environ.get("TILEPORT_RUST_MARSHAL", "") == "1" else "python"
+    # which marshalling timed the port's host path (tileport/ffi.py: the library's tp_py_call_t by
+    # default, the Python fast path with TILEPORT_RUST_MARSHAL=0)
+    out["host_marshal"] = "python" if os.environ.get("TILEPORT_RUST_MARSHAL", "") == "0" else "rust"
     tileiras = os.environ.get("CUTILE_TILEIRAS_PATH") or shutil.which("tileiras")
     if tileiras:
         try:

@@ -10,10 +10,13 @@ CUDA's launch queue (about 1000 launches), so a kernel shorter than the host pat
 hide it and a longer one does not fill the queue. Medians over the rounds, µs per call:
 
 * ``ref``: ``ct.launch(torch.cuda.current_stream(), grid, kernel, args)`` (what bench times);
-* ``port``: the bound shim (tileport/ffi.py's fast path, then the Rust shim; with
-  ``TILEPORT_RUST_MARSHAL=1`` the library's ``tp_py_call`` marshals instead of the fast path);
-* ``rs``: the same call marshalled by the library's ``tp_py_call`` (rust/host/abi.rs; NaN
-  for a library without it), whatever ``TILEPORT_RUST_MARSHAL`` says;
+* ``port``: the bound shim as the port calls it (the library's ``tp_py_call_t`` marshals,
+  then the Rust shim; with ``TILEPORT_RUST_MARSHAL=0`` tileport/ffi.py's fast path marshals);
+* ``pyport``: the same call marshalled by the Python fast path, whatever
+  ``TILEPORT_RUST_MARSHAL`` says (the port's path before 2026-12-01);
+* ``rs``: the same call marshalled by the library's ``tp_py_call_t`` (rust/host/abi.rs; NaN
+  for a library without it, which HostLibrary marshals in Python), whatever
+  ``TILEPORT_RUST_MARSHAL`` says;
 * ``py``: the fast path's marshalling alone (``Shim._fast_args``: descriptors, scalars,
   constexprs, grid and stream packed into the argument block), nothing launched;
 * ``native``: the shim's ``__packed`` entry called through ctypes on a block packed once
@@ -77,9 +80,12 @@ def measure(c, lib, n: int, rounds: int, sync, rs: bool = True) -> dict:
         raise RuntimeError(f"{c.symbol}: packed entry returned {rc}: {lib.last_error()}")
     abi = lib._lib.tp_abi_version
     rs_shim = _rust_marshalled(lib, shim) if rs else None
+    py_shim = _python_marshalled(shim)
     sides = {
         "ref": c.ref,
         "port": c.port,
+        # the same call marshalled by the Python fast path (TILEPORT_RUST_MARSHAL=0)
+        "pyport": lambda: py_shim(arrays, scalars, constexprs, grid, None, device),
         # the same call marshalled by the library's tp_py_call (NaN: the library has none)
         "rs": (lambda: rs_shim(arrays, scalars, constexprs, grid, None, device)) if rs_shim else None,
         "py": lambda: shim._fast_args(arrays, scalars, constexprs, grid, None, device),
@@ -107,25 +113,36 @@ def _rust_marshalled(lib, shim):
     has no such entry (one built before it)."""
     import copy
 
-    from .ffi import py_call_entry
+    from .ffi import py_call_entry, py_call_t_entry
 
-    rs = py_call_entry(lib.path)
-    if rs is None:
+    rs, rs_t = py_call_entry(lib.path), py_call_t_entry(lib.path)
+    if rs is None or rs_t is None:      # as HostLibrary: an older library is marshalled in Python
         return None
     twin = copy.copy(shim)
-    twin._enable_rust_marshal(rs)
+    twin._enable_rust_marshal(rs, rs_t)
     return twin if twin._rs is not None else None
 
 
-HEAD = (f"{'op/kernel':58} {'arr':>3} {'dims':>4} {'sc':>3} {'cx':>3} {'ref':>6} {'port':>6} {'rs':>6} "
-        f"{'py':>6} {'native':>6} {'ctypes':>6} {'port-ref':>8} {'rs-ref':>7}")
+def _python_marshalled(shim):
+    """A copy of ``shim`` whose calls the Python fast path marshals (``TILEPORT_RUST_MARSHAL=0``:
+    the port's default before 2026-12-01)."""
+    import copy
+
+    twin = copy.copy(shim)
+    twin._rs = None
+    return twin
+
+
+HEAD = (f"{'op/kernel':58} {'arr':>3} {'dims':>4} {'sc':>3} {'cx':>3} {'ref':>6} {'port':>6} {'pyport':>6} "
+        f"{'rs':>6} {'py':>6} {'native':>6} {'ctypes':>6} {'port-ref':>8} {'pyport-ref':>10} {'rs-ref':>7}")
 
 
 def line(r: dict) -> str:
     """One row of the table (:data:`HEAD`)."""
     return (f"{(r['op'] + '/' + r['kernel'])[:58]:58} {r['arrays']:3d} {r['dims']:4d} {r['scalars']:3d} "
-            f"{r['constexprs']:3d} {r['ref']:6.2f} {r['port']:6.2f} {r['rs']:6.2f} {r['py']:6.2f} "
-            f"{r['native']:6.2f} {r['ctypes']:6.2f} {r['port'] - r['ref']:8.2f} {r['rs'] - r['ref']:7.2f}")
+            f"{r['constexprs']:3d} {r['ref']:6.2f} {r['port']:6.2f} {r['pyport']:6.2f} {r['rs']:6.2f} "
+            f"{r['py']:6.2f} {r['native']:6.2f} {r['ctypes']:6.2f} {r['port'] - r['ref']:8.2f} "
+            f"{r['pyport'] - r['ref']:10.2f} {r['rs'] - r['ref']:7.2f}")
 
 
 def main(argv=None) -> int:
@@ -146,10 +163,10 @@ def main(argv=None) -> int:
     results = Path(a.results)
     sync = torch.cuda.synchronize
     rows = []
-    marshal = "rust (tp_py_call)" if os.environ.get("TILEPORT_RUST_MARSHAL", "") == "1" else "python"
+    marshal = "python" if os.environ.get("TILEPORT_RUST_MARSHAL", "") == "0" else "rust (tp_py_call_t)"
     head = (f"host µs per call, median of {a.rounds} rounds of {a.calls} calls "
             f"({torch.cuda.get_device_name()}, torch {torch.__version__}; port marshalling: {marshal}; "
-            f"rs: the library's tp_py_call)")
+            f"rs: the library's tp_py_call_t; pyport: Python marshalling)")
     print(head + "\n" + HEAD, flush=True)       # rows as they come: a cut run keeps them
     for op in [o for o in a.ops.split(",") if o]:
         library, why = library_for(op, results, results / "host" / "build.json")
@@ -172,7 +189,7 @@ def main(argv=None) -> int:
     print("\nsorted by arrays:\n" + HEAD)
     for r in sorted(rows, key=lambda r: (r["arrays"], r["op"])):
         print(line(r))
-    for side in ("ref", "py", "native", "port", "rs"):
+    for side in ("ref", "py", "native", "port", "pyport", "rs"):
         f = fit_line([r["arrays"] for r in rows], [r[side] for r in rows])
         if f:
             print(f"fit {side:6}: {f[0]:6.2f} µs + {f[1]:5.2f} µs per array")

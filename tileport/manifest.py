@@ -25,6 +25,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from . import defects as _D
 from . import yamlio
 
 #: dtype code -> (cuda.tile attribute, torch attribute, family). Codes are tileport's; the
@@ -222,6 +223,8 @@ MANIFEST_SCHEMA: dict[str, Any] = {
         # order) and the results it returns (role output, in order); shape entries are ints or
         # expressions over shape_names
         "tensors": _TENSORS,
+        # defects of the user's kernel itself, which a faithful port reproduces (tileport.defects)
+        "known_defects": _D.SCHEMA,
     },
     "required": ["op", "kernels", "shape_names", "test_shapes", "perf_shapes", "tolerance"],
     "additionalProperties": False,
@@ -337,6 +340,7 @@ _KEYS: dict[tuple, tuple[str, str]] = {
     ("tensors", "*", "count"): ("the length of a list of tensors", "count: G (its shapes may use i, "
                                                                    "the element's index)"),
 }
+_KEYS.update(_D.KEYS)
 _TYPE_WORDS = {"string": "a text", "integer": "an integer", "number": "a number", "boolean": "true or false",
                "object": "a mapping (key: value)", "array": "a list [...]", "null": "empty"}
 
@@ -560,7 +564,9 @@ def load(path: str | Path) -> dict:
             dtypes missing where configs are crossed with them, a variant listed twice, a dtype
             mapping without one of its kernel's variant dtypes, a variant dtype without
             tolerance, an integer tensor without ``init``, an init that makes the other kind
-            of number, an expression that is not Python, ``op`` not matching the folder name).
+            of number, an expression that is not Python, ``op`` not matching the folder name, a
+            ``known_defects`` entry naming an unknown kernel or variant or a line outside the
+            kernel's source: :func:`tileport.defects.check`).
     """
     path = Path(path)
     try:
@@ -658,6 +664,7 @@ def load(path: str | Path) -> dict:
             _check_tensors(kman["tensors"], ["kernels", k, "tensors"], at,
                            list(dict.fromkeys(v.dtype for v in kv[k])))
     _check_bindings(doc, at)
+    _D.check(doc, kv, at, path)
     doc["_path"] = str(path)
     return doc
 

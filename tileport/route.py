@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import agents, ir_diagnose, ir_diff, rust_ir
 from . import source as S       # kernel-path plumbing (import_source): S.kernel_py(op_dir)
-from .verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
+from .verdict import TEST_PASSED, Finding, Verdict, VerdictError, atomic_write_text, read, write
 
 # writers that give the same output for the same input: retrying them cannot help
 DETERMINISTIC = ("translator",)
@@ -404,7 +404,9 @@ def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, in
     - gpu_test FAIL/ERROR/BLOCKED ``fail_class kernel`` (numerics) → IR diagnoser → kernel writer,
       the failing kernel's next attempt; ``host`` (launch, shim, library) → host builder;
       ``env`` → ``stop``;
-    - gpu_test ALL_PASS and bench DONE (or not run) → ``accept``;
+    - gpu_test ALL_PASS (or FAITHFUL_REF_DEFECT: the port agrees with a reference whose defect the
+      manifest declares; no writer can act on the kernel's own bug) and bench DONE (or not run)
+      → ``accept``;
     - bench BELOW_THRESHOLD → perf diagnoser → its ``owner``: kernel writer (the slowest
       config's kernel) or host builder; bench FAIL/ERROR → as a gpu_test failure;
     - a deterministic role (the translator, the deterministic host builder) is never asked
@@ -466,16 +468,16 @@ def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, in
 
     if tw == "NOT_RUN" or tw is None:
         return stop("not_run -> stop", f"gpu_test {tw or 'missing'}: {test_v.get('summary', '')}")
-    if tw not in ("ALL_PASS", "FAIL", "ERROR", "BLOCKED"):
+    if tw not in TEST_PASSED + ("FAIL", "ERROR", "BLOCKED"):
         return stop("unknown -> stop", f"gpu_test verdict {tw!r} is not one gpu_test writes: {test_v.get('summary', '')}")
     if bw not in (None, "DONE", "NOT_RUN", "BELOW_THRESHOLD", "FAIL", "ERROR", "BLOCKED"):
         return stop("unknown -> stop", f"bench verdict {bw!r} is not one bench writes: {bench_v.get('summary', '')}")
-    if tw != "ALL_PASS":
+    if tw not in TEST_PASSED:       # FAITHFUL_REF_DEFECT: the port is faithful, as ALL_PASS
         fc = test_v.get("fail_class") or test_v.get("owner") or "kernel"
         return to_owner(fc, test_v, "", _failing_kernel(test_v, attempts))
     if bw in ("DONE", "NOT_RUN"):
         return {**out, "next": "accept", "route": "accept",
-                "reason": f"gpu_test ALL_PASS; bench {bw}: {bench_v.get('summary', '')}"[:1500], "feedback": ""}
+                "reason": f"gpu_test {tw}; bench {bw}: {bench_v.get('summary', '')}"[:1500], "feedback": ""}
     if bw == "BELOW_THRESHOLD":
         if perf_v.get("verdict") != "FAIL":
             return stop("below_threshold -> stop",

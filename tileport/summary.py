@@ -4,7 +4,9 @@ Columns (stable; papers and scripts read them): ``op,kernel,variant,analyze,refe
 write_kernel,rust_ir,ir_diff,attempts,test,ratio`` then ``rust_build,owner,note,diagnosis,
 ref_us,port_us,torch_us,vs_torch``. Each stage column holds that stage's verdict word,
 ``missing`` when its verdict file is absent or invalid. ``test`` is the variant's GPU test
-result (PASS / FAIL / ``not_run (<reason>)``); ``ratio`` the geomean over the variant's perf
+result (PASS / FAIL / ``not_run (<reason>)``, or REF_DEFECT: the port agrees with a reference
+that misses the PyTorch semantics under a defect the manifest declares, owner ``kernel`` and the
+declaration in ``note``: :mod:`tileport.defects`); ``ratio`` the geomean over the variant's perf
 configs of reference / port device time, ``ref_us``/``port_us``/``torch_us`` the geomean of
 the per-config medians (µs), ``vs_torch`` the geomean of torch / port time.
 An operator whose manifest is malformed gets one row with kernel/variant ``-``.
@@ -57,7 +59,8 @@ import json
 from pathlib import Path
 
 from . import source as S
-from .verdict import VerdictError, atomic_write_text, read
+from .defects import VARIANT_WORD
+from .verdict import TEST_PASSED, VerdictError, atomic_write_text, read
 
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
@@ -265,6 +268,10 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         gpu = _gpu_columns(test, bench, f"{kernel}/{variant}")
         if not note and hb is not None and lib.get("in_library") is False:
             note, owner = f"host_build: left out of the host library: {lib.get('reason', '')}", "host"
+        if not note and gpu["test"] == VARIANT_WORD:
+            # the port agrees with a reference whose defect the manifest declares: the kernel's author acts
+            shown = (tdet.get("known_defects") or {}).get(f"{kernel}/{variant}") or {}
+            note, owner = f"gpu_test: {shown.get('message') or test['summary']}", "kernel"
         if not note:
             for d in (test, bench):
                 if d is not None and d["verdict"] in ("FAIL", "ERROR", "BLOCKED", "BELOW_THRESHOLD"):
@@ -297,7 +304,7 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     if test is not None:
         if test["verdict"] == "NOT_RUN":
             out["test"] = test["summary"]
-        elif test["verdict"] in ("ALL_PASS", "FAIL"):
+        elif test["verdict"] in TEST_PASSED + ("FAIL",):      # per variant: PASS / REF_DEFECT / FAIL / NOT_RUN
             out["test"] = test["details"].get("variants", {}).get(key, "not_run (no test shape fits)")
         else:
             out["test"] = test["verdict"]

@@ -17,12 +17,16 @@ Left out of :func:`tested_inputs_sha`, and why (:data:`BENCH_ONLY`):
   :func:`tileport.harness.cases` kind ``perf`` reads them; the test's calls are the
   ``test_shapes`` that ``fits`` (kind ``test``);
 * ``description``: prose, read by no stage;
+* ``known_defects[].effect`` and ``.evidence``: prose that the verdicts quote but decide nothing
+  by. The rest of each entry stays in: ``kernel``, ``line`` and ``variants`` decide which variants
+  gpu_test and bench call :data:`tileport.defects.VARIANT_WORD` instead of FAIL, and the line
+  their messages name (:mod:`tileport.defects`), so a changed declaration retests the operator;
 * YAML comments, key order, quoting and layout: the hash is over the parsed manifest (canonical
   JSON), so a comment documenting a tolerance does not retire a verdict.
 
 Everything else a test reads stays in: kernels (arrays, scalars, grid, bind, configs, variants,
 compiler hints, tensors, fits, reference, torch_impl), dtypes, configs, variants, shape_names,
-test_shapes, fits, tolerance, hints, tensors.
+test_shapes, fits, tolerance, hints, tensors, known_defects (less its prose).
 
 Old verdicts (written before ``test_inputs_sha`` existed) carry only ``details.inputs_sha``,
 the hash of the three files byte for byte (:func:`tileport.harness.inputs_sha`, whose meaning
@@ -53,6 +57,10 @@ def tested_part(doc) -> object:
     if not isinstance(doc, dict):
         return doc
     out = {k: v for k, v in doc.items() if k not in BENCH_ONLY}
+    if "known_defects" in out:
+        from .defects import tested_part as defects_part
+
+        out["known_defects"] = defects_part(out["known_defects"])
     if isinstance(out.get("kernels"), dict):
         out["kernels"] = {k: ({a: b for a, b in kv.items() if a not in BENCH_ONLY_KERNEL}
                               if isinstance(kv, dict) else kv) for k, kv in out["kernels"].items()}

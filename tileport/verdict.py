@@ -12,6 +12,10 @@ Verdict words by stage (the schema accepts all of them everywhere):
   known limitation (an unsupported construct, a missing upstream artefact);
 * ``ERROR`` -- the tool itself failed (bad input file, failing build, crash);
 * ``ALL_PASS`` -- the GPU functional test: every variant x test shape within tolerance;
+* ``FAITHFUL_REF_DEFECT`` -- the GPU functional test: the port is faithful, the reference is
+  defective: every variant passes or misses the PyTorch semantics exactly as the cuTile Python
+  reference does under a defect the manifest declares (``known_defects``, :mod:`tileport.defects`;
+  such a variant is ``REF_DEFECT`` in ``details.variants``), one at least; owner ``kernel``;
 * ``DONE`` / ``BELOW_THRESHOLD`` -- the benchmark: the operator's geomean ratio (reference
   time / port time) is at / below the acceptance threshold of config.yaml;
 * ``NOT_RUN`` -- a GPU stage on a machine without a CUDA device (``gpu: auto``) or with
@@ -34,9 +38,16 @@ from typing import Any
 
 import jsonschema
 
+from .defects import OP_WORD, VARIANT_WORD
+
 SCHEMA_ID = "tileport.verdict/1"
-VERDICTS = ("PASS", "PASS_WITH_NOTES", "FAIL", "BLOCKED", "ERROR", "ALL_PASS", "DONE",
+VERDICTS = ("PASS", "PASS_WITH_NOTES", "FAIL", "BLOCKED", "ERROR", "ALL_PASS", OP_WORD, "DONE",
             "BELOW_THRESHOLD", "NOT_RUN")
+#: gpu_test verdicts under which the port is faithful on every variant: the benchmark times the
+#: operator and the GPU route accepts it
+TEST_PASSED = ("ALL_PASS", OP_WORD)
+#: a faithful port's per-variant gpu_test words (details.variants; summary.csv's test column)
+VARIANT_PASSED = ("PASS", VARIANT_WORD)
 FAIL_CLASSES = ("kernel", "host", "env", "agent_output")
 OWNERS = ("kernel", "host", "compiler", "env", "tool", "manifest")
 SEVERITIES = ("critical", "warn", "info")

@@ -680,9 +680,40 @@ unsafe fn py_descriptor(api: &PyApi, t: PyObj, rank: usize, types: &[usize], dty
     Some(device)
 }
 
+/// Whether every element of `d` has an address of its own, by a sufficient test: the dimensions
+/// of extent > 1, sorted by stride, each step past the largest offset of the earlier ones (true
+/// for C- and Fortran-contiguous arrays, slices, padded rows; false for a stride 0 on an extent
+/// > 1 and rows that overlap). An array with no element is distinct. `tileport.ffi.shares_memory`
+/// decides the layouts this test does not clear.
+pub fn distinct_elements(d: &TpTensor) -> bool {
+    let n = (d.ndim.max(0) as usize).min(TP_MAX_DIMS);
+    let mut dims = [(0i64, 0i64); TP_MAX_DIMS];
+    let mut m = 0;
+    for k in 0..n {
+        let e = d.shape[k];
+        if e == 0 {
+            return true;
+        }
+        if e != 1 {
+            dims[m] = (d.strides[k].saturating_abs(), e);
+            m += 1;
+        }
+    }
+    dims[..m].sort_unstable();
+    let mut reach: i64 = 0;
+    for &(s, e) in &dims[..m] {
+        if s <= reach {
+            return false;
+        }
+        reach = reach.saturating_add(s.saturating_mul(e - 1));
+    }
+    true
+}
+
 /// Marshal one call of Python objects into `blk` and launch it through `packed` (module comment).
 ///
-/// `layout` (i64): number of arrays, each array's rank, number of tail values (scalars,
+/// `layout` (i64): number of arrays, each array's rank (plus 0x100 for an array the kernel writes:
+/// declined when its elements may share memory, [`distinct_elements`]), number of tail values (scalars,
 /// constexprs, then grid x, y, z), each one's kind (0 f32, 1 i32, 2 u32), the byte offsets of the
 /// first tail value, of the device and of the stream. `objs` (pointer-sized): the number of
 /// accepted tensor types, those type objects, the exact float and int types, the number of
@@ -701,6 +732,44 @@ pub unsafe extern "C" fn tp_py_call(packed: unsafe extern "C" fn(*const u8) -> i
                                     scalars: PyObj, constexprs: PyObj, grid: PyObj, device: i32,
                                     stream: u64) -> i32 {
     let Some(api) = py_api() else { return -1 };
+    py_call(api, packed, blk, layout, objs, names, arrays, scalars, constexprs, grid, device, stream)
+}
+
+/// [`tp_py_call`] with fewer arguments to convert per call (ctypes converts each one: about
+/// 0.1 µs apiece on the CPU, 2026-12-01): `fixed` holds the packed entry, the block and the
+/// layout (per shim and thread, set once), `args` is the tuple `(names, arrays, scalars,
+/// constexprs, grid, device, stream)`; `device` must be an int in 0..=i32::MAX and `stream` an
+/// int in 0..2**64 (else -1, as for anything else [`tp_py_call`] declines).
+///
+/// # Safety
+/// As [`tp_py_call`]; `fixed` points to three pointer-sized values (packed, blk, layout).
+#[no_mangle]
+pub unsafe extern "C" fn tp_py_call_t(fixed: *const usize, objs: *const usize, args: PyObj) -> i32 {
+    let Some(api) = py_api() else { return -1 };
+    if fixed.is_null() || (api.tuple_size)(args) != 7 {
+        (api.clear)();
+        return -1;
+    }
+    let item = |k: isize| (api.tuple_get)(args, k);
+    let int_t = *objs.add(2 + *objs);
+    let (dv, sv) = (item(5), item(6));
+    if type_ptr(api, dv) != int_t || type_ptr(api, sv) != int_t {
+        return -1;
+    }
+    let (device, stream) = ((api.as_i64)(dv), (api.as_u64)(sv));
+    if !(api.occurred)().is_null() || !(0..=i32::MAX as i64).contains(&device) {
+        (api.clear)();
+        return -1;
+    }
+    let packed: unsafe extern "C" fn(*const u8) -> i32 = std::mem::transmute(*fixed);
+    py_call(api, packed, *fixed.add(1) as *mut u8, *fixed.add(2) as *const i64, objs, item(0), item(1),
+            item(2), item(3), item(4), device as i32, stream)
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn py_call(api: &PyApi, packed: unsafe extern "C" fn(*const u8) -> i32, blk: *mut u8,
+                  layout: *const i64, objs: *const usize, names: PyObj, arrays: PyObj, scalars: PyObj,
+                  constexprs: PyObj, grid: PyObj, device: i32, stream: u64) -> i32 {
     let na = *layout as usize;
     let ranks = std::slice::from_raw_parts(layout.add(1), na);
     let nt = *layout.add(1 + na) as usize;
@@ -731,18 +800,23 @@ pub unsafe extern "C" fn tp_py_call(packed: unsafe extern "C" fn(*const u8) -> i
             (api.tuple_get)(grid, k - ns - nc)
         }
     };
-    for (i, &r) in ranks.iter().enumerate() {
+    for (i, &word) in ranks.iter().enumerate() {
+        let (r, written) = (word & 0xff, word & 0x100 != 0);
         let t = (api.dict_get)(arrays, (api.tuple_get)(an, i as isize));
-        if t.is_null() || r < 0 || r as usize > TP_MAX_DIMS {
+        if t.is_null() || word < 0 || word > 0x1ff || r as usize > TP_MAX_DIMS {
             return fail();
         }
         // held while its methods run (a method could drop the caller's dict entry)
         (api.incref)(t);
-        let got = py_descriptor(api, t, r as usize, types, dtypes, blk.add(std::mem::size_of::<TpTensor>() * i));
+        let at = blk.add(std::mem::size_of::<TpTensor>() * i);
+        let got = py_descriptor(api, t, r as usize, types, dtypes, at);
         (api.decref)(t);
         match got {
             Some(d) if d == device as i64 => {}
             _ => return fail(),
+        }
+        if written && !distinct_elements(&std::ptr::read_unaligned(at as *const TpTensor)) {
+            return fail();      // may share memory: the Python paths decide (ffi.shares_memory)
         }
     }
     for (k, &kind) in kinds.iter().enumerate() {

@@ -160,7 +160,10 @@ def verdict_class(stage: str, text: str, threshold: float) -> str:
         if x is not None:
             return "pass" if x >= threshold else "below"
     word = t.split(" ", 1)[0].upper()
+    # REF_DEFECT / FAITHFUL_REF_DEFECT: the port is faithful to a reference with a declared defect
+    # (tileport.defects): it passes, with a note
     return {"PASS": "pass", "ALL_PASS": "pass", "DONE": "pass", "PASS_WITH_NOTES": "notes",
+            "REF_DEFECT": "notes", "FAITHFUL_REF_DEFECT": "notes",
             "BELOW_THRESHOLD": "below", "FAIL": "fail", "BLOCKED": "blocked",
             "ERROR": "error"}.get(word, "not_run")
 
@@ -237,7 +240,7 @@ def llm_use(summary_csv: str | Path, summary_ops_csv: str | Path) -> pd.DataFram
 
 
 # --- provenance -------------------------------------------------------------------------------
-MEASURED = ("ALL_PASS", "FAIL", "DONE", "BELOW_THRESHOLD")
+MEASURED = ("ALL_PASS", "FAITHFUL_REF_DEFECT", "FAIL", "DONE", "BELOW_THRESHOLD")
 UNKNOWN = "unknown"
 
 
@@ -324,10 +327,10 @@ def _merge(values: list[tuple[str, object]]) -> str:
 
 
 def measured_ops(summary_csv: str | Path) -> list[str]:
-    """Operators with a GPU measurement summary.csv shows (a PASS/FAIL test or a numeric ratio;
+    """Operators with a GPU measurement summary.csv shows (a PASS/REF_DEFECT/FAIL test or a numeric ratio;
     stale and not-run ones are not measurements)."""
     summ = read_csv(summary_csv)
-    ok = summ[summ["test"].isin(["PASS", "FAIL"]) | summ["ratio"].map(lambda x: number(x) is not None)]
+    ok = summ[summ["test"].isin(["PASS", "REF_DEFECT", "FAIL"]) | summ["ratio"].map(lambda x: number(x) is not None)]
     return list(dict.fromkeys(ok["op"]))
 
 

@@ -13,7 +13,7 @@ from . import empty
 
 COLOURS = {"pass": "#55A868", "notes": "#A8D5A2", "below": "#F2C14E", "fail": "#C44E52",
            "blocked": "#E68A3A", "error": "#7A1F2B", "not_run": "#D9D9D9"}
-LABELS = {"pass": "PASS / ALL_PASS / DONE", "notes": "PASS_WITH_NOTES", "below": "below threshold",
+LABELS = {"pass": "PASS / ALL_PASS / DONE", "notes": "PASS_WITH_NOTES / REF_DEFECT", "below": "below threshold",
           "fail": "FAIL", "blocked": "BLOCKED", "error": "ERROR", "not_run": "not run / missing"}
 
 
