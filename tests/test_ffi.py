@@ -773,23 +773,27 @@ def test_rust_marshal_hands_restaging_and_scratch_to_the_python_paths(built, fas
     with pytest.raises(FfiError) as e:
         glib.call(GATHER, good, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
     assert e.value.code == 5 and seen == []            # tp_py_call reached the shim itself
-    with pytest.raises(FfiError) as e:
+    with pytest.raises(FfiError) as e:                  # a non-innermost unit stride: no copy (issue 14)
         glib.call(GATHER, {**good, "a": FastCopy((4, 1), strides=(1, 1))}, {}, {"TILE": 8}, (1, 1, 1),
                   stream=0, device=0)
-    assert e.value.code == 5 and seen == [GATHER, ("copy", (1, 1), (2, 1))]   # refused, then restaged
+    assert e.value.code == 5 and seen == []
+    with pytest.raises(FfiError) as e:
+        glib.call(GATHER, {**good, "a": FastCopy((4, 8), strides=(1, 4))}, {}, {"TILE": 8}, (1, 1, 1),
+                  stream=0, device=0)
+    assert e.value.code == 5 and seen == [GATHER, ("copy", (1, 4), (8, 1))]   # refused, then restaged
     # the next call of that layout starts in the Python paths (no second Rust attempt: the shim's
     # refusal would set no copy apart, so the sequence is the same); a layout the fast path takes
     # sends the calls after it back to tp_py_call
     assert gather._rs_skip
     with pytest.raises(FfiError):
-        glib.call(GATHER, {**good, "a": FastCopy((4, 1), strides=(1, 1))}, {}, {"TILE": 8}, (1, 1, 1),
+        glib.call(GATHER, {**good, "a": FastCopy((4, 8), strides=(1, 4))}, {}, {"TILE": 8}, (1, 1, 1),
                   stream=0, device=0)
     with pytest.raises(FfiError):
         glib.call(GATHER, good, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
     assert not gather._rs_skip
     with pytest.raises(FfiError):
         glib.call(GATHER, good, {}, {"TILE": 8}, (1, 1, 1), stream=0, device=0)
-    assert seen[2:] == [GATHER, ("copy", (1, 1), (2, 1)), GATHER]      # the last call: Rust only
+    assert seen[2:] == [GATHER, ("copy", (1, 4), (8, 1)), GATHER]      # the last call: Rust only
     del seen[:]
     monkeypatch.setattr(rms, "unread", frozenset({"w"}))
     monkeypatch.setattr(glib, "scratch", lambda device, slot=0: 0x7F00_00AB_C000 + 256 * slot)
