@@ -455,6 +455,7 @@ def test_compiled_strides_address_what_the_caller_s_layout_does(lib, shape, stri
 def test_compiled_strides_refuse_a_non_unit_innermost_stride(lib):
     rc, _, _ = _compiled_strides(lib, (4, 8), (1, 4))
     assert rc == 4 and "innermost stride 1" in lib.last_error()
+    assert _compiled_strides(lib, (4, 0), (1, 4)) == (0, (1, 1), {0})     # an empty innermost: free
 
 
 class CopyTensor(FakeTensor):

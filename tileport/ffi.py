@@ -228,7 +228,7 @@ def restage_strides(shape: tuple, strides: tuple) -> tuple | None:
     ``strides_hint``; see abi.rs ``keep_unit_strides_dynamic``).
     """
     n = len(shape)
-    if n == 0 or strides[-1] == 1 or shape[-1] == 1:
+    if n == 0 or strides[-1] == 1 or shape[-1] <= 1:
         return None
     out = [1] * n
     for k in range(n - 2, -1, -1):

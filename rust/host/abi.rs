@@ -231,9 +231,9 @@ pub unsafe fn check<'a>(t: *const TpTensor, name: &str, ndim: usize) -> Result<&
 /// 1.
 ///
 /// So: a dimension of extent 1 is read only at index 0 and its stride is free: set to 1 when
-/// innermost, else (where it is 1) to the stride a C-contiguous layout gives it, at least 2. A
-/// non-innermost dimension of extent > 1 with stride 1 keeps it, marked [`DYNAMIC_UNIT_STRIDE`]:
-/// [`borrow`] then passes 1 and has cutile compile that stride as dynamic (the IR-checked
+/// innermost (also for extent 0), else (where it is 1) to the stride a C-contiguous layout gives
+/// it, at least 2. A non-innermost dimension of extent > 1 with stride 1 keeps it, marked
+/// [`DYNAMIC_UNIT_STRIDE`]: [`borrow`] then passes 1 and has cutile compile that stride as dynamic (the IR-checked
 /// `[-1, ..., -1, 1]`), so the port reads every element where the caller's layout has it, with no
 /// copy. An innermost stride other than 1 on an extent > 1 is refused (`TP_ERR_BAD_SHAPE`) naming
 /// the array, its strides and why, instead of a wrong address (`tileport/ffi.py`
@@ -244,8 +244,8 @@ pub fn as_compiled_strides(d: &TpTensor, name: &str) -> Result<TpTensor, TpError
     if n == 0 {
         return Ok(out);
     }
-    if out.shape[n - 1] == 1 {
-        out.strides[n - 1] = 1;
+    if out.shape[n - 1] <= 1 {
+        out.strides[n - 1] = 1;     // read at index 0 at most
     }
     if out.strides[n - 1] != 1 {
         return Err((TP_ERR_BAD_SHAPE, format!(
@@ -312,7 +312,7 @@ pub unsafe extern "C" fn tp_compiled_strides(d: *const TpTensor, strides: *mut i
 /// k) as dynamic: clears their `stride_one` bits in the tensor's specialisation.
 ///
 /// cutile 0.5.0 derives a tensor's `SpecializationBits` from its strides and offers no setter
-/// (`Tensor::spec` is `pub(crate)`, cutile `tensor.rs`); the launcher reads the strides hint and
+/// (the `Tensor` field `spec` is `pub(crate)`, read by the public `spec()`: cutile `tensor.rs`); the launcher reads the strides hint and
 /// the JIT cache key from it (`spec().stride_one`: 1 = static, else -1) and pushes every stride
 /// as a kernel argument (`push_kernel_args`), with no check of hint against value ("TODO (hme):
 /// add validation for strides here too", cutile-macro `kernel_launcher_generator.rs`). A stride
