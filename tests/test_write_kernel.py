@@ -615,12 +615,19 @@ def test_masked_gather_passes_its_padding_to_the_load(repo):
     assert "select(" in src and "None::<E>" in src
 
 
-def test_gather_of_rank_2_keeps_the_select(op_copy):
-    # cutile 0.5.0 promotes a scalar padding by reshape to [1] + broadcast: invalid for rank 2
+def test_gather_of_rank_2_passes_a_padding_tile(op_copy):
+    # cutile 0.5.0 promotes a scalar padding by reshape to [1] + broadcast: invalid for rank 2;
+    # a padding tile of the result's shape goes into the load (the module's load_ptr_tko_padded),
+    # not into a select after it (which made tileiras feed mma operands from registers)
     d = op_copy("relu")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace(
         "t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)",
         "t = ct.reshape(ct.gather(x, ct.reshape(ct.arange(TILE, dtype=ct.int32), (2, TILE // 2))), (TILE,))"))
     src, _ = T.translate_kernel(d, "relu_kernel")
-    assert "select(" in src and "convert_scalar(" not in src, src
+    assert "select(" not in src and "convert_scalar(" not in src, src
+    assert src.count("pub unsafe fn load_ptr_tko_padded<") == 1, src
+    m = re.search(r"let (__t\d+): Tile<E, \{\[2, 512\]\}> = constant\(E::ZERO, shape!\[2, 512\]\);", src)
+    assert m and re.search(rf"= load_ptr_tko_padded\([^;]*Some\(__t\d+\), Some\({m.group(1)}\),", src), src
+    src, _ = T.translate_kernel(op_copy("softmax"), "softmax_kernel")     # no gather: no helper
+    assert "load_ptr_tko_padded" not in src

@@ -62,7 +62,10 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
 * A masked ``load_ptr_tko`` whose only user is ``select(mask, load, pad)`` with the same mask
   is the load with padding ``pad`` (masked-off lanes are undefined, the select gives them
   ``pad``; cutile has no scalar of a generic element type to pass as padding); the padding of
-  a load without a mask is never read and is dropped.  [_Normaliser.masked_loads]
+  a load without a mask is never read and is dropped.  [_Normaliser.masked_loads]  The two
+  forms compile differently: a select folded on one side only is a ``memory`` warning (owner
+  ``tool``) where the load has rank >= 2 (tileiras 13.4 then feeds a gathered mma operand
+  from registers: sm_90 SASS of tg_fp8_quantization_matmul, 0.57x), an info note below.
 * ``get_index_space_shape`` of a partition view reads only the tensor view and the
   tile shape, never the padding value (the index space is ``ceil(shape / tile)``), so
   it is rewritten to read the tensor view directly with the padding erased.

@@ -502,6 +502,7 @@ class _Differ:
 
     # -- info notes -----------------------------------------------------------------
     def _notes(self, ref: _Side, port: _Side, stride_notes) -> None:
+        self._select_paddings(ref, port)
         if ref.n_asserts or port.n_asserts:
             self.findings.append(Finding(
                 "control_flow", "info", "compiler",
@@ -561,6 +562,30 @@ class _Differ:
                 f"view of entry arg #{rn.operands[0].resolve().index} to {lit}; the other side "
                 f"reads it at run time. Equal only when the host guarantees that stride.",
                 self.rloc(rn), self.ploc(pn)))
+
+
+    def _select_paddings(self, ref: _Side, port: _Side) -> None:
+        """A masked gather's padding written as a select after an unpadded load on one side
+        and inside the load on the other: the same values (masked_loads folds them), but not
+        the same code. At rank >= 2 tileiras 13.4 reads a gathered mma operand back from shared
+        memory into registers after such a select (sm_90 SASS, tg_fp8_quantization_matmul
+        gather_swap: 32/32 QGMMA with a register A operand against 0/32, stack 1480 against 768
+        bytes, 0.57x device time on the H200; tg_moe the same with HGMMA): a warning; at
+        rank <= 1 a note."""
+        for side, mine, other, where in (("port", port, ref, self.ploc), ("ref", ref, port, self.rloc)):
+            for ranked, sev in ((lambda k: k >= 2, "warn"), (lambda k: k <= 1, "info")):
+                sel = [n for n, k in mine.select_paddings if ranked(k)]
+                extra = len(sel) - sum(1 for _, k in other.select_paddings if ranked(k))
+                if extra <= 0:
+                    continue
+                self.findings.append(Finding(
+                    "memory", sev, "tool",
+                    f"{extra} masked gather(s) of rank {'>= 2' if sev == 'warn' else '<= 1'} take "
+                    f"their padding by a select after an unpadded load on the {side} side only, "
+                    f"inside the load on the other (equal values; "
+                    + ("tileiras 13.4 then feeds a gathered mma operand from registers, not shared "
+                       "memory: slower)" if sev == "warn" else "compiled differently)"),
+                    *((None, where(sel[0])) if side == "port" else (where(sel[0]), None))))
 
 
 def _severity_rank(f: Finding) -> int:

@@ -207,6 +207,8 @@ class _Side:
         self.n_fma = 0
         self.fma_adds: list = []        # the addf/subf and mulf nodes that stand for an fma
         self.assumes: list[tuple[str, _Val]] = []
+        # the selects masked_loads folded into their load's padding, with the load's rank
+        self.select_paddings: list[tuple[_Node, int]] = []
 
     def _build(self, ops: list[Op], parent: _Region | None) -> list[_Node]:
         nodes = []
@@ -664,6 +666,8 @@ class _Normaliser:
             load.types = f"{head}, {pad.type} -> {tail}"
             n.results[0].alias = val
             doomed.add(n)
+            m = re.match(r"\s*tile<((?:[\d?]+x)*)", head)
+            self.s.select_paddings.append((n, m.group(1).count("x") if m else 0))
         _remove(self.s.all_lists(), doomed)
 
     def index_space(self) -> None:

@@ -13,7 +13,7 @@ from .core import CONSTEXPR, DTYPE_KEY, NeedConst, NeedDtype, TranslatorBase, Ty
 from .dtypes import RUST_ELEMENT, DtypeRules
 from .hints import HintRules
 from .matrix import MatrixRules
-from .memory import STRIDES_HELPER, MemoryRules
+from .memory import PADDED_GATHER_HELPER, STRIDES_HELPER, MemoryRules
 from .reductions import ReductionRules
 from .shape import ShapeRules
 from .tokens import TokenRules
@@ -310,8 +310,8 @@ def translate_model(model: F.OperatorModel, kernel: str, target: str = "sm_90") 
     keys = specialisation_keys(fn, kinfo["params"], alias, tree)
     while True:
         try:
-            bodies, entries, need_strides = _translate_groups(fn, kinfo, km.variants, alias, kfile, keys,
-                                                             kernel, target, tree)
+            bodies, entries, needs = _translate_groups(fn, kinfo, km.variants, alias, kfile, keys,
+                                                       kernel, target, tree)
             break
         except NeedConst as exc:
             # a rule needs the value of an int constexpr left generic (cuTile Python folds
@@ -319,7 +319,8 @@ def translate_model(model: F.OperatorModel, kernel: str, target: str = "sm_90") 
             if exc.name in keys:
                 raise
             keys = [p["name"] for p in kinfo["params"] if p["name"] in {*keys, exc.name}]
-    header = MODULE_HEADER.format(src=display_path(kfile)) + (STRIDES_HELPER if need_strides else "")
+    header = (MODULE_HEADER.format(src=display_path(kfile)) + (STRIDES_HELPER if "strides" in needs else "")
+              + (PADDED_GATHER_HELPER if "padded_gather" in needs else ""))
     parts, smap = [header], []
     line = header.count("\n")
     for body, bmap in bodies:
@@ -330,11 +331,11 @@ def translate_model(model: F.OperatorModel, kernel: str, target: str = "sm_90") 
 
 
 def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, keys: list,
-                      kernel: str, target: str, tree) -> tuple[list, dict, bool]:
+                      kernel: str, target: str, tree) -> tuple[list, dict, set]:
     """One entry per distinct combination of the ``keys`` constexprs' values over the kernel's
     variants, generic over E first, split per dtype when a rule needs E's concrete type.
-    Returns (bodies with their source maps, {variant id: entry}, whether the module needs the
-    strides helper). Raises :class:`NeedConst` for a constexpr that must join ``keys``.
+    Returns (bodies with their source maps, {variant id: entry}, the module-level helpers the
+    module needs: "strides" (memory.STRIDES_HELPER), "padded_gather" (memory.PADDED_GATHER_HELPER)). Raises :class:`NeedConst` for a constexpr that must join ``keys``.
     ``kvariants``: the kernel's own variants."""
     # the compiler hints the launch code sets (manifest compiler_hints: kernel.replace_hints in
     # the reference); variants that differ in them get entries of their own
@@ -347,7 +348,7 @@ def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, 
                               + ((hints_of[v["id"]],) if split_hints else ())
                               + ((v["dtype"],) if by_dtype else ()), []).append(v["id"])
         bodies, entries = [], {}
-        need_dtype = need_strides = False
+        need_dtype, needs = False, set()
         for key, vids in groups.items():
             mine = [v for v in kvariants if v["id"] in vids]
             arrays = entry_array_dtypes(kinfo["params"], mine)
@@ -376,11 +377,12 @@ def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, 
                 break
             alias_conflicts(kinfo, tr, kfile)
             need_dtype |= tr.need_dtype
-            need_strides |= tr.need_strides
+            needs |= {"strides"} if tr.need_strides else set()
+            needs |= {"padded_gather"} if tr.need_padded_gather else set()
             entries.update({vid: name for vid in vids})
         if not need_dtype:
             break
-    return bodies, entries, need_strides
+    return bodies, entries, needs
 
 
 def entry_array_dtypes(params: list[dict], variants: list[dict]) -> dict[str, str] | None:

@@ -37,6 +37,28 @@ STRIDES_HELPER = """    /// The element strides of a tensor, from its type metad
 
 """
 
+# a module-level declaration of Tile IR's load_ptr_tko whose padding operand is a tile of the
+# result's shape (see MemoryRules.gather)
+PADDED_GATHER_HELPER = """    /// Tile IR's load_ptr_tko with its padding operand a tile of the result's shape. cutile
+    /// 0.5.0's own declaration takes a scalar padding and promotes it by a reshape to [1] and a
+    /// broadcast, which is invalid IR for a result of rank >= 2; a padding of the result's shape
+    /// goes into the op unchanged, as cuTile Python writes it.
+    #[cuda_tile::op(name = "cuda_tile.load_ptr_tko", since = "V13_2", params = ["source"])]
+    #[cuda_tile::variadic_op(N = 6)]
+    pub unsafe fn load_ptr_tko_padded<E: ElementType, P: PointerTo<E>, const S: [i32; N], O: ordering::LoadMode, Sc: scope::Mode, const CYCLES: i32>(
+        source: PointerTile<P, S>,
+        memory_ordering: O,
+        memory_scope: Option<Sc>,
+        mask: Option<Tile<bool, S>>,
+        padding_value: Option<Tile<E, S>>,
+        token: Option<Token>,
+        latency: Latency<CYCLES>,
+    ) -> (Tile<E, S>, Token) {
+        unreachable!()
+    }
+
+"""
+
 
 class MemoryRules:
     """Rules for arrays, partition views and pointer tiles (mixed into the driver's translator)."""
@@ -368,7 +390,7 @@ class MemoryRules:
         ptrs, mask, shape = self.gather_scatter(call, arr, call.args[1])
         sh = ", ".join(shape)
         el = arr.ty.dtype
-        pe = pt = scalar = None
+        pe = pt = scalar = padded = None
         if mask is not None:
             pnode = self._kw(call, "padding_value")
             pe, pt = self.expr(pnode) if pnode is not None else ("0", Ty("lit", value=0))
@@ -377,19 +399,30 @@ class MemoryRules:
                 # constant beside int64 ids): its value is needed
                 raise NeedConst(self.file, call.lineno, pt.value.split(":", 1)[1],
                                 "a constexpr padding value of another dtype than int32 is folded")
-            # cutile 0.5.0 promotes a scalar padding by a reshape to [1] and a broadcast: invalid
-            # IR for a gather of rank >= 2 (tileirdisasm: broadcast "source, result have same
-            # rank"; compile_cuda_tile_op.rs load_ptr_tko), so those keep the select
-            scalar = self.padding_scalar(pt, el) if len(shape) <= 1 else None
+            if len(shape) <= 1:
+                scalar = self.padding_scalar(pt, el)
+            else:
+                # cutile 0.5.0 promotes a scalar padding by a reshape to [1] and a broadcast:
+                # invalid IR for a gather of rank >= 2 (tileirdisasm: broadcast "source, result
+                # have same rank"; compile_cuda_tile_op.rs load_ptr_tko); a padding tile of the
+                # result's shape goes in unchanged (PADDED_GATHER_HELPER). Why not a select after
+                # an unpadded load: tileiras 13.4 then reads a gathered mma operand back from
+                # shared memory into registers (sm_90 SASS of tg_fp8_quantization_matmul and
+                # tg_moe: every (Q/H)GMMA with a register A operand, more spills)
+                if pt.kind == "tile":
+                    pe, pt = self.implicit_cast(pe, pt, el, call, "ct.gather(..., padding_value=)")
+                padded = self.as_tile(pe, pt, el, shape, call)
+                self.need_padded_gather = True
         raw, tok = self.fresh("g"), self.fresh("tok")
-        self.out.emit(f"let ({raw}, {tok}): (Tile<{el}, {{[{sh}]}}>, Token) = load_ptr_tko({ptrs}, "
+        op = "load_ptr_tko_padded" if padded else "load_ptr_tko"
+        pad = f"Some({padded})" if padded else f"Some({scalar})" if scalar else f"None::<{el}>"
+        self.out.emit(f"let ({raw}, {tok}): (Tile<{el}, {{[{sh}]}}>, Token) = {op}({ptrs}, "
                       f"ordering::Weak, None::<scope::TileBlock>, "
-                      f"{f'Some({mask})' if mask else 'None'}, "
-                      f"{f'Some({scalar})' if scalar else f'None::<{el}>'}, "
+                      f"{f'Some({mask})' if mask else 'None'}, {pad}, "
                       f"Some({self.load_token(arr.rust, call)}), {self.latency_marker(call)});", self.line)
         self.tok_names.add(tok)
         self.loaded(arr.rust, tok)
-        if mask is None or scalar is not None:
+        if mask is None or scalar is not None or padded is not None:
             return raw, Ty("tile", el, shape)
         # any other padding (a tile, a non-finite or double-rounded value, an integer array):
         # the masked-off lanes take it through a select (the IR diff's masked_loads rule)

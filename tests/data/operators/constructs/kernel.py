@@ -524,6 +524,18 @@ def dtype_call_kernel(q, y, TILE: ConstInt):
 
 
 @ct.kernel
+def gather2d_pad_kernel(q, a, y, BM: ConstInt, TILE: ConstInt):
+    """A 2-D ct.gather with a padding value, out of bounds by check_bounds: an f8 zero (a dtype
+    called on a constant) and a float literal. cuTile Python passes the padding into the load
+    at every rank (the port too, through a padding tile: no select after the load)."""
+    rows = ct.bid(0) * BM + ct.arange(BM, dtype=ct.int32)
+    cols = ct.arange(TILE, dtype=ct.int32)
+    g = ct.gather(q, (rows[:, None], cols[None, :]), padding_value=ct.float8_e4m3fn(0.0))
+    h = ct.gather(a, (rows[:, None], cols[None, :]), padding_value=1.0)
+    ct.store(y, index=(ct.bid(0), 0), tile=ct.astype(ct.astype(g, ct.float32) + ct.astype(h, ct.float32), y.dtype))
+
+
+@ct.kernel
 def scan_axis_kernel(a, b, BM: ConstInt, TILE: ConstInt):
     """ct.cumsum along axis 1 of a 2-D tile (cutile scans axis 0 only: the port swaps the axis
     to the front, scans, swaps back) and along axis -1 in reverse."""
