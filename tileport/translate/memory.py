@@ -437,11 +437,20 @@ class MemoryRules:
         None where that cannot be written: cutile 0.5.0 has no literal of a 16-bit float or of
         the generic E, and reads no associated constant in expression position, but
         ``convert_scalar`` of an f32 literal gives a scalar of E (an f32 constant and a rank-0
-        ``ftof``, which the IR diff folds). A finite literal of a float array only, and only
+        ``ftof``, which the IR diff folds). An int literal of an int32 / int64 array (within its
+        range) is a literal of that type (with a select instead, tileiras 13.4 kept the masks
+        alive: more SEL / P2R in tg_moe_align_block stage 3's loop). Otherwise a finite literal
+        of a float array only, and only
         where rounding it to f32 first gives every variant's value (as
         :meth:`ArithRules.constant_tile`). Why not the select: with the select after an
         unpadded load, tileiras 13.4 scheduled tg_gelu bf16's loads behind the stores (sm_90
         SASS; the reference issues them ahead)."""
+        bits = {"i32": 32, "i64": 64}.get(el)
+        if (bits and pt.kind == "lit" and type(pt.value) is int
+                and -2 ** (bits - 1) <= pt.value < 2 ** (bits - 1)):
+            name = self.fresh("pad")          # an int literal of an int32 / int64 array: its literal
+            self.out.emit(f"let {name}: {el} = {pt.value}{el};", self.line)
+            return name
         if pt.kind != "lit" or isinstance(pt.value, bool) or el not in ("E", "f16", "bf16", "f32"):
             return None
         v = float(pt.value)
