@@ -958,3 +958,46 @@ def test_the_benchmark_times_the_variants_a_faithful_ref_defect_test_names(tmp_p
     got = {f"{k}/{v}" for k, v, _ in timed}
     assert keys[0] in got and keys[1] not in got and len(got) == len(keys) - 1
     assert d["details"]["not_benchmarked"] == {keys[1]: "functional test FAIL"}
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "-inf", "soon"])
+def test_a_budget_that_is_nan_negative_or_no_number_is_refused_not_ignored(value, capsys):
+    # NaN compares false with everything: the budget would silently never stop the loop
+    from tileport import bench as B
+
+    with pytest.raises(SystemExit) as exc:
+        B.main(["--op", "relu", f"--budget-s={value}"])
+    assert exc.value.code == 2 and f"--budget-s {value}" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="budget"):
+        B.run("relu", "operators/relu", "results", "x.csv", "x.json", budget_s=float(value)
+              if value != "soon" else value)
+    assert B.budget_seconds("inf") == float("inf") and B.budget_seconds("0") == 0.0
+
+
+def test_a_sigterm_between_two_configs_stops_the_loop_too(tmp_path, monkeypatch):
+    # the handler raises wherever the loop is: between configs (the budget check, the kept-row
+    # lookup) it must stop the loop as inside one, not escape run() and lose every timed row
+    import os
+    import signal
+
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    timed = []
+    fake_gpu(monkeypatch, timed)
+    clock, calls = B.time.monotonic, []
+
+    def monotonic():
+        # after the third config: its own end (1), then the fourth's budget check (2) gets it
+        if len(timed) == 3:
+            calls.append(1)
+            if len(calls) == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+        return clock()
+
+    monkeypatch.setattr(B.time, "monotonic", monotonic)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=1e9)
+    det = d["details"]
+    assert (len(timed), det["configs"], det["configs_pending"]) == (3, 3, 9) and "SIGTERM" in det["stopped"]
+    assert signal.getsignal(signal.SIGTERM) is not B._stop_on_sigterm
