@@ -764,7 +764,17 @@ def test_a_time_budget_or_a_sigterm_stops_the_loop_writes_what_was_timed_and_lea
     timed = []
     fake_gpu(monkeypatch, timed)
     d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
-    assert timed == [] and d["details"]["configs_pending"] == 12 and "budget" in d["details"]["stopped"]
+    # nothing timed: the kept measurement's rows stand (none lost), nothing pending
+    assert timed == [] and d["details"]["configs"] == 12 and d["details"]["configs_pending"] == 0
+    assert "budget" in d["details"]["stopped"] and d["details"]["kept_after_stop"]["configs"] == 12
+    assert d["details"]["timed_now"] == 0
+    # with no kept measurement the configs not reached are pending
+    import shutil
+
+    (r / "bench.json").unlink()
+    shutil.rmtree(r / B.KEEP)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
+    assert timed == [] and d["details"]["configs_pending"] == 12 and "kept_after_stop" not in d["details"]
     measure = B.measure
 
     def killed_at_the_fifth(c, cfg, tol):
@@ -999,5 +1009,6 @@ def test_a_sigterm_between_two_configs_stops_the_loop_too(tmp_path, monkeypatch)
     monkeypatch.setattr(B.time, "monotonic", monotonic)
     d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=1e9)
     det = d["details"]
-    assert (len(timed), det["configs"], det["configs_pending"]) == (3, 3, 9) and "SIGTERM" in det["stopped"]
+    assert (len(timed), det["configs"], det["configs_pending"]) == (3, 12, 0) and "SIGTERM" in det["stopped"]
+    assert (det["timed_now"], det["kept_after_stop"]["configs"]) == (3, 9)
     assert signal.getsignal(signal.SIGTERM) is not B._stop_on_sigterm

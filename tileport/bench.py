@@ -681,7 +681,9 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     them merged with the kept rows (bench.json and bench.csv in manifest order; geomeans over all
     valid rows); with no valid kept verdict, or one measured on another device
     (:func:`other_device`), it times every config. ``budget_s``: wall seconds for the timing
-    loop (:func:`budget_seconds`; None: no limit).
+    loop (:func:`budget_seconds`; None: no limit). A loop stopped by the budget or SIGTERM
+    writes what it timed; in a full run the configs it did not reach keep the rows of the kept
+    verdict where one still holds (``details.kept_after_stop``), the rest are pending.
 
     Raises:
         ValueError: ``budget_s`` NaN or negative (:func:`budget_seconds`).
@@ -780,6 +782,17 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         if prev is not None:
             signal.signal(signal.SIGTERM, prev)
     timed = len(rows)
+    kept_after_stop = None
+    if stopped and not pending_only:
+        # a full run stopped early: the configs it did not reach keep the rows of the measurement
+        # it was replacing where they still hold (as --pending-only would keep them), instead of
+        # overwriting bench.json and .measured/ with fewer rows (the valid ones lost)
+        doc, src = kept_bench(results, op, op_dir, out_json)
+        if doc is not None and not other_device(doc, env):
+            now = {V.config_key(r["kernel"], r["variant"], r["shape"]) for r in rows}
+            kept = {k: r for r in doc["details"].get("rows", [])
+                    if (k := V.config_key(r["kernel"], r["variant"], r["shape"])) not in now}
+            kept_after_stop = {"configs": len(kept), "from": str(src)}
     if kept:            # the kept rows and the new ones, in manifest order
         new = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in rows}
         order = [V.config_key(k, v.id, s) for k, v, s in todo
@@ -799,6 +812,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     v.details["timed_now"] = timed          # rows timed by this run (the rest were kept: pending_only)
     if stopped:
         v.details["stopped"] = stopped      # why configs were left pending (budget, SIGTERM)
+        if kept_after_stop is not None:     # a full run's configs not reached: the kept rows
+            v.details["kept_after_stop"] = kept_after_stop
         print(f"tileport: stopped: {stopped}; {len(pending)} config(s) pending", flush=True)
     v.details["not_benchmarked"] = {k: f"functional test {tested[k]}" for k in skipped}
     v.details["perf_only_variants"] = perf_only    # no test shape fits: checked at the perf shape only
