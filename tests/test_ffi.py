@@ -802,3 +802,14 @@ def test_rust_marshal_hands_restaging_and_scratch_to_the_python_paths(built, fas
         glib.call(RMS, rms_arrays(w=FastTensor((0,), ptr=0)), {"inv_n": 0.125, "eps": 1e-6},
                          {"BM": 4, "TILE": 8}, (1, 1, 1), stream=0, device=0)
     assert e.value.code == 5 and seen == [RMS]         # the null pointer retried with scratch
+
+
+@pytest.mark.parametrize("value", ["false", "off", "no", " 0", "2", "0 "])
+def test_a_rust_marshal_setting_other_than_0_or_1_is_refused_not_read_as_on(value, monkeypatch, tmp_path):
+    # `TILEPORT_RUST_MARSHAL=false` meant "off"; read as "not 0" it silently kept Rust marshalling on
+    monkeypatch.setenv("TILEPORT_RUST_MARSHAL", value)
+    with pytest.raises(ValueError, match=r"TILEPORT_RUST_MARSHAL=.*write TILEPORT_RUST_MARSHAL=0"):
+        HostLibrary(tmp_path / "missing.so", [])         # before any load: no library needed
+    for ok, on in (("0", False), ("1", True), ("", True)):
+        monkeypatch.setenv("TILEPORT_RUST_MARSHAL", ok)
+        assert ffi.rust_marshal_env() is on

@@ -236,6 +236,25 @@ def restage_strides(shape: tuple, strides: tuple) -> tuple | None:
     return tuple(out)
 
 
+#: the environment variable that turns the library's Rust marshalling off (module doc)
+RUST_MARSHAL_ENV = "TILEPORT_RUST_MARSHAL"
+
+
+def rust_marshal_env(environ=None) -> bool:
+    """Whether :data:`RUST_MARSHAL_ENV` asks for Rust marshalling: unset, empty or ``1`` yes,
+    ``0`` no.
+
+    Raises:
+        ValueError: any other value (``false``, ``off``, `` 0``): it would otherwise silently keep
+            Rust marshalling on while the user meant to turn it off (or the reverse).
+    """
+    v = (os.environ if environ is None else environ).get(RUST_MARSHAL_ENV, "")
+    if v in ("", "1", "0"):
+        return v != "0"
+    raise ValueError(f"{RUST_MARSHAL_ENV}={v!r}: write {RUST_MARSHAL_ENV}=0 (Python marshalling) or "
+                     f"{RUST_MARSHAL_ENV}=1 / leave it unset (Rust marshalling, the default)")
+
+
 def shares_memory(shape: tuple, strides: tuple, exact_limit: int = 1 << 16) -> bool:
     """Whether two elements of an array of these extents and strides (elements) may lie at one
     address: a written array of that layout makes the kernel's stores race (which one lands is
@@ -758,9 +777,13 @@ class HostLibrary:
 
     Raises (constructor):
         FfiError: the library cannot be loaded, has another ABI version, or lacks a listed symbol.
+        ValueError: ``rust_marshal`` None and ``TILEPORT_RUST_MARSHAL`` neither 0 nor 1
+            (:func:`rust_marshal_env`), before the library is loaded.
     """
 
     def __init__(self, library: str | Path, ffi_jsons: list[str | Path], rust_marshal: bool | None = None):
+        if rust_marshal is None:
+            rust_marshal = rust_marshal_env()
         self.path = str(library)
         try:
             self._lib = ctypes.CDLL(self.path)
@@ -795,8 +818,6 @@ class HostLibrary:
                     packed.argtypes, packed.restype = [ctypes.c_void_p], ctypes.c_int32
                 self.functions[spec["symbol"]] = {**spec, "fn": fn}
                 self.shims[spec["symbol"]] = Shim(self, spec, fn, packed)
-        if rust_marshal is None:
-            rust_marshal = os.environ.get("TILEPORT_RUST_MARSHAL", "") != "0"
         self.rust_marshal = False
         if rust_marshal:
             rs, rs_t = py_call_entry(self.path), py_call_t_entry(self.path)
