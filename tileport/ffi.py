@@ -108,12 +108,18 @@ def descriptor(t) -> TpTensor:
     dtype code (0 for a dtype the ABI does not know: the shim then returns TP_ERR_BAD_DTYPE).
 
     Raises:
-        ValueError: more than 6 dimensions (the ABI's fixed arrays).
+        ValueError: more than 6 dimensions (the ABI's fixed arrays); a layout that cannot be read
+            (no ``dim``/``data_ptr``/``stride``, or one raising: a sparse tensor) or is not made of
+            64-bit integers.
     """
     try:
         nd, ptr, shape, strides = t.dim(), t.data_ptr(), tuple(t.shape), tuple(t.stride())
     except (AttributeError, TypeError) as exc:
         raise ValueError(f"not a tensor ({type(t).__name__}): {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError for a sparse tensor's strides, a
+        # storage-less tensor's data pointer: the caller's array, named by the caller, not a traceback
+        raise ValueError(f"a {type(t).__name__} whose data pointer, extents and strides cannot be read "
+                         f"({type(exc).__name__}: {exc}); pass a dense (strided) tensor with storage") from None
     if not 0 <= nd <= MAX_DIMS:
         raise ValueError(f"{nd}-D tensor: the descriptor holds 0 to {MAX_DIMS} dimensions")
     if len(shape) != nd or len(strides) != nd:
@@ -620,15 +626,20 @@ class Shim:
             if a.get("role", "input") != "input":
                 try:
                     shape, strides = tuple(t.shape), tuple(t.stride())
-                except (AttributeError, TypeError):
-                    pass                # descriptor() names it below
+                    sharing = shares_memory(shape, strides)
+                except Exception:  # noqa: BLE001 - unreadable or not integers: descriptor() names it below
+                    pass
                 else:
-                    if shares_memory(shape, strides):
+                    if sharing:
                         raise bad(f"array '{a['name']}' is written by the kernel ({a.get('role')}) but "
                                   f"its elements may share memory (extents {shape}, strides {strides}): "
                                   f"its stores would race; pass a tensor whose elements are distinct, "
                                   f"e.g. .contiguous()")
             if a["name"] in self.strided and callable(getattr(t, "copy_", None)):
+                try:
+                    descriptor(t)       # the caller's own layout, refused before a copy is made of it
+                except ValueError as exc:
+                    raise bad(f"array '{a['name']}': {exc}") from None
                 new = restage_strides(tuple(t.shape), tuple(t.stride()))
                 if new is not None:     # a copy the port can read: filled just before the launch
                     restage.append((a, t, _empty_strided(t, new)))
