@@ -699,3 +699,26 @@ def test_a_gather_padding_out_of_its_arrays_range_is_blocked_not_a_wrong_literal
         else:
             src, _ = T.translate_kernel(d, k)
             assert expect in src and ("load_ptr_tko_padded(" in src) == (k == "g2"), (k, src)
+
+
+@pytest.mark.parametrize("dt,val,expect", [
+    ("i64", "9223372036854775808", "the value 9223372036854775808 is out of range of an i64 tile"),
+    ("i64", "1e40", "is out of range of an i64 tile"),
+    ("i32", "2147483648", "the value 2147483648 is out of range of an i32 tile"),
+    ("i64", "-9223372036854775808", "constant(-9223372036854775808i64"),
+    ("i32", "-0.0", "constant(0i32"),
+])
+def test_an_int_constant_tile_out_of_its_dtypes_range_is_blocked(tmp_path, dt, val, expect):
+    """ct.full of an int dtype with a value it cannot hold was written as e.g.
+    `constant(9223372036854775808i64, ...)`; now Unsupported at its line (the gather padding tile
+    of test_a_gather_padding_out_of_its_arrays_range_is_blocked_not_a_wrong_literal goes here)."""
+    d = tmp_path / "gp"
+    d.mkdir()
+    (d / "kernel.py").write_text(GATHER_PAD_KERNEL.replace(
+        "padding_value=PAD)", f"padding_value=ct.full((TILE,), {val}, a.dtype))"))
+    (d / "manifest.yaml").write_text(GATHER_PAD_MANIFEST.replace("DT", dt))
+    if " " in expect:
+        with pytest.raises(T.Unsupported, match=rf"kernel.py:18: .*{re.escape(expect)}"):
+            T.translate_kernel(d, "g2")
+    else:
+        assert expect in T.translate_kernel(d, "g2")[0]
