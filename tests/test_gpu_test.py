@@ -1012,3 +1012,28 @@ def test_a_sigterm_between_two_configs_stops_the_loop_too(tmp_path, monkeypatch)
     assert (len(timed), det["configs"], det["configs_pending"]) == (3, 12, 0) and "SIGTERM" in det["stopped"]
     assert (det["timed_now"], det["kept_after_stop"]["configs"]) == (3, 9)
     assert signal.getsignal(signal.SIGTERM) is not B._stop_on_sigterm
+
+
+def test_a_bad_rust_marshal_setting_is_the_environments_error_not_the_hosts(tmp_path, monkeypatch):
+    # HostLibrary refuses TILEPORT_RUST_MARSHAL=false (ffi.rust_marshal_env): gpu_test's ERROR must
+    # route to env (fix the setting), not to the host builder (a rebuild would not help)
+    from tileport import ffi
+
+    monkeypatch.setattr(G, "gpu_gate", lambda *a, **k: None)
+    monkeypatch.setattr(G, "library_for", lambda *a, **k: ("lib", None))
+
+    def ctx(*a, **k):
+        monkeypatch.setenv("TILEPORT_RUST_MARSHAL", "false")
+        ffi.rust_marshal_env()
+
+    monkeypatch.setattr(G, "OpContext", ctx)
+    d = G.run("relu", tmp_path, tmp_path, tmp_path / "test.json")
+    assert (d["verdict"], d["owner"], d["fail_class"]) == ("ERROR", "env", "env")
+    assert "TILEPORT_RUST_MARSHAL='false'" in d["summary"]
+
+    def lib_error(*a, **k):
+        raise ffi.FfiError("*", "dlopen", 0, "cannot load x.so")
+
+    monkeypatch.setattr(G, "OpContext", lib_error)
+    d = G.run("relu", tmp_path, tmp_path, tmp_path / "test.json")
+    assert (d["verdict"], d["owner"]) == ("ERROR", "host")
