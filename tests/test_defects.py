@@ -207,3 +207,33 @@ def test_without_the_wheel_the_line_is_checked_against_the_imported_line_map(tmp
     with pytest.raises(M.ManifestError, match=r"key 'known_defects/0/line': line 12 of "
                                               r"tilegym/ops/cutile/attention_variant.py is not among the lines"):
         M.load(op / "manifest.yaml")
+
+
+@pytest.mark.parametrize("old,new,msg", [
+    ("line: 16", "line: 16.0", r"key 'known_defects/0/line': line 16.0 is not an integer; write line: 16"),
+    ("line: 16", "line: 26", r"line 26 of .*kernel.py is in copy_all, which pick does not call \(it calls _scaled\)"),
+    ("{constexprs: {NEG: true}}", "{constexprs: {TILE: 128.0}}", r"selects no variant of pick"),
+    ("effect: the gain is applied twice", "effect: ' '", r"key 'known_defects/0/effect'"),
+    (ENTRY, ENTRY + ENTRY[len("known_defects:\n"):], r"key 'known_defects/1': repeats known_defects\[0\]"),
+])
+def test_a_declaration_coerced_repeated_or_pointing_at_no_code_of_the_kernel_is_an_error(tmp_path, old, new, msg):
+    """Nothing silently reinterpreted: a float line, a float selector for an int constexpr, blank
+    prose, a repeated entry, a blank line or a line of a function the kernel never calls."""
+    text = ENTRY.replace(old, new)
+    assert text != ENTRY
+    d = _op(tmp_path, text)
+    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
+        M.load(d / "manifest.yaml")
+    # a line of a helper the kernel calls is fine
+    M.load(_op(tmp_path / "ok", ENTRY.replace("line: 16", "line: 7")) / "manifest.yaml")
+
+
+def test_a_line_that_is_a_comment_or_blank_inside_the_kernel_is_an_error(tmp_path):
+    from manifest_ops import PICK_KERNEL
+
+    kernel = PICK_KERNEL.replace("    b = ct.bid(0)\n", "    # the block\n\n    b = ct.bid(0)\n")
+    for ln, what in ((13, "a comment"), (14, "blank")):
+        d = make_op(tmp_path / str(ln), "pick", kernel, pick_manifest("pick") + ENTRY.replace("line: 16", f"line: {ln}"))
+        with pytest.raises(M.ManifestError, match=rf"manifest.yaml:\d+: key 'known_defects/0/line': line {ln} of "
+                                                  rf".*kernel.py is {what}; give the line of pick's code"):
+            M.load(d / "manifest.yaml")

@@ -802,3 +802,52 @@ def test_rust_marshal_hands_restaging_and_scratch_to_the_python_paths(built, fas
         glib.call(RMS, rms_arrays(w=FastTensor((0,), ptr=0)), {"inv_n": 0.125, "eps": 1e-6},
                          {"BM": 4, "TILE": 8}, (1, 1, 1), stream=0, device=0)
     assert e.value.code == 5 and seen == [RMS]         # the null pointer retried with scratch
+
+
+@pytest.mark.parametrize("value", ["false", "off", "no", " 0", "2", "0 "])
+def test_a_rust_marshal_setting_other_than_0_or_1_is_refused_not_read_as_on(value, monkeypatch, tmp_path):
+    # `TILEPORT_RUST_MARSHAL=false` meant "off"; read as "not 0" it silently kept Rust marshalling on
+    monkeypatch.setenv("TILEPORT_RUST_MARSHAL", value)
+    with pytest.raises(ValueError, match=r"TILEPORT_RUST_MARSHAL=.*write TILEPORT_RUST_MARSHAL=0"):
+        HostLibrary(tmp_path / "missing.so", [])         # before any load: no library needed
+    for ok, on in (("0", False), ("1", True), ("", True)):
+        monkeypatch.setenv("TILEPORT_RUST_MARSHAL", ok)
+        assert ffi.rust_marshal_env() is on
+
+
+class _Sparse(CopyTensor):
+    def stride(self):                   # torch: a sparse COO tensor
+        raise RuntimeError("sparse tensors do not have strides")
+
+
+class _NoStorage(CopyTensor):
+    def data_ptr(self):                 # torch: a tensor without storage (fake / functional)
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+
+
+class _TextStrides(CopyTensor):
+    def stride(self):                   # a torch-like object lying about its layout
+        return tuple(str(s) for s in self._strides)
+
+
+@pytest.mark.parametrize("fast_type", [False, True], ids=["checked", "fast"])
+@pytest.mark.parametrize("name", ["x", "y"])
+@pytest.mark.parametrize("kind,cause", [
+    (_Sparse, r"a _Sparse whose data pointer, extents and strides cannot be read \(RuntimeError: sparse"),
+    (_NoStorage, r"a _NoStorage whose .* cannot be read \(RuntimeError: Cannot access data pointer"),
+    (_TextStrides, r"stride '8' is not a 64-bit integer"),
+])
+def test_an_array_whose_layout_cannot_be_read_is_named_not_a_traceback(monkeypatch, kind, cause, name, fast_type):
+    """A sparse tensor, one without storage, or a torch-like object with text strides, as an input
+    or a (restaged) output: an FfiError naming the array before any launch or copy, not a raw
+    RuntimeError / TypeError out of shares_memory, restage_strides or descriptor."""
+    import contextlib
+
+    monkeypatch.setattr(ffi, "_FAST_TYPES", {kind} if fast_type else set())
+    monkeypatch.setattr(ffi, "_empty_strided", lambda t, st: CopyTensor(t.shape, ptr=0x7F00_0002_0000, strides=st))
+    monkeypatch.setattr(ffi, "_on_stream", lambda *a: contextlib.nullcontext())
+    calls = []
+    args = {"x": CopyTensor((4, 8)), "y": CopyTensor((4, 8)), name: kind((4, 8))}
+    with pytest.raises(FfiError, match=rf"array '{name}': {cause}") as e:
+        _shim(_SPEC_OUT, calls)(args, {}, {}, (1, 1, 1), stream=0, device=0)
+    assert e.value.code == 0 and calls == []

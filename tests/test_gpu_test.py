@@ -764,7 +764,17 @@ def test_a_time_budget_or_a_sigterm_stops_the_loop_writes_what_was_timed_and_lea
     timed = []
     fake_gpu(monkeypatch, timed)
     d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
-    assert timed == [] and d["details"]["configs_pending"] == 12 and "budget" in d["details"]["stopped"]
+    # nothing timed: the kept measurement's rows stand (none lost), nothing pending
+    assert timed == [] and d["details"]["configs"] == 12 and d["details"]["configs_pending"] == 0
+    assert "budget" in d["details"]["stopped"] and d["details"]["kept_after_stop"]["configs"] == 12
+    assert d["details"]["timed_now"] == 0
+    # with no kept measurement the configs not reached are pending
+    import shutil
+
+    (r / "bench.json").unlink()
+    shutil.rmtree(r / B.KEEP)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
+    assert timed == [] and d["details"]["configs_pending"] == 12 and "kept_after_stop" not in d["details"]
     measure = B.measure
 
     def killed_at_the_fifth(c, cfg, tol):
@@ -958,3 +968,72 @@ def test_the_benchmark_times_the_variants_a_faithful_ref_defect_test_names(tmp_p
     got = {f"{k}/{v}" for k, v, _ in timed}
     assert keys[0] in got and keys[1] not in got and len(got) == len(keys) - 1
     assert d["details"]["not_benchmarked"] == {keys[1]: "functional test FAIL"}
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "-inf", "soon"])
+def test_a_budget_that_is_nan_negative_or_no_number_is_refused_not_ignored(value, capsys):
+    # NaN compares false with everything: the budget would silently never stop the loop
+    from tileport import bench as B
+
+    with pytest.raises(SystemExit) as exc:
+        B.main(["--op", "relu", f"--budget-s={value}"])
+    assert exc.value.code == 2 and f"--budget-s {value}" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="budget"):
+        B.run("relu", "operators/relu", "results", "x.csv", "x.json", budget_s=float(value)
+              if value != "soon" else value)
+    assert B.budget_seconds("inf") == float("inf") and B.budget_seconds("0") == 0.0
+
+
+def test_a_sigterm_between_two_configs_stops_the_loop_too(tmp_path, monkeypatch):
+    # the handler raises wherever the loop is: between configs (the budget check, the kept-row
+    # lookup) it must stop the loop as inside one, not escape run() and lose every timed row
+    import os
+    import signal
+
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    timed = []
+    fake_gpu(monkeypatch, timed)
+    clock, calls = B.time.monotonic, []
+
+    def monotonic():
+        # after the third config: its own end (1), then the fourth's budget check (2) gets it
+        if len(timed) == 3:
+            calls.append(1)
+            if len(calls) == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+        return clock()
+
+    monkeypatch.setattr(B.time, "monotonic", monotonic)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=1e9)
+    det = d["details"]
+    assert (len(timed), det["configs"], det["configs_pending"]) == (3, 12, 0) and "SIGTERM" in det["stopped"]
+    assert (det["timed_now"], det["kept_after_stop"]["configs"]) == (3, 9)
+    assert signal.getsignal(signal.SIGTERM) is not B._stop_on_sigterm
+
+
+def test_a_bad_rust_marshal_setting_is_the_environments_error_not_the_hosts(tmp_path, monkeypatch):
+    # HostLibrary refuses TILEPORT_RUST_MARSHAL=false (ffi.rust_marshal_env): gpu_test's ERROR must
+    # route to env (fix the setting), not to the host builder (a rebuild would not help)
+    from tileport import ffi
+
+    monkeypatch.setattr(G, "gpu_gate", lambda *a, **k: None)
+    monkeypatch.setattr(G, "library_for", lambda *a, **k: ("lib", None))
+
+    def ctx(*a, **k):
+        monkeypatch.setenv("TILEPORT_RUST_MARSHAL", "false")
+        ffi.rust_marshal_env()
+
+    monkeypatch.setattr(G, "OpContext", ctx)
+    d = G.run("relu", tmp_path, tmp_path, tmp_path / "test.json")
+    assert (d["verdict"], d["owner"], d["fail_class"]) == ("ERROR", "env", "env")
+    assert "TILEPORT_RUST_MARSHAL='false'" in d["summary"]
+
+    def lib_error(*a, **k):
+        raise ffi.FfiError("*", "dlopen", 0, "cannot load x.so")
+
+    monkeypatch.setattr(G, "OpContext", lib_error)
+    d = G.run("relu", tmp_path, tmp_path, tmp_path / "test.json")
+    assert (d["verdict"], d["owner"]) == ("ERROR", "host")

@@ -631,3 +631,94 @@ def test_gather_of_rank_2_passes_a_padding_tile(op_copy):
     assert m and re.search(rf"= load_ptr_tko_padded\([^;]*Some\(__t\d+\), Some\({m.group(1)}\),", src), src
     src, _ = T.translate_kernel(op_copy("softmax"), "softmax_kernel")     # no gather: no helper
     assert "load_ptr_tko_padded" not in src
+
+
+GATHER_PAD_KERNEL = """import math
+import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+
+
+@ct.kernel
+def g1(a, y, TILE: ConstInt):
+    c = ct.arange(TILE, dtype=ct.int32)
+    g = ct.gather(a, c, padding_value=PAD)
+    ct.store(y, index=(ct.bid(0),), tile=g)
+
+
+@ct.kernel
+def g2(a, y, BM: ConstInt, TILE: ConstInt):
+    rows = ct.bid(0) * BM + ct.arange(BM, dtype=ct.int32)
+    cols = ct.arange(TILE, dtype=ct.int32)
+    g = ct.gather(a, (rows[:, None], cols[None, :]), padding_value=PAD)
+    ct.store(y, index=(ct.bid(0), 0), tile=g)
+"""
+GATHER_PAD_MANIFEST = """op: gp
+kernels:
+  g1:
+    arrays: {a: {ndim: 1, role: input}, y: {ndim: 1, role: output}}
+    grid: "(1, 1, 1)"
+  g2:
+    arrays: {a: {ndim: 2, role: input}, y: {ndim: 2, role: output}}
+    grid: "(1, 1, 1)"
+dtypes: [DT]
+configs:
+  - {TILE: 32, BM: 16}
+shape_names: [numel]
+test_shapes: [[64]]
+perf_shapes: [[64]]
+tolerance: {DT: {atol: 0.0, rtol: 0.0}}
+"""
+
+
+@pytest.mark.parametrize("dt,pad,expect", [
+    ("i32", "2147483648", "the int 2147483648 is out of range of the i32 tile"),
+    ("i32", "-2147483649", "the int -2147483649 is out of range of the i32 tile"),
+    ("i64", "9223372036854775808", "the int 9223372036854775808 is out of range of the i64 tile"),
+    ("i64", "2147483648", "2147483648i64"),          # in range of int64: its literal
+    ("i32", "-2147483648", "-2147483648i32"),
+    ("i32", "math.nan", "the scalar nan mixed with a i32 tile is not translated"),
+    ("i32", "True", "the scalar True mixed with a i32 tile is not translated"),
+    ("f16", "-math.inf", "constant(f32::NEG_INFINITY"),
+    ("f16", "1e40", "the float rounds to infinity in f32"),      # was `1e+40f32`: rustc refuses it
+    ("f32", "3.4028235e38", "3.4028235e+38f32"),                  # the largest f32: its literal
+])
+def test_a_gather_padding_out_of_its_arrays_range_is_blocked_not_a_wrong_literal(tmp_path, dt, pad, expect):
+    """A masked gather's padding at rank 1 (a scalar into load_ptr_tko, else a select) and rank 2
+    (a padding tile into load_ptr_tko_padded): an int literal outside the array's dtype was written
+    as e.g. `2147483648i32` (no i32: rustc refuses it or cutile wraps it), a float past f32's range
+    as `1e+40f32`; now Unsupported at the kernel.py line of the gather. In-range and non-finite float paddings still translate."""
+    d = tmp_path / "gp"
+    d.mkdir()
+    (d / "kernel.py").write_text(GATHER_PAD_KERNEL.replace("PAD", pad))
+    (d / "manifest.yaml").write_text(GATHER_PAD_MANIFEST.replace("DT", dt))
+    for k, line in (("g1", 10), ("g2", 18)):
+        if " " in expect:
+            with pytest.raises(T.Unsupported, match=rf"kernel.py:{line}: .*{re.escape(expect)}"):
+                T.translate_kernel(d, k)
+        else:
+            src, _ = T.translate_kernel(d, k)
+            assert expect in src and ("load_ptr_tko_padded(" in src) == (k == "g2"), (k, src)
+
+
+@pytest.mark.parametrize("dt,val,expect", [
+    ("i64", "9223372036854775808", "the value 9223372036854775808 is out of range of an i64 tile"),
+    ("i64", "1e40", "is out of range of an i64 tile"),
+    ("i32", "2147483648", "the value 2147483648 is out of range of an i32 tile"),
+    ("i64", "-9223372036854775808", "constant(-9223372036854775808i64"),
+    ("i32", "-0.0", "constant(0i32"),
+])
+def test_an_int_constant_tile_out_of_its_dtypes_range_is_blocked(tmp_path, dt, val, expect):
+    """ct.full of an int dtype with a value it cannot hold was written as e.g.
+    `constant(9223372036854775808i64, ...)`; now Unsupported at its line (the gather padding tile
+    of test_a_gather_padding_out_of_its_arrays_range_is_blocked_not_a_wrong_literal goes here)."""
+    d = tmp_path / "gp"
+    d.mkdir()
+    (d / "kernel.py").write_text(GATHER_PAD_KERNEL.replace(
+        "padding_value=PAD)", f"padding_value=ct.full((TILE,), {val}, a.dtype))"))
+    (d / "manifest.yaml").write_text(GATHER_PAD_MANIFEST.replace("DT", dt))
+    if " " in expect:
+        with pytest.raises(T.Unsupported, match=rf"kernel.py:18: .*{re.escape(expect)}"):
+            T.translate_kernel(d, "g2")
+    else:
+        assert expect in T.translate_kernel(d, "g2")[0]

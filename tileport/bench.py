@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import math
 import signal
 import sys
 import time
@@ -592,6 +593,22 @@ def restore_bench(results: Path, op: str, op_dir: Path, out_json: str | Path, ou
     return d
 
 
+def budget_seconds(value) -> float:
+    """``--budget-s``: a number of seconds >= 0 (0 times nothing; ``inf`` sets no limit).
+
+    Raises:
+        ValueError: not a number, NaN (every comparison with it is false: the loop would never
+            stop) or negative."""
+    try:
+        s = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"--budget-s {value}: not a number of seconds") from None
+    if math.isnan(s) or s < 0:
+        raise ValueError(f"--budget-s {value}: the time budget must be a number of seconds >= 0 "
+                         f"(inf for no limit)")
+    return s
+
+
 class Stopped(BaseException):
     """Raised in the timing loop by the SIGTERM handler :func:`run` installs around it (a
     scheduler's time limit, ``timeout``): the loop stops, what was timed is written. A
@@ -663,7 +680,16 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     (:func:`kept_bench`: ``out_json`` or the ``.measured`` copy, :func:`reconcile`) and write
     them merged with the kept rows (bench.json and bench.csv in manifest order; geomeans over all
     valid rows); with no valid kept verdict, or one measured on another device
-    (:func:`other_device`), it times every config."""
+    (:func:`other_device`), it times every config. ``budget_s``: wall seconds for the timing
+    loop (:func:`budget_seconds`; None: no limit). A loop stopped by the budget or SIGTERM
+    writes what it timed; in a full run the configs it did not reach keep the rows of the kept
+    verdict where one still holds (``details.kept_after_stop``), the rest are pending.
+
+    Raises:
+        ValueError: ``budget_s`` NaN or negative (:func:`budget_seconds`).
+    """
+    if budget_s is not None:
+        budget_s = budget_seconds(budget_s)
     cfg = {**DEFAULTS, **(cfg or {})}
     op_dir, results = Path(op_dir), Path(results)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
@@ -731,6 +757,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     stopped, longest = None, 0.0
     prev = _trap_sigterm()
     try:
+        # a SIGTERM anywhere in the loop (between two configs too, not only inside one) stops it
         for kernel, variant, shape in todo:
             if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
                 continue
@@ -744,18 +771,28 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
             t_cfg = time.monotonic()
             try:
                 row, context_lost = _one_config(ctx, op, kernel, variant, shape, cfg, tols, nv_passed)
-            except Stopped as exc:
-                stopped = str(exc)
-                break
             finally:
                 longest = max(longest, time.monotonic() - t_cfg)
             rows.append(row)
             if context_lost:
                 break                 # the context is gone: later configs cannot run
+    except Stopped as exc:
+        stopped = str(exc)
     finally:
         if prev is not None:
             signal.signal(signal.SIGTERM, prev)
     timed = len(rows)
+    kept_after_stop = None
+    if stopped and not pending_only:
+        # a full run stopped early: the configs it did not reach keep the rows of the measurement
+        # it was replacing where they still hold (as --pending-only would keep them), instead of
+        # overwriting bench.json and .measured/ with fewer rows (the valid ones lost)
+        doc, src = kept_bench(results, op, op_dir, out_json)
+        if doc is not None and not other_device(doc, env):
+            now = {V.config_key(r["kernel"], r["variant"], r["shape"]) for r in rows}
+            kept = {k: r for r in doc["details"].get("rows", [])
+                    if (k := V.config_key(r["kernel"], r["variant"], r["shape"])) not in now}
+            kept_after_stop = {"configs": len(kept), "from": str(src)}
     if kept:            # the kept rows and the new ones, in manifest order
         new = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in rows}
         order = [V.config_key(k, v.id, s) for k, v, s in todo
@@ -775,6 +812,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     v.details["timed_now"] = timed          # rows timed by this run (the rest were kept: pending_only)
     if stopped:
         v.details["stopped"] = stopped      # why configs were left pending (budget, SIGTERM)
+        if kept_after_stop is not None:     # a full run's configs not reached: the kept rows
+            v.details["kept_after_stop"] = kept_after_stop
         print(f"tileport: stopped: {stopped}; {len(pending)} config(s) pending", flush=True)
     v.details["not_benchmarked"] = {k: f"functional test {tested[k]}" for k in skipped}
     v.details["perf_only_variants"] = perf_only    # no test shape fits: checked at the perf shape only
@@ -796,7 +835,13 @@ def main(argv=None) -> int:
         ap.add_argument("--pending-only", action="store_true",
                         help="time only the perf configs no kept, still valid bench row covers (added "
                              "perf shapes, configs a session did not reach) and merge them with the kept rows")
-        ap.add_argument("--budget-s", type=float, default=None, metavar="S",
+        def budget(text):
+            try:
+                return budget_seconds(text)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+
+        ap.add_argument("--budget-s", type=budget, default=None, metavar="S",
                         help="wall seconds for timing: no config is started that would likely end past "
                              "it; the configs left are pending (a later --pending-only run times them)")
 

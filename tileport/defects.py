@@ -67,8 +67,8 @@ SCHEMA = {
                                 "constexprs": {"type": "object", "minProperties": 1,
                                                "propertyNames": {"pattern": _NAME},
                                                "additionalProperties": {"type": ["integer", "boolean", "number"]}}}}]},
-            "effect": {"type": "string", "minLength": 1},
-            "evidence": {"type": "string", "minLength": 1},
+            "effect": {"type": "string", "minLength": 1, "pattern": r"\S"},
+            "evidence": {"type": "string", "minLength": 1, "pattern": r"\S"},
         },
         "required": ["kernel", "line", "variants", "effect", "evidence"],
         "additionalProperties": False,
@@ -125,7 +125,11 @@ class Defect:
 
 
 def _same(a, b) -> bool:
-    """Constexpr values equal as the manifest means them (true is not 1)."""
+    """Constexpr values equal as the manifest means them: true is not 1, and a float selector
+    value (``TILE: 128.0``) is not an int constexpr's value (an int one, ``bias: 0``, may be a
+    float constexpr's)."""
+    if isinstance(b, float) and not isinstance(a, float):
+        return False
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
@@ -187,6 +191,29 @@ def _functions(text: str) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _reachable(text: str, kernel: str) -> set[str] | None:
+    """The functions of the module ``kernel`` may call: itself and, transitively, every module
+    function whose name its body mentions (a call, or a name passed on). None when the kernel is
+    not a function of the module."""
+    nodes = {}
+    for n in ast.walk(ast.parse(text)):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            nodes.setdefault(n.name, n)
+    if kernel not in nodes:
+        return None
+    seen, todo = set(), [kernel]
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        for m in ast.walk(nodes[f]):
+            name = m.id if isinstance(m, ast.Name) else m.attr if isinstance(m, ast.Attribute) else None
+            if name in nodes and name not in seen:
+                todo.append(name)
+    return seen
+
+
 def check(doc: dict, kv: dict, at, path: Path) -> None:
     """Validate ``doc["known_defects"]`` (schema-checked already) against the kernels, their
     variants ``kv`` (kernel -> [Variant]) and the kernel's source (:func:`source_file`).
@@ -208,9 +235,18 @@ def check(doc: dict, kv: dict, at, path: Path) -> None:
             funcs = _functions(text)
         except SyntaxError:
             funcs = None        # the analyser reports a kernel.py that does not parse
+    seen: dict[str, int] = {}
     for i, e in enumerate(entries):
         base = ["known_defects", i]
         k = e["kernel"]
+        key = json.dumps([k, e["line"], e["variants"]], sort_keys=True)
+        if key in seen:
+            raise at(base, f"repeats known_defects[{seen[key]}] (kernel {k}, line {e['line']}, the same variants); "
+                           f"declare each defect once")
+        seen[key] = i
+        if type(e["line"]) is not int:          # YAML 16.0: the schema's integer accepts it
+            raise at(base + ["line"], f"line {e['line']!r} is not an integer; write line: {int(e['line'])}"
+                                      if float(e["line"]).is_integer() else f"line {e['line']!r} is not an integer")
         if k not in doc["kernels"]:
             near = difflib.get_close_matches(k, list(doc["kernels"]), n=1, cutoff=0.6)
             raise at(base + ["kernel"], f"'{k}' is not a kernel of this manifest"
@@ -255,6 +291,17 @@ def check(doc: dict, kv: dict, at, path: Path) -> None:
                                           + (f" ({k} is lines {span[0]}-{span[1]})" if span else "")
                                           + "; give the line of the kernel (or of a helper it calls) that "
                                             "holds the defect")
+            code = text.splitlines()[ln - 1].strip()
+            if not code or code.startswith("#"):
+                raise at(base + ["line"], f"line {ln} of {name} is {'a comment' if code else 'blank'}; give the "
+                                          f"line of {k}'s code that holds the defect")
+            reach = _reachable(text, k)
+            if reach is not None and not any(funcs[f][0] <= ln <= funcs[f][1] for f in reach):
+                owner = next(f for f, (a, b) in sorted(funcs.items(), key=lambda x: x[1][1] - x[1][0])
+                             if a <= ln <= b)
+                raise at(base + ["line"], f"line {ln} of {name} is in {owner}, which {k} does not call (it calls "
+                                          f"{', '.join(sorted(reach - {k})) or 'no function of the module'}); give "
+                                          f"the line of {k} or of a helper it calls that holds the defect")
         elif mapped is not None and f"{name}:{ln}" not in mapped:
             raise at(base + ["line"], f"line {ln} of {name} is not among the lines the imported kernel.py "
                                       f"holds (the wheel is not installed here to read the module); give a "

@@ -108,12 +108,18 @@ def descriptor(t) -> TpTensor:
     dtype code (0 for a dtype the ABI does not know: the shim then returns TP_ERR_BAD_DTYPE).
 
     Raises:
-        ValueError: more than 6 dimensions (the ABI's fixed arrays).
+        ValueError: more than 6 dimensions (the ABI's fixed arrays); a layout that cannot be read
+            (no ``dim``/``data_ptr``/``stride``, or one raising: a sparse tensor) or is not made of
+            64-bit integers.
     """
     try:
         nd, ptr, shape, strides = t.dim(), t.data_ptr(), tuple(t.shape), tuple(t.stride())
     except (AttributeError, TypeError) as exc:
         raise ValueError(f"not a tensor ({type(t).__name__}): {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError for a sparse tensor's strides, a
+        # storage-less tensor's data pointer: the caller's array, named by the caller, not a traceback
+        raise ValueError(f"a {type(t).__name__} whose data pointer, extents and strides cannot be read "
+                         f"({type(exc).__name__}: {exc}); pass a dense (strided) tensor with storage") from None
     if not 0 <= nd <= MAX_DIMS:
         raise ValueError(f"{nd}-D tensor: the descriptor holds 0 to {MAX_DIMS} dimensions")
     if len(shape) != nd or len(strides) != nd:
@@ -234,6 +240,25 @@ def restage_strides(shape: tuple, strides: tuple) -> tuple | None:
     for k in range(n - 2, -1, -1):
         out[k] = max(out[k + 1] * max(shape[k + 1], 1), 2)
     return tuple(out)
+
+
+#: the environment variable that turns the library's Rust marshalling off (module doc)
+RUST_MARSHAL_ENV = "TILEPORT_RUST_MARSHAL"
+
+
+def rust_marshal_env(environ=None) -> bool:
+    """Whether :data:`RUST_MARSHAL_ENV` asks for Rust marshalling: unset, empty or ``1`` yes,
+    ``0`` no.
+
+    Raises:
+        ValueError: any other value (``false``, ``off``, `` 0``): it would otherwise silently keep
+            Rust marshalling on while the user meant to turn it off (or the reverse).
+    """
+    v = (os.environ if environ is None else environ).get(RUST_MARSHAL_ENV, "")
+    if v in ("", "1", "0"):
+        return v != "0"
+    raise ValueError(f"{RUST_MARSHAL_ENV}={v!r}: write {RUST_MARSHAL_ENV}=0 (Python marshalling) or "
+                     f"{RUST_MARSHAL_ENV}=1 / leave it unset (Rust marshalling, the default)")
 
 
 def shares_memory(shape: tuple, strides: tuple, exact_limit: int = 1 << 16) -> bool:
@@ -601,15 +626,20 @@ class Shim:
             if a.get("role", "input") != "input":
                 try:
                     shape, strides = tuple(t.shape), tuple(t.stride())
-                except (AttributeError, TypeError):
-                    pass                # descriptor() names it below
+                    sharing = shares_memory(shape, strides)
+                except Exception:  # noqa: BLE001 - unreadable or not integers: descriptor() names it below
+                    pass
                 else:
-                    if shares_memory(shape, strides):
+                    if sharing:
                         raise bad(f"array '{a['name']}' is written by the kernel ({a.get('role')}) but "
                                   f"its elements may share memory (extents {shape}, strides {strides}): "
                                   f"its stores would race; pass a tensor whose elements are distinct, "
                                   f"e.g. .contiguous()")
             if a["name"] in self.strided and callable(getattr(t, "copy_", None)):
+                try:
+                    descriptor(t)       # the caller's own layout, refused before a copy is made of it
+                except ValueError as exc:
+                    raise bad(f"array '{a['name']}': {exc}") from None
                 new = restage_strides(tuple(t.shape), tuple(t.stride()))
                 if new is not None:     # a copy the port can read: filled just before the launch
                     restage.append((a, t, _empty_strided(t, new)))
@@ -758,9 +788,13 @@ class HostLibrary:
 
     Raises (constructor):
         FfiError: the library cannot be loaded, has another ABI version, or lacks a listed symbol.
+        ValueError: ``rust_marshal`` None and ``TILEPORT_RUST_MARSHAL`` neither 0 nor 1
+            (:func:`rust_marshal_env`), before the library is loaded.
     """
 
     def __init__(self, library: str | Path, ffi_jsons: list[str | Path], rust_marshal: bool | None = None):
+        if rust_marshal is None:
+            rust_marshal = rust_marshal_env()
         self.path = str(library)
         try:
             self._lib = ctypes.CDLL(self.path)
@@ -795,8 +829,6 @@ class HostLibrary:
                     packed.argtypes, packed.restype = [ctypes.c_void_p], ctypes.c_int32
                 self.functions[spec["symbol"]] = {**spec, "fn": fn}
                 self.shims[spec["symbol"]] = Shim(self, spec, fn, packed)
-        if rust_marshal is None:
-            rust_marshal = os.environ.get("TILEPORT_RUST_MARSHAL", "") != "0"
         self.rust_marshal = False
         if rust_marshal:
             rs, rs_t = py_call_entry(self.path), py_call_t_entry(self.path)

@@ -414,9 +414,11 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
         ctx = OpContext(op, op_dir, results, library, nv_build)
     except (H.HarnessError, M.ManifestError, VerdictError) as exc:
         return write(input_error(op, exc, attempt), out_json)
-    except Exception as exc:  # FfiError on load: the library itself
-        return write(Verdict(stage="gpu_test", op=op, verdict="ERROR", owner="host",
-                             fail_class="host", attempt=attempt, summary=str(exc)[:600]), out_json)
+    except Exception as exc:  # FfiError on load: the library itself; anything else (a bad
+        # TILEPORT_RUST_MARSHAL, ffi.rust_marshal_env) the environment's, as bench decides it
+        owner = "host" if type(exc).__name__ == "FfiError" else "env"
+        return write(Verdict(stage="gpu_test", op=op, verdict="ERROR", owner=owner,
+                             fail_class=owner, attempt=attempt, summary=str(exc)[:600]), out_json)
     try:
         todo = H.cases(ctx.man, "test")
         tols = {(k, v.id, s): H.tolerance(ctx.man, v, s) for k, v, s in todo}

@@ -714,7 +714,12 @@ def env_versions() -> dict:
 
     # which marshalling timed the port's host path (tileport/ffi.py: the library's tp_py_call_t by
     # default, the Python fast path with TILEPORT_RUST_MARSHAL=0)
-    out["host_marshal"] = "python" if os.environ.get("TILEPORT_RUST_MARSHAL", "") == "0" else "rust"
+    from .ffi import rust_marshal_env
+
+    try:
+        out["host_marshal"] = "rust" if rust_marshal_env() else "python"
+    except ValueError as exc:        # the library refuses to load with it (ffi.HostLibrary)
+        out["host_marshal"] = f"invalid: {exc}"
     tileiras = os.environ.get("CUTILE_TILEIRAS_PATH") or shutil.which("tileiras")
     if tileiras:
         try:

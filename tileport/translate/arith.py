@@ -477,6 +477,10 @@ class ArithRules:
         if dtype in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"):
             if not (isinstance(val, int) or float(val).is_integer()):
                 self.fail(node, repr(val), f"a non-integer value in an {dtype} tile")
+            bits = int(dtype[1:])
+            lo, hi = (-2 ** (bits - 1), 2 ** (bits - 1)) if dtype[0] == "i" else (0, 2 ** bits)
+            if not lo <= int(val) < hi:         # `9223372036854775808i64` is no i64
+                self.fail(node, repr(val), f"the value {int(val)} is out of range of an {dtype} tile")
             return self.bind(f"constant({int(val)}{dtype}, {sh})", Ty("tile", dtype, shape))
         if dtype == "f32":
             return self.f32_constant(val, shape)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+import struct
 from dataclasses import dataclass, field
 
 from .. import frontend as F
@@ -354,6 +355,12 @@ class TranslatorBase:
             self.fail(None, repr(v), "a non-finite f32 scalar has no cuTile Rust literal (cutile "
                                      "0.5.0 reads associated consts such as f32::INFINITY only "
                                      "as a constant tile's value): use it in a tile")
+        try:
+            struct.pack("<f", float(v))
+        except OverflowError:
+            # rounded to f32 it is infinite: rustc refuses the literal (`overflowing_literals`)
+            self.fail(None, repr(v), "the float rounds to infinity in f32 (no f32 literal): write "
+                                     "math.inf (or -math.inf) if that is meant")
         return f"{float(v)!r}f32"
 
     def expr(self, node) -> tuple[str, Ty]:

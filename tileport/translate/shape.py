@@ -221,6 +221,11 @@ class ShapeRules:
             if dtype == "f32":
                 e = self.f32_lit(ty.value)
             elif dtype in ("i32", "i64") and isinstance(ty.value, int) and not isinstance(ty.value, bool):
+                bits = 32 if dtype == "i32" else 64
+                if not -2 ** (bits - 1) <= ty.value < 2 ** (bits - 1):
+                    # `2147483648i32` is no i32: refused here, not left to rustc or wrapped
+                    self.fail(node, ast.unparse(node), f"the int {ty.value} is out of range of the {dtype} "
+                                                       f"tile it is mixed with")
                 e = f"{ty.value}{dtype}"
             else:
                 self.fail(node, ast.unparse(node), f"the scalar {ty.value!r} mixed with a {dtype} tile "
