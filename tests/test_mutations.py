@@ -455,26 +455,31 @@ def _mirrored_comparison(t: str) -> str:
     return sub(t, "cmpi greater_than_or_equal %1, %cst_7_i32,", "cmpi less_than_or_equal %cst_7_i32, %1,")
 
 
-def _padding_by_select(t: str) -> str:
-    # cutile's form of a padded gather: a masked load without padding, then a select of the
-    # padding where the mask is false (and no make_token token)
-    line = line_of(t, "%result, %result_token = load_ptr_tko weak %14, %15, %bcast_14 token=%0")
+def _select_after_load(t: str, load: str, raw_load: str, select: str) -> str:
+    """``load`` (a padded load_ptr_tko line of ``t``) written as cutile's form of a padded gather:
+    ``raw_load`` (the masked load without padding, into %raw) then ``select`` (the padding where
+    the mask is false), both at the load's location."""
+    line = line_of(t, load)
     loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
-    new = ("  %raw, %result_token = load_ptr_tko weak %14, %15 optimization_hints = <sm_90 = {latency = 3}> : "
-           f"tile<1024xptr<f16>>, tile<1024xi1> -> tile<1024xf16>, token{loc}\n"
-           f"  %result = select %15, %raw, %bcast_14 : tile<1024xi1>, tile<1024xf16>{loc}")
-    return sub(t, line, new)
+    return sub(t, line, f"  {raw_load}{loc}\n  {select}{loc}")
+
+
+def _padding_by_select(t: str) -> str:
+    # rank 1 (and no make_token token)
+    return _select_after_load(
+        t, "%result, %result_token = load_ptr_tko weak %14, %15, %bcast_14 token=%0",
+        "%raw, %result_token = load_ptr_tko weak %14, %15 optimization_hints = <sm_90 = {latency = 3}> : "
+        "tile<1024xptr<f16>>, tile<1024xi1> -> tile<1024xf16>, token",
+        "%result = select %15, %raw, %bcast_14 : tile<1024xi1>, tile<1024xf16>")
 
 
 def _padding_by_select_2d(t: str) -> str:
-    # gather2d_pad_kernel's f16 gather (rank 2) written as the port wrote it before: a masked
-    # load without padding, then a select of the padding where the mask is false
-    line = line_of(t, "%result_37, %result_token_38 = load_ptr_tko weak %28, %25, %bcast_36 token=%0")
-    loc = re.search(r" loc\(#loc\d+\)$", line).group(0)
-    new = ("  %raw, %result_token_38 = load_ptr_tko weak %28, %25 token=%0 : "
-           f"tile<16x1024xptr<f16>>, tile<16x1024xi1> -> tile<16x1024xf16>, token{loc}\n"
-           f"  %result_37 = select %25, %raw, %bcast_36 : tile<16x1024xi1>, tile<16x1024xf16>{loc}")
-    return sub(t, line, new)
+    # gather2d_pad_kernel's f16 gather (rank 2), as the port wrote it before the padding tile
+    return _select_after_load(
+        t, "%result_37, %result_token_38 = load_ptr_tko weak %28, %25, %bcast_36 token=%0",
+        "%raw, %result_token_38 = load_ptr_tko weak %28, %25 token=%0 : "
+        "tile<16x1024xptr<f16>>, tile<16x1024xi1> -> tile<16x1024xf16>, token",
+        "%result_37 = select %25, %raw, %bcast_36 : tile<16x1024xi1>, tile<16x1024xf16>")
 
 
 def _unread_padding_dropped(t: str) -> str:
