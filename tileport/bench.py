@@ -561,6 +561,20 @@ def other_device(doc: dict | None, env: dict) -> str | None:
     return was if was and now and was != now else None
 
 
+def kept_rows(results: Path, op: str, op_dir: Path, out_json: str | Path,
+              env: dict) -> tuple[dict, Path | None, str | None]:
+    """The rows of the kept bench verdict (:func:`kept_bench`) by config key
+    (:func:`tileport.validity.config_key`), the file they come from, and the device they were
+    measured on when it is not this run's (:func:`other_device`; then no rows: a merge would mix
+    devices). ``({}, None, None)`` when no kept verdict still holds."""
+    doc, src = kept_bench(results, op, op_dir, out_json)
+    other = other_device(doc, env)
+    if doc is None or other:
+        return {}, (src if other else None), other
+    return ({V.config_key(r["kernel"], r["variant"], r["shape"]): r
+             for r in doc.get("details", {}).get("rows", [])}, src, None)
+
+
 def _test_doc(results: Path, op: str) -> dict | None:
     try:
         return read(results / op / "test.json")
@@ -745,14 +759,11 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     rows, skipped = [], sorted({f"{k}/{v.id}" for k, v, _ in todo} & set(tested) - passed)
     kept, env = {}, H.env_versions()
     if pending_only:
-        doc, src = kept_bench(results, op, op_dir, out_json)
-        other = other_device(doc, env)
+        kept, src, other = kept_rows(results, op, op_dir, out_json, env)
         if other:       # a ratio of another device's rows and this one's: not one measurement
             print(f"tileport: --pending-only: the kept rows of {src} were measured on {other}, this is "
                   f"{env.get('device')}: timing every config", flush=True)
-            doc = None
-        kept = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in (doc or {}).get("details", {}).get("rows", [])}
-        print(f"tileport: --pending-only: {len(kept)} config(s) kept from {src}" if doc else
+        print(f"tileport: --pending-only: {len(kept)} config(s) kept from {src}" if kept else
               "tileport: --pending-only: no kept bench verdict still holds: timing every config", flush=True)
     stopped, longest = None, 0.0
     prev = _trap_sigterm()
@@ -787,12 +798,11 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         # a full run stopped early: the configs it did not reach keep the rows of the measurement
         # it was replacing where they still hold (as --pending-only would keep them), instead of
         # overwriting bench.json and .measured/ with fewer rows (the valid ones lost)
-        doc, src = kept_bench(results, op, op_dir, out_json)
-        if doc is not None and not other_device(doc, env):
+        # (the merge below takes this run's row where both have one)
+        kept, src, other = kept_rows(results, op, op_dir, out_json, env)
+        if src is not None and other is None:
             now = {V.config_key(r["kernel"], r["variant"], r["shape"]) for r in rows}
-            kept = {k: r for r in doc["details"].get("rows", [])
-                    if (k := V.config_key(r["kernel"], r["variant"], r["shape"])) not in now}
-            kept_after_stop = {"configs": len(kept), "from": str(src)}
+            kept_after_stop = {"configs": len(kept.keys() - now), "from": str(src)}
     if kept:            # the kept rows and the new ones, in manifest order
         new = {V.config_key(r["kernel"], r["variant"], r["shape"]): r for r in rows}
         order = [V.config_key(k, v.id, s) for k, v, s in todo
