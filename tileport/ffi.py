@@ -300,10 +300,13 @@ _SHARES: dict = {}
 
 
 def _shares_memo(shape, strides) -> bool:
-    if len(_SHARES) >= 4096:
-        _SHARES.clear()
-    v = _SHARES[(shape, strides)] = shares_memory(tuple(shape), tuple(strides))
-    return v
+    """:func:`shares_memory` remembered per layout (both paths ask it for every written array)."""
+    key = (tuple(shape), tuple(strides))
+    if key not in _SHARES:
+        if len(_SHARES) >= 4096:
+            _SHARES.clear()
+        _SHARES[key] = shares_memory(*key)
+    return _SHARES[key]
 
 
 def _empty_strided(t, strides):
@@ -626,7 +629,7 @@ class Shim:
             if a.get("role", "input") != "input":
                 try:
                     shape, strides = tuple(t.shape), tuple(t.stride())
-                    sharing = shares_memory(shape, strides)
+                    sharing = _shares_memo(shape, strides)
                 except Exception:  # noqa: BLE001 - unreadable or not integers: descriptor() names it below
                     pass
                 else:
