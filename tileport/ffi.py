@@ -22,8 +22,10 @@ bytes.
 
 Default (``HostLibrary(..., rust_marshal=False)`` or ``TILEPORT_RUST_MARSHAL=0`` turns it off):
 the library's ``tp_py_call_t`` (``rust/host/abi.rs``) does the fast path's reads and packing
-through the CPython C API and calls the packed entry itself, with the GIL released around the
-launch; it writes the same bytes and declines (-1: the Python paths decide) whatever the fast path
+and calls the packed entry itself, with the GIL released around the launch. It reads a tensor
+through its type's DLPack C exchange table (:func:`exchange_api`: one C call per array, torch >=
+2.10; ``HostLibrary(..., dlpack=False)`` or ``TILEPORT_DLPACK=0`` turns it off) and otherwise, or
+where that call fails, through the CPython C API (the fast path's five reads); it writes the same bytes and declines (-1: the Python paths decide) whatever the fast path
 would not take, and a shim's pre-launch refusal of an unread array without memory or of a layout
 to restage is retried through the Python paths. A written array whose elements may share memory
 (:func:`shares_memory`) is refused before the launch by the checked path, naming it.

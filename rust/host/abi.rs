@@ -553,12 +553,14 @@ pub fn launched<T, E: std::fmt::Debug>(r: Result<T, E>) -> Result<(), TpError> {
 // Each array is read in one of two ways. Where its type exposes the DLPack C exchange API
 // (`type(t).__dlpack_c_exchange_api__`, torch >= 2.10; dlpack.h 1.3 `DLPackExchangeAPI`) and
 // `tileport/ffi.py` passed that table's address, one C call (`dltensor_from_py_object_no_sync`)
-// fills a [`DlTensor`] on the stack with no allocation and no Python object made: about 0.3 µs
-// where the C-API reads below cost about 1.15 µs per array more than the packed shim on the H200
+// fills a [`DlTensor`] on the stack with no allocation and no Python object made. Otherwise (no
+// table, `TILEPORT_DLPACK=0`, or the call failed: its Python error is cleared), the array is read
+// through the CPython C API: the torch methods `get_device()`, `data_ptr()`, `dtype`, `shape`,
+// `stride()` by interned name, two of them making a tuple. Both ways write the same bytes. With
+// the C-API reads `tp_py_call_t` cost about 1.15 µs per array more than the packed shim on the H200
 // (docs/results/h200/hostbench-2026-12-01-s3.txt: `rs` 5.73 + 2.14 µs per array, `native` 4.70
-// + 0.99). Otherwise (no table, or the call failed: its Python error is cleared), the array is
-// read through the CPython C API: the torch methods `get_device()`, `data_ptr()`, `dtype`,
-// `shape`, `stride()` by interned name. Both ways write the same bytes. `tp_py_call` accepts only
+// + 0.99); on the CPU with torch 2.11 tensors (2026-12-01) the DLPack read of an array took about
+// 0.05 µs and the C-API reads 0.34 µs (hostbench's `rs` and `capi` columns say it on a GPU). `tp_py_call` accepts only
 // what the Python fast path accepts (tensors of the listed types on the launch device, exact
 // float / int values in range, dtypes of the table) and returns -1 for anything else, with no
 // Python error set: the caller then takes the Python path, which names the fault. The C API is
