@@ -1022,3 +1022,18 @@ def test_a_dlpack_setting_other_than_0_or_1_is_refused(monkeypatch):
         {"TILEPORT_DLPACK": "0"})
     with pytest.raises(ValueError, match="TILEPORT_DLPACK='off'"):
         ffi.dlpack_env({"TILEPORT_DLPACK": "off"})
+
+
+@pytest.mark.parametrize("dlpack", [True, False])
+def test_a_whole_call_reads_through_dlpack_unless_turned_off(built, dl, dlpack):  # noqa: F811
+    """HostLibrary(dlpack=...) reaches the shim through tp_py_call_t (no driver: TP_ERR_CUDA_CONTEXT),
+    reading the arrays through the exchange table or, turned off, through the C API."""
+    skip_with_a_driver()
+    results, _ = built
+    glib = HostLibrary(results / "host" / host.LIB_NAME, [results / "rms_norm" / "host" / "ffi.json"],
+                       rust_marshal=True, dlpack=dlpack)
+    assert glib.dlpack is dlpack and glib.shim(RMS)._rs[6] is dlpack
+    ffi._code_of("torch.bfloat16")
+    with pytest.raises(FfiError) as e:
+        glib.call(RMS, _dl_rms(), _RMS_SC, _RMS_CX, (1, 1, 1), stream=0, device=0)
+    assert e.value.code == 5 and (dl.filled, dl.capi) == ((3, 0) if dlpack else (0, 3))
