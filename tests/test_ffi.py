@@ -1037,3 +1037,17 @@ def test_a_whole_call_reads_through_dlpack_unless_turned_off(built, dl, dlpack):
     with pytest.raises(FfiError) as e:
         glib.call(RMS, _dl_rms(), _RMS_SC, _RMS_CX, (1, 1, 1), stream=0, device=0)
     assert e.value.code == 5 and (dl.filled, dl.capi) == ((3, 0) if dlpack else (0, 3))
+
+
+def test_hostbench_checks_the_rust_blocks_against_the_python_fast_path(rlib, dl, monkeypatch):
+    """hostbench's ``blocks`` column: same bytes with both reads, else which reads differ or declined."""
+    from tileport import hostbench
+
+    monkeypatch.setattr(ffi, "_RAW_STREAM", [lambda device: 0x1234])     # torch's current stream
+    shim = rlib.shim(RMS)
+    args = lambda **kw: (_dl_rms(**kw), _RMS_SC, _RMS_CX, (3, 1, 1), 0)     # noqa: E731
+    assert hostbench.rust_blocks(rlib, shim, args()) == "same"
+    lying = _DlTensor((8,), "torch.bfloat16", ptr=0x7F00_0000_9000, dl={"byte_offset": 2})
+    assert hostbench.rust_blocks(rlib, shim, args(w=lying)) == "dlpack differs"
+    lanes = _DlTensor((8,), "torch.bfloat16", dl={"lanes": 2})
+    assert hostbench.rust_blocks(rlib, shim, args(w=lanes)) == "dlpack declined"

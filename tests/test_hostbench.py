@@ -18,4 +18,4 @@ def test_line_has_every_column_and_nan_for_a_library_without_tp_py_call():
                ref=10.5, port=9.5, pyport=12.0, rs=float("nan"), capi=float("nan"), py=3.0, native=4.0,
                ctypes=0.1)
     text = HB.line(row)
-    assert len(text.split()) == len(HB.HEAD.split()) and text.split()[-4:] == ["-1.00", "1.50", "nan", "nan"]
+    assert len(text.split()) == len(HB.HEAD.split()) and text.split()[-5:] == ["-1.00", "1.50", "nan", "nan", "-"]

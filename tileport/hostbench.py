@@ -26,6 +26,10 @@ hide it and a longer one does not fill the queue. Medians over the rounds, µs p
   (argument checks, context and stream, borrowed tensors, cutile's launcher, the driver);
 * ``ctypes``: ``tp_abi_version()`` through ctypes, the floor of any call into the library.
 
+``blocks``: whether ``tp_py_call`` writes the Python fast path's argument block byte for byte for
+the measured call, with DLPack reads and with C-API reads (:func:`rust_blocks`: a recording
+entry in place of the shim's, nothing launched): ``same``, else which reads differ or declined.
+
 ``port - ref`` is what the port's host path costs more than ``ct.launch``. The last lines fit
 ``native`` and ``ref`` as a + b * arrays (least squares over the operators): b is the cost of
 one more array on each side.
@@ -82,6 +86,7 @@ def measure(c, lib, n: int, rounds: int, sync, rs: bool = True) -> dict:
     if rc != 0:
         raise RuntimeError(f"{c.symbol}: packed entry returned {rc}: {lib.last_error()}")
     abi = lib._lib.tp_abi_version
+    blocks = rust_blocks(lib, shim, (arrays, scalars, constexprs, grid, device)) if rs else "-"
     rs_shim = _rust_marshalled(lib, shim) if rs else None
     capi_shim = _rust_marshalled(lib, shim, dlpack=False) if rs else None
     py_shim = _python_marshalled(shim)
@@ -108,10 +113,45 @@ def measure(c, lib, n: int, rounds: int, sync, rs: bool = True) -> dict:
             out[label].append(per_call(sides[label], n, sync))
     spec = shim.spec
     row = {"rs": float("nan"), "capi": float("nan"), **{k: statistics.median(v) for k, v in out.items()}}
-    row.update(op=c.op, kernel=c.kernel, variant=c.variant.id, arrays=len(spec["arrays"]),
+    row.update(op=c.op, kernel=c.kernel, variant=c.variant.id, arrays=len(spec["arrays"]), blocks=blocks,
                scalars=len(spec["scalars"]), constexprs=len(spec["constexprs"]),
                dims=sum(a["ndim"] for a in spec["arrays"]))
     return row
+
+
+def rust_blocks(lib, shim, args) -> str:
+    """Whether the library's ``tp_py_call`` packs the Python fast path's block for ``args``
+    (arrays, scalars, constexprs, grid, device; torch's current stream), with DLPack reads and
+    with C-API reads: ``same``, else ``dlpack``/``capi`` followed by ``differs`` or ``declined``
+    (comma-separated), or ``no tp_py_call``. Nothing is launched: a recording function stands in
+    for the shim's packed entry."""
+    import ctypes
+
+    from .ffi import _rs_objs, py_call_entry
+    from .host import call_block
+
+    arrays, scalars, constexprs, grid, device = args
+    fn = py_call_entry(lib.path)
+    twin = _rust_marshalled(lib, shim)
+    if fn is None or twin is None:
+        return "no tp_py_call"
+    handle = lib.current_stream(device)
+    size = call_block(shim.spec)[1]["size"]
+    want = ctypes.string_at(shim._fast_args(arrays, scalars, constexprs, grid, handle, device), size)
+    seen: list = []
+    rec = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(lambda a: seen.append(ctypes.string_at(a, size)) or 0)
+    buf = ctypes.create_string_buffer(size + 8)
+    _, _, layout, _, names, _, _ = twin._rs
+    out = []
+    for label, dlpack in (("dlpack", True), ("capi", False)):
+        del seen[:]
+        rc = fn(ctypes.cast(rec, ctypes.c_void_p).value, ctypes.addressof(buf), layout, _rs_objs(dlpack), names,
+                arrays, scalars, constexprs, grid, device, handle)
+        if rc != 0 or not seen:
+            out.append(f"{label} declined")
+        elif seen[0] != want:
+            out.append(f"{label} differs")
+    return ", ".join(out) or "same"
 
 
 def _rust_marshalled(lib, shim, dlpack: bool = True):
@@ -142,7 +182,7 @@ def _python_marshalled(shim):
 
 HEAD = (f"{'op/kernel':58} {'arr':>3} {'dims':>4} {'sc':>3} {'cx':>3} {'ref':>6} {'port':>6} {'pyport':>6} "
         f"{'rs':>6} {'capi':>6} {'py':>6} {'native':>6} {'ctypes':>6} {'port-ref':>8} {'pyport-ref':>10} "
-        f"{'rs-ref':>7} {'capi-ref':>8}")
+        f"{'rs-ref':>7} {'capi-ref':>8}  blocks")
 
 
 def line(r: dict) -> str:
@@ -150,7 +190,8 @@ def line(r: dict) -> str:
     return (f"{(r['op'] + '/' + r['kernel'])[:58]:58} {r['arrays']:3d} {r['dims']:4d} {r['scalars']:3d} "
             f"{r['constexprs']:3d} {r['ref']:6.2f} {r['port']:6.2f} {r['pyport']:6.2f} {r['rs']:6.2f} "
             f"{r['capi']:6.2f} {r['py']:6.2f} {r['native']:6.2f} {r['ctypes']:6.2f} {r['port'] - r['ref']:8.2f} "
-            f"{r['pyport'] - r['ref']:10.2f} {r['rs'] - r['ref']:7.2f} {r['capi'] - r['ref']:8.2f}")
+            f"{r['pyport'] - r['ref']:10.2f} {r['rs'] - r['ref']:7.2f} {r['capi'] - r['ref']:8.2f}  "
+            f"{r.get('blocks', '-')}")
 
 
 def main(argv=None) -> int:
