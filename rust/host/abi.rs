@@ -560,11 +560,13 @@ pub fn launched<T, E: std::fmt::Debug>(r: Result<T, E>) -> Result<(), TpError> {
 // the C-API reads `tp_py_call_t` cost about 1.15 µs per array more than the packed shim on the H200
 // (docs/results/h200/hostbench-2026-12-01-s3.txt: `rs` 5.73 + 2.14 µs per array, `native` 4.70
 // + 0.99); on the CPU with torch 2.11 tensors (2026-12-01) the DLPack read of an array took about
-// 0.05 µs and the C-API reads 0.34 µs (hostbench's `rs` and `capi` columns say it on a GPU). `tp_py_call` accepts only
-// what the Python fast path accepts (tensors of the listed types on the launch device, exact
-// float / int values in range, dtypes of the table) and returns -1 for anything else, with no
-// Python error set: the caller then takes the Python path, which names the fault. The C API is
-// looked up in the running process (`dlsym`), so the library still loads where no Python is.
+// 0.05 µs and the C-API reads 0.34 µs (hostbench's `rs` and `capi` columns say it on a GPU).
+//
+// `tp_py_call` accepts only what the Python fast path accepts (tensors of the listed types on the
+// launch device, exact float / int values in range, dtypes of the table) and returns -1 for
+// anything else, with no Python error set: the caller then takes the Python path, which names the
+// fault. The C API is looked up in the running process (`dlsym`), so the library still loads
+// where no Python is.
 
 type PyObj = *mut c_void;
 
@@ -692,9 +694,9 @@ const DL_CUDA: i32 = 2;
 
 /// DLPack `(type code, bits)` of one lane -> tileport dtype code (`host.DTYPE_CODES`), from
 /// dlpack.h 1.3's `DLDataTypeCode` (kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6,
-/// kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12; bool stored in 8 bits) as torch 2.11 exports them
-/// (checked there for f32, bf16, bool, f8e4m3fn, f8e5m2, u16: /tmp/dl_probe.py, 2026-12-01).
-/// Any other pair, or lanes other than 1, is a dtype `tp_py_call` declines.
+/// kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12; bool stored in 8 bits), as torch 2.11 exports them:
+/// for every dtype here `tp_py_call`'s block equalled the Python fast path's on torch 2.11 CPU
+/// tensors (2026-12-01). Any other pair, or lanes other than 1, is a dtype `tp_py_call` declines.
 const DLPACK_DTYPES: [(u8, u8, i32); 15] = [
     (2, 16, TP_F16), (4, 16, TP_BF16), (2, 32, TP_F32), (2, 64, TP_F64),
     (0, 8, TP_I8), (0, 16, TP_I16), (0, 32, TP_I32), (0, 64, TP_I64),
