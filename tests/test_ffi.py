@@ -614,7 +614,7 @@ def rlib(built, fast):  # noqa: F811
 
 def _rs_block(shim, arrays, scalars, cx, grid, device=0, stream=0):
     """(status, block bytes) of tp_py_call with a recording packed entry (no driver involved)."""
-    fn, _, layout, _, names, _ = shim._rs
+    fn, _, layout, _, names, _, _ = shim._rs
     seen = []
     size = host.call_block(shim.spec)[1]["size"]
     cb = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(lambda a: seen.append(ctypes.string_at(a, size)) or 0)
@@ -851,3 +851,203 @@ def test_an_array_whose_layout_cannot_be_read_is_named_not_a_traceback(monkeypat
     with pytest.raises(FfiError, match=rf"array '{name}': {cause}") as e:
         _shim(_SPEC_OUT, calls)(args, {}, {}, (1, 1, 1), stream=0, device=0)
     assert e.value.code == 0 and calls == []
+
+
+# -- tp_py_call's DLPack reads (dlpack.h 1.3 exchange API): fake tensor types whose
+# __dlpack_c_exchange_api__ is a real capsule over a ctypes-built table -----------------------------
+
+#: torch dtype name -> DLPack (code, bits, lanes), from dlpack.h 1.3's DLDataTypeCode
+_DL_DTYPES = {"torch.float16": (2, 16, 1), "torch.bfloat16": (4, 16, 1), "torch.float32": (2, 32, 1),
+              "torch.float64": (2, 64, 1), "torch.int8": (0, 8, 1), "torch.int16": (0, 16, 1),
+              "torch.int32": (0, 32, 1), "torch.int64": (0, 64, 1), "torch.uint8": (1, 8, 1),
+              "torch.uint16": (1, 16, 1), "torch.uint32": (1, 32, 1), "torch.uint64": (1, 64, 1),
+              "torch.bool": (6, 8, 1), "torch.float8_e4m3fn": (10, 8, 1), "torch.float8_e5m2": (12, 8, 1)}
+_DL_FILL = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ffi.DLTensor))
+_CAPSULE_NEW = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", ctypes.pythonapi))
+
+
+def _exchange_capsule(fill, major=1, name=ffi.EXCHANGE_CAPSULE, with_fn=True):
+    """(capsule, what it points into) over a DLPackExchangeAPI whose dltensor_from_py_object_no_sync
+    is ``fill`` (a ``_DL_FILL`` callback, or a C function's address)."""
+    fn = fill if isinstance(fill, int) else ctypes.cast(fill, ctypes.c_void_p).value
+    api = ffi.DLPackExchangeAPI(major=major, minor=3, dltensor_from_py_object_no_sync=fn if with_fn else None)
+    nm = ctypes.create_string_buffer(name)         # the capsule keeps this pointer, not a copy
+    return _CAPSULE_NEW(ctypes.addressof(api), nm, None), (fill, api, nm)
+
+
+def _fill(obj, out):
+    """dltensor_from_py_object_no_sync of a _DlTensor: its fields, as torch fills them (an
+    override in ``obj.dl`` replaces one)."""
+    d = out.contents
+    n = len(obj.shape)
+    obj._dl_keep = ((ctypes.c_int64 * n)(*obj.shape), (ctypes.c_int64 * n)(*obj._strides))
+    d.data, d.ndim, d.byte_offset = obj.ptr, n, 0
+    d.device.device_type, d.device.device_id = (2, obj.dev) if obj.dev >= 0 else (1, 0)
+    d.dtype.code, d.dtype.bits, d.dtype.lanes = _DL_DTYPES.get(obj.dtype, (5, 64, 1))
+    d.shape, d.strides = (ctypes.cast(a, ctypes.POINTER(ctypes.c_int64)) for a in obj._dl_keep)
+    for k, v in obj.dl.items():
+        if k in ("device_type", "device_id"):
+            setattr(d.device, k, v)
+        elif k in ("code", "bits", "lanes"):
+            setattr(d.dtype, k, v)
+        else:
+            setattr(d, k, v)
+    _DlTensor.filled += 1
+    return 0
+
+
+_FILL_CB = _DL_FILL(_fill)
+_CAPSULE, _CAPSULE_KEEP = _exchange_capsule(_FILL_CB)
+
+
+class _DlTensor(FastTensor):
+    """A fast-path tensor type with a DLPack exchange table (as torch.Tensor >= 2.10); its C-API
+    reads count themselves (``capi``), its exchange calls too (``filled``)."""
+
+    __dlpack_c_exchange_api__ = _CAPSULE
+    filled = capi = 0
+
+    def __init__(self, *a, dl=None, **kw):
+        super().__init__(*a, **kw)
+        self.dl = dl or {}
+
+    def data_ptr(self):
+        _DlTensor.capi += 1
+        return self.ptr
+
+
+@pytest.fixture
+def dl(monkeypatch):
+    """The fast path takes _DlTensor; its counters start at 0."""
+    monkeypatch.setattr(ffi, "_FAST_TYPES", {_DlTensor})
+    _DlTensor.filled = _DlTensor.capi = 0
+    return _DlTensor
+
+
+def _dl_rms(**kw):
+    return {"x": _DlTensor((4, 8), "torch.bfloat16", ptr=0x7F00_0000_1000),
+            "w": _DlTensor((8,), "torch.bfloat16", ptr=0x7F00_0000_9000),
+            "y": _DlTensor((4, 8), "torch.bfloat16", ptr=0x7F00_0001_0000, strides=(16, 1)), **kw}
+
+
+_RMS_SC, _RMS_CX = {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8}
+
+
+def _fast_block(shim, arrays, grid=(3, 1, 1), stream=0x1234):
+    """The Python fast path's block for these arrays (it reads them through the C API)."""
+    addr = shim._fast_args(arrays, _RMS_SC, _RMS_CX, grid, stream, 0)
+    return ctypes.string_at(addr, host.call_block(shim.spec)[1]["size"])
+
+
+def test_exchange_api_is_resolved_from_the_type_or_is_0():
+    assert ffi.exchange_api(_DlTensor) == ctypes.addressof(_CAPSULE_KEEP[1]) != 0
+    assert ffi.exchange_api(FastTensor) == 0                           # no attribute (torch < 2.10)
+    for kw in (dict(major=2), dict(name=b"dltensor"), dict(with_fn=False)):
+        cap, keep = _exchange_capsule(_FILL_CB, **kw)
+        assert ffi.exchange_api(type("T", (), {"__dlpack_c_exchange_api__": cap})) == 0, kw
+    assert ffi.exchange_api(type("T", (), {"__dlpack_c_exchange_api__": 7})) == 0      # not a capsule
+
+
+def test_dlpack_reads_pack_the_python_fast_paths_bytes(rlib, dl):
+    """Every dtype of the table, strided and offset views: tp_py_call's DLPack reads (one exchange
+    call per array, no C-API read) write the bytes the Python fast path packs."""
+    shim = rlib.shim(RMS)
+    for name in _DL_DTYPES:
+        arrays = _dl_rms(x=_DlTensor((4, 8), name, ptr=0x7F00_0000_1000, strides=(32, 2)))
+        want = _fast_block(shim, arrays)
+        dl.filled = dl.capi = 0
+        rc, got = _rs_block(shim, arrays, _RMS_SC, _RMS_CX, (3, 1, 1), stream=0x1234)
+        assert (rc, got, dl.filled, dl.capi) == (0, want, 3, 0), name
+    # a byte_offset of whole elements: data + byte_offset, as torch's data_ptr() gives it
+    arrays = _dl_rms(w=_DlTensor((8,), "torch.bfloat16", ptr=0x7F00_0000_9000, dl={"byte_offset": 6}))
+    want = _fast_block(shim, _dl_rms(w=_DlTensor((8,), "torch.bfloat16", ptr=0x7F00_0000_9006)))
+    assert _rs_block(shim, arrays, _RMS_SC, _RMS_CX, (3, 1, 1), stream=0x1234) == (0, want)
+    # TILEPORT_DLPACK=0's table: every array read through the C API, the same bytes
+    fn, _, layout, _, names, _, _ = shim._rs
+    seen, size = [], host.call_block(shim.spec)[1]["size"]
+    cb = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(lambda a: seen.append(ctypes.string_at(a, size)) or 0)
+    buf = ctypes.create_string_buffer(size + 8)
+    dl.filled = dl.capi = 0
+    assert fn(ctypes.cast(cb, ctypes.c_void_p).value, ctypes.addressof(buf), layout, ffi._rs_objs(False), names,
+              _dl_rms(), _RMS_SC, _RMS_CX, (3, 1, 1), 0, 0x1234) == 0
+    assert seen == [_fast_block(shim, _dl_rms())] and (dl.filled, dl.capi) == (0, 6)
+
+
+@pytest.mark.parametrize("dl_kw", [{"lanes": 2}, {"code": 5, "bits": 64}, {"bits": 12}, {"device_type": 1},
+                                   {"device_type": 13}, {"device_id": 1}, {"byte_offset": 3}, {"ndim": 2}],
+                         ids=["lanes", "complex", "bits", "cpu", "managed", "other-device", "half-element",
+                              "rank"])
+def test_dlpack_reads_decline_what_the_fast_path_would_not_take(rlib, dl, dl_kw):
+    """-1, nothing launched, no Python error left, no C-API read: the Python paths decide."""
+    rc_got = _rs_block(rlib.shim(RMS), _dl_rms(w=_DlTensor((8,), "torch.bfloat16", dl=dl_kw)), _RMS_SC, _RMS_CX,
+                       (3, 1, 1))
+    assert rc_got == (-1, None) and dl.capi == 0
+
+
+def test_dlpack_reads_keep_the_written_array_check(rlib, dl):
+    y = _DlTensor((4, 8), "torch.bfloat16", strides=(0, 1))       # an output whose rows share memory
+    assert _rs_block(rlib.shim(RMS), _dl_rms(y=y), _RMS_SC, _RMS_CX, (3, 1, 1)) == (-1, None)
+
+
+_PYLIST_APPEND = ctypes.cast(ctypes.pythonapi.PyList_Append, ctypes.c_void_p).value
+
+
+@pytest.mark.parametrize("how", ["raises", "null-data", "null-strides"])
+def test_dlpack_reads_fall_back_to_the_c_api_for_one_array(rlib, dl, monkeypatch, how):
+    """An exchange call that fails (-1 with a Python error set: PyList_Append of a non-list is a
+    real C function of that contract), a null data pointer (an empty tensor: the C-API reads
+    decide, as today) or no strides (a producer before DLPack 1.2): that array is read through
+    the C API, its error cleared, and the block is the fast path's."""
+    shim = rlib.shim(RMS)
+    if how == "raises":
+        cap, keep = _exchange_capsule(_PYLIST_APPEND)
+        kind = type("_Failing", (_DlTensor,), {"__dlpack_c_exchange_api__": cap})
+        monkeypatch.setattr(ffi, "_FAST_TYPES", {_DlTensor, kind})
+        w = kind((8,), "torch.bfloat16", ptr=0x7F00_0000_9000)
+    else:
+        w = _DlTensor((8,), "torch.bfloat16", ptr=0x7F00_0000_9000, dl={how.split("-")[1]: None})
+    arrays = _dl_rms(w=w)
+    want = _fast_block(shim, arrays)
+    dl.filled = dl.capi = 0
+    assert _rs_block(shim, arrays, _RMS_SC, _RMS_CX, (3, 1, 1), stream=0x1234) == (0, want)
+    assert (dl.filled, dl.capi) == (2 + (how != "raises"), 1)
+    assert _fast_block(shim, _dl_rms(w=_DlTensor((8,), "torch.bfloat16", ptr=0))) == \
+        _rs_block(shim, _dl_rms(w=_DlTensor((8,), "torch.bfloat16", ptr=0)), _RMS_SC, _RMS_CX, (3, 1, 1),
+                  stream=0x1234)[1]
+
+
+def test_a_dlpack_setting_other_than_0_or_1_is_refused(monkeypatch):
+    assert ffi.dlpack_env({}) and ffi.dlpack_env({"TILEPORT_DLPACK": "1"}) and not ffi.dlpack_env(
+        {"TILEPORT_DLPACK": "0"})
+    with pytest.raises(ValueError, match="TILEPORT_DLPACK='off'"):
+        ffi.dlpack_env({"TILEPORT_DLPACK": "off"})
+
+
+@pytest.mark.parametrize("dlpack", [True, False])
+def test_a_whole_call_reads_through_dlpack_unless_turned_off(built, dl, dlpack):  # noqa: F811
+    """HostLibrary(dlpack=...) reaches the shim through tp_py_call_t (no driver: TP_ERR_CUDA_CONTEXT),
+    reading the arrays through the exchange table or, turned off, through the C API."""
+    skip_with_a_driver()
+    results, _ = built
+    glib = HostLibrary(results / "host" / host.LIB_NAME, [results / "rms_norm" / "host" / "ffi.json"],
+                       rust_marshal=True, dlpack=dlpack)
+    assert glib.dlpack is dlpack and glib.shim(RMS)._rs[6] is dlpack
+    ffi._code_of("torch.bfloat16")
+    with pytest.raises(FfiError) as e:
+        glib.call(RMS, _dl_rms(), _RMS_SC, _RMS_CX, (1, 1, 1), stream=0, device=0)
+    assert e.value.code == 5 and (dl.filled, dl.capi) == ((3, 0) if dlpack else (0, 3))
+
+
+def test_hostbench_checks_the_rust_blocks_against_the_python_fast_path(rlib, dl, monkeypatch):
+    """hostbench's ``blocks`` column: same bytes with both reads, else which reads differ or declined."""
+    from tileport import hostbench
+
+    monkeypatch.setattr(ffi, "_RAW_STREAM", [lambda device: 0x1234])     # torch's current stream
+    shim = rlib.shim(RMS)
+    args = lambda **kw: (_dl_rms(**kw), _RMS_SC, _RMS_CX, (3, 1, 1), 0)     # noqa: E731
+    assert hostbench.rust_blocks(rlib, shim, args()) == "same"
+    lying = _DlTensor((8,), "torch.bfloat16", ptr=0x7F00_0000_9000, dl={"byte_offset": 2})
+    assert hostbench.rust_blocks(rlib, shim, args(w=lying)) == "dlpack differs"
+    lanes = _DlTensor((8,), "torch.bfloat16", dl={"lanes": 2})
+    assert hostbench.rust_blocks(rlib, shim, args(w=lanes)) == "dlpack declined"

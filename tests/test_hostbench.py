@@ -15,6 +15,7 @@ def test_per_call_runs_n_calls_between_two_syncs():
 
 def test_line_has_every_column_and_nan_for_a_library_without_tp_py_call():
     row = dict(op="tg_relu", kernel="_relu_fwd_kernel", arrays=2, dims=2, scalars=0, constexprs=2,
-               ref=10.5, port=9.5, pyport=12.0, rs=float("nan"), py=3.0, native=4.0, ctypes=0.1)
+               ref=10.5, port=9.5, pyport=12.0, rs=float("nan"), capi=float("nan"), py=3.0, native=4.0,
+               ctypes=0.1)
     text = HB.line(row)
-    assert len(text.split()) == len(HB.HEAD.split()) and text.split()[-3:] == ["-1.00", "1.50", "nan"]
+    assert len(text.split()) == len(HB.HEAD.split()) and text.split()[-5:] == ["-1.00", "1.50", "nan", "nan", "-"]

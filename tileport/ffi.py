@@ -22,8 +22,10 @@ bytes.
 
 Default (``HostLibrary(..., rust_marshal=False)`` or ``TILEPORT_RUST_MARSHAL=0`` turns it off):
 the library's ``tp_py_call_t`` (``rust/host/abi.rs``) does the fast path's reads and packing
-through the CPython C API and calls the packed entry itself, with the GIL released around the
-launch; it writes the same bytes and declines (-1: the Python paths decide) whatever the fast path
+and calls the packed entry itself, with the GIL released around the launch. It reads a tensor
+through its type's DLPack C exchange table (:func:`exchange_api`: one C call per array, torch >=
+2.10; ``HostLibrary(..., dlpack=False)`` or ``TILEPORT_DLPACK=0`` turns it off) and otherwise, or
+where that call fails, through the CPython C API (the fast path's five reads); it writes the same bytes and declines (-1: the Python paths decide) whatever the fast path
 would not take, and a shim's pre-launch refusal of an unread array without memory or of a layout
 to restage is retried through the Python paths. A written array whose elements may share memory
 (:func:`shares_memory`) is refused before the launch by the checked path, naming it.
@@ -170,23 +172,93 @@ def _register_fast(t) -> None:
                 _code_of(dt)
 
 
-#: what ``tp_py_call`` accepts, as ``rust/host/abi.rs`` reads it: (ctypes array, its address),
-#: and the sizes of :data:`_FAST_TYPES` and :data:`_CODE_OF` it was built from
-_RS_OBJS: list = [None, -1, -1]
+class DLDevice(ctypes.Structure):
+    """``DLDevice`` of dlpack.h 1.3: ``device_type`` (kDLCPU 1, kDLCUDA 2) and ``device_id``."""
+
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
 
-def _rs_objs() -> int:
-    """Address of the table of tensor types, exact float / int types and (dtype, code) pairs
-    that ``tp_py_call`` accepts (rebuilt when a type or dtype is learnt; the objects are kept
-    alive by the set and dict that hold them)."""
-    if _RS_OBJS[0] is None or _RS_OBJS[1] != len(_FAST_TYPES) or _RS_OBJS[2] != len(_CODE_OF):
+class DLDataType(ctypes.Structure):
+    """``DLDataType`` of dlpack.h 1.3: type code (kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4,
+    kDLBool 6, ...), bits per lane, lanes."""
+
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    """``DLTensor`` of dlpack.h 1.3 (48 bytes on x86-64): data, device, ndim, dtype, shape and
+    strides (``int64_t *``, elements), byte_offset."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLPackExchangeAPI(ctypes.Structure):
+    """``DLPackExchangeAPI`` of dlpack.h 1.3: the header (``version`` {major, minor}, ``prev_api``),
+    then five function pointers (as addresses); ``dltensor_from_py_object_no_sync`` may be null."""
+
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("prev_api", ctypes.c_void_p),
+                ("managed_tensor_allocator", ctypes.c_void_p),
+                ("managed_tensor_from_py_object_no_sync", ctypes.c_void_p),
+                ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
+                ("dltensor_from_py_object_no_sync", ctypes.c_void_p),
+                ("current_work_stream", ctypes.c_void_p)]
+
+
+#: name of the capsule a tensor type's ``__dlpack_c_exchange_api__`` holds (dlpack.h 1.3)
+EXCHANGE_CAPSULE = b"dlpack_exchange_api"
+#: ``PyCapsule_IsValid`` / ``PyCapsule_GetPointer`` with prototypes of their own (the shared
+#: ``ctypes.pythonapi`` functions' argtypes are left as other code set them)
+_CAPSULE_VALID = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_CAPSULE_POINTER = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+def exchange_api(tp) -> int:
+    """Address of tensor type ``tp``'s DLPack C exchange table, which ``tp_py_call`` reads its
+    tensors through (one C call per array instead of five Python-level reads); 0 where it has
+    none: no ``__dlpack_c_exchange_api__`` on the type (torch < 2.10), not a capsule named
+    ``dlpack_exchange_api``, a major version other than 1, or a null
+    ``dltensor_from_py_object_no_sync``. Source: dlpack.h 1.3 (``DLPackExchangeAPI``: the
+    attribute is set on the type, its table lives as long as the process); torch 2.11 gives
+    version 1.3 with that function set. Never raises."""
+    try:
+        cap = getattr(tp, "__dlpack_c_exchange_api__", None)
+        if cap is None or not _CAPSULE_VALID(cap, EXCHANGE_CAPSULE):
+            return 0
+        p = _CAPSULE_POINTER(cap, EXCHANGE_CAPSULE)
+    except Exception:  # noqa: BLE001 - a type whose attribute lookup raises: read through the C API
+        return 0
+    if not p:
+        return 0
+    api = DLPackExchangeAPI.from_address(p)
+    return p if api.major == 1 and api.dltensor_from_py_object_no_sync else 0
+
+
+#: what ``tp_py_call`` accepts, as ``rust/host/abi.rs`` reads it, with DLPack exchange tables
+#: (index 1) or without (0: every array read through the C API): [(ctypes array, its address),
+#: the :data:`_FAST_TYPES` set and sizes of it and of :data:`_CODE_OF` it was built from]
+_RS_OBJS: list = [[None, None, -1, -1], [None, None, -1, -1]]
+
+
+def _rs_objs(dlpack: bool = True) -> int:
+    """Address of the table of tensor types, exact float / int types, (dtype, code) pairs and,
+    per tensor type, its :func:`exchange_api` address (0 for every type when ``dlpack`` is
+    false) that ``tp_py_call`` accepts (rebuilt when a type or dtype is learnt; the objects are
+    kept alive by the set and dict that hold them; the exchange tables live as long as the
+    process, dlpack.h 1.3)."""
+    c = _RS_OBJS[dlpack]
+    if c[1] is not _FAST_TYPES or c[2] != len(_FAST_TYPES) or c[3] != len(_CODE_OF):
         types = list(_FAST_TYPES)
         dts = [(d, c) for d, c in _CODE_OF.items() if c]
         vals = [len(types), *map(id, types), id(float), id(int), len(dts),
-                *[x for d, c in dts for x in (id(d), c)]]
+                *[x for d, c in dts for x in (id(d), c)],
+                *[exchange_api(t) if dlpack else 0 for t in types]]
         arr = (ctypes.c_size_t * len(vals))(*vals)
-        _RS_OBJS[:] = [(arr, ctypes.addressof(arr)), len(_FAST_TYPES), len(_CODE_OF)]
-    return _RS_OBJS[0][1]
+        c = _RS_OBJS[dlpack] = [(arr, ctypes.addressof(arr)), _FAST_TYPES, len(_FAST_TYPES), len(_CODE_OF)]
+    return c[0][1]
 
 
 def _getter(names: list[str]):
@@ -254,11 +326,35 @@ def rust_marshal_env(environ=None) -> bool:
         ValueError: any other value (``false``, ``off``, `` 0``): it would otherwise silently keep
             Rust marshalling on while the user meant to turn it off (or the reverse).
     """
-    v = (os.environ if environ is None else environ).get(RUST_MARSHAL_ENV, "")
+    return _switch_env(RUST_MARSHAL_ENV, "Python marshalling", "Rust marshalling", environ)
+
+
+#: the environment variable that has the Rust marshalling read every tensor through the CPython C
+#: API instead of its type's DLPack exchange table (module doc)
+DLPACK_ENV = "TILEPORT_DLPACK"
+
+
+def dlpack_env(environ=None) -> bool:
+    """Whether :data:`DLPACK_ENV` lets the Rust marshalling read tensors through their type's
+    DLPack exchange table (:func:`exchange_api`): unset, empty or ``1`` yes, ``0`` no (the C-API
+    reads of every tensor).
+
+    Raises:
+        ValueError: any other value (as :func:`rust_marshal_env`).
+    """
+    return _switch_env(DLPACK_ENV, "C-API reads", "DLPack reads", environ)
+
+
+def _switch_env(name: str, off: str, on: str, environ=None) -> bool:
+    """An on/off switch from the environment: unset, empty or ``1`` on, ``0`` off.
+
+    Raises:
+        ValueError: any other value, naming the variable and what 0 and 1 mean.
+    """
+    v = (os.environ if environ is None else environ).get(name, "")
     if v in ("", "1", "0"):
         return v != "0"
-    raise ValueError(f"{RUST_MARSHAL_ENV}={v!r}: write {RUST_MARSHAL_ENV}=0 (Python marshalling) or "
-                     f"{RUST_MARSHAL_ENV}=1 / leave it unset (Rust marshalling, the default)")
+    raise ValueError(f"{name}={v!r}: write {name}=0 ({off}) or {name}=1 / leave it unset ({on}, the default)")
 
 
 def shares_memory(shape: tuple, strides: tuple, exact_limit: int = 1 << 16) -> bool:
@@ -378,8 +474,8 @@ class Shim:
         self._tail_types = (tuple(int if is_int else float for _, is_int in self._scalars)
                             + (int,) * (len(self._constexprs) + 3))
         #: (tp_py_call, packed entry address, layout address, layout array, argument names,
-        #: tp_py_call_t or None) when the library marshals in Rust (HostLibrary's rust_marshal),
-        #: else None
+        #: tp_py_call_t or None, DLPack reads on) when the library marshals in Rust (HostLibrary's
+        #: rust_marshal and dlpack), else None
         self._rs = None
         #: the last call went to the Python paths after tp_py_call declined or the shim refused
         #: it, and no call since was taken by the Python fast path: skip tp_py_call (see __call__)
@@ -405,11 +501,12 @@ class Shim:
         self._retry = (frozenset({"TP_ERR_NULL_POINTER"} if self._unread else set())
                        | frozenset({"TP_ERR_BAD_SHAPE"} if self.strided else set())) or None
 
-    def _enable_rust_marshal(self, fn, fn_t=None) -> None:
+    def _enable_rust_marshal(self, fn, fn_t=None, dlpack: bool = True) -> None:
         """Marshal fast calls with the library's ``tp_py_call`` (``fn``, bound through
         ``ctypes.PyDLL``), or its tuple form ``tp_py_call_t`` (``fn_t``, three arguments to
         convert instead of eleven) where the library has it: the layout of this shim's block, as
-        ``rust/host/abi.rs`` reads it."""
+        ``rust/host/abi.rs`` reads it; ``dlpack``: read tensors through their type's DLPack
+        exchange table where it has one (:func:`exchange_api`), else through the C API."""
         if self.packed is None or not self._fast:
             return
         # arrays that may be None or empty (unread) or need restaging (strided) need no refusal
@@ -424,14 +521,15 @@ class Shim:
         lay = [len(ranks), *ranks, len(kinds), *kinds, first, off["device"], off["stream"]]
         arr = (ctypes.c_int64 * len(lay))(*lay)
         names = (tuple(a[0] for a in self._arrays), tuple(n for n, _ in self._scalars), tuple(self._constexprs))
-        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr, names, fn_t)
+        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr, names, fn_t,
+                    bool(dlpack))
 
     def _rust_call(self, arrays, scalars, constexprs, grid, stream, device) -> int:
         """One call marshalled by ``tp_py_call``: the shim's status, or -1 when it declined
         (nothing launched: the Python paths decide)."""
         if type(device) is not int:
             return -1
-        fn, packed, layout, _, names, fn_t = self._rs
+        fn, packed, layout, _, names, fn_t, _ = self._rs
         if stream is None:
             handle = (_RAW_STREAM[0] or _raw_stream_fn())(device)
         else:
@@ -441,14 +539,15 @@ class Shim:
                 fixed = self._tls.rs
             except AttributeError:
                 fixed = self._rs_fixed()
-            return fn_t(fixed, _rs_objs(), (names, arrays, scalars, constexprs, grid, device, handle))
+            return fn_t(fixed, _rs_objs(self._rs[6]), (names, arrays, scalars, constexprs, grid, device, handle))
         if not 0 <= device <= _I32_MAX or type(handle) is not int or not 0 <= handle < 2 ** 64:
             return -1
         try:
             buf, addr = self._tls.b
         except AttributeError:
             buf, addr = self._buffer()
-        return fn(packed, addr, layout, _rs_objs(), names, arrays, scalars, constexprs, grid, device, handle)
+        return fn(packed, addr, layout, _rs_objs(self._rs[6]), names, arrays, scalars, constexprs, grid, device,
+                  handle)
 
     def _rs_fixed(self) -> int:
         """Address of this thread's (packed entry, block, layout) triple for ``tp_py_call_t``
@@ -492,7 +591,7 @@ class Shim:
                         fixed = self._tls.rs
                     except AttributeError:
                         fixed = self._rs_fixed()
-                    rc = rs[5](fixed, _rs_objs(), (rs[4], arrays, scalars, constexprs, grid, device, handle))
+                    rc = rs[5](fixed, _rs_objs(rs[6]), (rs[4], arrays, scalars, constexprs, grid, device, handle))
                 else:
                     rc = self._rust_call(arrays, scalars, constexprs, grid, stream, device)
             except Exception:  # noqa: BLE001 - anything unexpected: the Python paths decide
@@ -787,17 +886,23 @@ class HostLibrary:
     ``functions``: symbol -> its ``ffi.json`` entry plus ``fn`` (the ctypes function);
     ``shims``: symbol -> :class:`Shim`. ``rust_marshal`` (default: on unless ``TILEPORT_RUST_MARSHAL=0`` in
     the environment): fast calls marshalled by the library's ``tp_py_call_t`` (module doc);
-    ``self.rust_marshal`` says whether the library has it.
+    ``self.rust_marshal`` says whether the library has it. ``dlpack`` (default: on unless
+    ``TILEPORT_DLPACK=0``): ``tp_py_call_t`` reads a tensor through its type's DLPack exchange table
+    (:func:`exchange_api`) where it has one, else through the CPython C API.
 
     Raises (constructor):
         FfiError: the library cannot be loaded, has another ABI version, or lacks a listed symbol.
         ValueError: ``rust_marshal`` None and ``TILEPORT_RUST_MARSHAL`` neither 0 nor 1
-            (:func:`rust_marshal_env`), before the library is loaded.
+            (:func:`rust_marshal_env`), or ``dlpack`` None and ``TILEPORT_DLPACK`` neither 0 nor 1
+            (:func:`dlpack_env`), before the library is loaded.
     """
 
-    def __init__(self, library: str | Path, ffi_jsons: list[str | Path], rust_marshal: bool | None = None):
+    def __init__(self, library: str | Path, ffi_jsons: list[str | Path], rust_marshal: bool | None = None,
+                 dlpack: bool | None = None):
         if rust_marshal is None:
             rust_marshal = rust_marshal_env()
+        if dlpack is None:
+            dlpack = dlpack_env()
         self.path = str(library)
         try:
             self._lib = ctypes.CDLL(self.path)
@@ -832,14 +937,14 @@ class HostLibrary:
                     packed.argtypes, packed.restype = [ctypes.c_void_p], ctypes.c_int32
                 self.functions[spec["symbol"]] = {**spec, "fn": fn}
                 self.shims[spec["symbol"]] = Shim(self, spec, fn, packed)
-        self.rust_marshal = False
+        self.rust_marshal, self.dlpack = False, bool(dlpack)
         if rust_marshal:
             rs, rs_t = py_call_entry(self.path), py_call_t_entry(self.path)
             # a library without tp_py_call_t is older than the written-array flag of the layout
             # (it would decline every call): the Python paths marshal for it
             if rs is not None and rs_t is not None:
                 for sh in self.shims.values():
-                    sh._enable_rust_marshal(rs, rs_t)
+                    sh._enable_rust_marshal(rs, rs_t, dlpack)
                 self.rust_marshal = True
 
     def for_variant(self, kernel: str, variant: str) -> dict:

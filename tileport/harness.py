@@ -680,9 +680,11 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
 
 def env_versions() -> dict:
     """Versions of what a GPU result depends on: device, driver, CUDA (torch's), torch,
-    cuda-tile, tileiras (``tileiras --version``), and ``host_marshal`` (``rust``: the library's
-    tp_py_call_t marshals the port's calls, the default; ``python`` with ``TILEPORT_RUST_MARSHAL=0``),
-    for test.json / bench.json."""
+    cuda-tile, tileiras (``tileiras --version``), ``host_marshal`` (``rust``: the library's
+    tp_py_call_t marshals the port's calls, the default; ``python`` with ``TILEPORT_RUST_MARSHAL=0``)
+    and, with ``rust``, ``host_reads`` (``dlpack``: it reads torch tensors through torch's DLPack
+    exchange table, the default where torch has one; ``capi`` with ``TILEPORT_DLPACK=0`` or an older
+    torch: ``tileport.ffi.exchange_api``), for test.json / bench.json."""
     import importlib.metadata as md
     import shutil
     import subprocess
@@ -714,12 +716,17 @@ def env_versions() -> dict:
 
     # which marshalling timed the port's host path (tileport/ffi.py: the library's tp_py_call_t by
     # default, the Python fast path with TILEPORT_RUST_MARSHAL=0)
-    from .ffi import rust_marshal_env
+    from .ffi import dlpack_env, exchange_api, rust_marshal_env
 
     try:
         out["host_marshal"] = "rust" if rust_marshal_env() else "python"
     except ValueError as exc:        # the library refuses to load with it (ffi.HostLibrary)
         out["host_marshal"] = f"invalid: {exc}"
+    if out["host_marshal"] == "rust":
+        try:
+            out["host_reads"] = "dlpack" if dlpack_env() and exchange_api(torch.Tensor) else "capi"
+        except ValueError as exc:
+            out["host_reads"] = f"invalid: {exc}"
     tileiras = os.environ.get("CUTILE_TILEIRAS_PATH") or shutil.which("tileiras")
     if tileiras:
         try:

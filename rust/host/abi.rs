@@ -542,19 +542,31 @@ pub fn launched<T, E: std::fmt::Debug>(r: Result<T, E>) -> Result<(), TpError> {
     r.map(|_| ()).map_err(|e| (TP_ERR_LAUNCH, format!("cutile launch failed: {e:?}")))
 }
 
-// -- the Python fast path's marshalling, in Rust (opt-in: TILEPORT_RUST_MARSHAL=1) ---------------
+// -- the Python fast path's marshalling, in Rust (the default; TILEPORT_RUST_MARSHAL=0 turns it off) --
 //
 // `tileport/ffi.py` reads every torch tensor's data pointer, extents, strides, device and dtype and
 // packs them with the scalars, constexprs, grid, device and stream into a shim's argument block:
 // about 0.25 µs of interpreter work per array besides torch's own (CPU with a stub driver,
-// 2026-12-01). `tp_py_call` does the same reads through the CPython C API (dict look-ups by name,
-// then the same torch methods: `data_ptr()`, `shape`, `stride()`, `get_device()`, `dtype`),
-// fills the block with the layout of `tileport.host.call_block`, then calls the shim's packed
-// entry with the GIL released. It accepts only what the Python fast path accepts (tensors of the
-// listed types on the launch device, exact float / int values in range, dtypes of the table) and
-// returns -1 for anything else, with no Python error set: the caller then takes the Python path,
-// which names the fault. The C API is looked up in the running process (`dlsym`), so the library
-// still loads where no Python is.
+// 2026-12-01). `tp_py_call` does the same reads and fills the block with the layout of
+// `tileport.host.call_block`, then calls the shim's packed entry with the GIL released.
+//
+// Each array is read in one of two ways. Where its type exposes the DLPack C exchange API
+// (`type(t).__dlpack_c_exchange_api__`, torch >= 2.10; dlpack.h 1.3 `DLPackExchangeAPI`) and
+// `tileport/ffi.py` passed that table's address, one C call (`dltensor_from_py_object_no_sync`)
+// fills a [`DlTensor`] on the stack with no allocation and no Python object made. Otherwise (no
+// table, `TILEPORT_DLPACK=0`, or the call failed: its Python error is cleared), the array is read
+// through the CPython C API: the torch methods `get_device()`, `data_ptr()`, `dtype`, `shape`,
+// `stride()` by interned name, two of them making a tuple. Both ways write the same bytes. With
+// the C-API reads `tp_py_call_t` cost about 1.15 µs per array more than the packed shim on the H200
+// (docs/results/h200/hostbench-2026-12-01-s3.txt: `rs` 5.73 + 2.14 µs per array, `native` 4.70
+// + 0.99); on the CPU with torch 2.11 tensors (2026-12-01) the DLPack read of an array took about
+// 0.05 µs and the C-API reads 0.34 µs (hostbench's `rs` and `capi` columns say it on a GPU).
+//
+// `tp_py_call` accepts only what the Python fast path accepts (tensors of the listed types on the
+// launch device, exact float / int values in range, dtypes of the table) and returns -1 for
+// anything else, with no Python error set: the caller then takes the Python path, which names the
+// fault. The C API is looked up in the running process (`dlsym`), so the library still loads
+// where no Python is.
 
 type PyObj = *mut c_void;
 
@@ -629,13 +641,120 @@ unsafe fn type_ptr(api: &PyApi, o: PyObj) -> usize {
     t as usize
 }
 
-/// One array's descriptor (the `TpTensor` layout) written at `d`; its device, or None.
-unsafe fn py_descriptor(api: &PyApi, t: PyObj, rank: usize, types: &[usize], dtypes: &[usize], d: *mut u8)
-    -> Option<i64> {
-    let tt = type_ptr(api, t);
-    if !types.contains(&tt) {
-        return None;
+/// `DLDevice` of dlpack.h 1.3: a device type (`kDLCUDA` = 2, `kDLCPU` = 1) and an ordinal.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DlDevice {
+    device_type: i32,
+    device_id: i32,
+}
+
+/// `DLDataType` of dlpack.h 1.3: type code, bits per lane, lanes.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DlDataType {
+    code: u8,
+    bits: u8,
+    lanes: u16,
+}
+
+/// `DLTensor` of dlpack.h 1.3 (48 bytes on x86-64): filled by the producer; `shape` and `strides`
+/// (elements; present for every `ndim` > 0 from DLPack 1.2 on) stay valid until the producer's
+/// call returns, so they are copied at once.
+#[repr(C)]
+struct DlTensor {
+    data: *mut c_void,
+    device: DlDevice,
+    ndim: i32,
+    dtype: DlDataType,
+    shape: *const i64,
+    strides: *const i64,
+    byte_offset: u64,
+}
+
+/// The part of dlpack.h 1.3's `DLPackExchangeAPI` (header `{version {major, minor}, prev_api}`,
+/// then five function pointers) that `tp_py_call` uses: `tileport/ffi.py` `exchange_api` passes
+/// a table only where the major version is 1 and `dltensor_from_py_object_no_sync` is not null.
+#[repr(C)]
+#[allow(dead_code)]     // the fields before and after the one read keep the C layout
+struct DlExchangeApi {
+    major: u32,
+    minor: u32,
+    prev_api: *const c_void,
+    managed_tensor_allocator: *const c_void,
+    managed_tensor_from_py_object_no_sync: *const c_void,
+    managed_tensor_to_py_object_no_sync: *const c_void,
+    /// `int (*)(PyObject*, DLTensor* out)`: 0, or -1 with a Python error set
+    dltensor_from_py_object_no_sync: Option<unsafe extern "C" fn(PyObj, *mut DlTensor) -> i32>,
+    current_work_stream: *const c_void,
+}
+
+/// `kDLCUDA` of dlpack.h 1.3's `DLDeviceType`.
+const DL_CUDA: i32 = 2;
+
+/// DLPack `(type code, bits)` of one lane -> tileport dtype code (`host.DTYPE_CODES`), from
+/// dlpack.h 1.3's `DLDataTypeCode` (kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6,
+/// kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12; bool stored in 8 bits), as torch 2.11 exports them:
+/// for every dtype here `tp_py_call`'s block equalled the Python fast path's on torch 2.11 CPU
+/// tensors (2026-12-01). Any other pair, or lanes other than 1, is a dtype `tp_py_call` declines.
+const DLPACK_DTYPES: [(u8, u8, i32); 15] = [
+    (2, 16, TP_F16), (4, 16, TP_BF16), (2, 32, TP_F32), (2, 64, TP_F64),
+    (0, 8, TP_I8), (0, 16, TP_I16), (0, 32, TP_I32), (0, 64, TP_I64),
+    (1, 8, TP_U8), (1, 16, TP_U16), (1, 32, TP_U32), (1, 64, TP_U64),
+    (6, 8, TP_BOOL), (10, 8, TP_F8E4M3FN), (12, 8, TP_F8E5M2),
+];
+
+/// What a DLPack read of one array gave.
+enum DlRead {
+    /// the descriptor and the CUDA ordinal
+    Got(TpTensor, i64),
+    /// what the Python fast path would not take: `tp_py_call` returns -1
+    Decline,
+    /// read it through the C API instead (the exchange call failed, or left what today's reads
+    /// decide: no strides from a producer older than DLPack 1.2, a null data pointer)
+    CApi,
+}
+
+/// Read `t` through its type's DLPack exchange table `x` (module comment).
+///
+/// Declines a device other than CUDA, a dtype outside [`DLPACK_DTYPES`] or of lanes != 1, a rank
+/// other than `rank`, a `byte_offset` that is not a whole number of elements; the data pointer is
+/// `data + byte_offset`.
+unsafe fn dl_descriptor(api: &PyApi, x: *const DlExchangeApi, t: PyObj, rank: usize) -> DlRead {
+    let Some(read) = (*x).dltensor_from_py_object_no_sync else { return DlRead::CApi };
+    let mut dl = DlTensor { data: std::ptr::null_mut(), device: DlDevice { device_type: 0, device_id: 0 }, ndim: -1,
+                            dtype: DlDataType { code: 0, bits: 0, lanes: 0 }, shape: std::ptr::null(),
+                            strides: std::ptr::null(), byte_offset: 0 };
+    if read(t, &mut dl) != 0 {
+        (api.clear)();
+        return DlRead::CApi;
     }
+    if dl.device.device_type != DL_CUDA {
+        return DlRead::Decline;
+    }
+    let DlDataType { code, bits, lanes } = dl.dtype;
+    let Some(&(_, _, tp)) = DLPACK_DTYPES.iter().find(|(c, b, _)| *c == code && *b == bits) else {
+        return DlRead::Decline;
+    };
+    if lanes != 1 || dl.ndim < 0 || dl.ndim as usize != rank || rank > TP_MAX_DIMS
+        || dl.byte_offset % (bits as u64 / 8) != 0 {
+        return DlRead::Decline;
+    }
+    if dl.data.is_null() || (rank > 0 && (dl.shape.is_null() || dl.strides.is_null())) {
+        return DlRead::CApi;
+    }
+    let Some(data) = (dl.data as u64).checked_add(dl.byte_offset) else { return DlRead::Decline };
+    let mut desc = TpTensor { data, ndim: rank as i32, shape: [0; TP_MAX_DIMS], strides: [0; TP_MAX_DIMS], dtype: tp };
+    for k in 0..rank {
+        desc.shape[k] = *dl.shape.add(k);
+        desc.strides[k] = *dl.strides.add(k);
+    }
+    DlRead::Got(desc, dl.device.device_id as i64)
+}
+
+/// Read `t` through the CPython C API (module comment): its descriptor and `get_device()`, or
+/// None (a Python error may be left set: the caller clears it).
+unsafe fn capi_descriptor(api: &PyApi, t: PyObj, rank: usize, dtypes: &[usize]) -> Option<(TpTensor, i64)> {
     let nul = std::ptr::null_mut::<c_void>();
     let n = &api.names;
     let dev = owned((api.call_method)(t, n[3] as PyObj, nul))?;
@@ -669,6 +788,22 @@ unsafe fn py_descriptor(api: &PyApi, t: PyObj, rank: usize, types: &[usize], dty
     if !ok || code.is_none() || !(api.occurred)().is_null() {
         return None;
     }
+    Some((desc, device))
+}
+
+/// One array's descriptor (the `TpTensor` layout) written at `d`; its device, or None.
+/// `apis[i]`: the DLPack exchange table of `types[i]` (0: none; `apis` may be empty).
+unsafe fn py_descriptor(api: &PyApi, t: PyObj, rank: usize, types: &[usize], apis: &[usize], dtypes: &[usize],
+                        d: *mut u8) -> Option<i64> {
+    let tt = type_ptr(api, t);
+    let i = types.iter().position(|&x| x == tt)?;
+    let x = apis.get(i).copied().unwrap_or(0);
+    let read = if x != 0 { dl_descriptor(api, x as *const DlExchangeApi, t, rank) } else { DlRead::CApi };
+    let (desc, device) = match read {
+        DlRead::Got(desc, device) => (desc, device),
+        DlRead::Decline => return None,
+        DlRead::CApi => capi_descriptor(api, t, rank, dtypes)?,
+    };
     // field by field over zeroed bytes: the padding reads as the Python path packs it (zeros)
     let dp = d as *mut TpTensor;
     std::ptr::write_bytes(d, 0, std::mem::size_of::<TpTensor>());
@@ -717,7 +852,12 @@ pub fn distinct_elements(d: &TpTensor) -> bool {
 /// constexprs, then grid x, y, z), each one's kind (0 f32, 1 i32, 2 u32), the byte offsets of the
 /// first tail value, of the device and of the stream. `objs` (pointer-sized): the number of
 /// accepted tensor types, those type objects, the exact float and int types, the number of
-/// dtypes, then (dtype object, dtype code) pairs. `names`: a tuple of three tuples of str, the
+/// dtypes, (dtype object, dtype code) pairs, then per tensor type the address of its DLPack
+/// exchange table (dlpack.h 1.3 `DLPackExchangeAPI`, major version 1, with
+/// `dltensor_from_py_object_no_sync`; 0: read that type through the C API; `tileport/ffi.py`
+/// `exchange_api`). The table and this library come from one checkout (`host_build` builds
+/// this file): a table without the trailing addresses, of an older `ffi.py`, would be read past
+/// its end. `names`: a tuple of three tuples of str, the
 /// array, scalar and constexpr names, looked up in the dicts `arrays`, `scalars` and
 /// `constexprs`; `grid` a tuple of three. Returns the shim's status, or -1 (nothing launched,
 /// no Python error set) for any value the Python path must look at (a missing name included).
@@ -781,6 +921,7 @@ unsafe fn py_call(api: &PyApi, packed: unsafe extern "C" fn(*const u8) -> i32, b
     let (float_t, int_t) = (*objs.add(1 + ntypes), *objs.add(2 + ntypes));
     let ndt = *objs.add(3 + ntypes);
     let dtypes = std::slice::from_raw_parts(objs.add(4 + ntypes), 2 * ndt);
+    let apis = std::slice::from_raw_parts(objs.add(4 + ntypes + 2 * ndt), ntypes);
     let fail = || { (api.clear)(); -1 };
     let (an, sn, cn) = ((api.tuple_get)(names, 0), (api.tuple_get)(names, 1), (api.tuple_get)(names, 2));
     if an.is_null() || sn.is_null() || cn.is_null() {
@@ -809,7 +950,7 @@ unsafe fn py_call(api: &PyApi, packed: unsafe extern "C" fn(*const u8) -> i32, b
         // held while its methods run (a method could drop the caller's dict entry)
         (api.incref)(t);
         let at = blk.add(std::mem::size_of::<TpTensor>() * i);
-        let got = py_descriptor(api, t, r as usize, types, dtypes, at);
+        let got = py_descriptor(api, t, r as usize, types, apis, dtypes, at);
         (api.decref)(t);
         match got {
             Some(d) if d == device as i64 => {}
