@@ -29,6 +29,9 @@ def brow(ratio, kernel="k", variant="f16-T1", shape="64x128", port_us=10.0, vs_t
          "samples": {"ref": [ref_us], "port": [port_us], "torch": [torch_us]},
          "kernel_names": {"ref": ["a"], "port": ["b"], "torch": ["c"]}}
     r.update(kw)
+    for k, f in (("loop_ratio_lo", 0.995), ("loop_ratio_hi", 1.005)):     # a 95 % interval of +-0.5 %
+        r.setdefault(k, r["loop_ratio"] * f)
+    r.setdefault("loop_cycles", 3)
     return r
 
 
@@ -433,6 +436,39 @@ def test_loop_gate_geomean_and_configs_below():
     assert v.details["variants"]["k/f16-T1"]["loop_ratio"] == pytest.approx(loop["geomean"])
     done = B.fold("op", rows, threshold=0.95, loop_threshold=0.9).details["loop"]
     assert done["verdict"] == "DONE" and [r["shape"] for r in done["below"]] == ["a"]
+
+
+def test_loop_gate_says_below_only_where_the_interval_does():
+    rows = [brow(1.0, shape="a", loop_ratio=0.95, loop_ratio_lo=0.94, loop_ratio_hi=0.96),     # below
+            brow(1.0, shape="b", loop_ratio=0.965, loop_ratio_lo=0.95, loop_ratio_hi=0.98),    # undecided
+            brow(1.0, shape="c", loop_ratio=0.96, loop_ratio_lo=None, loop_ratio_hi=None),     # old row
+            brow(1.0, shape="d", loop_ratio=1.2)]
+    v = B.fold("op", rows, threshold=0.95, loop_threshold=0.97)
+    loop = v.details["loop"]
+    assert [r["shape"] for r in loop["below"]] == ["a", "c"] and [r["shape"] for r in loop["undecided"]] == ["b"]
+    assert loop["undecided"][0]["loop_ratio_hi"] == 0.98
+    assert "2 config(s) below, 1 within noise of it" in v.summary
+
+
+def test_a_published_bench_json_without_intervals_still_reads(tmp_path):
+    """bench.json rows timed before the loop interval (no loop_ratio_lo/hi, loop_cycles,
+    loop_ratio_prev, timed_at): re-folded as they are, their loop ratio judged alone, and the CSV
+    gets the new columns empty."""
+    import json
+
+    from conftest import REPO
+
+    doc = json.loads((REPO / "docs" / "results" / "h200" / "ops" / "tg_matmul" / "bench.json").read_text())
+    rows = [r for r in doc["details"]["rows"] if not r.get("error")]
+    assert rows and not any("loop_ratio_hi" in r for r in rows)
+    loop = B.fold("tg_matmul", rows, 0.95, loop_threshold=0.97).details["loop"]
+    assert loop["geomean"] == pytest.approx(doc["details"]["loop"]["geomean"])
+    assert [r["shape"] for r in loop["below"]] == [r["shape"] for r in doc["details"]["loop"]["below"]]
+    assert loop["undecided"] == []
+    B.write_csv(rows[:1], tmp_path / "b.csv")
+    head, row = read_csv(tmp_path / "b.csv")[:2]
+    assert head[-5:] == ["loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at"]
+    assert row[-5:] == [""] * 5 and head[:len(B.COLUMNS) - 5] == B.COLUMNS[:-5]
 
 
 def test_rows_without_loop_times_have_no_loop_gate():
