@@ -268,6 +268,15 @@ def test_nothing_timed_because_every_variant_failed_its_test_says_so():
 
 # -- loop timing -------------------------------------------------------------------------------
 
+def test_rotation_puts_every_side_in_every_position():
+    sides = ["ref", "port", "torch"]
+    orders = [B.rotation(sides, r) for r in range(3)]
+    assert orders == [["ref", "port", "torch"], ["port", "torch", "ref"], ["torch", "ref", "port"]]
+    for pos in range(3):
+        assert sorted(o[pos] for o in orders) == sorted(sides)
+    assert B.rotation(sides, 4) == orders[1]
+
+
 class FakeDevice:
     """A clock (seconds) advanced by enqueues and by syncs that drain the queued device work.
     ``slow(dev, label)``: a factor on the device time of a call (clocks, heat), may read

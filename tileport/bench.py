@@ -107,6 +107,15 @@ COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_u
 NV_COLUMNS = COLUMNS[COLUMNS.index("nv_us"):COLUMNS.index("nv_error") + 1]
 
 
+def rotation(labels: list[str], r: int) -> list[str]:
+    """The sides' order in round ``r``: ``labels`` rotated left by ``r`` (so over len(labels)
+    consecutive rounds every side runs once in every position). :mod:`tileport.hostbench`'s
+    order; the loop timing here balances carry-over instead (:func:`tileport.stats.balanced_rounds`:
+    in a rotation each side always follows the same other side)."""
+    k = r % len(labels)
+    return labels[k:] + labels[:k]
+
+
 def loop_calls(device_us: float, loop_ms: float) -> int:
     """Calls per timed loop: ``loop_ms`` of device time at ``device_us`` per call, clamped to
     [:data:`LOOP_MIN_CALLS`, :data:`LOOP_MAX_CALLS`]."""
