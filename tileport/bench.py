@@ -60,6 +60,13 @@ worth porting at all.
 Run directly on a GPU node without Snakemake::
 
     python -m tileport.bench --op softmax [--results results] [--gpu auto|required|off]
+        [--pending-only] [--budget-s S] [--configs KERNEL/VARIANT/SHAPE,...] [--configs-below-loop]
+
+``--configs`` / ``--configs-below-loop`` time again only a selection of configs and keep every
+other still-valid row (:func:`run`): a re-timed row keeps its old ``loop_ratio_prev``, every new
+row its ``timed_at``, ``details.retimed`` says which configs a run re-timed and when. Re-timing
+only the configs that measured low favours passing (regression to the mean): read all of a
+selection's before/after pairs.
 """
 from __future__ import annotations
 
@@ -847,7 +854,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
 
     Raises:
         ValueError: ``budget_s`` NaN or negative (:func:`budget_seconds`), a bad ``configs``
-            pattern (:func:`config_patterns`).
+            pattern (:func:`config_patterns`), loop cycle bounds out of order.
         SelectionError: a selection, but the kept rows were measured on another device (a merge
             would mix devices; nothing is written).
     """
@@ -856,6 +863,9 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     if configs is not None:
         configs = config_patterns(configs)
     cfg = {**DEFAULTS, **(cfg or {})}
+    if not 2 <= int(cfg["loop_min_cycles"]) <= int(cfg["loop_max_cycles"]) <= len(S.T975) + 1:
+        raise ValueError(f"bench.loop_min_cycles {cfg['loop_min_cycles']} / loop_max_cycles "
+                         f"{cfg['loop_max_cycles']}: want 2 <= min <= max <= {len(S.T975) + 1}")
     op_dir, results = Path(op_dir), Path(results)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
     gate = gpu_gate("bench", op, gpu, out_json, attempt,
