@@ -12,7 +12,7 @@ loop time per call of every round, µs) it prints:
    the paired median without round 0;
 3. carry-over: in the old rotation ``ref`` always ran right after ``torch`` and ``port`` right after
    ``ref`` (or first); per config, how much slower a side ran right after the other kernel side
-   than after torch;
+   than after torch (rows with ``loop_design``: by their own order);
 4. the cycles the adaptive loop (:func:`tileport.bench.loop_times`) would need for a 95 %
    interval of half-width ``--width``, from each config's spread of paired log ratios, and the
    loop time it would add per config against the six rounds timed before (with ``--min-calls`` calls
@@ -38,22 +38,30 @@ def load_rows(root: Path) -> list[dict]:
     rows = []
     for f in sorted(root.glob("*/bench.json")):
         for r in (json.loads(f.read_text()).get("details") or {}).get("rows") or []:
-            if r.get("loop_samples") and not r.get("error") and "order" not in r["loop_samples"]:
+            if r.get("loop_samples") and not r.get("error"):
                 rows.append(r)
     return rows
 
 
-def old_order(r: dict) -> list[list[str]]:
-    """The rounds' order the benchmark used before the balanced design: the sides rotated left by
-    the round number."""
+def order_of(r: dict) -> tuple[list[list[str]], str | None]:
+    """The row's rounds (each an order of its sides) and the side of its untimed first loop:
+    ``loop_design`` where the row has one, else the rotation the benchmark used before the
+    balanced cycles (the sides rotated left by the round number, no untimed loop)."""
+    if isinstance(r.get("loop_design"), dict):
+        return r["loop_design"]["order"], r["loop_design"].get("warmup")
     labels = list(r["loop_samples"])
-    return [labels[i % len(labels):] + labels[:i % len(labels)] for i in range(len(r["loop_samples"]["ref"]))]
+    return [labels[i % len(labels):] + labels[:i % len(labels)] for i in range(len(r["loop_samples"]["ref"]))], None
 
 
 def predecessors(r: dict) -> dict:
-    """(side, round) -> the side whose loop ran just before (None for the very first loop)."""
-    seq = [(s, i) for i, rnd in enumerate(old_order(r)) for s in rnd]
-    return {x: (seq[j - 1][0] if j else None) for j, x in enumerate(seq)}
+    """(side, i) -> the side whose loop ran just before the side's i-th loop (None: nothing timed)."""
+    rounds, first = order_of(r)
+    seq, seen = [], {}
+    for rnd in rounds:
+        for s in rnd:
+            seq.append((s, seen.get(s, 0)))
+            seen[s] = seen.get(s, 0) + 1
+    return {x: (seq[j - 1][0] if j else first) for j, x in enumerate(seq)}
 
 
 def estimators(r: dict) -> dict:
@@ -72,11 +80,15 @@ def device_bound(r: dict) -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("root", type=Path, help="folder of <op>/bench.json (docs/results/h200/ops)")
-    ap.add_argument("--width", type=float, default=0.01, help="target half-width of the 95 %% interval")
-    ap.add_argument("--max-cycles", type=int, default=20)
-    ap.add_argument("--min-calls", type=int, default=3, help="calls per loop at least (was 10)")
-    ap.add_argument("--loop-ms", type=float, default=20.0)
-    ap.add_argument("--max-s", type=float, default=2.0, help="loop seconds per config after which no cycle starts")
+    from .bench import DEFAULTS, LOOP_MAX_CALLS, LOOP_MIN_CALLS
+
+    ap.add_argument("--width", type=float, default=DEFAULTS["loop_ci_width"],
+                    help="target half-width of the 95 %% interval (relative)")
+    ap.add_argument("--max-cycles", type=int, default=DEFAULTS["loop_max_cycles"])
+    ap.add_argument("--min-calls", type=int, default=LOOP_MIN_CALLS, help="calls per loop at least (was 10)")
+    ap.add_argument("--loop-ms", type=float, default=DEFAULTS["loop_ms"])
+    ap.add_argument("--max-s", type=float, default=DEFAULTS["loop_max_s"],
+                    help="loop seconds per config after which no cycle starts")
     a = ap.parse_args(argv)
     rows = load_rows(a.root)
     print(f"{len(rows)} rows with loop samples under {a.root}")
@@ -103,7 +115,7 @@ def main(argv=None) -> int:
                   f"rms {100 * math.sqrt(st.fmean(x * x for x in errs)):.2f} %, "
                   f"|e| > 2 %: {sum(x > 0.02 for x in e)}, under 0.97: {sum(estimators(r)[name] < 0.97 for r in sel)}")
 
-    print("\n3. carry-over (old rotation): log(side after the other kernel side / side after torch), configs "
+    print("\n3. carry-over: log(side after the other kernel side / side after torch), configs "
           "with device time >= 100 µs and |effect| > 2 %")
     for r in sorted(rows, key=lambda r: -r["port_us"]):
         p, ls = predecessors(r), r["loop_samples"]
@@ -118,7 +130,8 @@ def main(argv=None) -> int:
                   + ", ".join(f"{s} after {o} {100 * eff[s]:+.1f} %" for s, o in (("ref", "port"), ("port", "ref"))
                               if s in eff) + f"; loop ratio {r['loop_ratio']:.3f}, device ratio {r['ratio']:.3f}")
 
-    print(f"\n4. adaptive cycles for a 95 % half-width <= {100 * a.width:g} % (3 to {a.max_cycles} cycles, no "
+    print(f"\n4. adaptive cycles for a 95 % half-width <= {100 * a.width:g} % ({DEFAULTS['loop_min_cycles']} to "
+          f"{a.max_cycles} cycles, no "
           f"cycle started past {a.max_s:g} s), from each config's spread of paired log ratios")
     need, added, before, capped = [], [], [], 0
     for r in rows:
@@ -126,14 +139,14 @@ def main(argv=None) -> int:
         pr = [math.log(x / y) for x, y in zip(r["loop_samples"]["ref"], r["loop_samples"]["port"])]
         s_cycle = st.stdev(pr) / math.sqrt(k - 1)      # a cycle pairs k - 1 loops per side
         def calls(us):
-            return max(a.min_calls, min(200, int(a.loop_ms * 1e3 / max(us, 1e-3))))
+            return max(a.min_calls, min(LOOP_MAX_CALLS, int(a.loop_ms * 1e3 / max(us, 1e-3))))
 
         n = {"ref": calls(min(r["ref_us"], r["port_us"]))}
         n["port"] = n["ref"]
         loop_s = {s: st.fmean(x) * n.get(s, calls(r.get(f"{s}_us") or x[0])) * 1e-6
                   for s, x in r["loop_samples"].items()}
         cycle_s = (k - 1) * sum(loop_s.values())
-        c = 3
+        c = DEFAULTS["loop_min_cycles"]
         while (c < a.max_cycles and (c * cycle_s) < a.max_s
                and S.T975[c - 2] * s_cycle / math.sqrt(c) > math.log1p(a.width)):
             c += 1
