@@ -797,6 +797,13 @@ def test_a_selection_times_only_its_configs_keeps_the_rest_and_says_so(tmp_path,
     (r / "bench.json").write_text(json.dumps(doc))
     with pytest.raises(B.SelectionError, match="mix devices"):
         B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", below_loop=True)
+    assert json.loads((r / "bench.json").read_text()) == doc
+    # no kept verdict that holds (sources changed, none yet): nothing to keep, refused
+    (r / "bench.json").write_text(before)
+    monkeypatch.setattr(B, "kept_bench", lambda *a: (None, None))
+    with pytest.raises(B.SelectionError, match="no kept bench verdict"):
+        B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["*/*/*"])
+    assert (r / "bench.json").read_text() == before
     with pytest.raises(ValueError, match="KERNEL/VARIANT/SHAPE"):
         B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["relu_kernel/f16"])
 

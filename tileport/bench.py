@@ -856,7 +856,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         ValueError: ``budget_s`` NaN or negative (:func:`budget_seconds`), a bad ``configs``
             pattern (:func:`config_patterns`), loop cycle bounds out of order.
         SelectionError: a selection, but the kept rows were measured on another device (a merge
-            would mix devices; nothing is written).
+            would mix devices) or no kept verdict holds (without ``pending_only``); nothing is
+            written.
     """
     if budget_s is not None:
         budget_s = budget_seconds(budget_s)
@@ -927,6 +928,11 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
             raise SelectionError(f"--configs / --configs-below-loop: the kept rows of {src} were measured on "
                                  f"{other}, this is {env.get('device')}: a selection would mix devices; time "
                                  f"every config (no selection)")
+        if src is None and not pending_only:
+            raise SelectionError(f"--configs / --configs-below-loop: no kept bench verdict of {op} still holds "
+                                 f"({out_json} or its .measured copy: missing, or measured other sources or "
+                                 f"inputs): nothing to keep beside a selection; time every config, or add "
+                                 f"--pending-only")
         thr = float(cfg["loop_threshold"])
         retime = {k: r for k, r in kept.items()
                   if (configs and selected(k, configs))
