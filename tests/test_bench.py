@@ -422,6 +422,40 @@ def test_loop_times_adaptive_stop():
     assert dev.clock() < 0.05 + 0.002
 
 
+def test_measure_fills_the_loop_columns_from_the_balanced_cycles(monkeypatch):
+    """bench.measure's glue on a fake device (no torch here): calls per loop per side, the
+    interval columns, geomean loop times whose quotient is loop_ratio, the design kept in the row."""
+    import sys
+    import types
+
+    dev = FakeDevice({"ref": 5.0, "port": 8.0, "torch": 1.0}, {"ref": 100.0, "port": 100.0, "torch": 2000.0})
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=dev.sync), uint8="u8",
+                                       empty=lambda *a, **k: types.SimpleNamespace(zero_=lambda: None))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    from tileport import cupti
+
+    us = {"ref": 100.0, "port": 100.0, "torch": 2000.0}
+    monkeypatch.setattr(cupti, "profile", lambda sides, reps, flush=None: {
+        "device_us": {s: [us[s]] * reps for s, _ in sides}, "launches": {s: [1] * reps for s, _ in sides},
+        "kernels": {s: [[("k", us[s])]] for s, _ in sides}})
+    monkeypatch.setattr(B.time, "perf_counter", dev.clock)          # warm-up
+    loop_times = B.loop_times
+    monkeypatch.setattr(B, "loop_times", lambda *a, **k: loop_times(*a, clock=dev.clock, **k))
+    c = types.SimpleNamespace(ref=dev.side("ref"), port=dev.side("port"), torch=dev.side("torch"), nv=None,
+                              nv_note="", op="op", kernel="k", variant=types.SimpleNamespace(id="f16"),
+                              shape=(64,), grid=(1, 1, 1), in_place=False, outputs={"ref": [], "port": []},
+                              expected=lambda: [])
+    row = B.measure(c, {**B.DEFAULTS}, {"rtol": 0.0, "atol": 0.0})
+    d = row["loop_design"]
+    assert row["loop_calls"] == 200 and d["calls"] == {"ref": 200, "port": 200, "torch": 10}   # 20 ms each
+    assert d["order"][:2] == S.balanced_rounds(["ref", "port", "torch"]) and d["warmup"] == "torch"
+    assert row["loop_cycles"] == len(d["order"]) // 2 >= 3 and d["stop"] == "width"
+    assert row["loop_ratio"] == pytest.approx(row["ref_loop_us"] / row["port_loop_us"])
+    assert row["loop_ratio_lo"] <= row["loop_ratio"] <= row["loop_ratio_hi"]
+    assert row["loop_ratio"] == pytest.approx((5.0 + 200 * 100.0) / (8.0 + 200 * 100.0))
+    assert len(row["loop_samples"]["ref"]) == 2 * row["loop_cycles"] and row["checked"] == "ok"
+
+
 def test_loop_calls_clamped():
     assert B.loop_calls(100.0, 20) == 200            # 20 ms / 100 µs
     assert B.loop_calls(1.0, 20) == B.LOOP_MAX_CALLS
