@@ -65,7 +65,7 @@ if isinstance(config.get("roles"), dict):  # older config.yaml files have no ir_
 if isinstance(config.get("bench"), dict):  # older config.yaml files have no loop timing keys
     from tileport.bench import DEFAULTS as _BENCH_DEFAULTS
 
-    for _k in ("loop_threshold", "loop_ms", "loop_rounds"):
+    for _k in ("loop_threshold", "loop_ms", "loop_min_cycles", "loop_max_cycles", "loop_ci_width", "loop_max_s"):
         config["bench"].setdefault(_k, _BENCH_DEFAULTS[_k])
 if config.get("gpu") is False:  # unquoted YAML `gpu: off` reads as false
     config["gpu"] = "off"

@@ -6,6 +6,7 @@ import pytest
 
 from tileport import bench as B
 from tileport import harness as H
+from tileport import stats as S
 from tileport.verdict import read, write
 
 
@@ -28,6 +29,9 @@ def brow(ratio, kernel="k", variant="f16-T1", shape="64x128", port_us=10.0, vs_t
          "samples": {"ref": [ref_us], "port": [port_us], "torch": [torch_us]},
          "kernel_names": {"ref": ["a"], "port": ["b"], "torch": ["c"]}}
     r.update(kw)
+    for k, f in (("loop_ratio_lo", 0.995), ("loop_ratio_hi", 1.005)):     # a 95 % interval of +-0.5 %
+        r.setdefault(k, r["loop_ratio"] * f)
+    r.setdefault("loop_cycles", 3)
     return r
 
 
@@ -274,18 +278,25 @@ def test_rotation_puts_every_side_in_every_position():
 
 
 class FakeDevice:
-    """A clock (seconds) advanced by enqueues and by syncs that drain the queued device work."""
+    """A clock (seconds) advanced by enqueues and by syncs that drain the queued device work.
+    ``slow(dev, label)``: a factor on the device time of a call (clocks, heat), may read
+    ``dev.t`` (s), ``dev.prev`` (the side whose loop ran before this one) and ``dev.loops``."""
 
-    def __init__(self, host_us, device_us):
+    def __init__(self, host_us, device_us, slow=None):
         self.t, self.busy_until, self.log = 0.0, 0.0, []
-        self.host_us, self.device_us = host_us, device_us
+        self.host_us, self.device_us, self.slow = host_us, device_us, slow
+        self.current = self.prev = None
+        self.loops = 0
 
     def side(self, label):
         def call():
+            if self.log and self.log[-1] == "sync":       # a new loop starts
+                self.prev, self.current, self.loops = self.current, label, self.loops + 1
             self.log.append(label)
             self.t += self.host_us[label] * 1e-6
+            f = self.slow(self, label) if self.slow else 1.0
             # the kernel starts when the host enqueued it and the device is free
-            self.busy_until = max(self.busy_until, self.t) + self.device_us[label] * 1e-6
+            self.busy_until = max(self.busy_until, self.t) + self.device_us[label] * f * 1e-6
         return call
 
     def sync(self):
@@ -296,39 +307,159 @@ class FakeDevice:
         return self.t
 
 
+SIDES = ("ref", "port", "torch")
+
+
+def loops_of(dev, n=50, sides=SIDES, **kw):
+    return B.loop_times([(s, dev.side(s)) for s in sides], n, sync=dev.sync, clock=dev.clock, **kw)
+
+
 def test_loop_times_arithmetic_host_and_device_bound():
     # ref: host 5 µs, device 20 µs (device-bound); port: host 30 µs, device 20 µs (host-bound)
     dev = FakeDevice({"ref": 5.0, "port": 30.0, "torch": 1.0}, {"ref": 20.0, "port": 20.0, "torch": 10.0})
-    out = B.loop_times([(s, dev.side(s)) for s in ("ref", "port", "torch")], n=50, rounds=3,
-                       sync=dev.sync, clock=dev.clock)
-    assert out["ref"]["host_us"] == pytest.approx([5.0] * 3)
+    out = loops_of(dev, n={"ref": 50, "port": 50, "torch": 100})
+    assert out["cycles"] == 3 and out["stop"] == "width" and out["per_cycle"] == 2
+    assert out["ref"]["host_us"] == pytest.approx([5.0] * 6)
     # device-bound: the first launch waits 5 µs of host time, then 50 kernels back to back
-    assert out["ref"]["loop_us"] == pytest.approx([(5.0 + 50 * 20.0) / 50] * 3)
-    assert out["port"]["host_us"] == pytest.approx([30.0] * 3)
+    assert out["ref"]["loop_us"] == pytest.approx([(5.0 + 50 * 20.0) / 50] * 6)
+    assert out["port"]["host_us"] == pytest.approx([30.0] * 6)
     # host-bound: 50 enqueues, then the last kernel drains
-    assert out["port"]["loop_us"] == pytest.approx([(50 * 30.0 + 20.0) / 50] * 3)
-    assert out["torch"]["loop_us"] == pytest.approx([(1.0 + 50 * 10.0) / 50] * 3)
+    assert out["port"]["loop_us"] == pytest.approx([(50 * 30.0 + 20.0) / 50] * 6)
+    assert out["torch"]["loop_us"] == pytest.approx([(1.0 + 100 * 10.0) / 100] * 6)     # its own n
+    assert out["interval"]["ratio"] == pytest.approx(20.1 / 30.4)
+    assert out["n"] == {"ref": 50, "port": 50, "torch": 100}
 
 
-def test_loop_times_alternates_the_order_and_syncs_around_every_loop():
-    dev = FakeDevice({"ref": 1.0, "port": 1.0, "torch": 1.0}, {"ref": 1.0, "port": 1.0, "torch": 1.0})
-    out = B.loop_times([(s, dev.side(s)) for s in ("ref", "port", "torch")], n=2, rounds=4,
-                       sync=dev.sync, clock=dev.clock)
-    assert out["order"] == [B.rotation(["ref", "port", "torch"], r) for r in range(4)]
-    expect = []
+def test_loop_times_balanced_order_warmup_and_syncs_around_every_loop():
+    dev = FakeDevice(dict.fromkeys(SIDES, 1.0), dict.fromkeys(SIDES, 1.0))
+    out = loops_of(dev, n=2)
+    assert out["order"] == S.balanced_rounds(list(SIDES)) * 3 and out["warmup"] == "torch"
+    expect = ["sync", "torch", "torch", "sync"]          # the untimed loop: the cycle's last side
     for order in out["order"]:
         for s in order:
             expect += ["sync", s, s, "sync"]
     assert dev.log == expect
-    assert all(len(out[s]["loop_us"]) == 4 for s in ("ref", "port", "torch"))
-    with pytest.raises(ValueError):
-        B.loop_times([("ref", dev.side("ref"))], n=0, rounds=1, sync=dev.sync)
+    assert all(len(out[s]["loop_us"]) == 6 for s in SIDES)
+    for bad in ({"n": 0}, {"min_cycles": 4, "max_cycles": 3}, {"max_cycles": 32}, {"pair": ("ref", "nv")}):
+        with pytest.raises(ValueError):
+            loops_of(dev, **{"n": 2, **bad})
+
+
+def test_loop_ratio_carry_over_balanced():
+    """A heavy side slows whatever runs right after it by 10 % (the 8192^3 f32 GEMM in published
+    rows): with the old rotation the port always followed the reference; balanced, equal sides
+    come out equal."""
+    dev = FakeDevice(dict.fromkeys(SIDES, 1.0), {"ref": 4000.0, "port": 4000.0, "torch": 4000.0},
+                     slow=lambda d, s: 1.1 if d.prev in ("ref", "port") else 1.0)
+    out = loops_of(dev, n=10)
+    iv = out["interval"]
+    assert iv["ratio"] == pytest.approx(1.0, abs=1e-6) and iv["lo"] <= 1.0 <= iv["hi"]
+    # the old design's ratio of medians on the same device: the port pays for the reference
+    rot = [SIDES[r:] + SIDES[:r] for r in range(6)]
+    dev2 = FakeDevice(dict.fromkeys(SIDES, 1.0), dict.fromkeys(SIDES, 4000.0),
+                      slow=lambda d, s: 1.1 if d.prev in ("ref", "port") else 1.0)
+    times = {s: [] for s in SIDES}
+    for order in rot:
+        for s in order:
+            dev2.sync()
+            t0 = dev2.clock()
+            for _ in range(10):
+                dev2.side(s)()
+            dev2.sync()
+            times[s].append(dev2.clock() - t0)
+    assert S.median(times["ref"]) / S.median(times["port"]) < 0.95
+
+
+def test_loop_ratio_drifting_clocks_and_one_slow_round():
+    """Clocks fall 0.5 % per loop (power), one round runs 30 % slow on every side: the drift
+    cancels in the ratio of equal sides; a port 3 % slower is found below 0.99."""
+    def slow(d, s):
+        return 1.005 ** d.loops * (1.3 if 8 <= d.loops <= 10 else 1.0)
+
+    dev = FakeDevice(dict.fromkeys(SIDES, 1.0), dict.fromkeys(SIDES, 100.0), slow=slow)
+    assert loops_of(dev, n=10, max_s=60)["interval"]["ratio"] == pytest.approx(1.0, abs=1e-3)
+    dev = FakeDevice(dict.fromkeys(SIDES, 1.0), {"ref": 100.0, "port": 103.0, "torch": 100.0}, slow=slow)
+    iv = loops_of(dev, n=10, max_s=60)["interval"]
+    assert iv["hi"] < 0.99 and iv["ratio"] == pytest.approx(1 / 1.03, abs=0.003)
+
+
+def test_loop_ratio_interval_covers_equal_sides():
+    """Seeded noise (2 % per loop), drift and a random slow round: over 200 runs the 95 % interval
+    of equal sides holds 1 in at least 90 %, and a port 3 % slower is judged below 0.99 in 90 %."""
+    import random
+
+    def run(seed, port_us):
+        rng = random.Random(seed)
+        bad = rng.randrange(2, 20)
+
+        def slow(d, s):
+            return rng.lognormvariate(0, 0.02) * 1.002 ** d.loops * (1.2 if d.loops == bad else 1.0)
+
+        dev = FakeDevice(dict.fromkeys(SIDES, 1.0), {"ref": 100.0, "port": port_us, "torch": 50.0}, slow=slow)
+        return loops_of(dev, n=3, max_s=60)["interval"]
+
+    assert sum(iv["lo"] <= 1.0 <= iv["hi"] for iv in map(lambda i: run(i, 100.0), range(200))) >= 180
+    assert sum(iv["hi"] < 0.99 for iv in map(lambda i: run(i, 103.0), range(200))) >= 180
+
+
+def test_loop_times_adaptive_stop():
+    """Noise that alternates cycle by cycle: more cycles until the interval is narrow enough,
+    else the caps."""
+    def noisy(d, s):               # ±2 % on the port, flipping every cycle (6 loops)
+        return 1.0 + (0.02 if (d.loops // 6) % 2 else -0.02) * (s == "port")
+
+    dev = FakeDevice(dict.fromkeys(SIDES, 1.0), dict.fromkeys(SIDES, 100.0), slow=noisy)
+    out = loops_of(dev, n=10, width=0.01, max_s=60)
+    assert out["stop"] == "width" and out["cycles"] > 3
+    iv = out["interval"]
+    assert math.sqrt(iv["hi"] / iv["lo"]) - 1 <= 0.01
+    dev = FakeDevice(dict.fromkeys(SIDES, 1.0), dict.fromkeys(SIDES, 100.0), slow=noisy)
+    capped = loops_of(dev, n=10, width=1e-6, max_cycles=5, max_s=60)
+    assert capped["stop"] == "max_cycles" and capped["cycles"] == 5
+    dev = FakeDevice(dict.fromkeys(SIDES, 1.0), dict.fromkeys(SIDES, 100.0), slow=noisy)
+    timed = loops_of(dev, n=10, width=1e-6, max_s=0.05)     # a cycle: 6 loops of 1 ms
+    assert timed["stop"] == "max_s" and timed["cycles"] == 8   # the 9th would end past 50 ms
+    assert dev.clock() < 0.05 + 0.002
+
+
+def test_measure_fills_the_loop_columns_from_the_balanced_cycles(monkeypatch):
+    """bench.measure's glue on a fake device (no torch here): calls per loop per side, the
+    interval columns, geomean loop times whose quotient is loop_ratio, the design kept in the row."""
+    import sys
+    import types
+
+    dev = FakeDevice({"ref": 5.0, "port": 8.0, "torch": 1.0}, {"ref": 100.0, "port": 100.0, "torch": 2000.0})
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=dev.sync), uint8="u8",
+                                       empty=lambda *a, **k: types.SimpleNamespace(zero_=lambda: None))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    from tileport import cupti
+
+    us = {"ref": 100.0, "port": 100.0, "torch": 2000.0}
+    monkeypatch.setattr(cupti, "profile", lambda sides, reps, flush=None: {
+        "device_us": {s: [us[s]] * reps for s, _ in sides}, "launches": {s: [1] * reps for s, _ in sides},
+        "kernels": {s: [[("k", us[s])]] for s, _ in sides}})
+    monkeypatch.setattr(B.time, "perf_counter", dev.clock)          # warm-up
+    loop_times = B.loop_times
+    monkeypatch.setattr(B, "loop_times", lambda *a, **k: loop_times(*a, clock=dev.clock, **k))
+    c = types.SimpleNamespace(ref=dev.side("ref"), port=dev.side("port"), torch=dev.side("torch"), nv=None,
+                              nv_note="", op="op", kernel="k", variant=types.SimpleNamespace(id="f16"),
+                              shape=(64,), grid=(1, 1, 1), in_place=False, outputs={"ref": [], "port": []},
+                              expected=lambda: [])
+    row = B.measure(c, {**B.DEFAULTS}, {"rtol": 0.0, "atol": 0.0})
+    d = row["loop_design"]
+    assert row["loop_calls"] == 200 and d["calls"] == {"ref": 200, "port": 200, "torch": 10}   # 20 ms each
+    assert d["order"][:2] == S.balanced_rounds(["ref", "port", "torch"]) and d["warmup"] == "torch"
+    assert row["loop_cycles"] == len(d["order"]) // 2 >= 3 and d["stop"] == "width"
+    assert row["loop_ratio"] == pytest.approx(row["ref_loop_us"] / row["port_loop_us"])
+    assert row["loop_ratio_lo"] <= row["loop_ratio"] <= row["loop_ratio_hi"]
+    assert row["loop_ratio"] == pytest.approx((5.0 + 200 * 100.0) / (8.0 + 200 * 100.0))
+    assert len(row["loop_samples"]["ref"]) == 2 * row["loop_cycles"] and row["checked"] == "ok"
 
 
 def test_loop_calls_clamped():
     assert B.loop_calls(100.0, 20) == 200            # 20 ms / 100 µs
     assert B.loop_calls(1.0, 20) == B.LOOP_MAX_CALLS
-    assert B.loop_calls(10_000.0, 20) == B.LOOP_MIN_CALLS
+    assert B.loop_calls(10_000.0, 20) == B.LOOP_MIN_CALLS == 3
     assert B.loop_calls(0.0, 20) == B.LOOP_MAX_CALLS
 
 
@@ -348,6 +479,41 @@ def test_loop_gate_geomean_and_configs_below():
     assert v.details["variants"]["k/f16-T1"]["loop_ratio"] == pytest.approx(loop["geomean"])
     done = B.fold("op", rows, threshold=0.95, loop_threshold=0.9).details["loop"]
     assert done["verdict"] == "DONE" and [r["shape"] for r in done["below"]] == ["a"]
+
+
+def test_loop_gate_says_below_only_where_the_interval_does():
+    rows = [brow(1.0, shape="a", loop_ratio=0.95, loop_ratio_lo=0.94, loop_ratio_hi=0.96),     # below
+            brow(1.0, shape="b", loop_ratio=0.965, loop_ratio_lo=0.95, loop_ratio_hi=0.98),    # undecided
+            brow(1.0, shape="c", loop_ratio=0.96, loop_ratio_lo=None, loop_ratio_hi=None),     # old row
+            brow(1.0, shape="d", loop_ratio=1.2)]
+    v = B.fold("op", rows, threshold=0.95, loop_threshold=0.97)
+    loop = v.details["loop"]
+    assert [r["shape"] for r in loop["below"]] == ["a", "c"] and [r["shape"] for r in loop["undecided"]] == ["b"]
+    assert loop["undecided"][0]["loop_ratio_hi"] == 0.98
+    assert "2 config(s) below, 1 within noise of it" in v.summary
+
+
+def test_a_published_bench_json_without_intervals_still_reads(tmp_path):
+    """bench.json rows timed before the loop interval (no loop_ratio_lo/hi, loop_cycles,
+    loop_ratio_prev, timed_at): re-folded as they are, their loop ratio judged alone, and the CSV
+    gets the new columns empty."""
+    import json
+
+    from conftest import REPO
+
+    doc = json.loads((REPO / "docs" / "results" / "h200" / "ops" / "tg_matmul" / "bench.json").read_text())
+    new = B.COLUMNS[B.COLUMNS.index("loop_ratio_lo"):] + ["loop_design"]
+    rows = [{k: v for k, v in r.items() if k not in new} for r in doc["details"]["rows"] if not r.get("error")]
+    assert rows
+    loop = B.fold("tg_matmul", rows, 0.95, loop_threshold=0.97).details["loop"]
+    assert loop["geomean"] == pytest.approx(S.geomean([r["loop_ratio"] for r in rows]))
+    assert [(r["variant"], r["shape"]) for r in loop["below"]] == [
+        (r["variant"], r["shape"]) for r in sorted(rows, key=lambda r: r["loop_ratio"]) if r["loop_ratio"] < 0.97]
+    assert loop["undecided"] == []
+    B.write_csv(rows[:1], tmp_path / "b.csv")
+    head, row = read_csv(tmp_path / "b.csv")[:2]
+    assert head[-5:] == ["loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at"]
+    assert row[-5:] == [""] * 5 and head[:len(B.COLUMNS) - 5] == B.COLUMNS[:-5]
 
 
 def test_rows_without_loop_times_have_no_loop_gate():

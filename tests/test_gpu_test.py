@@ -750,6 +750,64 @@ def test_pending_only_times_exactly_the_missing_configs_and_merges_them(tmp_path
     assert len(timed) == 18
 
 
+def test_a_selection_times_only_its_configs_keeps_the_rest_and_says_so(tmp_path, monkeypatch):
+    """--configs-below-loop / --configs: only the selected configs are timed again, every other
+    valid row is kept as it was; a re-timed row carries its old loop ratio (loop_ratio_prev) and
+    details.retimed says when, what was selected and the ratios before and after, run after run."""
+    import json
+
+    from tileport import bench as B
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    doc = json.loads((r / "bench.json").read_text())
+    for x in doc["details"]["rows"]:
+        x["loop_ratio"] = 0.9 if (x["variant"], x["shape"]) == ("f32-TILE1024", "134217728") else 1.0
+    (r / "bench.json").write_text(json.dumps(doc))
+    kept = {(x["variant"], x["shape"]): x for x in doc["details"]["rows"]}
+    timed = []
+    fake_gpu(monkeypatch, timed, ratio=1.1)
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", below_loop=True)
+    assert timed == [("relu_kernel", "f32-TILE1024", "134217728")]
+    det = d["details"]
+    assert (det["configs"], det["configs_pending"], det["timed_now"]) == (12, 0, 1)
+    new = {(x["variant"], x["shape"]): x for x in det["rows"]}
+    assert new["f32-TILE1024", "134217728"]["loop_ratio_prev"] == 0.9
+    assert new["f32-TILE1024", "134217728"]["ratio"] == 1.1
+    assert all(new[k][f] == kept[k][f] for k in kept if k != ("f32-TILE1024", "134217728") for f in kept[k])
+    (rec,) = det["retimed"]
+    assert rec["selection"] == {"configs": [], "below_loop": True, "loop_threshold": 0.97}
+    assert [(c["shape"], c["loop_ratio_prev"]) for c in rec["configs"]] == [("134217728", 0.9)]
+    assert rec["at"] and "regression to the mean" in rec["note"]
+    # a pattern: the f16 configs at one shape; the earlier selection stays on record
+    timed.clear()
+    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["relu_kernel/f16-*/16777216"])
+    assert sorted(timed) == [("relu_kernel", f"f16-TILE{t}", "16777216") for t in (1024, 2048)]
+    assert [len(x["configs"]) for x in d["details"]["retimed"]] == [1, 2]
+    assert d["details"]["configs"] == 12 and d["details"]["timed_now"] == 2
+    # no selection: a full run times everything, and the record of selections goes
+    timed.clear()
+    assert "retimed" not in B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")["details"]
+    assert len(timed) == 12
+    # kept rows of another device: a selection refuses (nothing written) instead of mixing devices
+    before = (r / "bench.json").read_text()
+    monkeypatch.setattr(B.H, "env_versions", lambda: {"device": "NVIDIA H200"})
+    doc = json.loads(before)
+    doc["details"]["env"] = {"device": "NVIDIA H100 80GB HBM3"}
+    (r / "bench.json").write_text(json.dumps(doc))
+    with pytest.raises(B.SelectionError, match="mix devices"):
+        B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", below_loop=True)
+    assert json.loads((r / "bench.json").read_text()) == doc
+    # no kept verdict that holds (sources changed, none yet): nothing to keep, refused
+    (r / "bench.json").write_text(before)
+    monkeypatch.setattr(B, "kept_bench", lambda *a: (None, None))
+    with pytest.raises(B.SelectionError, match="no kept bench verdict"):
+        B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["*/*/*"])
+    assert (r / "bench.json").read_text() == before
+    with pytest.raises(ValueError, match="KERNEL/VARIANT/SHAPE"):
+        B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["relu_kernel/f16"])
+
+
 def test_a_time_budget_or_a_sigterm_stops_the_loop_writes_what_was_timed_and_leaves_the_rest_pending(
         tmp_path, monkeypatch):
     # a lent GPU's session or a job's time limit: the configs timed are written, the others pending,

@@ -141,3 +141,53 @@ def test_reps_for_bounds_are_inclusive():
 @pytest.mark.parametrize("est", [0.0, -5.0])
 def test_reps_for_no_estimate_uses_upper_bound(est):
     assert S.reps_for(est, 150, 10, 100) == 100
+
+
+# -- loop timing: balanced cycles and the ratio's interval ----------------------------------------
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 6])
+def test_balanced_rounds_every_side_follows_every_other_once(k):
+    labels = ["ref", "port", "torch", "nv", "e", "f"][:k]
+    rounds = S.balanced_rounds(labels)
+    assert rounds[0] == labels and len(rounds) == max(1, k - 1)
+    assert all(sorted(r) == sorted(labels) for r in rounds)      # each round runs every side once
+    seq = [s for r in rounds for s in r]
+    pairs = [(seq[i - 1], seq[i]) for i in range(len(seq))]       # cyclic: cycles repeat back to back
+    assert sorted(pairs) == sorted((a, b) for a in labels for b in labels if a != b)
+    assert S.balanced_rounds(labels) == rounds                      # deterministic
+    with pytest.raises(ValueError, match="duplicate"):
+        S.balanced_rounds(["ref", "ref", "port"])
+
+
+def test_t_quantiles_are_scipys():
+    t = pytest.importorskip("scipy.stats").t
+    assert S.T975 == pytest.approx([t.ppf(0.975, df) for df in range(1, 31)], abs=1e-6)
+
+
+def test_mean_interval_student_t():
+    m, lo, hi = S.mean_interval([1.0, 2.0, 3.0])
+    assert m == 2.0 and hi - m == pytest.approx(4.302653 * 1.0 / math.sqrt(3)) and m - lo == pytest.approx(hi - m)
+    assert S.mean_interval([5.0]) == (5.0, -math.inf, math.inf)
+    assert S.mean_interval([2.0, 2.0]) == (2.0, 2.0, 2.0)
+    with pytest.raises(ValueError):
+        S.mean_interval([])
+    with pytest.raises(ValueError, match="at most 31"):
+        S.mean_interval([1.0] * 32)
+
+
+def test_loop_ratio_interval_pairs_loops_within_cycles():
+    # 3 cycles of 2 loops per side; clocks drift 10 % from cycle to cycle, the port 2 % slower
+    ref = [100.0, 100.0, 110.0, 110.0, 121.0, 121.0, 999.0]     # a trailing incomplete cycle is left out
+    port = [x * 1.02 for x in ref]
+    iv = S.loop_ratio_interval(ref, port, 2)
+    assert iv["cycles"] == 3 and iv["ratio"] == pytest.approx(1 / 1.02)
+    assert iv["lo"] == pytest.approx(iv["ratio"]) and iv["hi"] == pytest.approx(iv["ratio"])   # drift cancels
+    # the ratio of the sides' geomeans over the complete cycles
+    g = math.exp(sum(map(math.log, ref[:6])) / 6) / math.exp(sum(map(math.log, port[:6])) / 6)
+    assert iv["ratio"] == pytest.approx(g)
+    with pytest.raises(ValueError, match="no complete cycle"):
+        S.loop_ratio_interval([1.0], [1.0], 2)
+    with pytest.raises(ValueError, match="not positive"):
+        S.loop_ratio_interval([1.0, 0.0], [1.0, 1.0], 1)
+    with pytest.raises(ValueError):
+        S.loop_ratio_interval([1.0, 1.0], [1.0], 1)

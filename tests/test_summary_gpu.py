@@ -50,7 +50,7 @@ def summarize(tmp_path, ops, variants=None):
     # the LLM usage columns are checked in test_llm_usage_columns, the loop gate's in
     # test_loop_columns, NVIDIA's vs_nv in test_nv_port; here: the device-time ones
     llm = ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict", "ref_host_us",
-           "port_host_us", "vs_nv", "configs_pending")
+           "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided")
     ops_rows = [{k: v for k, v in r.items() if k not in llm} for r in csv.DictReader(open(ops_csv))]
     return list(csv.DictReader(open(out))), ops_rows
 
@@ -253,8 +253,16 @@ def test_loop_columns(tmp_path):
         (g, "BELOW_THRESHOLD", "4.00", "20.00")
     assert ops[0]["verdict"] == "DONE"
     assert (ops[1]["op"], ops[1]["loop_ratio"], ops[1]["loop_verdict"]) == ("ALL", g, "")
+    # rows without an interval (timed before it): below by their loop ratio alone
+    assert (ops[0]["loop_below"], ops[0]["loop_undecided"], ops[1]["loop_below"]) == ("1", "0", "1")
     S.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv, loop_threshold=0.9)
     assert list(csv.DictReader(open(ops_csv)))[0]["loop_verdict"] == "DONE"
+    # an interval that reaches the threshold: undecided, not below
+    v.details["rows"][0].update(loop_ratio_lo=0.4, loop_ratio_hi=0.99)
+    write(v, results / "op" / "bench.json")
+    S.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv, loop_threshold=0.98)
+    ops = list(csv.DictReader(open(ops_csv)))
+    assert (ops[0]["loop_below"], ops[0]["loop_undecided"]) == ("0", "1")
     assert list(rows[0]) == S.COLUMNS
 
 

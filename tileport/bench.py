@@ -13,12 +13,27 @@ functional test is not timed (``details.not_benchmarked``):
    the sum of the CUPTI kernel durations it launched (:func:`tileport.cupti.profile`);
 3. median and spread per side; ratio = ref median / port median (> 1: the port is faster),
    the median of the per-round paired ratios next to it; vs_torch = torch median / port median;
-4. time per call in a loop, the other speed users feel (:func:`loop_times`): per round and
-   side, ``n`` calls enqueued back to back (no L2 flush), one synchronisation; loop time per
+4. time per call in a loop, the other speed users feel (:func:`loop_times`): per loop, ``n``
+   calls of one side enqueued back to back (no L2 flush), one synchronisation; loop time per
    call = (enqueue + drain) / n, host time per call = the enqueue alone / n (the CPU cost of a
-   call while the device keeps up); the sides' order rotates round by round so that clock and
-   power drift favour none; medians over ``loop_rounds`` rounds; loop_ratio = ref loop time /
-   port loop time; host overhead per call = loop time - device time;
+   call while the device keeps up). ``n`` = ``loop_ms`` of device time (at least 3 calls, at
+   most 200), the same for ref and port (from the shorter of the two), torch's and NVIDIA's
+   from their own. The loops run in *cycles* of carry-over-balanced rounds
+   (:func:`tileport.stats.balanced_rounds`: over a cycle every side runs right after every other
+   side exactly once -- back to back, a loop inherits the clocks and heat its predecessor left,
+   up to 10 % on a power-limited GEMM, and a plain rotation always put the port right after the
+   reference); one untimed loop first, so that the first timed loop has its designed
+   predecessor too. loop_ratio = the geomean over cycles of each cycle's ref / port ratio
+   (geomeans of its loops) -- the loops of a pair are minutes apart at most, so slow clock drift
+   cancels -- with its 95 % Student t interval over the cycles (``loop_ratio_lo``,
+   ``loop_ratio_hi``; :func:`tileport.stats.loop_ratio_interval`). Adaptive: at least
+   ``loop_min_cycles`` cycles, then more until the interval's half-width is at most
+   ``loop_ci_width`` (relative), ``loop_max_cycles`` are timed or the next cycle would end past
+   ``loop_max_s`` seconds of loop timing (a fixed-width sequential interval, Chow & Robbins
+   1965, Ann. Math. Statist. 36:457). ``*_loop_us``: geomean of the side's loops (so
+   loop_ratio = ref_loop_us / port_loop_us), ``*_host_us`` their median; host overhead per call
+   = loop time - device time. ``python -m tileport.loopstudy docs/results/h200/ops`` gives the
+   figures behind this design from published rows;
 5. the outputs of the last timed ref and port calls are checked against the PyTorch semantics,
    each side on its own (``checked`` / ``port_mismatch`` for the port, ``ref_checked`` /
    ``ref_mismatch`` for the reference: a reference outside tolerance is a warning, as in gpu_test)
@@ -45,6 +60,13 @@ worth porting at all.
 Run directly on a GPU node without Snakemake::
 
     python -m tileport.bench --op softmax [--results results] [--gpu auto|required|off]
+        [--pending-only] [--budget-s S] [--configs KERNEL/VARIANT/SHAPE,...] [--configs-below-loop]
+
+``--configs`` / ``--configs-below-loop`` time again only a selection of configs and keep every
+other still-valid row (:func:`run`): a re-timed row keeps its old ``loop_ratio_prev``, every new
+row its ``timed_at``, ``details.retimed`` says which configs a run re-timed and when. Re-timing
+only the configs that measured low favours passing (regression to the mean): read all of a
+selection's before/after pairs.
 """
 from __future__ import annotations
 
@@ -72,10 +94,12 @@ from .verdict import (TEST_PASSED, VARIANT_PASSED, Finding, Verdict, VerdictErro
 REPO = Path(__file__).resolve().parent.parent
 
 DEFAULTS = {"threshold": 0.95, "warmup_ms": 20, "rep_ms": 150, "min_reps": 10, "max_reps": 100,
-            "l2_flush_mib": 256, "seed": 0, "loop_threshold": 0.97, "loop_ms": 20, "loop_rounds": 6}
+            "l2_flush_mib": 256, "seed": 0, "loop_threshold": 0.97, "loop_ms": 20, "loop_min_cycles": 3,
+            "loop_max_cycles": 30, "loop_ci_width": 0.01, "loop_max_s": 3.0}
 #: calls per loop: loop_ms / device time per call, clamped here (CUDA's launch queue holds about
-#: a thousand launches; beyond it a launch blocks and host time would include waiting)
-LOOP_MIN_CALLS, LOOP_MAX_CALLS = 10, 200
+#: a thousand launches; beyond it a launch blocks and host time would include waiting; at 3 calls
+#: of a long kernel the first call's enqueue is well under 1 % of the loop)
+LOOP_MIN_CALLS, LOOP_MAX_CALLS = 3, 200
 
 COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_us", "torch_us",
            "ref_iqr_us", "port_iqr_us", "torch_iqr_us", "ratio", "paired_ratio", "vs_torch",
@@ -85,14 +109,16 @@ COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_u
            "port_host_overhead_us", "ref_host_overhead_us", "checked", "ref_checked",
            "port_mismatch", "ref_mismatch", "error",
            "nv_us", "nv_iqr_us", "vs_nv", "ref_vs_nv", "nv_launches", "nv_loop_us", "nv_checked",
-           "nv_error"]
+           "nv_error", "loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at"]
 #: the per-side columns of NVIDIA's port (empty when it is not a side of the config)
-NV_COLUMNS = COLUMNS[COLUMNS.index("nv_us"):]
+NV_COLUMNS = COLUMNS[COLUMNS.index("nv_us"):COLUMNS.index("nv_error") + 1]
 
 
 def rotation(labels: list[str], r: int) -> list[str]:
     """The sides' order in round ``r``: ``labels`` rotated left by ``r`` (so over len(labels)
-    consecutive rounds every side runs once in every position)."""
+    consecutive rounds every side runs once in every position). :mod:`tileport.hostbench`'s
+    order; the loop timing here balances carry-over instead (:func:`tileport.stats.balanced_rounds`:
+    in a rotation each side always follows the same other side)."""
     k = r % len(labels)
     return labels[k:] + labels[:k]
 
@@ -104,36 +130,80 @@ def loop_calls(device_us: float, loop_ms: float) -> int:
     return max(LOOP_MIN_CALLS, min(LOOP_MAX_CALLS, n))
 
 
-def loop_times(sides: list[tuple[str, callable]], n: int, rounds: int, sync,
-               clock=time.perf_counter) -> dict:
-    """Time ``n`` back-to-back calls per side and round (module doc, step 4).
+def loop_times(sides: list[tuple[str, callable]], n, sync, clock=time.perf_counter, *,
+               pair: tuple[str, str] = ("ref", "port"), min_cycles: int = DEFAULTS["loop_min_cycles"],
+               max_cycles: int = DEFAULTS["loop_max_cycles"], width: float = DEFAULTS["loop_ci_width"],
+               max_s: float = DEFAULTS["loop_max_s"]) -> dict:
+    """Time loops of back-to-back calls in carry-over-balanced cycles until the loop ratio of
+    ``pair`` is known to ``width`` (module doc, step 4).
 
-    ``sides``: (label, call); ``sync``: blocks until the device is idle
-    (``torch.cuda.synchronize``); ``clock``: seconds. In round r the sides run in
-    :func:`rotation` order; each side's loop starts after a ``sync`` and ends with one.
-    Returns ``{label: {"loop_us": [...], "host_us": [...]}}`` per round (µs per call), plus
-    ``"order": [[label, ...], ...]`` (the order of every round).
+    ``sides``: (label, call), at least the two of ``pair``; ``n``: calls per loop, an int or
+    ``{label: int}``; ``sync``: blocks until the device is idle (``torch.cuda.synchronize``);
+    ``clock``: seconds. One untimed loop of the cycle's last side, then cycles of
+    :func:`tileport.stats.balanced_rounds`; each loop starts after a ``sync`` and ends with one.
+    After ``min_cycles`` cycles it stops as soon as the 95 % interval of the ratio
+    (:func:`tileport.stats.loop_ratio_interval`) has a half-width <= ``width`` (relative:
+    sqrt(hi / lo) - 1), at ``max_cycles``, or when one more cycle (as long as the last) would end
+    past ``max_s`` seconds after the first loop started.
+
+    Returns ``{label: {"loop_us": [...], "host_us": [...]}}`` (µs per call, every timed loop in
+    time order), ``"order"`` (the timed rounds, each a list of labels), ``"warmup"`` (the label
+    of the untimed loop), ``"per_cycle"`` (loops per side in a cycle), ``"cycles"``,
+    ``"interval"`` (:func:`tileport.stats.loop_ratio_interval` of ``pair``), ``"stop"``
+    (``width``, ``max_cycles`` or ``max_s``), ``"n"`` (calls per loop by label).
+
+    Raises:
+        ValueError: a count < 1, ``min_cycles`` > ``max_cycles``, ``max_cycles`` above what the
+            interval supports (31), or ``pair`` not among the sides.
     """
-    if n < 1 or rounds < 1:
-        raise ValueError(f"loop_times: n = {n} and rounds = {rounds} must be >= 1")
+    labels = [label for label, _ in sides]
+    ns = {label: (n[label] if isinstance(n, dict) else n) for label in labels}
+    if min(ns.values()) < 1 or not 1 <= min_cycles <= max_cycles or max_cycles > len(S.T975) + 1:
+        raise ValueError(f"loop_times: calls {ns}, cycles {min_cycles}..{max_cycles} (1 <= min <= max <= "
+                         f"{len(S.T975) + 1})")
+    if not set(pair) <= set(labels):
+        raise ValueError(f"loop_times: {pair} not among the sides {labels}")
     fns = dict(sides)
-    out: dict = {label: {"loop_us": [], "host_us": []} for label, _ in sides}
-    out["order"] = []
-    for r in range(rounds):
-        order = rotation([label for label, _ in sides], r)
-        out["order"].append(order)
-        for label in order:
-            fn = fns[label]
-            sync()
-            t0 = clock()
-            for _ in range(n):
-                fn()
-            t1 = clock()
-            sync()
-            t2 = clock()
-            out[label]["loop_us"].append((t2 - t0) * 1e6 / n)
-            out[label]["host_us"].append((t1 - t0) * 1e6 / n)
-    return out
+    rounds = S.balanced_rounds(labels)
+    out: dict = {label: {"loop_us": [], "host_us": []} for label in labels}
+    out.update(order=[], warmup=rounds[-1][-1], per_cycle=len(rounds), n=ns)
+
+    def one(label: str) -> tuple[float, float]:
+        fn, k = fns[label], ns[label]
+        sync()
+        t0 = clock()
+        for _ in range(k):
+            fn()
+        t1 = clock()
+        sync()
+        t2 = clock()
+        return (t2 - t0) * 1e6 / k, (t1 - t0) * 1e6 / k
+
+    one(out["warmup"])          # the first timed loop follows its designed predecessor
+    start = clock()
+    while True:
+        c0 = clock()
+        for rnd in rounds:
+            out["order"].append(list(rnd))
+            for label in rnd:
+                loop_us, host_us = one(label)
+                out[label]["loop_us"].append(loop_us)
+                out[label]["host_us"].append(host_us)
+        cycles = len(out["order"]) // len(rounds)
+        now = clock()
+        if cycles < min_cycles:
+            continue
+        iv = S.loop_ratio_interval(out[pair[0]]["loop_us"], out[pair[1]]["loop_us"], len(rounds))
+        out.update(cycles=cycles, interval=iv)
+        if math.sqrt(iv["hi"] / iv["lo"]) - 1 <= width:
+            out["stop"] = "width"
+        elif cycles >= max_cycles:
+            out["stop"] = "max_cycles"
+        elif now - start + (now - c0) > max_s:
+            out["stop"] = "max_s"
+        else:
+            continue
+        return out
 
 
 class SideFailed(Exception):
@@ -176,7 +246,10 @@ def error_class(exc: BaseException) -> str:
 
 def measure(c, cfg: dict, tol: dict) -> dict:
     """Benchmark one :class:`tileport.harness.Call` (steps 1-5 of the module doc). Returns a row
-    of :data:`COLUMNS` (numbers in µs) plus ``samples`` (per-round device µs per side)."""
+    of :data:`COLUMNS` (numbers in µs) plus ``samples`` (per-round device µs per side),
+    ``loop_samples`` (per side, the loop time per call of every timed loop, µs, in time order) and
+    ``loop_design`` (:func:`loop_times`' ``order``, ``warmup``, ``per_cycle``, calls per loop by side
+    and why it stopped)."""
     import torch
 
     from . import cupti
@@ -216,13 +289,18 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     row["vs_torch"] = row["torch_us"] / row["port_us"]
     row["ref_vs_torch"] = row["torch_us"] / row["ref_us"]
     del flush_buf
-    n = loop_calls(min(row["ref_us"], row["port_us"], row["torch_us"]), cfg["loop_ms"])
-    loops = loop_times(sides, n, int(cfg["loop_rounds"]), torch.cuda.synchronize)
+    n = loop_calls(min(row["ref_us"], row["port_us"]), cfg["loop_ms"])     # ref and port alike
+    ns = {s: n if s in ("ref", "port") else loop_calls(row[f"{s}_us"], cfg["loop_ms"]) for s in labels}
+    loops = loop_times(sides, ns, torch.cuda.synchronize, min_cycles=int(cfg["loop_min_cycles"]),
+                       max_cycles=int(cfg["loop_max_cycles"]), width=float(cfg["loop_ci_width"]),
+                       max_s=float(cfg["loop_max_s"]))
     row["loop_calls"] = n
     for s in ("ref", "port", "torch"):
-        row[f"{s}_loop_us"] = S.median(loops[s]["loop_us"])
+        row[f"{s}_loop_us"] = S.geomean(loops[s]["loop_us"])
         row[f"{s}_host_us"] = S.median(loops[s]["host_us"])
-    row["loop_ratio"] = row["ref_loop_us"] / row["port_loop_us"]
+    iv = loops["interval"]
+    row["loop_ratio"], row["loop_ratio_lo"], row["loop_ratio_hi"] = iv["ratio"], iv["lo"], iv["hi"]
+    row["loop_cycles"] = iv["cycles"]
     row["ref_host_overhead_us"] = max(0.0, row["ref_loop_us"] - row["ref_us"])
     row["port_host_overhead_us"] = max(0.0, row["port_loop_us"] - row["port_us"])
     if c.in_place:          # outputs with given first values: check one call on those values
@@ -247,11 +325,13 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     if "nv" in labels:
         row["vs_nv"] = row["nv_us"] / row["port_us"]
         row["ref_vs_nv"] = row["nv_us"] / row["ref_us"]
-        row["nv_loop_us"] = S.median(loops["nv"]["loop_us"])
+        row["nv_loop_us"] = S.geomean(loops["nv"]["loop_us"])
         row["nv_checked"] = "ok" if all(H.compare(a, e, tol["rtol"], tol["atol"])["ok"]
                                         for a, e in zip(c.outputs["nv"], expected)) else "MISMATCH"
     row["samples"] = {s: dev[s] for s in labels}
     row["loop_samples"] = {s: loops[s]["loop_us"] for s in labels}
+    row["loop_design"] = {"order": loops["order"], "warmup": loops["warmup"], "per_cycle": loops["per_cycle"],
+                          "calls": loops["n"], "stop": loops["stop"]}
     row["kernel_names"] = {s: sorted({n for k in prof["kernels"][s] for n, _ in k}) for s in labels}
     return row
 
@@ -259,19 +339,28 @@ def measure(c, cfg: dict, tol: dict) -> dict:
 def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
     """The loop gate over the rows that carry a loop time (None when none does): ``geomean``
     of ``loop_ratio``, ``threshold``, ``verdict`` DONE / BELOW_THRESHOLD (the geomean against
-    the threshold), ``below`` (every config whose own loop ratio is under the threshold, lowest
-    first, with its loop and host times per call), ``port_host_us`` / ``ref_host_us`` (medians
-    over the configs of the host time per call, µs)."""
+    the threshold), ``below`` (every config whose loop ratio is under the threshold and whose
+    95 % interval says so, ``loop_ratio_hi`` < threshold -- a row without an interval, timed
+    before the benchmark had one, by its loop ratio alone -- lowest first, with its loop and host
+    times per call), ``undecided`` (loop ratio under the threshold, interval reaching it: the
+    measurement cannot tell; the same fields), ``port_host_us`` / ``ref_host_us`` (medians over
+    the configs of the host time per call, µs)."""
     timed = [r for r in rows if isinstance(r.get("loop_ratio"), (int, float))]
     if not timed:
         return None
     g = S.geomean([r["loop_ratio"] for r in timed])
-    below = sorted((r for r in timed if r["loop_ratio"] < loop_threshold), key=lambda r: r["loop_ratio"])
-    keys = ("kernel", "variant", "shape", "loop_ratio", "ref_loop_us", "port_loop_us", "ref_host_us",
-            "port_host_us", "ref_us", "port_us")
+    under = sorted((r for r in timed if r["loop_ratio"] < loop_threshold), key=lambda r: r["loop_ratio"])
+
+    def sure(r):
+        hi = r.get("loop_ratio_hi")
+        return not isinstance(hi, (int, float)) or hi < loop_threshold
+
+    keys = ("kernel", "variant", "shape", "loop_ratio", "loop_ratio_lo", "loop_ratio_hi", "ref_loop_us",
+            "port_loop_us", "ref_host_us", "port_host_us", "ref_us", "port_us")
     return {"geomean": g, "threshold": loop_threshold, "configs": len(timed),
             "verdict": "DONE" if g >= loop_threshold else "BELOW_THRESHOLD",
-            "below": [{k: r.get(k) for k in keys} for r in below],
+            "below": [{k: r.get(k) for k in keys} for r in under if sure(r)],
+            "undecided": [{k: r.get(k) for k in keys} for r in under if not sure(r)],
             "port_host_us": S.median([r["port_host_us"] for r in timed]),
             "ref_host_us": S.median([r["ref_host_us"] for r in timed])}
 
@@ -438,8 +527,9 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     word = "DONE" if g >= threshold else "BELOW_THRESHOLD"
     tail = ""
     if loop is not None:
+        und = f", {len(loop['undecided'])} within noise of it" if loop["undecided"] else ""
         tail = (f"; loop ratio {loop['geomean']:.3f} ({loop['verdict']} at {loop_threshold}, "
-                f"{len(loop['below'])} config(s) below; host time per call port "
+                f"{len(loop['below'])} config(s) below{und}; host time per call port "
                 f"{loop['port_host_us']:.1f} µs, reference {loop['ref_host_us']:.1f} µs)")
     behind = details["ref_behind_torch"]
     if behind:
@@ -472,7 +562,7 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
 
 
 #: the fields of a row kept in ``details.rows`` (besides :data:`COLUMNS`)
-ROW_EXTRAS = ["samples", "loop_samples", "kernel_names", "error_class", "blocked", "restaged", "rtol", "atol",
+ROW_EXTRAS = ["samples", "loop_samples", "loop_design", "kernel_names", "error_class", "blocked", "restaged", "rtol", "atol",
               "port_matches_ref"]
 
 
@@ -518,7 +608,7 @@ def reconcile(doc: dict, op_dir: str | Path, sources_sha: str | None, man: dict 
              loop_threshold=float(loop_thr), writers=writers, pending=pending, defects=declared(man))
     v.details["rows"] = valid
     for key in ("not_benchmarked", "perf_only_variants", "sources_sha", "inputs_sha", "test_inputs_sha",
-                "provenance"):
+                "provenance", "retimed"):
         if key in d:
             v.details[key] = d[key]
     if not d.get("test_inputs_sha"):            # an old verdict, recognised: name what it holds for
@@ -607,6 +697,54 @@ def restore_bench(results: Path, op: str, op_dir: Path, out_json: str | Path, ou
     return d
 
 
+class SelectionError(ValueError):
+    """A selection of configs to time again (``--configs``, ``--configs-below-loop``) that this
+    run cannot honour without mixing measurements (:func:`run`)."""
+
+
+def selected(key: tuple[str, str, str], patterns: list[str]) -> bool:
+    """Whether a config (:func:`tileport.validity.config_key`) matches one of ``patterns``, each
+    ``KERNEL/VARIANT/SHAPE`` with shell wildcards per part (``fnmatch``, case-sensitive; ``*``
+    for a whole part). Raises ValueError for a pattern without exactly three parts."""
+    from fnmatch import fnmatchcase
+
+    return any(all(fnmatchcase(k, q) for k, q in zip(key, p.split("/"))) for p in config_patterns(patterns))
+
+
+def config_patterns(patterns) -> list[str]:
+    """``--configs``: a comma-separated string or a list of ``KERNEL/VARIANT/SHAPE`` patterns,
+    as a list. Raises ValueError for none, or one without exactly three non-empty parts."""
+    ps = [p.strip() for p in (patterns.split(",") if isinstance(patterns, str) else patterns) if p.strip()]
+    bad = [p for p in ps if len(p.split("/")) != 3 or not all(p.split("/"))]
+    if not ps or bad:
+        raise ValueError(f"--configs {bad or patterns!r}: want KERNEL/VARIANT/SHAPE[,...] (shell wildcards "
+                         f"per part, e.g. '_matmul_kernel/f32-*/8192x8192x8192')")
+    return ps
+
+
+#: why a re-timed selection needs reading with care (``details.retimed``)
+REGRESSION_NOTE = ("only configs selected for timing again were re-timed: selecting those that measured low "
+                   "favours passing (regression to the mean); compare loop_ratio_prev with loop_ratio over all "
+                   "of them, not the passes alone")
+
+
+def retimed_record(fresh: list[dict], retime: dict, patterns: list[str] | None, below_loop: bool,
+                   loop_threshold: float) -> dict:
+    """One entry of ``details.retimed``: when (UTC), what was selected, and per config timed by
+    this run its loop ratio before (``loop_ratio_prev``, None for a config no kept row covered)
+    and now. ``fresh``: the rows this run timed; ``retime``: config key -> the kept row replaced."""
+    from datetime import datetime, timezone
+
+    return {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "selection": {"configs": list(patterns or []), "below_loop": below_loop,
+                          "loop_threshold": loop_threshold},
+            "configs": [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
+                         "loop_ratio_prev": (retime.get(V.config_key(r["kernel"], r["variant"], r["shape"]))
+                                             or {}).get("loop_ratio"),
+                         "loop_ratio": r.get("loop_ratio"), "error": r.get("error") or ""} for r in fresh],
+            "note": REGRESSION_NOTE}
+
+
 def budget_seconds(value) -> float:
     """``--budget-s``: a number of seconds >= 0 (0 times nothing; ``inf`` sets no limit).
 
@@ -649,13 +787,17 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
     whether the CUDA context was lost (later configs cannot run). A failure of the config is its
     row (``error``, ``error_class``; ``blocked`` where cutile 0.5.0 cannot launch it), not an
     exception; :class:`Stopped` passes through."""
-    base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape))}
+    from datetime import datetime, timezone
+
+    base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape)),
+            "timed_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}   # the row's own date
     try:
         key = f"{kernel}/{variant.id}"
         c = ctx.call(kernel, variant, shape, cfg["seed"], nv=key in nv_passed)
         if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
             c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
-        row = {**measure(c, cfg, tols[kernel, variant.id, shape]), **tols[kernel, variant.id, shape]}
+        row = {**measure(c, cfg, tols[kernel, variant.id, shape]), **tols[kernel, variant.id, shape],
+               "timed_at": base["timed_at"]}
         shim = ctx.lib.shims.get(c.symbol)
         if shim is not None and shim.restaged:   # host copies timed with the port (ffi.restage_strides)
             row["restaged"] = dict(shim.restaged)
@@ -677,7 +819,8 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
     print(f"{kernel}/{variant.id} {row['shape']}: ref {row['ref_us']:.1f} us, port "
           f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us{nv}, ratio {row['ratio']:.3f}; "
           f"loop ref {row['ref_loop_us']:.1f} / port {row['port_loop_us']:.1f} / torch "
-          f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f}, host "
+          f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f} "
+          f"[{row['loop_ratio_lo']:.3f}, {row['loop_ratio_hi']:.3f}] over {row['loop_cycles']} cycles, host "
           f"ref {row['ref_host_us']:.1f} / port {row['port_host_us']:.1f} us; ref vs torch "
           f"{row['ref_vs_torch']:.2f}", flush=True)
     return row, False
@@ -687,7 +830,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         out_json: str | Path, gpu: str = "auto", cfg: dict | None = None,
         host_build: str | Path | None = None, attempt: int = 1,
         nv_build: str | Path | None = None, pending_only: bool = False,
-        budget_s: float | None = None) -> dict:
+        budget_s: float | None = None, configs: list[str] | None = None,
+        below_loop: bool = False) -> dict:
     """Stage entry point (see module doc). Returns the verdict written to ``out_json``.
     ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``).
     ``pending_only``: time only the perf configs that no kept row still valid covers
@@ -698,13 +842,31 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     loop (:func:`budget_seconds`; None: no limit). A loop stopped by the budget or SIGTERM
     writes what it timed; in a full run the configs it did not reach keep the rows of the kept
     verdict where one still holds (``details.kept_after_stop``), the rest are pending.
+    ``configs`` (patterns ``KERNEL/VARIANT/SHAPE``, :func:`selected`) and ``below_loop`` (the
+    configs whose kept row's loop ratio is under ``loop_threshold``): time again only those (and,
+    with ``pending_only``, the pending ones), keep every other still-valid row as
+    ``pending_only`` does; a re-timed row replaces the kept one and carries its loop ratio as
+    ``loop_ratio_prev``; ``details.retimed`` lists the runs that re-timed a selection (this one
+    appended to the kept verdict's: date, selection, configs with the loop ratio before and
+    after). Re-timing only the configs that measured low favours passing (regression to the
+    mean): judge a selection by all its rows' ``loop_ratio_prev`` -> ``loop_ratio``, not by the
+    passes alone.
 
     Raises:
-        ValueError: ``budget_s`` NaN or negative (:func:`budget_seconds`).
+        ValueError: ``budget_s`` NaN or negative (:func:`budget_seconds`), a bad ``configs``
+            pattern (:func:`config_patterns`), loop cycle bounds out of order.
+        SelectionError: a selection, but the kept rows were measured on another device (a merge
+            would mix devices) or no kept verdict holds (without ``pending_only``); nothing is
+            written.
     """
     if budget_s is not None:
         budget_s = budget_seconds(budget_s)
+    if configs is not None:
+        configs = config_patterns(configs)
     cfg = {**DEFAULTS, **(cfg or {})}
+    if not 2 <= int(cfg["loop_min_cycles"]) <= int(cfg["loop_max_cycles"]) <= len(S.T975) + 1:
+        raise ValueError(f"bench.loop_min_cycles {cfg['loop_min_cycles']} / loop_max_cycles "
+                         f"{cfg['loop_max_cycles']}: want 2 <= min <= max <= {len(S.T975) + 1}")
     op_dir, results = Path(op_dir), Path(results)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
     gate = gpu_gate("bench", op, gpu, out_json, attempt,
@@ -758,7 +920,26 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     perf_only = sorted({f"{k}/{v.id}" for k, v, _ in todo} - set(tested))
     rows, skipped = [], sorted({f"{k}/{v.id}" for k, v, _ in todo} & set(tested) - passed)
     kept, env = {}, H.env_versions()
-    if pending_only:
+    selective = bool(configs) or below_loop
+    retime: dict = {}       # config key -> the kept row it replaces (a selection re-timed)
+    if selective:
+        kept, src, other = kept_rows(results, op, op_dir, out_json, env)
+        if other:
+            raise SelectionError(f"--configs / --configs-below-loop: the kept rows of {src} were measured on "
+                                 f"{other}, this is {env.get('device')}: a selection would mix devices; time "
+                                 f"every config (no selection)")
+        if src is None and not pending_only:
+            raise SelectionError(f"--configs / --configs-below-loop: no kept bench verdict of {op} still holds "
+                                 f"({out_json} or its .measured copy: missing, or measured other sources or "
+                                 f"inputs): nothing to keep beside a selection; time every config, or add "
+                                 f"--pending-only")
+        thr = float(cfg["loop_threshold"])
+        retime = {k: r for k, r in kept.items()
+                  if (configs and selected(k, configs))
+                  or (below_loop and isinstance(r.get("loop_ratio"), (int, float)) and r["loop_ratio"] < thr)}
+        print(f"tileport: selection: {len(retime)} of {len(kept)} kept config(s) to time again"
+              + (f" ({src})" if src else ""), flush=True)
+    elif pending_only:
         kept, src, other = kept_rows(results, op, op_dir, out_json, env)
         if other:       # a ratio of another device's rows and this one's: not one measurement
             print(f"tileport: --pending-only: the kept rows of {src} were measured on {other}, this is "
@@ -772,8 +953,11 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         for kernel, variant, shape in todo:
             if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
                 continue
-            if V.config_key(kernel, variant.id, shape) in kept:
+            key = V.config_key(kernel, variant.id, shape)
+            if key in kept and key not in retime:
                 continue
+            if selective and key not in kept and not pending_only and not (configs and selected(key, configs)):
+                continue            # not selected: stays pending
             spent = time.monotonic() - t0
             if budget_s is not None and spent + longest > budget_s:
                 stopped = (f"time budget: {spent:.0f} s spent + {longest:.0f} s (the longest config so far) "
@@ -784,6 +968,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                 row, context_lost = _one_config(ctx, op, kernel, variant, shape, cfg, tols, nv_passed)
             finally:
                 longest = max(longest, time.monotonic() - t_cfg)
+            if key in retime:
+                row["loop_ratio_prev"] = retime[key].get("loop_ratio")
             rows.append(row)
             if context_lost:
                 break                 # the context is gone: later configs cannot run
@@ -792,9 +978,9 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     finally:
         if prev is not None:
             signal.signal(signal.SIGTERM, prev)
-    timed = len(rows)
+    timed, fresh = len(rows), list(rows)
     kept_after_stop = None
-    if stopped and not pending_only:
+    if stopped and not pending_only and not selective:
         # a full run stopped early: the configs it did not reach keep the rows of the measurement
         # it was replacing where they still hold (as --pending-only would keep them), instead of
         # overwriting bench.json and .measured/ with fewer rows (the valid ones lost)
@@ -820,6 +1006,12 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
              defects=declared(ctx.man))
     v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ROW_EXTRAS} for r in rows]
     v.details["timed_now"] = timed          # rows timed by this run (the rest were kept: pending_only)
+    if selective or pending_only:           # earlier selections stay on record while their rows do
+        before = ((kept_bench(results, op, op_dir, out_json)[0] or {}).get("details") or {}).get("retimed") or []
+        if selective:
+            before = before + [retimed_record(fresh, retime, configs, below_loop, float(cfg["loop_threshold"]))]
+        if before:
+            v.details["retimed"] = before
     if stopped:
         v.details["stopped"] = stopped      # why configs were left pending (budget, SIGTERM)
         if kept_after_stop is not None:     # a full run's configs not reached: the kept rows
@@ -851,6 +1043,19 @@ def main(argv=None) -> int:
             except ValueError as exc:
                 raise argparse.ArgumentTypeError(str(exc)) from None
 
+        def patterns(text):
+            try:
+                return config_patterns(text)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+
+        ap.add_argument("--configs", type=patterns, default=None,
+                        metavar="KERNEL/VARIANT/SHAPE,...",
+                        help="time again only these configs (shell wildcards per part) and keep every other "
+                             "still-valid row, as --pending-only does")
+        ap.add_argument("--configs-below-loop", action="store_true",
+                        help="time again only the configs whose kept loop ratio is under bench.loop_threshold "
+                             "(keep the rest); a re-timed row keeps the old ratio as loop_ratio_prev")
         ap.add_argument("--budget-s", type=budget, default=None, metavar="S",
                         help="wall seconds for timing: no config is started that would likely end past "
                              "it; the configs left are pending (a later --pending-only run times them)")
@@ -858,8 +1063,13 @@ def main(argv=None) -> int:
     a = cli_args("tileport CUPTI benchmark of one operator", argv, extra)
     cfg = {**(a.cfg.get("bench") or {}), "seed": a.seed}
     base = Path(a.results) / a.op
-    d = run(a.op, Path(a.operators) / a.op, a.results, base / "bench.csv", base / "bench.json",
-            gpu=a.gpu, cfg=cfg, pending_only=a.pending_only, budget_s=a.budget_s)
+    try:
+        d = run(a.op, Path(a.operators) / a.op, a.results, base / "bench.csv", base / "bench.json",
+                gpu=a.gpu, cfg=cfg, pending_only=a.pending_only, budget_s=a.budget_s, configs=a.configs,
+                below_loop=a.configs_below_loop)
+    except SelectionError as exc:
+        print(f"tileport: {exc}", file=sys.stderr)
+        return 2
     print(d["verdict"], d["summary"])
     return exit_status(d)
 

@@ -105,9 +105,11 @@ def _loop_findings(loop: dict) -> tuple[list[Finding], str, str]:
     hb = [r for r in below if host_bound(r)]
     owner = "host" if hb and len(hb) * 2 >= len(below) else "kernel"
     lead = (hb or below or [{}])[0]
+    und = loop.get("undecided") or []
     head = (f"loop ratio {loop['geomean']:.3f} < {loop['threshold']} (time per call in a "
             f"back-to-back loop, ref / port); {len(below)} config(s) below, {len(hb)} of them "
-            f"host-bound")
+            f"host-bound" + (f"; {len(und)} more under it within the measurement's noise (95 % interval "
+                             f"reaching it)" if und else ""))
     if lead:
         head += (f"; e.g. {lead.get('variant')} {lead.get('shape')}: loop ratio "
                  f"{lead.get('loop_ratio', 0):.3f}, port {lead.get('port_loop_us', 0):.1f} µs per call "

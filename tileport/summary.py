@@ -38,7 +38,9 @@ faster).
 ref_vs_torch`` and its LLM calls, tokens and cost over all stages, then the loop gate:
 ``loop_ratio`` (geomean of the configs' loop ratios), ``loop_verdict`` (DONE / BELOW_THRESHOLD
 against ``bench.loop_threshold``), ``ref_host_us,port_host_us`` (median host time per call,
-µs)) and a last row ``ALL`` over every config of every operator. Every folder under
+µs), ``loop_below`` (configs whose loop ratio is under the threshold, its 95 % interval too),
+``loop_undecided`` (loop ratio under it, interval reaching it: within the measurement's noise))
+and a last row ``ALL`` over every config of every operator. Every folder under
 ``operators/`` has a row in both files: an operator whose manifest is malformed has verdict
 ``ERROR (manifest: <file:line: cause>)``, a folder that cannot be an operator ``not_run (<why>)``;
 the ``ALL`` row's verdict counts the operators by verdict. ``configs_pending``: the operator's perf
@@ -69,8 +71,9 @@ COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel",
            "nv_us", "vs_nv"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
                "llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict",
-               "ref_host_us", "port_host_us", "vs_nv", "configs_pending"]
-_LOOP0 = {"loop_ratio": "", "loop_verdict": "", "ref_host_us": "", "port_host_us": ""}
+               "ref_host_us", "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided"]
+_LOOP0 = {"loop_ratio": "", "loop_verdict": "", "ref_host_us": "", "port_host_us": "", "loop_below": "",
+          "loop_undecided": ""}
 _LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
 _NV0 = {"nv_ir_diff": "", "nv_us": "", "vs_nv": ""}
 
@@ -414,7 +417,9 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                      **(_LOOP0 if loop is None else {
                          "loop_ratio": _fmt(loop["geomean"]), "loop_verdict": loop["verdict"],
                          "ref_host_us": _fmt(loop["ref_host_us"], 2),
-                         "port_host_us": _fmt(loop["port_host_us"], 2)}),
+                         "port_host_us": _fmt(loop["port_host_us"], 2),
+                         "loop_below": len(loop.get("below") or []),
+                         "loop_undecided": len(loop.get("undecided") or [])}),
                      "vs_nv": _fmt(d.get("geomean_vs_nv")), "configs_pending": d.get("configs_pending", 0)})
         all_pending += int(d.get("configs_pending") or 0)
     counts: dict[str, int] = {}
@@ -429,7 +434,9 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                  "ref_vs_torch": _fmt(S.geomean(all_rvt)) if all_rvt else "",
                  **_total_llm(rows), **_LOOP0,
                  "loop_ratio": _fmt(S.geomean(all_loop)) if all_loop else "",
-                 "vs_nv": _fmt(S.geomean(all_vn)) if all_vn else "", "configs_pending": all_pending})
+                 "vs_nv": _fmt(S.geomean(all_vn)) if all_vn else "", "configs_pending": all_pending,
+                 **({k: sum(r[k] for r in rows if isinstance(r.get(k), int)) for k in ("loop_below", "loop_undecided")}
+                    if all_loop else {})})
     return rows
 
 
