@@ -336,6 +336,22 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     return row
 
 
+def loop_class(row: dict, loop_threshold: float) -> str | None:
+    """One config's side of the loop gate (the one definition :func:`loop_gate`, the summary and
+    the report use): None when ``row`` has no loop time (``loop_ratio`` not a number), ``pass``
+    when ``loop_ratio`` >= ``loop_threshold`` (config.yaml ``bench.loop_threshold``), ``below``
+    when it is under it and its 95 % interval says so (``loop_ratio_hi`` < threshold; a row
+    without an interval, timed before the benchmark had one, by its loop ratio alone), else
+    ``undecided`` (under it, the interval reaching it: within the measurement's noise)."""
+    ratio = row.get("loop_ratio")
+    if not isinstance(ratio, (int, float)):
+        return None
+    if ratio >= loop_threshold:
+        return "pass"
+    hi = row.get("loop_ratio_hi")
+    return "below" if not isinstance(hi, (int, float)) or hi < loop_threshold else "undecided"
+
+
 def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
     """The loop gate over the rows that carry a loop time (None when none does): ``geomean``
     of ``loop_ratio``, ``threshold``, ``verdict`` DONE / BELOW_THRESHOLD (the geomean against
@@ -343,24 +359,19 @@ def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
     95 % interval says so, ``loop_ratio_hi`` < threshold -- a row without an interval, timed
     before the benchmark had one, by its loop ratio alone -- lowest first, with its loop and host
     times per call), ``undecided`` (loop ratio under the threshold, interval reaching it: the
-    measurement cannot tell; the same fields), ``port_host_us`` / ``ref_host_us`` (medians over
-    the configs of the host time per call, µs)."""
+    measurement cannot tell; the same fields): per config :func:`loop_class`;
+    ``port_host_us`` / ``ref_host_us`` (medians over the configs of the host time per call, µs)."""
     timed = [r for r in rows if isinstance(r.get("loop_ratio"), (int, float))]
     if not timed:
         return None
     g = S.geomean([r["loop_ratio"] for r in timed])
     under = sorted((r for r in timed if r["loop_ratio"] < loop_threshold), key=lambda r: r["loop_ratio"])
-
-    def sure(r):
-        hi = r.get("loop_ratio_hi")
-        return not isinstance(hi, (int, float)) or hi < loop_threshold
-
     keys = ("kernel", "variant", "shape", "loop_ratio", "loop_ratio_lo", "loop_ratio_hi", "ref_loop_us",
             "port_loop_us", "ref_host_us", "port_host_us", "ref_us", "port_us")
     return {"geomean": g, "threshold": loop_threshold, "configs": len(timed),
             "verdict": "DONE" if g >= loop_threshold else "BELOW_THRESHOLD",
-            "below": [{k: r.get(k) for k in keys} for r in under if sure(r)],
-            "undecided": [{k: r.get(k) for k in keys} for r in under if not sure(r)],
+            **{c: [{k: r.get(k) for k in keys} for r in under if loop_class(r, loop_threshold) == c]
+               for c in ("below", "undecided")},
             "port_host_us": S.median([r["port_host_us"] for r in timed]),
             "ref_host_us": S.median([r["ref_host_us"] for r in timed])}
 
