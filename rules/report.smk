@@ -37,15 +37,19 @@ rule report_configs:
 
 
 rule report_operators:
-    """Per-operator geomean ratio with its 95 % bootstrap interval (and loop time when measured)."""
+    """Per-operator geomean ratio with its 95 % bootstrap interval (and loop time and the loop
+    gate's counts when measured)."""
     input:
         configs=f"{RDATA}/configs.csv",
         summary_ops="results/summary_ops.csv",
-        code=REPORT_CODE,
+        # the loop gate's one definition (tileport.bench.loop_class)
+        code=REPORT_CODE + code("bench"),
     output:
         csv=f"{RDATA}/operators.csv",
     log:
         "results/logs/report/operators.log",
+    params:
+        loop_threshold=config["bench"]["loop_threshold"],
     conda:
         "../envs/tileport.yaml"
     script:
@@ -211,6 +215,31 @@ rule table_operators:
                     labels={"table": "operators", "format": "HTML (LaTeX, CSV in results/paper/)"}),
     log:
         "results/logs/report/table_operators.log",
+    params:
+        loop_threshold=config["bench"]["loop_threshold"],
+    conda:
+        "../envs/tileport.yaml"
+    script:
+        "../scripts/report.py"
+
+
+rule table_loop_gate:
+    """Per config, the loop gate's evidence: the configs below the loop threshold or undecided,
+    with loop ratio, interval, loop and host time per call, and the counts."""
+    input:
+        data=f"{RDATA}/configs.csv",
+        provenance=f"{RDATA}/provenance.json",
+        code=TABLE_CODE + code("bench"),
+    output:
+        tex=f"{PAPER}/loop_gate.tex",
+        csv=f"{PAPER}/loop_gate.csv",
+        html=report(f"results/report/tables/loop_gate.html", caption="../report/table_loop_gate.rst",
+                    category=GPU_CAT, subcategory="tables",
+                    labels={"table": "loop_gate", "format": "HTML (LaTeX, CSV in results/paper/)"}),
+    log:
+        "results/logs/report/table_loop_gate.log",
+    params:
+        loop_threshold=config["bench"]["loop_threshold"],
     conda:
         "../envs/tileport.yaml"
     script:
@@ -259,8 +288,9 @@ rule paper:
     input:
         expand(f"{FIG}/{{name}}.{{ext}}", name=["ratio", "times", "host_overhead", "coverage_matrix", "llm_roles"],
                ext=["pdf", "svg", "png"]),
-        expand(f"{PAPER}/{{name}}.{{ext}}", name=["operators", "coverage", "provenance"], ext=["tex", "csv"]),
-        expand("results/report/tables/{name}.html", name=["operators", "coverage", "provenance"]),
+        expand(f"{PAPER}/{{name}}.{{ext}}", name=["operators", "loop_gate", "coverage", "provenance"],
+               ext=["tex", "csv"]),
+        expand("results/report/tables/{name}.html", name=["operators", "loop_gate", "coverage", "provenance"]),
 
 
 # cheap (seconds each): on a cluster they run on the submit host
@@ -277,5 +307,6 @@ localrules:
     figure_coverage_matrix,
     figure_llm_roles,
     table_operators,
+    table_loop_gate,
     table_coverage,
     table_provenance,

@@ -74,6 +74,7 @@ def test_three_significant_digits(x, text):
 def test_tex_escape():
     assert T.tex_escape("layer_norm 5% & µs ×2 {x} > 1") == \
         r"layer\_norm 5\% \& \textmu{}s $\times$2 \{x\} \textgreater{} 1"
+    assert T.tex_escape("--configs, 0.9–1.0") == "-{}-configs, 0.9--1.0"      # two hyphens, an en dash
 
 
 def test_operators_table(tmp_path):
@@ -287,15 +288,25 @@ def test_provenance_table_from_the_verdicts(h200):
 
 
 def test_latex_tables_compile(h200, tmp_path):
-    """The three tables, as the report rules write them, in a minimal pdfLaTeX document."""
+    """The tables, as the report rules write them, in a minimal pdfLaTeX document: those of the
+    published verdicts (no loop timing: the loop gate table's one row says so) and the loop gate
+    table of synthetic rows (below, undecided, no interval, re-timed: the counts line spans it)."""
     need("pdflatex")
     _, data = h200
-    for name in ("operators", "coverage", "provenance"):
-        inp = {"provenance": data / "provenance.json"} | ({"data": data / f"{name}.csv"} if name != "provenance" else {})
-        build.table(name, inp, {e: tmp_path / f"{name}.{e}" for e in ("tex", "csv", "html")})
+    cfg = pd.DataFrame(LOOP_ROWS)
+    cfg.loc[4, ["loop_ratio", "loop_ratio_lo", "loop_ratio_hi"]] = [0.955, 0.945, 0.965]
+    cfg.to_csv(tmp_path / "loop_configs.csv", index=False)
+    src = {"loop_gate": data / "configs.csv", "loop_rows": tmp_path / "loop_configs.csv"}
+    names = ("operators", "loop_gate", "loop_rows", "coverage", "provenance")
+    for name in names:
+        inp = {"provenance": data / "provenance.json"} | (
+            {"data": src.get(name, data / f"{name}.csv")} if name != "provenance" else {})
+        build.table("loop_gate" if name == "loop_rows" else name, inp,
+                    {e: tmp_path / f"{name}.{e}" for e in ("tex", "csv", "html")})
+    assert "no config has loop timing" in (tmp_path / "loop_gate.tex").read_text()
     (tmp_path / "paper.tex").write_text(
         "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
-        "\\input{operators.tex}\n\\input{coverage.tex}\n\\input{provenance.tex}\n\\end{document}\n")
+        + "".join(f"\\input{{{n}.tex}}\n" for n in names) + "\\end{document}\n")
     p = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:]
@@ -342,3 +353,148 @@ def test_figures_are_reproducible(h200, tmp_path):
     assert outs[0] == outs[1]
     assert outs[0]["pdf"][:5] == b"%PDF-" and b"Measured on NVIDIA H200" in outs[0]["svg"]
     assert outs[0]["png"][:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- the loop gate per config -----------------------------------------------------------------
+
+def loop_row(variant, ratio, lo=None, hi=None, prev=None, timed_at=None, op="tg_x"):
+    """A configs.csv row with loop timing (µs per call): ref 10 µs, port 10 / ratio."""
+    nan = float("nan")
+    return {"op": op, "kernel": "_k", "variant": variant, "shape": "4096", "ratio": 1.0, "vs_torch": 1.2,
+            "ref_vs_torch": 1.2,
+            "ref_loop_us": 10.0, "port_loop_us": 10.0 / ratio, "torch_loop_us": 12.0, "loop_ratio": ratio,
+            "loop_ratio_lo": nan if lo is None else lo, "loop_ratio_hi": nan if hi is None else hi,
+            "ref_host_us": 6.5, "port_host_us": 8.25, "loop_ratio_prev": nan if prev is None else prev,
+            "timed_at": nan if timed_at is None else timed_at}
+
+
+LOOP_ROWS = [loop_row("below", 0.90, 0.88, 0.92, timed_at="2026-12-01T10:11:12+00:00"),
+             loop_row("undecided", 0.965, 0.95, 0.98, timed_at="2026-12-01T10:12:00+00:00"),
+             loop_row("pass", 1.01, 0.99, 1.03, timed_at="2026-12-01T10:13:00+00:00", op="tg_y"),
+             loop_row("old", 0.95, op="tg_y"),                          # timed before the interval
+             loop_row("retimed", 0.975, 0.96, 0.99, prev=0.94, timed_at="2026-12-02T08:00:00+00:00", op="tg_y")]
+
+
+def test_loop_gate_classes_are_the_benchmarks():
+    """One definition: the report's per-config classes are tileport.bench.loop_class, whose
+    below / undecided the bench verdict's details.loop lists (and summary_ops.csv counts)."""
+    from tileport import bench
+
+    cfg = pd.DataFrame(LOOP_ROWS)
+    assert D.loop_classes(cfg, 0.97).tolist() == ["below", "undecided", "pass", "below", "pass"]
+    gate = bench.loop_gate([{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                            for r in LOOP_ROWS], 0.97)
+    assert [r["variant"] for r in gate["below"]] == ["below", "old"]
+    assert [r["variant"] for r in gate["undecided"]] == ["undecided"]
+    # another threshold re-judges: at 0.96 the undecided row passes, at 1.0 the re-timed row's
+    # interval (0.96-0.99) lies under it
+    assert D.loop_classes(cfg, 0.96).tolist() == ["below", "pass", "pass", "below", "pass"]
+    assert D.loop_classes(cfg, 1.0).tolist()[4] == "below"
+    assert D.loop_classes(pd.DataFrame([{"op": "a", "ratio": 1.0}]), 0.97).tolist() == [None]
+
+
+def test_loop_gate_table(tmp_path):
+    cfg = pd.DataFrame(LOOP_ROWS)
+    rows, counts = D.loop_gate(cfg, 0.97)
+    assert rows["variant"].tolist() == ["below", "old", "undecided"]          # below first, lowest first
+    assert rows["gate"].tolist() == ["below", "below, no interval", "undecided"]
+    assert counts == {"timed": 5, "pass": 2, "below": 2, "undecided": 1, "retimed": 1, "retimed_pass": 1}
+    df, tex, heads, fmt, line = T.loop_gate(rows, counts, 0.97)
+    assert line == "5 config(s) with loop timing: 2 passed, 2 below, 1 undecided; 1 re-timed, 1 of them passing now"
+    assert df.iloc[0].to_dict() == {
+        "op": "tg_x", "kernel": "_k", "variant": "below", "shape": "4096", "ref_loop_us": "10.0",
+        "port_loop_us": "11.1", "loop_ratio": "0.900", "loop_ci_low": "0.880", "loop_ci_high": "0.920",
+        "gate": "below", "ref_host_us": "6.50", "port_host_us": "8.25", "timed_at": "2026-12-01T10:11:12+00:00"}
+    assert (df.iloc[1]["loop_ci_low"], df.iloc[1]["timed_at"]) == ("", "")    # the old row
+    assert df.iloc[-1].tolist() == ["ALL"] + [""] * 8 + [line] + [""] * 3     # the counts line
+    assert "loop_ratio_prev" not in df.columns          # no re-timed row among those shown
+    assert tex["loop_ci"].tolist() == ["0.880–0.920", "", "0.950–0.980"] and len(tex) == 3
+    assert tex["timed_at"].tolist() == ["2026-12-01 10:11", "", "2026-12-01 10:12"]
+    assert tex["config"].tolist()[0] == "tg_x / _k / below / 4096"        # one column, wraps
+    assert fmt == r"p{0.3\linewidth}" + "rrrcl" + "rr" + "l" and len(tex.columns) == 9
+
+    # through the report job: LaTeX with the counts line spanning the table, the caveat of a
+    # selective re-timing in the caption
+    cfg.to_csv(tmp_path / "configs.csv", index=False)
+    (tmp_path / "prov.json").write_text(json.dumps({"rows": [{"field": "GPU", "value": "NVIDIA H200"}]}))
+    out = {e: tmp_path / f"loop_gate.{e}" for e in ("tex", "csv", "html")}
+    build.table("loop_gate", {"data": tmp_path / "configs.csv", "provenance": tmp_path / "prov.json"}, out, 0.97)
+    t = out["tex"].read_text()
+    for needle in (r"tg\_x / \_k / below / 4096 & 10.0 & 11.1 & 0.900 & 0.880--0.920 & below & 6.50 & 8.25 & "
+                   r"2026-12-01 10:11",
+                   r"& 0.950 &  & below, no interval &", r"\shortstack{ref loop\\\textmu{}s}",
+                   "\\midrule\n\\multicolumn{9}{l}{5 config(s) with loop timing: 2 passed, 2 below, 1 undecided; "
+                   "1 re-timed, 1 of them passing now} \\\\\n\\bottomrule",
+                   "under the loop threshold 0.97", "regression to the mean", r"\label{tab:tileport-loop_gate}"):
+        assert needle in t, needle
+    csv_rows = pd.read_csv(out["csv"], dtype=str, keep_default_na=False)
+    assert csv_rows["op"].tolist() == ["tg_x", "tg_y", "tg_x", "ALL"]
+
+    # a re-timed row that is still under the threshold shows its loop ratio before
+    cfg.loc[4, ["loop_ratio", "loop_ratio_lo", "loop_ratio_hi"]] = [0.955, 0.945, 0.965]
+    rows, counts = D.loop_gate(cfg, 0.97)
+    df, tex, _, fmt, line = T.loop_gate(rows, counts, 0.97)
+    assert df.set_index("variant").loc["retimed", ["gate", "loop_ratio_prev"]].tolist() == ["below", "0.940"]
+    assert line.endswith("; 1 re-timed, 0 of them passing now") and fmt.endswith("lr") and len(tex.columns) == 10
+
+
+def test_loop_gate_table_when_every_config_passes(tmp_path):
+    cfg = pd.DataFrame([LOOP_ROWS[2], {**LOOP_ROWS[2], "variant": "pass2", "loop_ratio": 0.97}])
+    rows, counts = D.loop_gate(cfg, 0.97)                       # at the threshold passes
+    assert rows.empty and counts["pass"] == 2
+    df, tex, _, _, line = T.loop_gate(rows, counts, 0.97)
+    assert len(df) == 1 and tex.empty
+    assert df.iloc[0]["gate"] == line == ("every config passes the loop gate (loop ratio ≥ 0.97); "
+                                          "2 config(s) with loop timing: 2 passed, 0 below, 0 undecided")
+    cfg.to_csv(tmp_path / "configs.csv", index=False)
+    (tmp_path / "prov.json").write_text(json.dumps({"rows": []}))
+    out = {e: tmp_path / f"t.{e}" for e in ("tex", "csv", "html")}
+    build.table("loop_gate", {"data": tmp_path / "configs.csv", "provenance": tmp_path / "prov.json"}, out, 0.97)
+    t = out["tex"].read_text()
+    assert "\\midrule\n\\multicolumn{8}{l}{every config passes the loop gate (loop ratio $\\geq$ 0.97); " in t
+    assert t.count("\\midrule") == 1 and "regression to the mean" not in t
+    # no loop timing at all (verdicts timed before it existed): one row says so
+    _, counts = D.loop_gate(cfg.drop(columns=[c for c in cfg.columns if "loop" in c]), 0.97)
+    assert counts["timed"] == 0
+    assert T.loop_gate(pd.DataFrame(), counts, 0.97)[4] == "no config has loop timing"
+
+
+def test_operators_count_the_loop_gate_per_operator(tmp_path):
+    cfg = pd.DataFrame(LOOP_ROWS + [{"op": "tg_z", "kernel": "_k", "variant": "v", "shape": "1", "ratio": 1.0,
+                                     "vs_torch": 1.1, "ref_vs_torch": 1.1}])
+    (tmp_path / "summary_ops.csv").write_text("op,configs,geomean_ratio,verdict\ntg_x,2,1.0,DONE\n"
+                                              "tg_y,3,1.0,DONE\ntg_z,1,1.0,DONE\nALL,6,1.0,x\n")
+    ops = D.operators(cfg, tmp_path / "summary_ops.csv", 0.97).set_index("op")
+    assert ops.loc["tg_x", ["loop_below", "loop_undecided"]].tolist() == [1, 1]
+    assert ops.loc["tg_y", ["loop_below", "loop_undecided"]].tolist() == [1, 0]
+    assert ops.loc["ALL", ["loop_below", "loop_undecided"]].tolist() == [2, 1]
+    assert ops.loc["tg_z", ["loop_below", "loop_undecided"]].isna().all()     # no loop timing
+    ops.reset_index().to_csv(tmp_path / "operators.csv", index=False)
+    df, heads, fmt = T.operators(pd.read_csv(tmp_path / "operators.csv", keep_default_na=False, na_values=[""]))
+    assert df["loop_below"].tolist() == ["1", "1", "", "2"] and df["loop_undecided"].tolist() == ["1", "0", "", "1"]
+    tex = T.operators_tex(df)
+    assert list(tex.columns[-4:]) == ["loop_geomean", "loop_ci", "loop_below", "loop_undecided"]
+    assert len(fmt) == len(tex.columns)
+
+
+def test_configs_carry_the_loop_gate_fields(h200, tmp_path):
+    """configs.csv takes the loop ratio's interval, host times, timed_at and a re-timed row's
+    loop_ratio_prev from bench.json's rows."""
+    res, _ = h200
+    shutil.copytree(res / "relu", tmp_path / "relu")
+    doc = json.loads((tmp_path / "relu" / "bench.json").read_text())
+    for i, r in enumerate(doc["details"]["rows"]):
+        r.update(loop_ratio=0.95 + 0.01 * i, loop_ratio_lo=0.94, loop_ratio_hi=0.96 + 0.01 * i,
+                 ref_loop_us=10.0, port_loop_us=10.0, ref_host_us=6.0, port_host_us=7.0,
+                 timed_at="2026-12-01T10:00:00+00:00")
+    doc["details"]["rows"][0]["loop_ratio_prev"] = 0.93
+    (tmp_path / "relu" / "bench.json").write_text(json.dumps(doc))
+    s = pd.read_csv(res / "summary.csv", dtype=str, keep_default_na=False)
+    s[s["op"] == "relu"].to_csv(tmp_path / "summary.csv", index=False)
+    cfg = D.configs(tmp_path, tmp_path / "summary.csv")
+    assert {"loop_ratio_lo", "loop_ratio_hi", "ref_host_us", "port_host_us", "timed_at",
+            "loop_ratio_prev"} <= set(cfg.columns)
+    assert cfg["loop_ratio_prev"].notna().sum() == 1 and set(cfg["timed_at"]) == {"2026-12-01T10:00:00+00:00"}
+    _, counts = D.loop_gate(cfg, 0.97)
+    # ratios 0.95, 0.96, ...: the first (hi 0.96) below, the second (hi 0.97) reaches it
+    assert (counts["below"], counts["undecided"], counts["pass"], counts["retimed"]) == (1, 1, 10, 1)

@@ -257,6 +257,8 @@ def test_report_from_copied_measurements(workdir):
     assert (ops["softmax"]["geomean_ratio"], ops["ALL"]["configs"]) == ("0.951", "18")
     assert float(ops["softmax"]["ci_low"]) < 0.951 < float(ops["softmax"]["ci_high"])
     assert "NVIDIA H200" in (wd / "results" / "paper" / "operators.tex").read_text()
+    # verdicts timed before the loop timing existed: the loop gate table's one row says so
+    assert "no config has loop timing" in (wd / "results" / "paper" / "loop_gate.csv").read_text()
     for fig in ("ratio", "times", "host_overhead", "coverage_matrix", "llm_roles"):
         assert (wd / "results" / "paper" / "figures" / f"{fig}.pdf").read_bytes()[:5] == b"%PDF-"
     p = snakemake(wd, "-n", "paper")
@@ -269,13 +271,13 @@ def test_report_from_copied_measurements(workdir):
         pytest.skip("chromium not installed (make test-deps)")
     shot = REPO / "results" / "report" / "browser-check.png"
     seen = browser.check(wd / "results" / "report.html", shot, show="results/paper/figures/ratio.svg")
-    assert seen["title"] == "Snakemake Report" and seen["results"] == 8
+    assert seen["title"] == "Snakemake Report" and seen["results"] == 9
     assert {"GPU stages (gpu_test, bench)", "Coverage (analyze ... bench)", "Provenance"} <= set(seen["categories"])
     assert "GPU stages" in seen["app_text"]                      # the page rendered its menu
     assert len(seen["images"]) == 5
     for path, img in seen["images"].items():
         assert img["width"] > 100 and img["height"] > 100 and "error" not in img, (path, img)
-    assert len(seen["tables"]) == 3 and all(t["rows"] > 2 for t in seen["tables"].values())
+    assert len(seen["tables"]) == 4 and all(t["rows"] > 2 for t in seen["tables"].values())
     assert shot.stat().st_size > 10_000
     # each figure is its own rule: editing one figure's code redraws that figure only
     f = wd / "tileport" / "report" / "figures" / "llm.py"

@@ -16,7 +16,7 @@ from . import data as D
 from . import tables as T
 
 FIGURES = ("ratio", "times", "host_overhead", "coverage_matrix", "llm_roles")
-TABLES = ("operators", "coverage", "provenance")
+TABLES = ("operators", "loop_gate", "coverage", "provenance")
 
 
 def _csv(df: pd.DataFrame, path) -> None:
@@ -27,8 +27,10 @@ def configs(results, summary_csv, out_csv) -> None:
     _csv(D.configs(results, summary_csv), out_csv)
 
 
-def operators(configs_csv, summary_ops_csv, out_csv) -> None:
-    _csv(D.operators(pd.read_csv(configs_csv), summary_ops_csv), out_csv)
+def operators(configs_csv, summary_ops_csv, out_csv, loop_threshold: float | None = None) -> None:
+    """``operators.csv``; ``loop_threshold`` (config.yaml ``bench.loop_threshold``) for the loop
+    gate's counts."""
+    _csv(D.operators(pd.read_csv(configs_csv), summary_ops_csv, loop_threshold), out_csv)
 
 
 def coverage(summary_csv, threshold: float, out_csv) -> None:
@@ -78,22 +80,48 @@ CAPTIONS = {
                   "operator: geomean over its perf configs of reference time / port time (above 1: "
                   "the port is faster) with a 95 % BCa bootstrap interval over the configs; "
                   "torch/port and torch/ref: geomean of PyTorch time over port and reference time."),
+    "loop_gate": ("Loop gate per config: the configs whose loop ratio (reference / port time per call of "
+                  "back-to-back calls, geomean over carry-over-balanced cycles) is under the loop threshold "
+                  "{thr:g} (config.yaml bench.loop_threshold): below = its 95 % t interval over the cycles "
+                  "entirely under it, undecided = the interval reaching it (within the measurement's noise); "
+                  "a row timed before the interval existed is judged by its ratio alone (no interval). Config: "
+                  "operator / kernel / variant / shape; loop and host (enqueue) time per call in µs; timed: "
+                  "the row's own date."),
     "coverage": ("Coverage per operator family: kernels, kernels whose every variant passes the "
                  "Tile IR diff (IR PASS), kernels whose every variant passes the GPU test (GPU PASS)."),
     "provenance": "Provenance of the measurements and of this report.",
 }
 
 
-def table(name: str, inputs: dict, out: dict) -> None:
+#: the caption's caveat where rows were re-timed selectively (details.retimed, loop_ratio_prev)
+RETIMED_NOTE = (" Re-timed: configs timed again selectively (--configs, --configs-below-loop), their earlier "
+                "loop ratio under 'before re-timing'; re-timing only the configs that measured low favours "
+                "passing (regression to the mean): judge them by all their before/after pairs, not by the "
+                "passes alone.")
+
+
+def table(name: str, inputs: dict, out: dict, loop_threshold: float | None = None) -> None:
     """Write table ``name`` (:data:`TABLES`) as ``out["tex"]``, ``out["csv"]``, ``out["html"]``
-    from ``inputs`` (``data``: its data CSV, absent for provenance; ``provenance``)."""
+    from ``inputs`` (``data``: its data CSV, absent for provenance; ``provenance``);
+    ``loop_threshold``: config.yaml ``bench.loop_threshold`` (default
+    :data:`tileport.bench.DEFAULTS`'), for the loop gate."""
+    from ..bench import DEFAULTS
+
+    lthr = DEFAULTS["loop_threshold"] if loop_threshold is None else float(loop_threshold)
     prov = _prov(inputs["provenance"])
-    tex_df = None
+    tex_df, foot = None, ""
     if name == "operators":
         df, heads, fmt = T.operators(pd.read_csv(inputs["data"], keep_default_na=False, na_values=[""]))
         loop = "loop_geomean" in df.columns
         cap = CAPTIONS[name] + (" Loop: the same for time per call of back-to-back calls." if loop else "")
+        if "loop_below" in df.columns:
+            cap += (f" Loop below / undec.: configs whose loop ratio is under {lthr:g} with its 95 % interval "
+                    f"entirely under it / reaching it (the loop gate table).")
         tex_df = T.operators_tex(df)
+    elif name == "loop_gate":
+        rows, counts = D.loop_gate(pd.read_csv(inputs["data"]), lthr)
+        df, tex_df, heads, fmt, foot = T.loop_gate(rows, counts, lthr)
+        cap = CAPTIONS[name].format(thr=lthr) + (RETIMED_NOTE if counts["retimed"] else "")
     elif name == "coverage":
         df, heads, fmt = T.coverage(D.coverage_families(pd.read_csv(inputs["data"], keep_default_na=False)))
         cap = CAPTIONS[name]
@@ -101,16 +129,17 @@ def table(name: str, inputs: dict, out: dict) -> None:
         df, heads, fmt = T.provenance(prov["rows"])
         cap = CAPTIONS[name]
     T.write(df, heads, out, f"{cap} {D.short_provenance(prov)}", f"tab:tileport-{name}",
-            prov["rows"], column_format=fmt, html_title=name, tex_df=tex_df)
+            prov["rows"], column_format=fmt, html_title=name, tex_df=tex_df, tex_footer=foot)
 
 
 def run_rule(rule: str, inp: dict, out: dict, params: dict, config: dict) -> None:
     """Dispatch one job of ``rules/report.smk`` by its rule name."""
     thr = float(params.get("threshold", (config.get("bench") or {}).get("threshold", 0.95)))
+    lthr = params.get("loop_threshold", (config.get("bench") or {}).get("loop_threshold"))
     if rule == "report_configs":
         configs(params["results"], inp["summary"], out["csv"])
     elif rule == "report_operators":
-        operators(inp["configs"], inp["summary_ops"], out["csv"])
+        operators(inp["configs"], inp["summary_ops"], out["csv"], lthr)
     elif rule == "report_coverage":
         coverage(inp["summary"], thr, out["csv"])
     elif rule == "report_llm":
@@ -120,6 +149,6 @@ def run_rule(rule: str, inp: dict, out: dict, params: dict, config: dict) -> Non
     elif rule.startswith("figure_"):
         figure(rule[len("figure_"):], inp, thr, out)
     elif rule.startswith("table_"):
-        table(rule[len("table_"):], inp, out)
+        table(rule[len("table_"):], inp, out, lthr)
     else:
         raise ValueError(f"rules/report.smk: no report job named {rule!r}")

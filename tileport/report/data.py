@@ -20,8 +20,13 @@ from .interval import geomean_interval
 CONFIG_COLUMNS = ["op", "kernel", "variant", "shape", "reps", "ref_us", "port_us", "torch_us",
                   "ratio", "vs_torch", "ref_vs_torch", "ref_host_overhead_us",
                   "port_host_overhead_us"]
-# loop timing (per-call time of back-to-back calls): drawn when the benchmark recorded it
-LOOP_COLUMNS = ["ref_loop_us", "port_loop_us", "torch_loop_us", "loop_ratio"]
+# loop timing (per-call time of back-to-back calls): drawn when the benchmark recorded it; the
+# loop ratio's 95 % interval and cycles (rows timed before it existed have none), the host time
+# per call (the enqueue alone, µs), the loop ratio before a selective re-timing (details.retimed)
+LOOP_COLUMNS = ["ref_loop_us", "port_loop_us", "torch_loop_us", "loop_ratio", "loop_ratio_lo",
+                "loop_ratio_hi", "loop_cycles", "ref_host_us", "port_host_us", "loop_ratio_prev"]
+# ... and the row's own date (UTC, ISO 8601; rows timed before it existed have none)
+LOOP_TEXT = ["timed_at"]
 # stages of the coverage matrix: summary.csv column -> stage name shown
 STAGES = {"analyze": "analyze", "reference_ir": "reference_ir", "write_kernel": "write_kernel",
           "rust_ir": "rust_ir", "ir_diff": "ir_diff", "test": "gpu_test", "ratio": "bench"}
@@ -59,10 +64,12 @@ def _round_root(results: Path, op: str) -> Path:
 
 def configs(results: str | Path, summary_csv: str | Path) -> pd.DataFrame:
     """One row per benchmarked config (kernel x variant x perf shape) of every operator:
-    :data:`CONFIG_COLUMNS` (+ :data:`LOOP_COLUMNS` when any row has them) and ``round``, from
-    ``details.rows`` of the operator's last GPU round's ``bench.json``. Only variants whose
-    ``summary.csv`` ratio is a number count (a stale, not-run or failed measurement is not a
-    result), and only configs that ran without error."""
+    :data:`CONFIG_COLUMNS` (+ :data:`LOOP_COLUMNS` and :data:`LOOP_TEXT` when any row has loop
+    timing) and ``round``, from ``details.rows`` of the operator's last GPU round's
+    ``bench.json``. Only variants whose ``summary.csv`` ratio is a number count (a stale, not-run
+    or failed measurement is not a result), and only configs that ran without error.
+    ``loop_ratio_prev`` is set only on a row that a selective run (``--configs``,
+    ``--configs-below-loop``; ``details.retimed``) timed again over a kept loop ratio."""
     from ..summary import current_bench
 
     results = Path(results)
@@ -83,13 +90,13 @@ def configs(results: str | Path, summary_csv: str | Path) -> pd.DataFrame:
         for r in (b.get("details") or {}).get("rows") or []:
             if r.get("error") or (op, r.get("kernel"), r.get("variant")) not in measured:
                 continue
-            row = {**{c: r.get(c) for c in CONFIG_COLUMNS + LOOP_COLUMNS}, "op": op, "round": rnd}
+            row = {**{c: r.get(c) for c in CONFIG_COLUMNS + LOOP_COLUMNS + LOOP_TEXT}, "op": op, "round": rnd}
             for c, v in loops.get((r.get("kernel"), r.get("variant"), r.get("shape")), {}).items():
                 row[c] = v if row[c] is None else row[c]
             rows.append(row)
-    df = pd.DataFrame(rows, columns=CONFIG_COLUMNS + LOOP_COLUMNS + ["round"])
+    df = pd.DataFrame(rows, columns=CONFIG_COLUMNS + LOOP_COLUMNS + LOOP_TEXT + ["round"])
     if df[LOOP_COLUMNS].isna().all().all():        # no loop timing recorded (or no row)
-        df = df.drop(columns=LOOP_COLUMNS)
+        df = df.drop(columns=LOOP_COLUMNS + LOOP_TEXT)
     return df
 
 
@@ -110,16 +117,33 @@ def _gm(xs) -> float | None:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
-def operators(cfg: pd.DataFrame, summary_ops_csv: str | Path) -> pd.DataFrame:
+def loop_classes(cfg: pd.DataFrame, loop_threshold: float) -> pd.Series:
+    """Each config's side of the loop gate (``pass``, ``below``, ``undecided``; None without loop
+    timing): :func:`tileport.bench.loop_class`, the benchmark's and the summary's one definition,
+    against ``loop_threshold`` (config.yaml ``bench.loop_threshold``), on :func:`configs`' rows."""
+    from ..bench import loop_class
+
+    rows = pd.DataFrame({c: _col(cfg, c) for c in ("loop_ratio", "loop_ratio_hi")}).to_dict("records")
+    return pd.Series([loop_class({k: v for k, v in r.items() if pd.notna(v)}, loop_threshold) for r in rows],
+                     index=cfg.index, dtype=object)
+
+
+def operators(cfg: pd.DataFrame, summary_ops_csv: str | Path, loop_threshold: float | None = None) -> pd.DataFrame:
     """One row per operator of ``summary_ops.csv`` plus ``ALL``: ``configs``, ``geomean_ratio``
     with its 95 % bootstrap interval ``ci_low``/``ci_high`` over the operator's configs
     (:func:`tileport.report.interval.geomean_interval`; empty for one config), ``verdict`` (as
     summary_ops.csv judged it, with config.yaml's threshold), ``vs_torch`` and ``ref_vs_torch``
     (geomeans of torch / port and torch / reference time), and when the configs carry loop
-    timing ``loop_geomean``, ``loop_ci_low``, ``loop_ci_high``. ALL: every config of every
-    operator (its interval resamples configs, not operators)."""
+    timing ``loop_geomean``, ``loop_ci_low``, ``loop_ci_high`` and the loop gate's counts
+    ``loop_below``, ``loop_undecided`` (:func:`loop_classes` against ``loop_threshold``,
+    config.yaml ``bench.loop_threshold``, default :data:`tileport.bench.DEFAULTS`'; empty for an
+    operator without loop timing). ALL: every config of every operator (its interval resamples
+    configs, not operators)."""
+    from ..bench import DEFAULTS
+
     ops = read_csv(summary_ops_csv)
     loop = "loop_ratio" in cfg.columns
+    gate = loop_classes(cfg, DEFAULTS["loop_threshold"] if loop_threshold is None else loop_threshold)
     out = []
     for r in ops.itertuples():
         sub = cfg[cfg["op"] == r.op] if r.op != "ALL" else cfg
@@ -130,13 +154,40 @@ def operators(cfg: pd.DataFrame, summary_ops_csv: str | Path) -> pd.DataFrame:
         row["ref_vs_torch"] = _gm(sub["ref_vs_torch"]) if len(sub) else None
         if loop:
             row.update(_ratio_cols([x for x in sub["loop_ratio"] if number(x) is not None], "loop_"))
+            g = gate[sub.index]
+            if g.notna().any():
+                row.update(loop_below=int((g == "below").sum()), loop_undecided=int((g == "undecided").sum()))
         out.append(row)
     cols = ["op", "configs", "geomean_ratio", "ci_low", "ci_high", "verdict", "vs_torch", "ref_vs_torch"]
     if "configs_pending" in ops.columns:        # perf configs not timed yet (summary_ops.csv)
         cols.insert(2, "configs_pending")
     if loop:
-        cols += ["loop_geomean", "loop_ci_low", "loop_ci_high"]
+        cols += ["loop_geomean", "loop_ci_low", "loop_ci_high", "loop_below", "loop_undecided"]
     return pd.DataFrame(out, columns=cols)
+
+
+def loop_gate(cfg: pd.DataFrame, loop_threshold: float) -> tuple[pd.DataFrame, dict]:
+    """The loop gate per config, from :func:`configs`' frame: (the configs whose gate is not
+    passed, counts). The configs: :func:`loop_classes` ``below`` first, then ``undecided``, each
+    lowest loop ratio first, with column ``gate`` (``below``, ``undecided``; ``below, no
+    interval`` for a row timed before the loop ratio had its interval: its ratio alone judged)
+    beside their loop columns (times in µs per call). Counts: ``timed`` (configs with loop
+    timing), ``pass``, ``below``, ``undecided``, ``retimed`` (configs re-timed by a selective run:
+    ``loop_ratio_prev`` set) and ``retimed_pass`` (of those, passing now). ``loop_threshold``:
+    config.yaml ``bench.loop_threshold``."""
+    gate = loop_classes(cfg, loop_threshold)
+    prev = _col(cfg, "loop_ratio_prev").notna()
+    counts = {"timed": int(gate.notna().sum()), **{c: int((gate == c).sum()) for c in ("pass", "below", "undecided")},
+              "retimed": int((prev & gate.notna()).sum()), "retimed_pass": int((prev & (gate == "pass")).sum())}
+    out = cfg.assign(gate=gate.where((gate != "below") | _col(cfg, "loop_ratio_hi").notna(), "below, no interval"),
+                     _order=gate.map({"below": 0, "undecided": 1}), _ratio=_col(cfg, "loop_ratio"))
+    out = out[out["_order"].notna()].sort_values(["_order", "_ratio"], kind="stable")
+    return out.drop(columns=["_order", "_ratio"]).reset_index(drop=True), counts
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    """Column ``name`` of ``df``, all NaN where ``df`` has none."""
+    return df[name] if name in df.columns else pd.Series(float("nan"), index=df.index)
 
 
 def _ratio_cols(ratios: list, prefix: str) -> dict:

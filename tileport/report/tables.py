@@ -59,11 +59,14 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
 def tex_escape(text) -> str:
     """``text`` as LaTeX source for a pdfLaTeX document with only ``booktabs`` loaded: the ten
     special characters and ``<``, ``>``, ``|`` (not in the default OT1 font encoding) escaped,
-    µ, ×, ≥, ≤, – and … spelled as commands; other non-ASCII
+    µ, ×, ≥, ≤, – and … spelled as commands, ``--`` kept two hyphens; other non-ASCII
     characters are replaced by ``?`` (they would not compile without inputenc tables)."""
     out = []
-    for ch in str(text):
-        if ch in _TEX:
+    text = str(text)
+    for i, ch in enumerate(text):
+        if ch == "-" and text[i + 1:i + 2] == "-":         # not TeX's en dash: ``--configs``
+            out.append("-{}")
+        elif ch in _TEX:
             out.append(_TEX[ch])
         elif ord(ch) < 128:
             out.append(ch)
@@ -74,14 +77,15 @@ def tex_escape(text) -> str:
 
 def write(df: pd.DataFrame, tex_headers: dict[str, str], out: dict[str, str | Path], caption: str,
           label: str, provenance_rows: list[dict], column_format: str | None = None,
-          html_title: str = "", tex_df: pd.DataFrame | None = None) -> None:
+          html_title: str = "", tex_df: pd.DataFrame | None = None, tex_footer: str = "") -> None:
     """Write one table three ways. ``df``: the formatted rows (every cell already text, as
     :func:`sig3` made it) for the CSV and HTML; ``tex_df``: the same rows as the LaTeX table
     shows them (e.g. an interval in one column; default ``df``); ``out``: paths for ``tex``,
     ``csv`` and ``html``; ``tex_headers``: LaTeX source of each column's header (columns not
     named keep their escaped name); ``caption``: plain text (escaped here);
     ``provenance_rows``: [{"field", "value"}] written as ``%`` comments at the top of the
-    ``.tex`` and under the HTML table. The LaTeX table is set in ``\\small``."""
+    ``.tex`` and under the HTML table; ``tex_footer``: plain text of a last LaTeX row spanning
+    every column (after a rule when rows precede it). The LaTeX table is set in ``\\small``."""
     df = df.astype(str)
     atomic_write_text(out["csv"], df.to_csv(index=False, lineterminator="\n"))
 
@@ -93,6 +97,9 @@ def write(df: pd.DataFrame, tex_headers: dict[str, str], out: dict[str, str | Pa
                       position_float="centering",
                       column_format=column_format or "l" * len(cols)))
     body = body.replace("\\centering\n", "\\centering\n\\small\n", 1)
+    if tex_footer:
+        foot = f"\\multicolumn{{{len(cols)}}}{{l}}{{{tex_escape(tex_footer)}}} \\\\\n"
+        body = body.replace("\\bottomrule", ("\\midrule\n" if len(tex) else "") + foot + "\\bottomrule", 1)
     head = [f"% {Path(out['tex']).name}: written by tileport (rules/report.smk) from the workflow's verdicts",
             "% provenance:"] + [f"%   {r['field']}: {r['value']}" for r in provenance_rows]
     atomic_write_text(out["tex"], "\n".join(head) + "\n" + body)
@@ -119,8 +126,10 @@ def _html(text) -> str:
 def operators(ops: pd.DataFrame) -> tuple[pd.DataFrame, dict, str]:
     """The operators table from :func:`tileport.report.data.operators`' frame: (formatted rows,
     LaTeX headers, column format of :func:`operators_tex`'s columns). Loop columns appear when
-    the frame has them; ``configs`` reads ``12 (+6 pending)`` where perf configs are not timed yet."""
+    the frame has them (with the loop gate's ``loop_below`` / ``loop_undecided`` counts where the
+    frame has those); ``configs`` reads ``12 (+6 pending)`` where perf configs are not timed yet."""
     loop = "loop_geomean" in ops.columns
+    counts = "loop_below" in ops.columns
     rows = []
     for r in ops.to_dict("records"):
         pend = r.get("configs_pending")
@@ -133,13 +142,22 @@ def operators(ops: pd.DataFrame) -> tuple[pd.DataFrame, dict, str]:
         if loop:
             row.update(loop_geomean=sig3(r["loop_geomean"]), loop_ci_low=sig3(r["loop_ci_low"]),
                        loop_ci_high=sig3(r["loop_ci_high"]))
+            if counts:
+                row.update({c: _count(r.get(c)) for c in ("loop_below", "loop_undecided")})
         rows.append(row)
     df = pd.DataFrame(rows)
     heads = {"op": "operator", "configs": "configs", "geomean_ratio": r"ref/port",
              "ci": r"95\,\% CI", "verdict": "verdict", "vs_torch": r"torch/port",
-             "ref_vs_torch": r"torch/ref", "loop_geomean": r"loop ref/port", "loop_ci": r"loop 95\,\% CI"}
-    fmt = "lrrcl" + "rr" + ("rc" if loop else "")
+             "ref_vs_torch": r"torch/ref", "loop_geomean": r"loop ref/port", "loop_ci": r"loop 95\,\% CI",
+             "loop_below": "loop below", "loop_undecided": "loop undec."}
+    fmt = "lrrcl" + "rr" + ("rc" if loop else "") + ("rr" if loop and counts else "")
     return df, heads, fmt
+
+
+def _count(x) -> str:
+    """An integer count as text; ``""`` where there is none (None, NaN, text)."""
+    v = sig3(x)
+    return str(int(float(x))) if v else ""
 
 
 def operators_tex(df: pd.DataFrame) -> pd.DataFrame:
@@ -152,8 +170,59 @@ def operators_tex(df: pd.DataFrame) -> pd.DataFrame:
     out.insert(3, "ci", [span(a, b) for a, b in zip(df["ci_low"], df["ci_high"])])
     if "loop_geomean" in df.columns:
         out = out.drop(columns=["loop_ci_low", "loop_ci_high"])
-        out["loop_ci"] = [span(a, b) for a, b in zip(df["loop_ci_low"], df["loop_ci_high"])]
+        out.insert(out.columns.get_loc("loop_geomean") + 1, "loop_ci",
+                   [span(a, b) for a, b in zip(df["loop_ci_low"], df["loop_ci_high"])])
     return out
+
+
+def loop_gate(rows: pd.DataFrame, counts: dict,
+              loop_threshold: float) -> tuple[pd.DataFrame, pd.DataFrame, dict, str, str]:
+    """The loop gate table from :func:`tileport.report.data.loop_gate`'s (configs whose gate is
+    not passed, counts): (rows for CSV / HTML, rows for LaTeX, LaTeX headers, column format, the
+    counts line). Loop and host times in µs per call; in LaTeX, op / kernel / variant / shape in
+    one wrapping column and the loop ratio's 95 % interval in one column; ``timed_at`` (UTC; to
+    the minute in LaTeX) and ``loop_ratio_prev`` (the loop ratio before a selective re-timing:
+    the row was re-timed) only where a row has them. The
+    counts line (configs with loop timing, passed, below, undecided, re-timed) is the CSV's last
+    row (op ``ALL``, the text under ``gate``) and the LaTeX table's last line; when no config
+    misses the gate it is the table's one row and says so. ``loop_threshold``: config.yaml
+    ``bench.loop_threshold``."""
+    c = counts
+    line = (f"{c['timed']} config(s) with loop timing: {c['pass']} passed, {c['below']} below, "
+            f"{c['undecided']} undecided" + (f"; {c['retimed']} re-timed, {c['retimed_pass']} of them passing now"
+                                           if c["retimed"] else ""))
+    if not c["timed"]:
+        line = "no config has loop timing"
+    elif not len(rows):
+        line = f"every config passes the loop gate (loop ratio ≥ {loop_threshold:g}); {line}"
+    cols = ["op", "kernel", "variant", "shape", "ref_loop_us", "port_loop_us", "loop_ratio", "loop_ci_low",
+            "loop_ci_high", "gate", "ref_host_us", "port_host_us"]
+    opt = [k for k in ("timed_at", "loop_ratio_prev") if k in rows.columns and rows[k].notna().any()]
+    text = lambda x: "" if x is None or x != x else str(x)        # noqa: E731 (NaN -> "")
+    df = pd.DataFrame([{**{k: text(r[k]) for k in ("op", "kernel", "variant", "shape", "gate")},
+                        **{k: sig3(r.get(k)) for k in ("ref_loop_us", "port_loop_us", "loop_ratio",
+                                                         "ref_host_us", "port_host_us", "loop_ratio_prev")},
+                        "loop_ci_low": sig3(r.get("loop_ratio_lo")), "loop_ci_high": sig3(r.get("loop_ratio_hi")),
+                        "timed_at": text(r.get("timed_at"))} for r in rows.to_dict("records")],
+                      columns=cols + opt)
+    # LaTeX: op, kernel, variant and shape in one column that wraps (variant ids run to 100
+    # characters), two-line headers, the interval in one column
+    tex = df.drop(columns=["op", "kernel", "variant", "shape", "loop_ci_low", "loop_ci_high"])
+    tex.insert(0, "config", [" / ".join(r) for r in df[["op", "kernel", "variant", "shape"]].values.tolist()])
+    tex.insert(tex.columns.get_loc("loop_ratio") + 1, "loop_ci",
+               [f"{a}–{b}" if a and b else "" for a, b in zip(df["loop_ci_low"], df["loop_ci_high"])])
+    if "timed_at" in tex.columns:
+        tex["timed_at"] = tex["timed_at"].str[:16].str.replace("T", " ")
+    df = pd.concat([df, pd.DataFrame([{c: "" for c in df.columns} | {"op": "ALL", "gate": line}])],
+                   ignore_index=True)
+    two = lambda a, b: rf"\shortstack{{{a}\\{b}}}"        # noqa: E731
+    heads = {"config": "config", "ref_loop_us": two("ref loop", r"\textmu{}s"),
+             "port_loop_us": two("port loop", r"\textmu{}s"), "loop_ratio": two("loop", "ref/port"),
+             "loop_ci": r"95\,\% CI", "gate": "gate", "ref_host_us": two("ref host", r"\textmu{}s"),
+             "port_host_us": two("port host", r"\textmu{}s"), "timed_at": two("timed", "(UTC)"),
+             "loop_ratio_prev": two("before", "re-timing")}
+    fmt = r"p{0.3\linewidth}" + "rrrcl" + "rr" + "".join("l" if k == "timed_at" else "r" for k in opt)
+    return df, tex, heads, fmt, line
 
 
 def coverage(fam: pd.DataFrame) -> tuple[pd.DataFrame, dict, str]:
