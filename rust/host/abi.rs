@@ -438,7 +438,15 @@ pub unsafe fn context_and_stream(device: i32, stream: *mut c_void)
 }
 
 /// Borrowed tensors one thread keeps; beyond it the slot filled longest ago is reused.
-const TENSORS_PER_THREAD: usize = 16;
+///
+/// More than the arrays of any one kernel: the slots are filled round-robin, so a kernel whose
+/// arrays outnumber the slots misses on every array of every call (a cyclic reuse of n > slots
+/// entries evicts each one just before it is needed again). With 16 slots tg_mamba2's
+/// `compute_da_db_dc_ddt_kernel` (17 arrays) re-made all 17 tensors per call: on the H200 its
+/// host time per call was 28.7 µs beside 15.9 µs for the 13 arrays of `compute_dd_dcb_dx_kernel`
+/// (docs/results/h200/ops/tg_mamba2/bench.csv, 2026-12-02); on the CPU a miss costs about
+/// 0.3 µs per array against 0.02-0.07 µs for a hit (`tests/test_abi.py`'s timing, 2026-12-02).
+pub const TENSORS_PER_THREAD: usize = 64;
 
 /// What a borrowed tensor is made of: device pointer, rank, extents, strides, dtype code, context.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -456,10 +464,24 @@ const NO_KEY: TensorKey = TensorKey { data: 0, ndim: 0, shape: [0; TP_MAX_DIMS],
 
 /// A thread's borrowed tensors: fixed slots, looked up in place (no entry moves on a hit) and
 /// filled round-robin; an empty slot has no tensor (a checked descriptor's data is never 0).
+///
+/// A lookup starts at `cursor`, the slot after the last one hit or filled, and goes round: a
+/// shim borrows its arrays in one order every call and a miss fills the next slot, so the arrays
+/// of a repeated call sit in consecutive slots and each lookup hits on its first comparison.
 struct TensorCache {
     keys: [TensorKey; TENSORS_PER_THREAD],
     tensors: [Option<Arc<dyn std::any::Any + Send + Sync>>; TENSORS_PER_THREAD],
     next: usize,
+    cursor: usize,
+}
+
+impl TensorCache {
+    /// The slot holding `key`, searched from `cursor` round the ring.
+    fn find(&self, key: &TensorKey) -> Option<usize> {
+        let (tail, head) = self.keys.split_at(self.cursor);
+        let hit = |k: &TensorKey| k.data == key.data && k == key;
+        head.iter().position(hit).map(|i| i + self.cursor).or_else(|| tail.iter().position(hit))
+    }
 }
 
 thread_local! {
@@ -467,6 +489,7 @@ thread_local! {
         keys: [NO_KEY; TENSORS_PER_THREAD],
         tensors: [const { None }; TENSORS_PER_THREAD],
         next: 0,
+        cursor: 0,
     }) };
 }
 
@@ -476,8 +499,10 @@ thread_local! {
 /// the specialisation bits cutile derives from them) plus access bookkeeping that every launch
 /// releases before the shim returns (`async_on`). So the tensor of a descriptor seen before on
 /// this thread is reused: calling a kernel on the same arrays again (a loop) skips cutile's
-/// per-tensor allocations and checks, and a hit costs a key comparison per slot and a
-/// reference count, no allocation and no move. Dropping a borrowed tensor frees nothing.
+/// per-tensor allocations and checks (a miss: two `Vec`s here, cutile's `DeviceBuffer`, storage
+/// and access tracker, the `Arc`s, and dropping the tensor it evicts), and a hit costs a key
+/// comparison, a reference count, no allocation and no move. Dropping a borrowed tensor frees
+/// nothing.
 ///
 /// # Safety
 /// `d` must describe live device memory of element type `T` in `ctx` for the whole launch.
@@ -488,9 +513,11 @@ pub unsafe fn borrow<T: cuda_core::DType + 'static>(d: &TpTensor, ctx: &Arc<cuda
     key.shape[..n].copy_from_slice(&d.shape[..n]);
     key.strides[..n].copy_from_slice(&d.strides[..n]);
     let hit = TENSORS.with(|c| {
-        let c = c.borrow();
-        let i = c.keys.iter().position(|k| k.data == key.data && *k == key)?;
-        c.tensors[i].clone()?.downcast::<Tensor<T>>().ok()
+        let mut c = c.borrow_mut();
+        let i = c.find(&key)?;
+        let t = c.tensors[i].clone()?.downcast::<Tensor<T>>().ok()?;
+        c.cursor = (i + 1) % TENSORS_PER_THREAD;
+        Some(t)
     });
     if let Some(t) = hit {
         return t;
@@ -502,16 +529,18 @@ pub unsafe fn borrow<T: cuda_core::DType + 'static>(d: &TpTensor, ctx: &Arc<cuda
         keep_unit_strides_dynamic(&mut t, dynamic_units);
     }
     let t = Arc::new(t);
-    TENSORS.with(|c| {
+    let evicted = TENSORS.with(|c| {
         let mut c = c.borrow_mut();
         // a key present with a tensor of another element type is replaced in place
-        let i = c.keys.iter().position(|k| *k == key).unwrap_or(c.next);
+        let i = c.find(&key).unwrap_or(c.next);
         if i == c.next {
             c.next = (c.next + 1) % TENSORS_PER_THREAD;
         }
+        c.cursor = (i + 1) % TENSORS_PER_THREAD;
         c.keys[i] = key;
-        c.tensors[i] = Some(t.clone() as Arc<dyn std::any::Any + Send + Sync>);
+        c.tensors[i].replace(t.clone() as Arc<dyn std::any::Any + Send + Sync>)
     });
+    drop(evicted);      // outside the cache's borrow: cutile's drop code never sees it held
     t
 }
 
@@ -991,4 +1020,105 @@ unsafe fn py_call(api: &PyApi, packed: unsafe extern "C" fn(*const u8) -> i32, b
     let rc = packed(blk);
     (api.restore)(save);
     rc
+}
+
+// Run by tests/test_abi.py (`cargo test` on a crate of this file alone, no GPU: the context is a
+// wrapper made without a CUDA call and borrowing a tensor makes none).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn context() -> Arc<cuda_core::Context> {
+        // owned: false, so dropping it releases nothing
+        unsafe { cuda_core::Context::borrow_raw(std::ptr::null_mut(), 0, 0) }
+    }
+
+    /// A 4-D f32 descriptor of its own address (array `i`).
+    fn desc(i: usize) -> TpTensor {
+        let mut d = TpTensor { data: 0x7f00_0000_0000 + (i as u64) * 0x10_0000, ndim: 4,
+                               shape: [0; TP_MAX_DIMS], strides: [0; TP_MAX_DIMS], dtype: TP_F32 };
+        d.shape[..4].copy_from_slice(&[16, 128, 2, 64]);
+        d.strides[..4].copy_from_slice(&[128 * 2 * 64, 2 * 64, 64, 1]);
+        d
+    }
+
+    fn call(ds: &[TpTensor], ctx: &Arc<cuda_core::Context>) -> Vec<Arc<Tensor<f32>>> {
+        ds.iter().map(|d| unsafe { borrow::<f32>(d, ctx) }).collect()
+    }
+
+    #[test]
+    fn a_kernel_s_arrays_are_borrowed_once_while_they_fit_the_slots() {
+        let ctx = context();
+        // 17: tg_mamba2 compute_da_db_dc_ddt_kernel, which 16 slots re-made on every call
+        for n in [2, 17, 40, TENSORS_PER_THREAD] {
+            let ds: Vec<TpTensor> = (1000 * n..1000 * n + n).map(desc).collect();
+            let first = call(&ds, &ctx);
+            for _ in 0..3 {
+                let again = call(&ds, &ctx);
+                assert!(first.iter().zip(&again).all(|(a, b)| Arc::ptr_eq(a, b)), "{n} arrays re-made");
+            }
+        }
+    }
+
+    #[test]
+    fn another_descriptor_gets_its_own_tensor() {
+        let ctx = context();
+        let d = desc(1);
+        let t = unsafe { borrow::<f32>(&d, &ctx) };
+        assert_eq!(t.shape(), &[16, 128, 2, 64]);
+        let mut other = d;
+        other.strides[0] *= 2;
+        let u = unsafe { borrow::<f32>(&other, &ctx) };
+        assert!(!Arc::ptr_eq(&t, &u));
+        assert_eq!(u.strides(), &[2 * 128 * 2 * 64, 2 * 64, 64, 1]);
+        let mut shorter = d;
+        shorter.shape[1] = 64;
+        let v = unsafe { borrow::<f32>(&shorter, &ctx) };
+        assert_eq!(v.shape(), &[16, 64, 2, 64]);
+        // the same memory read as another element type: a tensor of that type, in the same slot
+        let h = unsafe { borrow::<half::bf16>(&d, &ctx) };
+        assert_eq!(h.shape(), &[16, 128, 2, 64]);
+        let t2 = unsafe { borrow::<f32>(&d, &ctx) };
+        assert!(!Arc::ptr_eq(&t, &t2) && t2.shape() == t.shape());
+        // another context (device): its own tensor
+        let ctx1 = unsafe { cuda_core::Context::borrow_raw(std::ptr::null_mut(), 1, 1) };
+        assert!(!Arc::ptr_eq(&t2, &unsafe { borrow::<f32>(&d, &ctx1) }));
+    }
+
+    #[test]
+    fn more_arrays_than_slots_are_still_borrowed_right() {
+        let ctx = context();
+        let ds: Vec<TpTensor> = (0..TENSORS_PER_THREAD + 3).map(|i| {
+            let mut d = desc(5000 + i);
+            d.shape[0] = 1 + i as i64;
+            d
+        }).collect();
+        for _ in 0..2 {
+            for (d, t) in ds.iter().zip(call(&ds, &ctx)) {
+                assert_eq!(t.shape()[0] as i64, d.shape[0]);
+            }
+        }
+    }
+
+    /// CPU time of `borrow` per call of n arrays on the same descriptors (a loop); run with
+    /// `cargo test --release -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn time_borrow() {
+        let ctx = context();
+        for n in [2usize, 7, 13, 16, 17, 24, 32] {
+            let ds: Vec<TpTensor> = (100 * n..100 * n + n).map(desc).collect();
+            let iters = 100_000usize;
+            for _ in 0..100 { call(&ds, &ctx); }
+            let t0 = Instant::now();
+            for _ in 0..iters {
+                for d in &ds {
+                    std::hint::black_box(unsafe { borrow::<f32>(std::hint::black_box(d), &ctx) });
+                }
+            }
+            let us = t0.elapsed().as_secs_f64() * 1e6 / iters as f64;
+            println!("borrow, {n:2} arrays: {us:7.3} µs per call, {:6.3} µs per array", us / n as f64);
+        }
+    }
 }
