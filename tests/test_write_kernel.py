@@ -722,3 +722,87 @@ def test_an_int_constant_tile_out_of_its_dtypes_range_is_blocked(tmp_path, dt, v
             T.translate_kernel(d, "g2")
     else:
         assert expect in T.translate_kernel(d, "g2")[0]
+
+
+CONST_DIV_KERNEL = """import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+
+
+def _tiles(x, y, N: ConstInt, TILE: ConstInt):
+    acc = ct.full((TILE,), 0.0, dtype=ct.float32)
+    for i in range(N // TILE):
+        acc = acc + ct.load(x, index=(i,), shape=(TILE,)).astype(ct.float32)
+    for j in range(ct.cdiv(N, TILE) + N % TILE):
+        acc = acc + 1.0
+    m = x.shape[0] // TILE
+    ct.store(y, index=(m,), tile=acc)
+
+
+@ct.kernel
+def cd(x, y, N: ConstInt, TILE: ConstInt):
+    _tiles(x, y, N, TILE)
+"""
+CONST_DIV_MANIFEST = """op: cdv
+kernels:
+  cd:
+    arrays: {x: {ndim: 1, role: input}, y: {ndim: 1, role: output}}
+    grid: "(1, 1, 1)"
+dtypes: [f32]
+configs:
+  - {TILE: 32, N: 128}
+shape_names: [numel]
+test_shapes: [[128]]
+perf_shapes: [[128]]
+tolerance: {f32: {atol: 0.0, rtol: 0.0}}
+"""
+
+
+def _trunc_div(a, b):
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _rust_eval(expr, **vals):
+    """Evaluate a generated Rust int expression with Rust's truncating `/` and `%`."""
+    class I(int):
+        def __truediv__(s, o): return I(_trunc_div(int(s), int(o)))
+        def __mod__(s, o): return I(int(s) - _trunc_div(int(s), int(o)) * int(o))
+        def __add__(s, o): return I(int(s) + int(o))
+        def __sub__(s, o): return I(int(s) - int(o))
+        def __rsub__(s, o): return I(int(o) - int(s))
+    py = re.sub(r"(-?\d+)i32", r"I(\1)", expr)
+    return int(eval(py, {"I": I}, {k: I(v) for k, v in vals.items()}))  # noqa: S307 (test input)
+
+
+def test_floor_div_mod_cdiv_of_constexprs_fold_in_cutile_not_divi_on_tiles(tmp_path):
+    """`N // TILE`, `N % TILE`, `ct.cdiv(N, TILE)` of int constexprs (also through a helper's
+    parameters) are Rust scalar arithmetic on the const generics, which cutile folds to a constant
+    as cuTile Python does; they were `divi`/`remi` on 0-d tiles, which neither cutile nor tileiras
+    13.4 folds (tg_mamba2 compute_dd_dcb_dx_kernel bf16-cs64_hpg8_N128: a loop to
+    `divi %c128, %c32` was not unrolled, 256 threads instead of 128, 11 % slower on the H200). A
+    division with a run-time operand (x.shape[0] // TILE) stays `divi` rounding to -inf."""
+    d = tmp_path / "cdv"
+    d.mkdir()
+    (d / "kernel.py").write_text(CONST_DIV_KERNEL)
+    (d / "manifest.yaml").write_text(CONST_DIV_MANIFEST)
+    src, _ = T.translate_kernel(d, "cd")
+    assert "remi(" not in src, src
+    assert src.count("divi(") == 1 and "rounding::NegativeInf" in src, src     # x.shape[0] // TILE only
+    loops = re.findall(r"for \w+ in 0i32\.\.(.+) \{", src)
+    assert len(loops) == 2, src
+    lets = dict(re.findall(r"let (\w+): i32 = (.+);", src))
+
+    def resolve(e):     # a loop bound may name a `let` of the helper's body
+        return lets.get(e.strip(), e)
+    # the helper's parameters are `let` aliases of the const generics
+    alias = {v: k for k, v in lets.items() if v in ("N", "TILE")}
+    n_name, t_name = alias["N"], alias["TILE"]
+    floor_e, extra_e = resolve(loops[0]), resolve(loops[1])
+    for n in (128, 130, 0, -1, -128, -130, 7):
+        for t in (32, 3, -32, -3, 1):
+            got = _rust_eval(floor_e, **{n_name: n, t_name: t})
+            assert got == n // t, (floor_e, n, t, got)
+            want = -(-n // t) + n % t
+            got = _rust_eval(extra_e, **{n_name: n, t_name: t})
+            assert got == want, (extra_e, n, t, got)
