@@ -471,14 +471,31 @@ def test_atomic_forms(tmp_path):
 
 
 def test_early_return_in_a_for_loop_is_blocked(tmp_path):
-    """A kernel-level early return becomes a loop that returns once (return_kernel); one
-    inside a for loop has no cutile form (compile_block.rs: no return inside a for)."""
+    """Guard clauses (`if c: ...; return` at the kernel's top level, return_kernel) become
+    `if c { ... } else { <the rest> }`, no `return`; any other kernel-level early return
+    becomes a loop that returns once; one inside a for loop has no cutile form
+    (compile_block.rs: no return inside a for)."""
     import shutil
     d = tmp_path / "constructs"
     shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
     src, _ = T.translate_kernel(d, "return_kernel")
-    assert re.search(r"\n        loop \{\n", src) and src.count("return;") == 3, src
+    body = src.split("pub unsafe fn return_kernel")[1]
+    assert "loop {" not in body and "return;" not in body, body
+    # the zero store stays in the first guard's then-branch; the load, the second guard and
+    # the final store are in its else-branch, the final store in the second guard's else
+    m = re.search(r"\n        if (__t\d+) \{\n(.*?)\n        \} else \{\n(.*)\n        \}\n    \}", body, re.S)
+    assert m, body
+    then, rest = m.group(2), m.group(3)
+    assert "store_view_tko" in then and "load_view_tko" not in then, then
+    assert "load_view_tko" in rest and re.search(r"\n            if __t\d+ \{\n            \} else \{\n", rest), rest
     k = d / "kernel.py"
+    text = k.read_text()
+    # a return that is no top-level guard (inside a nested if): the once-run loop
+    k.write_text(text.replace("    if bid > n // 2:\n        return\n",
+                              "    if bid > 1:\n        if bid > n // 2:\n            return\n"))
+    src, _ = T.translate_kernel(d, "return_kernel")
+    assert re.search(r"\n        loop \{\n", src) and src.count("return;") == 3, src
+    k.write_text(text)
     k.write_text(k.read_text().replace("    if bid > n // 2:\n        return\n",
                                        "    for i in range(bid, n):\n        if i > 3:\n            return\n"))
     with pytest.raises(T.Unsupported, match="a return inside a for loop"):
