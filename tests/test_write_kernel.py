@@ -471,14 +471,31 @@ def test_atomic_forms(tmp_path):
 
 
 def test_early_return_in_a_for_loop_is_blocked(tmp_path):
-    """A kernel-level early return becomes a loop that returns once (return_kernel); one
-    inside a for loop has no cutile form (compile_block.rs: no return inside a for)."""
+    """Guard clauses (`if c: ...; return` at the kernel's top level, return_kernel) become
+    `if c { ... } else { <the rest> }`, no `return`; any other kernel-level early return
+    becomes a loop that returns once; one inside a for loop has no cutile form
+    (compile_block.rs: no return inside a for)."""
     import shutil
     d = tmp_path / "constructs"
     shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
     src, _ = T.translate_kernel(d, "return_kernel")
-    assert re.search(r"\n        loop \{\n", src) and src.count("return;") == 3, src
+    body = src.split("pub unsafe fn return_kernel")[1]
+    assert "loop {" not in body and "return;" not in body, body
+    # the zero store stays in the first guard's then-branch; the load, the second guard and
+    # the final store are in its else-branch, the final store in the second guard's else
+    m = re.search(r"\n        if (__t\d+) \{\n(.*?)\n        \} else \{\n(.*)\n        \}\n    \}", body, re.S)
+    assert m, body
+    then, rest = m.group(2), m.group(3)
+    assert "store_view_tko" in then and "load_view_tko" not in then, then
+    assert "load_view_tko" in rest and re.search(r"\n            if __t\d+ \{\n            \} else \{\n", rest), rest
     k = d / "kernel.py"
+    text = k.read_text()
+    # a return that is no top-level guard (inside a nested if): the once-run loop
+    k.write_text(text.replace("    if bid > n // 2:\n        return\n",
+                              "    if bid > 1:\n        if bid > n // 2:\n            return\n"))
+    src, _ = T.translate_kernel(d, "return_kernel")
+    assert re.search(r"\n        loop \{\n", src) and src.count("return;") == 3, src
+    k.write_text(text)
     k.write_text(k.read_text().replace("    if bid > n // 2:\n        return\n",
                                        "    for i in range(bid, n):\n        if i > 3:\n            return\n"))
     with pytest.raises(T.Unsupported, match="a return inside a for loop"):
@@ -611,8 +628,17 @@ def test_masked_gather_passes_its_padding_to_the_load(repo):
     assert re.search(r"let (__pad\d+): E = convert_scalar\(0\.0f32\);", src), src
     assert re.search(r"load_ptr_tko\([^;]*Some\(__t\d+\), Some\(__pad\d+\),", src), src
     assert "select(" not in src
-    src, _ = T.translate_kernel(d, "gather_kernel")        # padding_value=-math.inf: no literal
-    assert "select(" in src and "None::<E>" in src
+    # padding_value=-math.inf has no scalar literal: a padding tile of the gather's shape goes
+    # into load_ptr_tko_padded (with a select after an unpadded load, tileiras 13.4 zero-filled
+    # tg_softmax's chunked f32 gathers and selected -inf in afterwards: 256 FSEL + 128 CS2R)
+    src, _ = T.translate_kernel(d, "gather_kernel")
+    assert "select(" not in src, src
+    assert src.count("pub unsafe fn load_ptr_tko_padded<") == 1, src
+    m = re.search(r"let (__t\d+): Tile<E, \{\[\w+\]\}> = __t\d+\.broadcast\(shape!\[\w+\]\);\n"
+                  r"\s*let \(__g\d+, __tok\d+\): \(Tile<E, \{\[\w+\]\}>, Token\) = load_ptr_tko_padded\(", src)
+    assert m, src
+    assert re.search(rf"= load_ptr_tko_padded\([^;]*Some\(__t\d+\), Some\({m.group(1)}\),", src), src
+    assert "constant(f32::NEG_INFINITY, shape![])" in src, src
 
 
 def test_gather_of_rank_2_passes_a_padding_tile(op_copy):
@@ -698,7 +724,8 @@ def test_a_gather_padding_out_of_its_arrays_range_is_blocked_not_a_wrong_literal
                 T.translate_kernel(d, k)
         else:
             src, _ = T.translate_kernel(d, k)
-            assert expect in src and ("load_ptr_tko_padded(" in src) == (k == "g2"), (k, src)
+            # rank 2, and rank 1 with a padding that has no scalar literal (-inf): a padding tile
+            assert expect in src and ("load_ptr_tko_padded(" in src) == (k == "g2" or "inf" in pad), (k, src)
 
 
 @pytest.mark.parametrize("dt,val,expect", [

@@ -53,6 +53,10 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   ``continue``/``break`` of its own runs once and ends the kernel: it is its body, what follows
   it is unreachable.  [_Normaliser.single_pass_loops]  (A port of a kernel that returns early
   runs in one: cutile lowers ``return`` only inside a ``loop``.)
+* In the kernel's tail (its top-level body before the final ``return``, and the branches of
+  an ``if`` rewritten so), ``if c { A; return } else { B }; rest`` with no ``if`` results is
+  ``if c { A } else { B; rest }``: a guard clause as cuTile Python writes it and as the port
+  does (``rest`` runs only where ``c`` is false).  [_Normaliser.guard_returns]
 * An ``if`` result that every branch going on past the ``if`` yields as the same value is that
   value (a branch ending in ``return`` yields nothing); an empty ``yield`` is a branch's
   implicit end.  [_Normaliser.if_forwarding]  An ``if`` whose branch returns is an effect.

@@ -325,6 +325,7 @@ class _Normaliser:
         self.asserts()
         self.single_pass_loops()
         self.if_forwarding()
+        self.guard_returns()      # after if_forwarding: a guard's token result is gone by then
         self.assumes()
         self.fma()
         self.constants()
@@ -373,6 +374,39 @@ class _Normaliser:
                         break
                 if changed:
                     break
+
+    def guard_returns(self) -> None:
+        """In the kernel's tail (its top-level body, where only the final ``return`` follows, and
+        the branches of an ``if`` rewritten here), an ``if`` without results whose first branch
+        ends in ``return`` and whose other does not: ``if c { A; return } else { B }; rest`` is
+        ``if c { A } else { B; rest }`` (``rest`` runs only where ``c`` is false, and after
+        ``A`` nothing but the kernel's end ran). cuTile Python writes a guard clause (``if
+        bid >= n: return``) the first way, the port the second (tileiras 13.4 kept less of
+        what the guard says inside cutile's once-run ``loop``); a port still in that loop
+        reaches the first form by :meth:`single_pass_loops`."""
+        def ends_in_return(nodes) -> bool:
+            return bool(nodes) and nodes[-1].opname == "return"
+
+        def tail(nodes, top: bool) -> None:
+            end = len(nodes) - (1 if top and ends_in_return(nodes) else 0)
+            for i, n in enumerate(nodes[:end]):
+                if (n.opname == "if" and not n.results and len(n.regions) == 2
+                        and ends_in_return(n.regions[0].nodes)
+                        and not ends_in_return(n.regions[1].nodes)):
+                    then, other = n.regions[0], n.regions[1]
+                    moved = nodes[i + 1:end]
+                    del then.nodes[-1]
+                    k = len(other.nodes) - (1 if other.nodes and other.nodes[-1].opname == "yield"
+                                            and not other.nodes[-1].operands else 0)
+                    for c in moved:
+                        c.parent = other
+                    other.nodes[k:k] = moved
+                    del nodes[i + 1:end]
+                    tail(then.nodes, False)
+                    tail(other.nodes, False)
+                    return
+
+        tail(self.s.body, True)
 
     def if_forwarding(self) -> None:
         """An ``if`` result that every branch going on past the ``if`` yields as the same value

@@ -401,14 +401,19 @@ class MemoryRules:
                                 "a constexpr padding value of another dtype than int32 is folded")
             if len(shape) <= 1:
                 scalar = self.padding_scalar(pt, el)
-            else:
+            if scalar is None:
                 # cutile 0.5.0 promotes a scalar padding by a reshape to [1] and a broadcast:
                 # invalid IR for a gather of rank >= 2 (tileirdisasm: broadcast "source, result
                 # have same rank"; compile_cuda_tile_op.rs load_ptr_tko); a padding tile of the
                 # result's shape goes in unchanged (PADDED_GATHER_HELPER). Why not a select after
                 # an unpadded load: tileiras 13.4 then reads a gathered mma operand back from
                 # shared memory into registers (sm_90 SASS of tg_fp8_quantization_matmul and
-                # tg_moe: every (Q/H)GMMA with a register A operand, more spills)
+                # tg_moe: every (Q/H)GMMA with a register A operand, more spills). At rank <= 1
+                # the same route carries a padding with no scalar literal (-inf, a tile, ...):
+                # with a select after an unpadded load instead, tileiras 13.4 zero-filled the
+                # masked lanes of tg_softmax's chunked f32 gathers and then selected -inf into
+                # them (sm_90 SASS with the run-time alignment facts: 256 FSEL + 128 CS2R where
+                # the reference has 266 MOV of -inf before its predicated LDG.E.128s)
                 if pt.kind == "tile":
                     pe, pt = self.implicit_cast(pe, pt, el, call, "ct.gather(..., padding_value=)")
                 padded = self.as_tile(pe, pt, el, shape, call)
@@ -422,19 +427,13 @@ class MemoryRules:
                       f"Some({self.load_token(arr.rust, call)}), {self.latency_marker(call)});", self.line)
         self.tok_names.add(tok)
         self.loaded(arr.rust, tok)
-        if mask is None or scalar is not None or padded is not None:
-            return raw, Ty("tile", el, shape)
-        # any other padding (a tile, a non-finite or double-rounded value, an integer array):
-        # the masked-off lanes take it through a select (the IR diff's masked_loads rule)
-        if pt.kind == "tile":
-            pe, pt = self.implicit_cast(pe, pt, el, call, "ct.gather(..., padding_value=)")
-        pad = self.as_tile(pe, pt, el, shape, call)
-        return self.bind(f"select({mask}, {raw}, {pad})", Ty("tile", el, shape))
+        return raw, Ty("tile", el, shape)
 
     def padding_scalar(self, pt: Ty, el: str) -> str | None:
         """The padding of a masked ``ct.gather`` as a scalar of the element type ``el``, bound
         to a name for ``load_ptr_tko``'s padding operand (cuTile Python passes it there too), or
-        None where that cannot be written: cutile 0.5.0 has no literal of a 16-bit float or of
+        None where that cannot be written (the gather then passes a padding tile of its shape to
+        ``load_ptr_tko_padded``, as at rank >= 2): cutile 0.5.0 has no literal of a 16-bit float or of
         the generic E, and reads no associated constant in expression position, but
         ``convert_scalar`` of an f32 literal gives a scalar of E (an f32 constant and a rank-0
         ``ftof``, which the IR diff folds). An int literal of an int32 / int64 array (within its

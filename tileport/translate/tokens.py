@@ -68,7 +68,8 @@ ACQUIRE = "acquire"
 
 # translation state that a dry run may read but never changes (shared, not restored)
 _STATIC_STATE = {"fn", "params", "module_functions", "uses", "module_consts", "maths", "spec",
-                 "dtypes", "file", "alias", "target", "entry", "cont"}
+                 "dtypes", "file", "alias", "target", "entry", "cont",
+                 "guard_tails"}       # guard_tails: AST lists, matched by identity (control.block)
 
 
 class TokenRules:

@@ -337,8 +337,8 @@ def atomic_kernel(x, y, TILE: ConstInt):
 @ct.kernel
 def return_kernel(x, y, TILE: ConstInt):
     """Early returns from the kernel inside run-time ifs (one after a store, one bare): cuTile
-    Python ends the branch with Tile IR's return; the port runs its body in a loop that
-    returns once (cutile lowers return only there)."""
+    Python ends the branch with Tile IR's return; the port, guard clauses only, puts the rest
+    of the kernel in each if's else (cutile lowers return only in a loop)."""
     bid = ct.bid(0)
     n = x.shape[0]
     if bid * TILE >= n:
