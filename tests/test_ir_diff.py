@@ -949,3 +949,48 @@ def test_assume_a_loop_states_by_its_constant_bounds_is_transparent():
         res = diff_ir(ref, _loop_assume(ref, pred))
         assert res.verdict == "PASS_WITH_NOTES", (pred, res.summary)
         assert any(f.category == "hint" and pred.split(",")[0] in f.message for f in res.findings)
+
+
+DIV_IR = """\
+entry @d(%arg0: tile<ptr<f16>>, %arg1: tile<i32>) {
+  %0 = make_token : token
+  %tview = make_tensor_view %arg0, shape = [%arg1], strides = [1] : tile<i32> -> tensor_view<?xf16, strides=[1]>
+  %blockId_x, %blockId_y, %blockId_z = get_tile_block_id : tile<i32>
+  %pview = make_partition_view %tview : partition_view<tile=(1024), tensor_view<?xf16, strides=[1]>>
+  %q = constant <i32: 1> : tile<i32>
+  %idx = addi %blockId_x, %q : tile<i32>
+  %tile, %tok = load_view_tko weak %pview[%idx] token = %0 : partition_view<tile=(1024), tensor_view<?xf16, strides=[1]>>, tile<i32> -> tile<1024xf16>, token
+  %2 = store_view_tko weak %tile, %pview[%blockId_x] token = %0 : tile<1024xf16>, partition_view<tile=(1024), tensor_view<?xf16, strides=[1]>>, tile<i32> -> token
+  return
+}
+"""
+DIV_UNFOLDED = ("%a = constant <i32: 2023> : tile<i32>\n  %b = constant <i32: 1024> : tile<i32>\n"
+                "  %q = divi %a, %b signed rounding<negative_inf> : tile<i32>")
+REM_UNFOLDED = ("%a = constant <i32: 2049> : tile<i32>\n  %b = constant <i32: 1024> : tile<i32>\n"
+                "  %q = remi %a, %b signed : tile<i32>")
+
+
+def _unfolded(res):
+    return [f for f in res.findings if f.owner == "tool" and "of constants" in f.message]
+
+
+@pytest.mark.parametrize("unfolded,op", [(DIV_UNFOLDED, "divi"), (REM_UNFOLDED, "remi")])
+def test_a_division_of_constants_folded_on_one_side_only_is_a_tool_warning(unfolded, op):
+    """The normaliser folds `divi`/`remi` of constants, so the graphs match; but neither cutile
+    nor tileiras 13.4 folds them (a loop they bound is not unrolled): on one side only it is a
+    warning, owner `tool`, naming the op and its line in that side's IR."""
+    text = DIV_IR.replace("%q = constant <i32: 1> : tile<i32>", unfolded)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if f"= {op} " in t)
+    res = diff_ir(DIV_IR, text)
+    assert res.verdict == "PASS_WITH_NOTES", res.findings
+    (f,) = _unfolded(res)
+    assert f.severity == "warn" and f.category == "math" and f"`{op}`" in f.message
+    assert f"port IR line {line}" in f.message and f.port["line"] == line and f.ref is None
+    # the reverse: the reference keeps the op, the port has the constant
+    res = diff_ir(text, DIV_IR)
+    (f,) = _unfolded(res)
+    assert f.severity == "warn" and f"ref IR line {line}" in f.message and f.ref["line"] == line
+    # on both sides: nothing to report
+    assert not _unfolded(diff_ir(text, text)) and diff_ir(text, text).verdict == "PASS"
+    # another value is still a mismatch, not a note
+    assert diff_ir(DIV_IR, text.replace("<i32: 2023>", "<i32: 2048>").replace("<i32: 2049>", "<i32: 2050>")).verdict == "FAIL"

@@ -798,6 +798,8 @@ def _rust_eval(expr, **vals):
         def __add__(s, o): return I(int(s) + int(o))
         def __sub__(s, o): return I(int(s) - int(o))
         def __rsub__(s, o): return I(int(o) - int(s))
+        def __mul__(s, o): return I(int(s) * int(o))
+        def __neg__(s): return I(-int(s))
     py = re.sub(r"(-?\d+)i32", r"I(\1)", expr)
     return int(eval(py, {"I": I}, {k: I(v) for k, v in vals.items()}))  # noqa: S307 (test input)
 
@@ -831,5 +833,66 @@ def test_floor_div_mod_cdiv_of_constexprs_fold_in_cutile_not_divi_on_tiles(tmp_p
             got = _rust_eval(floor_e, **{n_name: n, t_name: t})
             assert got == n // t, (floor_e, n, t, got)
             want = -(-n // t) + n % t
+            got = _rust_eval(extra_e, **{n_name: n, t_name: t})
+            assert got == want, (extra_e, n, t, got)
+
+
+DERIVED_KERNEL = """import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+
+
+def _body(x, y, N: ConstInt, TILE: ConstInt):
+    acc = ct.full((TILE,), 0.0, dtype=ct.float32)
+    num_tiles = (N + TILE - 1) // TILE
+    for i in range(num_tiles):
+        acc = acc + 1.0
+    for j in range(-(N - TILE * 2) % TILE + ct.cdiv(N * 3 - 1, TILE) // 2):
+        acc = acc + 2.0
+    left = N - 1
+    for k in range(3):
+        left = left - k
+    for m in range(left // TILE):
+        acc = acc + 3.0
+    ct.store(y, index=(num_tiles,), tile=acc)
+
+
+@ct.kernel
+def dv(x, y, N: ConstInt, TILE: ConstInt):
+    _body(x, y, N, TILE)
+"""
+
+
+def _resolve_lets(e: str, lets: dict) -> str:
+    for _ in range(10):     # a `let` may name other `let`s
+        e = re.sub(r"\b\w+\b", lambda m: f"({lets[m.group()]})" if m.group() in lets else m.group(), e)
+    return e
+
+
+def test_int_arithmetic_of_constexprs_stays_foldable_through_floor_div(tmp_path):
+    """`+ - *`, unary minus and nested `// % cdiv` of int constexprs are Rust scalar arithmetic
+    cutile folds, also bound to a local name (`num_chunks = (N_COLS + TILE_SIZE - 1) // TILE_SIZE`
+    in tg_softmax `_softmax_kernel_chunked` was `divi %cst_2023, %cst_1024` on 0-d tiles); the
+    value equals Python's for every sign combination. A name a loop changes is a plain int32
+    from then on: its `//` is `divi` rounding to -inf, as for any run-time int."""
+    d = tmp_path / "dv"
+    d.mkdir()
+    (d / "kernel.py").write_text(DERIVED_KERNEL)
+    (d / "manifest.yaml").write_text(CONST_DIV_MANIFEST.replace("op: cdv", "op: dv").replace("  cd:", "  dv:"))
+    src, _ = T.translate_kernel(d, "dv")
+    assert "remi(" not in src, src
+    assert src.count("divi(") == 1 and "rounding::NegativeInf" in src, src    # left // TILE only
+    loops = re.findall(r"for \w+ in 0i32\.\.(.+) \{", src)
+    assert len(loops) == 4 and loops[3].startswith("__t"), src
+    lets = dict(re.findall(r"let (\w+): i32 = (.+);", src))
+    alias = {v: k for k, v in lets.items() if v in ("N", "TILE")}
+    n_name, t_name = alias["N"], alias["TILE"]
+    lets = {k: v for k, v in lets.items() if k not in (n_name, t_name)}
+    tiles_e, extra_e = (_resolve_lets(loops[i], lets) for i in (0, 1))
+    for n in (128, 130, 0, -1, -128, -130, 7, 1):
+        for t in (32, 3, -32, -3, 1, -1):
+            got = _rust_eval(tiles_e, **{n_name: n, t_name: t})
+            assert got == (n + t - 1) // t, (tiles_e, n, t, got)
+            want = -(n - t * 2) % t + -(-(n * 3 - 1) // t) // 2
             got = _rust_eval(extra_e, **{n_name: n, t_name: t})
             assert got == want, (extra_e, n, t, got)

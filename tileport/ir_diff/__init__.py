@@ -88,7 +88,10 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   (exact two's complement arithmetic with the op's signedness and rounding; not folded:
   division by zero, an overflow the op flags as poison), and a ``select`` on a constant
   condition is the chosen operand: cuTile Python folds constexpr arithmetic (``(T + 7) //
-  8``), cutile emits the ops on constants.  [_Normaliser.constants]
+  8``), cutile emits the ops on constants.  [_Normaliser.constants]  A ``divi`` / ``remi`` so
+  folded on one side only is a ``math`` warning (owner ``tool``) naming the op and its line:
+  neither cutile nor tileiras 13.4 folds it, and a loop it bounds is not unrolled (tg_mamba2,
+  11 % slower).  [_Differ._unfolded_ints]
 * The induction variable of a ``for`` with constant bounds that runs exactly once (start <
   stop <= start + step) is the constant ``start``: it takes no other value.  cutile knows
   the range and folds ``j * TILE`` to 0 there; cuTile Python keeps the ``muli``.

@@ -503,6 +503,7 @@ class _Differ:
     # -- info notes -----------------------------------------------------------------
     def _notes(self, ref: _Side, port: _Side, stride_notes) -> None:
         self._select_paddings(ref, port)
+        self._unfolded_ints(ref, port)
         if ref.n_asserts or port.n_asserts:
             self.findings.append(Finding(
                 "control_flow", "info", "compiler",
@@ -586,6 +587,32 @@ class _Differ:
                     + ("tileiras 13.4 then feeds a gathered mma operand from registers, not shared "
                        "memory: slower)" if sev == "warn" else "compiled differently)"),
                     *((None, where(sel[0])) if side == "port" else (where(sel[0]), None))))
+
+
+    def _unfolded_ints(self, ref: _Side, port: _Side) -> None:
+        """An integer division of constants (``divi`` / ``remi``, normalise._REPORT_FOLD) that
+        one side leaves in its IR where the other has the constant: the normaliser folds it, so
+        the graphs match, but neither cutile nor tileiras 13.4 folds it, and a loop it bounds
+        is not unrolled (tg_mamba2 compute_dd_dcb_dx_kernel bf16-cs64_hpg8_N128: a loop to
+        ``divi %c128, %c32`` got another pipeline, 11 % slower on the H200). A warning naming
+        the op and its line, owner ``tool`` (the translator should write what folds)."""
+        keys = {}
+        for side, view in (("ref", self.r), ("port", self.p)):
+            keys[side] = [((op, view.sig.node[n]), n) for op, n in view.side.folded_ints
+                          if n in view.sig.node]
+        for side, other, where in (("port", "ref", self.ploc), ("ref", "port", self.rloc)):
+            extra = Counter(k for k, _ in keys[side]) - Counter(k for k, _ in keys[other])
+            for key, n in keys[side]:
+                if extra[key] <= 0:
+                    continue
+                extra[key] -= 1
+                self.findings.append(Finding(
+                    "math", "warn", "tool",
+                    f"`{key[0]}` of constants at {side} IR line {n.line} is not folded on the "
+                    f"{side} side, folded to a constant on the {other} side (the diff folds it "
+                    f"to match; neither cutile nor tileiras 13.4 does, and a loop it bounds is not "
+                    f"unrolled)",
+                    *((None, where(n)) if side == "port" else (where(n), None))))
 
 
 def _severity_rank(f: Finding) -> int:

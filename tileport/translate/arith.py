@@ -13,7 +13,7 @@ import math
 
 from .. import constructs as C
 from .. import floats
-from .core import CONSTEXPR, DTYPE_KEY, Ty
+from .core import CONSTEXPR, DTYPE_KEY, JIT_INT, Ty
 from .dtypes import is_int_cast, loose_dtype, promote
 
 
@@ -60,6 +60,9 @@ class ArithRules:
             k = self.scalar_result(lt, rt, op, node)
             le = self.scalar_as(le, lt, k, node)
             re_ = self.scalar_as(re_, rt, k, node)
+            if k == "i32" and op in "+-*" and self.jit_int(lt) and self.jit_int(rt):
+                # still known when cutile compiles the entry: a `//` of it folds too
+                return f"({le} {op} {re_})", self.jit_int_ty(lt, rt)
             return f"({le} {op} {re_})", Ty(k)
         # at least one tile: broadcast
         le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node)
@@ -356,11 +359,29 @@ class ArithRules:
 
     @staticmethod
     def jit_int(ty: Ty) -> bool:
-        """Is ``ty`` an int whose value cutile knows when it compiles the entry: an int literal or
-        an int constexpr kept as a const generic (also under a helper's parameter name)?"""
+        """Is ``ty`` an int whose value cutile knows when it compiles the entry: an int literal, an
+        int constexpr kept as a const generic (also under a helper's parameter name), or Rust
+        scalar ``+ - * // % cdiv`` and unary minus of those (:data:`.core.JIT_INT`, also bound to
+        a local name: ``num_chunks = (N_COLS + TILE_SIZE - 1) // TILE_SIZE``)?"""
         if ty.kind == "lit":
             return type(ty.value) is int
-        return ty.kind == "i32" and isinstance(ty.value, str) and ty.value.startswith(CONSTEXPR + ":")
+        return ty.kind == "i32" and isinstance(ty.value, str) and (
+            ty.value.startswith(CONSTEXPR + ":") or ty.value.startswith(JIT_INT + ":"))
+
+    @staticmethod
+    def jit_int_ty(*tys: Ty) -> Ty:
+        """The int32 scalar type of an expression of the jit-known ints ``tys`` (:meth:`jit_int`),
+        marked with the constexprs it reads. Overflow: the value is i32 arithmetic, as cutile's
+        scalar ops and their folding compute it (two's complement wrap, and no exception for
+        ``i32::MIN / -1``), where cuTile Python folds in Python ints and makes the result an int32
+        constant (an error out of range); the two agree while every intermediate fits in i32."""
+        names: list[str] = []
+        for t in tys:
+            if t.kind == "i32":
+                for n in t.value.split(":", 1)[1].split(","):
+                    if n and n not in names:
+                        names.append(n)
+        return Ty("i32", value=f"{JIT_INT}:{','.join(names)}")
 
     def jit_int_division(self, kind: str, le: str, lt: Ty, re_: str, rt: Ty, node) -> tuple[str, Ty]:
         """``a // b``, ``a % b``, ``ct.cdiv(a, b)`` of int constexprs (const generics, or one of
@@ -386,7 +407,7 @@ class ArithRules:
 
         expr = {"mod": lambda: mod(a), "floor": lambda: floor(a),
                 "ceil": lambda: f"(0i32 - {floor(f'(0i32 - {a})')})"}[kind]()
-        return expr, Ty("i32")
+        return expr, self.jit_int_ty(lt, rt)
 
     def invert(self, node: ast.UnaryOp) -> tuple[str, Ty]:
         """``~x`` on int32: ``xori`` with -1, as cuTile Python writes it."""

@@ -164,6 +164,10 @@ class ControlRules:
             var = None                          # not read after the if: a binding of the branch
         if var is not None and var.depth < depth and var.decl is not None:
             # loop-carried: assign to the outer binding (types must agree)
+            if var.ty.kind == ty.kind == "i32" and var.ty.value != ty.value:
+                # an int32 known when cutile compiles the entry (a constexpr expression, its
+                # ``value`` marks it) changed in a loop: a plain int32 from here on
+                var.ty = ty = Ty("i32")
             if var.ty != ty:
                 self.fail(node, name, f"reassigned in a loop with type {ty.rust()} but bound "
                                       f"outside as {var.ty.rust()}")

@@ -34,6 +34,10 @@ class NeedConst(Unsupported):
 
 # Ty.value of an int32 scalar that is an int constexpr kept as a const generic
 CONSTEXPR = "constexpr"
+# the ``value`` of an int32 scalar Ty that is Rust scalar arithmetic of int constexprs (const
+# generics) and int literals only: ``f"{JIT_INT}:{names}"`` (the constexprs, comma separated);
+# cutile folds it to a constant when it compiles the entry (ArithRules.jit_int)
+JIT_INT = "jit_int"
 
 
 class NeedDtype(Unsupported):
