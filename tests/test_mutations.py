@@ -621,7 +621,7 @@ REWRITES = [
     ("gather_kernel", "the unread padding of an unmasked load dropped", _unread_padding_dropped),
     ("gather2d_pad_kernel", "every SSA value renamed", _rename),
     ("gather1d_kernel", "an index widened once for gather and scatter", _one_widening),
-    ("intdiv_kernel", "constexpr arithmetic computed on constants, not folded", _unfolded_constexpr),
+    ("intdiv_kernel", "every SSA value renamed", _rename),
     ("shapes_kernel", "a reshape of a reshape as one reshape", _one_reshape),
     ("bitwise_kernel", "operands of | and & commuted", _commuted_bitwise),
     ("control_kernel", "constants hoisted out of / sunk into regions", _hoisted_out_of_regions),
@@ -760,6 +760,17 @@ def test_a_rank2_padding_by_select_is_a_warning():
     g = ref("gather_kernel")
     res = diff_ir(g, _padding_by_select(g), target=TARGET)
     assert res.verdict == "PASS" and any(f.severity == "info" and "rank <= 1" in f.message for f in res.findings)
+
+
+def test_unfolded_constexpr_division_is_a_warning_not_a_failure():
+    """(TILE + 7) // 8 computed on constants in the port (divi), folded in the reference: the same
+    values, so no failure, but a math warning owned by the tool naming the op (neither cutile nor
+    tileiras 13.4 folds it; a loop it bounds got another pipeline on sm_90, tg_mamba2 2026-12-02)."""
+    t = ref("intdiv_kernel")
+    res = diff_ir(t, _unfolded_constexpr(t), target=TARGET)
+    warnings = [f for f in res.findings if f.severity == "warn"]
+    assert res.verdict == "PASS_WITH_NOTES", res.summary
+    assert len(warnings) == 1 and warnings[0].category == "math" and "`divi`" in warnings[0].message
 
 
 def test_catch_rate():
