@@ -994,3 +994,14 @@ def test_a_division_of_constants_folded_on_one_side_only_is_a_tool_warning(unfol
     assert not _unfolded(diff_ir(text, text)) and diff_ir(text, text).verdict == "PASS"
     # another value is still a mismatch, not a note
     assert diff_ir(DIV_IR, text.replace("<i32: 2023>", "<i32: 2048>").replace("<i32: 2049>", "<i32: 2050>")).verdict == "FAIL"
+
+
+def test_if_on_a_one_trip_loop_index_is_the_branch_it_takes():
+    """tg_mamba2 compute_dd_dcb_dx_kernel bf16-cs64_hpg4_N32 (results of 2026-12-02): the
+    reference keeps ``if head_tile_idx == 0`` inside ``for head_tile_idx in range(1)``, cutile
+    drops it (it knows the loop's range): the diff takes the branch the constant condition
+    selects. With the condition negated the reference takes the other branch: a failure."""
+    ref, port = load("ref_mamba2_dd_dcb_dx"), load("port_mamba2_dd_dcb_dx")
+    assert_pass(diff_ir(ref, port, target="sm_90"))
+    negated = sub1(r"cmpi equal %loopIdx_160, %cst_0_i32_117", "cmpi not_equal %loopIdx_160, %cst_0_i32_117", ref)
+    assert diff_ir(negated, port, target="sm_90").verdict == "FAIL"

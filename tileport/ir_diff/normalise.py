@@ -340,6 +340,7 @@ class _Normaliser:
         self.shapes()
         self.permuted_scans()
         self.constants()          # again: ops on the splatted constants shapes() made
+        self.constant_ifs()       # after constants(): a one-trip loop's index is its start by then
         self.tokens()
         self.masked_loads()
         self.index_space()
@@ -547,6 +548,36 @@ class _Normaliser:
         start, stop, step = _loop_bounds(n)
         if None not in (start, stop, step) and step > 0 and start < stop <= start + step:
             n.regions[0].args[0].alias = n.operands[0].resolve()
+
+    def constant_ifs(self) -> None:
+        """An ``if`` whose condition is a constant (folded: a one-trip loop's index compared with
+        its start, :meth:`_single_trip`) is the branch it takes: that branch's ops in its place,
+        its results the values the branch yields. cutile knows a constant loop's range and drops
+        such an ``if``; cuTile Python keeps it (tg_mamba2 ``compute_dd_dcb_dx_kernel``:
+        ``if head_tile_idx == 0`` in ``for head_tile_idx in range(head_size // BLOCK_HEAD)``,
+        one trip, 2026-12-02). A branch that leaves otherwise than by ``yield`` is kept as it is."""
+        for nodes in list(self.s.all_lists()):
+            k = 0
+            while k < len(nodes):
+                n = nodes[k]
+                c = _const_bits(_producer(n.operands[0])) if n.opname == "if" and n.operands else None
+                if c is None or c[0] != "i1":
+                    k += 1
+                    continue
+                taken = 0 if c[1] & 1 else 1
+                body = n.regions[taken].nodes if taken < len(n.regions) else []
+                last = body[-1] if body else None
+                if last is not None and last.opname != "yield" or \
+                        len(last.operands if last is not None else []) != len(n.results):
+                    k += 1
+                    continue
+                for res, v in zip(n.results, last.operands if last is not None else []):
+                    res.alias = v
+                inner = body[:-1] if last is not None else []
+                for m in inner:
+                    m.parent = n.parent
+                nodes[k:k + 1] = inner
+                k += len(inner)
 
     def comparisons(self) -> None:
         """``a > b`` is ``b < a`` and ``a >= b`` is ``b <= a`` (``cmpi``/``cmpf``, same
