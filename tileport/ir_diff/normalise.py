@@ -311,6 +311,13 @@ def _producer(v: _Val) -> _Node | None:
     return v.node if v.kind == "op" else None
 
 
+def _adopt(nodes: list[_Node], parent: "_Region | None") -> list[_Node]:
+    """``nodes``, moved under ``parent`` (their new region, None at the top level)."""
+    for c in nodes:
+        c.parent = parent
+    return nodes
+
+
 def _remove(lists: Iterable[list[_Node]], doomed: set) -> None:
     for nodes in lists:
         nodes[:] = [n for n in nodes if n not in doomed]
@@ -374,10 +381,8 @@ class _Normaliser:
                             and len(n.regions) == 1 and n.regions[0].nodes
                             and n.regions[0].nodes[-1].opname == "return"
                             and not own_exits(n.regions[0].nodes)):
-                        body = n.regions[0].nodes
-                        for c in body:
-                            c.parent = n.parent
-                        nodes[i:] = body            # the rest of this block is unreachable
+                        # the rest of this block is unreachable
+                        nodes[i:] = _adopt(n.regions[0].nodes, n.parent)
                         changed = True
                         break
                 if changed:
@@ -406,9 +411,7 @@ class _Normaliser:
                     del then.nodes[-1]
                     k = len(other.nodes) - (1 if other.nodes and other.nodes[-1].opname == "yield"
                                             and not other.nodes[-1].operands else 0)
-                    for c in moved:
-                        c.parent = other
-                    other.nodes[k:k] = moved
+                    other.nodes[k:k] = _adopt(moved, other)
                     del nodes[i + 1:end]
                     tail(then.nodes, False)
                     tail(other.nodes, False)
@@ -573,9 +576,7 @@ class _Normaliser:
                     continue
                 for res, v in zip(n.results, last.operands if last is not None else []):
                     res.alias = v
-                inner = body[:-1] if last is not None else []
-                for m in inner:
-                    m.parent = n.parent
+                inner = _adopt(body[:-1] if last is not None else [], n.parent)
                 nodes[k:k + 1] = inner
                 k += len(inner)
 

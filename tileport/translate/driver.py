@@ -69,12 +69,13 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
         body = self.fn.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # docstring
-        guards = self.kernel_returns_early() and self.guard_clauses(body)
+        returns_early = self.kernel_returns_early()
+        guards = returns_early and self.guard_clauses(body)
         self.guard_tails = [body] if guards else []
         if guards:
             # guard clauses only: each an if whose else holds the rest of the kernel (block)
             self.block(body)
-        elif self.kernel_returns_early():
+        elif returns_early:
             # cutile lowers `return` only inside a `loop`: one that runs once (see early_return)
             self.out.emit("loop {", self.fn.lineno)
             self.out.indent += 1
