@@ -1,6 +1,7 @@
 """The C ABI through ctypes, on the real built library, without a GPU: descriptor building and
 every status code that is decided before the CUDA driver is touched (plus the driver-less one)."""
 import ctypes
+import sys
 
 import pytest
 
@@ -677,6 +678,73 @@ def test_tuple_form_packs_the_same_bytes_and_checks_device_and_stream(rlib):
     for dev, stream in ((-1, 0), (2 ** 31, 0), (True, 0), (0, -1), (0, 2 ** 64), (0, None), (None, 0)):
         assert fn_t(fixed, ffi._rs_objs(), (names, arrays, sc, cx, (3, 1, 1), dev, stream)) == -1
     assert fn_t(fixed, ffi._rs_objs(), (names, arrays, sc, cx, (3, 1, 1), 0)) == -1 and len(seen) == 1
+
+
+def test_rust_marshal_passes_registered_scratch_for_an_unread_array_without_memory(rlib, monkeypatch):
+    """An unread array without memory (an empty tensor: data pointer 0): tp_py_call passes the
+    device's registered scratch slot itself, the Python fast path's bytes (tg_moe's empty scale
+    tensors used to cost a declined Rust call plus the Python fast path on every call); with no
+    registration, on another device, or past the registered slots it declines; a read array
+    without memory gets no scratch (the shim refuses it)."""
+    shim = rlib.shim(RMS)
+    monkeypatch.setattr(shim, "unread", frozenset({"w"}))
+    monkeypatch.setattr(rlib, "scratch", lambda device, slot=0: 0x7F00_00AB_C000 + 256 * slot)
+    arrays = {"x": FastTensor((4, 8), "torch.bfloat16", ptr=0x7F00_0000_1000),
+              "w": FastTensor((0,), "torch.bfloat16", ptr=0),
+              "y": FastTensor((4, 8), "torch.bfloat16", ptr=0x7F00_0001_0000)}
+    sc, cx = {"inv_n": 0.125, "eps": 1e-6}, {"BM": 4, "TILE": 8}
+    addr = shim._fast_args(arrays, sc, cx, (3, 1, 1), 0x1234, 0)
+    want = ctypes.string_at(addr, host.call_block(shim.spec)[1]["size"])
+    assert ffi.TpTensor.from_buffer_copy(want[ffi._DESC_SIZE:]).data == 0x7F00_00AB_C100
+    assert _rs_block(shim, arrays, sc, cx, (3, 1, 1), stream=0x1234) == (-1, None)    # none registered
+    set_scratch = rlib._set_scratch
+    try:
+        assert set_scratch(0, 0x7F00_00AB_C000, 32) == 0
+        assert _rs_block(shim, arrays, sc, cx, (3, 1, 1), stream=0x1234) == (0, want)
+        assert _rs_block(shim, arrays, sc, cx, (3, 1, 1), device=1) == (-1, None)      # device 1: none
+        assert set_scratch(0, 0x7F00_00AB_C000, 1) == 0                                  # w is slot 1
+        assert _rs_block(shim, arrays, sc, cx, (3, 1, 1), stream=0x1234) == (-1, None)
+        assert set_scratch(0, 0x7F00_00AB_C000, 32) == 0
+        monkeypatch.setattr(shim, "unread", frozenset())     # read: passed as it is, the shim refuses it
+        rc, got = _rs_block(shim, arrays, sc, cx, (3, 1, 1), stream=0x1234)
+        assert rc == 0 and ffi.TpTensor.from_buffer_copy(got[ffi._DESC_SIZE:]).data == 0
+    finally:
+        set_scratch(0, 0, 0)        # the library stays loaded for the other tests
+
+
+def test_scratch_is_registered_once_per_library_and_device(rlib, monkeypatch):
+    """HostLibrary.scratch allocates once per device for the process (at least 32 slots of 256
+    bytes), grows it for a higher slot and keeps the old allocation (a library may still pass
+    it), and registers each new base address with the library (tp_set_scratch)."""
+    made, registered = [], []
+
+    class Mem:
+        def __init__(self, n, base):
+            self.n, self.base = n, base
+
+        def numel(self):
+            return self.n
+
+        def data_ptr(self):
+            return self.base
+
+    def empty(n, dtype=None, device=None):
+        made.append((n, device))
+        return Mem(n, 0x7F00_0000_0000 + 0x100_0000 * len(made))
+
+    monkeypatch.setitem(sys.modules, "torch", type(sys)("torch"))
+    sys.modules["torch"].empty, sys.modules["torch"].uint8 = empty, "uint8"
+    monkeypatch.setattr(ffi, "_SCRATCH", {})
+    monkeypatch.setattr(ffi, "_SCRATCH_OLD", [])
+    monkeypatch.setattr(rlib, "_scratch", {})
+    monkeypatch.setattr(rlib, "_set_scratch", lambda d, a, n: registered.append((d, a, n)) or 0)
+    assert rlib.scratch(0, 2) == 0x7F00_0100_0000 + 512
+    assert rlib.scratch(0, 31) == 0x7F00_0100_0000 + 31 * 256 and rlib.scratch(1) == 0x7F00_0200_0000
+    assert made == [(8192, "cuda:0"), (8192, "cuda:1")]
+    assert registered == [(0, 0x7F00_0100_0000, 32), (1, 0x7F00_0200_0000, 32)]
+    assert rlib.scratch(0, 40) == 0x7F00_0300_0000 + 40 * 256     # grown; the old one kept
+    assert made[-1] == (41 * 256, "cuda:0") and registered[-1] == (0, 0x7F00_0300_0000, 41)
+    assert [m.base for m in ffi._SCRATCH_OLD] == [0x7F00_0100_0000]
 
 
 def test_rust_marshal_reaches_the_shim_and_falls_back(rlib):

@@ -26,8 +26,10 @@ and calls the packed entry itself, with the GIL released around the launch. It r
 through its type's DLPack C exchange table (:func:`exchange_api`: one C call per array, torch >=
 2.10; ``HostLibrary(..., dlpack=False)`` or ``TILEPORT_DLPACK=0`` turns it off) and otherwise, or
 where that call fails, through the CPython C API (the fast path's five reads); it writes the same bytes and declines (-1: the Python paths decide) whatever the fast path
-would not take, and a shim's pre-launch refusal of an unread array without memory or of a layout
-to restage is retried through the Python paths. A written array whose elements may share memory
+would not take, and a shim's pre-launch refusal of a layout to restage is retried through the
+Python paths. An unread array without memory gets its scratch slot from ``tp_py_call`` itself
+once :meth:`HostLibrary.scratch` registered the device's scratch (the first such call declines,
+and the Python fast path allocates and registers it). A written array whose elements may share memory
 (:func:`shares_memory`) is refused before the launch by the checked path, naming it.
 """
 from __future__ import annotations
@@ -491,6 +493,10 @@ class Shim:
         self._unread = frozenset(names)
         if hasattr(self, "_arrays"):
             self._flags()
+        if getattr(self, "_rs", None) is not None:      # the layout's unread flags too
+            lay = self._rs_layout()
+            self._rs = (*self._rs[:2], ctypes.addressof(lay), lay, *self._rs[4:])
+            self._tls = threading.local()               # the threads' (packed, block, layout) triples
 
     def _flags(self) -> None:
         """Per-array (unread, strided, written) flags for the fast path (None: no such array), and the
@@ -512,17 +518,24 @@ class Shim:
         # arrays that may be None or empty (unread) or need restaging (strided) need no refusal
         # here: tp_py_call declines a None, and the shim refuses a null pointer or a layout it
         # cannot read before any launch, which __call__ retries through the Python paths
+        arr = self._rs_layout()
+        names = (tuple(a[0] for a in self._arrays), tuple(n for n, _ in self._scalars), tuple(self._constexprs))
+        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr, names, fn_t,
+                    bool(dlpack))
+
+    def _rs_layout(self):
+        """The ``layout`` array tp_py_call reads for this shim (``rust/host/abi.rs`` py_call)."""
         _, off = call_block(self.spec)
         kinds = [0 if not is_int else 1 for _, is_int in self._scalars] + [1] * len(self._constexprs) + [2] * 3
         first = (off["scalars"] + off["constexprs"] + off["grid"])[0]
         # rank, plus 0x100 for an array the kernel writes (tp_py_call declines one whose elements
-        # may share memory: the Python paths name it, see shares_memory)
-        ranks = [r | (0x100 if w else 0) for r, w in zip(self._ranks, self._written)]
+        # may share memory: the Python paths name it, see shares_memory), plus 0x200 for an array
+        # the entry never reads (without memory it gets the device's scratch slot, registered by
+        # HostLibrary.scratch through tp_set_scratch; declined while none is registered)
+        ranks = [r | (0x100 if w else 0) | (0x200 if a[0] in self._unread else 0)
+                 for r, w, a in zip(self._ranks, self._written, self._arrays)]
         lay = [len(ranks), *ranks, len(kinds), *kinds, first, off["device"], off["stream"]]
-        arr = (ctypes.c_int64 * len(lay))(*lay)
-        names = (tuple(a[0] for a in self._arrays), tuple(n for n, _ in self._scalars), tuple(self._constexprs))
-        self._rs = (fn, ctypes.cast(self.packed, ctypes.c_void_p).value, ctypes.addressof(arr), arr, names, fn_t,
-                    bool(dlpack))
+        return (ctypes.c_int64 * len(lay))(*lay)
 
     def _rust_call(self, arrays, scalars, constexprs, grid, stream, device) -> int:
         """One call marshalled by ``tp_py_call``: the shim's status, or -1 when it declined
@@ -880,6 +893,12 @@ def py_call_t_entry(path: str):
     return rs
 
 
+#: device -> scratch tensor (:meth:`HostLibrary.scratch`), for the process's life: a library
+#: that registered an address with tp_set_scratch may pass it on any later call
+_SCRATCH: dict = {}
+_SCRATCH_OLD: list = []
+
+
 class HostLibrary:
     """The built shim library plus the ``ffi.json`` signatures of the operators it holds.
 
@@ -915,7 +934,12 @@ class HostLibrary:
                            f"{self.path} has ABI version {got}, this wrapper speaks {ABI_VERSION}")
         self._lib.tp_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         self._lib.tp_last_error.restype = ctypes.c_size_t
+        #: device -> the scratch base address registered with this library (see scratch)
         self._scratch: dict = {}
+        self._set_scratch = getattr(self._lib, "tp_set_scratch", None)
+        if self._set_scratch is not None:
+            self._set_scratch.argtypes = [ctypes.c_int32, ctypes.c_uint64, ctypes.c_uint64]
+            self._set_scratch.restype = ctypes.c_int32
         self.functions: dict[str, dict] = {}
         self.shims: dict[str, Shim] = {}
         for path in ffi_jsons:
@@ -975,20 +999,30 @@ class HostLibrary:
     def scratch(self, device: int, slot: int = 0) -> int:
         """Address of slot ``slot`` (an array's position in its shim: one slot per array, so
         that two arrays never share memory, which cutile forbids beside a written tensor) of a
-        device allocation on ``device`` (256 bytes per slot, kept for the library's life),
-        passed for an array an entry never names when the caller gives no memory (None, or an
-        empty torch tensor, whose data pointer is 0): the shim refuses a null data pointer.
+        device allocation on ``device`` (256 bytes per slot, at least 32 slots, kept for the
+        process's life and shared by every library), passed for an array an entry never names
+        when the caller gives no memory (None, or an empty torch tensor, whose data pointer is
+        0): the shim refuses a null data pointer. The allocation is registered with the library
+        (``tp_set_scratch``), so that ``tp_py_call`` passes the slot itself instead of declining
+        such a call to the Python paths on every call.
 
         Raises:
             ImportError: torch is not installed.
         """
-        t = self._scratch.get(device)
+        t = _SCRATCH.get(device)
         if t is None or t.numel() < 256 * (slot + 1):
             import torch
 
-            t = self._scratch[device] = torch.empty(256 * max(slot + 1, 32), dtype=torch.uint8,
-                                                    device=f"cuda:{device}")
-        return t.data_ptr() + 256 * slot
+            if t is not None:       # a library may still have the old one registered: kept
+                _SCRATCH_OLD.append(t)
+            t = _SCRATCH[device] = torch.empty(256 * max(slot + 1, 32), dtype=torch.uint8,
+                                               device=f"cuda:{device}")
+        base = t.data_ptr()
+        if self._scratch.get(device) != base and self._set_scratch is not None:
+            # tp_py_call passes it itself from now on (abi.rs tp_set_scratch)
+            if self._set_scratch(device, base, t.numel() // 256) == 0:
+                self._scratch[device] = base
+        return base + 256 * slot
 
     def shim(self, symbol: str) -> Shim:
         """The bound :class:`Shim` of ``symbol``.

@@ -11,6 +11,7 @@
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cutile::tensor::Tensor;
@@ -874,10 +875,52 @@ pub fn distinct_elements(d: &TpTensor) -> bool {
     true
 }
 
+/// Bytes of scratch memory per array slot ([`tp_set_scratch`]; `tileport/ffi.py` `HostLibrary.scratch`).
+pub const TP_SCRATCH_SLOT_BYTES: u64 = 256;
+
+/// Per device ordinal (0..=[`TP_MAX_DEVICE`]): the scratch allocation [`py_call`] passes for an
+/// unread array given without memory, as (address, slots) in one word each; 0: none registered.
+static SCRATCH: [(AtomicU64, AtomicU64); TP_MAX_DEVICE as usize + 1] =
+    [const { (AtomicU64::new(0), AtomicU64::new(0)) }; TP_MAX_DEVICE as usize + 1];
+
+/// Register `slots` slots of [`TP_SCRATCH_SLOT_BYTES`] bytes of device memory at `addr` on CUDA
+/// device `device` (0 and 0: forget it). [`tp_py_call`] then gives an array the kernel never reads
+/// (layout flag 0x200) that arrives without memory (data pointer 0: None is declined, an empty
+/// tensor has no storage) the address of its own slot, `addr + 256 * i` for the call's i-th
+/// array, as the Python fast path does: the shim refuses a null data pointer. Without this, such
+/// a call was declined and marshalled again by the Python fast path, every call (tg_moe's empty
+/// scale tensors: 27 µs host time per call on the H200 against ct.launch's 14, 2026-12-02).
+/// The caller keeps the memory alive as long as the library may read the registration
+/// (`tileport/ffi.py` keeps it for the process's life). Returns [`TP_OK`], or
+/// [`TP_ERR_BAD_ARGUMENT`] for a device out of range or an address without slots.
+#[no_mangle]
+pub extern "C" fn tp_set_scratch(device: i32, addr: u64, slots: u64) -> i32 {
+    if !(0..=TP_MAX_DEVICE).contains(&device) || (addr == 0) != (slots == 0) {
+        return TP_ERR_BAD_ARGUMENT;
+    }
+    let (a, n) = &SCRATCH[device as usize];
+    // callers hold the GIL, as tp_py_call's do: no call reads the pair while it changes
+    n.store(0, Ordering::Release);
+    a.store(addr, Ordering::Release);
+    n.store(slots, Ordering::Release);
+    TP_OK
+}
+
+/// Address of scratch slot `slot` on `device` ([`tp_set_scratch`]), or None when no allocation
+/// with that many slots is registered.
+fn scratch_slot(device: i32, slot: usize) -> Option<u64> {
+    let (a, n) = SCRATCH.get(usize::try_from(device).ok()?)?;
+    let slots = n.load(Ordering::Acquire);
+    let addr = a.load(Ordering::Acquire);
+    (addr != 0 && (slot as u64) < slots).then(|| addr + TP_SCRATCH_SLOT_BYTES * slot as u64)
+}
+
 /// Marshal one call of Python objects into `blk` and launch it through `packed` (module comment).
 ///
 /// `layout` (i64): number of arrays, each array's rank (plus 0x100 for an array the kernel writes:
-/// declined when its elements may share memory, [`distinct_elements`]), number of tail values (scalars,
+/// declined when its elements may share memory, [`distinct_elements`]; plus 0x200 for an array it
+/// never reads: without memory, it gets its scratch slot, [`tp_set_scratch`], or the call is
+/// declined when none is registered), number of tail values (scalars,
 /// constexprs, then grid x, y, z), each one's kind (0 f32, 1 i32, 2 u32), the byte offsets of the
 /// first tail value, of the device and of the stream. `objs` (pointer-sized): the number of
 /// accepted tensor types, those type objects, the exact float and int types, the number of
@@ -971,9 +1014,9 @@ unsafe fn py_call(api: &PyApi, packed: unsafe extern "C" fn(*const u8) -> i32, b
         }
     };
     for (i, &word) in ranks.iter().enumerate() {
-        let (r, written) = (word & 0xff, word & 0x100 != 0);
+        let (r, written, unread) = (word & 0xff, word & 0x100 != 0, word & 0x200 != 0);
         let t = (api.dict_get)(arrays, (api.tuple_get)(an, i as isize));
-        if t.is_null() || word < 0 || word > 0x1ff || r as usize > TP_MAX_DIMS {
+        if t.is_null() || word < 0 || word > 0x3ff || r as usize > TP_MAX_DIMS {
             return fail();
         }
         // held while its methods run (a method could drop the caller's dict entry)
@@ -987,6 +1030,16 @@ unsafe fn py_call(api: &PyApi, packed: unsafe extern "C" fn(*const u8) -> i32, b
         }
         if written && !distinct_elements(&std::ptr::read_unaligned(at as *const TpTensor)) {
             return fail();      // may share memory: the Python paths decide (ffi.shares_memory)
+        }
+        if unread {
+            let mut d = std::ptr::read_unaligned(at as *const TpTensor);
+            if d.data == 0 {
+                match scratch_slot(device, i) {
+                    Some(p) => d.data = p,
+                    None => return fail(),      // the Python fast path allocates and registers it
+                }
+                std::ptr::write_unaligned(at as *mut TpTensor, d);
+            }
         }
     }
     for (k, &kind) in kinds.iter().enumerate() {
@@ -1099,6 +1152,23 @@ mod tests {
                 assert_eq!(t.shape()[0] as i64, d.shape[0]);
             }
         }
+    }
+
+    #[test]
+    fn scratch_is_registered_per_device_and_slot() {
+        let dev = 200;      // no other test registers scratch there
+        assert_eq!(scratch_slot(dev, 0), None);
+        assert_eq!(tp_set_scratch(dev, 0x7f00_00ab_c000, 32), TP_OK);
+        assert_eq!(scratch_slot(dev, 5), Some(0x7f00_00ab_c000 + 5 * 256));
+        assert_eq!(scratch_slot(dev, 32), None);        // past the registered slots: declined
+        assert_eq!(scratch_slot(dev + 1, 0), None);     // another device has its own
+        assert_eq!(scratch_slot(-1, 0), None);
+        for (d, a, n) in [(-1, 1u64, 1u64), (TP_MAX_DEVICE + 1, 1, 1), (dev, 1, 0), (dev, 0, 1)] {
+            assert_eq!(tp_set_scratch(d, a, n), TP_ERR_BAD_ARGUMENT);
+        }
+        assert_eq!(scratch_slot(dev, 5), Some(0x7f00_00ab_c000 + 5 * 256));  // a refusal changes nothing
+        assert_eq!(tp_set_scratch(dev, 0, 0), TP_OK);
+        assert_eq!(scratch_slot(dev, 0), None);
     }
 
     /// CPU time of `borrow` per call of n arrays on the same descriptors (a loop); run with
