@@ -88,3 +88,23 @@ def test_a_blocked_kernel_row_names_its_own_first_construct(tmp_path):
     assert rows[1]["note"] == "analyze: 2 finding(s) in the operator, 1 in bwd; first in bwd: k.py:9: t.astype: no rule"
     assert not rows[2]["note"].startswith("analyze")        # its own stages' verdicts tell its story
     assert rows[1]["owner"] == "kernel"
+
+
+def test_notes_name_files_from_the_checkout_root_not_a_machine_s_directories(tmp_path):
+    """A verdict written on this machine or on a GPU node names absolute paths; summary.csv (and
+    the README table made from it) names them from the checkout's root; other paths stay."""
+    assert S.from_checkout("the translator lacks a rule: /work/wt/pub/results/tg_g/src/kernel.py:24 "
+                           "[tilegym/ops/cutile/group_gemm.py:40]: x") == (
+        "the translator lacks a rule: results/tg_g/src/kernel.py:24 [tilegym/ops/cutile/group_gemm.py:40]: x")
+    assert S.from_checkout("declared in known_defects[0] (/tmp/w/operators/tg_v/manifest.yaml:54): y") == (
+        "declared in known_defects[0] (operators/tg_v/manifest.yaml:54): y")
+    for kept in ("/usr/lib/x.so: missing", "see operators/op/manifest.yaml:3", "a/results/op/b",
+                 "/tmp/results.txt", "/work/results/"):
+        assert S.from_checkout(kept) == kept
+    r = tmp_path / "results" / "op"
+    write(Verdict(stage="analyze", op="op", verdict="BLOCKED", owner="tool",
+                  summary=f"the translator lacks a rule: {r / 'src' / 'kernel.py'}:24: a list of arrays"),
+          r / "analysis.json")
+    S.write_summary(tmp_path / "results", ["op"], {"op": [("k", "f16-T1")]}, {}, tmp_path / "s.csv")
+    note = next(csv.DictReader(open(tmp_path / "s.csv")))["note"]
+    assert "results/op/src/kernel.py:24" in note and str(tmp_path) not in note, note

@@ -58,6 +58,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 from . import source as S
@@ -454,6 +455,19 @@ def _total_llm(rows: list[dict]) -> dict:
             "cost_usd": f"{sum(priced):.6f}" if priced else ""}
 
 
+#: an absolute path up to a checkout's ``results/<op>/`` or ``operators/<op>/`` (this machine's
+#: checkout, or a GPU node's copy of it, as verdicts written there name it)
+_CHECKOUT_PREFIX = re.compile(r"(?<![\w./-])/(?:[\w.+-]+/)*?(?=(?:results|operators)/[\w.-]+/)")
+
+
+def from_checkout(text: str) -> str:
+    """``text`` with every absolute path into a checkout's ``results/`` or ``operators/`` folder
+    written from the checkout's root (``/work/x/results/op/src/kernel.py:24`` ->
+    ``results/op/src/kernel.py:24``): summary.csv and the tables made from it name no machine's
+    directories. Other paths are left as they are."""
+    return _CHECKOUT_PREFIX.sub("", text)
+
+
 def write_summary(results: str | Path, ops: list, variants: dict, manifest_errors: dict,
                   out_csv: str | Path, skipped: dict | None = None,
                   ops_csv: str | Path | None = None, threshold: float | None = None,
@@ -474,6 +488,10 @@ def write_summary(results: str | Path, ops: list, variants: dict, manifest_error
     for op in ops:
         rows += rows_for(results, op, [tuple(x) for x in variants.get(op, [])],
                          manifest_errors.get(op))
+    for row in rows:
+        for col in ("note", "diagnosis"):
+            if isinstance(row.get(col), str):
+                row[col] = from_checkout(row[col])
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
