@@ -325,10 +325,12 @@ def test_values_casts_methods_and_hints_end_to_end(repo, tmp_path):
     f16, f32 = src.split("fn fidelity_kernel__f32")
     assert "ftof(f, rounding::Zero)" in f16 and "rounding::" not in f32
     assert src.count("#[cutile::entry(optimization_hints = (sm_90 = (occupancy = 2, num_cta_in_cga = 2,),))]") == 2
-    # an E constant is converted at rank 0, then broadcast (tileiras folds that conversion)
-    assert "constant(-0.0f32, shape![])" in src and "constant(f32::INFINITY, shape![TILE])" in src
+    # an E constant is made at rank 0, then broadcast: in the f16 entry the bits of its f16
+    # value bitcast to E, in the f32 entry an f32 constant
+    assert "constant(-0.0f32, shape![])" in f32 and "constant(f32::INFINITY, shape![TILE])" in src
+    assert "constant(-32768i16, shape![])" in f16 and "-0.0f32" not in f16
     # 6e-8 as the variant's value: the f16 subnormal 2**-24 / the f32 nearest to 6e-8
-    assert "constant(5.960464477539063e-08f32," in f16 and "constant(5.99999978589949e-08f32," in f32
+    assert "constant(1i16, shape![])" in f16 and "constant(5.99999978589949e-08f32," in f32
     assert "Some(4), tma::Disabled)" in src and "Some(2), tma::Enabled)" in src
     for v in entries:
         diff, _, _ = run_chain(d, tmp_path / v, "fidelity", "fidelity_kernel", v)
@@ -356,6 +358,8 @@ def test_e_constants_split_entries_only_when_rounding_via_f32_would_change_them(
     d = op_copy("relu")
     k = d / "kernel.py"
     base = k.read_text()
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("dtypes: [f16, bf16, f32]", "dtypes: [f16, f32]"))
     k.write_text(base.replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
                               "zero = ct.full((TILE,), -0.0, dtype=x.dtype)"))
     src, _, entries = T.translate_entries(d, "relu_kernel")
@@ -368,7 +372,7 @@ def test_e_constants_split_entries_only_when_rounding_via_f32_would_change_them(
     src, _, entries = T.translate_entries(d, "relu_kernel")
     assert entries["f16-TILE1024"] == "relu_kernel__f16" and entries["f32-TILE1024"] == "relu_kernel__f32"
     f16 = src.split("fn relu_kernel__f16")[1].split("pub unsafe fn")[0]
-    assert "constant(1.0009765625f32," in f16                 # the f16 value, exact in f32
+    assert "constant(15361i16, shape![])" in f16              # the f16 value 0x3C01, its bits
 
 
 @pytest.mark.parametrize("decorator,want", [
@@ -620,14 +624,48 @@ def test_e_constant_tiles_are_converted_at_rank_0_then_broadcast(op_copy):
     assert "shape![TILE]);\n" not in src.split("constant(0.5f32")[1].split(";")[0]
 
 
+def test_e_constants_of_16_bit_entries_are_their_bits_bitcast(op_copy):
+    # tileiras 13.4 folds the ftof of an f32 constant into an f16 constant but not into a bf16
+    # one: tg_geglu bf16 kept 6 F2FP (reference 2), its constants in registers, not immediates,
+    # and a divf by a run-time numerator (sm_90 SASS 280 vs 272 instructions). With bf16 among
+    # the dtypes the entries split per dtype and a 16-bit entry's constant is its bits, bitcast
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
+                                       "zero = ct.full((TILE,), 0.7978845608028654, dtype=x.dtype)"))
+    src, _, entries = T.translate_entries(d, "relu_kernel")
+    assert {v: e for v, e in entries.items() if v.endswith("TILE1024")} == {
+        "f16-TILE1024": "relu_kernel__f16", "bf16-TILE1024": "relu_kernel__bf16",
+        "f32-TILE1024": "relu_kernel__f32"}, entries
+    body = {dt: src.split(f"fn relu_kernel__{dt}<")[1].split("pub unsafe fn")[0] for dt in ("f16", "bf16", "f32")}
+    # 0.7978845608028654: bf16 0x3F4C, f16 0x3A62 (nearest even), f32 as its literal
+    for dt, bits in (("bf16", 0x3F4C), ("f16", 0x3A62)):
+        m = re.search(rf"let (__t\d+): Tile<i16, \{{\[\]\}}> = constant\({bits}i16, shape!\[\]\);", body[dt])
+        assert m and re.search(rf"let __t\d+: Tile<E, \{{\[\]\}}> = bitcast\({m.group(1)}\);", body[dt]), body[dt]
+        assert "convert_tile(" not in body[dt] and "f32" not in body[dt], body[dt]
+    assert "constant(0.7978845834732056f32, shape![])" in body["f32"] and "i16" not in body["f32"]
+    # negative and subnormal bits: a signed i16 literal of the same bits
+    k.write_text(k.read_text().replace("0.7978845608028654", "-9.5367431640625e-07"))
+    src, _, _ = T.translate_entries(d, "relu_kernel")
+    assert "constant(-32752i16, shape![])" in src.split("fn relu_kernel__f16<")[1].split("pub unsafe fn")[0]
+    # no bf16 variant: one generic entry, its f32 constant converted to E (folded for f16)
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("dtypes: [f16, bf16, f32]", "dtypes: [f16, f32]"))
+    k.write_text(k.read_text().replace("-9.5367431640625e-07", "0.5"))
+    src, _, entries = T.translate_entries(d, "relu_kernel")
+    assert set(entries.values()) == {"relu_kernel"} and "bitcast(" not in src, src
+
+
 def test_masked_gather_passes_its_padding_to_the_load(repo):
     # cuTile Python passes a gather's padding to load_ptr_tko; with an unpadded load and a select
     # tileiras 13.4 scheduled tg_gelu bf16's loads behind its stores (sm_90 SASS)
     d = repo / "tests" / "data" / "operators" / "constructs"
     src, _ = T.translate_kernel(d, "gather1d_kernel")      # bounds mask, padding 0
-    assert re.search(r"let (__pad\d+): E = convert_scalar\(0\.0f32\);", src), src
-    assert re.search(r"load_ptr_tko\([^;]*Some\(__t\d+\), Some\(__pad\d+\),", src), src
-    assert "select(" not in src
+    # padding +0.0 of E: the padding tile E::ZERO (convert_scalar(0.0f32) is an ftof that
+    # tileiras 13.4 does not fold for bf16: tg_geglu's F2FP + PRMT copies, sm_90 SASS)
+    m = re.search(r"let (__t\d+): Tile<E, \{\[\w+\]\}> = constant\(E::ZERO, shape!\[\w+\]\);", src)
+    assert m and re.search(rf"load_ptr_tko_padded\([^;]*Some\(__t\d+\), Some\({m.group(1)}\),", src), src
+    assert "select(" not in src and "convert_scalar(0.0f32)" not in src
     # padding_value=-math.inf has no scalar literal: a padding tile of the gather's shape goes
     # into load_ptr_tko_padded (with a select after an unpadded load, tileiras 13.4 zero-filled
     # tg_softmax's chunked f32 gathers and selected -inf in afterwards: 256 FSEL + 128 CS2R)

@@ -554,10 +554,27 @@ class ArithRules:
         if v == 0.0 and math.copysign(1.0, v) > 0:
             return self.bind(f"constant({dtype}::ZERO, {sh})", Ty("tile", dtype, shape))
         # cutile has no f16/bf16 literal and no E-typed one but E::ZERO (its ElementType trait
-        # has only ZERO): an f32 constant converted to E. Exact when the f32 value is already
-        # the variant's value: known per dtype-specialised entry, else checked for every dtype
-        # of the manifest (rounding v to f32 first must not change its rounding to f16/bf16).
+        # has only ZERO). Where the element type is known to be 16-bit (a dtype-specialised
+        # entry, or an f16/bf16 tile): the constant of its bits, bitcast to it, a constant as
+        # cuTile Python's. Elsewhere an f32 constant converted to E. tileiras 13.4 folds that
+        # ftof into an f16 constant but not into a bf16 one: the F2FP stays in the code, every
+        # use of the value takes it from a register, not as an immediate, and a divf by it
+        # no longer sees a constant numerator (tg_geglu bf16, sm_90 SASS: 6 F2FP where the
+        # reference has 2; 280 instructions vs 272). So an E entry that may be bf16 is split
+        # per dtype. The f32 value is exact when it already is the variant's value: known per
+        # dtype-specialised entry, else checked for every dtype of the manifest (rounding v to
+        # f32 first must not change its rounding to f16/bf16).
         c = self.spec.get(DTYPE_KEY) if dtype == "E" else dtype
+        if c in ("f16", "bf16"):
+            bits = floats.encode(v, c)
+            t, _ = self.bind(f"constant({bits - (1 << 16) if bits >> 15 else bits}i16, shape![])",
+                             Ty("tile", "i16", ()))
+            e, ty = self.bind(f"bitcast({t})", Ty("tile", dtype, ()))
+            if not shape:
+                return e, ty
+            return self.as_tile(e, ty, dtype, shape, node), Ty("tile", dtype, shape)
+        if c is None and "bf16" in self.dtypes:
+            self.need_dtype = True
         if c is not None:
             v = floats.decode(floats.encode(v, c), c)
         elif any(floats.convert(floats.encode(v, "f32"), "f32", d) != floats.encode(v, d)

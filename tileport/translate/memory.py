@@ -455,6 +455,13 @@ class MemoryRules:
         v = float(pt.value)
         if not math.isfinite(v):
             return None
+        if v == 0.0 and math.copysign(1.0, v) > 0 and el != "f32":
+            # +0.0 of a 16-bit float or E: the padding tile E::ZERO (load_ptr_tko_padded), a
+            # constant of the element type as cuTile Python's. The scalar here would be
+            # convert_scalar(0.0f32), an ftof tileiras 13.4 does not fold for bf16 (an F2FP,
+            # then a PRMT copying its register into every padded load's destination; f16: the
+            # copies stay. tg_geglu sm_90 SASS, where the reference's PRMTs take RZ)
+            return None
         c = self.spec.get(DTYPE_KEY) if el == "E" else el
         if any(d not in ("f16", "bf16", "f32") for d in ([c] if c else self.dtypes)):
             return None
