@@ -24,6 +24,7 @@ from pathlib import Path
 
 from . import importer as I
 from . import source as S
+from .summary import from_checkout
 
 PACKAGE = "tilegym.ops.cutile"
 BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
@@ -90,8 +91,7 @@ def table(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Pat
     summary_csv = Path(summary_csv)
     with open(summary_csv, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    root = str(summary_csv.resolve().parent.parent) + "/"
-    ops_dir = Path(operators_dir) if operators_dir else Path(root) / "operators"
+    ops_dir = Path(operators_dir) if operators_dir else summary_csv.resolve().parent.parent / "operators"
     by_kernel: dict[str, list[dict]] = {}
     for r in rows:
         src = r.get("source", "")
@@ -124,8 +124,9 @@ def table(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Pat
         done["ir"] += bool(var) and n_ir == len(var)
         worst = min(rs, key=lambda r: _stop(r)[0])
         _, stage, verdict = _stop(worst)
-        # paths relative to the checkout, so the table reads the same in every clone
-        cause = (worst.get("note") or "").replace(root, "").replace("|", "\\|").replace("\n", " ")[:240]
+        # paths from the checkout's root, so the table reads the same in every clone (a summary
+        # written before summary.csv did so itself names this machine's or a GPU node's)
+        cause = from_checkout(worst.get("note") or "").replace("|", "\\|").replace("\n", " ")[:240]
         lines.append(f"| {name} | {ops} | {len(var)} | {n_ref}/{len(var)} | {n_ir}/{len(var)} | "
                      f"{stage} | {verdict} | {cause} |")
     lines.append("")

@@ -1028,12 +1028,12 @@ unsafe fn py_call(api: &PyApi, packed: unsafe extern "C" fn(*const u8) -> i32, b
             Some(d) if d == device as i64 => {}
             _ => return fail(),
         }
-        if written && !distinct_elements(&std::ptr::read_unaligned(at as *const TpTensor)) {
-            return fail();      // may share memory: the Python paths decide (ffi.shares_memory)
-        }
-        if unread {
+        if written || unread {
             let mut d = std::ptr::read_unaligned(at as *const TpTensor);
-            if d.data == 0 {
+            if written && !distinct_elements(&d) {
+                return fail();      // may share memory: the Python paths decide (ffi.shares_memory)
+            }
+            if unread && d.data == 0 {
                 match scratch_slot(device, i) {
                     Some(p) => d.data = p,
                     None => return fail(),      // the Python fast path allocates and registers it
