@@ -10,6 +10,7 @@ import pytest
 from tileport import analyze as A
 from tileport import frontend as F
 from tileport import importer as I
+from tileport import manifest as M
 from tileport import source as S
 from tileport.translate import Unsupported, translate_entries, translate_model
 
@@ -76,3 +77,49 @@ def test_a_construct_the_translator_lacks_in_a_helper_is_reported_with_its_line(
     un = A.analyse(d)["unsupported"]
     line = src.splitlines().index("    try:") + 1
     assert un and un[0]["construct"].startswith("try") and un[0]["line"] == line and un[0]["owner"] == "tool"
+
+
+def _unit(src: str, shape, ndim: int = 1) -> bool:
+    import ast
+    fn = ast.parse(src).body[0]
+    return F.unit_array(fn, "ct", "S", ndim, shape)
+
+
+def test_a_one_element_array_read_by_views_only_is_a_constant_shape():
+    """cuTile Python's launcher compiles an extent-1 dimension as a constant; the port does the
+    same only for a rank-1 array the manifest fixes at [1] and the kernel reads or writes through
+    ct.load / ct.store alone (frontend.unit_array)."""
+    load = "def k(S, X):\n    s = ct.load(S, index=(0,), shape=(1,))\n    ct.store(X, index=(0,), tile=s)\n"
+    assert _unit(load, [1])
+    assert not _unit(load, ["N"]) and not _unit(load, [2]) and not _unit(load, [True])
+    assert not _unit(load, [1, 1], ndim=2)                       # rank 1 only
+    assert not _unit(load, None)                                  # no tensors entry: unknown
+    for other in ("    v = ct.gather(S, 0)\n",                    # a pointer tile of it
+                  "    ct.scatter(S, 0, s)\n",
+                  "    n = S.shape[0]\n",                          # its run-time extent
+                  "    helper(S)\n",                               # passed on
+                  "    T = S\n"):                                  # an alias
+        assert not _unit(load + other, [1]), other
+
+
+def test_tg_attention_sink_start_q_is_a_tensor_of_constant_shape(tmp_path):
+    """Start_q ([1], read by ct.load) becomes Tensor<i32, {[1]}> in the port and a shape_constant
+    in the reference's signature; the one-element arrays tg_moe reads by ct.gather and
+    tg_moe_align_block writes by ct.scatter stay run-time shapes (cutile 0.5.0 panics on their
+    pointer tiles)."""
+    from tileport import reference_ir as R
+    d = _operator(tmp_path, "tg_attention_sink")
+    model = F.load(d)
+    k = model.kernel("_attention_sink_kernel")
+    shapes = {p["name"]: p.get("static_shape") for p in k.params if p["kind"] == "array"}
+    assert shapes == {"Q": None, "K": None, "V": None, "Sinks": None, "Out": None, "Start_q": [1]}
+    assert "Start_q: &Tensor<i32, {[1]}>" in translate_model(model, k.name)[0]
+    sig = R.signature_for(k.params, M.kernel_variants(model.manifest)[k.name][0])
+    start_q = sig.parameters[[p["name"] for p in k.params].index("Start_q")]
+    assert tuple(start_q.shape_constant) == (1,)
+    assert tuple(sig.parameters[0].shape_constant) == (None,) * 4
+    for op, name in (("tg_moe", "num_tokens_post_padded_ptr"),
+                           ("tg_moe_align_block", "total_tokens_post_pad")):
+        m = F.load(_operator(tmp_path, op))
+        ps = [p for kk in m.kernels for p in kk.params if p["name"] == name]
+        assert ps and all(p.get("static_shape") is None for p in ps), (op, ps)

@@ -485,6 +485,12 @@ def load(op_dir: str | Path) -> OperatorModel:
         for p in params:
             if p["kind"] == "array" and "role" in p:
                 _role_check(p, uses.get(p["name"], {}), kname, mline, mismatch)
+        tensors = kman.get("tensors") or man.get("tensors") or {}
+        for p in params:
+            if (p["kind"] == "array" and not p.get("list") and p["name"] not in kman.get("bind", {})
+                    and unit_array(fn, alias, p["name"], p.get("ndim"),
+                                   (tensors.get(p["name"]) or {}).get("shape"))):
+                p["static_shape"] = [1]
         variants = [{"id": v.id, "dtype": v.dtype, "constexprs": v.constexprs,
                      "arrays": {p["name"]: M.resolve_dtype(p["dtype"], v.dtype)
                                 for p in params if p["kind"] == "array" and "dtype" in p},
@@ -638,6 +644,32 @@ def array_uses(fn: ast.FunctionDef, alias: str, arrays: set[str], module: ast.Mo
             for how, lines in use.items():
                 out.setdefault(inner_of[pname], {}).setdefault(how, []).extend([n.lineno] * len(lines))
     return out
+
+
+def unit_array(fn: ast.FunctionDef, alias: str, name: str, ndim: int | None, shape) -> bool:
+    """Whether array parameter ``name`` of kernel ``fn`` is a one-element array that both JITs
+    compile with a constant shape ``[1]``.
+
+    cuTile Python's launcher compiles every dimension of extent 1 as a constant (cuda-tile 1.7.0:
+    the kernel signature's ``shape_constant``, made from the launch's arrays); cutile compiles a
+    ``&Tensor<E, {[-1]}>`` with a run-time extent, so a ``ct.load(Start_q, index=(0,),
+    shape=(1,))`` of a ``[1]`` array becomes a predicated load there (tg_attention_sink
+    BANDWIDTH64/128 on the H200: 0.960-0.975, more spills in the main loop). A constant shape
+    needs the extent fixed for every launch, so only a rank-1 array whose manifest ``tensors``
+    shape is the literal ``[1]`` qualifies, and only when the kernel touches it solely as the
+    array of ``ct.load`` / ``ct.store`` (partition views; no gather / scatter / atomics, no
+    ``.shape``, not passed on): cutile 0.5.0 panics on pointer tiles of a constant-shape tensor
+    (compile_intrinsic.rs) and types the strides of such a tensor with its constant shape.
+    """
+    if ndim != 1 or not isinstance(shape, list) or shape != [1] or isinstance(shape[0], bool):
+        return False
+    as_view = set()
+    for n in ast.walk(fn):
+        if (isinstance(n, ast.Call) and is_ct(n.func, alias) and n.func.attr in ("load", "store")
+                and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name):
+            as_view.add(id(n.args[0]))
+    named = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name]
+    return bool(as_view) and all(id(n) in as_view for n in named)
 
 
 def _role_check(p: dict, use: dict, kname: str, mline, mismatch) -> None:

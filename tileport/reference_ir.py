@@ -48,7 +48,9 @@ def signature_for(kernel_params: list[dict], variant: M.Variant):
     ``dtype`` (a code, or a mapping by variant dtype) or, where it is ``{dtype}``, the variant's; a ``list`` array becomes a
     ``ListConstraint`` of such arrays (elements may not alias); arrays alias only within their
     ``alias_group``; scalars get their ``dtype``
-    (i32 / i64 / f32); constexprs the variant's value as written (int, float or bool).
+    (i32 / i64 / f32); constexprs the variant's value as written (int, float or bool). An array
+    with a ``static_shape`` (a one-element array: :func:`tileport.frontend.unit_array`) gets it
+    as its ``shape_constant``, as cuTile Python's launcher gives every extent-1 dimension.
     """
     import cuda.tile as ct
     from cuda.tile.compilation import (ArrayConstraint, CallingConvention, KernelSignature,
@@ -66,7 +68,10 @@ def signature_for(kernel_params: list[dict], variant: M.Variant):
                 index_dtype=ct.int64 if p.get("index_dtype") == "i64" else ct.int32,
                 stride_lower_bound_incl=0,
                 alias_groups=[p["alias_group"]] if p.get("alias_group") else [], may_alias_internally=False,
-                stride_constant=[None] * (nd - 1) + [1])
+                stride_constant=[None] * (nd - 1) + [1],
+                # a one-element array's constant shape, as the launcher derives it from the
+                # array (frontend.unit_array; the port's Tensor<E, {[1]}>)
+                shape_constant=p.get("static_shape"))
             params.append(ListConstraint(arr, alias_groups=[], elements_may_alias=False)
                           if p.get("list") else arr)
         elif p["kind"] == "constexpr":

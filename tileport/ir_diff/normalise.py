@@ -790,6 +790,11 @@ def _rewrite_stride(n: _Node, pos: int, literal: str) -> None:
     m = re.search(r"strides=\[([^\]]*)\]", n.pre)
     items = ["%" if kd == "op" else x for kd, x in new_spec]
     n.pre = n.pre[:m.start()] + "strides=[" + ", ".join(items) + "]" + n.pre[m.end():]
+    if len(n.operands) == 1 and " -> " in n.types:
+        # the view's base alone is left: no run-time shape or stride, so no operand type either
+        # (Tile IR prints `tile<i32> -> tensor_view<...>` only while one is there; a
+        # one-element array's view, shape [1] on both sides: frontend.unit_array)
+        n.types = n.types.split(" -> ", 1)[1]
 
 
 def _unify_strides(ref: _Side, port: _Side) -> list[tuple[_Node, _Node, int, str, str]]:

@@ -44,7 +44,8 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
         for p in self.params:
             rn = self.rname(p["name"])
             if p["kind"] == "array":
-                dims = ", ".join(["-1"] * p["ndim"])
+                # -1: a run-time extent; a one-element array's constant [1] (frontend.unit_array)
+                dims = ", ".join(str(d) for d in p.get("static_shape") or [-1] * p["ndim"])
                 elem = self.array_dtypes.get(p["name"], "E")   # an array of its own dtype
                 args.append(f"{rn}: &Tensor<{elem}, {{[{dims}]}}>")
                 self.scopes[0][p["name"]] = Var(rn, Ty("arr", dtype=elem, ndim=p["ndim"]), None, 0)
