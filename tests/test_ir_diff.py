@@ -1005,3 +1005,36 @@ def test_if_on_a_one_trip_loop_index_is_the_branch_it_takes():
     assert_pass(diff_ir(ref, port, target="sm_90"))
     negated = sub1(r"cmpi equal %loopIdx_160, %cst_0_i32_117", "cmpi not_equal %loopIdx_160, %cst_0_i32_117", ref)
     assert diff_ir(negated, port, target="sm_90").verdict == "FAIL"
+
+
+UNIT_VIEW_REF = """\
+entry @k(%arg0: tile<ptr<i32>>, %arg1: tile<i32>, %arg2: tile<ptr<i32>>) {
+  %0 = make_token : token
+  %cst_1_i32 = constant <i32: 1> : tile<i32>
+  %assume_cst_1_i32 = assume bounded<0, ?>, %cst_1_i32 : tile<i32>
+  %tview = make_tensor_view %arg0, shape = [1], strides = [%assume_cst_1_i32] : tile<i32> -> tensor_view<1xi32, strides=[?]>
+  %tview_1 = make_tensor_view %arg2, shape = [1], strides = [1] : tensor_view<1xi32, strides=[1]>
+  %cst_0_i32 = constant <i32: 0> : tile<i32>
+  %pview = make_partition_view %tview : partition_view<tile=(1), tensor_view<1xi32, strides=[?]>>
+  %tile, %tok = load_view_tko weak %pview[%cst_0_i32] token = %0 : partition_view<tile=(1), tensor_view<1xi32, strides=[?]>>, tile<i32> -> tile<1xi32>, token
+  %pview_2 = make_partition_view %tview_1 : partition_view<tile=(1), tensor_view<1xi32, strides=[1]>>
+  %tok_2 = store_view_tko weak %tile, %pview_2[%cst_0_i32] token = %tok : tile<1xi32>, partition_view<tile=(1), tensor_view<1xi32, strides=[1]>>, tile<i32> -> token
+  return
+}
+"""
+
+
+def test_a_one_element_view_with_a_run_time_stride_matches_a_static_one():
+    """A [1] array's view: the reference reads its stride at run time (an operand, so Tile IR
+    prints the operand type `tile<i32> ->`), the port (Tensor<E, {[1]}>) has the static stride
+    1 and no operand: once the stride is unified, the view is the same op (an info note), and a
+    real difference in it still fails."""
+    port = UNIT_VIEW_REF.replace(
+        "strides = [%assume_cst_1_i32] : tile<i32> -> tensor_view<1xi32, strides=[?]>",
+        "strides = [1] : tensor_view<1xi32, strides=[1]>").replace("strides=[?]", "strides=[1]")
+    assert port != UNIT_VIEW_REF
+    res = diff_ir(UNIT_VIEW_REF, port)
+    assert res.verdict == "PASS", [f.message for f in res.findings]
+    assert [f.severity for f in res.findings if f.category == "memory"] == ["info"]
+    assert_fail(diff_ir(UNIT_VIEW_REF, port.replace("load_view_tko weak %pview[%cst_0_i32]",
+                                                    "load_view_tko weak %pview[%cst_1_i32]")), "constant")
