@@ -6,7 +6,8 @@ time becomes generics of the entry: the array dtype is ``E: ElementType`` (a flo
 an int32 / int64 variant dtype get that concrete type, one entry per dtype), every
 ``ct.Constant[int]`` parameter a ``const NAME: i32``; arrays become ``&Tensor<E, {[-1, ...]}>``
 (rank from the manifest; an array the manifest gives a dtype of its own has that element type,
-``&Tensor<f32, {[-1]}>``), f32/i32 scalars stay. Each construct family has its own module:
+``&Tensor<f32, {[-1]}>``; a one-element array of constant shape, ``{[1]}``, where
+:func:`tileport.frontend.unit_array` says so), f32/i32 scalars stay. Each construct family has its own module:
 
 * :mod:`.memory` -- arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``,
   ``Array.slice`` tensor views;
