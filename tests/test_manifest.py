@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from tileport import manifest as M
@@ -39,6 +41,20 @@ def test_schema_error_names_key_value_and_line(op_copy):
     assert f"manifest.yaml:{line}:" in msg and "dtypes/1" in msg and "f12" in msg
 
 
+def test_a_float_where_an_integer_belongs_is_an_error(op_copy):
+    """JSON Schema's integer admits 1.0; the manifest's does not: `ndim: 1.0` would be carried as
+    a float rank (and crash the translator later), so it is refused with its line."""
+    d = op_copy("relu")
+    text = (d / "manifest.yaml").read_text()
+    bad = re.sub(r"ndim: 1\b", "ndim: 1.0", text, count=1)
+    assert bad != text
+    (d / "manifest.yaml").write_text(bad)
+    with pytest.raises(M.ManifestError) as e:
+        M.load(d / "manifest.yaml")
+    line = next(i for i, ln in enumerate(bad.splitlines(), 1) if "ndim: 1.0" in ln)
+    assert f"manifest.yaml:{line}:" in str(e.value) and "ndim" in str(e.value)
+
+
 def test_missing_tolerance_for_a_dtype(op_copy):
     d = op_copy("gelu")
     text = (d / "manifest.yaml").read_text().replace("  f32: {rtol: 1.0e-5, atol: 1.0e-5}\n", "")
@@ -55,7 +71,6 @@ def test_op_must_match_folder(op_copy):
 
 
 # -- forms real launches need (issue 12 section 2, issue 17) ---------------------------------------
-import re  # noqa: E402
 
 from manifest_ops import make_op, pick_manifest  # noqa: E402
 

@@ -396,6 +396,16 @@ def _suggest(word: str, choices) -> str:
     return f" (did you mean {near[0]}?)" if near else ""
 
 
+# JSON Schema's "integer" admits 1.0 (a number with a zero fraction); a manifest's `ndim: 1.0`
+# would then pass and be used as a float rank. YAML writes integers without a point, so an
+# "integer" here is an int and not a bool: a float where an integer belongs is an error, never
+# silently taken as the integer it equals.
+_STRICT_VALIDATOR = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
+
+
 def _in_words(err: jsonschema.ValidationError) -> tuple[list, str]:
     """(key path to report, message in words) for one schema violation."""
     path = list(err.absolute_path)
@@ -582,7 +592,7 @@ def load(path: str | Path) -> dict:
     if not isinstance(doc, dict):
         raise ManifestError(f"{path}:1: the manifest must be a mapping (key: value lines), not "
                             f"{_describe(doc)}; start with `op: {path.parent.name}`")
-    errors = list(jsonschema.Draft202012Validator(MANIFEST_SCHEMA).iter_errors(doc))
+    errors = list(_STRICT_VALIDATOR(MANIFEST_SCHEMA).iter_errors(doc))
     if errors:
         # the most specific complaint first: wrong values before missing keys, deep before shallow
         errors.sort(key=lambda e: (e.validator == "required", -len(e.absolute_path)))
