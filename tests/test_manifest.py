@@ -52,7 +52,7 @@ def test_a_float_where_an_integer_belongs_is_an_error(op_copy):
     with pytest.raises(M.ManifestError) as e:
         M.load(d / "manifest.yaml")
     line = next(i for i, ln in enumerate(bad.splitlines(), 1) if "ndim: 1.0" in ln)
-    assert f"manifest.yaml:{line}:" in str(e.value) and "ndim" in str(e.value)
+    assert f"manifest.yaml:{line}:" in str(e.value) and "not the number 1.0; write ndim: 1" in str(e.value)
 
 
 def test_missing_tolerance_for_a_dtype(op_copy):

@@ -441,6 +441,10 @@ def _in_words(err: jsonschema.ValidationError) -> tuple[list, str]:
         want = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
         if "number" in want and "integer" in want:
             want = [w for w in want if w != "integer"]
+        if want == ["integer"] and isinstance(val, float) and val.is_integer() and path:
+            # 16.0 for 16: the integer it equals is not taken silently, but it is the fix
+            return path, (f"{what} must be an integer, not the number {val!r}; write "
+                          f"{path[-1]}: {int(val)}")
         return path, (f"{what} must be {' or '.join(_TYPE_WORDS.get(w, w) for w in want)}, not "
                       f"{_describe(val)}{write}")
     if v in ("minimum", "exclusiveMinimum"):
