@@ -119,7 +119,7 @@ def test_tg_attention_sink_start_q_is_a_tensor_of_constant_shape(tmp_path):
     assert tuple(start_q.shape_constant) == (1,)
     assert tuple(sig.parameters[0].shape_constant) == (None,) * 4
     for op, name in (("tg_moe", "num_tokens_post_padded_ptr"),
-                           ("tg_moe_align_block", "total_tokens_post_pad")):
+                     ("tg_moe_align_block", "total_tokens_post_pad")):
         m = F.load(_operator(tmp_path, op))
         ps = [p for kk in m.kernels for p in kk.params if p["name"] == name]
         assert ps and all(p.get("static_shape") is None for p in ps), (op, ps)

@@ -485,7 +485,7 @@ def load(op_dir: str | Path) -> OperatorModel:
         for p in params:
             if p["kind"] == "array" and "role" in p:
                 _role_check(p, uses.get(p["name"], {}), kname, mline, mismatch)
-        tensors = kman.get("tensors") or man.get("tensors") or {}
+        tensors = M.kernel_tensors(man, kname) or {}
         for p in params:
             if (p["kind"] == "array" and not p.get("list") and p["name"] not in kman.get("bind", {})
                     and unit_array(fn, alias, p["name"], p.get("ndim"),
