@@ -637,3 +637,21 @@ def test_a_port_missing_the_same_way_as_the_reference_at_a_perf_shape_is_the_man
     own = {**both, "port_matches_ref": False}
     v = B.fold("op", [own, both], threshold=0.95, writers={"k": "translator"})
     assert (v.owner, v.fail_class) == ("tool", "kernel")
+
+
+def test_a_same_miss_summary_says_whose_fault_before_the_long_mismatch_text():
+    """tg_attention on the H200 (2026-12-02): a 124-character config and the harness's full
+    mismatch text put the manifest's conclusion past the summary's 300 characters, and the cut
+    fell inside a number (``vs expected 0.`` for 0.00142...). Now the conclusion comes first and
+    the cut is at a word boundary."""
+    cfg = dict(kernel="_fmha_bwd_dq_kernel", shape="4x32x32x4096x128",
+               variant="bf16-TILE_D128-H32-SEQ_LEN4096-TILE_M32-TILE_N16-QUERY_GROUP_SIZE1-CAUSALtrue-occupancy2")
+    text = ("output mismatch: 1 of 67108864 elements outside tolerance, worst at index [1, 22, 3975, 12]: "
+            "{} -0.078125 vs expected 0.00142669677734375 (allowed |diff| 0.030042800903320312); max |diff| 0.25")
+    both = brow(1.0, **cfg, checked="MISMATCH", ref_checked="MISMATCH", port_matches_ref=True,
+                port_mismatch="port " + text.format("port"), ref_mismatch="ref " + text.format("ref"))
+    v = B.fold("tg_attention", [both], threshold=0.95, writers={"_fmha_bwd_dq_kernel": "translator"})
+    assert (v.verdict, v.owner) == ("FAIL", "manifest")
+    assert "agrees with the cuTile Python reference" in v.summary and "not the port" in v.summary
+    assert len(v.summary) <= 300 and v.summary.endswith(" …")
+    assert "expected 0." not in v.summary.replace("expected 0.0014", "")

@@ -162,6 +162,19 @@ def test_port_and_reference_missing_the_same_way_is_the_manifests(tmp_path):
         write(v, tmp_path / "test.json")           # schema-valid (NaN does not compare equal)
 
 
+def test_a_same_miss_summary_names_the_manifest_within_its_300_characters():
+    """A TileGym-length variant id (124 characters) and a long mismatch: the summary still says
+    whose fault it is (the conclusion precedes the mismatch text) and is cut at a word boundary."""
+    long_variant = "bf16-TILE_D128-H32-SEQ_LEN4096-TILE_M32-TILE_N16-QUERY_GROUP_SIZE1-CAUSALtrue-occupancy2"
+    miss = mismatch(index=(1, 22, 3975, 12), actual=-0.078125, expected=0.00142669677734375,
+                    allowed=0.030042800903320312, mismatches=1, numel=67108864)
+    v = G.verdict_of("op", [row(kernel="_fmha_bwd_dq_kernel", variant=long_variant, shape=(4, 32, 32, 4096, 128),
+                                port=miss, ref=dict(miss), bitwise_equal=True, port_matches_ref=True)])
+    assert (v.verdict, v.owner) == ("FAIL", "manifest")
+    assert "equals the cuTile Python reference bit for bit" in v.summary and "not the port" in v.summary
+    assert "expected 0." not in v.summary.replace("expected 0.0014", "")
+
+
 def test_a_wrong_port_the_translator_wrote_is_the_tools_and_routes_to_the_writer(tmp_path):
     """Owner names who must act (the translator lacks a rule), fail_class keeps the route."""
     v = G.verdict_of("op", [row(port=mismatch())], writers={"k": "translator"})

@@ -67,3 +67,16 @@ def test_written_files_get_the_umask_mode(tmp_path):
             f"w({str(tmp_path / 'a.txt')!r}, 'x')")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(Path(__file__).parent.parent))
     assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o640
+
+
+def test_brief_cuts_at_a_word_boundary_never_inside_a_number():
+    from tileport.verdict import brief
+
+    text = "worst at index [1, 22, 3975, 12]: port -0.078125 vs expected 0.00142669677734375 (allowed)"
+    assert brief(text, 1000) == text
+    out = brief(text, 70)
+    assert len(out) <= 70 and out.endswith(" …") and "0.078125" in out and "expected 0." not in out
+    assert brief("x" * 400, 300) == "x" * 299 + "…"          # one word longer than the width
+    assert brief("a  b\n c", 300) == "a b c"
+    with pytest.raises(ValueError):
+        brief("abc", 1)

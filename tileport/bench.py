@@ -88,8 +88,8 @@ from . import validity as V
 from .gpu_test import (KEEP, MEASURED, OpContext, _hashes_match, failure_class, gpu_gate, input_error,
                        library_for, owner_of, port_writers, routed, snapshot)
 from .defects import declared
-from .verdict import (TEST_PASSED, VARIANT_PASSED, Finding, Verdict, VerdictError, atomic_write_text, read,
-                      write)
+from .verdict import (TEST_PASSED, VARIANT_PASSED, Finding, Verdict, VerdictError, atomic_write_text, brief,
+                      read, write)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -442,13 +442,15 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                                         f"{d.where} ({r.get('port_mismatch') or 'mismatch'})"[:1500],
                                         ref={"file": d.file, "line": d.line}))
                 continue
+            # whose fault first: a summary keeps the message's first 300 characters
+            miss = r.get("port_mismatch") or "mismatch"
             findings.append(Finding("numerics", "critical",
                                     "manifest" if same else owner_of("kernel", writers.get(r["kernel"])),
-                                    f"{r['kernel']}/{r['variant']} {r['shape']}: the port's timed output is "
-                                    f"outside tolerance: {r.get('port_mismatch') or 'mismatch'}"
-                                    + ("; the port agrees with the cuTile Python reference, which misses "
-                                       "the same values: the manifest's tolerance or inputs disagree with the "
-                                       "kernel, not the port" if same else "")))
+                                    f"{r['kernel']}/{r['variant']} {r['shape']}: "
+                                    + (f"the port agrees with the cuTile Python reference; both miss the "
+                                       f"PyTorch semantics, so the manifest's tolerance or inputs are wrong, "
+                                       f"not the port ({miss})" if same
+                                       else f"the port's timed output is outside tolerance: {miss}")))
             classes.append(("manifest" if same else "kernel", findings[-1].owner))
     findings += [Finding("launch", "warn", "tool",
                          f"{r['kernel']}/{r['variant']} {r['shape']}: BLOCKED: cutile 0.5.0 cannot launch "
@@ -513,7 +515,7 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         fc = next((c for c in ("kernel", "host", "env") if c in seen), seen[0])   # as gpu_test
         first = seen.index(fc)
         return Verdict(stage="bench", op=op, verdict="FAIL", owner=classes[first][1], fail_class=routed(fc),
-                       attempt=attempt, summary=critical[first].message[:300], findings=findings,
+                       attempt=attempt, summary=brief(critical[first].message), findings=findings,
                        details=details)
     if not ok and failed_test and failed_test.get("verdict") == "FAIL":
         fc = failed_test.get("fail_class")

@@ -39,8 +39,8 @@ from . import manifest as M
 from . import provenance
 from . import source as S
 from . import validity as V
-from .verdict import (TEST_PASSED, VARIANT_PASSED, Finding, Verdict, VerdictError, port_fault, read,
-                      write)
+from .verdict import (TEST_PASSED, VARIANT_PASSED, Finding, Verdict, VerdictError, brief, port_fault,
+                      read, write)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -564,14 +564,15 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
                                         ref={"file": shown.file, "line": shown.line}))
                 known.setdefault(key, {**shown.to_dict(), "message": msg[:600]})
             else:
-                bad.append(("manifest" if same else "kernel", "numerics",
-                            H.mismatch_text(port)
-                            + (f"; the port {how}, which misses the same values: reference.py (as called "
-                               f"with the manifest's names) or the manifest's tensors / bind disagree with "
-                               f"the kernel, not the port" if same and not port.get("shape") else "")
-                            + (f"; {declared[0].label} declares a defect of the kernel for this variant, "
-                               f"but the port does not agree with the reference: the port is wrong"
-                               if declared and not same else "")))
+                # whose fault first: a summary keeps the message's first 300 characters
+                text = H.mismatch_text(port)
+                if same and not port.get("shape"):
+                    text = (f"the port {how}; both miss the same values, so reference.py or the manifest's "
+                            f"tensors / bind are wrong, not the port ({text})")
+                if declared and not same:
+                    text += (f"; {declared[0].label} declares a defect of the kernel for this variant, but "
+                             f"the port does not agree with the reference: the port is wrong")
+                bad.append(("manifest" if same else "kernel", "numerics", text))
         la = r.get("launches")
         # the host's restaging copies (ffi.restage_strides, listed in the row) are not the port's
         copies = sum(int(x.get("copies", 0)) for x in (r.get("restaged") or {}).values())
@@ -635,11 +636,11 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
         # only the expected values are off: the routes stop (no writer or host builder acts)
         return Verdict(stage="gpu_test", op=op, verdict="FAIL", owner="manifest", fail_class=None,
                        attempt=attempt, summary=f"{n_fail} of {len(variants)} variant(s) fail: "
-                                                f"{crit[0].message[:300]}", findings=findings, details=details)
+                                                f"{brief(crit[0].message)}", findings=findings, details=details)
     fc = fc or "kernel"
     owner = next((o for c, o in owners if c == fc), owner_of(fc, None))
     return Verdict(stage="gpu_test", op=op, verdict="FAIL", owner=owner, fail_class=fc, attempt=attempt,
-                   summary=f"{n_fail} of {len(variants)} variant(s) fail: {crit[0].message[:300]}",
+                   summary=f"{n_fail} of {len(variants)} variant(s) fail: {brief(crit[0].message)}",
                    findings=findings, details=details)
 
 

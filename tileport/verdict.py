@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,24 @@ class Verdict:
             del d["fail_class"]
         d = {"schema": SCHEMA_ID, **d}
         return d
+
+
+def brief(text: str, width: int = 300) -> str:
+    """``text`` in at most ``width`` characters for a verdict's summary: cut at a word boundary
+    with `` …`` (``textwrap.shorten``; runs of whitespace become one space), never inside a
+    number (a cut ``expected 0.00142`` read ``expected 0.``); a first word longer than ``width``
+    is cut at ``width - 1`` characters.
+
+    Raises:
+        ValueError: ``width`` < 2.
+    """
+    if width < 2:
+        raise ValueError(f"brief: width {width} < 2")
+    out = textwrap.shorten(text, width, placeholder=" …")
+    if out == "…":                     # the first word alone is longer than width
+        flat = " ".join(text.split())
+        out = flat if len(flat) <= width else flat[:width - 1] + "…"
+    return out
 
 
 def loc(file: str | os.PathLike, line: int | None, text: str = "") -> dict:
