@@ -108,3 +108,19 @@ def test_notes_name_files_from_the_checkout_root_not_a_machine_s_directories(tmp
     S.write_summary(tmp_path / "results", ["op"], {"op": [("k", "f16-T1")]}, {}, tmp_path / "s.csv")
     note = next(csv.DictReader(open(tmp_path / "s.csv")))["note"]
     assert "results/op/src/kernel.py:24" in note and str(tmp_path) not in note, note
+
+
+def test_coverage_takes_a_variant_no_test_shape_fits_to_the_bench():
+    """tg_fp8_quantization_matmul's s4096x7168x2048 variants and tg_attention's SEQ_LEN4096
+    backward variants have perf shapes only: the bench checks their timed outputs, so the
+    coverage table showed their kernels stopped at gpu_test (not_run) while their benchmark was
+    DONE. A variant without a test of any other kind still stops at gpu_test."""
+    from tileport import coverage as C
+    from tileport import summary as SM
+
+    cpu = {st: "PASS" for st in C.CPU_STAGES}
+    assert C._stop({**cpu, "test": SM.NO_TEST_SHAPE, "ratio": "1.001"})[1:] == ("bench", "DONE")
+    assert C._stop({**cpu, "test": SM.NO_TEST_SHAPE,
+                    "ratio": "pending (1 config(s) not timed yet)"})[1:] == ("bench", "pending")
+    assert C._stop({**cpu, "test": "not_run (no GPU)", "ratio": "1.0"})[1:] == ("gpu_test", "not_run")
+    assert C._stop({**cpu, "test": "FAIL", "ratio": "1.0"})[1:] == ("gpu_test", "FAIL")

@@ -297,6 +297,12 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
     return out
 
 
+#: summary.csv's ``test`` of a variant no test shape fits (shape constexprs set for a perf shape
+#: only): it has no functional test of its own; the bench checks its timed outputs against the
+#: PyTorch semantics instead (:mod:`tileport.bench`, ``details.perf_only_variants``)
+NO_TEST_SHAPE = "not_run (no test shape fits)"
+
+
 def _fmt(x: float | None, nd: int = 3) -> str:
     return "" if x is None else f"{x:.{nd}f}"
 
@@ -309,7 +315,7 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
         if test["verdict"] == "NOT_RUN":
             out["test"] = test["summary"]
         elif test["verdict"] in TEST_PASSED + ("FAIL",):      # per variant: PASS / REF_DEFECT / FAIL / NOT_RUN
-            out["test"] = test["details"].get("variants", {}).get(key, "not_run (no test shape fits)")
+            out["test"] = test["details"].get("variants", {}).get(key, NO_TEST_SHAPE)
         else:
             out["test"] = test["verdict"]
     if bench is not None:
