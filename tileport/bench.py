@@ -442,7 +442,7 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                                         f"{d.where} ({r.get('port_mismatch') or 'mismatch'})"[:1500],
                                         ref={"file": d.file, "line": d.line}))
                 continue
-            # whose fault first: a summary keeps the message's first 300 characters
+            # whose fault first: a summary keeps about the message's first 300 characters (brief)
             miss = r.get("port_mismatch") or "mismatch"
             findings.append(Finding("numerics", "critical",
                                     "manifest" if same else owner_of("kernel", writers.get(r["kernel"])),

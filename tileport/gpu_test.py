@@ -564,7 +564,7 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
                                         ref={"file": shown.file, "line": shown.line}))
                 known.setdefault(key, {**shown.to_dict(), "message": msg[:600]})
             else:
-                # whose fault first: a summary keeps the message's first 300 characters
+                # whose fault first: a summary keeps about the message's first 300 characters (brief)
                 text = H.mismatch_text(port)
                 if same and not port.get("shape"):
                     text = (f"the port {how}; both miss the same values, so reference.py or the manifest's "

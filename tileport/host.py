@@ -46,7 +46,7 @@ from pathlib import Path
 
 from . import constructs as C
 from . import rust_ir
-from .verdict import Finding, Verdict, VerdictError, atomic_write_text, loc, read, write
+from .verdict import Finding, Verdict, VerdictError, atomic_write_text, brief, loc, read, write
 
 REPO = Path(__file__).resolve().parent.parent
 HOST_TEMPLATE = REPO / "rust" / "host-template"
@@ -571,7 +571,7 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
               else "host" if why and all(w.startswith("host shim unusable") for w in why) else "kernel")
         return write(Verdict(stage="host_build", op="*", verdict="ERROR", owner=fc,
                              fail_class=fc, attempt=attempt,
-                             summary=f"no operator has a built port and a usable shim: no library ({why[0][:300] if why else 'no operator'})",
+                             summary=f"no operator has a built port and a usable shim: no library ({brief(why[0]) if why else 'no operator'})",
                              details={"ops": status}), out_verdict)
     findings: list[Finding] = []
     t0 = time.monotonic()
@@ -600,12 +600,12 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
                 return write(Verdict(stage="host_build", op="*", verdict="ERROR",
                                      owner=fs[0].owner, fail_class=fs[0].owner
                                      if fs[0].owner in ("kernel", "host", "env") else "env",
-                                     attempt=attempt, summary=fs[0].message[:300], findings=fs,
+                                     attempt=attempt, summary=brief(fs[0].message), findings=fs,
                                      details={"ops": status}), out_verdict)
             for op in sorted(guilty):
                 mine = [f for o, f in errs if o == op]
                 status[op] = {"in_library": False,
-                              "reason": f"breaks the combined build: {mine[0].message[:300]}",
+                              "reason": f"breaks the combined build: {brief(mine[0].message)}",
                               "findings": [f.__dict__ for f in mine]}
                 findings += mine
                 del included[op]

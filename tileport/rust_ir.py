@@ -28,7 +28,7 @@ from . import frontend as F
 from . import constructs as C
 from . import manifest as M
 from . import toolchain
-from .verdict import Finding, Verdict, atomic_write_text, loc, port_fault, read, write, VerdictError
+from .verdict import Finding, Verdict, atomic_write_text, brief, loc, port_fault, read, write, VerdictError
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = REPO / "rust" / "port-template"
@@ -182,7 +182,7 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
             findings.append(Finding("build", "critical", "env",
                                     "cargo build failed: " + " | ".join(tail) if tail else "cargo failed"))
         return write(Verdict(stage="rust_build", op=op, verdict="ERROR",
-                             owner=findings[0].owner, summary=findings[0].message[:300],
+                             owner=findings[0].owner, summary=brief(findings[0].message),
                              findings=findings, details={"seconds": secs, "log": str(log_path),
                                                          "blocked": blocked, "writers": writers,
                                                          "writer_fault": findings[0].owner == "tool"}),

@@ -170,8 +170,7 @@ def brief(text: str, width: int = 300) -> str:
         raise ValueError(f"brief: width {width} < 2")
     out = textwrap.shorten(text, width, placeholder=" …")
     if out == "…":                     # the first word alone is longer than width
-        flat = " ".join(text.split())
-        out = flat if len(flat) <= width else flat[:width - 1] + "…"
+        return " ".join(text.split())[:width - 1] + "…"
     return out
 
 
