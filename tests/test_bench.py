@@ -637,6 +637,11 @@ def test_a_port_missing_the_same_way_as_the_reference_at_a_perf_shape_is_the_man
     own = {**both, "port_matches_ref": False}
     v = B.fold("op", [own, both], threshold=0.95, writers={"k": "translator"})
     assert (v.owner, v.fail_class) == ("tool", "kernel")
+    # the variants with a failed config, for summary.csv's per-variant bench column
+    v = B.fold("op", [{**both, "variant": "a"}, brow(1.0, variant="b"),
+                      brow(1.0, variant="c", error="launch failed")], threshold=0.95)
+    assert v.details["failed_variants"] == ["k/a", "k/c"]
+    assert B.fold("op", [brow(1.0)], threshold=0.95).details["failed_variants"] == []
 
 
 def test_a_same_miss_summary_says_whose_fault_before_the_long_mismatch_text():

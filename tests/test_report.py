@@ -271,6 +271,14 @@ def test_coverage_and_families(h200, tmp_path):
     assert fam2.loc["ALL"].tolist()[1:] == [8, 7, 7]
     df, _, _ = T.coverage(fam2.reset_index())
     assert "source" in df.columns
+    # a timed variant whose timed output missed: a number in ratio, FAIL in the bench column
+    s["bench"] = ""
+    s.loc[s["op"] == "gelu", "bench"] = "FAIL"
+    s.to_csv(tmp_path / "summary.csv", index=False)
+    cov3 = D.coverage(tmp_path / "summary.csv", 0.95)
+    gelu = cov3[(cov3["op"] == "gelu") & (cov3["stage"] == "bench")].iloc[0]
+    assert (gelu["verdict"], gelu["passed"]) == ("fail", 0)
+    assert cov3[(cov3["op"] == "bmm") & (cov3["stage"] == "bench")].iloc[0]["verdict"] == "pass"
 
 
 def test_provenance_table_from_the_verdicts(h200):

@@ -124,3 +124,18 @@ def test_coverage_takes_a_variant_no_test_shape_fits_to_the_bench():
                     "ratio": "pending (1 config(s) not timed yet)"})[1:] == ("bench", "pending")
     assert C._stop({**cpu, "test": "not_run (no GPU)", "ratio": "1.0"})[1:] == ("gpu_test", "not_run")
     assert C._stop({**cpu, "test": "FAIL", "ratio": "1.0"})[1:] == ("gpu_test", "FAIL")
+
+
+def test_coverage_reads_a_timed_variants_bench_fail_from_the_bench_column():
+    """A variant whose timed output missed has a number in ``ratio``: the coverage table and the
+    report's coverage matrix read it as DONE / pass until summary.csv said the bench's verdict
+    per variant (``bench``); an older summary.csv without the column reads as before."""
+    from tileport import coverage as C
+    from tileport.report import data as D
+
+    cpu = {st: "PASS" for st in C.CPU_STAGES}
+    assert C._stop({**cpu, "test": "PASS", "ratio": "0.99", "bench": "FAIL"})[1:] == ("bench", "FAIL")
+    assert C._stop({**cpu, "test": "PASS", "ratio": "0.99", "bench": "DONE"})[1:] == ("bench", "DONE")
+    assert C._stop({**cpu, "test": "PASS", "ratio": "0.99"})[1:] == ("bench", "DONE")
+    ok = C._stop({**cpu, "test": "PASS", "ratio": "0.99", "bench": "DONE"})[0]
+    assert C._stop({**cpu, "test": "PASS", "ratio": "0.99", "bench": "FAIL"})[0] < ok

@@ -398,6 +398,9 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     reference is slower than PyTorch, lowest ``ref_vs_torch`` first.
     ``failed_test``: the gpu_test verdict when some variants failed it (they are not timed);
     if that left nothing to time, the BLOCKED verdict says so and carries its ``fail_class``.
+    ``details.failed_variants``: the ``kernel/variant`` keys with a critical finding (a config
+    that failed to run, a timed output outside tolerance), sorted: a FAIL is the operator's
+    verdict, and summary.csv shows it on these variants only.
     ``pending``: the perf configs (``{"kernel", "variant", "shape"}``) of benchmarked variants no
     row covers yet (not timed since perf shapes were added, or after a lost CUDA context):
     ``details.pending_configs`` / ``configs_pending`` / ``configs_total``; the verdict word judges
@@ -419,12 +422,14 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     blocked = [r for r in rows if r.get("error") and r.get("blocked")]
     errs = [r for r in rows if r.get("error") and not r.get("blocked")]
     classes = []            # (routing class, owner) of every critical finding, in order
+    failed = set()          # kernel/variant keys with a critical finding
     findings = []
     for r in errs:
         fc = r.get("error_class") or "kernel"
         findings.append(Finding("launch", "critical", owner_of(fc, writers.get(r["kernel"])),
                                 f"{r['kernel']}/{r['variant']} {r['shape']}: {r['error']}"))
         classes.append((fc, findings[-1].owner))
+        failed.add(f"{r['kernel']}/{r['variant']}")
     for r in ok:
         if r.get("checked") == "MISMATCH":
             # as gpu_test.same_miss: a port that misses the same way as the cuTile Python kernel
@@ -452,6 +457,7 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                                        f"not the port ({miss})" if same
                                        else f"the port's timed output is outside tolerance: {miss}")))
             classes.append(("manifest" if same else "kernel", findings[-1].owner))
+            failed.add(f"{r['kernel']}/{r['variant']}")
     findings += [Finding("launch", "warn", "tool",
                          f"{r['kernel']}/{r['variant']} {r['shape']}: BLOCKED: cutile 0.5.0 cannot launch "
                          f"this config: {r['error']} (evidence: {r['blocked']})"[:1500]) for r in blocked]
@@ -509,6 +515,7 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         worst = sorted(ok, key=lambda r: r["ratio"])[:3]
         details["worst_configs"] = [{k: r[k] for k in ("kernel", "variant", "shape", "ratio",
                                                       "ref_us", "port_us")} for r in worst]
+    details["failed_variants"] = sorted(failed)
     critical = [f for f in findings if f.severity == "critical"]
     if critical:
         seen = [c for c, _ in classes]

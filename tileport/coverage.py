@@ -80,9 +80,14 @@ def _stop(row: dict) -> tuple[int, str, str]:
     ratio = row.get("ratio", "")
     try:
         float(ratio)
-        return len(CPU_STAGES) + 3, "bench", "DONE"
     except ValueError:
         return len(CPU_STAGES) + 2, "bench", ratio.split(" (", 1)[0] or "missing"
+    # timed, but a timed output may have missed: the bench column (summary.csv written before it
+    # existed: none) says whether the benchmark passed for this variant
+    word = row.get("bench") or "DONE"
+    if word in ("FAIL", "ERROR"):
+        return len(CPU_STAGES) + 2, "bench", word
+    return len(CPU_STAGES) + 3, "bench", word
 
 
 def table(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Path | None = None) -> str:

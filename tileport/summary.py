@@ -34,6 +34,17 @@ verdict of tileport's IR diff on its Tile IR against the reference's, the geomea
 per-config median device time (µs) and of NVIDIA's time / the port's (> 1: tileport's port is
 faster).
 
+``bench``: the operator's bench verdict word as it applies to the row's variant (DONE,
+BELOW_THRESHOLD, FAIL, ERROR, BLOCKED, NOT_RUN; blank when no bench verdict was read): ``ratio``
+holds the timed numbers of a variant even when a timed output of it missed (FAIL), so this
+column, not ``ratio``, says whether the benchmark passed. A FAIL reads DONE on a variant whose
+own configs all passed (bench.json ``details.failed_variants`` lists the others).
+
+The ``owner``/``note`` of a row are its first failure's, in pipeline order (a stage's verdict,
+the host library leaving the operator out, a declared defect of the kernel, then the GPU test's
+or the benchmark's failure); a row with none carries its notes instead (an IR diff's
+PASS_WITH_NOTES, its first divergence), owner blank.
+
 ``summary_ops.csv``: one row per operator (``op,configs,geomean_ratio,verdict,vs_torch,
 ref_vs_torch`` and its LLM calls, tokens and cost over all stages, then the loop gate:
 ``loop_ratio`` (geomean of the configs' loop ratios), ``loop_verdict`` (DONE / BELOW_THRESHOLD
@@ -69,7 +80,7 @@ COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
            "ref_us", "port_us", "torch_us", "vs_torch", "llm_calls", "tokens_in", "tokens_out",
            "cost_usd", "round", "gpu_route", "source", "loop_ratio", "ref_vs_torch", "nv_ir_diff",
-           "nv_us", "vs_nv"]
+           "nv_us", "vs_nv", "bench"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
                "llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict",
                "ref_host_us", "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided"]
@@ -214,7 +225,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": "",
                  **_LLM0, "round": 1, "gpu_route": "",
                  "source": imported["module"] if imported else f"operators/{op}/kernel.py",
-                 "loop_ratio": "", "ref_vs_torch": "", **_NV0}]
+                 "loop_ratio": "", "ref_vs_torch": "", **_NV0, "bench": ""}]
     build = _v(q / "rust" / "build.json")
     test, bench, perf = _v(q / "test.json"), _v(q / "bench.json"), _v(q / "perf_diagnosis.json")
     hb = _v(root / "host" / "build.json")
@@ -261,14 +272,6 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             if d["verdict"] not in ("PASS", "PASS_WITH_NOTES"):
                 note, owner = f"{d['stage']}: {d['summary']}", d.get("owner") or ""
                 break
-        llm_an = ((an or {}).get("details") or {}).get("llm") or {}
-        if not note and llm_an.get("error"):
-            note = f"analyze: LLM analyser ({llm_an.get('fail_class')}): {llm_an['error']}"
-        if not note and dif is not None:
-            fd = (dif.get("details") or {}).get("first_divergence")
-            note = dif["summary"] if dif["verdict"] != "PASS" else ""
-            if fd and not note:
-                note = fd.get("message", "")
         gpu = _gpu_columns(test, bench, f"{kernel}/{variant}")
         if not note and hb is not None and lib.get("in_library") is False:
             note, owner = f"host_build: left out of the host library: {lib.get('reason', '')}", "host"
@@ -278,9 +281,22 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             note, owner = f"gpu_test: {shown.get('message') or test['summary']}", "kernel"
         if not note:
             for d in (test, bench):
-                if d is not None and d["verdict"] in ("FAIL", "ERROR", "BLOCKED", "BELOW_THRESHOLD"):
-                    note, owner = f"{d['stage']}: {d['summary']}", d.get("fail_class") or d.get("owner") or ""
-                    break
+                if d is None or d["verdict"] not in ("FAIL", "ERROR", "BLOCKED", "BELOW_THRESHOLD"):
+                    continue
+                # an operator's FAIL that is another variant's: this one passed its test / its timed outputs
+                if (d is test and gpu["test"] == "PASS") or (d is bench and gpu["bench"] == "DONE"):
+                    continue
+                note, owner = f"{d['stage']}: {d['summary']}", d.get("fail_class") or d.get("owner") or ""
+                break
+        # no failure: the row's notes (an LLM analyser that gave up, the IR diff's notes)
+        llm_an = ((an or {}).get("details") or {}).get("llm") or {}
+        if not note and llm_an.get("error"):
+            note = f"analyze: LLM analyser ({llm_an.get('fail_class')}): {llm_an['error']}"
+        if not note and dif is not None:
+            fd = (dif.get("details") or {}).get("first_divergence")
+            note = dif["summary"] if dif["verdict"] != "PASS" else ""
+            if fd and not note:
+                note = fd.get("message", "")
         nvd = r / "nv_ir_diff" / kernel / f"{variant}.json"
         gpu["nv_ir_diff"] = _word(_v(nvd)) if nvd.exists() else ""
         diag = dia["summary"] if dia and dia["verdict"] == "FAIL" else ""
@@ -308,9 +324,10 @@ def _fmt(x: float | None, nd: int = 3) -> str:
 
 
 def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
-    """test / ratio / ref_us / port_us / torch_us / vs_torch of one kernel/variant."""
+    """test / ratio / ref_us / port_us / torch_us / vs_torch / bench (the verdict word as it
+    applies to ``key``) of one kernel/variant."""
     out = {"test": "missing", "ratio": "missing", "ref_us": "", "port_us": "", "torch_us": "",
-           "vs_torch": "", "loop_ratio": "", "ref_vs_torch": "", **_NV0}
+           "vs_torch": "", "loop_ratio": "", "ref_vs_torch": "", **_NV0, "bench": ""}
     if test is not None:
         if test["verdict"] == "NOT_RUN":
             out["test"] = test["summary"]
@@ -319,6 +336,10 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
         else:
             out["test"] = test["verdict"]
     if bench is not None:
+        out["bench"] = bench["verdict"]
+        failed = (bench.get("details") or {}).get("failed_variants")
+        if bench["verdict"] == "FAIL" and isinstance(failed, list) and key not in failed:
+            out["bench"] = "DONE"
         if bench["verdict"] == "NOT_RUN":
             out["ratio"] = bench["summary"]
         elif bench["verdict"] in ("DONE", "BELOW_THRESHOLD", "FAIL"):

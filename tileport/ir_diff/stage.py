@@ -49,7 +49,9 @@ def run(ref_path, port_path, out_json, op: str, kernel: str | None = None,
     attach_sources(res, ref_text, port_text)
     owner, summary = res.owner, res.summary
     if res.verdict != "PASS":
-        owner, summary = port_fault(writer, owner, summary)
+        owner, fault = port_fault(writer, owner, summary)
+        # notes are no failure: their owner is who would act on them, the summary stays as it is
+        summary = summary if res.verdict == "PASS_WITH_NOTES" else fault
         for f in res.findings + ([res.first_divergence] if res.first_divergence else []):
             f.owner = port_fault(writer, f.owner, "")[0]
     v = Verdict(stage="ir_diff", op=op, kernel=kernel, variant=variant, verdict=res.verdict,

@@ -222,7 +222,9 @@ def verdict_class(stage: str, text: str, threshold: float) -> str:
 def coverage(summary_csv: str | Path, threshold: float) -> pd.DataFrame:
     """Kernel x stage coverage, one row per (op, kernel, stage): ``source`` (summary.csv's
     ``source`` column when it has one, else ``operators/<op>``), ``verdict`` = the worst class
-    over the kernel's variants that ran the stage (``not_run`` when none did), ``passed`` (variants
+    over the kernel's variants that ran the stage (``not_run`` when none did; the bench's is
+    summary.csv's ``bench`` word where it says FAIL or ERROR, else the ``ratio`` judged against
+    ``threshold``), ``passed`` (variants
     whose class is pass or notes) and ``variants``. Rows of an operator with no kernel (a
     malformed manifest) have kernel ``-``. Order: operators and kernels as in summary.csv."""
     summ = read_csv(summary_csv)
@@ -232,6 +234,9 @@ def coverage(summary_csv: str | Path, threshold: float) -> pd.DataFrame:
         src = next((s for s in grp["source"] if s), "") if has_source else ""
         for col, stage in STAGES.items():
             cls = [verdict_class(col, v, threshold) for v in grp[col]]
+            if col == "ratio" and "bench" in grp.columns:
+                # a timed variant whose timed output missed: its ratio is a number, its bench FAIL
+                cls = [{"FAIL": "fail", "ERROR": "error"}.get(b, c) for c, b in zip(cls, grp["bench"])]
             ran = [c for c in cls if c != "not_run"]
             worst = min(ran, key=CLASSES.index) if ran else "not_run"
             out.append({"op": op, "kernel": kernel, "source": src or f"operators/{op}",
