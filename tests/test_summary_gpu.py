@@ -2,6 +2,7 @@
 import csv
 import json
 
+from test_bench import brow
 from tileport import bench as B
 from tileport import gpu_test as G
 from tileport import summary as S
@@ -155,8 +156,6 @@ def test_a_bench_fail_shows_on_the_variant_whose_timed_output_missed(tmp_path):
     write_test_json(results, "op", variants={"k/f16-T1": "PASS", "k/f32-T1": "PASS"})
     both = dict(checked="MISMATCH", ref_checked="MISMATCH", port_matches_ref=True,
                 port_mismatch="1 of 9", ref_mismatch="1 of 9")
-    from test_bench import brow
-
     v = B.fold("op", [brow(1.01), brow(0.99, variant="f32-T1", **both)], threshold=0.95,
                writers={"k": "translator"})
     assert v.verdict == "FAIL" and v.details["failed_variants"] == ["k/f32-T1"]

@@ -283,8 +283,8 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             for d in (test, bench):
                 if d is None or d["verdict"] not in ("FAIL", "ERROR", "BLOCKED", "BELOW_THRESHOLD"):
                     continue
-                # an operator's FAIL that is another variant's: this one passed its test / its timed outputs
-                if (d is test and gpu["test"] == "PASS") or (d is bench and gpu["bench"] == "DONE"):
+                # an operator's FAIL is shown on its failing variants only (their per-variant word)
+                if d["verdict"] == "FAIL" and gpu["test" if d is test else "bench"] != "FAIL":
                     continue
                 note, owner = f"{d['stage']}: {d['summary']}", d.get("fail_class") or d.get("owner") or ""
                 break
