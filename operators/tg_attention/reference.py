@@ -10,10 +10,12 @@ dS = P (dP - Delta), dV = P^T dO, dK = qk_scale dS^T Q (summed over the query he
 head), dQ = qk_scale dS K -- with a forward's own LSE and Delta these are the gradients. As the
 kernels do, P and dS are rounded to the input dtype before the products that make dV, dK and dQ
 (``p_t.astype(Q.dtype)``, ``ds_t.astype(Q.dtype)``, ``ds.astype(Q.dtype)`` in attention.py), which
-accumulate in fp32: dQ = qk_scale sum_j dS_ij K_j cancels terms up to ~100 times its size at
-S = 4096, so an fp32 dS puts the expected value up to ~0.1 away from a bf16 kernel's (measured on
-the H200, 2026-12-02: dQ[1, 22, 3975, 12] of the 4 x 32 x 32 x 4096 x 128 bf16 config, seed 0:
-kernel -0.078, fp32 dS 0.0014, fp64 0.0014, sum_j |qk_scale dS_ij K_j12| 98.6).
+accumulate in fp32. At S = 4096 the sum dQ = qk_scale sum_j dS_ij K_j can cancel terms whose
+magnitudes add up to tens of thousands of times the result, so the rounding of dS alone moves an
+output by up to ~0.1, and an fp32 dS puts the expected value that far from a bf16 kernel's
+(measured on the H200, 2026-12-02: dQ[1, 22, 3975, 12] of the 4 x 32 x 32 x 4096 x 128 bf16
+config, seed 0: kernel -0.078, fp32 dS 0.0014, fp64 0.0014, sum_j |qk_scale dS_ij K_j12| 98.6,
+about 70,000 times the result).
 """
 import math
 
