@@ -139,3 +139,27 @@ def test_coverage_reads_a_timed_variants_bench_fail_from_the_bench_column():
     assert C._stop({**cpu, "test": "PASS", "ratio": "0.99"})[1:] == ("bench", "DONE")
     ok = C._stop({**cpu, "test": "PASS", "ratio": "0.99", "bench": "DONE"})[0]
     assert C._stop({**cpu, "test": "PASS", "ratio": "0.99", "bench": "FAIL"})[0] < ok
+
+
+def test_the_bench_column_has_one_reading_for_coverage_and_the_report(tmp_path):
+    """summary.csv's ``bench`` word is read by :func:`tileport.summary.bench_failure` for both
+    readers: FAIL and ERROR fail the variant, every other word and an empty cell do not; the
+    report's coverage matrix then agrees with ``tileport.coverage`` on the same rows."""
+    from tileport import coverage as C
+    from tileport.report import data as D
+
+    assert [S.bench_failure(w) for w in ("FAIL", "ERROR", "DONE", "BELOW_THRESHOLD", "", None)] == [
+        "FAIL", "ERROR", None, None, None, None]
+    cpu = {st: "PASS" for st in C.CPU_STAGES}
+    assert C._stop({**cpu, "test": "PASS", "ratio": "1.01", "bench": "ERROR"})[1:] == ("bench", "ERROR")
+    cols = ["op", "kernel", "variant", *C.CPU_STAGES, "test", "ratio", "bench"]
+    rows = [["op", "k", "a", *["PASS"] * len(C.CPU_STAGES), "PASS", "1.010", "ERROR"],
+            ["op", "k", "b", *["PASS"] * len(C.CPU_STAGES), "PASS", "1.000", "DONE"],
+            ["op", "j", "a", *["PASS"] * len(C.CPU_STAGES), "PASS", "1.000", "FAIL"],
+            ["op", "i", "a", *["PASS"] * len(C.CPU_STAGES), "PASS", "1.000", ""]]
+    path = tmp_path / "summary.csv"
+    with open(path, "w", newline="") as fh:
+        csv.writer(fh).writerows([cols, *rows])
+    cov = D.coverage(path, 0.95)
+    bench = dict(cov[cov["stage"] == "bench"][["kernel", "verdict"]].itertuples(index=False))
+    assert bench == {"k": "error", "j": "fail", "i": "pass"}

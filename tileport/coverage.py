@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import importer as I
 from . import source as S
-from .summary import NO_TEST_SHAPE, from_checkout
+from .summary import NO_TEST_SHAPE, bench_failure, from_checkout
 
 PACKAGE = "tilegym.ops.cutile"
 BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
@@ -84,10 +84,10 @@ def _stop(row: dict) -> tuple[int, str, str]:
         return len(CPU_STAGES) + 2, "bench", ratio.split(" (", 1)[0] or "missing"
     # timed, but a timed output may have missed: the bench column (summary.csv written before it
     # existed: none) says whether the benchmark passed for this variant
-    word = row.get("bench") or "DONE"
-    if word in ("FAIL", "ERROR"):
-        return len(CPU_STAGES) + 2, "bench", word
-    return len(CPU_STAGES) + 3, "bench", word
+    failed = bench_failure(row.get("bench"))
+    if failed:
+        return len(CPU_STAGES) + 2, "bench", failed
+    return len(CPU_STAGES) + 3, "bench", row.get("bench") or "DONE"
 
 
 def table(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Path | None = None) -> str:

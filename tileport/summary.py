@@ -323,6 +323,16 @@ def _fmt(x: float | None, nd: int = 3) -> str:
     return "" if x is None else f"{x:.{nd}f}"
 
 
+def bench_failure(word: str | None) -> str | None:
+    """The benchmark's failure on one variant, read from summary.csv's ``bench`` column: ``"FAIL"``
+    (a launch error or a timed output outside tolerance on this variant; :func:`_gpu_columns`
+    writes DONE on the variants another variant's FAIL does not concern) or ``"ERROR"``; None for
+    any other word (DONE, BELOW_THRESHOLD, NOT_RUN, ...) and for an empty or missing one (a
+    summary.csv written before the column existed). The one reading of that column that
+    :mod:`tileport.coverage` and the report's coverage matrix share."""
+    return word if word in ("FAIL", "ERROR") else None
+
+
 def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     """test / ratio / ref_us / port_us / torch_us / vs_torch / bench (the verdict word as it
     applies to ``key``) of one kernel/variant."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..summary import bench_failure
 from ..verdict import VerdictError, read
 from .interval import geomean_interval
 
@@ -236,7 +237,7 @@ def coverage(summary_csv: str | Path, threshold: float) -> pd.DataFrame:
             cls = [verdict_class(col, v, threshold) for v in grp[col]]
             if col == "ratio" and "bench" in grp.columns:
                 # a timed variant whose timed output missed: its ratio is a number, its bench FAIL
-                cls = [{"FAIL": "fail", "ERROR": "error"}.get(b, c) for c, b in zip(cls, grp["bench"])]
+                cls = [(bench_failure(b) or "").lower() or c for c, b in zip(cls, grp["bench"])]
             ran = [c for c in cls if c != "not_run"]
             worst = min(ran, key=CLASSES.index) if ran else "not_run"
             out.append({"op": op, "kernel": kernel, "source": src or f"operators/{op}",
