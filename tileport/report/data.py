@@ -237,7 +237,8 @@ def coverage(summary_csv: str | Path, threshold: float) -> pd.DataFrame:
             cls = [verdict_class(col, v, threshold) for v in grp[col]]
             if col == "ratio" and "bench" in grp.columns:
                 # a timed variant whose timed output missed: its ratio is a number, its bench FAIL
-                cls = [(bench_failure(b) or "").lower() or c for c, b in zip(cls, grp["bench"])]
+                cls = [verdict_class("bench", b, threshold) if bench_failure(b) else c
+                       for c, b in zip(cls, grp["bench"])]
             ran = [c for c in cls if c != "not_run"]
             worst = min(ran, key=CLASSES.index) if ran else "not_run"
             out.append({"op": op, "kernel": kernel, "source": src or f"operators/{op}",
