@@ -163,3 +163,18 @@ def test_the_bench_column_has_one_reading_for_coverage_and_the_report(tmp_path):
     cov = D.coverage(path, 0.95)
     bench = dict(cov[cov["stage"] == "bench"][["kernel", "verdict"]].itertuples(index=False))
     assert bench == {"k": "error", "j": "fail", "i": "pass"}
+
+
+def test_coverage_refuses_a_csv_that_is_not_a_summary_and_keeps_the_readme(tmp_path, capsys):
+    """A file without summary.csv's columns is a clear error naming file, line and the missing
+    columns; the README's coverage block is not rewritten with a table of zeros."""
+    from tileport import coverage as C
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("op,kernel\nx,k\n")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"a\n{C.BEGIN}\nold table\n{C.END}\n")
+    assert C.main([str(bad), "--readme", str(readme)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:1:" in err and "variant, source, analyze" in err
+    assert readme.read_text() == f"a\n{C.BEGIN}\nold table\n{C.END}\n"

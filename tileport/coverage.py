@@ -31,6 +31,8 @@ BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
 # summary.csv's stage columns in pipeline order (the import's verdict heads each row's note)
 CPU_STAGES = ("analyze", "reference_ir", "write_kernel", "rust_build", "rust_ir", "ir_diff")
 PASSING = ("PASS", "PASS_WITH_NOTES")
+# the summary.csv columns the table reads (``bench`` and ``note`` are optional: older summaries)
+REQUIRED = ("op", "kernel", "variant", "source", *CPU_STAGES, "test", "ratio")
 
 
 def inventory(package: str = PACKAGE) -> list[dict]:
@@ -94,10 +96,20 @@ def table(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Pat
     """The markdown coverage table of ``kernels`` (:func:`inventory`) from ``summary_csv``.
 
     ``operators_dir`` (default: ``operators/`` beside ``results/``) attributes a one-row operator
-    (kernel ``-``: a malformed manifest) to the kernels its manifest's ``source:`` names."""
+    (kernel ``-``: a malformed manifest) to the kernels its manifest's ``source:`` names.
+
+    Raises:
+        OSError: ``summary_csv`` cannot be read.
+        ValueError: its header lacks a column of :data:`REQUIRED` (``<file>:1: ...``), so that no
+            table of zeros is written over a README's."""
     summary_csv = Path(summary_csv)
     with open(summary_csv, newline="") as fh:
-        rows = list(csv.DictReader(fh))
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ValueError(f"{summary_csv}:1: not a tileport summary.csv: its header lacks column(s) "
+                         f"{', '.join(missing)}")
     ops_dir = Path(operators_dir) if operators_dir else summary_csv.resolve().parent.parent / "operators"
     by_kernel: dict[str, list[dict]] = {}
     for r in rows:
@@ -164,7 +176,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         text = table(a.summary, inventory(a.package))
-    except (OSError, I.ImportFailed) as exc:
+    except (OSError, ValueError, I.ImportFailed) as exc:
         print(f"tileport.coverage: {exc}", file=sys.stderr)
         return 1
     if a.out:
