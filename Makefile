@@ -23,11 +23,11 @@ REPORT ?= results/report.html
 
 run: install
 	@# a run killed earlier (SIGKILL, SIGHUP) leaves Snakemake's lock: removed when no Snakemake
-	@# process works here any more, never under a live run (tileport/runlock.py)
-	@$(PY) -m tileport.runlock --snakemake $(VENV)/bin/snakemake
+	@# process works here any more, never under a live run (tileport/core/runlock.py)
+	@$(PY) -m tileport.core.runlock --snakemake $(VENV)/bin/snakemake
 	@# a routing record (checkpoint output) deleted by hand: Snakemake would not rebuild it;
-	@# rebuild just those files first (tileport/route_files.py)
-	@missing=$$($(PY) -m tileport.route_files results); if [ -n "$$missing" ]; then \
+	@# rebuild just those files first (tileport/flow/route_files.py)
+	@missing=$$($(PY) -m tileport.flow.route_files results); if [ -n "$$missing" ]; then \
 	  echo "tileport: rebuilding missing routing records:" $$missing; \
 	  $(VENV)/bin/snakemake --cores $(CORES) $$missing --allowed-rules route gpu_route || exit 1; \
 	fi
@@ -39,8 +39,8 @@ run: install
 	  echo "tileport: jobs left after the run (chained checkpoints): pass $$pass"; \
 	  $(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS) || exit 1; \
 	done
-	@$(PY) -m tileport.summary results/summary.csv
-	@$(PY) -m tileport.coverage results/summary.csv --out results/coverage.md >/dev/null \
+	@$(PY) -m tileport.report.summary results/summary.csv
+	@$(PY) -m tileport.report.coverage results/summary.csv --out results/coverage.md >/dev/null \
 	  && echo "tileport: every TileGym @ct.kernel and how far it got: results/coverage.md"
 
 # pytest workers (pytest-xdist): CI has 2 cores. A test file runs whole on one worker

@@ -6,7 +6,7 @@ rule analyze:
         op_inputs,
         prompt=lambda wc: ([] if config["roles"]["analyser"] == "deterministic"
                            else [str(Path(workflow.basedir) / "prompts" / "analyser.md")]),
-        code=code("analyze", "frontend", "translate", "floats", "manifest", "constructs", "agents"),
+        code=code("analyze"),
     output:
         "results/{op}/analysis.json",
     log:

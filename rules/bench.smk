@@ -11,7 +11,7 @@ rule bench:
         host_build=ancient("{root}/host/build.json"),
         # NVIDIA's shipped port of the operator's kernels, when it imports ones NVIDIA ported
         nv=nv_gpu_inputs,
-        code=code("bench", "harness", "ffi", "cupti", "stats", "gpu_test", "nv_ffi"),
+        code=code("bench"),
     output:
         csv="{root}/{op}/bench.csv",
         verdict="{root}/{op}/bench.json",

@@ -5,11 +5,12 @@ from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)
 
-from tileport import config as tp_config
-from tileport import manifest as tp_manifest
-from tileport import source as tp_source
-from tileport.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
-from tileport import nv_port as tp_nv
+from tileport.core import config as tp_config
+from tileport.model import manifest as tp_manifest
+from tileport.core import source as tp_source
+from tileport.core.closure import code_inputs
+from tileport.model.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
+from tileport.nvidia import port as tp_nv
 
 def _profile_files():
     """The Snakemake profiles this run may have read: every profile in the ``profiles/`` folder
@@ -41,8 +42,8 @@ def check_yaml_inputs():
     """Stop at Snakefile load when a YAML file Snakemake read for this run (config files, profiles)
     repeats a key: Snakemake's loader keeps the last value without a word (a second ``attempts:``
     block or a second ``bench:`` rule under ``set-resources`` would silently replace the first).
-    Raises WorkflowError naming each file and both lines (tileport.yamlio)."""
-    from tileport import yamlio
+    Raises WorkflowError naming each file and both lines (tileport.core.yamlio)."""
+    from tileport.core import yamlio
 
     files = [Path(f) for f in workflow.configfiles] + _profile_files()
     problems = [p for f in dict.fromkeys(f.resolve() for f in files) if (p := yamlio.check_file(f))]
@@ -53,8 +54,8 @@ def check_yaml_inputs():
 
 check_yaml_inputs()
 
-# llm: optional (only the LLM backends read it); defaults from tileport.agents.LlmSettings
-from tileport.agents import LlmSettings as _LlmSettings, settings_dict as _settings_dict
+# llm: optional (only the LLM backends read it); defaults from tileport.core.agents.LlmSettings
+from tileport.core.agents import LlmSettings as _LlmSettings, settings_dict as _settings_dict
 
 config.setdefault("llm", {**_settings_dict(_LlmSettings()), "base_url": "", "replay_dir": "results"})
 if isinstance(config.get("roles"), dict):  # older config.yaml files have no ir_diagnoser
@@ -63,7 +64,7 @@ if isinstance(config.get("roles"), dict):  # older config.yaml files have no ir_
     config["roles"].setdefault("host_builder", "deterministic")
     config["roles"].setdefault("analyser", "deterministic")
 if isinstance(config.get("bench"), dict):  # older config.yaml files have no loop timing keys
-    from tileport.bench import DEFAULTS as _BENCH_DEFAULTS
+    from tileport.gpu.bench import DEFAULTS as _BENCH_DEFAULTS
 
     for _k in ("loop_threshold", "loop_ms", "loop_min_cycles", "loop_max_cycles", "loop_ci_width", "loop_max_s"):
         config["bench"].setdefault(_k, _BENCH_DEFAULTS[_k])
@@ -80,10 +81,10 @@ def canonical_config():
     a change in meaning reruns jobs (Snakemake compares parameters by repr): the schema's key
     order, 20.0 as 20, and each ``tools`` path compared by where it resolves (the default path
     written out is the default, ""); a non-default cargo target dir (a cache) reaches the jobs
-    through the environment, never as a parameter (tileport.config.resolve_tools)."""
+    through the environment, never as a parameter (tileport.core.config.resolve_tools)."""
     import os
 
-    from tileport import yamlio
+    from tileport.core import yamlio
 
     schema = yamlio.load_file(Path(workflow.basedir) / "schemas" / "config.schema.yaml")
     config.update(tp_config.canonical(config, schema))
@@ -96,7 +97,7 @@ canonical_config()
 if config["gpu"] == "required":
     # fail before any job, with the reason on the console (a failing GPU job would only say
     # "non-zero exit status" and delete its verdict)
-    from tileport import harness as tp_harness
+    from tileport.gpu import harness as tp_harness
 
     try:
         tp_harness.probe_gpu()
@@ -166,7 +167,7 @@ GPU_OPS = [op for op in OPS if op not in MANIFEST_ERRORS]
 def op_inputs(wildcards):
     """The operator's source files (those that exist): every stage of it depends on them. An
     operator with ``source:`` reads the imported results/<op>/src/kernel.py (and its import
-    verdict) instead of operators/<op>/kernel.py (tileport.source.kernel_py)."""
+    verdict) instead of operators/<op>/kernel.py (tileport.core.source.kernel_py)."""
     d = OPERATORS_DIR / wildcards.op
     if tp_source.source_of(d) is not None:
         src = f"results/{wildcards.op}/{tp_source.IMPORT_DIR}"
@@ -185,7 +186,7 @@ def source_files(wildcards):
     the sibling modules its kept definitions come from): a new wheel reruns exactly the
     operators whose files changed (Snakemake compares their checksums when a reinstall gives
     them a new mtime)."""
-    from tileport import importer as tp_importer
+    from tileport.cpu import importer as tp_importer
 
     src = tp_source.source_of(OPERATORS_DIR / wildcards.op) or {}
     kernels = src.get("kernels") or [k for k, _ in VARIANTS.get(wildcards.op, [])]
@@ -405,12 +406,14 @@ def summary_inputs(wildcards):
         ["results/host/build.json"] if GPU_OPS else [])
 
 
-def code(*modules):
-    """The tileport modules behind a stage, as inputs (editing that logic reruns the stage): a
-    module's file, or every file of a package (a folder under tileport/)."""
-    base = Path(workflow.basedir) / "tileport"
-    return [str(p) for m in (*modules, "verdict", "source")
-            for p in (sorted((base / m).glob("*.py")) if (base / m).is_dir() else [base / f"{m}.py"])]
+def code(script, *modules):
+    """A rule's code inputs: every tileport file its ``scripts/<script>.py`` runs -- the import
+    closure of the modules the script imports, and of ``modules`` (dotted names under tileport/
+    that the script picks at run time by name) -- so that editing a module reruns exactly the
+    rules whose jobs import it (tileport.core.closure.code_inputs)."""
+    base = Path(workflow.basedir)
+    return code_inputs(base / "scripts" / f"{script}.py", base / "tileport",
+                       tuple(f"tileport.{m}" for m in modules))
 
 
 # --- GPU requests on a cluster ------------------------------------------------------------------
@@ -481,13 +484,13 @@ def check_profile_rule_names():
 # --- deleted routing records ---------------------------------------------------------------------
 def check_route_files():
     """Stop a run that reads the routes (the summary's DAG) when a route a later file proves was
-    made (tileport.route_files) is missing: Snakemake would not rebuild it (a deleted intermediate
+    made (tileport.flow.route_files) is missing: Snakemake would not rebuild it (a deleted intermediate
     file whose followers are up to date is not noticed, a checkpoint's output not even looked
     for) and summary.csv would show an empty gpu_route. ``make run`` rebuilds them first; routes
     named as targets of this run are being rebuilt and pass."""
     import os
 
-    from tileport import route_files
+    from tileport.flow import route_files
 
     targets = {os.path.normpath(t) for t in workflow.dag_settings.targets}
     missing = [(r, e) for r, e in route_files.missing_routes("results") if os.path.normpath(r) not in targets]

@@ -14,7 +14,7 @@ rule gpu_test:
         host_build=ancient("{root}/host/build.json"),
         # NVIDIA's shipped port of the operator's kernels, when it imports ones NVIDIA ported
         nv=nv_gpu_inputs,
-        code=code("gpu_test", "harness", "ffi", "cupti", "host", "nv_ffi"),
+        code=code("gpu_test"),
     output:
         verdict="{root}/{op}/test.json",
     log:

@@ -9,7 +9,7 @@ rule host_shim:
                            else [str(Path(workflow.basedir) / "prompts" / "host_builder.md")]),
         verdicts=lambda wc: [f"{wc.root}/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
         source_maps=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs.map.json" for k in kernels_of(wc.op)],
-        code=code("host"),
+        code=code("host_shim"),
     output:
         ffi_rs="{root}/{op}/host/ffi.rs",
         ffi_json="{root}/{op}/host/ffi.json",
@@ -42,7 +42,7 @@ rule host_build:
         builds=lambda wc: [f"{wc.root}/{op}/rust/build.json" for op in root_ops(wc.root)],
         kernels=lambda wc: [f"{wc.root}/{op}/rust/src/{k}.rs" for op in root_ops(wc.root) for k in kernels_of(op)],
         template=["rust/host-template/Cargo.toml", "rust/host-template/Cargo.lock", "rust/host/abi.rs"],
-        code=code("host", "rust_ir"),
+        code=code("host_build"),
     output:
         library="{root}/host/libtileport_host.so",
         verdict="{root}/host/build.json",

@@ -6,7 +6,7 @@ rule import_source:
         manifest=lambda wc: str(OPERATORS_DIR / wc.op / "manifest.yaml"),
         # the wheel's files it reads: a new pin reruns the operators whose files changed
         wheel=source_files,
-        code=code("importer"),
+        code=code("import_source"),
     output:
         kernel="results/{op}/src/kernel.py",
         source_map="results/{op}/src/kernel.py.map.json",

@@ -5,7 +5,7 @@ rule ir_diff:
         ref_verdict="results/{op}/ref/{kernel}/{variant}.json",
         port="{root}/{op}/rust_ir/{kernel}/{variant}.tileir",
         port_verdict="{root}/{op}/rust_ir/{kernel}/{variant}.json",
-        code=code("ir_diff", "floats"),
+        code=code("ir_diff"),
     output:
         verdict="{root}/{op}/ir_diff/{kernel}/{variant}.json",
     log:

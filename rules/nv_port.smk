@@ -1,4 +1,4 @@
-# NVIDIA's shipped cuTile Rust ports (tilegym ops/cutile_rs/) as the yardstick: tileport/nv_port.py.
+# NVIDIA's shipped cuTile Rust ports (tilegym ops/cutile_rs/) as the yardstick: tileport/nvidia/port.py.
 # They run for the operators whose manifest imports a TileGym kernel NVIDIA ported (source: +
 # rust/nvidia/ports.yaml); `snakemake results/nvidia/shipped/build.json` builds the crate alone.
 
@@ -8,7 +8,7 @@ rule nv_build:
         crate=tp_nv.crate_inputs(),
         lock=lambda wc: str(tp_nv.LOCKS[wc.pins]),
         template=["rust/irdump.rs", "rust/port-template/Cargo.toml"],
-        code=code("nv_port", "rust_ir"),
+        code=code("nv_build"),
     output:
         verdict="results/nvidia/{pins}/build.json",
     log:
@@ -34,7 +34,7 @@ rule nv_ir:
         build="results/nvidia/shipped/build.json",
         # tileport's cutile: the same kernel's IR under it is compared in details.other_pin
         other="results/nvidia/tileport/build.json",
-        code=code("nv_port", "toolchain", "ir_diff"),
+        code=code("nv_ir"),
     output:
         bytecode="results/{op}/nv_ir/{kernel}/{variant}.tileirbc",
         text="results/{op}/nv_ir/{kernel}/{variant}.tileir",
@@ -61,7 +61,7 @@ rule nv_ir_diff:
         ref_verdict="results/{op}/ref/{kernel}/{variant}.json",
         nv="results/{op}/nv_ir/{kernel}/{variant}.tileir",
         nv_verdict="results/{op}/nv_ir/{kernel}/{variant}.json",
-        code=code("nv_port", "ir_diff"),
+        code=code("nv_ir_diff"),
     output:
         verdict="results/{op}/nv_ir_diff/{kernel}/{variant}.json",
     log:

@@ -6,7 +6,7 @@ rule perf_diagnose:
         kernels=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
         prompt=lambda wc: ([] if config["roles"]["perf_diagnoser"] == "deterministic"
                            else [str(Path(workflow.basedir) / "prompts" / "perf_diagnoser.md")]),
-        code=code("perf_diagnose", "stats", "agents"),
+        code=code("perf_diagnose"),
     output:
         verdict="{root}/{op}/perf_diagnosis.json",
     log:

@@ -3,7 +3,7 @@ rule reference_ir:
     input:
         op_inputs,
         analysis="results/{op}/analysis.json",
-        code=code("reference_ir", "frontend", "analyze", "toolchain"),
+        code=code("reference_ir"),
     output:
         bytecode="results/{op}/ref/{kernel}/{variant}.tileirbc",
         text="results/{op}/ref/{kernel}/{variant}.tileir",

@@ -1,7 +1,7 @@
 # The report for a paper (make report): data read from the verdicts, one rule per figure and per
 # table, all marked for Snakemake's report (snakemake --report results/report.html paper).
 # Logic: tileport/report/ (build.py dispatches each rule); captions: report/*.rst.
-from tileport import provenance as tp_provenance
+from tileport.core import provenance as tp_provenance
 
 
 report: "../report/workflow.rst"
@@ -10,10 +10,9 @@ report: "../report/workflow.rst"
 RDATA = "results/report/data"
 FIG = "results/paper/figures"
 PAPER = "results/paper"
-# the report modules every job runs (their edits rerun it), besides its own
-REPORT_CODE = code("report/build", "report/__init__", "report/data", "report/interval")
-FIGURE_CODE = REPORT_CODE + code("report/figures/__init__")
-TABLE_CODE = REPORT_CODE + code("report/tables")
+# the report modules every job runs (their edits rerun it); a figure job also imports its own
+# figure module by name (tileport.report.build.FIGURE_MODULES)
+REPORT_CODE = code("report")
 GPU_CAT = "GPU stages (gpu_test, bench)"
 COVERAGE_CAT = "Coverage (analyze ... bench)"
 
@@ -42,8 +41,8 @@ rule report_operators:
     input:
         configs=f"{RDATA}/configs.csv",
         summary_ops="results/summary_ops.csv",
-        # the loop gate's one definition (tileport.bench.loop_class)
-        code=REPORT_CODE + code("bench"),
+        # the loop gate's one definition (tileport.gpu.bench.loop_class)
+        code=REPORT_CODE,
     output:
         csv=f"{RDATA}/operators.csv",
     log:
@@ -94,7 +93,7 @@ rule report_provenance:
     input:
         summary="results/summary.csv",
         finals=summary_inputs,
-        code=REPORT_CODE + code("provenance"),
+        code=REPORT_CODE,
     output:
         json=f"{RDATA}/provenance.json",
     log:
@@ -114,7 +113,7 @@ rule figure_ratio:
     input:
         data=f"{RDATA}/operators.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=FIGURE_CODE + code("report/figures/ratio"),
+        code=code("report", "report.figures.ratio"),
     output:
         pdf=f"{FIG}/ratio.pdf",
         svg=report(f"{FIG}/ratio.svg", caption="../report/ratio.rst", category=GPU_CAT,
@@ -134,7 +133,7 @@ rule figure_times:
     input:
         data=f"{RDATA}/configs.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=FIGURE_CODE + code("report/figures/times"),
+        code=code("report", "report.figures.times"),
     output:
         pdf=f"{FIG}/times.pdf",
         svg=report(f"{FIG}/times.svg", caption="../report/times.rst", category=GPU_CAT,
@@ -152,7 +151,7 @@ rule figure_host_overhead:
     input:
         data=f"{RDATA}/configs.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=FIGURE_CODE + code("report/figures/host"),
+        code=code("report", "report.figures.host"),
     output:
         pdf=f"{FIG}/host_overhead.pdf",
         svg=report(f"{FIG}/host_overhead.svg", caption="../report/host_overhead.rst", category=GPU_CAT,
@@ -170,7 +169,7 @@ rule figure_coverage_matrix:
     input:
         data=f"{RDATA}/coverage.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=FIGURE_CODE + code("report/figures/coverage"),
+        code=code("report", "report.figures.coverage"),
     output:
         pdf=f"{FIG}/coverage_matrix.pdf",
         svg=report(f"{FIG}/coverage_matrix.svg", caption="../report/coverage_matrix.rst", category=COVERAGE_CAT,
@@ -188,7 +187,7 @@ rule figure_llm_roles:
     input:
         data=f"{RDATA}/llm.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=FIGURE_CODE + code("report/figures/llm"),
+        code=code("report", "report.figures.llm"),
     output:
         pdf=f"{FIG}/llm_roles.pdf",
         svg=report(f"{FIG}/llm_roles.svg", caption="../report/llm_roles.rst", category="LLM roles (write_kernel, diagnosers, host builder, analyser)",
@@ -206,7 +205,7 @@ rule table_operators:
     input:
         data=f"{RDATA}/operators.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=TABLE_CODE,
+        code=REPORT_CODE,
     output:
         tex=f"{PAPER}/operators.tex",
         csv=f"{PAPER}/operators.csv",
@@ -229,7 +228,7 @@ rule table_loop_gate:
     input:
         data=f"{RDATA}/configs.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=TABLE_CODE + code("bench"),
+        code=REPORT_CODE,
     output:
         tex=f"{PAPER}/loop_gate.tex",
         csv=f"{PAPER}/loop_gate.csv",
@@ -250,7 +249,7 @@ rule table_coverage:
     input:
         data=f"{RDATA}/coverage.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=TABLE_CODE,
+        code=REPORT_CODE,
     output:
         tex=f"{PAPER}/coverage.tex",
         csv=f"{PAPER}/coverage.csv",
@@ -268,7 +267,7 @@ rule table_coverage:
 rule table_provenance:
     input:
         provenance=f"{RDATA}/provenance.json",
-        code=TABLE_CODE,
+        code=REPORT_CODE,
     output:
         tex=f"{PAPER}/provenance.tex",
         csv=f"{PAPER}/provenance.csv",

@@ -10,7 +10,7 @@ rule check_kernel:
         template=["rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/irdump.rs"],
         prompt=lambda wc: ([] if config["roles"]["ir_diagnoser"] == "deterministic"
                            else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]),
-        code=code("route", "rust_ir", "ir_diff", "floats", "ir_diagnose", "toolchain", "agents"),
+        code=code("check_kernel"),
     output:
         verdict="results/{op}/attempts/{kernel}/{n}/check.json",
     log:
@@ -56,7 +56,7 @@ rule accept_kernel:
     """Publish the attempt the routes led to as the operator's kernel (read by every later stage)."""
     input:
         unpack(routed_attempt),
-        code=code("route"),
+        code=code("accept_kernel"),
     output:
         rust="results/{op}/rust/src/{kernel}.rs",
         source_map="results/{op}/rust/src/{kernel}.rs.map.json",
@@ -78,7 +78,7 @@ checkpoint gpu_route:
         unpack(round_inputs),
         prompt=lambda wc: ([] if config["roles"]["ir_diagnoser"] == "deterministic"
                            else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]),
-        code=code("route", "agents"),
+        code=code("gpu_route"),
     output:
         route="results/{op}/rounds/{r}/route.json",
     log:
@@ -106,6 +106,7 @@ rule round_start:
     input:
         analysis="results/{op}/analysis.json",
         previous=lambda wc: f"results/{wc.op}/rounds/{int(wc.r) - 1}/route.json",
+        code=code("round_start"),
     output:
         analysis="results/{op}/rounds/{r}/{op}/analysis.json",
     log:
@@ -123,7 +124,7 @@ rule round_kernel:
     input:
         unpack(round_attempt),
         previous=lambda wc: f"results/{wc.op}/rounds/{int(wc.r) - 1}/route.json",
-        code=code("route"),
+        code=code("accept_kernel"),
     output:
         rust="results/{op}/rounds/{r}/{op}/rust/src/{kernel}.rs",
         source_map="results/{op}/rounds/{r}/{op}/rust/src/{kernel}.rs.map.json",
@@ -142,7 +143,7 @@ rule final_round:
     """The operator's last GPU round (the routes followed from round 1): results/{op}/final.json."""
     input:
         unpack(final_inputs),
-        code=code("route"),
+        code=code("final_round"),
     output:
         final="results/{op}/final.json",
     log:

@@ -4,7 +4,7 @@ rule rust_build:
         kernels=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
         verdicts=lambda wc: [f"{wc.root}/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
         template=["rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/irdump.rs"],
-        code=code("rust_ir"),
+        code=code("rust_build"),
     output:
         verdict="{root}/{op}/rust/build.json",
     log:
@@ -28,7 +28,7 @@ rule rust_ir:
         build="{root}/{op}/rust/build.json",
         analysis="results/{op}/analysis.json",
         source_map="{root}/{op}/rust/src/{kernel}.rs.map.json",
-        code=code("rust_ir", "toolchain"),
+        code=code("rust_ir"),
     output:
         bytecode="{root}/{op}/rust_ir/{kernel}/{variant}.tileirbc",
         text="{root}/{op}/rust_ir/{kernel}/{variant}.tileir",

@@ -10,7 +10,7 @@ rule write_kernel:
         ref_ir=writer_ref_ir,
         prompt=writer_prompt,
         previous=previous_route,
-        code=code("write_kernel", "translate", "floats", "frontend", "analyze", "constructs", "agents"),
+        code=code("write_kernel"),
     output:
         rust="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs",
         source_map="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs.map.json",

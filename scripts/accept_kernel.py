@@ -1,10 +1,11 @@
-# Thin wrapper: rules accept_kernel / round_kernel -> tileport.route.accept (publish the attempt the
+# Thin wrapper: rules accept_kernel / round_kernel -> tileport.flow.route.accept (publish the attempt the
 # routes led to, into results/<op>/ or a GPU round's results tree)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import route, stage
+from tileport.core import stage
+from tileport.flow import route
 
 w, o = snakemake.wildcards, snakemake.output
 with stage.guarded(snakemake, "write_kernel"):

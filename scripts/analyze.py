@@ -1,9 +1,10 @@
-# Thin wrapper: rule analyze -> tileport.analyze.run_backend (deterministic, or + the LLM analyser's notes)
+# Thin wrapper: rule analyze -> tileport.cpu.analyze.run_backend (deterministic, or + the LLM analyser's notes)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import agents, analyze, stage
+from tileport.core import agents, stage
+from tileport.cpu import analyze
 
 with stage.guarded(snakemake, "analyze"):
     p = snakemake.params

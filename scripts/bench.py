@@ -1,9 +1,10 @@
-# Thin wrapper: rule bench -> tileport.bench.run  (without Snakemake: python -m tileport.bench)
+# Thin wrapper: rule bench -> tileport.gpu.bench.run  (without Snakemake: python -m tileport.gpu.bench)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import bench, stage
+from tileport.core import stage
+from tileport.gpu import bench
 
 w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.params
 with stage.guarded(snakemake, "bench"):

@@ -1,9 +1,10 @@
-# Thin wrapper: rule check_kernel -> tileport.route.check (build + Tile IR + diff + diagnosis of one attempt)
+# Thin wrapper: rule check_kernel -> tileport.flow.route.check (build + Tile IR + diff + diagnosis of one attempt)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import agents, route, stage
+from tileport.core import agents, stage
+from tileport.flow import route
 
 w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 llm = snakemake.config["llm"]

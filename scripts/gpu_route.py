@@ -1,9 +1,10 @@
-# Thin wrapper: checkpoint gpu_route -> tileport.route.gpu_route (accept / retry / stop for one GPU round)
+# Thin wrapper: checkpoint gpu_route -> tileport.flow.route.gpu_route (accept / retry / stop for one GPU round)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import agents, route, stage
+from tileport.core import agents, stage
+from tileport.flow import route
 
 w, p = snakemake.wildcards, snakemake.params
 with stage.logged(snakemake.log[0]):

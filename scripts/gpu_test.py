@@ -1,9 +1,10 @@
-# Thin wrapper: rule gpu_test -> tileport.gpu_test.run  (without Snakemake: python -m tileport.gpu_test)
+# Thin wrapper: rule gpu_test -> tileport.gpu.test.run  (without Snakemake: python -m tileport.gpu.test)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import gpu_test, stage
+from tileport.core import stage
+from tileport.gpu import test as gpu_test
 
 w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 with stage.guarded(snakemake, "gpu_test"):

@@ -1,9 +1,10 @@
-# Thin wrapper: rule host_build -> tileport.host.build
+# Thin wrapper: rule host_build -> tileport.host.shim.build
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import host, stage
+from tileport.core import stage
+from tileport.host import shim as host
 
 o = snakemake.output
 with stage.guarded(snakemake, "host_build"):

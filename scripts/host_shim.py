@@ -1,11 +1,12 @@
-# Thin wrapper: rule host_shim -> tileport.host.write_shim (deterministic) or write_shim_llm (the LLM
+# Thin wrapper: rule host_shim -> tileport.host.shim.write_shim (deterministic) or write_shim_llm (the LLM
 # host builder: backend anthropic/replay, or auto when the previous GPU round's route asked for it)
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import agents, host, stage
+from tileport.core import agents, stage
+from tileport.host import shim as host
 
 w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.params
 with stage.guarded(snakemake, "host_shim"):

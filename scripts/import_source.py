@@ -1,9 +1,10 @@
-# Thin wrapper: rule import_source -> tileport.importer.run
+# Thin wrapper: rule import_source -> tileport.cpu.importer.run
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import importer, stage
+from tileport.core import stage
+from tileport.cpu import importer
 
 with stage.guarded(snakemake, "import_source"):
     out = snakemake.output

@@ -1,9 +1,10 @@
-# Thin wrapper: rule ir_diagnose -> tileport.ir_diagnose.run
+# Thin wrapper: rule ir_diagnose -> tileport.cpu.ir_diagnose.run
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import ir_diagnose, source, stage
+from tileport.core import source, stage
+from tileport.cpu import ir_diagnose
 
 w, i = snakemake.wildcards, snakemake.input
 with stage.guarded(snakemake, "ir_diagnose"):

@@ -3,8 +3,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import ir_diff, stage
-from tileport.verdict import Finding, Verdict, read, write
+from tileport import ir_diff
+from tileport.core import stage
+from tileport.core.verdict import Finding, Verdict, read, write
 
 w, i = snakemake.wildcards, snakemake.input
 with stage.guarded(snakemake, "ir_diff"):

@@ -1,9 +1,10 @@
-# Thin wrapper: rule nv_ir -> tileport.nv_port.dump (NVIDIA's entry compiled for one reference variant)
+# Thin wrapper: rule nv_ir -> tileport.nvidia.port.dump (NVIDIA's entry compiled for one reference variant)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import nv_port, stage
+from tileport.core import stage
+from tileport.nvidia import port as nv_port
 
 w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.params
 with stage.guarded(snakemake, "nv_ir"):

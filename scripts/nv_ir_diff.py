@@ -1,9 +1,10 @@
-# Thin wrapper: rule nv_ir_diff -> tileport.nv_port.diff (tileport's IR diff on NVIDIA's port)
+# Thin wrapper: rule nv_ir_diff -> tileport.nvidia.port.diff (tileport's IR diff on NVIDIA's port)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import nv_port, stage
+from tileport.core import stage
+from tileport.nvidia import port as nv_port
 
 w, i, o = snakemake.wildcards, snakemake.input, snakemake.output
 with stage.guarded(snakemake, "nv_ir_diff"):

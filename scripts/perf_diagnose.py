@@ -1,9 +1,10 @@
-# Thin wrapper: rule perf_diagnose -> tileport.perf_diagnose.diagnose
+# Thin wrapper: rule perf_diagnose -> tileport.gpu.perf_diagnose.diagnose
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import agents, perf_diagnose, stage
+from tileport.core import agents, stage
+from tileport.gpu import perf_diagnose
 
 w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 llm = snakemake.config["llm"]

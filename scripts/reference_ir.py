@@ -1,9 +1,10 @@
-# Thin wrapper: rule reference_ir -> tileport.reference_ir.run
+# Thin wrapper: rule reference_ir -> tileport.cpu.reference_ir.run
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import reference_ir, stage
+from tileport.core import stage
+from tileport.cpu import reference_ir
 
 w, out = snakemake.wildcards, snakemake.output
 with stage.guarded(snakemake, "reference_ir"):

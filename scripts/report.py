@@ -3,7 +3,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import stage
+from tileport.core import stage
 from tileport.report import build
 
 with stage.logged(snakemake.log[0]):

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import stage
+from tileport.core import stage
 
 with stage.logged(snakemake.log[0]):
     Path(snakemake.output.analysis).parent.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,10 @@
-# Thin wrapper: checkpoint route -> tileport.route.route (accept / retry / stop for one attempt)
+# Thin wrapper: checkpoint route -> tileport.flow.route.route (accept / retry / stop for one attempt)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import route, stage
+from tileport.core import stage
+from tileport.flow import route
 
 w, p = snakemake.wildcards, snakemake.params
 with stage.logged(snakemake.log[0]):

@@ -1,9 +1,10 @@
-# Thin wrapper: rule rust_build -> tileport.rust_ir.build
+# Thin wrapper: rule rust_build -> tileport.cpu.rust_ir.build
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import rust_ir, stage
+from tileport.core import stage
+from tileport.cpu import rust_ir
 
 op = snakemake.wildcards.op
 with stage.guarded(snakemake, "rust_build"):

@@ -1,9 +1,10 @@
-# Thin wrapper: rule rust_ir -> tileport.rust_ir.dump
+# Thin wrapper: rule rust_ir -> tileport.cpu.rust_ir.dump
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import rust_ir, stage
+from tileport.core import stage
+from tileport.cpu import rust_ir
 
 w, out = snakemake.wildcards, snakemake.output
 with stage.guarded(snakemake, "rust_ir"):

@@ -1,9 +1,10 @@
-# Thin wrapper: rule summary -> tileport.summary.write_summary
+# Thin wrapper: rule summary -> tileport.report.summary.write_summary
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import stage, summary
+from tileport.core import stage
+from tileport.report import summary
 
 with stage.guarded(snakemake, "summary"):
     rows = summary.write_summary(Path(snakemake.output[0]).parent, snakemake.params.ops,

@@ -1,10 +1,12 @@
-# Thin wrapper: rule write_kernel -> tileport.write_kernel.run_backend (translator / anthropic / replay / auto)
+# Thin wrapper: rule write_kernel -> tileport.cpu.write_kernel.run_backend (translator / anthropic / replay / auto)
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport import agents, route, stage, write_kernel
+from tileport.core import agents, stage
+from tileport.cpu import write_kernel
+from tileport.flow import route
 
 w, out, p = snakemake.wildcards, snakemake.output, snakemake.params
 attempt, cap = p.attempt, snakemake.config["attempts"]["write_kernel"]

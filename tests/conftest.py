@@ -79,7 +79,8 @@ def op_copy(tmp_path):
 def run_chain(op_dir, root, op, kernel, variant):
     """write_kernel -> rust_build -> rust_ir, reference_ir, ir_diff, ir_diagnose in ``root``
     (real compilers). Returns (diff verdict, diagnosis verdict, path of the generated .rs)."""
-    from tileport import ir_diagnose, ir_diff, reference_ir, rust_ir, write_kernel
+    from tileport import ir_diff
+    from tileport.cpu import ir_diagnose, reference_ir, rust_ir, write_kernel
 
     crate = root / "rust"
     rs = crate / "src" / f"{kernel}.rs"
@@ -103,7 +104,8 @@ def run_chain(op_dir, root, op, kernel, variant):
 def run_kernels(op_dir, root, op, kernels, variant, target="sm_90"):
     """:func:`run_chain` for several kernels of one operator with one crate build (real
     compilers). Returns ``{kernel: (diff verdict, reference .tileir, port .tileir)}``."""
-    from tileport import ir_diff, reference_ir, rust_ir, write_kernel
+    from tileport import ir_diff
+    from tileport.cpu import reference_ir, rust_ir, write_kernel
 
     crate = root / "rust"
     verdicts = {}

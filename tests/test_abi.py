@@ -2,7 +2,8 @@
 shared target dir; no GPU): the per-thread cache of borrowed tensors."""
 import subprocess
 
-from tileport import host, rust_ir
+from tileport.core import toolchain
+from tileport.host import shim as host
 
 
 def test_abi_rust_tests(tmp_path):
@@ -23,6 +24,6 @@ def test_abi_rust_tests(tmp_path):
     (crate / "src" / "lib.rs").write_text("#![allow(non_snake_case)]\npub mod abi;\n")
     proc = subprocess.run(["cargo", "test", "--release", "--locked", "--lib", "--quiet"], cwd=crate,
                           capture_output=True, text=True,
-                          env=rust_ir.cargo_env(rust_ir.default_target_dir()))
+                          env=toolchain.cargo_env(toolchain.default_target_dir()))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "4 passed" in proc.stdout, proc.stdout

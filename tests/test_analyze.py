@@ -2,20 +2,20 @@ import json
 
 import pytest
 
-from tileport import analyze as A
+from tileport.cpu import analyze
 
 OPS = ["relu", "gelu", "silu_and_mul", "softmax", "rms_norm", "layer_norm", "matmul", "bmm"]
 
 
 @pytest.mark.parametrize("op", OPS)
 def test_real_operators_pass(repo, tmp_path, op):
-    d = A.run(repo / "operators" / op, tmp_path / "a.json", op)
+    d = analyze.run(repo / "operators" / op, tmp_path / "a.json", op)
     assert d["verdict"] == "PASS", d["summary"]
     assert d["details"]["unsupported"] == []
 
 
 def test_softmax_details(repo):
-    d = A.analyse(repo / "operators" / "softmax")
+    d = analyze.analyse(repo / "operators" / "softmax")
     k = d["kernels"][0]
     kinds = {p["name"]: (p["kind"], p.get("role")) for p in k["params"]}
     assert kinds == {"x": ("array", "input"), "y": ("array", "output"),
@@ -29,7 +29,7 @@ def test_softmax_details(repo):
 
 
 def test_scalar_params(repo):
-    k = A.analyse(repo / "operators" / "rms_norm")["kernels"][0]
+    k = analyze.analyse(repo / "operators" / "rms_norm")["kernels"][0]
     assert [(p["name"], p["kind"]) for p in k["params"] if p["kind"].startswith("scalar")] == \
         [("inv_n", "scalar_f32"), ("eps", "scalar_f32")]
 
@@ -38,7 +38,7 @@ def test_syntax_error_is_blocked_with_line(op_copy, tmp_path):
     d = op_copy("relu")
     src = (d / "kernel.py").read_text().replace("bid = ct.bid(0)", "bid = ct.bid(0", 1)
     (d / "kernel.py").write_text(src)
-    v = A.run(d, tmp_path / "a.json", "relu")
+    v = analyze.run(d, tmp_path / "a.json", "relu")
     assert v["verdict"] == "BLOCKED"
     assert v["findings"][0]["category"] == "syntax"
     assert "kernel.py:" in v["summary"] and "syntax error" in v["summary"]
@@ -51,7 +51,7 @@ def test_unsupported_construct_named_with_line(op_copy, tmp_path):
                       "        m = ct.max(t, axis=1, keepdims=True)\n        g = ct.argmax(t, axis=1)\n")
     (d / "kernel.py").write_text(src)
     line = src.splitlines().index("        g = ct.argmax(t, axis=1)") + 1
-    v = A.run(d, tmp_path / "a.json", "softmax")
+    v = analyze.run(d, tmp_path / "a.json", "softmax")
     assert v["verdict"] == "BLOCKED"
     assert f"kernel.py:{line}: ct.argmax" in v["findings"][0]["message"]
     assert v["findings"][0]["ref"]["line"] == line
@@ -63,7 +63,7 @@ def test_try_is_unsupported(op_copy):
     d = op_copy("relu")
     src = (d / "kernel.py").read_text().replace("    bid = ct.bid(0)\n", "    bid = ct.bid(0)\n    try:\n        pass\n    finally:\n        pass\n")
     (d / "kernel.py").write_text(src)
-    un = A.analyse(d)["unsupported"]
+    un = analyze.analyse(d)["unsupported"]
     line = src.splitlines().index("    try:") + 1
     assert un and un[0]["construct"].startswith("try") and un[0]["line"] == line
     assert un[0]["owner"] == "tool" and un[0]["category"] == "unsupported"
@@ -72,7 +72,7 @@ def test_try_is_unsupported(op_copy):
 def test_malformed_manifest_is_error_naming_file(op_copy, tmp_path):
     d = op_copy("relu")
     (d / "manifest.yaml").write_text("op: relu\nkernels: 3\n")
-    v = A.run(d, tmp_path / "a.json", "relu")
+    v = analyze.run(d, tmp_path / "a.json", "relu")
     assert v["verdict"] == "ERROR" and v["findings"][0]["category"] == "manifest"
     assert "manifest.yaml:2" in v["summary"]
     assert json.loads((tmp_path / "a.json").read_text())["verdict"] == "ERROR"
@@ -82,7 +82,7 @@ def test_role_mismatch_is_blocked(op_copy, tmp_path):
     d = op_copy("relu")
     m = d / "manifest.yaml"
     m.write_text(m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: input}"))
-    v = A.run(d, tmp_path / "a.json", "relu")
+    v = analyze.run(d, tmp_path / "a.json", "relu")
     assert v["verdict"] == "BLOCKED" and v["owner"] == "manifest"
     assert "the manifest says role 'input' but relu_kernel writes it" in v["summary"] and "write role: output" in v["summary"]
 
@@ -93,7 +93,7 @@ def test_manifest_and_kernel_must_agree(op_copy, tmp_path):
     text = m.read_text()
     m.write_text(text.replace("scalars: {inv_n: f32, eps: f32}", "scalars: {inv_n: f32, eps: i32}")
                  .replace("      y: {ndim: 2, role: output}", "      y: {ndim: 2, role: output}\n      z: {ndim: 2, role: input}"))
-    reasons = [u["reason"] for u in A.analyse(d)["unsupported"]]
+    reasons = [u["reason"] for u in analyze.analyse(d)["unsupported"]]
     assert any("manifest lists array 'z'" in r for r in reasons)
     assert any("the manifest says i32, but kernel.py:14 annotates eps as `float`" in r for r in reasons)
 
@@ -102,7 +102,7 @@ def test_tile_sizes_must_be_powers_of_two(op_copy):
     d = op_copy("softmax")
     m = d / "manifest.yaml"
     m.write_text(m.read_text().replace("{BM: 16, TILE: 1024}", "{BM: 16, TILE: 1000}"))
-    un = A.analyse(d)["unsupported"]
+    un = analyze.analyse(d)["unsupported"]
     assert un and un[0]["construct"] == "constexpr TILE=1000" and un[0]["file"].endswith("manifest.yaml")
     assert "powers of two" in un[0]["reason"]
 
@@ -112,7 +112,7 @@ def test_annotations_and_decorator_kwargs_are_not_kernel_code(op_copy):
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("TILE: ConstInt", "TILE: ct.Constant[int]")
                  .replace("@ct.kernel\n", "@ct.kernel(occupancy=2)\n"))
-    assert A.analyse(d)["unsupported"] == []
+    assert analyze.analyse(d)["unsupported"] == []
 
 
 @pytest.mark.parametrize("header,ok", [("from cuda import tile as ct\n", True),
@@ -122,16 +122,16 @@ def test_import_forms(op_copy, header, ok):
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("import cuda.tile as ct\n", header))
     if ok:
-        assert A.analyse(d)["kernels"][0]["name"] == "relu_kernel"
+        assert analyze.analyse(d)["kernels"][0]["name"] == "relu_kernel"
     else:
-        with pytest.raises(A.AnalysisError, match=r"kernel.py:\d+: `import cuda.tile` without an alias"):
-            A.analyse(d)
+        with pytest.raises(analyze.AnalysisError, match=r"kernel.py:\d+: `import cuda.tile` without an alias"):
+            analyze.analyse(d)
 
 
 def test_nul_byte_is_a_syntax_error_with_line(op_copy, tmp_path):
     d = op_copy("relu")
     (d / "kernel.py").write_bytes(b"import cuda.tile as ct\n\x00\n")
-    v = A.run(d, tmp_path / "a.json", "relu")
+    v = analyze.run(d, tmp_path / "a.json", "relu")
     assert v["verdict"] == "BLOCKED" and "kernel.py:1: syntax error" in v["summary"]
 
 
@@ -139,7 +139,7 @@ def test_config_constexpr_unknown_to_the_kernel(op_copy):
     d = op_copy("relu")
     m = d / "manifest.yaml"
     m.write_text(m.read_text().replace("{TILE: 1024}", "{TILE: 1024, BLOCK: 2}").replace("{TILE: 2048}", "{TILE: 2048, BLOCK: 2}"))
-    un = A.analyse(d)["unsupported"]
+    un = analyze.analyse(d)["unsupported"]
     assert un and un[0]["construct"] == "constexpr BLOCK" and un[0]["file"].endswith("manifest.yaml")
 
 
@@ -147,7 +147,7 @@ def test_config_constexpr_unknown_to_the_kernel(op_copy):
 
 from test_agents import FakeMessages, ok, server  # noqa: E402,F401  (server: a fixture)
 
-from tileport import agents  # noqa: E402
+from tileport.core import agents  # noqa: E402
 
 
 def atomic_softmax(op_copy):
@@ -179,7 +179,7 @@ def test_llm_analyser_notes_are_checked_and_kept(op_copy, tmp_path, role):
     d, line = atomic_softmax(op_copy)
     FakeMessages.script = [ok(notes_reply({"softmax_kernel": ["x", "y", "BM", "TILE"]}, line))]
     out = tmp_path / "results" / "softmax" / "analysis.json"
-    v = A.run_backend(d, out, "softmax", "auto", role)
+    v = analyze.run_backend(d, out, "softmax", "auto", role)
     assert v["verdict"] == "BLOCKED"                      # the analysis stays tileport's
     llm = v["details"]["llm"]
     assert llm["notes"].startswith(f"line {line}: ct.atomic_cas") and llm["constructs"][0]["line"] == line
@@ -197,7 +197,7 @@ def test_llm_analyser_that_disagrees_with_the_parse_is_an_agent_output_failure(o
                                                                                kernels, line, why):
     d, real = atomic_softmax(op_copy)
     FakeMessages.script = [ok(notes_reply(kernels, line or real))]
-    v = A.run_backend(d, tmp_path / "a.json", "softmax", "anthropic", role)
+    v = analyze.run_backend(d, tmp_path / "a.json", "softmax", "anthropic", role)
     llm = v["details"]["llm"]
     assert llm["fail_class"] == "agent_output" and why in llm["error"] and "notes" not in llm
     assert v["verdict"] == "BLOCKED" and any(f["message"].startswith("LLM analyser (agent_output)")
@@ -205,24 +205,24 @@ def test_llm_analyser_that_disagrees_with_the_parse_is_an_agent_output_failure(o
 
 
 def test_auto_analyser_asks_only_when_blocked(repo, tmp_path, role):
-    v = A.run_backend(repo / "operators" / "relu", tmp_path / "a.json", "relu", "auto", role)
+    v = analyze.run_backend(repo / "operators" / "relu", tmp_path / "a.json", "relu", "auto", role)
     assert v["verdict"] == "PASS" and "llm" not in v["details"] and FakeMessages.seen == []
 
 
 def test_llm_analyser_garbage_reply_and_syntax_error(op_copy, tmp_path, role):
     d, _ = atomic_softmax(op_copy)
     FakeMessages.script = [ok("I analysed it, all fine.")]
-    v = A.run_backend(d, tmp_path / "a.json", "softmax", "auto", role)
+    v = analyze.run_backend(d, tmp_path / "a.json", "softmax", "auto", role)
     assert v["details"]["llm"]["fail_class"] == "agent_output"
     # a rerun asks again; the earlier exchange is kept under previous/
     FakeMessages.script = [ok("Still nothing to parse.")]
-    A.run_backend(d, tmp_path / "a.json", "softmax", "auto", role)
+    analyze.run_backend(d, tmp_path / "a.json", "softmax", "auto", role)
     tdir = tmp_path / "results" / "softmax" / "transcripts" / "analyze"
     assert len(FakeMessages.seen) == 2 and len(list((tdir / "previous").rglob("attempt-1.json"))) == 1
     # nothing to annotate: a kernel.py that does not parse is never sent
     src = (d / "kernel.py").read_text()
     (d / "kernel.py").write_text(src.replace("keepdims=True)", "keepdims=True", 1))
-    v = A.run_backend(d, tmp_path / "b.json", "softmax", "anthropic", role)
+    v = analyze.run_backend(d, tmp_path / "b.json", "softmax", "anthropic", role)
     assert v["verdict"] == "BLOCKED" and v["findings"][0]["category"] == "syntax"
     assert len(FakeMessages.seen) == 2
 
@@ -233,7 +233,7 @@ from manifest_ops import PICK_KERNEL, make_op, pick_manifest  # noqa: E402
 
 def test_analysis_json_carries_dtypes_scalars_and_variants_per_kernel(tmp_path):
     d = make_op(tmp_path)
-    v = A.run(d, tmp_path / "a.json", "pick")
+    v = analyze.run(d, tmp_path / "a.json", "pick")
     man_findings = [f for f in v["findings"] if f["category"] == "manifest"]
     assert man_findings == [], man_findings          # roles, scalars, constexprs all agree
     k = {x["name"]: x for x in v["details"]["kernels"]}
@@ -257,7 +257,7 @@ def test_scatter_only_output_and_list_elements_pass_the_role_check(tmp_path):
     """Issue 13's analyser fault: a scatter-only output was said to be 'only loaded'."""
     d = make_op(tmp_path, manifest=pick_manifest().replace("dst: {ndim: 1, role: output}", "dst: {ndim: 1, role: input}")
                 .replace("dsts: {ndim: 1, role: output, list: true}", "dsts: {ndim: 1, role: inout, list: true}"))
-    un = [u for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"]
+    un = [u for u in analyze.analyse(d)["unsupported"] if u.get("category") == "manifest"]
     assert [u["construct"] for u in un] == ["parameter dst", "parameter dsts"]
     assert "the manifest says role 'input' but pick writes it (line 20) and never reads it; write role: output" \
         in un[0]["reason"]
@@ -268,7 +268,7 @@ def test_scatter_only_output_and_list_elements_pass_the_role_check(tmp_path):
 def test_unannotated_parameters_and_constexpr_types(tmp_path):
     text = (pick_manifest().replace("    scalars: {Count: i32}\n", "")
             .replace("{TILE: 32, LAT: 2, bias: 0.0, NEG: false}", "{TILE: 32, LAT: 2, bias: 0, NEG: 0}"))
-    un = [u for u in A.analyse(make_op(tmp_path, manifest=text))["unsupported"] if u.get("category") == "manifest"]
+    un = [u for u in analyze.analyse(make_op(tmp_path, manifest=text))["unsupported"] if u.get("category") == "manifest"]
     reasons = " | ".join(u["reason"] for u in un)
     # an unannotated parameter the manifest lists nowhere: say both ways to list it
     assert "pick's parameter Count (kernel.py:11) is neither under kernels/pick/arrays nor under kernels/pick/scalars" \
@@ -283,7 +283,7 @@ def test_kernel_the_manifest_cannot_describe_is_an_error_naming_concept_and_line
     kernel = PICK_KERNEL.replace("def copy_all(srcs, dsts, TILE: ConstInt):",
                                  "def copy_all(srcs, dsts, TILE: ConstInt, MODE: ct.Constant[str], *rest):")
     d = make_op(tmp_path, kernel=kernel)
-    v = A.run(d, tmp_path / "a.json", "pick")
+    v = analyze.run(d, tmp_path / "a.json", "pick")
     assert v["verdict"] == "ERROR" and v["owner"] == "tool"
     line = pick_manifest().splitlines().index("  copy_all:") + 1
     assert f"manifest.yaml:{line}: parameter *rest: copy_all takes *rest: the manifest describes" in v["summary"]
@@ -311,9 +311,9 @@ def test_role_check_follows_arrays_into_helpers_of_the_module(tmp_path):
            "      y: {ndim: 1, role: ROLE}\n    grid: \"(1, 1, 1)\"\ndtypes: [f16]\nconfigs: [{TILE: 64}]\n"
            "shape_names: [N]\ntest_shapes: [[64]]\nperf_shapes: [[64]]\ntolerance: {f16: {rtol: 0, atol: 0}}\n")
     d = make_op(tmp_path, "relay", HELPER_KERNEL, man.replace("ROLE", "output"))
-    assert [u for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"] == []
+    assert [u for u in analyze.analyse(d)["unsupported"] if u.get("category") == "manifest"] == []
     d = make_op(tmp_path, "relay", HELPER_KERNEL, man.replace("ROLE", "input"))
-    un = [u for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"]
+    un = [u for u in analyze.analyse(d)["unsupported"] if u.get("category") == "manifest"]
     assert "relay writes it (line 11) and never reads it" in un[0]["reason"]      # the call's line
 
 
@@ -340,10 +340,10 @@ def test_role_check_follows_slices_and_tiled_views(tmp_path):
            "dtypes: [f32]\nconfigs: [{TILE: 64}]\nshape_names: [N]\ntest_shapes: [[64]]\nperf_shapes: [[64]]\n"
            "tolerance: {f32: {rtol: 0, atol: 0}}\n")
     d = make_op(tmp_path, "views", VIEW_KERNEL, man.replace("YROLE", "output").replace("AROLE", "inout"))
-    assert [u for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"] == []
-    assert A.array_uses(__import__("ast").parse(VIEW_KERNEL).body[1], "ct", {"x", "y", "acc"}) == {
+    assert [u for u in analyze.analyse(d)["unsupported"] if u.get("category") == "manifest"] == []
+    assert analyze.array_uses(__import__("ast").parse(VIEW_KERNEL).body[1], "ct", {"x", "y", "acc"}) == {
         "x": {"read": [9]}, "y": {"write": [10]}, "acc": {"atomic": [11]}}
     d = make_op(tmp_path, "views", VIEW_KERNEL, man.replace("YROLE", "input").replace("AROLE", "input"))
-    un = [u["reason"] for u in A.analyse(d)["unsupported"] if u.get("category") == "manifest"]
+    un = [u["reason"] for u in analyze.analyse(d)["unsupported"] if u.get("category") == "manifest"]
     assert "views writes it (line 10) and never reads it; write role: output" in un[0]
     assert "views updates it atomically (line 11); write role: output" in un[1]

@@ -4,10 +4,9 @@ import math
 
 import pytest
 
-from tileport import bench as B
-from tileport import harness as H
-from tileport import stats as S
-from tileport.verdict import read, write
+from tileport.core import stats
+from tileport.core.verdict import read, write
+from tileport.gpu import bench, harness
 
 
 def brow(ratio, kernel="k", variant="f16-T1", shape="64x128", port_us=10.0, vs_torch=1.0,
@@ -50,7 +49,7 @@ def valid(v, tmp_path):
 # -- fold ----------------------------------------------------------------------------------------
 
 def test_done_at_or_above_threshold(tmp_path):
-    v = B.fold("op", [brow(1.0), brow(1.21, shape="128x128")], threshold=0.95, attempt=2, secs=3.0)
+    v = bench.fold("op", [brow(1.0), brow(1.21, shape="128x128")], threshold=0.95, attempt=2, secs=3.0)
     assert v.verdict == "DONE"
     assert v.owner is None and v.fail_class is None and v.attempt == 2 and v.stage == "bench"
     assert v.details["geomean_ratio"] == pytest.approx(1.1)
@@ -60,11 +59,11 @@ def test_done_at_or_above_threshold(tmp_path):
 
 
 def test_geomean_exactly_at_threshold_is_done():
-    assert B.fold("op", [brow(0.95)], threshold=0.95).verdict == "DONE"
+    assert bench.fold("op", [brow(0.95)], threshold=0.95).verdict == "DONE"
 
 
 def test_below_threshold(tmp_path):
-    v = B.fold("op", [brow(0.81), brow(1.0, shape="128x128")], threshold=0.95)
+    v = bench.fold("op", [brow(0.81), brow(1.0, shape="128x128")], threshold=0.95)
     assert v.verdict == "BELOW_THRESHOLD"
     assert v.details["geomean_ratio"] == pytest.approx(0.9, rel=1e-12)
     assert v.owner == "kernel"
@@ -74,20 +73,20 @@ def test_below_threshold(tmp_path):
 
 def test_threshold_decides_between_done_and_below():
     rows = [brow(0.81), brow(1.0, shape="128x128")]        # geomean 0.9
-    assert B.fold("op", rows, threshold=0.89).verdict == "DONE"
-    assert B.fold("op", rows, threshold=0.91).verdict == "BELOW_THRESHOLD"
+    assert bench.fold("op", rows, threshold=0.89).verdict == "DONE"
+    assert bench.fold("op", rows, threshold=0.91).verdict == "BELOW_THRESHOLD"
 
 
 def test_geomean_is_geometric_not_arithmetic():
     # arithmetic mean of 0.5 and 2.0 is 1.25 (DONE at 1.2); geometric is 1.0
-    v = B.fold("op", [brow(0.5), brow(2.0, shape="b")], threshold=1.2)
+    v = bench.fold("op", [brow(0.5), brow(2.0, shape="b")], threshold=1.2)
     assert v.details["geomean_ratio"] == pytest.approx(1.0)
     assert v.verdict == "BELOW_THRESHOLD"
 
 
 def test_torch_geomeans():
     rows = [brow(1.0, vs_torch=2.0, ref_vs_torch=0.5), brow(1.0, shape="b", vs_torch=8.0, ref_vs_torch=2.0)]
-    v = B.fold("op", rows, threshold=0.95)
+    v = bench.fold("op", rows, threshold=0.95)
     assert v.details["geomean_vs_torch"] == pytest.approx(4.0)
     assert v.details["geomean_ref_vs_torch"] == pytest.approx(1.0)
     assert "vs torch 4.000" in v.summary
@@ -98,7 +97,7 @@ def test_per_variant_geomeans():
             brow(2.0, variant="f16-T1", shape="b", port_us=16.0, vs_torch=4.0),
             brow(0.9, variant="f32-T1", port_us=10.0, vs_torch=3.0),
             brow(1.0, kernel="k2", variant="f16-T1", port_us=1.0, vs_torch=1.0)]
-    v = B.fold("op", rows, threshold=0.95)
+    v = bench.fold("op", rows, threshold=0.95)
     var = v.details["variants"]
     assert set(var) == {"k/f16-T1", "k/f32-T1", "k2/f16-T1"}
     a = var["k/f16-T1"]
@@ -120,7 +119,7 @@ def test_per_variant_geomeans():
 def test_worst_configs_lowest_ratio_first_at_most_three():
     rows = [brow(1.2, shape="a"), brow(0.7, shape="b"), brow(1.0, shape="c"), brow(0.9, shape="d"),
             brow(1.5, shape="e")]
-    v = B.fold("op", rows, threshold=0.95)
+    v = bench.fold("op", rows, threshold=0.95)
     w = v.details["worst_configs"]
     assert [c["shape"] for c in w] == ["b", "d", "c"]
     assert [c["ratio"] for c in w] == [0.7, 0.9, 1.0]
@@ -129,13 +128,13 @@ def test_worst_configs_lowest_ratio_first_at_most_three():
 
 
 def test_worst_configs_fewer_than_three():
-    v = B.fold("op", [brow(1.0)], threshold=0.95)
+    v = bench.fold("op", [brow(1.0)], threshold=0.95)
     assert len(v.details["worst_configs"]) == 1
 
 
 def test_error_row_fails_kernel(tmp_path):
     rows = [brow(1.3), err_row("RuntimeError: CUDA error: illegal", shape="256x256")]
-    v = B.fold("op", rows, threshold=0.95)
+    v = bench.fold("op", rows, threshold=0.95)
     assert v.verdict == "FAIL" and v.fail_class == "kernel" and v.owner == "kernel"
     assert v.summary == "k/f16-T1 256x256: RuntimeError: CUDA error: illegal"
     assert [f.category for f in v.findings] == ["launch"]
@@ -147,13 +146,13 @@ def test_error_row_fails_kernel(tmp_path):
 
 
 def test_only_error_rows_fail_not_blocked():
-    v = B.fold("op", [err_row()], threshold=0.95)
+    v = bench.fold("op", [err_row()], threshold=0.95)
     assert v.verdict == "FAIL"
     assert "geomean_ratio" not in v.details and v.details["configs"] == 0
 
 
 def test_mismatch_fails_even_when_fast(tmp_path):
-    v = B.fold("op", [brow(3.0, checked="MISMATCH", variant="f32-T1"), brow(3.0, shape="b")], threshold=0.95)
+    v = bench.fold("op", [brow(3.0, checked="MISMATCH", variant="f32-T1"), brow(3.0, shape="b")], threshold=0.95)
     assert v.verdict == "FAIL" and v.fail_class == "kernel"
     assert [f.category for f in v.findings] == ["numerics"]
     assert v.summary.startswith("k/f32-T1 64x128: the port's timed output is outside tolerance")
@@ -163,7 +162,7 @@ def test_mismatch_fails_even_when_fast(tmp_path):
 def test_reference_mismatch_alone_warns(tmp_path):
     """The cuTile Python reference outside tolerance at a perf shape (the port within) is a
     warning that names it, not a failure of the port."""
-    v = B.fold("op", [brow(1.0, ref_checked="MISMATCH", ref_mismatch="3 of 9 elements, worst at (1,)"),
+    v = bench.fold("op", [brow(1.0, ref_checked="MISMATCH", ref_mismatch="3 of 9 elements, worst at (1,)"),
                       brow(1.0, shape="b")], threshold=0.95)
     assert v.verdict == "DONE"
     assert [(f.category, f.severity) for f in v.findings] == [("numerics", "warn")]
@@ -172,13 +171,13 @@ def test_reference_mismatch_alone_warns(tmp_path):
 
 
 def test_errors_listed_before_mismatches():
-    v = B.fold("op", [brow(1.0, checked="MISMATCH"), err_row("boom", shape="z")], threshold=0.95)
+    v = bench.fold("op", [brow(1.0, checked="MISMATCH"), err_row("boom", shape="z")], threshold=0.95)
     assert [f.category for f in v.findings] == ["launch", "numerics"]
     assert v.summary.endswith("z: boom")
 
 
 def test_no_rows_blocked(tmp_path):
-    v = B.fold("op", [], threshold=0.95)        # the manifest's perf_shapes / fits
+    v = bench.fold("op", [], threshold=0.95)        # the manifest's perf_shapes / fits
     assert (v.verdict, v.owner, v.fail_class) == ("BLOCKED", "manifest", None)
     assert v.summary == "no perf shape fits any variant"
     assert v.details["variants"] == {} and v.details["configs"] == 0
@@ -187,8 +186,8 @@ def test_no_rows_blocked(tmp_path):
 
 
 def test_env_recorded():
-    assert B.fold("op", [brow(1.0)], 0.95, env={"device": "H200"}).details["env"] == {"device": "H200"}
-    assert B.fold("op", [brow(1.0)], 0.95).details["env"] == {}
+    assert bench.fold("op", [brow(1.0)], 0.95, env={"device": "H200"}).details["env"] == {"device": "H200"}
+    assert bench.fold("op", [brow(1.0)], 0.95).details["env"] == {}
 
 
 # -- write_csv -----------------------------------------------------------------------------------
@@ -200,9 +199,9 @@ def read_csv(path):
 
 def test_csv_header_and_float_format(tmp_path):
     p = tmp_path / "sub" / "bench.csv"
-    B.write_csv([brow(1.0 / 3.0, port_us=12.0), err_row("boom", shape="9x9")], p)
+    bench.write_csv([brow(1.0 / 3.0, port_us=12.0), err_row("boom", shape="9x9")], p)
     lines = read_csv(p)
-    assert lines[0] == B.COLUMNS
+    assert lines[0] == bench.COLUMNS
     rows = [dict(zip(lines[0], r)) for r in lines[1:]]
     assert len(rows) == 2
     a = rows[0]
@@ -218,63 +217,63 @@ def test_csv_header_and_float_format(tmp_path):
 
 def test_csv_mixed_launch_counts_written_verbatim(tmp_path):
     p = tmp_path / "bench.csv"
-    B.write_csv([brow(1.0, port_launches="1/2")], p)
+    bench.write_csv([brow(1.0, port_launches="1/2")], p)
     row = dict(zip(*read_csv(p)))
     assert row["port_launches"] == "1/2"
 
 
 def test_csv_empty(tmp_path):
     p = tmp_path / "bench.csv"
-    B.write_csv([], p)
-    assert p.read_text() == ",".join(B.COLUMNS) + "\n"
+    bench.write_csv([], p)
+    assert p.read_text() == ",".join(bench.COLUMNS) + "\n"
 
 
 # -- run: early exits ----------------------------------------------------------------------------
 
 def test_run_off_writes_not_run_and_empty_csv(tmp_path):
     out_csv, out_json = tmp_path / "r" / "bench.csv", tmp_path / "r" / "bench.json"
-    d = B.run("op", tmp_path / "nowhere", tmp_path / "results", out_csv, out_json, gpu="off")
+    d = bench.run("op", tmp_path / "nowhere", tmp_path / "results", out_csv, out_json, gpu="off")
     assert d["verdict"] == "NOT_RUN" and d["summary"] == "not_run (gpu: off)" and d["stage"] == "bench"
     assert read(out_json) == d
-    assert read_csv(out_csv) == [B.COLUMNS]
+    assert read_csv(out_csv) == [bench.COLUMNS]
 
 
 def test_run_auto_without_gpu(tmp_path, monkeypatch):
     def no():
-        raise H.NoGpu("torch is not installed")
-    monkeypatch.setattr(H, "probe_gpu", no)
+        raise harness.NoGpu("torch is not installed")
+    monkeypatch.setattr(harness, "probe_gpu", no)
     out_csv, out_json = tmp_path / "bench.csv", tmp_path / "bench.json"
-    d = B.run("op", tmp_path / "nowhere", tmp_path / "nowhere", out_csv, out_json, gpu="auto")
+    d = bench.run("op", tmp_path / "nowhere", tmp_path / "nowhere", out_csv, out_json, gpu="auto")
     assert d["summary"] == "not_run (no GPU: torch is not installed)"
-    assert read_csv(out_csv) == [B.COLUMNS]
+    assert read_csv(out_csv) == [bench.COLUMNS]
 
 
 def test_run_with_gpu_but_no_library_blocked_with_empty_csv(tmp_path, monkeypatch):
-    monkeypatch.setattr(H, "probe_gpu", lambda: "NVIDIA H200")
+    monkeypatch.setattr(harness, "probe_gpu", lambda: "NVIDIA H200")
     out_csv, out_json = tmp_path / "bench.csv", tmp_path / "bench.json"
-    d = B.run("op", tmp_path / "op", tmp_path / "results", out_csv, out_json, gpu="auto")
+    d = bench.run("op", tmp_path / "op", tmp_path / "results", out_csv, out_json, gpu="auto")
     assert d["verdict"] == "BLOCKED" and d["fail_class"] == "host"
-    assert read_csv(out_csv) == [B.COLUMNS]
+    assert read_csv(out_csv) == [bench.COLUMNS]
 
 
 def test_nothing_timed_because_every_variant_failed_its_test_says_so():
     failed = {"verdict": "FAIL", "fail_class": "host", "summary": "port launches 2 kernel(s) per call"}
-    v = B.fold("op", [], 0.95, failed_test=failed)
+    v = bench.fold("op", [], 0.95, failed_test=failed)
     assert (v.verdict, v.owner, v.fail_class) == ("BLOCKED", "host", "host")
     assert v.summary.startswith("nothing to time: no variant passed the functional test") and "launches 2" in v.summary
     # without a failed test, an empty benchmark is still the manifest's (no perf shape fits)
-    assert B.fold("op", [], 0.95).summary == "no perf shape fits any variant"
+    assert bench.fold("op", [], 0.95).summary == "no perf shape fits any variant"
 
 
 # -- loop timing -------------------------------------------------------------------------------
 
 def test_rotation_puts_every_side_in_every_position():
     sides = ["ref", "port", "torch"]
-    orders = [B.rotation(sides, r) for r in range(3)]
+    orders = [bench.rotation(sides, r) for r in range(3)]
     assert orders == [["ref", "port", "torch"], ["port", "torch", "ref"], ["torch", "ref", "port"]]
     for pos in range(3):
         assert sorted(o[pos] for o in orders) == sorted(sides)
-    assert B.rotation(sides, 4) == orders[1]
+    assert bench.rotation(sides, 4) == orders[1]
 
 
 class FakeDevice:
@@ -311,7 +310,7 @@ SIDES = ("ref", "port", "torch")
 
 
 def loops_of(dev, n=50, sides=SIDES, **kw):
-    return B.loop_times([(s, dev.side(s)) for s in sides], n, sync=dev.sync, clock=dev.clock, **kw)
+    return bench.loop_times([(s, dev.side(s)) for s in sides], n, sync=dev.sync, clock=dev.clock, **kw)
 
 
 def test_loop_times_arithmetic_host_and_device_bound():
@@ -333,7 +332,7 @@ def test_loop_times_arithmetic_host_and_device_bound():
 def test_loop_times_balanced_order_warmup_and_syncs_around_every_loop():
     dev = FakeDevice(dict.fromkeys(SIDES, 1.0), dict.fromkeys(SIDES, 1.0))
     out = loops_of(dev, n=2)
-    assert out["order"] == S.balanced_rounds(list(SIDES)) * 3 and out["warmup"] == "torch"
+    assert out["order"] == stats.balanced_rounds(list(SIDES)) * 3 and out["warmup"] == "torch"
     expect = ["sync", "torch", "torch", "sync"]          # the untimed loop: the cycle's last side
     for order in out["order"]:
         for s in order:
@@ -367,7 +366,7 @@ def test_loop_ratio_carry_over_balanced():
                 dev2.side(s)()
             dev2.sync()
             times[s].append(dev2.clock() - t0)
-    assert S.median(times["ref"]) / S.median(times["port"]) < 0.95
+    assert stats.median(times["ref"]) / stats.median(times["port"]) < 0.95
 
 
 def test_loop_ratio_drifting_clocks_and_one_slow_round():
@@ -432,23 +431,23 @@ def test_measure_fills_the_loop_columns_from_the_balanced_cycles(monkeypatch):
     fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=dev.sync), uint8="u8",
                                        empty=lambda *a, **k: types.SimpleNamespace(zero_=lambda: None))
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
-    from tileport import cupti
+    from tileport.gpu import cupti
 
     us = {"ref": 100.0, "port": 100.0, "torch": 2000.0}
     monkeypatch.setattr(cupti, "profile", lambda sides, reps, flush=None: {
         "device_us": {s: [us[s]] * reps for s, _ in sides}, "launches": {s: [1] * reps for s, _ in sides},
         "kernels": {s: [[("k", us[s])]] for s, _ in sides}})
-    monkeypatch.setattr(B.time, "perf_counter", dev.clock)          # warm-up
-    loop_times = B.loop_times
-    monkeypatch.setattr(B, "loop_times", lambda *a, **k: loop_times(*a, clock=dev.clock, **k))
+    monkeypatch.setattr(bench.time, "perf_counter", dev.clock)          # warm-up
+    loop_times = bench.loop_times
+    monkeypatch.setattr(bench, "loop_times", lambda *a, **k: loop_times(*a, clock=dev.clock, **k))
     c = types.SimpleNamespace(ref=dev.side("ref"), port=dev.side("port"), torch=dev.side("torch"), nv=None,
                               nv_note="", op="op", kernel="k", variant=types.SimpleNamespace(id="f16"),
                               shape=(64,), grid=(1, 1, 1), in_place=False, outputs={"ref": [], "port": []},
                               expected=lambda: [])
-    row = B.measure(c, {**B.DEFAULTS}, {"rtol": 0.0, "atol": 0.0})
+    row = bench.measure(c, {**bench.DEFAULTS}, {"rtol": 0.0, "atol": 0.0})
     d = row["loop_design"]
     assert row["loop_calls"] == 200 and d["calls"] == {"ref": 200, "port": 200, "torch": 10}   # 20 ms each
-    assert d["order"][:2] == S.balanced_rounds(["ref", "port", "torch"]) and d["warmup"] == "torch"
+    assert d["order"][:2] == stats.balanced_rounds(["ref", "port", "torch"]) and d["warmup"] == "torch"
     assert row["loop_cycles"] == len(d["order"]) // 2 >= 3 and d["stop"] == "width"
     assert row["loop_ratio"] == pytest.approx(row["ref_loop_us"] / row["port_loop_us"])
     assert row["loop_ratio_lo"] <= row["loop_ratio"] <= row["loop_ratio_hi"]
@@ -457,16 +456,16 @@ def test_measure_fills_the_loop_columns_from_the_balanced_cycles(monkeypatch):
 
 
 def test_loop_calls_clamped():
-    assert B.loop_calls(100.0, 20) == 200            # 20 ms / 100 µs
-    assert B.loop_calls(1.0, 20) == B.LOOP_MAX_CALLS
-    assert B.loop_calls(10_000.0, 20) == B.LOOP_MIN_CALLS == 3
-    assert B.loop_calls(0.0, 20) == B.LOOP_MAX_CALLS
+    assert bench.loop_calls(100.0, 20) == 200            # 20 ms / 100 µs
+    assert bench.loop_calls(1.0, 20) == bench.LOOP_MAX_CALLS
+    assert bench.loop_calls(10_000.0, 20) == bench.LOOP_MIN_CALLS == 3
+    assert bench.loop_calls(0.0, 20) == bench.LOOP_MAX_CALLS
 
 
 def test_loop_gate_geomean_and_configs_below():
     rows = [brow(1.0, shape="a", loop_ratio=0.5, port_host_us=40.0, port_us=10.0),
             brow(1.0, shape="b", loop_ratio=1.8), brow(1.0, shape="c", loop_ratio=0.96)]
-    v = B.fold("op", rows, threshold=0.95, loop_threshold=0.97)
+    v = bench.fold("op", rows, threshold=0.95, loop_threshold=0.97)
     loop = v.details["loop"]
     g = (0.5 * 1.8 * 0.96) ** (1 / 3)
     assert loop["geomean"] == pytest.approx(g)
@@ -477,7 +476,7 @@ def test_loop_gate_geomean_and_configs_below():
     assert v.verdict == "DONE"               # the device-time verdict is its own
     assert f"loop ratio {g:.3f} (BELOW_THRESHOLD at 0.97, 2 config(s) below" in v.summary
     assert v.details["variants"]["k/f16-T1"]["loop_ratio"] == pytest.approx(loop["geomean"])
-    done = B.fold("op", rows, threshold=0.95, loop_threshold=0.9).details["loop"]
+    done = bench.fold("op", rows, threshold=0.95, loop_threshold=0.9).details["loop"]
     assert done["verdict"] == "DONE" and [r["shape"] for r in done["below"]] == ["a"]
 
 
@@ -486,7 +485,7 @@ def test_loop_gate_says_below_only_where_the_interval_does():
             brow(1.0, shape="b", loop_ratio=0.965, loop_ratio_lo=0.95, loop_ratio_hi=0.98),    # undecided
             brow(1.0, shape="c", loop_ratio=0.96, loop_ratio_lo=None, loop_ratio_hi=None),     # old row
             brow(1.0, shape="d", loop_ratio=1.2)]
-    v = B.fold("op", rows, threshold=0.95, loop_threshold=0.97)
+    v = bench.fold("op", rows, threshold=0.95, loop_threshold=0.97)
     loop = v.details["loop"]
     assert [r["shape"] for r in loop["below"]] == ["a", "c"] and [r["shape"] for r in loop["undecided"]] == ["b"]
     assert loop["undecided"][0]["loop_ratio_hi"] == 0.98
@@ -502,25 +501,25 @@ def test_a_published_bench_json_without_intervals_still_reads(tmp_path):
     from conftest import REPO
 
     doc = json.loads((REPO / "docs" / "results" / "h200" / "ops" / "tg_matmul" / "bench.json").read_text())
-    new = B.COLUMNS[B.COLUMNS.index("loop_ratio_lo"):] + ["loop_design"]
+    new = bench.COLUMNS[bench.COLUMNS.index("loop_ratio_lo"):] + ["loop_design"]
     rows = [{k: v for k, v in r.items() if k not in new} for r in doc["details"]["rows"] if not r.get("error")]
     assert rows
-    loop = B.fold("tg_matmul", rows, 0.95, loop_threshold=0.97).details["loop"]
-    assert loop["geomean"] == pytest.approx(S.geomean([r["loop_ratio"] for r in rows]))
+    loop = bench.fold("tg_matmul", rows, 0.95, loop_threshold=0.97).details["loop"]
+    assert loop["geomean"] == pytest.approx(stats.geomean([r["loop_ratio"] for r in rows]))
     assert [(r["variant"], r["shape"]) for r in loop["below"]] == [
         (r["variant"], r["shape"]) for r in sorted(rows, key=lambda r: r["loop_ratio"]) if r["loop_ratio"] < 0.97]
     assert loop["undecided"] == []
-    B.write_csv(rows[:1], tmp_path / "b.csv")
+    bench.write_csv(rows[:1], tmp_path / "b.csv")
     head, row = read_csv(tmp_path / "b.csv")[:2]
     assert head[-5:] == ["loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at"]
-    assert row[-5:] == [""] * 5 and head[:len(B.COLUMNS) - 5] == B.COLUMNS[:-5]
+    assert row[-5:] == [""] * 5 and head[:len(bench.COLUMNS) - 5] == bench.COLUMNS[:-5]
 
 
 def test_rows_without_loop_times_have_no_loop_gate():
     rows = [brow(1.0)]
     for k in ("loop_ratio", "ref_loop_us", "port_loop_us"):
         rows[0].pop(k)
-    v = B.fold("op", rows, threshold=0.95)
+    v = bench.fold("op", rows, threshold=0.95)
     assert "loop" not in v.details and "loop ratio" not in v.summary
     assert "loop_ratio" not in v.details["variants"]["k/f16-T1"]
 
@@ -528,7 +527,7 @@ def test_rows_without_loop_times_have_no_loop_gate():
 def test_references_slower_than_torch_listed():
     rows = [brow(1.0, shape="a", ref_vs_torch=0.55), brow(1.0, shape="b", ref_vs_torch=1.3),
             brow(1.0, shape="c", ref_vs_torch=0.85)]
-    v = B.fold("op", rows, threshold=0.95)
+    v = bench.fold("op", rows, threshold=0.95)
     assert [(r["shape"], r["ref_vs_torch"]) for r in v.details["ref_behind_torch"]] == [("a", 0.55), ("c", 0.85)]
     assert "reference slower than torch in 2 of 3 config(s) (lowest 0.55x: f16-T1 a)" in v.summary
     assert v.details["variants"]["k/f16-T1"]["ref_vs_torch"] == pytest.approx((0.55 * 1.3 * 0.85) ** (1 / 3))
@@ -536,7 +535,7 @@ def test_references_slower_than_torch_listed():
 
 def test_csv_has_the_loop_columns(tmp_path):
     p = tmp_path / "bench.csv"
-    B.write_csv([brow(1.0, port_us=10.0)], p)
+    bench.write_csv([brow(1.0, port_us=10.0)], p)
     head, row = read_csv(p)[:2]
     r = dict(zip(head, row))
     for c in ("ref_loop_us", "port_loop_us", "torch_loop_us", "loop_ratio", "loop_calls", "ref_host_us",
@@ -557,20 +556,20 @@ def test_a_config_cutile_cannot_launch_is_blocked_per_config_and_the_rest_timed(
     the other configs are folded as usual; only blocked configs: BLOCKED, owner tool."""
     blocked = {**err_row(MOE_LIMIT, shape="4096x8x256x7168x2048"), "error_class": "host",
                "blocked": "cutile 0.5.0 keeps ... src/tensor.rs checked_num_bytes_i32"}
-    v = B.fold("op", [brow(1.02), blocked], threshold=0.95, writers={"k": "translator"})
+    v = bench.fold("op", [brow(1.02), blocked], threshold=0.95, writers={"k": "translator"})
     assert (v.verdict, v.owner) == ("DONE", None) and v.details["configs"] == 1
     assert v.details["blocked_configs"][0]["owner"] == "tool"
     assert "checked_num_bytes_i32" in v.details["blocked_configs"][0]["evidence"]
     assert [(f.severity, f.owner) for f in v.findings] == [("warn", "tool")]
     assert "1 config(s) BLOCKED" in v.summary
     valid(v, tmp_path)
-    v = B.fold("op", [blocked], threshold=0.95)
+    v = bench.fold("op", [blocked], threshold=0.95)
     assert (v.verdict, v.owner, v.fail_class) == ("BLOCKED", "tool", None)
     valid(v, tmp_path)
 
 
 def test_cutile_limit_recognises_only_the_shims_limit_refusals():
-    from tileport.ffi import FfiError, cutile_limit
+    from tileport.host.ffi import FfiError, cutile_limit
 
     e = FfiError("k", "tp_x", 4, "tp_x: array 'w': 7516192768 bytes exceed cutile 0.5's i32 byte count of a borrowed tensor")
     assert "checked_num_bytes_i32" in cutile_limit(e)
@@ -585,14 +584,14 @@ def test_owners_name_who_must_act(tmp_path):
     or slow port the translator wrote is the tool's; an LLM writer's stays kernel."""
     ffi_err = {**err_row("FfiError: k (tp_x): TP_ERR_NULL_POINTER: array 'a': data pointer is null"),
                "error_class": "host"}
-    v = B.fold("op", [brow(1.1), ffi_err], threshold=0.95, writers={"k": "translator"})
+    v = bench.fold("op", [brow(1.1), ffi_err], threshold=0.95, writers={"k": "translator"})
     assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "host", "host")
-    v = B.fold("op", [brow(1.1), {**err_row(), "error_class": "kernel"}], threshold=0.95,
+    v = bench.fold("op", [brow(1.1), {**err_row(), "error_class": "kernel"}], threshold=0.95,
                writers={"k": "translator"})
     assert (v.owner, v.fail_class) == ("tool", "kernel")
-    v = B.fold("op", [brow(0.5)], threshold=0.95, writers={"k": "translator"})
+    v = bench.fold("op", [brow(0.5)], threshold=0.95, writers={"k": "translator"})
     assert (v.verdict, v.owner) == ("BELOW_THRESHOLD", "tool")
-    v = B.fold("op", [brow(0.5)], threshold=0.95, writers={"k": "anthropic"})
+    v = bench.fold("op", [brow(0.5)], threshold=0.95, writers={"k": "anthropic"})
     assert (v.verdict, v.owner) == ("BELOW_THRESHOLD", "kernel")
     valid(v, tmp_path)
 
@@ -601,25 +600,25 @@ def test_pending_configs_are_counted_never_dropped(tmp_path):
     """Configs not timed yet (perf shapes added since, a session that did not reach them) are
     listed and counted; the verdict judges the timed ones; nothing timed yet is NOT_RUN."""
     pend = [{"kernel": "k", "variant": "f16-T1", "shape": s} for s in ("1x1", "2x2")]
-    v = B.fold("op", [brow(1.0), brow(1.2, shape="32x32")], threshold=0.95, pending=pend)
+    v = bench.fold("op", [brow(1.0), brow(1.2, shape="32x32")], threshold=0.95, pending=pend)
     assert (v.verdict, v.details["configs"], v.details["configs_pending"], v.details["configs_total"]) == \
         ("DONE", 2, 2, 4)
     assert v.details["pending_configs"] == pend and "over 2 of 4 config(s), 2 pending" in v.summary
     valid(v, tmp_path)
-    v = B.fold("op", [], threshold=0.95, pending=pend)
+    v = bench.fold("op", [], threshold=0.95, pending=pend)
     assert v.verdict == "NOT_RUN" and "2 pending" in v.summary and "--pending-only" in v.summary
     valid(v, tmp_path)
-    assert "pending" not in B.fold("op", [brow(1.0)], threshold=0.95).summary
+    assert "pending" not in bench.fold("op", [brow(1.0)], threshold=0.95).summary
 
 
 def test_pending_only_flag_reaches_the_run(monkeypatch):
     from conftest import REPO
 
     seen = {}
-    monkeypatch.setattr(B, "run", lambda *a, **k: seen.update(k) or {"verdict": "NOT_RUN", "summary": "x"})
-    assert B.main(["--op", "relu", "--operators", str(REPO / "operators"), "--gpu", "off", "--pending-only"]) == 0
+    monkeypatch.setattr(bench, "run", lambda *a, **k: seen.update(k) or {"verdict": "NOT_RUN", "summary": "x"})
+    assert bench.main(["--op", "relu", "--operators", str(REPO / "operators"), "--gpu", "off", "--pending-only"]) == 0
     assert seen["pending_only"] is True
-    B.main(["--op", "relu", "--operators", str(REPO / "operators"), "--gpu", "off"])
+    bench.main(["--op", "relu", "--operators", str(REPO / "operators"), "--gpu", "off"])
     assert seen["pending_only"] is False
 
 
@@ -630,18 +629,18 @@ def test_a_port_missing_the_same_way_as_the_reference_at_a_perf_shape_is_the_man
     stays the port writer's."""
     both = brow(1.0, checked="MISMATCH", ref_checked="MISMATCH", port_matches_ref=True,
                 port_mismatch="3 of 9", ref_mismatch="3 of 9")
-    v = B.fold("op", [both, brow(1.0, shape="b")], threshold=0.95, writers={"k": "translator"})
+    v = bench.fold("op", [both, brow(1.0, shape="b")], threshold=0.95, writers={"k": "translator"})
     assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "manifest", None)
     assert "agrees with the cuTile Python reference" in v.summary
     valid(v, tmp_path)
     own = {**both, "port_matches_ref": False}
-    v = B.fold("op", [own, both], threshold=0.95, writers={"k": "translator"})
+    v = bench.fold("op", [own, both], threshold=0.95, writers={"k": "translator"})
     assert (v.owner, v.fail_class) == ("tool", "kernel")
     # the variants with a failed config, for summary.csv's per-variant bench column
-    v = B.fold("op", [{**both, "variant": "a"}, brow(1.0, variant="b"),
+    v = bench.fold("op", [{**both, "variant": "a"}, brow(1.0, variant="b"),
                       brow(1.0, variant="c", error="launch failed")], threshold=0.95)
     assert v.details["failed_variants"] == ["k/a", "k/c"]
-    assert B.fold("op", [brow(1.0)], threshold=0.95).details["failed_variants"] == []
+    assert bench.fold("op", [brow(1.0)], threshold=0.95).details["failed_variants"] == []
 
 
 def test_a_same_miss_summary_says_whose_fault_before_the_long_mismatch_text():
@@ -655,7 +654,7 @@ def test_a_same_miss_summary_says_whose_fault_before_the_long_mismatch_text():
             "{} -0.078125 vs expected 0.00142669677734375 (allowed |diff| 0.030042800903320312); max |diff| 0.25")
     both = brow(1.0, **cfg, checked="MISMATCH", ref_checked="MISMATCH", port_matches_ref=True,
                 port_mismatch="port " + text.format("port"), ref_mismatch="ref " + text.format("ref"))
-    v = B.fold("tg_attention", [both], threshold=0.95, writers={"_fmha_bwd_dq_kernel": "translator"})
+    v = bench.fold("tg_attention", [both], threshold=0.95, writers={"_fmha_bwd_dq_kernel": "translator"})
     assert (v.verdict, v.owner) == ("FAIL", "manifest")
     assert "agrees with the cuTile Python reference" in v.summary and "not the port" in v.summary
     assert len(v.summary) <= 300 and v.summary.endswith(" …")

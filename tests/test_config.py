@@ -2,8 +2,7 @@ import copy
 
 import pytest
 
-from tileport import config as C
-from tileport import yamlio
+from tileport.core import config, yamlio
 
 
 @pytest.fixture
@@ -12,7 +11,7 @@ def cfg(repo):
 
 
 def check(cfg, repo):
-    return C.validate(cfg, repo / "schemas" / "config.schema.yaml")
+    return config.validate(cfg, repo / "schemas" / "config.schema.yaml")
 
 
 def test_shipped_config_is_valid(cfg, repo):
@@ -29,7 +28,7 @@ def test_shipped_config_is_valid(cfg, repo):
 def test_invalid_config_names_key_value_expected(cfg, repo, edit, expect):
     bad = copy.deepcopy(cfg)
     edit(bad)
-    with pytest.raises(C.ConfigError) as e:
+    with pytest.raises(config.ConfigError) as e:
         check(bad, repo)
     assert expect in str(e.value)
 
@@ -38,19 +37,19 @@ def test_canonical_gives_one_spelling_per_meaning(cfg, repo):
     """Snakemake compares job parameters by repr: 20.0 vs 20 or another key order would rerun
     jobs whose inputs mean the same."""
     schema = yamlio.load_file(repo / "schemas" / "config.schema.yaml")
-    assert C.canonical(cfg, schema) == cfg
+    assert config.canonical(cfg, schema) == cfg
     # the shipped values that are job parameters keep their repr (upgrading reruns nothing)
     for key in ("bench", "tools", "attempts", "gpu_target"):
-        assert repr(C.canonical(cfg, schema)[key]) == repr(cfg[key])
+        assert repr(config.canonical(cfg, schema)[key]) == repr(cfg[key])
     other = copy.deepcopy(cfg)
     other["bench"] = dict(reversed(list(other["bench"].items())))
     other["bench"]["warmup_ms"] = 20.0
     other["tools"] = dict(reversed(list(other["tools"].items())))
     other["attempts"]["write_kernel"] = 2.0
     for key in ("bench", "tools", "attempts"):
-        assert repr(C.canonical(other, schema)[key]) == repr(cfg[key])
-    assert type(C.canonical(other, schema)["attempts"]["write_kernel"]) is int
-    assert C.canonical({"bench": {"threshold": 0.95}}, schema)["bench"]["threshold"] == 0.95
+        assert repr(config.canonical(other, schema)[key]) == repr(cfg[key])
+    assert type(config.canonical(other, schema)["attempts"]["write_kernel"]) is int
+    assert config.canonical({"bench": {"threshold": 0.95}}, schema)["bench"]["threshold"] == 0.95
 
 
 def test_tool_paths_compare_by_where_they_resolve(tmp_path, monkeypatch):
@@ -64,14 +63,14 @@ def test_tool_paths_compare_by_where_they_resolve(tmp_path, monkeypatch):
     # the default written out, relative, through ~ or a symbolic link: the default ("")
     same = {"tileirdisasm": str(tmp_path / "link" / "tileirdisasm"), "cuda_root": "cu13",
             "cargo_target_dir": "~/cache/cargo-target"}
-    assert C.resolve_tools(same, tmp_path, defaults) == (empty, {})
-    assert C.resolve_tools({}, tmp_path, defaults) == (empty, {})
+    assert config.resolve_tools(same, tmp_path, defaults) == (empty, {})
+    assert config.resolve_tools({}, tmp_path, defaults) == (empty, {})
     # another place: another tool (a parameter, so its stages rerun), another cache (never a
     # parameter: it reaches the jobs through the environment)
     other = {"tileirdisasm": "bin2/tileirdisasm", "cuda_root": "", "cargo_target_dir": "elsewhere"}
-    params, env = C.resolve_tools(other, tmp_path, defaults)
+    params, env = config.resolve_tools(other, tmp_path, defaults)
     assert params == {**empty, "tileirdisasm": str(tmp_path / "bin2" / "tileirdisasm")}
     assert env == {"TILEPORT_CARGO_TARGET_DIR": str(tmp_path / "elsewhere")}
     # nothing found here for a default: any path given is kept
-    params, _ = C.resolve_tools(same, tmp_path, {k: None for k in defaults})
+    params, _ = config.resolve_tools(same, tmp_path, {k: None for k in defaults})
     assert params["tileirdisasm"] == str(tmp_path / "bin" / "tileirdisasm")

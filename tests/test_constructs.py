@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import run_kernels
 
 OP = Path(__file__).parent / "data" / "operators" / "constructs"

@@ -1,5 +1,5 @@
 """attribute_kernels over synthetic kineto Chrome traces (no torch, no GPU)."""
-from tileport.cupti import attribute_kernels
+from tileport.gpu.cupti import attribute_kernels
 
 
 def ann(name, ts, dur):

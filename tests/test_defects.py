@@ -1,16 +1,16 @@
-"""Known defects of the user's kernel (manifest ``known_defects``, tileport.defects): the manifest's
+"""Known defects of the user's kernel (manifest ``known_defects``, tileport.model.defects): the manifest's
 checks, the test-relevant hash, and what gpu_test, bench, the GPU route, summary.csv, the report
 and the coverage table make of a variant whose port agrees with a declared-defective reference.
 Unit tests on small manifests and synthetic rows: no GPU, no build."""
 from pathlib import Path
 
 import pytest
-
 from manifest_ops import make_op, pick_manifest
-from tileport import defects as D
-from tileport import gpu_test as G
-from tileport import manifest as M
-from tileport import validity as V
+
+from tileport.gpu import kept
+from tileport.gpu import test as gpu_test
+from tileport.model import defects as tp_defects
+from tileport.model import manifest as tp_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,15 +28,15 @@ def _op(tmp_path, entry=ENTRY, name="pick"):
 
 
 def test_a_declared_defect_loads_and_covers_the_variants_its_selector_names(tmp_path):
-    man = M.load(_op(tmp_path) / "manifest.yaml")
-    (d,) = D.declared(man)
+    man = tp_manifest.load(_op(tmp_path) / "manifest.yaml")
+    (d,) = tp_manifest.declared_defects(man)
     assert d.kernel == "pick" and d.line == 16 and d.file.endswith("operators/pick/kernel.py")
     assert d.variants == ("f16-TILE128-LATm1-bias1em06-NEGtrue", "bf16-TILE128-LATm1-bias1em06-NEGtrue")
     assert d.manifest_line == pick_manifest().count("\n") + 2 and d.label.startswith("known_defects[0] (")
     # the other selectors: all, a list of ids, dtypes
     for sel, n in (("all", 3), ("[f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2]", 1), ("{dtypes: [bf16]}", 1)):
-        man = M.load(_op(tmp_path / sel[:3], ENTRY.replace("{constexprs: {NEG: true}}", sel)) / "manifest.yaml")
-        assert len(D.declared(man)[0].variants) == n, sel
+        man = tp_manifest.load(_op(tmp_path / sel[:3], ENTRY.replace("{constexprs: {NEG: true}}", sel)) / "manifest.yaml")
+        assert len(tp_manifest.declared_defects(man)[0].variants) == n, sel
 
 
 @pytest.mark.parametrize("old,new,msg", [
@@ -56,37 +56,37 @@ def test_a_bad_declaration_is_a_load_error_naming_file_line_and_cause(tmp_path, 
     text = ENTRY.replace(old, new)
     assert text != ENTRY
     d = _op(tmp_path, text)
-    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
-        M.load(d / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
+        tp_manifest.load(d / "manifest.yaml")
 
 
 def test_the_tileGym_declarations_load_against_the_wheel_and_cover_the_failing_variants():
-    swa = M.load(REPO / "operators" / "tg_swa_attention" / "manifest.yaml")
-    (d,) = D.declared(swa)
+    swa = tp_manifest.load(REPO / "operators" / "tg_swa_attention" / "manifest.yaml")
+    (d,) = tp_manifest.declared_defects(swa)
     assert d.where == "tilegym/ops/cutile/experimental/swa_attention.py:110"
     assert d.variants == ("f16-TILE_M64-TILE_N128-TILE_D64-CAUSALtrue", "f16-TILE_M64-TILE_N128-TILE_D64-CAUSALfalse")
-    var = M.load(REPO / "operators" / "tg_attention_variant" / "manifest.yaml")
-    (d,) = D.declared(var)
+    var = tp_manifest.load(REPO / "operators" / "tg_attention_variant" / "manifest.yaml")
+    (d,) = tp_manifest.declared_defects(var)
     assert d.where == "tilegym/ops/cutile/attention_variant.py:370" and d.kernel == "_fmha_variant_kernel_nsbd"
     assert len(d.variants) == 4
 
 
 def test_the_declaration_enters_the_test_hash_but_its_prose_does_not(tmp_path):
     d = _op(tmp_path)
-    base = V.tested_inputs_sha(d)
+    base = kept.tested_inputs_sha(d)
     text = (d / "manifest.yaml").read_text()
     (d / "manifest.yaml").write_text(text.replace("the gain is applied twice", "gain twice (L16)")
                                      .replace("an emulation", "the H200"))
-    assert V.tested_inputs_sha(d) == base
+    assert kept.tested_inputs_sha(d) == base
     for old, new in (("line: 16", "line: 15"), ("{constexprs: {NEG: true}}", "all")):
         (d / "manifest.yaml").write_text(text.replace(old, new))
-        assert V.tested_inputs_sha(d) != base, old
+        assert kept.tested_inputs_sha(d) != base, old
     (d / "manifest.yaml").write_text(pick_manifest())
-    assert V.tested_inputs_sha(d) != base
+    assert kept.tested_inputs_sha(d) != base
 
 
 # -- gpu_test ----------------------------------------------------------------------------------
-DEF = D.Defect(0, "operators/x/manifest.yaml", 42, "k", "tilegym/ops/cutile/x.py", 370,
+DEF = tp_defects.Defect(0, "operators/x/manifest.yaml", 42, "k", "tilegym/ops/cutile/x.py", 370,
                ("f16-T1",), "keys >= 128 score 0", "emulation")
 MISS = {"ok": False, "max_abs": 0.7, "mismatches": 10, "numel": 100,
         "worst": {"index": [3], "actual": 0.01, "expected": -0.7, "allowed": 0.017}}
@@ -102,7 +102,7 @@ def row(variant="f16-T1", same=True, ref_ok=False, port_ok=False):
 
 
 def test_a_covered_same_miss_is_ref_defect_and_the_operator_faithful_owner_kernel():
-    v = G.verdict_of("op", [row(), row("f16-T2", ref_ok=True, port_ok=True)], writers={"k": "translator"},
+    v = gpu_test.verdict_of("op", [row(), row("f16-T2", ref_ok=True, port_ok=True)], writers={"k": "translator"},
                      defects=[DEF])
     assert (v.verdict, v.owner, v.fail_class) == ("FAITHFUL_REF_DEFECT", "kernel", None)
     assert v.details["variants"] == {"k/f16-T1": "REF_DEFECT", "k/f16-T2": "PASS"}
@@ -111,27 +111,27 @@ def test_a_covered_same_miss_is_ref_defect_and_the_operator_faithful_owner_kerne
     assert f.severity == "warn" and f.ref == {"file": "tilegym/ops/cutile/x.py", "line": 370}
     assert "manifest.yaml:42" in f.message and "x.py:370" in f.message
     assert v.details["known_defects"]["k/f16-T1"]["line"] == "tilegym/ops/cutile/x.py:370"
-    assert not [f for f in v.findings if f.owner == "manifest"] and G.exit_status(v.to_dict()) == 0
+    assert not [f for f in v.findings if f.owner == "manifest"] and gpu_test.exit_status(v.to_dict()) == 0
 
 
 def test_a_port_that_differs_from_a_declared_defective_reference_is_still_the_ports():
-    v = G.verdict_of("op", [row(same=False)], writers={"k": "translator"}, defects=[DEF])
+    v = gpu_test.verdict_of("op", [row(same=False)], writers={"k": "translator"}, defects=[DEF])
     assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "tool", "kernel")
     assert v.details["variants"] == {"k/f16-T1": "FAIL"}
     assert any("known_defects[0]" in f.message and "the port is wrong" in f.message for f in v.findings)
     # a port that misses alone on a covered variant (the reference right there) too
-    v = G.verdict_of("op", [row(ref_ok=True)], writers={"k": "translator"}, defects=[DEF])
+    v = gpu_test.verdict_of("op", [row(ref_ok=True)], writers={"k": "translator"}, defects=[DEF])
     assert (v.verdict, v.owner) == ("FAIL", "tool")
 
 
 def test_an_undeclared_same_miss_stays_the_manifests():
-    v = G.verdict_of("op", [row("f16-T2")], writers={"k": "translator"}, defects=[DEF])
+    v = gpu_test.verdict_of("op", [row("f16-T2")], writers={"k": "translator"}, defects=[DEF])
     assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "manifest", None)
-    assert G.verdict_of("op", [row()], writers={"k": "translator"}).owner == "manifest"
+    assert gpu_test.verdict_of("op", [row()], writers={"k": "translator"}).owner == "manifest"
 
 
 def test_a_declared_defect_that_does_not_show_is_a_stale_declaration():
-    v = G.verdict_of("op", [row(ref_ok=True, port_ok=True)], defects=[DEF])
+    v = gpu_test.verdict_of("op", [row(ref_ok=True, port_ok=True)], defects=[DEF])
     assert v.verdict == "ALL_PASS" and "stale" in v.summary
     (f,) = v.findings
     assert (f.owner, f.severity) == ("manifest", "warn") and "operators/x/manifest.yaml:42" in f.message
@@ -140,7 +140,7 @@ def test_a_declared_defect_that_does_not_show_is_a_stale_declaration():
 
 def test_a_ref_defect_variant_next_to_a_failing_one_leaves_the_operator_failing():
     bad = {**row("f16-T2", ref_ok=True), "port": dict(MISS)}
-    v = G.verdict_of("op", [row(), bad], writers={"k": "translator"}, defects=[DEF])
+    v = gpu_test.verdict_of("op", [row(), bad], writers={"k": "translator"}, defects=[DEF])
     assert (v.verdict, v.owner) == ("FAIL", "tool")
     assert v.details["variants"] == {"k/f16-T1": "REF_DEFECT", "k/f16-T2": "FAIL"}
 
@@ -154,33 +154,32 @@ def brow_miss(same=True, variant="f16-T1"):
 
 
 def test_the_benchmark_treats_a_declared_defect_as_gpu_test_does():
-    from tileport import bench as B
+    from tileport.gpu import bench
 
-    v = B.fold("op", [brow_miss()], 0.95, writers={"k": "translator"}, defects=[DEF])
+    v = bench.fold("op", [brow_miss()], 0.95, writers={"k": "translator"}, defects=[DEF])
     assert v.verdict == "DONE" and "known defect" in v.summary
     assert v.details["known_defect_configs"][0]["declared"] == DEF.label
     assert [f.owner for f in v.findings] == ["kernel"]
-    v = B.fold("op", [brow_miss()], 0.95, writers={"k": "translator"})
+    v = bench.fold("op", [brow_miss()], 0.95, writers={"k": "translator"})
     assert (v.verdict, v.owner) == ("FAIL", "manifest")
-    v = B.fold("op", [brow_miss(same=False)], 0.95, writers={"k": "translator"}, defects=[DEF])
+    v = bench.fold("op", [brow_miss(same=False)], 0.95, writers={"k": "translator"}, defects=[DEF])
     assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "tool", "kernel")
 
 
 def test_the_route_summary_report_and_coverage_read_the_faithful_verdict():
-    from tileport import coverage as C
-    from tileport import route as R
-    from tileport import summary as S
+    from tileport.flow import route
+    from tileport.report import coverage, summary
     from tileport.report import data as RD
 
-    test = G.verdict_of("op", [row()], defects=[DEF]).to_dict()
-    d = R.decide_gpu(test, {"verdict": "DONE", "summary": "ok"}, {}, {"k": 1}, 1, writer="translator",
+    test = gpu_test.verdict_of("op", [row()], defects=[DEF]).to_dict()
+    d = route.decide_gpu(test, {"verdict": "DONE", "summary": "ok"}, {}, {"k": 1}, 1, writer="translator",
                      writer_cap=2)
     assert d["next"] == "accept" and "FAITHFUL_REF_DEFECT" in d["reason"]
-    assert S._gpu_columns(test, None, "k/f16-T1")["test"] == "REF_DEFECT"
+    assert summary._gpu_columns(test, None, "k/f16-T1")["test"] == "REF_DEFECT"
     assert RD.verdict_class("gpu_test", "REF_DEFECT", 0.95) == "notes"
-    cpu = {st: "PASS" for st in C.CPU_STAGES}
-    assert C._stop({**cpu, "test": "REF_DEFECT", "ratio": "1.0"})[1] == "bench"
-    assert G.MEASURED[:2] == ("ALL_PASS", "FAITHFUL_REF_DEFECT")
+    cpu = {st: "PASS" for st in coverage.CPU_STAGES}
+    assert coverage._stop({**cpu, "test": "REF_DEFECT", "ratio": "1.0"})[1] == "bench"
+    assert gpu_test.MEASURED[:2] == ("ALL_PASS", "FAITHFUL_REF_DEFECT")
 
 
 def test_without_the_wheel_the_line_is_checked_against_the_imported_line_map(tmp_path, monkeypatch):
@@ -189,24 +188,24 @@ def test_without_the_wheel_the_line_is_checked_against_the_imported_line_map(tmp
     import json
     import shutil
 
-    from tileport import importer as I
+    from tileport.core import wheels
 
     def no_wheel(*a, **k):
-        raise I.ImportFailed("no installed distribution provides the package 'tilegym'")
+        raise wheels.ImportFailed("no installed distribution provides the package 'tilegym'")
 
-    monkeypatch.setattr(I, "find_wheel", no_wheel)
+    monkeypatch.setattr(tp_defects, "find_wheel", no_wheel)
     op = tmp_path / "operators" / "tg_attention_variant"
     shutil.copytree(REPO / "operators" / "tg_attention_variant", op)
-    M.load(op / "manifest.yaml")                            # no wheel, no map: not checkable here
+    tp_manifest.load(op / "manifest.yaml")                            # no wheel, no map: not checkable here
     src = tmp_path / "results" / "tg_attention_variant" / "src"
     src.mkdir(parents=True)
     lines = {str(i): f"tilegym/ops/cutile/attention_variant.py:{360 + i}" for i in range(1, 20)}
     (src / "kernel.py.map.json").write_text(json.dumps({"lines": lines}))
-    M.load(op / "manifest.yaml")                            # line 370 is held
+    tp_manifest.load(op / "manifest.yaml")                            # line 370 is held
     (op / "manifest.yaml").write_text((op / "manifest.yaml").read_text().replace("line: 370", "line: 12"))
-    with pytest.raises(M.ManifestError, match=r"key 'known_defects/0/line': line 12 of "
+    with pytest.raises(tp_manifest.ManifestError, match=r"key 'known_defects/0/line': line 12 of "
                                               r"tilegym/ops/cutile/attention_variant.py is not among the lines"):
-        M.load(op / "manifest.yaml")
+        tp_manifest.load(op / "manifest.yaml")
 
 
 @pytest.mark.parametrize("old,new,msg", [
@@ -222,10 +221,10 @@ def test_a_declaration_coerced_repeated_or_pointing_at_no_code_of_the_kernel_is_
     text = ENTRY.replace(old, new)
     assert text != ENTRY
     d = _op(tmp_path, text)
-    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
-        M.load(d / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
+        tp_manifest.load(d / "manifest.yaml")
     # a line of a helper the kernel calls is fine
-    M.load(_op(tmp_path / "ok", ENTRY.replace("line: 16", "line: 7")) / "manifest.yaml")
+    tp_manifest.load(_op(tmp_path / "ok", ENTRY.replace("line: 16", "line: 7")) / "manifest.yaml")
 
 
 def test_a_line_that_is_a_comment_or_blank_inside_the_kernel_is_an_error(tmp_path):
@@ -234,6 +233,6 @@ def test_a_line_that_is_a_comment_or_blank_inside_the_kernel_is_an_error(tmp_pat
     kernel = PICK_KERNEL.replace("    b = ct.bid(0)\n", "    # the block\n\n    b = ct.bid(0)\n")
     for ln, what in ((13, "a comment"), (14, "blank")):
         d = make_op(tmp_path / str(ln), "pick", kernel, pick_manifest("pick") + ENTRY.replace("line: 16", f"line: {ln}"))
-        with pytest.raises(M.ManifestError, match=rf"manifest.yaml:\d+: key 'known_defects/0/line': line {ln} of "
+        with pytest.raises(tp_manifest.ManifestError, match=rf"manifest.yaml:\d+: key 'known_defects/0/line': line {ln} of "
                                                   rf".*kernel.py is {what}; give the line of pick's code"):
-            M.load(d / "manifest.yaml")
+            tp_manifest.load(d / "manifest.yaml")

@@ -4,11 +4,11 @@ import ctypes
 import sys
 
 import pytest
-
-from tileport import ffi, host
-from tileport.ffi import FfiError, HostLibrary, descriptor
-
 from test_host import built  # noqa: F401  (module fixture: results tree + built library)
+
+from tileport.host import ffi
+from tileport.host import shim as host
+from tileport.host.ffi import FfiError, HostLibrary, descriptor
 
 
 class FakeTensor:
@@ -1109,7 +1109,7 @@ def test_a_whole_call_reads_through_dlpack_unless_turned_off(built, dl, dlpack):
 
 def test_hostbench_checks_the_rust_blocks_against_the_python_fast_path(rlib, dl, monkeypatch):
     """hostbench's ``blocks`` column: same bytes with both reads, else which reads differ or declined."""
-    from tileport import hostbench
+    from tileport.gpu import hostbench
 
     monkeypatch.setattr(ffi, "_RAW_STREAM", [lambda device: 0x1234])     # torch's current stream
     shim = rlib.shim(RMS)

@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tileport import analyze as A
-from tileport import frontend as F
-from tileport import importer as I
-from tileport import manifest as M
-from tileport import source as S
+from tileport.core import source
+from tileport.cpu import analyze, importer
+from tileport.model import frontend, manifest
 from tileport.translate import Unsupported, translate_entries, translate_model
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,9 +20,9 @@ def _operator(tmp_path: Path, op: str) -> Path:
     """A copy of operators/<op> under tmp_path, with its kernels imported when it has `source:`."""
     d = tmp_path / "operators" / op
     shutil.copytree(REPO / "operators" / op, d)
-    if S.source_of(d) is not None:
-        k = S.imported_kernel_py(d)
-        doc = I.run(d, k, str(k) + ".map.json", k.parent / "import.json", op, REPO / "requirements-sources.txt")
+    if source.source_of(d) is not None:
+        k = source.imported_kernel_py(d)
+        doc = importer.run(d, k, str(k) + ".map.json", k.parent / "import.json", op, REPO / "requirements-sources.txt")
         if doc["verdict"] not in ("PASS", "PASS_WITH_NOTES"):
             pytest.skip(f"{op}: the import did not pass ({doc['summary']}): nothing to analyse")
     return d
@@ -35,7 +33,7 @@ def test_analyser_and_translator_agree(tmp_path, op):
     """A kernel the analyser passes is one the translator translates; a kernel the translator
     cannot translate is one the analyser reports, with the same construct, file and line."""
     d = _operator(tmp_path, op)
-    details = A.analyse(d)
+    details = analyze.analyse(d)
     assert details["kernels"] or details["unsupported"], "the analysis says nothing"
     n_lines = Path(details["kernel_file"]).read_text().count("\n") + 1
     for k in details["kernels"]:
@@ -58,7 +56,7 @@ def test_the_translator_reads_only_the_model(tmp_path):
     """The translator consumes the front end's model: with the kernel file and the manifest gone
     after the model was read, it still translates (it parses nothing, loads no manifest)."""
     d = _operator(tmp_path, "softmax")
-    model = F.load(d)
+    model = frontend.load(d)
     want = translate_entries(d, "softmax_kernel")
     (d / "kernel.py").unlink()
     (d / "manifest.yaml").unlink()
@@ -74,7 +72,7 @@ def test_a_construct_the_translator_lacks_in_a_helper_is_reported_with_its_line(
     src = src.replace("tile=ct.maximum(t, zero)", "tile=ct.maximum(_same(t), zero)", 1)
     assert "_same(t)" in src
     (d / "kernel.py").write_text(src)
-    un = A.analyse(d)["unsupported"]
+    un = analyze.analyse(d)["unsupported"]
     line = src.splitlines().index("    try:") + 1
     assert un and un[0]["construct"].startswith("try") and un[0]["line"] == line and un[0]["owner"] == "tool"
 
@@ -82,7 +80,7 @@ def test_a_construct_the_translator_lacks_in_a_helper_is_reported_with_its_line(
 def _unit(src: str, shape, ndim: int = 1) -> bool:
     import ast
     fn = ast.parse(src).body[0]
-    return F.unit_array(fn, "ct", "S", ndim, shape)
+    return frontend.unit_array(fn, "ct", "S", ndim, shape)
 
 
 def test_a_one_element_array_read_by_views_only_is_a_constant_shape():
@@ -107,19 +105,19 @@ def test_tg_attention_sink_start_q_is_a_tensor_of_constant_shape(tmp_path):
     in the reference's signature; the one-element arrays tg_moe reads by ct.gather and
     tg_moe_align_block writes by ct.scatter stay run-time shapes (cutile 0.5.0 panics on their
     pointer tiles)."""
-    from tileport import reference_ir as R
+    from tileport.cpu import reference_ir
     d = _operator(tmp_path, "tg_attention_sink")
-    model = F.load(d)
+    model = frontend.load(d)
     k = model.kernel("_attention_sink_kernel")
     shapes = {p["name"]: p.get("static_shape") for p in k.params if p["kind"] == "array"}
     assert shapes == {"Q": None, "K": None, "V": None, "Sinks": None, "Out": None, "Start_q": [1]}
     assert "Start_q: &Tensor<i32, {[1]}>" in translate_model(model, k.name)[0]
-    sig = R.signature_for(k.params, M.kernel_variants(model.manifest)[k.name][0])
+    sig = reference_ir.signature_for(k.params, manifest.kernel_variants(model.manifest)[k.name][0])
     start_q = sig.parameters[[p["name"] for p in k.params].index("Start_q")]
     assert tuple(start_q.shape_constant) == (1,)
     assert tuple(sig.parameters[0].shape_constant) == (None,) * 4
     for op, name in (("tg_moe", "num_tokens_post_padded_ptr"),
                      ("tg_moe_align_block", "total_tokens_post_pad")):
-        m = F.load(_operator(tmp_path, op))
+        m = frontend.load(_operator(tmp_path, op))
         ps = [p for kk in m.kernels for p in kk.params if p["name"] == name]
         assert ps and all(p.get("static_shape") is None for p in ps), (op, ps)

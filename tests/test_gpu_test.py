@@ -3,16 +3,16 @@ import json
 
 import pytest
 
-from tileport import gpu_test as G
-from tileport import harness as H
-from tileport import host as HOST
-from tileport.verdict import Verdict, read, write
+from tileport.core.verdict import Verdict, read, write
+from tileport.gpu import harness
+from tileport.gpu import test as gpu_test
+from tileport.host import shim as host_shim
 
 
 def has_gpu():
     try:
-        H.probe_gpu()
-    except H.NoGpu:
+        harness.probe_gpu()
+    except harness.NoGpu:
         return False
     return True
 
@@ -52,7 +52,7 @@ def valid(v: Verdict, tmp_path) -> dict:
 
 def test_all_pass(tmp_path):
     rows = [row(shape=(4, 16)), row(shape=(8, 16)), row(variant="f32-T1"), row(kernel="k2")]
-    v = G.verdict_of("op", rows, attempt=2, secs=1.5, env={"device": "X"})
+    v = gpu_test.verdict_of("op", rows, attempt=2, secs=1.5, env={"device": "X"})
     assert v.verdict == "ALL_PASS"
     assert v.fail_class is None and v.owner is None
     assert v.attempt == 2 and v.stage == "gpu_test" and v.op == "op"
@@ -66,7 +66,7 @@ def test_all_pass(tmp_path):
 
 def test_rows_without_launch_counts_still_pass():
     # only the first call of each variant is profiled
-    v = G.verdict_of("op", [row(), row(shape=(8, 16), launches=None)])
+    v = gpu_test.verdict_of("op", [row(), row(shape=(8, 16), launches=None)])
     assert v.verdict == "ALL_PASS"
     assert v.details["env"] == {}
 
@@ -74,7 +74,7 @@ def test_rows_without_launch_counts_still_pass():
 def test_numeric_mismatch_fails_kernel_with_worst_element(tmp_path):
     rows = [row(), row(variant="f32-T1", shape=(8, 32),
                        port=mismatch(index=(2, 7), actual=1.5, expected=1.25, allowed=0.01))]
-    v = G.verdict_of("op", rows)
+    v = gpu_test.verdict_of("op", rows)
     assert v.verdict == "FAIL"
     assert v.fail_class == "kernel" and v.owner == "kernel"
     assert v.details["variants"] == {"k/f16-T1": "PASS", "k/f32-T1": "FAIL"}
@@ -93,7 +93,7 @@ def test_numeric_mismatch_fails_kernel_with_worst_element(tmp_path):
 def test_output_shape_mismatch_is_named():
     port = {"ok": False, "shape": [[4, 8], [4, 16]], "max_abs": None, "mismatches": None,
             "numel": 32, "worst": None}
-    v = G.verdict_of("op", [row(port=port)])
+    v = gpu_test.verdict_of("op", [row(port=port)])
     assert v.verdict == "FAIL" and v.fail_class == "kernel"
     assert "port output shape [4, 8] != expected [4, 16]" in v.summary
 
@@ -101,7 +101,7 @@ def test_output_shape_mismatch_is_named():
 def test_port_error_with_host_class_fails_host(tmp_path):
     port = {"ok": False, "error": "FfiError: tp_op__k returned TP_ERR_BAD_RANK", "fail_class": "host",
             "cuda_error": False}
-    v = G.verdict_of("op", [row(port=port), row(variant="f32-T1")])
+    v = gpu_test.verdict_of("op", [row(port=port), row(variant="f32-T1")])
     assert v.verdict == "FAIL"
     assert v.fail_class == "host" and v.owner == "host"
     assert v.details["variants"]["k/f16-T1"] == "FAIL"
@@ -114,7 +114,7 @@ def test_port_error_with_host_class_fails_host(tmp_path):
 
 def test_port_error_without_class_defaults_to_host():
     # the row run() appends when building the call fails has fail_class; one without it is host too
-    v = G.verdict_of("op", [row(port={"ok": False, "error": "boom"}, ref={"ok": None})])
+    v = gpu_test.verdict_of("op", [row(port={"ok": False, "error": "boom"}, ref={"ok": None})])
     assert v.verdict == "FAIL" and v.fail_class == "host"
 
 
@@ -122,7 +122,7 @@ def test_kernel_class_wins_over_host_and_env():
     rows = [row(variant="a", port={"ok": False, "error": "x", "fail_class": "host"}),
             row(variant="b", port=mismatch()),
             row(variant="c", not_run="CUDA context lost earlier: illegal address")]
-    v = G.verdict_of("op", rows)
+    v = gpu_test.verdict_of("op", rows)
     assert v.fail_class == "kernel" and v.owner == "kernel"
     # the summary leads with the first critical finding, not the not_run warning
     assert "k/a shape" in v.summary and "port failed: x" in v.summary
@@ -132,18 +132,18 @@ def test_a_port_equal_to_a_failing_reference_kernel_is_the_manifests(tmp_path):
     # tg_mhc on the H200: port and cuTile Python equal bit for bit, both 2958 of 3072 off
     # reference.py's values: no kernel writer can fix that (the routes stop)
     rows = [row(port=mismatch(), ref=mismatch(), bitwise_equal=True), row(variant="f32-T1")]
-    v = G.verdict_of("op", rows)
+    v = gpu_test.verdict_of("op", rows)
     assert v.verdict == "FAIL" and v.owner == "manifest" and v.fail_class is None
     assert "bit for bit" in v.summary and v.details["variants"]["k/f16-T1"] == "FAIL"
     assert [(f.category, f.owner) for f in v.findings if f.severity == "critical"] == [("numerics", "manifest")]
     valid(v, tmp_path)
     # a port that differs from the failing reference kernel is still the port's
-    v = G.verdict_of("op", [row(port=mismatch(), ref=mismatch(), bitwise_equal=False, port_matches_ref=False)])
+    v = gpu_test.verdict_of("op", [row(port=mismatch(), ref=mismatch(), bitwise_equal=False, port_matches_ref=False)])
     assert v.owner == "kernel" and v.fail_class == "kernel"
-    v = G.verdict_of("op", [row(port=mismatch(actual=9.0), ref=mismatch(), bitwise_equal=False)])
+    v = gpu_test.verdict_of("op", [row(port=mismatch(actual=9.0), ref=mismatch(), bitwise_equal=False)])
     assert v.owner == "kernel" and v.fail_class == "kernel"
     # and the port's own fault wins over the manifest's
-    v = G.verdict_of("op", rows + [row(variant="g", port=mismatch())])
+    v = gpu_test.verdict_of("op", rows + [row(variant="g", port=mismatch())])
     assert v.fail_class == "kernel"
 
 
@@ -155,7 +155,7 @@ def test_port_and_reference_missing_the_same_way_is_the_manifests(tmp_path):
     for extra in ({"port_matches_ref": True}, {}):
         r = row(port=mismatch(actual=nan, mismatches=1536), ref=mismatch(actual=nan, mismatches=1536),
                 bitwise_equal=False, port_vs_ref_max_abs=float("inf"), **extra)
-        v = G.verdict_of("op", [r])
+        v = gpu_test.verdict_of("op", [r])
         assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "manifest", None)
         assert "agrees with the cuTile Python reference" in v.summary
         assert {f.owner for f in v.findings} == {"manifest"}
@@ -168,7 +168,7 @@ def test_a_same_miss_summary_names_the_manifest_within_its_300_characters():
     long_variant = "bf16-TILE_D128-H32-SEQ_LEN4096-TILE_M32-TILE_N16-QUERY_GROUP_SIZE1-CAUSALtrue-occupancy2"
     miss = mismatch(index=(1, 22, 3975, 12), actual=-0.078125, expected=0.00142669677734375,
                     allowed=0.030042800903320312, mismatches=1, numel=67108864)
-    v = G.verdict_of("op", [row(kernel="_fmha_bwd_dq_kernel", variant=long_variant, shape=(4, 32, 32, 4096, 128),
+    v = gpu_test.verdict_of("op", [row(kernel="_fmha_bwd_dq_kernel", variant=long_variant, shape=(4, 32, 32, 4096, 128),
                                 port=miss, ref=dict(miss), bitwise_equal=True, port_matches_ref=True)])
     assert (v.verdict, v.owner) == ("FAIL", "manifest")
     assert "equals the cuTile Python reference bit for bit" in v.summary and "not the port" in v.summary
@@ -177,19 +177,19 @@ def test_a_same_miss_summary_names_the_manifest_within_its_300_characters():
 
 def test_a_wrong_port_the_translator_wrote_is_the_tools_and_routes_to_the_writer(tmp_path):
     """Owner names who must act (the translator lacks a rule), fail_class keeps the route."""
-    v = G.verdict_of("op", [row(port=mismatch())], writers={"k": "translator"})
+    v = gpu_test.verdict_of("op", [row(port=mismatch())], writers={"k": "translator"})
     assert (v.owner, v.fail_class) == ("tool", "kernel")
     assert [f.owner for f in v.findings] == ["tool"]
-    v = G.verdict_of("op", [row(port=mismatch())], writers={"k": "anthropic"})
+    v = gpu_test.verdict_of("op", [row(port=mismatch())], writers={"k": "anthropic"})
     assert (v.owner, v.fail_class) == ("kernel", "kernel")
-    v = G.verdict_of("op", [row(port={"ok": False, "error": "FfiError: ...", "fail_class": "host"})],
+    v = gpu_test.verdict_of("op", [row(port={"ok": False, "error": "FfiError: ...", "fail_class": "host"})],
                      writers={"k": "translator"})
     assert (v.owner, v.fail_class) == ("host", "host")
     valid(v, tmp_path)
 
 
 def test_unequal_launch_counts_fail_host():
-    v = G.verdict_of("op", [row(launches=(1, 2, 1))])
+    v = gpu_test.verdict_of("op", [row(launches=(1, 2, 1))])
     assert v.verdict == "FAIL" and v.fail_class == "host"
     assert v.details["variants"] == {"k/f16-T1": "FAIL"}
     assert "port launches 2 kernel(s) per call, reference 1" in v.summary
@@ -197,12 +197,12 @@ def test_unequal_launch_counts_fail_host():
 
 
 def test_torch_launch_count_does_not_matter():
-    v = G.verdict_of("op", [row(launches=(1, 1, 5))])
+    v = gpu_test.verdict_of("op", [row(launches=(1, 1, 5))])
     assert v.verdict == "ALL_PASS"
 
 
 def test_reference_only_failure_is_a_warning_not_a_fail(tmp_path):
-    v = G.verdict_of("op", [row(ref=mismatch(actual=9.0, expected=1.0))])
+    v = gpu_test.verdict_of("op", [row(ref=mismatch(actual=9.0, expected=1.0))])
     assert v.verdict == "ALL_PASS"
     assert v.details["variants"] == {"k/f16-T1": "PASS"}
     notes = [f for f in v.findings if "reference itself fails" in f.message]
@@ -211,13 +211,13 @@ def test_reference_only_failure_is_a_warning_not_a_fail(tmp_path):
 
 
 def test_reference_error_is_a_warning_naming_the_error():
-    v = G.verdict_of("op", [row(ref={"ok": False, "error": "TileCompileError: bad", "fail_class": "env"})])
+    v = gpu_test.verdict_of("op", [row(ref={"ok": False, "error": "TileCompileError: bad", "fail_class": "env"})])
     assert v.verdict == "ALL_PASS"
     assert any("TileCompileError: bad" in f.message and f.severity == "warn" for f in v.findings)
 
 
 def test_reference_and_port_both_fail():
-    v = G.verdict_of("op", [row(ref=mismatch(), port=mismatch(actual=9.0))])
+    v = gpu_test.verdict_of("op", [row(ref=mismatch(), port=mismatch(actual=9.0))])
     assert v.verdict == "FAIL" and v.fail_class == "kernel"
     assert sorted(f.severity for f in v.findings) == ["critical", "warn"]
 
@@ -226,7 +226,7 @@ def test_not_run_rows(tmp_path):
     rows = [row(variant="a", port={"ok": False, "error": "RuntimeError: CUDA error: illegal address",
                                    "fail_class": "kernel", "cuda_error": True}),
             {"kernel": "k", "variant": "b", "shape": [4, 16], "not_run": "CUDA context lost earlier: x"}]
-    v = G.verdict_of("op", rows)
+    v = gpu_test.verdict_of("op", rows)
     assert v.details["variants"] == {"k/a": "FAIL", "k/b": "NOT_RUN"}
     assert v.verdict == "FAIL" and v.fail_class == "kernel"
     assert v.summary.startswith("2 of 2 variant(s) fail")
@@ -238,26 +238,26 @@ def test_not_run_rows(tmp_path):
 
 def test_only_not_run_rows_fail_env():
     rows = [{"kernel": "k", "variant": "b", "shape": [4], "not_run": "lost"}]
-    v = G.verdict_of("op", rows)
+    v = gpu_test.verdict_of("op", rows)
     assert v.verdict == "FAIL" and v.fail_class == "env"
     assert v.details["variants"] == {"k/b": "NOT_RUN"}
 
 
 def test_one_bad_shape_fails_the_whole_variant_in_any_order():
     for rows in ([row(port=mismatch()), row(shape=(8, 16))], [row(shape=(8, 16)), row(port=mismatch())]):
-        v = G.verdict_of("op", rows)
+        v = gpu_test.verdict_of("op", rows)
         assert v.details["variants"] == {"k/f16-T1": "FAIL"}
         assert v.summary.startswith("1 of 1 variant(s) fail")
 
 
 def test_variant_keys_are_kernel_slash_variant():
-    v = G.verdict_of("op", [row(kernel="a", variant="f16-T1"), row(kernel="b", variant="f16-T1",
+    v = gpu_test.verdict_of("op", [row(kernel="a", variant="f16-T1"), row(kernel="b", variant="f16-T1",
                                                                   port=mismatch())])
     assert v.details["variants"] == {"a/f16-T1": "PASS", "b/f16-T1": "FAIL"}
 
 
 def test_no_rows_is_blocked(tmp_path):
-    v = G.verdict_of("op", [])          # the manifest's test_shapes / fits: the routes stop
+    v = gpu_test.verdict_of("op", [])          # the manifest's test_shapes / fits: the routes stop
     assert (v.verdict, v.owner, v.fail_class) == ("BLOCKED", "manifest", None)
     assert v.summary == "no test shape fits any variant"
     assert v.details["variants"] == {} and v.details["cases"] == []
@@ -268,7 +268,7 @@ def test_no_rows_is_blocked(tmp_path):
 
 def test_gate_off_writes_not_run(tmp_path):
     out = tmp_path / "t.json"
-    d = G.gpu_gate("gpu_test", "op", "off", out, attempt=3)
+    d = gpu_test.gpu_gate("gpu_test", "op", "off", out, attempt=3)
     assert d["verdict"] == "NOT_RUN" and d["summary"] == "not_run (gpu: off)"
     assert read(out) == d and d["attempt"] == 3 and d["stage"] == "gpu_test"
 
@@ -276,14 +276,14 @@ def test_gate_off_writes_not_run(tmp_path):
 def test_gate_off_never_probes(tmp_path, monkeypatch):
     def boom():
         raise AssertionError("probed")
-    monkeypatch.setattr(H, "probe_gpu", boom)
-    assert G.gpu_gate("bench", "op", "off", tmp_path / "b.json")["verdict"] == "NOT_RUN"
+    monkeypatch.setattr(harness, "probe_gpu", boom)
+    assert gpu_test.gpu_gate("bench", "op", "off", tmp_path / "b.json")["verdict"] == "NOT_RUN"
 
 
 @no_gpu_here
 def test_gate_auto_without_gpu_writes_not_run(tmp_path):
     out = tmp_path / "t.json"
-    d = G.gpu_gate("gpu_test", "op", "auto", out)
+    d = gpu_test.gpu_gate("gpu_test", "op", "auto", out)
     assert d["verdict"] == "NOT_RUN"
     assert d["summary"].startswith("not_run (no GPU")
     assert read(out)["summary"] == d["summary"]
@@ -293,7 +293,7 @@ def test_gate_auto_without_gpu_writes_not_run(tmp_path):
 def test_gate_required_without_gpu_exits_1_and_leaves_error(tmp_path, capsys):
     out = tmp_path / "t.json"
     with pytest.raises(SystemExit) as ei:
-        G.gpu_gate("gpu_test", "op", "required", out)
+        gpu_test.gpu_gate("gpu_test", "op", "required", out)
     assert ei.value.code == 1
     d = read(out)
     assert d["verdict"] == "ERROR" and d["fail_class"] == "env" and d["owner"] == "env"
@@ -304,20 +304,20 @@ def test_gate_required_without_gpu_exits_1_and_leaves_error(tmp_path, capsys):
 
 def test_gate_carries_the_probe_reason(tmp_path, monkeypatch):
     def no():
-        raise H.NoGpu("driver too old")
-    monkeypatch.setattr(H, "probe_gpu", no)
-    d = G.gpu_gate("bench", "op", "auto", tmp_path / "b.json")
+        raise harness.NoGpu("driver too old")
+    monkeypatch.setattr(harness, "probe_gpu", no)
+    d = gpu_test.gpu_gate("bench", "op", "auto", tmp_path / "b.json")
     assert d["summary"] == "not_run (no GPU: driver too old)"
     with pytest.raises(SystemExit):
-        G.gpu_gate("bench", "op", "required", tmp_path / "r.json")
+        gpu_test.gpu_gate("bench", "op", "required", tmp_path / "r.json")
     assert "driver too old" in read(tmp_path / "r.json")["summary"]
 
 
 def test_gate_with_gpu_returns_none_and_writes_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(H, "probe_gpu", lambda: "NVIDIA H200")
+    monkeypatch.setattr(harness, "probe_gpu", lambda: "NVIDIA H200")
     out = tmp_path / "t.json"
     for mode in ("auto", "required"):
-        assert G.gpu_gate("gpu_test", "op", mode, out) is None
+        assert gpu_test.gpu_gate("gpu_test", "op", mode, out) is None
     assert not out.exists()
 
 
@@ -327,7 +327,7 @@ def test_gate_with_gpu_returns_none_and_writes_nothing(tmp_path, monkeypatch):
 def test_run_auto_without_gpu_never_touches_the_library(tmp_path):
     missing = tmp_path / "nowhere"
     out = tmp_path / "out" / "test.json"
-    d = G.run("op", missing / "operators" / "op", missing / "results", out, gpu="auto",
+    d = gpu_test.run("op", missing / "operators" / "op", missing / "results", out, gpu="auto",
               host_build=missing / "host" / "build.json")
     assert d["verdict"] == "NOT_RUN" and d["summary"].startswith("not_run (no GPU")
     assert read(out) == d
@@ -335,13 +335,13 @@ def test_run_auto_without_gpu_never_touches_the_library(tmp_path):
 
 
 def test_run_off_is_not_run(tmp_path):
-    d = G.run("op", tmp_path / "x", tmp_path / "y", tmp_path / "t.json", gpu="off")
+    d = gpu_test.run("op", tmp_path / "x", tmp_path / "y", tmp_path / "t.json", gpu="off")
     assert d["summary"] == "not_run (gpu: off)"
 
 
 def test_run_with_gpu_but_no_library_is_blocked_host(tmp_path, monkeypatch):
-    monkeypatch.setattr(H, "probe_gpu", lambda: "NVIDIA H200")
-    d = G.run("op", tmp_path / "operators" / "op", tmp_path / "results", tmp_path / "t.json", gpu="auto")
+    monkeypatch.setattr(harness, "probe_gpu", lambda: "NVIDIA H200")
+    d = gpu_test.run("op", tmp_path / "operators" / "op", tmp_path / "results", tmp_path / "t.json", gpu="auto")
     assert d["verdict"] == "BLOCKED" and d["fail_class"] == "host" and d["owner"] == "host"
     assert d["summary"].startswith("host library not built")
 
@@ -364,25 +364,25 @@ def make_op(results, op, kernels=("k",)):
 def host_build(results, ops: dict, verdict="PASS", summary="built", fail_class=None):
     p = results / "host" / "build.json"
     write(Verdict(stage="host_build", op="*", verdict=verdict, summary=summary, fail_class=fail_class,
-                  owner=fail_class, details={"ops": ops, "library": str(results / "host" / HOST.LIB_NAME)}), p)
+                  owner=fail_class, details={"ops": ops, "library": str(results / "host" / host_shim.LIB_NAME)}), p)
     return p
 
 
 def in_lib(results, op):
-    return {"in_library": True, "reason": "", "kernels": ["k"], "sources_sha": HOST.sources_sha(results, op)}
+    return {"in_library": True, "reason": "", "kernels": ["k"], "sources_sha": host_shim.sources_sha(results, op)}
 
 
 def test_library_good_case(tmp_path):
     results = tmp_path / "results"
     make_op(results, "op", kernels=("k", "k2"))
     hb = host_build(results, {"op": in_lib(results, "op")})
-    lib, why = G.library_for("op", results, hb)
+    lib, why = gpu_test.library_for("op", results, hb)
     assert why is None
-    assert lib == str(results / "host" / HOST.LIB_NAME)
+    assert lib == str(results / "host" / host_shim.LIB_NAME)
 
 
 def test_library_missing_build_verdict(tmp_path):
-    lib, why = G.library_for("op", tmp_path, tmp_path / "host" / "build.json")
+    lib, why = gpu_test.library_for("op", tmp_path, tmp_path / "host" / "build.json")
     assert lib is None
     assert why[0] == "host" and why[1].startswith("host library not built:")
 
@@ -391,7 +391,7 @@ def test_op_absent_from_library(tmp_path):
     results = tmp_path / "results"
     make_op(results, "other")
     hb = host_build(results, {"other": in_lib(results, "other")}, summary="built with 1 operator(s)")
-    lib, why = G.library_for("op", results, hb)
+    lib, why = gpu_test.library_for("op", results, hb)
     assert lib is None
     # the reason names the operators the library was built for (e.g. a config subset)
     assert why[0] == "host" and "op is not in the host library (built for ['other'])" in why[1]
@@ -400,7 +400,7 @@ def test_op_absent_from_library(tmp_path):
 def test_library_error_verdict_passes_its_fail_class(tmp_path):
     results = tmp_path / "results"
     hb = host_build(results, {}, verdict="ERROR", summary="cannot run cargo", fail_class="env")
-    assert G.library_for("op", results, hb) == (None, ("env", "host library not built: cannot run cargo"))
+    assert gpu_test.library_for("op", results, hb) == (None, ("env", "host library not built: cannot run cargo"))
 
 
 @pytest.mark.parametrize("reason, upstream, owner", [
@@ -420,10 +420,10 @@ def test_op_left_out_of_library(tmp_path, reason, upstream, owner):
     if upstream:
         f, word, who = upstream
         write(Verdict(stage="x", op="op", verdict=word, owner=who, summary="s"), results / "op" / f)
-    lib, why = G.library_for("op", results, hb)
+    lib, why = gpu_test.library_for("op", results, hb)
     assert lib is None
     assert why == (owner, f"not in the host library: {reason}")
-    assert G.routed(owner) == (owner if owner in ("kernel", "host", "env") else None)
+    assert gpu_test.routed(owner) == (owner if owner in ("kernel", "host", "env") else None)
 
 
 @pytest.mark.parametrize("edit", ["host/ffi.rs", "rust/src/k.rs"])
@@ -433,7 +433,7 @@ def test_stale_sources_ask_for_rebuild(tmp_path, edit):
     hb = host_build(results, {"op": in_lib(results, "op")})
     f = results / "op" / edit
     f.write_text(f.read_text() + "// edited after the build\n")
-    lib, why = G.library_for("op", results, hb)
+    lib, why = gpu_test.library_for("op", results, hb)
     assert lib is None
     assert why[0] == "host"
     assert "rebuild" in why[1] and "results/op" in why[1]
@@ -445,14 +445,14 @@ def test_files_outside_the_library_do_not_make_it_stale(tmp_path):
     hb = host_build(results, {"op": in_lib(results, "op")})
     (results / "op" / "rust" / "src" / "untranslated.rs").write_text("// not in ffi.json\n")
     (results / "op" / "host" / "shim.json").write_text("{}")
-    assert G.library_for("op", results, hb)[1] is None
+    assert gpu_test.library_for("op", results, hb)[1] is None
 
 
 def test_wrong_recorded_sha_is_stale(tmp_path):
     results = tmp_path / "results"
     make_op(results, "op")
     hb = host_build(results, {"op": {**in_lib(results, "op"), "sources_sha": "0" * 64}})
-    assert G.library_for("op", results, hb)[1][0] == "host"
+    assert gpu_test.library_for("op", results, hb)[1][0] == "host"
 
 
 @pytest.mark.parametrize("reason,owner", [
@@ -466,7 +466,7 @@ def test_a_library_holding_no_operator_blames_the_operators_own_reason(tmp_path,
     results = tmp_path / "results"
     hb = host_build(results, {"op": {"in_library": False, "reason": reason, "findings": []}}, verdict="ERROR",
                     summary="no operator has a built port and a shim: no library", fail_class="kernel")
-    assert G.library_for("op", results, hb) == (None, (owner, f"not in the host library: {reason}"))
+    assert gpu_test.library_for("op", results, hb) == (None, (owner, f"not in the host library: {reason}"))
 
 
 # -- kept measurements: a GPU-less rerun restores what a GPU measured of the same sources --------
@@ -477,28 +477,28 @@ def measured_tree(tmp_path, legacy=False):
     only the full ``inputs_sha``, as those written before ``test_inputs_sha`` existed."""
     from conftest import REPO
 
-    from tileport import validity as V
+    from tileport.gpu import kept as tp_kept
 
     results, op_dir = tmp_path / "results", tmp_path / "operators" / "relu"
     import shutil
     shutil.copytree(REPO / "operators" / "relu", op_dir)
     make_op(results, "relu", kernels=("relu_kernel",))
-    hashes = {"sources_sha": HOST.sources_sha(results, "relu"), "inputs_sha": H.inputs_sha(op_dir)}
+    hashes = {"sources_sha": host_shim.sources_sha(results, "relu"), "inputs_sha": harness.inputs_sha(op_dir)}
     if not legacy:
-        hashes["test_inputs_sha"] = V.tested_inputs_sha(op_dir)
-    t = G.verdict_of("relu", [row("relu_kernel", f"{d}-TILE{t}") for d in ("f16", "bf16", "f32")
+        hashes["test_inputs_sha"] = tp_kept.tested_inputs_sha(op_dir)
+    t = gpu_test.verdict_of("relu", [row("relu_kernel", f"{d}-TILE{t}") for d in ("f16", "bf16", "f32")
                               for t in (1024, 2048)])
     t.details.update(hashes)
     write(t, results / "relu" / "test.json")
     from test_bench import brow
 
-    from tileport import bench as B
-    from tileport import manifest as M
+    from tileport.gpu import bench
+    from tileport.model import manifest
 
     # one timed row per perf config of the manifest (12: 3 dtypes x 2 tiles x 2 perf shapes)
     rows = [brow(1.0, kernel=k, variant=v.id, shape="x".join(map(str, s)))
-            for k, v, s in H.cases(M.load(op_dir / "manifest.yaml"), "perf")]
-    b = B.fold("relu", rows, 0.95)
+            for k, v, s in harness.cases(manifest.load(op_dir / "manifest.yaml"), "perf")]
+    b = bench.fold("relu", rows, 0.95)
     b.details.update(hashes, rows=rows)
     write(b, results / "relu" / "bench.json")
     (results / "relu" / "bench.csv").write_text("op,kernel\nrelu,relu_kernel\n")
@@ -507,44 +507,44 @@ def measured_tree(tmp_path, legacy=False):
 
 @no_gpu_here
 def test_kept_measurements_come_back_only_for_the_same_sources(tmp_path):
-    from tileport import bench as B
+    from tileport.gpu import bench
 
     results, op_dir = measured_tree(tmp_path, legacy=True)    # an old verdict: the full hash only
     r = results / "relu"
-    assert sorted(G.snapshot(results, "relu", op_dir)) == sorted(
-        str(r / G.KEEP / f) for f in ("test.json", "bench.json", "bench.csv"))
+    assert sorted(gpu_test.snapshot(results, "relu", op_dir)) == sorted(
+        str(r / gpu_test.KEEP / f) for f in ("test.json", "bench.json", "bench.csv"))
     before = {f: (r / f).read_bytes() for f in ("test.json", "bench.json", "bench.csv")}
     for f in before:
         (r / f).unlink()                      # what Snakemake does before it reruns a job
-    assert G.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "ALL_PASS"
-    assert B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", gpu="auto")["verdict"] == "DONE"
+    assert gpu_test.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "ALL_PASS"
+    assert bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", gpu="auto")["verdict"] == "DONE"
     assert {f: (r / f).read_bytes() for f in before} == before
     # the kernel.py changed: the kept measurement no longer describes the operator
     (op_dir / "kernel.py").write_text((op_dir / "kernel.py").read_text() + "# edited\n")
     (r / "test.json").unlink()
-    assert G.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "NOT_RUN"
+    assert gpu_test.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "NOT_RUN"
     # a NOT_RUN is never kept, and a kept file of other sources is not restored
-    assert G.snapshot(results, "relu", op_dir) == []
+    assert gpu_test.snapshot(results, "relu", op_dir) == []
     (op_dir / "kernel.py").write_text((op_dir / "kernel.py").read_text().replace("# edited\n", ""))
     (r / "host" / "ffi.rs").write_text("// another shim\n")
     (r / "test.json").unlink()
-    assert G.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "NOT_RUN"
+    assert gpu_test.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "NOT_RUN"
 
 
 def test_a_manifest_fault_is_the_manifests_and_stops_the_route(tmp_path):
     """A bad manifest value found by a GPU stage (an expression, a generator's bounds, a tensor of
     another dtype than the kernel's array) is owned by the manifest: no writer can fix it."""
-    from tileport import harness as H
-    from tileport import route as R
-    from tileport.gpu_test import input_error
+    from tileport.flow import route as tp_route
+    from tileport.gpu import harness
+    from tileport.gpu.test import input_error
 
-    d = write(input_error("op", H.ManifestValueError("m.yaml: tensors/i/init: init randint: [4, 4) holds no value")),
+    d = write(input_error("op", harness.ManifestValueError("m.yaml: tensors/i/init: init randint: [4, 4) holds no value")),
               tmp_path / "t.json")
     assert (d["verdict"], d["owner"], d.get("fail_class")) == ("ERROR", "manifest", None)
     assert d["findings"][0]["category"] == "manifest"
-    route = R.decide_gpu(d, {}, {}, {"k": 1}, 1, writer="anthropic", writer_cap=3)
+    route = tp_route.decide_gpu(d, {}, {}, {"k": 1}, 1, writer="anthropic", writer_cap=3)
     assert route["next"] == "stop" and "manifest" in route["route"]
-    d = input_error("op", H.HarnessError("reference.py:3: import failed: NameError"))
+    d = input_error("op", harness.HarnessError("reference.py:3: import failed: NameError"))
     assert (d.owner, d.fail_class) == ("kernel", "kernel")
 
 
@@ -554,37 +554,37 @@ def test_a_side_that_raised_is_not_profiled_again(tmp_path, monkeypatch):
     TileGym's LOAD_LATENCY=-1 before the shim took constexprs of any sign): it is skipped."""
     from types import SimpleNamespace
 
-    from tileport import cupti
+    from tileport.gpu import cupti
 
-    monkeypatch.setattr(H, "probe_gpu", lambda: "NVIDIA H200")
-    monkeypatch.setattr(G, "library_for", lambda op, results, host_build: ("lib", None))
+    monkeypatch.setattr(harness, "probe_gpu", lambda: "NVIDIA H200")
+    monkeypatch.setattr(gpu_test, "library_for", lambda op, results, host_build: ("lib", None))
     variant = SimpleNamespace(id="f16-T1", dtype="f16")
     ctx = SimpleNamespace(man={"tolerance": {"f16": {"rtol": 0, "atol": 0}}}, nv={}, nv_note=None,
                           call=lambda kernel, variant, shape, seed: object())
-    monkeypatch.setattr(G, "OpContext", lambda *a: ctx)
-    monkeypatch.setattr(H, "cases", lambda man, which: [("k", variant, (4, 16))])
+    monkeypatch.setattr(gpu_test, "OpContext", lambda *a: ctx)
+    monkeypatch.setattr(harness, "cases", lambda man, which: [("k", variant, (4, 16))])
     failed = {"ok": False, "error": "FfiError: bad arguments", "fail_class": "host", "cuda_error": False}
-    monkeypatch.setattr(G, "check_call", lambda c, tol: row(port=failed, launches=None))
+    monkeypatch.setattr(gpu_test, "check_call", lambda c, tol: row(port=failed, launches=None))
 
     def profile(*a, **kw):
         raise AssertionError("profiled a side that raised")
     monkeypatch.setattr(cupti, "profile", profile)
-    monkeypatch.setattr(H, "env_versions", lambda: {})
+    monkeypatch.setattr(harness, "env_versions", lambda: {})
     make_op(tmp_path / "results", "op")
-    d = G.run("op", tmp_path / "op", tmp_path / "results", tmp_path / "t.json", gpu="auto")
+    d = gpu_test.run("op", tmp_path / "op", tmp_path / "results", tmp_path / "t.json", gpu="auto")
     assert d["verdict"] == "FAIL" and "launches" not in d["details"]["cases"][0]
 
 
 def test_input_error_owners(tmp_path):
     """An unreadable analysis.json is tileport's (tool, no route); a manifest fault the
     manifest's; a kernel.py that does not import the kernel's."""
-    from tileport import manifest as M
-    from tileport.verdict import VerdictError
+    from tileport.core.verdict import VerdictError
+    from tileport.model import manifest
 
-    assert (G.input_error("op", VerdictError("results/op/analysis.json: bad JSON")).owner,
-            G.input_error("op", VerdictError("x")).fail_class) == ("tool", None)
-    assert G.input_error("op", M.ManifestError("m.yaml:3: bad")).owner == "manifest"
-    v = G.input_error("op", H.HarnessError("kernel.py:4: import failed"))
+    assert (gpu_test.input_error("op", VerdictError("results/op/analysis.json: bad JSON")).owner,
+            gpu_test.input_error("op", VerdictError("x")).fail_class) == ("tool", None)
+    assert gpu_test.input_error("op", manifest.ManifestError("m.yaml:3: bad")).owner == "manifest"
+    v = gpu_test.input_error("op", harness.HarnessError("kernel.py:4: import failed"))
     assert (v.owner, v.fail_class) == ("kernel", "kernel")
     valid(v, tmp_path)
 
@@ -595,8 +595,8 @@ def test_restaging_copies_are_not_the_ports_launches():
     launch counts still agree."""
     rs = {"LSE_Out": {"extents": [1, 8, 4, 1], "strides": [32, 4, 1, 1], "staged_strides": [64, 8, 2, 1],
                       "copies": 2, "why": "..."}}
-    assert G.verdict_of("op", [row(launches=(1, 3, 1), restaged=rs)]).verdict == "ALL_PASS"
-    v = G.verdict_of("op", [row(launches=(1, 4, 1), restaged=rs)])
+    assert gpu_test.verdict_of("op", [row(launches=(1, 3, 1), restaged=rs)]).verdict == "ALL_PASS"
+    v = gpu_test.verdict_of("op", [row(launches=(1, 4, 1), restaged=rs)])
     assert (v.verdict, v.owner) == ("FAIL", "host") and "2 of them the host's restaging copies" in v.summary
 
 
@@ -614,31 +614,31 @@ def edit(op_dir, old, new):
 
 @no_gpu_here
 def test_adding_a_perf_shape_keeps_the_test_and_the_old_rows_and_the_new_configs_are_pending(tmp_path):
-    from tileport import bench as B
-    from tileport import summary as S
+    from tileport.gpu import bench
+    from tileport.report import summary as tp_summary
 
     results, op_dir = measured_tree(tmp_path)
     r = results / "relu"
     edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")
-    assert G._hashes_match(read(r / "test.json"), results, "relu", op_dir)
-    assert G._hashes_match(read(r / "bench.json"), results, "relu", op_dir)
-    doc, src = B.kept_bench(results, "relu", op_dir, r / "bench.json")
+    assert gpu_test._hashes_match(read(r / "test.json"), results, "relu", op_dir)
+    assert gpu_test._hashes_match(read(r / "bench.json"), results, "relu", op_dir)
+    doc, src = bench.kept_bench(results, "relu", op_dir, r / "bench.json")
     d = doc["details"]
     assert (doc["verdict"], d["configs"], d["configs_pending"], d["configs_total"]) == ("DONE", 12, 6, 18)
     assert {p["shape"] for p in d["pending_configs"]} == {"67108864"}
     assert "over 12 of 18 config(s), 6 pending" in doc["summary"]
     # summary_ops.csv: the timed configs and the pending ones
-    ops = {x["op"]: x for x in S.ops_rows(results, ["relu"])}
+    ops = {x["op"]: x for x in tp_summary.ops_rows(results, ["relu"])}
     assert (ops["relu"]["configs"], ops["relu"]["configs_pending"]) == (12, 6)
     assert (ops["ALL"]["configs"], ops["ALL"]["configs_pending"]) == (12, 6)
     # a GPU-less rerun (Snakemake removed the outputs): test.json back as it was, bench.json reconciled
-    G.snapshot(results, "relu", op_dir)
+    gpu_test.snapshot(results, "relu", op_dir)
     before = (r / "test.json").read_bytes()
     for f in ("test.json", "bench.json", "bench.csv"):
         (r / f).unlink()
-    assert G.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "ALL_PASS"
+    assert gpu_test.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "ALL_PASS"
     assert (r / "test.json").read_bytes() == before
-    b = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", gpu="auto")
+    b = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", gpu="auto")
     assert (b["verdict"], b["details"]["configs_pending"]) == ("DONE", 6)
     assert len((r / "bench.csv").read_text().splitlines()) == 1 + 12
 
@@ -652,17 +652,17 @@ def test_adding_a_perf_shape_keeps_the_test_and_the_old_rows_and_the_new_configs
     ("# the tensors of one call", "# the tensors (edited comment) of one call", True),  # a comment
 ])
 def test_what_a_test_reads_decides_its_validity(tmp_path, old, new, holds):
-    from tileport import bench as B
+    from tileport.gpu import bench
 
     results, op_dir = measured_tree(tmp_path)
     edit(op_dir, old, new)
-    assert G._hashes_match(read(results / "relu" / "test.json"), results, "relu", op_dir) is holds
-    doc, _ = B.kept_bench(results, "relu", op_dir, results / "relu" / "bench.json")
+    assert gpu_test._hashes_match(read(results / "relu" / "test.json"), results, "relu", op_dir) is holds
+    doc, _ = bench.kept_bench(results, "relu", op_dir, results / "relu" / "bench.json")
     assert (doc is not None) is holds
 
 
 def test_a_row_of_a_config_no_longer_perf_or_of_another_tolerance_is_retired():
-    from tileport import validity as V
+    from tileport.gpu import kept as tp_kept
 
     tol = {"rtol": 0.0, "atol": 0.0}
     perf = {("k", "f16-T1", "64x128"): tol, ("k", "f16-T1", "128x128"): {"rtol": 0.0, "atol": 1e-3},
@@ -672,7 +672,7 @@ def test_a_row_of_a_config_no_longer_perf_or_of_another_tolerance_is_retired():
     other_tol = {"kernel": "k", "variant": "f16-T1", "shape": "128x128", "rtol": 0.0, "atol": 0.0}
     erred = {**keep, "error": "RuntimeError: CUDA error"}
     blocked = {**keep, "shape": "256x128", "error": "FfiError: ...", "blocked": "cutile limit"}
-    assert V.split_rows([keep, gone, other_tol, erred, blocked], perf) == (
+    assert tp_kept.split_rows([keep, gone, other_tol, erred, blocked], perf) == (
         [keep, blocked], [gone, other_tol, erred])
 
 
@@ -682,7 +682,7 @@ def test_an_old_verdict_is_recognised_through_the_manifests_git_history(tmp_path
     import shutil
     import subprocess
 
-    from tileport import validity as V
+    from tileport.gpu import kept as tp_kept
 
     results, op_dir = measured_tree(tmp_path, legacy=True)
     old = read(results / "relu" / "test.json")["details"]
@@ -691,31 +691,31 @@ def test_an_old_verdict_is_recognised_through_the_manifests_git_history(tmp_path
     subprocess.run(git + ["add", "-A"], check=True)
     subprocess.run(git + ["commit", "-qm", "m"], check=True)
     edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")
-    assert old["inputs_sha"] != H.inputs_sha(op_dir)
-    assert V.inputs_match(old, op_dir)
+    assert old["inputs_sha"] != harness.inputs_sha(op_dir)
+    assert tp_kept.inputs_match(old, op_dir)
     # stamped, it holds without the history (a GPU bundle without .git)
     t = results / "relu" / "test.json"
-    assert V.stamp(t, op_dir) and not V.stamp(t, op_dir)
+    assert tp_kept.stamp(t, op_dir) and not tp_kept.stamp(t, op_dir)
     shutil.rmtree(op_dir / ".git")
-    V._LEGACY.clear()
-    assert V.inputs_match(read(t)["details"], op_dir) and not V.inputs_match(old, op_dir)
+    tp_kept._LEGACY.clear()
+    assert tp_kept.inputs_match(read(t)["details"], op_dir) and not tp_kept.inputs_match(old, op_dir)
     edit(op_dir, "f32: {rtol: 0.0, atol: 0.0}", "f32: {rtol: 0.0, atol: 1.0e-6}")
-    assert not V.inputs_match(read(t)["details"], op_dir)
+    assert not tp_kept.inputs_match(read(t)["details"], op_dir)
 
 
 def fake_gpu(monkeypatch, timed, ratio=1.1):
     """bench.run on the CPU: a GPU, a library and an operator context that time nothing; each
-    config :func:`tileport.bench.measure` is asked for is recorded in ``timed``."""
+    config :func:`tileport.gpu.bench.measure` is asked for is recorded in ``timed``."""
     import types
 
     from test_bench import brow
 
-    from tileport import bench as B
-    from tileport import manifest as M
+    from tileport.gpu import bench
+    from tileport.model import manifest
 
     class Ctx:
         def __init__(self, op, op_dir, results, library, nv_build=None):
-            self.man, self.nv, self.lib = M.load(op_dir / "manifest.yaml"), {}, types.SimpleNamespace(shims={})
+            self.man, self.nv, self.lib = manifest.load(op_dir / "manifest.yaml"), {}, types.SimpleNamespace(shims={})
 
         def call(self, kernel, variant, shape, seed=0, nv=False):
             return types.SimpleNamespace(kernel=kernel, variant=variant, shape=shape, nv=None, nv_note="",
@@ -726,26 +726,26 @@ def fake_gpu(monkeypatch, timed, ratio=1.1):
         timed.append((c.kernel, c.variant.id, shape))
         return brow(ratio, kernel=c.kernel, variant=c.variant.id, shape=shape)
 
-    monkeypatch.setattr(B, "gpu_gate", lambda *a, **k: None)
-    monkeypatch.setattr(B, "library_for", lambda *a, **k: ("lib", None))
-    monkeypatch.setattr(B, "OpContext", Ctx)
-    monkeypatch.setattr(B, "measure", measure)
-    monkeypatch.setattr(B.H, "env_versions", lambda: {})
-    monkeypatch.setattr(B.provenance, "collect", lambda **k: {})
+    monkeypatch.setattr(bench, "gpu_gate", lambda *a, **k: None)
+    monkeypatch.setattr(bench, "library_for", lambda *a, **k: ("lib", None))
+    monkeypatch.setattr(bench, "OpContext", Ctx)
+    monkeypatch.setattr(bench, "measure", measure)
+    monkeypatch.setattr(bench.harness, "env_versions", lambda: {})
+    monkeypatch.setattr(bench.provenance, "collect", lambda **k: {})
 
 
 def test_pending_only_times_exactly_the_missing_configs_and_merges_them(tmp_path, monkeypatch):
     import csv
 
-    from tileport import bench as B
-    from tileport import stats
+    from tileport.core import stats
+    from tileport.gpu import bench
 
     results, op_dir = measured_tree(tmp_path)
     r = results / "relu"
     edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")
     timed = []
     fake_gpu(monkeypatch, timed)
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
     assert sorted(timed) == sorted(("relu_kernel", f"{dt}-TILE{t}", "67108864")
                                    for dt in ("f16", "bf16", "f32") for t in (1024, 2048))
     det = d["details"]
@@ -757,9 +757,9 @@ def test_pending_only_times_exactly_the_missing_configs_and_merges_them(tmp_path
     assert all(x.get("rtol") == 0.0 for x in det["rows"] if x["shape"] == "67108864")
     # nothing left: a second pending-only run times nothing; a full run times every config
     timed.clear()
-    assert B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)[
+    assert bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)[
         "details"]["configs"] == 18 and timed == []
-    B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
     assert len(timed) == 18
 
 
@@ -769,7 +769,7 @@ def test_a_selection_times_only_its_configs_keeps_the_rest_and_says_so(tmp_path,
     details.retimed says when, what was selected and the ratios before and after, run after run."""
     import json
 
-    from tileport import bench as B
+    from tileport.gpu import bench
 
     results, op_dir = measured_tree(tmp_path)
     r = results / "relu"
@@ -780,7 +780,7 @@ def test_a_selection_times_only_its_configs_keeps_the_rest_and_says_so(tmp_path,
     kept = {(x["variant"], x["shape"]): x for x in doc["details"]["rows"]}
     timed = []
     fake_gpu(monkeypatch, timed, ratio=1.1)
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", below_loop=True)
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", below_loop=True)
     assert timed == [("relu_kernel", "f32-TILE1024", "134217728")]
     det = d["details"]
     assert (det["configs"], det["configs_pending"], det["timed_now"]) == (12, 0, 1)
@@ -794,31 +794,31 @@ def test_a_selection_times_only_its_configs_keeps_the_rest_and_says_so(tmp_path,
     assert rec["at"] and "regression to the mean" in rec["note"]
     # a pattern: the f16 configs at one shape; the earlier selection stays on record
     timed.clear()
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["relu_kernel/f16-*/16777216"])
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["relu_kernel/f16-*/16777216"])
     assert sorted(timed) == [("relu_kernel", f"f16-TILE{t}", "16777216") for t in (1024, 2048)]
     assert [len(x["configs"]) for x in d["details"]["retimed"]] == [1, 2]
     assert d["details"]["configs"] == 12 and d["details"]["timed_now"] == 2
     # no selection: a full run times everything, and the record of selections goes
     timed.clear()
-    assert "retimed" not in B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")["details"]
+    assert "retimed" not in bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")["details"]
     assert len(timed) == 12
     # kept rows of another device: a selection refuses (nothing written) instead of mixing devices
     before = (r / "bench.json").read_text()
-    monkeypatch.setattr(B.H, "env_versions", lambda: {"device": "NVIDIA H200"})
+    monkeypatch.setattr(bench.harness, "env_versions", lambda: {"device": "NVIDIA H200"})
     doc = json.loads(before)
     doc["details"]["env"] = {"device": "NVIDIA H100 80GB HBM3"}
     (r / "bench.json").write_text(json.dumps(doc))
-    with pytest.raises(B.SelectionError, match="mix devices"):
-        B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", below_loop=True)
+    with pytest.raises(bench.SelectionError, match="mix devices"):
+        bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", below_loop=True)
     assert json.loads((r / "bench.json").read_text()) == doc
     # no kept verdict that holds (sources changed, none yet): nothing to keep, refused
     (r / "bench.json").write_text(before)
-    monkeypatch.setattr(B, "kept_bench", lambda *a: (None, None))
-    with pytest.raises(B.SelectionError, match="no kept bench verdict"):
-        B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["*/*/*"])
+    monkeypatch.setattr(bench, "kept_bench", lambda *a: (None, None))
+    with pytest.raises(bench.SelectionError, match="no kept bench verdict"):
+        bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["*/*/*"])
     assert (r / "bench.json").read_text() == before
     with pytest.raises(ValueError, match="KERNEL/VARIANT/SHAPE"):
-        B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["relu_kernel/f16"])
+        bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["relu_kernel/f16"])
 
 
 def test_a_time_budget_or_a_sigterm_stops_the_loop_writes_what_was_timed_and_leaves_the_rest_pending(
@@ -828,13 +828,13 @@ def test_a_time_budget_or_a_sigterm_stops_the_loop_writes_what_was_timed_and_lea
     import os
     import signal
 
-    from tileport import bench as B
+    from tileport.gpu import bench
 
     results, op_dir = measured_tree(tmp_path)
     r = results / "relu"
     timed = []
     fake_gpu(monkeypatch, timed)
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
     # nothing timed: the kept measurement's rows stand (none lost), nothing pending
     assert timed == [] and d["details"]["configs"] == 12 and d["details"]["configs_pending"] == 0
     assert "budget" in d["details"]["stopped"] and d["details"]["kept_after_stop"]["configs"] == 12
@@ -843,24 +843,24 @@ def test_a_time_budget_or_a_sigterm_stops_the_loop_writes_what_was_timed_and_lea
     import shutil
 
     (r / "bench.json").unlink()
-    shutil.rmtree(r / B.KEEP)
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
+    shutil.rmtree(r / bench.KEEP)
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
     assert timed == [] and d["details"]["configs_pending"] == 12 and "kept_after_stop" not in d["details"]
-    measure = B.measure
+    measure = bench.measure
 
     def killed_at_the_fifth(c, cfg, tol):
         if len(timed) == 4:
             os.kill(os.getpid(), signal.SIGTERM)     # as `timeout` or Slurm would
         return measure(c, cfg, tol)
 
-    monkeypatch.setattr(B, "measure", killed_at_the_fifth)
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    monkeypatch.setattr(bench, "measure", killed_at_the_fifth)
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
     det = d["details"]
     assert len(timed) == 4 and (det["configs"], det["configs_pending"]) == (4, 8)   # the fifth: stopped
-    assert "SIGTERM" in det["stopped"] and signal.getsignal(signal.SIGTERM) is not B._stop_on_sigterm
+    assert "SIGTERM" in det["stopped"] and signal.getsignal(signal.SIGTERM) is not bench._stop_on_sigterm
     timed.clear()
-    monkeypatch.setattr(B, "measure", measure)
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    monkeypatch.setattr(bench, "measure", measure)
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
     assert len(timed) == 8 and (d["details"]["configs"], d["details"]["configs_pending"]) == (12, 0)
     assert "stopped" not in d["details"]
 
@@ -870,7 +870,7 @@ def test_a_config_timed_twice_counts_once_and_a_malformed_row_is_retired_not_a_c
     # count it twice (configs 15 of 12, the geomean weighting it double); a row that is not a
     # mapping or records a tolerance that is not a number is retired (counted), not a traceback
     # in kept_bench / validity / summary
-    from tileport import validity as V
+    from tileport.gpu import kept as tp_kept
 
     tol = {"rtol": 0.0, "atol": 0.0}
     perf = {("k", "f16-T1", "64x128"): tol, ("k", "f16-T1", "128x128"): tol}
@@ -878,7 +878,7 @@ def test_a_config_timed_twice_counts_once_and_a_malformed_row_is_retired_not_a_c
     b = {**a, "shape": "128x128"}
     again = {**a, "ratio": 2.0}
     bad_tol = {**b, "rtol": "abc"}
-    assert V.split_rows([a, b, again, "x", None, bad_tol], perf) == ([a, b], [again, "x", None, bad_tol])
+    assert tp_kept.split_rows([a, b, again, "x", None, bad_tol], perf) == ([a, b], [again, "x", None, bad_tol])
 
 
 @no_gpu_here
@@ -886,8 +886,8 @@ def test_a_config_timed_twice_counts_once_and_a_malformed_row_is_retired_not_a_c
 def test_a_bench_json_with_repeated_or_malformed_rows_adds_up(tmp_path, rows):
     import json
 
-    from tileport import bench as B
-    from tileport import summary as S
+    from tileport.gpu import bench
+    from tileport.report import summary as tp_summary
 
     results, op_dir = measured_tree(tmp_path)
     p = results / "relu" / "bench.json"
@@ -896,30 +896,30 @@ def test_a_bench_json_with_repeated_or_malformed_rows_adds_up(tmp_path, rows):
     d["rows"] = {"dup": d["rows"] + d["rows"][:3], "not_a_list": {"a": 1},
                  "bad_row": d["rows"] + ["x", {**d["rows"][0], "atol": "1e-3?"}]}[rows]
     p.write_text(json.dumps(doc))
-    kept, _ = B.kept_bench(results, "relu", op_dir, p)
+    kept, _ = bench.kept_bench(results, "relu", op_dir, p)
     k = kept["details"]
     assert k["configs"] + k["configs_pending"] == k["configs_total"] == 12
     assert k["retired_rows"] == {"dup": 3, "not_a_list": 1, "bad_row": 2}[rows]
-    ops = {x["op"]: x for x in S.ops_rows(results, ["relu"])}
+    ops = {x["op"]: x for x in tp_summary.ops_rows(results, ["relu"])}
     assert ops["relu"]["configs"] + ops["relu"]["configs_pending"] == 12
 
 
 def test_validity_says_a_corrupt_verdict_is_unreadable_not_missing(tmp_path):
-    from tileport import validity as V
+    from tileport.gpu import kept as tp_kept
 
     results, op_dir = measured_tree(tmp_path)
     p = results / "relu" / "bench.json"
     p.write_text(p.read_text()[:200])
-    s = V.status(results, "relu", op_dir)
+    s = tp_kept.status(results, "relu", op_dir)
     assert s["bench"].startswith("unreadable") and "bench.json" in s["bench"], s["bench"]
     (results / "relu" / "test.json").unlink()
-    assert V.status(results, "relu", op_dir)["test"] == "missing"
+    assert tp_kept.status(results, "relu", op_dir)["test"] == "missing"
 
 
 def test_pending_only_does_not_pass_off_rows_of_another_device_as_this_runs(tmp_path, monkeypatch):
     import json
 
-    from tileport import bench as B
+    from tileport.gpu import bench
 
     results, op_dir = measured_tree(tmp_path)
     r = results / "relu"
@@ -929,14 +929,14 @@ def test_pending_only_does_not_pass_off_rows_of_another_device_as_this_runs(tmp_
     edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")
     timed = []
     fake_gpu(monkeypatch, timed)
-    monkeypatch.setattr(B.H, "env_versions", lambda: {"device": "NVIDIA H200"})
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    monkeypatch.setattr(bench.harness, "env_versions", lambda: {"device": "NVIDIA H200"})
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
     # every config is timed again here: the merged verdict has one env, one provenance, one device
     assert len(timed) == 18 and d["details"]["timed_now"] == 18 and "H100" not in json.dumps(d["details"])
     assert d["details"]["env"] == {"device": "NVIDIA H200"}
     # the same device: only the pending configs are timed
     timed.clear()
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
     assert timed == [] and d["details"]["configs"] == 18
 
 
@@ -948,12 +948,12 @@ def test_a_port_error_caused_by_the_references_cuda_fault_is_not_the_ports():
                  "fail_class": "env", "cuda_error": True},
          "port": {"ok": False, "error": "FfiError: CUDA_ERROR_ILLEGAL_ADDRESS", "fail_class": "kernel",
                   "cuda_error": True}}
-    v = G.verdict_of("op", [r], writers={"k": "translator"})
+    v = gpu_test.verdict_of("op", [r], writers={"k": "translator"})
     assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "manifest", None)
     assert "reference faulted first" in v.summary
     # the port's own fault (the reference ran clean) stays the port writer's
     r["ref"] = {"ok": True}
-    v = G.verdict_of("op", [r], writers={"k": "translator"})
+    v = gpu_test.verdict_of("op", [r], writers={"k": "translator"})
     assert (v.owner, v.fail_class) == ("tool", "kernel")
 
 
@@ -961,28 +961,28 @@ def test_an_old_verdict_without_git_history_is_said_unproven_not_stale(tmp_path)
     """A GPU bundle without .git holding verdicts written before test_inputs_sha: validity cannot
     prove them (no manifest history), and must say so and how to fix it (--stamp in the checkout),
     not call them stale (which sends the reader to re-measure)."""
-    from tileport import validity as V
+    from tileport.gpu import kept as tp_kept
 
     results, op_dir = measured_tree(tmp_path, legacy=True)
     edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")     # not a git checkout
-    V._LEGACY.clear()
-    s = V.status(results, "relu", op_dir)
+    tp_kept._LEGACY.clear()
+    s = tp_kept.status(results, "relu", op_dir)
     for name in ("test", "bench"):
         assert s[name].startswith("unproven") and "--stamp" in s[name], s[name]
     edit(op_dir, "f32: {rtol: 0.0, atol: 0.0}", "f32: {rtol: 0.0, atol: 1.0e-6}")
-    assert V.status(results, "relu", op_dir)["test"].startswith("unproven")    # still unknowable here
+    assert tp_kept.status(results, "relu", op_dir)["test"].startswith("unproven")    # still unknowable here
 
 
 def test_the_benchmarks_first_calls_name_the_side_that_failed():
-    from tileport import bench as B
+    from tileport.gpu import bench
 
     seen = []
 
     def boom():
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
-    with pytest.raises(B.SideFailed) as e:
-        B.first_calls([("ref", boom), ("port", lambda: seen.append("port"))], sync=lambda: None)
+    with pytest.raises(bench.SideFailed) as e:
+        bench.first_calls([("ref", boom), ("port", lambda: seen.append("port"))], sync=lambda: None)
     assert e.value.side == "ref" and "illegal memory access" in str(e.value) and seen == []
 
 
@@ -994,7 +994,7 @@ def test_a_perf_config_the_reference_cannot_run_is_not_the_translators(tmp_path,
     (a TileGym kernel past its own index range at an LLM size) was classed as the port's (kernel:
     owner tool, routed to the kernel writer). The side that failed decides: the reference's is
     the manifest's (that perf shape is not one the kernel runs), PyTorch's the environment's."""
-    from tileport import bench as B
+    from tileport.gpu import bench
 
     results, op_dir = measured_tree(tmp_path)
     r = results / "relu"
@@ -1002,12 +1002,12 @@ def test_a_perf_config_the_reference_cannot_run_is_not_the_translators(tmp_path,
     fake_gpu(monkeypatch, timed)
 
     def measure(c, cfg, tol):
-        raise B.SideFailed(side, RuntimeError("CUDA error: an illegal memory access was encountered"))
+        raise bench.SideFailed(side, RuntimeError("CUDA error: an illegal memory access was encountered"))
 
-    monkeypatch.setattr(B, "measure", measure)
+    monkeypatch.setattr(bench, "measure", measure)
     write(Verdict(stage="write_kernel", op="relu", verdict="PASS", summary="s", details={"backend": "translator"}),
           r / "write_kernel" / "relu_kernel.json")
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
     assert (d["verdict"], d.get("owner"), d.get("fail_class")) == ("FAIL", owner, fail_class)
     row = d["details"]["rows"][0]
     assert row["error_class"] == (fail_class or "manifest") and side_word(side) in row["error"]
@@ -1019,11 +1019,11 @@ def side_word(side):
 
 def test_the_benchmark_times_the_variants_a_faithful_ref_defect_test_names(tmp_path, monkeypatch):
     """gpu_test FAITHFUL_REF_DEFECT (the port agrees with a reference whose defect the manifest
-    declares, tileport.defects): the port is faithful, so its REF_DEFECT variants are timed like
+    declares, tileport.model.defects): the port is faithful, so its REF_DEFECT variants are timed like
     PASS ones; FAIL ones are not."""
     import json
 
-    from tileport import bench as B
+    from tileport.gpu import bench
 
     results, op_dir = measured_tree(tmp_path)
     r = results / "relu"
@@ -1035,7 +1035,7 @@ def test_the_benchmark_times_the_variants_a_faithful_ref_defect_test_names(tmp_p
     (r / "test.json").write_text(json.dumps(doc))
     timed = []
     fake_gpu(monkeypatch, timed)
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
     got = {f"{k}/{v}" for k, v, _ in timed}
     assert keys[0] in got and keys[1] not in got and len(got) == len(keys) - 1
     assert d["details"]["not_benchmarked"] == {keys[1]: "functional test FAIL"}
@@ -1044,15 +1044,15 @@ def test_the_benchmark_times_the_variants_a_faithful_ref_defect_test_names(tmp_p
 @pytest.mark.parametrize("value", ["nan", "-1", "-inf", "soon"])
 def test_a_budget_that_is_nan_negative_or_no_number_is_refused_not_ignored(value, capsys):
     # NaN compares false with everything: the budget would silently never stop the loop
-    from tileport import bench as B
+    from tileport.gpu import bench
 
     with pytest.raises(SystemExit) as exc:
-        B.main(["--op", "relu", f"--budget-s={value}"])
+        bench.main(["--op", "relu", f"--budget-s={value}"])
     assert exc.value.code == 2 and f"--budget-s {value}" in capsys.readouterr().err
     with pytest.raises(ValueError, match="budget"):
-        B.run("relu", "operators/relu", "results", "x.csv", "x.json", budget_s=float(value)
+        bench.run("relu", "operators/relu", "results", "x.csv", "x.json", budget_s=float(value)
               if value != "soon" else value)
-    assert B.budget_seconds("inf") == float("inf") and B.budget_seconds("0") == 0.0
+    assert bench.budget_seconds("inf") == float("inf") and bench.budget_seconds("0") == 0.0
 
 
 def test_a_sigterm_between_two_configs_stops_the_loop_too(tmp_path, monkeypatch):
@@ -1061,13 +1061,13 @@ def test_a_sigterm_between_two_configs_stops_the_loop_too(tmp_path, monkeypatch)
     import os
     import signal
 
-    from tileport import bench as B
+    from tileport.gpu import bench
 
     results, op_dir = measured_tree(tmp_path)
     r = results / "relu"
     timed = []
     fake_gpu(monkeypatch, timed)
-    clock, calls = B.time.monotonic, []
+    clock, calls = bench.time.monotonic, []
 
     def monotonic():
         # after the third config: its own end (1), then the fourth's budget check (2) gets it
@@ -1077,34 +1077,34 @@ def test_a_sigterm_between_two_configs_stops_the_loop_too(tmp_path, monkeypatch)
                 os.kill(os.getpid(), signal.SIGTERM)
         return clock()
 
-    monkeypatch.setattr(B.time, "monotonic", monotonic)
-    d = B.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=1e9)
+    monkeypatch.setattr(bench.time, "monotonic", monotonic)
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=1e9)
     det = d["details"]
     assert (len(timed), det["configs"], det["configs_pending"]) == (3, 12, 0) and "SIGTERM" in det["stopped"]
     assert (det["timed_now"], det["kept_after_stop"]["configs"]) == (3, 9)
-    assert signal.getsignal(signal.SIGTERM) is not B._stop_on_sigterm
+    assert signal.getsignal(signal.SIGTERM) is not bench._stop_on_sigterm
 
 
 def test_a_bad_rust_marshal_setting_is_the_environments_error_not_the_hosts(tmp_path, monkeypatch):
     # HostLibrary refuses TILEPORT_RUST_MARSHAL=false (ffi.rust_marshal_env): gpu_test's ERROR must
     # route to env (fix the setting), not to the host builder (a rebuild would not help)
-    from tileport import ffi
+    from tileport.host import ffi
 
-    monkeypatch.setattr(G, "gpu_gate", lambda *a, **k: None)
-    monkeypatch.setattr(G, "library_for", lambda *a, **k: ("lib", None))
+    monkeypatch.setattr(gpu_test, "gpu_gate", lambda *a, **k: None)
+    monkeypatch.setattr(gpu_test, "library_for", lambda *a, **k: ("lib", None))
 
     def ctx(*a, **k):
         monkeypatch.setenv("TILEPORT_RUST_MARSHAL", "false")
         ffi.rust_marshal_env()
 
-    monkeypatch.setattr(G, "OpContext", ctx)
-    d = G.run("relu", tmp_path, tmp_path, tmp_path / "test.json")
+    monkeypatch.setattr(gpu_test, "OpContext", ctx)
+    d = gpu_test.run("relu", tmp_path, tmp_path, tmp_path / "test.json")
     assert (d["verdict"], d["owner"], d["fail_class"]) == ("ERROR", "env", "env")
     assert "TILEPORT_RUST_MARSHAL='false'" in d["summary"]
 
     def lib_error(*a, **k):
         raise ffi.FfiError("*", "dlopen", 0, "cannot load x.so")
 
-    monkeypatch.setattr(G, "OpContext", lib_error)
-    d = G.run("relu", tmp_path, tmp_path, tmp_path / "test.json")
+    monkeypatch.setattr(gpu_test, "OpContext", lib_error)
+    d = gpu_test.run("relu", tmp_path, tmp_path, tmp_path / "test.json")
     assert (d["verdict"], d["owner"]) == ("ERROR", "host")

@@ -5,45 +5,45 @@ from pathlib import Path
 
 import pytest
 
-from tileport import harness as H
-from tileport import manifest as M
+from tileport.gpu import harness
+from tileport.model import manifest as tp_manifest
 
 
 def test_cdiv_and_grid_expressions(repo):
-    man = M.load(repo / "operators" / "softmax" / "manifest.yaml")
-    env = H.base_env(man, [4096, 1024], {"BM": 16, "TILE": 1024}, num_sms=132)
-    assert H.cdiv(10, 4) == 3 and H.cdiv(8, 4) == 2 and H.cdiv(0, 4) == 0
+    man = tp_manifest.load(repo / "operators" / "softmax" / "manifest.yaml")
+    env = harness.base_env(man, [4096, 1024], {"BM": 16, "TILE": 1024}, num_sms=132)
+    assert tp_manifest.cdiv(10, 4) == 3 and tp_manifest.cdiv(8, 4) == 2 and tp_manifest.cdiv(0, 4) == 0
     # min(cdiv(M, BM), num_sms * blocks_per_sm): blocks_per_sm comes from the manifest hints
-    assert H.evaluate(man["kernels"]["softmax_kernel"]["grid"], env, "g") == (256, 1, 1)
-    env = H.base_env(man, [1 << 20, 1024], {"BM": 16, "TILE": 1024}, num_sms=132)
-    assert H.evaluate(man["kernels"]["softmax_kernel"]["grid"], env, "g") == (528, 1, 1)
+    assert harness.evaluate(man["kernels"]["softmax_kernel"]["grid"], env, "g") == (256, 1, 1)
+    env = harness.base_env(man, [1 << 20, 1024], {"BM": 16, "TILE": 1024}, num_sms=132)
+    assert harness.evaluate(man["kernels"]["softmax_kernel"]["grid"], env, "g") == (528, 1, 1)
 
 
 def test_bind_expressions(repo):
-    man = M.load(repo / "operators" / "rms_norm" / "manifest.yaml")
-    env = H.base_env(man, [8, 1000], {}, 1)
+    man = tp_manifest.load(repo / "operators" / "rms_norm" / "manifest.yaml")
+    env = harness.base_env(man, [8, 1000], {}, 1)
     b = man["kernels"]["rms_norm_kernel"]["bind"]
-    assert H.evaluate(b["inv_n"], env, "b") == pytest.approx(1e-3) and H.evaluate(b["eps"], env, "b") == 1e-6
-    man = M.load(repo / "operators" / "silu_and_mul" / "manifest.yaml")
-    env = H.base_env(man, [3, 4], {}, 1)
-    assert [H.evaluate(e, env, "s") for e in man["tensors"]["x"]["shape"]] == [3, 8]
+    assert harness.evaluate(b["inv_n"], env, "b") == pytest.approx(1e-3) and harness.evaluate(b["eps"], env, "b") == 1e-6
+    man = tp_manifest.load(repo / "operators" / "silu_and_mul" / "manifest.yaml")
+    env = harness.base_env(man, [3, 4], {}, 1)
+    assert [harness.evaluate(e, env, "s") for e in man["tensors"]["x"]["shape"]] == [3, 8]
     # views are evaluated over the tensors: a list stands in for a tensor here
     env["x"] = [[0, 1, 2, 3, 4, 5, 6, 7]]
-    assert H.evaluate("x[0][N:]", env, "v") == [4, 5, 6, 7]
+    assert harness.evaluate("x[0][N:]", env, "v") == [4, 5, 6, 7]
 
 
 def test_expression_errors_name_the_place():
-    with pytest.raises(H.HarnessError, match=r"m.yaml: kernels/k/bind/eps: expression '1 / Q': NameError"):
-        H.evaluate("1 / Q", {"N": 2}, "m.yaml: kernels/k/bind/eps")
+    with pytest.raises(harness.HarnessError, match=r"m.yaml: kernels/k/bind/eps: expression '1 / Q': NameError"):
+        harness.evaluate("1 / Q", {"N": 2}, "m.yaml: kernels/k/bind/eps")
     # no builtins: a manifest expression cannot reach open() or __import__
-    with pytest.raises(H.HarnessError, match="NameError"):
-        H.evaluate("open('/etc/passwd')", {}, "m.yaml: x")
+    with pytest.raises(harness.HarnessError, match="NameError"):
+        harness.evaluate("open('/etc/passwd')", {}, "m.yaml: x")
 
 
 def test_cases_apply_fits_and_perf_fits(repo):
-    man = M.load(repo / "operators" / "softmax" / "manifest.yaml")
-    test = {(v.id, s) for _, v, s in H.cases(man, "test")}
-    perf = {(v.id, s) for _, v, s in H.cases(man, "perf")}
+    man = tp_manifest.load(repo / "operators" / "softmax" / "manifest.yaml")
+    test = {(v.id, s) for _, v, s in harness.cases(man, "test")}
+    perf = {(v.id, s) for _, v, s in harness.cases(man, "perf")}
     # fits: N <= TILE; perf_fits: TILE < 2 * N (no tile that is mostly padding is timed)
     assert ("f16-BM16-TILE1024", (64, 4096)) not in test and ("f16-BM8-TILE4096", (64, 4096)) in test
     assert ("f16-BM8-TILE4096", (1, 1)) in test
@@ -58,19 +58,19 @@ def test_every_operator_has_a_harness(repo):
     perf shape for every variant (but for :data:`NO_PERF_SHAPE`) and >= 400 paired configs."""
     total, untimed = 0, []
     for d in sorted((repo / "operators").iterdir()):
-        man = M.load(d / "manifest.yaml")
+        man = tp_manifest.load(d / "manifest.yaml")
         ref = (d / "reference.py").read_text()
         for k, km in man["kernels"].items():
-            assert any(t["role"] == "output" for t in M.kernel_tensors(man, k).values()), (d, k)
+            assert any(t["role"] == "output" for t in tp_manifest.kernel_tensors(man, k).values()), (d, k)
             assert f"def {km.get('reference', 'reference')}(" in ref, (d, k)
             assert f"def {km['torch_impl']}(" in ref if "torch_impl" in km else True, (d, k)
         n_impl = ref.count("def torch_impl(")
         assert n_impl == 1 if not d.name.startswith("tg_") else n_impl <= 1, d
-        assert H.cases(man, "test"), d
-        perf = H.cases(man, "perf")
+        assert harness.cases(man, "test"), d
+        perf = harness.cases(man, "perf")
         total += len(perf)
         timed = {(k, v.id) for k, v, _ in perf}
-        untimed += [f"{d.name}: {k}/{v.id}" for k in man["kernels"] for v in M.variants(man, k)
+        untimed += [f"{d.name}: {k}/{v.id}" for k in man["kernels"] for v in tp_manifest.variants(man, k)
                     if (k, v.id) not in timed and d.name not in NO_PERF_SHAPE]
     assert not untimed, f"variants no perf shape fits: {untimed}"
     assert total >= 400         # issue 14: at least 400 paired configs over every operator
@@ -87,19 +87,19 @@ def test_manifest_tensor_errors(op_copy):
     m = d / "manifest.yaml"
     good = m.read_text()
     m.write_text(good.replace('inv_n: "1.0 / N"', 'inv_n: "1.0 / (N"'))
-    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: key 'kernels/rms_norm_kernel/bind/inv_n'.*not valid Python"):
-        M.load(m)
+    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: key 'kernels/rms_norm_kernel/bind/inv_n'.*not valid Python"):
+        tp_manifest.load(m)
     m.write_text(good.replace('eps: 1.0e-6}', 'eps: 1.0e-6, zeta: 2}'))
     # only kernel.py knows every parameter (annotated scalars need no manifest entry): the analyser
-    from tileport import analyze as A
-    un = A.analyse(d)["unsupported"]
+    from tileport.cpu import analyze
+    un = analyze.analyse(d)["unsupported"]
     assert un[0]["owner"] == "manifest" and "binds 'zeta' but rms_norm_kernel has no such parameter" in un[0]["reason"]
     m.write_text(good.replace("y: {shape: [M, N], role: output}", "y: {shape: [M, N], role: input}"))
-    with pytest.raises(M.ManifestError, match="no tensor has role output"):
-        M.load(m)
+    with pytest.raises(tp_manifest.ManifestError, match="no tensor has role output"):
+        tp_manifest.load(m)
     m.write_text(good.replace("y: {shape: [M, N], role: output}", "y: {shape: [M, N], role: result}"))
-    with pytest.raises(M.ManifestError, match="tensors/y/role"):
-        M.load(m)
+    with pytest.raises(tp_manifest.ManifestError, match="tensors/y/role"):
+        tp_manifest.load(m)
 
 
 def test_probe_without_torch_says_why():
@@ -108,17 +108,17 @@ def test_probe_without_torch_says_why():
         pytest.skip("torch is installed here")
     except ImportError:
         pass
-    with pytest.raises(H.NoGpu, match="torch is not installed"):
-        H.probe_gpu()
+    with pytest.raises(harness.NoGpu, match="torch is not installed"):
+        harness.probe_gpu()
 
 
 def test_load_module_errors_name_file_and_line(tmp_path):
     p = tmp_path / "reference.py"
     p.write_text("import math\n\nx = 1 / 0\n")
-    with pytest.raises(H.HarnessError, match=r"reference.py:3: import failed: ZeroDivisionError"):
-        H.load_module(p, "r")
-    with pytest.raises(H.HarnessError, match="no such file"):
-        H.load_module(tmp_path / "nope.py", "n")
+    with pytest.raises(harness.HarnessError, match=r"reference.py:3: import failed: ZeroDivisionError"):
+        harness.load_module(p, "r")
+    with pytest.raises(harness.HarnessError, match="no such file"):
+        harness.load_module(tmp_path / "nope.py", "n")
 
 
 def test_predicate_and_grid_syntax_is_checked_at_load(op_copy):
@@ -129,50 +129,49 @@ def test_predicate_and_grid_syntax_is_checked_at_load(op_copy):
                           ('fits: "N <= TILE"', 'fits: "N <=="', "fits"),
                           ('grid: "(min(', 'grid: "((min(', "kernels/softmax_kernel/grid")]:
         m.write_text(good.replace(old, new))
-        with pytest.raises(M.ManifestError, match=rf"manifest.yaml:\d+: key '{key}'.*not valid Python"):
-            M.load(m)
+        with pytest.raises(tp_manifest.ManifestError, match=rf"manifest.yaml:\d+: key '{key}'.*not valid Python"):
+            tp_manifest.load(m)
 
 
 # -- input generators, typed tensors and per-kernel tensors (issue 12 section 2) ------------------
 import numpy as np  # noqa: E402
-
 from manifest_ops import make_op, pick_manifest  # noqa: E402
 
 
 def test_integer_generators_make_valid_indices():
-    p = H.int_values("permutation", [], 1000, 0, "w")
+    p = harness.int_values("permutation", [], 1000, 0, "w")
     assert sorted(p.tolist()) == list(range(1000))                  # distinct: a scatter never collides
-    p = H.int_values("permutation", [5000], 100, 0, "w")
+    p = harness.int_values("permutation", [5000], 100, 0, "w")
     assert len(set(p.tolist())) == 100 and p.max() < 5000
-    r = H.int_values("randint", [3, 7], 500, 1, "w")
+    r = harness.int_values("randint", [3, 7], 500, 1, "w")
     assert r.min() >= 3 and r.max() < 7
-    s = H.int_values("sorted", [0, 8], 64, 2, "w")
+    s = harness.int_values("sorted", [0, 8], 64, 2, "w")
     assert (np.diff(s) >= 0).all() and s.max() < 8
-    o = H.int_values("offsets", [100], 9, 3, "w")
+    o = harness.int_values("offsets", [100], 9, 3, "w")
     assert o[0] == 0 and o[-1] == 100 and (np.diff(o) >= 0).all() and len(o) == 9
-    assert H.int_values("range", [5], 3, 0, "w").tolist() == [5, 6, 7]
-    assert H.int_values("full", [-1], 2, 0, "w").tolist() == [-1, -1]
-    assert (H.int_values("randint", [0, 50], 20, 7, "w") == H.int_values("randint", [0, 50], 20, 7, "w")).all()
-    with pytest.raises(H.ManifestValueError, match=r"m.yaml: tensors/i/init: init randint: \[4, 4\) holds no value"):
-        H.int_values("randint", [4, 4], 3, 0, "m.yaml: tensors/i/init")
-    with pytest.raises(H.ManifestValueError, match="a permutation of 10 values cannot fill 20"):
-        H.int_values("permutation", [10], 20, 0, "w")
+    assert harness.int_values("range", [5], 3, 0, "w").tolist() == [5, 6, 7]
+    assert harness.int_values("full", [-1], 2, 0, "w").tolist() == [-1, -1]
+    assert (harness.int_values("randint", [0, 50], 20, 7, "w") == harness.int_values("randint", [0, 50], 20, 7, "w")).all()
+    with pytest.raises(harness.ManifestValueError, match=r"m.yaml: tensors/i/init: init randint: \[4, 4\) holds no value"):
+        harness.int_values("randint", [4, 4], 3, 0, "m.yaml: tensors/i/init")
+    with pytest.raises(harness.ManifestValueError, match="a permutation of 10 values cannot fill 20"):
+        harness.int_values("permutation", [10], 20, 0, "w")
 
 
 def test_tensor_plan_dtypes_generators_lists_and_kernel_tensors(tmp_path):
     text = pick_manifest().replace("  stat: {shape: [N], role: output, dtype: f32}",
                                    "  stat: {shape: [N], role: output, dtype: {f16: f32, bf16: f32, f32: f64}}")
-    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
-    v16, v32 = M.variants(man, "pick")[0], M.variants(man, "pick")[2]
-    plan = {p["name"]: p for p in H.tensor_plan(man, "pick", v16, H.base_env(man, [1000], v16.constexprs, 1))}
+    man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    v16, v32 = tp_manifest.variants(man, "pick")[0], tp_manifest.variants(man, "pick")[2]
+    plan = {p["name"]: p for p in harness.tensor_plan(man, "pick", v16, harness.base_env(man, [1000], v16.constexprs, 1))}
     assert (plan["src"]["dtype"], plan["src"]["init"], plan["src"]["shapes"]) == ("f16", "randn", [(1000,)])
     assert (plan["idx"]["dtype"], plan["idx"]["init"]) == ("i32", "permutation")
     assert plan["stat"]["dtype"] == "f32" and plan["stat"]["role"] == "output"
-    plan32 = {p["name"]: p for p in H.tensor_plan(man, "pick", v32, H.base_env(man, [1000], v32.constexprs, 1))}
+    plan32 = {p["name"]: p for p in harness.tensor_plan(man, "pick", v32, harness.base_env(man, [1000], v32.constexprs, 1))}
     assert plan32["stat"]["dtype"] == "f64" and plan32["src"]["dtype"] == "f32"
     # copy_all has its own tensors: lists of 3 with the element index i in the shape
-    vc = M.variants(man, "copy_all")[1]
-    lists = H.tensor_plan(man, "copy_all", vc, H.base_env(man, [10], vc.constexprs, 1))
+    vc = tp_manifest.variants(man, "copy_all")[1]
+    lists = harness.tensor_plan(man, "copy_all", vc, harness.base_env(man, [10], vc.constexprs, 1))
     assert [(p["name"], p["list"], p["shapes"], p["dtype"]) for p in lists] == [
         ("srcs", True, [(10,), (11,), (12,)], "bf16"), ("dsts", True, [(10,), (11,), (12,)], "bf16")]
 
@@ -181,8 +180,8 @@ def test_cases_use_each_kernels_variants_and_tie_shape_names_to_constexprs(tmp_p
     text = pick_manifest().replace("shape_names: [N]\ntest_shapes: [[1000]]",
                                    "shape_names: [TILE]\ntest_shapes: [[32], [64], [128]]").replace(
         '"(cdiv(N, TILE), 1, 1)"', '"(1, 1, 1)"').replace("[N]", "[TILE]").replace('"N + i"', '"TILE + i"')
-    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
-    got = [(k, v.id, s) for k, v, s in H.cases(man, "test")]
+    man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    got = [(k, v.id, s) for k, v, s in harness.cases(man, "test")]
     # a kernel compiled for TILE: 128 runs on shapes whose TILE is 128 only
     assert got == [("pick", "f16-TILE128-LATm1-bias1em06-NEGtrue", (128,)),
                    ("pick", "bf16-TILE128-LATm1-bias1em06-NEGtrue", (128,)),
@@ -200,29 +199,29 @@ def test_derived_tensors_come_from_reference_functions(tmp_path):
         "  idx: {shape: [N], role: input, dtype: i32, init: permutation}",
         "  idx: {shape: [N], role: input, dtype: i32, init: permutation}\n"
         "  inv: {shape: [N], role: input, dtype: i32, init: {derive: inverse}}")
-    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
-    v = M.variants(man, "pick")[2]
-    plan = {p["name"]: p for p in H.tensor_plan(man, "pick", v, H.base_env(man, [8], v.constexprs, 1))}
+    man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    v = tp_manifest.variants(man, "pick")[2]
+    plan = {p["name"]: p for p in harness.tensor_plan(man, "pick", v, harness.base_env(man, [8], v.constexprs, 1))}
     assert (plan["inv"]["init"], plan["inv"]["args"]) == ("derive", ["inverse"])
     src = np.arange(8, dtype=np.float32)
-    idx = H.int_values("permutation", [], 8, 0, "w").astype(np.int32)
+    idx = harness.int_values("permutation", [], 8, 0, "w").astype(np.int32)
     rmod = SimpleNamespace(inverse=lambda s, i: np.argsort(i).astype(np.int32), wide=lambda s, i: np.argsort(i),
                            boom=lambda s, i: 1 / 0)
-    inv = H.derive(plan["inv"], (8,), rmod, [src, idx])
+    inv = harness.derive(plan["inv"], (8,), rmod, [src, idx])
     assert (idx[inv] == np.arange(8)).all()
     # keyword-only parameters take the call's constexprs and shape names, as reference.py's do
     rmod.rolled = lambda s, i, *, TILE, N: np.roll(np.argsort(i), TILE % N).astype(np.int32)
-    env = H.base_env(man, [8], v.constexprs, 1)
-    assert (H.derive({**plan["inv"], "args": ["rolled"]}, (8,), rmod, [src, idx], env) ==
+    env = harness.base_env(man, [8], v.constexprs, 1)
+    assert (harness.derive({**plan["inv"], "args": ["rolled"]}, (8,), rmod, [src, idx], env) ==
             np.roll(inv, v.constexprs["TILE"] % 8)).all()
-    with pytest.raises(H.ManifestValueError, match=r"tensors/inv/init: derive: inverse\(\) returned int32 \[8\], "
+    with pytest.raises(harness.ManifestValueError, match=r"tensors/inv/init: derive: inverse\(\) returned int32 \[8\], "
                                                    r"but tensor 'inv' is int32 \[9\]"):
-        H.derive(plan["inv"], (9,), rmod, [src, idx])
+        harness.derive(plan["inv"], (9,), rmod, [src, idx])
     for fn, msg in (("wide", r"wide\(\) returned int64 \[8\], but tensor 'inv' is int32"),
                     ("boom", r"boom\(\) failed: ZeroDivisionError"),
                     ("gone", r"reference.py has no function gone\(\)")):
-        with pytest.raises(H.ManifestValueError, match=msg):
-            H.derive({**plan["inv"], "args": [fn]}, (8,), rmod, [src, idx])
+        with pytest.raises(harness.ManifestValueError, match=msg):
+            harness.derive({**plan["inv"], "args": [fn]}, (8,), rmod, [src, idx])
     # one input tensor per derive: not a list, no randn scale, not an output (an in-place output
     # starts as {copy: <a derived input>})
     for old, new, msg in (("init: {derive: inverse}}", "init: {derive: inverse}, count: 2}", "init derive makes one tensor"),
@@ -230,8 +229,8 @@ def test_derived_tensors_come_from_reference_functions(tmp_path):
                           ("  dst: {shape: [N], role: output}", "  dst: {shape: [N], role: output, init: {derive: inverse}}",
                            "init derive makes an input, but tensor 'dst' has role output")):
         bad = text.replace(old, new)
-        with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
-            M.load(make_op(tmp_path / str(len(msg)), manifest=bad) / "manifest.yaml")
+        with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
+            tp_manifest.load(make_op(tmp_path / str(len(msg)), manifest=bad) / "manifest.yaml")
 
 
 # -- in-place outputs (init copy) and constexpr-dependent semantics (keyword-only parameters) ----
@@ -253,17 +252,17 @@ def _inplace_manifest():
 
 
 def test_init_copy_makes_an_in_place_output_start_from_its_input(tmp_path):
-    man = M.load(make_op(tmp_path, manifest=_inplace_manifest()) / "manifest.yaml")
-    v = M.variants(man, "copy_all")[0]
-    plan = H.tensor_plan(man, "copy_all", v, H.base_env(man, [10], v.constexprs, 1))
+    man = tp_manifest.load(make_op(tmp_path, manifest=_inplace_manifest()) / "manifest.yaml")
+    v = tp_manifest.variants(man, "copy_all")[0]
+    plan = harness.tensor_plan(man, "copy_all", v, harness.base_env(man, [10], v.constexprs, 1))
     dsts = next(p for p in plan if p["name"] == "dsts")
     assert (dsts["init"], dsts["args"], dsts["shapes"]) == ("copy", ["srcs"], [(10,), (11,), (12,)])
     srcs = [_FakeTensor(s) for s in [(10,), (11,), (12,)]]
-    assert H.copy_sources(plan, {"srcs": srcs}) == {"dsts": srcs}
-    with pytest.raises(H.ManifestValueError, match=r"copy of 'srcs': its shape \[\(10,\), \(11,\), \(13,\)\]"):
-        H.copy_sources(plan, {"srcs": srcs[:2] + [_FakeTensor((13,))]})
-    with pytest.raises(H.ManifestValueError, match="its dtype torch.float32 is not this tensor's f16"):
-        H.copy_sources(plan, {"srcs": [_FakeTensor(s.shape, "float32") for s in srcs]})
+    assert harness.copy_sources(plan, {"srcs": srcs}) == {"dsts": srcs}
+    with pytest.raises(harness.ManifestValueError, match=r"copy of 'srcs': its shape \[\(10,\), \(11,\), \(13,\)\]"):
+        harness.copy_sources(plan, {"srcs": srcs[:2] + [_FakeTensor((13,))]})
+    with pytest.raises(harness.ManifestValueError, match="its dtype torch.float32 is not this tensor's f16"):
+        harness.copy_sources(plan, {"srcs": [_FakeTensor(s.shape, "float32") for s in srcs]})
 
 
 def test_init_copy_errors_name_the_line(tmp_path):
@@ -275,8 +274,8 @@ def test_init_copy_errors_name_the_line(tmp_path):
             ('srcs: {shape: ["N + i"], role: input, count: 3}',
              'srcs: {shape: ["N + i"], role: input, count: 3, init: {copy: dsts}}', r"'srcs' has role input")]:
         d = make_op(tmp_path / f"e{len(msg)}", manifest=base.replace(old, new))
-        with pytest.raises(M.ManifestError, match=rf"manifest.yaml:\d+: .*{msg}"):
-            M.load(d / "manifest.yaml")
+        with pytest.raises(tp_manifest.ManifestError, match=rf"manifest.yaml:\d+: .*{msg}"):
+            tp_manifest.load(d / "manifest.yaml")
 
 
 
@@ -286,19 +285,19 @@ def test_a_kernel_own_fits_replaces_the_operators(tmp_path):
     text = pick_manifest().replace("test_shapes: [[1000]]", "test_shapes: [[1000], [4096]]\nfits: \"N < 4000\"").replace(
         "    reference: copy_reference", "    reference: copy_reference\n    fits: \"N > TILE * 60\"\n"
                                         "    perf_fits: \"N % TILE == 0\"")
-    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
-    got = {(k, v.dtype, s) for k, v, s in H.cases(man, "test")}
+    man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    got = {(k, v.dtype, s) for k, v, s in harness.cases(man, "test")}
     assert got == {("pick", dt, (1000,)) for dt in ("f16", "bf16", "f32")} | \
                   {("copy_all", dt, (4096,)) for dt in ("f16", "bf16", "f32")}
-    assert {(k, s) for k, _, s in H.cases(man, "perf")} == {("copy_all", (1048576,))}
+    assert {(k, s) for k, _, s in harness.cases(man, "perf")} == {("copy_all", (1048576,))}
     # an unknown name names the kernel's key
     man["kernels"]["copy_all"]["fits"] = "LAT > 0"
-    with pytest.raises(H.ManifestValueError, match=r"manifest.yaml: kernels/copy_all/fits: expression 'LAT > 0'"):
-        H.cases(man, "test")
+    with pytest.raises(harness.ManifestValueError, match=r"manifest.yaml: kernels/copy_all/fits: expression 'LAT > 0'"):
+        harness.cases(man, "test")
     # the kernel's predicate is checked at load like the operator's
     bad = text.replace('fits: "N > TILE * 60"', 'fits: "N >"')
-    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: key 'kernels/copy_all/fits'.*not valid Python"):
-        M.load(make_op(tmp_path, manifest=bad) / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: key 'kernels/copy_all/fits'.*not valid Python"):
+        tp_manifest.load(make_op(tmp_path, manifest=bad) / "manifest.yaml")
 
 
 def test_reference_functions_take_constexprs_as_keywords():
@@ -307,13 +306,13 @@ def test_reference_functions_take_constexprs_as_keywords():
     def reference(x, w, *, P, SEED, eps=1e-6):
         return x
 
-    names = {"P": 0.5, "SEED": -7, "N": 10, "num_sms": 132, "cdiv": H.cdiv}
-    assert H.keywords_for(reference, names, "m.yaml: kernels/k") == {"P": 0.5, "SEED": -7}
-    assert H.keywords_for(reference, {**names, "eps": 1e-5}, "w")["eps"] == 1e-5
-    assert H.keywords_for(lambda x: x, names, "w") == {}
-    with pytest.raises(H.ManifestValueError, match=r"m.yaml: kernels/k: reference.py's reference\(\) takes the "
+    names = {"P": 0.5, "SEED": -7, "N": 10, "num_sms": 132, "cdiv": tp_manifest.cdiv}
+    assert harness.keywords_for(reference, names, "m.yaml: kernels/k") == {"P": 0.5, "SEED": -7}
+    assert harness.keywords_for(reference, {**names, "eps": 1e-5}, "w")["eps"] == 1e-5
+    assert harness.keywords_for(lambda x: x, names, "w") == {}
+    with pytest.raises(harness.ManifestValueError, match=r"m.yaml: kernels/k: reference.py's reference\(\) takes the "
                                                    r"keyword-only parameter SEED.*may take N, P, num_sms$"):
-        H.keywords_for(reference, {"P": 0.5, "N": 10, "num_sms": 132, "cdiv": H.cdiv}, "m.yaml: kernels/k")
+        harness.keywords_for(reference, {"P": 0.5, "N": 10, "num_sms": 132, "cdiv": tp_manifest.cdiv}, "m.yaml: kernels/k")
 
 
 def test_shape_names_win_over_bound_scalars_of_the_same_name(repo):
@@ -321,23 +320,23 @@ def test_shape_names_win_over_bound_scalars_of_the_same_name(repo):
     # shape name N is the expansion rate (4), the N reference.py's finalize_reference() means;
     # given the scalar's 24 it checked every column as a sigmoid one (the H200's 2958 of 3072
     # mismatches, where port and cuTile Python agreed bit for bit)
-    man = M.load(repo / "operators" / "tg_mhc" / "manifest.yaml")
+    man = tp_manifest.load(repo / "operators" / "tg_mhc" / "manifest.yaml")
     kernel = "_mhc_finalize_scale_bias_sigmoid_kernel"
-    v = M.variants(man, kernel)[0]
-    env = H.base_env(man, [128, 4, 1024], v.constexprs, 132)
+    v = tp_manifest.variants(man, kernel)[0]
+    env = harness.base_env(man, [128, 4, 1024], v.constexprs, 132)
     bind = man["kernels"][kernel]["bind"]
-    scalars = {k: H.evaluate(bind[k], env, k) for k in ("n", "N", "K", "M", "alpha_pre")}
-    names, shadowed = H.reference_names(env, scalars)
+    scalars = {k: harness.evaluate(bind[k], env, k) for k in ("n", "N", "K", "M", "alpha_pre")}
+    names, shadowed = harness.reference_names(env, scalars)
     assert names["N"] == 4 and names["C"] == 1024 and names["n"] == 4 and names["K"] == 4096
     assert shadowed == {"N": (4, 24)}
 
     def finalize_reference(y_acc, r_acc, bias, *, N, C, SPLIT_K, alpha_pre):
         return y_acc
 
-    assert H.keywords_for(finalize_reference, names, "w") == {"N": 4, "C": 1024, "SPLIT_K": v.constexprs["SPLIT_K"],
+    assert harness.keywords_for(finalize_reference, names, "w") == {"N": 4, "C": 1024, "SPLIT_K": v.constexprs["SPLIT_K"],
                                                               "alpha_pre": 0.8}
     # a bound scalar no manifest name shadows still reaches the reference, and an equal one is no collision
-    names, shadowed = H.reference_names({"N": 4}, {"eps": 1e-6, "N": 4})
+    names, shadowed = harness.reference_names({"N": 4}, {"eps": 1e-6, "N": 4})
     assert names == {"N": 4, "eps": 1e-6} and shadowed == {}
 
 
@@ -349,16 +348,16 @@ def test_a_kernels_own_fits_may_name_its_constexprs(tmp_path):
         "    reference: copy_reference\n    fits: \"N % TILE == 0\"\n    perf_fits: \"N > 4 * TILE\"\n").replace(
         "    scalars: {Count: i32}\n", "    scalars: {Count: i32}\n    fits: \"NEG or N < 100\"\n").replace(
         "test_shapes: [[1000]]", "test_shapes: [[1000], [64], [96]]")
-    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
-    got = {(k, v.dtype, s) for k, v, s in H.cases(man, "test")}
+    man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    got = {(k, v.dtype, s) for k, v, s in harness.cases(man, "test")}
     # pick: f16/bf16 (NEG true) on every shape, f32 (NEG false) only below 100
     assert {(d, s) for k, d, s in got if k == "pick"} == \
         {(d, s) for d in ("f16", "bf16") for s in [(1000,), (64,), (96,)]} | {("f32", (64,)), ("f32", (96,))}
     # copy_all (TILE 64): only the shape that is a multiple of 64
     assert {s for k, _, s in got if k == "copy_all"} == {(64,)}
-    assert {k for k, _, _ in H.cases(man, "perf")} == {"pick", "copy_all"}
-    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: .*kernels/copy_all/fits.*not valid Python"):
-        M.load(make_op(tmp_path, name="bad", manifest=text.replace('"N % TILE == 0"', '"N %% TILE =="').replace(
+    assert {k for k, _, _ in harness.cases(man, "perf")} == {"pick", "copy_all"}
+    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: .*kernels/copy_all/fits.*not valid Python"):
+        tp_manifest.load(make_op(tmp_path, name="bad", manifest=text.replace('"N % TILE == 0"', '"N %% TILE =="').replace(
             "op: pick", "op: bad")) / "manifest.yaml")
 
 
@@ -366,11 +365,11 @@ def test_compare_counts_equal_infinities_and_nans_as_equal():
     torch = pytest.importorskip("torch")
     inf = float("inf")
     e = torch.tensor([-inf, inf, float("nan"), 1.0])
-    assert H.compare(e.clone(), e, rtol=0.0, atol=0.0)["ok"]
+    assert harness.compare(e.clone(), e, rtol=0.0, atol=0.0)["ok"]
     # an infinity of the other sign, a finite value for an infinity, or an infinity for a
     # finite value is a mismatch
     for a in ([inf, inf, float("nan"), 1.0], [-inf, 3.0, float("nan"), 1.0], [-inf, inf, float("nan"), inf]):
-        r = H.compare(torch.tensor(a), e, rtol=1e-2, atol=1e-2)
+        r = harness.compare(torch.tensor(a), e, rtol=1e-2, atol=1e-2)
         assert not r["ok"] and r["mismatches"] == 1, a
 
 
@@ -380,25 +379,25 @@ def test_a_tolerance_may_be_an_expression_of_the_shape(tmp_path):
     text = pick_manifest().replace("f16: {rtol: 1.0e-3, atol: 1.0e-3}",
                                    'f16: {rtol: "2 ** -10", atol: "2 ** -13 * N / TILE"}')
     assert 'atol: "2 ** -13 * N / TILE"' in text
-    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
-    v16 = next(v for v in M.variants(man, "pick") if v.dtype == "f16")
-    assert H.tolerance(man, v16, (1024,)) == {"rtol": 2 ** -10, "atol": 2 ** -13 * 1024 / v16.constexprs["TILE"]}
-    assert H.tolerance(man, v16, (4096,))["atol"] == 4 * H.tolerance(man, v16, (1024,))["atol"]
-    v32 = next(v for v in M.variants(man, "pick") if v.dtype == "f32")
-    assert H.tolerance(man, v32, (1024,)) == {"rtol": 1e-5, "atol": 1e-5}      # numbers pass through
+    man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    v16 = next(v for v in tp_manifest.variants(man, "pick") if v.dtype == "f16")
+    assert harness.tolerance(man, v16, (1024,)) == {"rtol": 2 ** -10, "atol": 2 ** -13 * 1024 / v16.constexprs["TILE"]}
+    assert harness.tolerance(man, v16, (4096,))["atol"] == 4 * harness.tolerance(man, v16, (1024,))["atol"]
+    v32 = next(v for v in tp_manifest.variants(man, "pick") if v.dtype == "f32")
+    assert harness.tolerance(man, v32, (1024,)) == {"rtol": 1e-5, "atol": 1e-5}      # numbers pass through
     # a negative value or an unknown name is the manifest's error, naming the key
     man["tolerance"]["f16"]["atol"] = "-N"
-    with pytest.raises(H.ManifestValueError,
+    with pytest.raises(harness.ManifestValueError,
                        match=r"manifest.yaml:\d+: key 'tolerance/f16/atol': '-N' gives -1024 .*>= 0"):
-        H.tolerance(man, v16, (1024,))
+        harness.tolerance(man, v16, (1024,))
     man["tolerance"]["f16"]["atol"] = "Q * 2"
-    with pytest.raises(H.ManifestValueError,
+    with pytest.raises(harness.ManifestValueError,
                        match=r"manifest.yaml:\d+: key 'tolerance/f16/atol': expression 'Q \* 2': NameError"):
-        H.tolerance(man, v16, (1024,))
+        harness.tolerance(man, v16, (1024,))
     # an expression that is not Python is refused at load, at its line
     bad = text.replace('"2 ** -10"', '"2 **"')
-    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: key 'tolerance/f16/rtol'.*not valid Python"):
-        M.load(make_op(tmp_path, name="bad", manifest=bad.replace("op: pick", "op: bad")) / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: key 'tolerance/f16/rtol'.*not valid Python"):
+        tp_manifest.load(make_op(tmp_path, name="bad", manifest=bad.replace("op: pick", "op: bad")) / "manifest.yaml")
 
 
 @pytest.mark.parametrize("value", [".inf", ".nan", "1.0e999", "1" + "0" * 400, '"1e400"', '"10 ** 400"',
@@ -409,13 +408,13 @@ def test_a_tolerance_that_is_not_finite_is_refused(tmp_path, value):
     # an int that float() cannot take (OverflowError, a traceback in gpu_test)
     text = pick_manifest().replace("f16: {rtol: 1.0e-3, atol: 1.0e-3}", f"f16: {{rtol: {value}, atol: 1.0e-3}}")
     try:
-        man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
-    except M.ManifestError as exc:
+        man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    except tp_manifest.ManifestError as exc:
         assert re.search(r"manifest.yaml:\d+: key 'tolerance/f16/rtol'.*finite", str(exc)), exc
         return
-    v16 = next(v for v in M.variants(man, "pick") if v.dtype == "f16")
-    with pytest.raises(H.ManifestValueError, match=r"manifest.yaml:\d+: key 'tolerance/f16/rtol': .*finite"):
-        H.tolerance(man, v16, (1024,))
+    v16 = next(v for v in tp_manifest.variants(man, "pick") if v.dtype == "f16")
+    with pytest.raises(harness.ManifestValueError, match=r"manifest.yaml:\d+: key 'tolerance/f16/rtol': .*finite"):
+        harness.tolerance(man, v16, (1024,))
 
 
 @pytest.mark.parametrize("expr,why", [("2 ** -13 * Q", "'Q'"), ("2 ** -13 * k", "'k'"),
@@ -425,8 +424,8 @@ def test_a_tolerance_naming_what_a_variant_lacks_is_refused_at_load_at_its_line(
     # tolerances first), and bench's reconcile turned it into a silently dropped kept verdict; a
     # constexpr only some kernels of the dtype have (LAT: pick's, not other's) fails for the others
     text = pick_manifest().replace("f16: {rtol: 1.0e-3, atol: 1.0e-3}", f'f16: {{rtol: 1.0e-3, atol: "{expr}"}}')
-    with pytest.raises(M.ManifestError, match=rf"manifest.yaml:\d+: key 'tolerance/f16/atol': .*{why}"):
-        M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError, match=rf"manifest.yaml:\d+: key 'tolerance/f16/atol': .*{why}"):
+        tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
 
 
 def test_reset_puts_back_every_output_whose_first_values_the_manifest_gives(tmp_path):
@@ -436,17 +435,17 @@ def test_reset_puts_back_every_output_whose_first_values_the_manifest_gives(tmp_
     shape). reset() must put such outputs back too, not only init copy ones; dz / y1s, which the
     kernel overwrites, are left alone."""
     op_dir = Path(__file__).resolve().parent.parent / "operators" / "tg_moe_actgrad_bwd"
-    man = M.load(op_dir / "manifest.yaml")
-    v = M.variants(man, "_moe_actgrad_bwd_kernel")[0]
-    plan = H.tensor_plan(man, "_moe_actgrad_bwd_kernel", v, H.base_env(man, [64, 2, 8, 256, 128], v.constexprs, 1))
+    man = tp_manifest.load(op_dir / "manifest.yaml")
+    v = tp_manifest.variants(man, "_moe_actgrad_bwd_kernel")[0]
+    plan = harness.tensor_plan(man, "_moe_actgrad_bwd_kernel", v, harness.base_env(man, [64, 2, 8, 256, 128], v.constexprs, 1))
     outs = [(p["name"], [_FakeTensor(p["shapes"][0])], False) for p in plan if p["role"] == "output"]
-    got = dict(zip([n for n, _, _ in outs], H.reset_sources(plan, outs, {})))
+    got = dict(zip([n for n, _, _ in outs], harness.reset_sources(plan, outs, {})))
     assert got["ds"] is outs[[n for n, _, _ in outs].index("ds")][1][0]
     assert got["dz"] is None and got["y1s"] is None
     # init copy: the input's values, element by element of a list
-    man = M.load(make_op(tmp_path, manifest=_inplace_manifest()) / "manifest.yaml")
-    v = M.variants(man, "copy_all")[0]
-    plan = H.tensor_plan(man, "copy_all", v, H.base_env(man, [10], v.constexprs, 1))
+    man = tp_manifest.load(make_op(tmp_path, manifest=_inplace_manifest()) / "manifest.yaml")
+    v = tp_manifest.variants(man, "copy_all")[0]
+    plan = harness.tensor_plan(man, "copy_all", v, harness.base_env(man, [10], v.constexprs, 1))
     srcs = [_FakeTensor(s) for s in [(10,), (11,), (12,)]]
     outs = [(p["name"], [_FakeTensor(s) for s in p["shapes"]], p["list"]) for p in plan if p["role"] == "output"]
-    assert H.reset_sources(plan, outs, H.copy_sources(plan, {"srcs": srcs})) == srcs
+    assert harness.reset_sources(plan, outs, harness.copy_sources(plan, {"srcs": srcs})) == srcs

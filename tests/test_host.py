@@ -5,10 +5,11 @@ import re
 import shutil
 
 import pytest
-
 from conftest import REPO
-from tileport import analyze, host, rust_ir, write_kernel
-from tileport.verdict import read
+
+from tileport.core.verdict import read
+from tileport.cpu import analyze, rust_ir, write_kernel
+from tileport.host import shim as host
 
 
 def make_op(results, op, kernels, op_dir=None):
@@ -240,7 +241,7 @@ def test_sources_restored_with_old_mtimes_are_rebuilt(tmp_path):
 
 from test_agents import FakeMessages, ok, server  # noqa: E402,F401  (server: a fixture)
 
-from tileport import agents as A  # noqa: E402
+from tileport.core import agents  # noqa: E402
 
 
 def shim_reply(rust: str) -> str:
@@ -253,7 +254,7 @@ def llm_tree(built, tmp_path, server, monkeypatch):
     results = tmp_path / "results"
     shutil.copytree(built[0] / "relu", results / "relu", ignore=shutil.ignore_patterns("host"))
     monkeypatch.setenv("TILEPORT_HOST_KEY", "sk-ant-host-test")
-    s = A.LlmSettings(model="claude-test", max_tokens=512, temperature=0.0, timeout_s=5.0, max_retries=0,
+    s = agents.LlmSettings(model="claude-test", max_tokens=512, temperature=0.0, timeout_s=5.0, max_retries=0,
                       base_url=server[1], api_key_env="TILEPORT_HOST_KEY")
     role = {"backend": "auto", "settings": s, "results": results, "replay_dir": results}
     return results, role, (built[0] / "relu" / "host" / "ffi.rs").read_text()

@@ -1,4 +1,4 @@
-from tileport import hostbench as HB
+from tileport.gpu import hostbench as HB
 
 
 def test_fit_line_recovers_a_line_and_needs_two_x():

@@ -17,12 +17,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import copy_workflow
-from tileport import importer as I
-from tileport import source as S
-from tileport.torch_uses import TORCH_DTYPES
-from tileport.verdict import Finding, Verdict, read, write
+
+from tileport.core import source as tp_source
+from tileport.core import wheels
+from tileport.core.verdict import Finding, Verdict, read, write
+from tileport.cpu import importer
+from tileport.model.torch_uses import TORCH_DTYPES
 
 
 def install(site, name, version, files):
@@ -58,9 +59,9 @@ def site(tmp_path, monkeypatch):
     s = tmp_path / "site"
     s.mkdir()
     monkeypatch.syspath_prepend(str(s))
-    I._packages.cache_clear()
+    wheels._packages.cache_clear()
     yield s
-    I._packages.cache_clear()
+    wheels._packages.cache_clear()
 
 
 GYM = {
@@ -284,7 +285,7 @@ GYM = {
 
 def extract(site, tmp_path, module, kernels, version="1.0", files=GYM):
     sha = install(site, "tilegym", version, files)
-    return I.extract(module, kernels, pin(tmp_path / "pin.txt", "tilegym", version, sha))
+    return importer.extract(module, kernels, pin(tmp_path / "pin.txt", "tilegym", version, sha))
 
 
 def test_keeps_kernel_decorator_arguments_and_what_it_uses_transitively(site, tmp_path):
@@ -356,7 +357,7 @@ def test_blocked_names_the_name_and_its_line(site, tmp_path, kernel, owner, name
         assert str(p).startswith(f"tilegym/ops/softmaxish.py:{p.line}: 'torch'")
 
 
-# -- torch inside kernels (tileport/torch_uses.py) -----------------------------------------------
+# -- torch inside kernels (tileport/model/torch_uses.py) -----------------------------------------------
 
 def _positions(fn, ann_dropped=False):
     """(node type, line relative to the def, column) of every node of a function, the torch.Tensor
@@ -378,8 +379,8 @@ def test_torch_annotations_and_dtypes_become_cutiles_spelling_at_the_same_column
     sha = install(site, "tilegym", "1.0", GYM)
     pin_file = pin(tmp_path / "pin.txt", "tilegym", "1.0", sha)
     d = _op(tmp_path, "tg_r", "source: {module: tilegym.ops.torchy}\n", kernels=("k_rewrites",))
-    kpy = S.kernel_py(d)
-    doc = I.run(d, kpy, str(kpy) + ".map.json", kpy.parent / "import.json", "tg_r", pin_file)
+    kpy = tp_source.kernel_py(d)
+    doc = importer.run(d, kpy, str(kpy) + ".map.json", kpy.parent / "import.json", "tg_r", pin_file)
     assert doc["verdict"] == "PASS" and "6 use(s) of torch rewritten" in doc["summary"], doc["summary"]
     text = kpy.read_text()
     code = text.split("\n#\n", 1)[1]
@@ -483,14 +484,14 @@ def _python(code, names):
 
 
 def test_the_torch_dtype_table_is_the_one_cutiles_registry_reads():
-    from tileport import torch_uses as TU
+    from tileport.model import torch_uses as TU
 
     others = ["half", "float", "long", "int", "double", "complex64", "float8_e4m3fnuz", "uint1"]
     out = _python("""
 import json
 import cuda.tile as ct
 from cuda.tile._cext import foreign_dtype_object_to_native as native
-from tileport.torch_uses import TORCH_DTYPES
+from tileport.model.torch_uses import TORCH_DTYPES
 print(json.dumps({n: None if native(getattr(torch, n)) is None else
                   [k for k in TORCH_DTYPES.values() if getattr(ct, k) is native(getattr(torch, n))]
                   for n in NAMES}))
@@ -504,7 +505,8 @@ SAME_IR = """
 import importlib.util, json, linecache
 from pathlib import Path
 from cuda.tile.compilation import export_kernel
-from tileport import manifest as M, reference_ir as R
+from tileport.model import manifest as M
+from tileport.cpu import reference_ir as R
 
 for case in json.loads(Path(CASES).read_text()):
     path, out = Path(case["path"]), []
@@ -551,7 +553,7 @@ def test_rewritten_kernels_compile_to_the_tile_ir_of_the_original(site, tmp_path
 def test_tilegyms_silu_and_mul_compiles_to_the_same_tile_ir_after_its_rewrites(tmp_path):
     # the installed tilegym 1.5.1: torch.int32 / torch.float32 in both row-wise kernels
     ks = ["_silu_and_mul_kernel_row_wise", "_silu_and_mul_backward_kernel_row_wise"]
-    res = I.extract("tilegym.ops.cutile.silu_and_mul", ks, Path(__file__).parent.parent / I.PIN_FILE)
+    res = importer.extract("tilegym.ops.cutile.silu_and_mul", ks, Path(__file__).parent.parent / wheels.PIN_FILE)
     assert not res["problems"] and {r["original"] for r in res["rewritten"]} == {"torch.int32", "torch.float32"}
     two_d = {**ARR, "ndim": 2}
     const = [{"kind": "constexpr", "name": "TILE_SIZE"}, {"kind": "constexpr", "name": "TOTAL_HIDDEN_SIZE"}]
@@ -577,16 +579,16 @@ def test_third_party_module_objects_and_clashes(site, tmp_path):
 
 def test_pin_and_record_are_checked(site, tmp_path):
     sha = install(site, "tilegym", "1.0", GYM)
-    with pytest.raises(I.ImportFailed, match=r"pins tilegym==2.0 but tilegym 1.0 is installed"):
-        I.extract("tilegym.ops.softmaxish", ["k_main"], pin(tmp_path / "p", "tilegym", "2.0", sha))
-    with pytest.raises(I.ImportFailed, match="does not pin"):
-        I.extract("tilegym.ops.softmaxish", ["k_main"], pin(tmp_path / "p", "other", "1.0", sha))
+    with pytest.raises(wheels.ImportFailed, match=r"pins tilegym==2.0 but tilegym 1.0 is installed"):
+        importer.extract("tilegym.ops.softmaxish", ["k_main"], pin(tmp_path / "p", "tilegym", "2.0", sha))
+    with pytest.raises(wheels.ImportFailed, match="does not pin"):
+        importer.extract("tilegym.ops.softmaxish", ["k_main"], pin(tmp_path / "p", "other", "1.0", sha))
     p = site / "tilegym/ops/softmaxish.py"
     p.write_text(p.read_text() + "\n# edited by hand\n")
-    with pytest.raises(I.ImportFailed, match="differs from the hash in the RECORD"):
-        I.extract("tilegym.ops.softmaxish", ["k_main"], pin(tmp_path / "p", "tilegym", "1.0", sha))
-    with pytest.raises(I.ImportFailed, match="no installed distribution provides the package 'nogym'"):
-        I.extract("nogym.ops", ["k"], tmp_path / "p")
+    with pytest.raises(wheels.ImportFailed, match="differs from the hash in the RECORD"):
+        importer.extract("tilegym.ops.softmaxish", ["k_main"], pin(tmp_path / "p", "tilegym", "1.0", sha))
+    with pytest.raises(wheels.ImportFailed, match="no installed distribution provides the package 'nogym'"):
+        importer.extract("nogym.ops", ["k"], tmp_path / "p")
 
 
 def _op(tmp_path, name, source, kernels=("k_main",), own_kernel_py=False):
@@ -607,18 +609,18 @@ def test_run_writes_kernel_map_verdict_and_every_stage_finds_it(site, tmp_path):
     sha = install(site, "tilegym", "1.0", GYM)
     pin_file = pin(tmp_path / "pin.txt", "tilegym", "1.0", sha)
     d = _op(tmp_path, "tg_x", "source: {module: tilegym.ops.softmaxish, kernels: [k_main, k_exp]}\n")
-    kpy = S.kernel_py(d)
+    kpy = tp_source.kernel_py(d)
     assert kpy == (tmp_path / "results" / "tg_x" / "src" / "kernel.py").resolve()
-    doc = I.run(d, kpy, str(kpy) + ".map.json", kpy.parent / "import.json", "tg_x", pin_file)
+    doc = importer.run(d, kpy, str(kpy) + ".map.json", kpy.parent / "import.json", "tg_x", pin_file)
     assert doc["verdict"] == "PASS" and "2 kernel(s) of tilegym.ops.softmaxish from tilegym 1.0" in doc["summary"]
     assert doc["details"]["wheel"]["sha256"] == sha
     assert [f["severity"] for f in doc["findings"]] == ["info"]        # the decorator left out
-    S.check_imported(d)                                                  # PASS: no exception
-    assert S.source_name(d, "k_main") == "tilegym.ops.softmaxish:k_main"
+    tp_source.check_imported(d)                                                  # PASS: no exception
+    assert tp_source.source_name(d, "k_main") == "tilegym.ops.softmaxish:k_main"
     # an operator without source: keeps its own kernel.py
     own = _op(tmp_path, "own", "", own_kernel_py=True)
-    assert S.kernel_py(own) == own / "kernel.py" and S.source_name(own, "k") == "operators/own/kernel.py:k"
-    S.check_imported(own)
+    assert tp_source.kernel_py(own) == own / "kernel.py" and tp_source.source_name(own, "k") == "operators/own/kernel.py:k"
+    tp_source.check_imported(own)
     # a verdict naming a line of the imported file also names the module's line, once
     line = next(i for i, t in enumerate(kpy.read_text().splitlines(), 1) if t.startswith("def k_main"))
     src = (site / "tilegym/ops/softmaxish.py").read_text().splitlines()
@@ -633,31 +635,31 @@ def test_run_writes_kernel_map_verdict_and_every_stage_finds_it(site, tmp_path):
     assert v["findings"][0]["ref"]["origin"] == want and v["findings"][1]["ref"]["origin"] == want
     assert write(read(tmp_path / "v.json"), tmp_path / "v2.json")["summary"] == v["summary"]
     # an annotated multi-digit line is left alone (its prefix line {line} is not annotated inside it)
-    assert S.annotate_text(f"{kpy}:{line}7 [tilegym/ops/x.py:1]: m") == f"{kpy}:{line}7 [tilegym/ops/x.py:1]: m"
+    assert tp_source.annotate_text(f"{kpy}:{line}7 [tilegym/ops/x.py:1]: m") == f"{kpy}:{line}7 [tilegym/ops/x.py:1]: m"
     # a BLOCKED import: kernel.py says so, the analysis quotes it with the import's owner
     d2 = _op(tmp_path, "tg_t", "source: {module: tilegym.ops.softmaxish}\n", kernels=("k_torch_deep",))
-    k2 = S.kernel_py(d2)
-    doc = I.run(d2, k2, str(k2) + ".map.json", k2.parent / "import.json", "tg_t", pin_file)
+    k2 = tp_source.kernel_py(d2)
+    doc = importer.run(d2, k2, str(k2) + ".map.json", k2.parent / "import.json", "tg_t", pin_file)
     assert doc["verdict"] == "BLOCKED" and doc["owner"] == "tool" and "'torch'" in doc["summary"]
     assert doc["details"]["blocked"][0]["name"] == "torch"
-    with pytest.raises(S.SourceBlocked, match="import BLOCKED") as exc:
-        S.check_imported(d2)
+    with pytest.raises(tp_source.SourceBlocked, match="import BLOCKED") as exc:
+        tp_source.check_imported(d2)
     assert exc.value.owner == "tool"
-    from tileport import analyze
+    from tileport.cpu import analyze
 
     an = analyze.run(d2, tmp_path / "an.json", "tg_t")
     assert an["verdict"] == "BLOCKED" and an["owner"] == "tool" and "'torch'" in an["summary"]
 
 
 def test_manifest_source_key(tmp_path):
-    from tileport import manifest as M
+    from tileport.model import manifest
 
     d = _op(tmp_path, "tg_m", "source: {module: tilegym.ops.softmaxish, kernels: [k_exp]}\n")
-    with pytest.raises(M.ManifestError, match=r"manifest.yaml:2: key 'source/kernels'.*lacks \['k_main'\]"):
-        M.load(d / "manifest.yaml")
+    with pytest.raises(manifest.ManifestError, match=r"manifest.yaml:2: key 'source/kernels'.*lacks \['k_main'\]"):
+        manifest.load(d / "manifest.yaml")
     d = _op(tmp_path, "tg_n", "source: {module: 'not a module'}\n")
-    with pytest.raises(M.ManifestError, match="key 'source/module'"):
-        M.load(d / "manifest.yaml")
+    with pytest.raises(manifest.ManifestError, match="key 'source/module'"):
+        manifest.load(d / "manifest.yaml")
 
 
 # -- the workflow: a new pin reruns exactly the operators whose source files changed ----------
@@ -730,8 +732,8 @@ def test_new_wheel_reruns_exactly_the_operators_whose_source_changed(tmp_path):
 def test_coverage_table_lists_every_kernel_with_its_furthest_stage(site, tmp_path):
     import csv
 
-    from tileport import coverage as C
-    from tileport import summary as SUM
+    from tileport.report import coverage
+    from tileport.report import summary as SUM
 
     install(site, "tilegym", "1.0", {**GYM, "tilegym/ops/cutile/__init__.py": "",
                                      "tilegym/ops/cutile/a.py": KERNEL.format(name="ka") + textwrap.dedent("""\
@@ -743,7 +745,7 @@ def test_coverage_table_lists_every_kernel_with_its_furthest_stage(site, tmp_pat
                 pass
             return kf
         """), "tilegym/ops/cutile/common.py": "TWO = 2.0\n"})
-    inv = C.inventory("tilegym.ops.cutile")
+    inv = coverage.inventory("tilegym.ops.cutile")
     assert [(k["function"], k.get("factory")) for k in inv] == [("ka", None), ("kf", "factory")]
     base = {c: "PASS" for c in SUM.COLUMNS}
     rows = [base | {"op": "tg_a", "kernel": "ka", "variant": "f16-T1", "test": "not_run (no GPU: x)",
@@ -758,7 +760,7 @@ def test_coverage_table_lists_every_kernel_with_its_furthest_stage(site, tmp_pat
         w = csv.DictWriter(fh, fieldnames=SUM.COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    text = C.table(out, inv, tmp_path / "operators")
+    text = coverage.table(out, inv, tmp_path / "operators")
     lines = text.splitlines()
     ka = next(ln for ln in lines if ln.startswith("| `a:ka`"))
     assert ka.split(" | ")[1:7] == ["tg_a", "2", "2/2", "1/2", "ir_diff", "FAIL"]
@@ -768,5 +770,5 @@ def test_coverage_table_lists_every_kernel_with_its_furthest_stage(site, tmp_pat
     kf = next(ln for ln in lines if ln.startswith("| `a:kf`"))
     assert "no operator" in kf and "kernel factory" in kf
     assert "2 `@ct.kernel` functions" in text and "1 imported by an operator" in text
-    readme = f"intro\n{C.BEGIN}\nold table\n{C.END}\noutro\n"
-    assert C.replace_block(readme, text) == f"intro\n{C.BEGIN}\n{text}{C.END}\noutro\n"
+    readme = f"intro\n{coverage.BEGIN}\nold table\n{coverage.END}\noutro\n"
+    assert coverage.replace_block(readme, text) == f"intro\n{coverage.BEGIN}\n{text}{coverage.END}\noutro\n"

@@ -1,7 +1,10 @@
 """The IR diagnoser on a deliberately broken translation rule, end to end (real compilers)."""
 from conftest import run_chain
-from tileport import constructs, ir_diagnose, translate
-from tileport.verdict import Verdict, write
+
+from tileport import translate
+from tileport.core.verdict import Verdict, write
+from tileport.cpu import ir_diagnose
+from tileport.model import constructs
 
 
 def chain(repo, root, op, kernel, variant):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tileport import verdict as verdict_mod
+from tileport.core import verdict as verdict_mod
 from tileport.ir_diff import IRParseError, diff_ir, parse_tileir, run
 
 DATA = Path(__file__).parent / "data" / "ir"

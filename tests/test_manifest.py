@@ -2,40 +2,40 @@ import re
 
 import pytest
 
-from tileport import manifest as M
+from tileport.model import manifest as tp_manifest
 
 OPS = ["relu", "gelu", "silu_and_mul", "softmax", "rms_norm", "layer_norm", "matmul", "bmm"]
 
 
 @pytest.mark.parametrize("op", OPS)
 def test_every_operator_manifest_is_valid(repo, op):
-    man = M.load(repo / "operators" / op / "manifest.yaml")
-    vs = M.variants(man)
+    man = tp_manifest.load(repo / "operators" / op / "manifest.yaml")
+    vs = tp_manifest.variants(man)
     assert len(vs) == len(man["dtypes"]) * len(man["configs"])
     assert len({v.id for v in vs}) == len(vs)
 
 
 def test_variant_ids_are_readable(repo):
-    man = M.load(repo / "operators" / "matmul" / "manifest.yaml")
-    assert M.variants(man)[0].id == "f16-BM128-BN128-BK64"
-    assert M.variant_by_id(man, "bf16-BM128-BN128-BK32").constexprs == {"BM": 128, "BN": 128, "BK": 32}
+    man = tp_manifest.load(repo / "operators" / "matmul" / "manifest.yaml")
+    assert tp_manifest.variants(man)[0].id == "f16-BM128-BN128-BK64"
+    assert tp_manifest.variant_by_id(man, "bf16-BM128-BN128-BK32").constexprs == {"BM": 128, "BN": 128, "BK": 32}
     with pytest.raises(KeyError, match="known"):
-        M.variant_by_id(man, "f64-X1")
+        tp_manifest.variant_by_id(man, "f64-X1")
 
 
 def test_yaml_syntax_error_names_line(op_copy):
     d = op_copy("relu")
     (d / "manifest.yaml").write_text("op: relu\nkernels: [\n  bad: : :\n")
-    with pytest.raises(M.ManifestError, match=r"manifest.yaml:\d+: YAML syntax error"):
-        M.load(d / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: YAML syntax error"):
+        tp_manifest.load(d / "manifest.yaml")
 
 
 def test_schema_error_names_key_value_and_line(op_copy):
     d = op_copy("relu")
     text = (d / "manifest.yaml").read_text().replace("dtypes: [f16, bf16, f32]", "dtypes: [f16, f12]")
     (d / "manifest.yaml").write_text(text)
-    with pytest.raises(M.ManifestError) as e:
-        M.load(d / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError) as e:
+        tp_manifest.load(d / "manifest.yaml")
     msg = str(e.value)
     line = text.splitlines().index("dtypes: [f16, f12]") + 1
     assert f"manifest.yaml:{line}:" in msg and "dtypes/1" in msg and "f12" in msg
@@ -49,8 +49,8 @@ def test_a_float_where_an_integer_belongs_is_an_error(op_copy):
     bad = re.sub(r"ndim: 1\b", "ndim: 1.0", text, count=1)
     assert bad != text
     (d / "manifest.yaml").write_text(bad)
-    with pytest.raises(M.ManifestError) as e:
-        M.load(d / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError) as e:
+        tp_manifest.load(d / "manifest.yaml")
     line = next(i for i, ln in enumerate(bad.splitlines(), 1) if "ndim: 1.0" in ln)
     assert f"manifest.yaml:{line}:" in str(e.value) and "not the number 1.0; write ndim: 1" in str(e.value)
 
@@ -59,15 +59,15 @@ def test_missing_tolerance_for_a_dtype(op_copy):
     d = op_copy("gelu")
     text = (d / "manifest.yaml").read_text().replace("  f32: {rtol: 1.0e-5, atol: 1.0e-5}\n", "")
     (d / "manifest.yaml").write_text(text)
-    with pytest.raises(M.ManifestError, match="no rtol/atol for listed dtype 'f32'"):
-        M.load(d / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError, match="no rtol/atol for listed dtype 'f32'"):
+        tp_manifest.load(d / "manifest.yaml")
 
 
 def test_op_must_match_folder(op_copy):
     d = op_copy("relu")
     (d / "manifest.yaml").write_text((d / "manifest.yaml").read_text().replace("op: relu", "op: other"))
-    with pytest.raises(M.ManifestError, match="does not match folder"):
-        M.load(d / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError, match="does not match folder"):
+        tp_manifest.load(d / "manifest.yaml")
 
 
 # -- forms real launches need (issue 12 section 2, issue 17) ---------------------------------------
@@ -76,21 +76,21 @@ from manifest_ops import make_op, pick_manifest  # noqa: E402
 
 
 def test_kernel_spelled_constexprs_any_sign_float_bool_and_explicit_variants(tmp_path):
-    man = M.load(make_op(tmp_path) / "manifest.yaml")
-    pick = M.variants(man, "pick")
+    man = tp_manifest.load(make_op(tmp_path) / "manifest.yaml")
+    pick = tp_manifest.variants(man, "pick")
     # the pairs the manifest means, nothing crossed: f16/bf16 with TILE 128, f32 with TILE 32
     assert [v.id for v in pick] == ["f16-TILE128-LATm1-bias1em06-NEGtrue", "bf16-TILE128-LATm1-bias1em06-NEGtrue",
                                     "f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2"]
     assert pick[0].constexprs == {"TILE": 128, "LAT": -1, "bias": 1e-06, "NEG": True}
     assert pick[2].hints == {"occupancy": 2} and pick[0].hints == {}
     # per-kernel configs are crossed with the operator's dtypes
-    assert [v.id for v in M.variants(man, "copy_all")] == ["f16-TILE64", "bf16-TILE64", "f32-TILE64"]
-    assert M.kernel_variant_ids(man) == [("pick", v.id) for v in pick] + \
+    assert [v.id for v in tp_manifest.variants(man, "copy_all")] == ["f16-TILE64", "bf16-TILE64", "f32-TILE64"]
+    assert tp_manifest.kernel_variant_ids(man) == [("pick", v.id) for v in pick] + \
         [("copy_all", f"{dt}-TILE64") for dt in ("f16", "bf16", "f32")]
-    assert M.variant_by_id(man, "f32-TILE64", "copy_all").constexprs == {"TILE": 64}
+    assert tp_manifest.variant_by_id(man, "f32-TILE64", "copy_all").constexprs == {"TILE": 64}
     with pytest.raises(KeyError, match="known"):
-        M.variant_by_id(man, "f32-TILE64", "pick")
-    assert M.array_dtype(man, "pick", "idx", pick[0]) == "i32" and M.array_dtype(man, "pick", "src", pick[0]) == "f16"
+        tp_manifest.variant_by_id(man, "f32-TILE64", "pick")
+    assert tp_manifest.array_dtype(man, "pick", "idx", pick[0]) == "i32" and tp_manifest.array_dtype(man, "pick", "src", pick[0]) == "f16"
 
 
 def test_configs_paired_with_dtypes_mean_only_those_variants(tmp_path):
@@ -99,17 +99,17 @@ def test_configs_paired_with_dtypes_mean_only_those_variants(tmp_path):
         "dtypes: [f16, bf16, f32]\n", "").replace(
         "    configs: [{TILE: 64}]\n",
         "    variants:\n      - {dtype: f16, constexprs: {TILE: 128}}\n      - {dtype: f32, constexprs: {TILE: 32}}\n")
-    man = M.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
-    assert [v.id for v in M.variants(man, "copy_all")] == ["f16-TILE128", "f32-TILE32"]
-    assert len(M.kernel_variant_ids(man)) == 3 + 2
+    man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    assert [v.id for v in tp_manifest.variants(man, "copy_all")] == ["f16-TILE128", "f32-TILE32"]
+    assert len(tp_manifest.kernel_variant_ids(man)) == 3 + 2
 
 
 def _err(tmp_path, old, new, base=None):
     text = (base or pick_manifest())
     assert old in text, old
     d = make_op(tmp_path, manifest=text.replace(old, new, 1))
-    with pytest.raises(M.ManifestError) as e:
-        M.load(d / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError) as e:
+        tp_manifest.load(d / "manifest.yaml")
     msg = str(e.value)
     line = text.replace(old, new, 1)[:text.replace(old, new, 1).index(new)].count("\n") + 1 if new else None
     return msg, line
@@ -153,11 +153,11 @@ def test_consistency_errors_say_what_to_write(tmp_path, old, new, words):
 
 
 def test_long_ids_are_shortened_with_a_hash_and_variants_can_be_named():
-    long = M.Variant("bf16", {f"STRIDE_{i}": 4096 for i in range(12)})
-    assert len(long.id) <= M.MAX_ID and re.fullmatch(r"bf16-STRIDE_0.*-h[0-9a-f]{8}", long.id)
-    other = M.Variant("bf16", {**long.constexprs, "STRIDE_11": 1})
+    long = tp_manifest.Variant("bf16", {f"STRIDE_{i}": 4096 for i in range(12)})
+    assert len(long.id) <= tp_manifest.MAX_ID and re.fullmatch(r"bf16-STRIDE_0.*-h[0-9a-f]{8}", long.id)
+    other = tp_manifest.Variant("bf16", {**long.constexprs, "STRIDE_11": 1})
     assert other.id != long.id
-    assert M.Variant("f16", {"TILE": 8}, name="tma_small").id == "f16-tma_small"
+    assert tp_manifest.Variant("f16", {"TILE": 8}, name="tma_small").id == "f16-tma_small"
 
 
 def test_tensors_without_dtype_take_the_family_of_their_variants(tmp_path):
@@ -172,8 +172,8 @@ def test_tensors_without_dtype_take_the_family_of_their_variants(tmp_path):
             "tolerance: {i32: {rtol: 0.0, atol: 0.0}, i64: {rtol: 0.0, atol: 0.0}}\n"
             "tensors:\n  ids: {shape: [N], role: input, init: INIT}\n"
             "  cnt: {shape: [E], role: output, dtype: i32, init: {full: 0}}\n")
-    man = M.load(make_op(tmp_path, "route", manifest=text.replace("INIT", "{randint: [0, E]}")) / "manifest.yaml")
-    assert [v.id for v in M.variants(man)] == ["i32-E8", "i64-E8"]
-    with pytest.raises(M.ManifestError, match=r"manifest.yaml:14: .*init randn makes floats but tensor 'ids' has "
+    man = tp_manifest.load(make_op(tmp_path, "route", manifest=text.replace("INIT", "{randint: [0, E]}")) / "manifest.yaml")
+    assert [v.id for v in tp_manifest.variants(man)] == ["i32-E8", "i64-E8"]
+    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:14: .*init randn makes floats but tensor 'ids' has "
                                               r"the dtype i32"):
-        M.load(make_op(tmp_path, "route", manifest=text.replace("INIT", "randn")) / "manifest.yaml")
+        tp_manifest.load(make_op(tmp_path, "route", manifest=text.replace("INIT", "randn")) / "manifest.yaml")

@@ -1,5 +1,5 @@
-"""NVIDIA's shipped cuTile Rust ports (tilegym ops/cutile_rs) as the yardstick: tileport/nv_port.py,
-tileport/nv_ffi.py. The unit tests read the installed tilegym wheel (no cargo, no GPU); the tests
+"""NVIDIA's shipped cuTile Rust ports (tilegym ops/cutile_rs) as the yardstick: tileport/nvidia/port.py,
+tileport/nvidia/ffi.py. The unit tests read the installed tilegym wheel (no cargo, no GPU); the tests
 marked ``nvidia`` build NVIDIA's crate (make test-nvidia)."""
 import ast
 import ctypes
@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from tileport import nv_ffi as F
-from tileport import nv_port as N
+from tileport.nvidia import ffi as nv_ffi
+from tileport.nvidia import port as nv_port
 
 try:
-    WHEEL = N.installed_wheel()
-except N.NvPortError as exc:          # make install installs the pinned wheel; say so loudly
+    WHEEL = nv_port.installed_wheel()
+except nv_port.NvPortError as exc:          # make install installs the pinned wheel; say so loudly
     pytest.fail(f"the tilegym wheel is needed: {exc}", pytrace=False)
-FILES = N.read_crate(WHEEL)
-PORTS = N.load_ports()
+FILES = nv_port.read_crate(WHEEL)
+PORTS = nv_port.load_ports()
 
 
 def kernel_rs(op):
-    return FILES[N.lib_modules(FILES["cutile_kernels/src/lib.rs"])[op]["kernel"]]
+    return FILES[nv_port.lib_modules(FILES["cutile_kernels/src/lib.rs"])[op]["kernel"]]
 
 
 def reference_params(reference: str) -> list[tuple[str, str]]:
@@ -65,11 +65,11 @@ class FakeTensor:
 def test_every_entry_matches_the_wheel_and_its_reference():
     """Each ports.yaml entry names a kernel.rs entry, maps exactly its generics and exactly its C
     function's arguments, from names the TileGym reference kernel has (read from the wheel)."""
-    mods = N.workspace_files(FILES, "shipped")[1]["modules"]
+    mods = nv_port.workspace_files(FILES, "shipped")[1]["modules"]
     assert sorted(PORTS) == sorted(mods) == ["attention_sink", "bmm", "matmul", "silu_and_mul", "swiglu"]
     for op, spec in PORTS.items():
         sym = mods[op]["symbols"][spec["symbol"]]
-        sig = F.signature(sym["params"], spec["symbol"])
+        sig = nv_ffi.signature(sym["params"], spec["symbol"])
         for entry, e in spec["entries"].items():
             ent = mods[op]["entries"][entry]
             params = reference_params(e["reference"])
@@ -78,19 +78,19 @@ def test_every_entry_matches_the_wheel_and_its_reference():
                 env[name] = (True if kind.endswith("bool") else 64 if kind.startswith("constexpr")
                              else 3 if kind == "scalar" else FakeTensor((8, 8)))
             consts = {n: env[n] for n, k in params if k.startswith("constexpr")}
-            g = N.generics_for(e, ent, "f16", consts, f"{op}/{entry}")
+            g = nv_port.generics_for(e, ent, "f16", consts, f"{op}/{entry}")
             assert len(g) == len(ent["generics"]) and g[0] == "f16"
-            vals = F.call_values(e, sig, env, f"{op}/{entry}")
+            vals = nv_ffi.call_values(e, sig, env, f"{op}/{entry}")
             assert [n for n, _, _ in vals] == [n for n, _ in sig[:-2]]
 
 
 def test_parse_entries_and_ffi_of_matmul():
-    ents = N.parse_entries(kernel_rs("matmul"))
+    ents = nv_port.parse_entries(kernel_rs("matmul"))
     assert list(ents) == ["non_persistent_matmul_kernel", "static_persistent_matmul_kernel"]
     assert ents["non_persistent_matmul_kernel"]["generics"] == [
         ["E", "type"], ["BM", "const"], ["BN", "const"], ["BK", "const"], ["CAST_TF32", "const"]]
     assert ents["static_persistent_matmul_kernel"]["params"][3:] == [["m", "i32"], ["n", "i32"], ["k", "i32"]]
-    ffi = N.parse_ffi(FILES["matmul_kernel/ffi.rs"])["cutile_matmul"]
+    ffi = nv_port.parse_ffi(FILES["matmul_kernel/ffi.rs"])["cutile_matmul"]
     assert [n for n, _ in ffi["params"]][:3] == ["c", "a", "b"] and ffi["returns"] == "i32"
     assert ffi["params"][0][1] == "*const TensorDesc" and ffi["params"][-1] == ["raw_stream", "u64"]
 
@@ -99,48 +99,48 @@ def test_parse_ignores_comments_and_nested_brackets():
     rs = ("#[cutile::module]\npub mod m_module {\n  #[cutile::entry(optimization_hints = (sm_100 = (occupancy = 2,),),)]\n"
           "  pub unsafe fn k<E: ElementType, const T: i32>(\n    x: &Tensor<E, { [-1, -1, -1] }>, // a, b, c\n"
           "    p: *mut E,\n    s: f32,\n  ) {}\n}\n")
-    e = N.parse_entries(rs)["k"]
+    e = nv_port.parse_entries(rs)["k"]
     assert e["generics"] == [["E", "type"], ["T", "const"]] and e["line"] == 3
     assert e["params"] == [["x", "&Tensor<E, { [-1, -1, -1] }>"], ["p", "*mut E"], ["s", "f32"]]
-    assert N.strides_for(e) == "x=-1,-1,1" and N.module_name(rs) == "m_module"
+    assert nv_port.strides_for(e) == "x=-1,-1,1" and nv_port.module_name(rs) == "m_module"
 
 
 # ---------------------------------------------------------------- the crate, its pins and locks
 
 def test_workspace_keeps_nvidia_files_verbatim_and_pins_the_dumper_alike():
-    ws, info = N.workspace_files(FILES, "shipped")
+    ws, info = nv_port.workspace_files(FILES, "shipped")
     for rel, text in FILES.items():
         assert ws[rel] == text, rel
-    assert tomllib.loads(ws["Cargo.toml"])["workspace"]["members"] == ["cutile_kernels", N.IRDUMP_BIN]
-    dump = tomllib.loads(ws[f"{N.IRDUMP_BIN}/Cargo.toml"])
+    assert tomllib.loads(ws["Cargo.toml"])["workspace"]["members"] == ["cutile_kernels", nv_port.IRDUMP_BIN]
+    dump = tomllib.loads(ws[f"{nv_port.IRDUMP_BIN}/Cargo.toml"])
     assert dump["dependencies"] == tomllib.loads(FILES["cutile_kernels/Cargo.toml"])["dependencies"]
     assert info["pins"]["cutile"] == "=0.2.0" and info["package"] == "cutile-kernels"
-    assert ws["Cargo.lock"] == N.LOCKS["shipped"].read_text()
-    main = ws[f"{N.IRDUMP_BIN}/src/main.rs"]
+    assert ws["Cargo.lock"] == nv_port.LOCKS["shipped"].read_text()
+    main = ws[f"{nv_port.IRDUMP_BIN}/src/main.rs"]
     for op in PORTS:
         assert f'include!("../../{op}_kernel/kernel.rs")' in main
         assert f'("{op}", "{op}_module", {op}::{op}_module::__module_ast_self)' in main
     assert info["sources_sha"] in main
-    assert ws[f"{N.IRDUMP_BIN}/src/irdump.rs"] == (N.REPO / "rust" / "irdump.rs").read_text()
+    assert ws[f"{nv_port.IRDUMP_BIN}/src/irdump.rs"] == (nv_port.REPO / "rust" / "irdump.rs").read_text()
 
 
 def test_tileport_pin_set_repins_only_the_cutile_crates():
-    ws, info = N.workspace_files(FILES, "tileport")
-    pin = N.tileport_pin()
+    ws, info = nv_port.workspace_files(FILES, "tileport")
+    pin = nv_port.tileport_pin()
     assert pin == "0.5.0"
-    shipped = N.dependency_pins(FILES["cutile_kernels/Cargo.toml"])
-    assert info["pins"] == {k: (f"={pin}" if k in N.CUTILE_CRATES else v) for k, v in shipped.items()}
+    shipped = nv_port.dependency_pins(FILES["cutile_kernels/Cargo.toml"])
+    assert info["pins"] == {k: (f"={pin}" if k in nv_port.CUTILE_CRATES else v) for k, v in shipped.items()}
     assert all(ws[r] == t for r, t in FILES.items() if r != "cutile_kernels/Cargo.toml")
-    with pytest.raises(N.NvPortError, match="cannot re-pin"):
-        N.repin('[dependencies]\ncutile = { git = "x" }\n', "0.5.0")
+    with pytest.raises(nv_port.NvPortError, match="cannot re-pin"):
+        nv_port.repin('[dependencies]\ncutile = { git = "x" }\n', "0.5.0")
 
 
 def test_committed_locks_pin_what_the_crates_ask():
-    for pins, want in (("shipped", "0.2.0"), ("tileport", N.tileport_pin())):
-        v = N.lock_versions(N.LOCKS[pins].read_text())
-        assert {k: v[k] for k in N.CUTILE_CRATES} == {k: [want] for k in N.CUTILE_CRATES}, pins
-        assert v["cutile-kernels"] == ["0.1.0"] and v[N.IRDUMP_PKG] == ["0.1.0"]
-    assert N.dependency_pins(FILES["cutile_kernels/Cargo.toml"])["cutile"] == "=0.2.0"
+    for pins, want in (("shipped", "0.2.0"), ("tileport", nv_port.tileport_pin())):
+        v = nv_port.lock_versions(nv_port.LOCKS[pins].read_text())
+        assert {k: v[k] for k in nv_port.CUTILE_CRATES} == {k: [want] for k in nv_port.CUTILE_CRATES}, pins
+        assert v["cutile-kernels"] == ["0.1.0"] and v[nv_port.IRDUMP_PKG] == ["0.1.0"]
+    assert nv_port.dependency_pins(FILES["cutile_kernels/Cargo.toml"])["cutile"] == "=0.2.0"
 
 
 def test_crate_is_read_from_the_installed_wheel_and_checked_against_record(tmp_path):
@@ -150,21 +150,21 @@ def test_crate_is_read_from_the_installed_wheel_and_checked_against_record(tmp_p
     for rel in WHEEL.files:
         (copy / rel).parent.mkdir(parents=True, exist_ok=True)
         (copy / rel).write_text(FILES[rel])
-    assert N.read_crate(N.Wheel("1.5.1", copy, WHEEL.files)) == FILES
+    assert nv_port.read_crate(nv_port.Wheel("1.5.1", copy, WHEEL.files)) == FILES
     (copy / "ffi_util.rs").write_text(FILES["ffi_util.rs"] + "\n// edited\n")
-    with pytest.raises(N.NvPortError, match=r"ffi_util.rs: differs from tilegym 1.5.1's RECORD"):
-        N.read_crate(N.Wheel("1.5.1", copy, WHEEL.files))
+    with pytest.raises(nv_port.NvPortError, match=r"ffi_util.rs: differs from tilegym 1.5.1's RECORD"):
+        nv_port.read_crate(nv_port.Wheel("1.5.1", copy, WHEEL.files))
 
 
 def test_write_workspace_rewrites_only_changes(tmp_path):
-    ws, _ = N.workspace_files(FILES, "shipped")
-    N.write_workspace(ws, tmp_path)
+    ws, _ = nv_port.workspace_files(FILES, "shipped")
+    nv_port.write_workspace(ws, tmp_path)
     lib = tmp_path / "cutile_kernels/src/lib.rs"
     before = lib.stat().st_mtime_ns
     (tmp_path / "stale.rs").write_text("x")
     (tmp_path / "target").mkdir()
     (tmp_path / "target" / "keep").write_text("x")
-    N.write_workspace(ws, tmp_path)
+    nv_port.write_workspace(ws, tmp_path)
     assert lib.stat().st_mtime_ns == before
     assert not (tmp_path / "stale.rs").exists() and (tmp_path / "target" / "keep").exists()
 
@@ -176,7 +176,7 @@ def test_rustc_errors_become_findings_with_the_source_line(tmp_path):
     (crate / "x_kernel" / "kernel.rs").write_text("k\n")
     err = ("cutile_kernels/src/../../ffi_util.rs:2:9: error[E0061]: this function takes 6 arguments "
            "but 5 arguments were supplied\nx_kernel/kernel.rs:1:1: error: boom\n")
-    f = N.rustc_findings(err, crate, "tileport")
+    f = nv_port.rustc_findings(err, crate, "tileport")
     assert [x.owner for x in f] == ["host", "kernel"]
     assert f[0].port == {"file": str(crate / "ffi_util.rs"), "line": 2,
                          "text": "let t = Tensor::from_raw_parts(p, n, 0, s, t);"}
@@ -187,32 +187,32 @@ def test_rustc_errors_become_findings_with_the_source_line(tmp_path):
 
 def test_generics_from_a_reference_variant():
     mm = PORTS["matmul"]["entries"]
-    np_ent = N.parse_entries(kernel_rs("matmul"))["non_persistent_matmul_kernel"]
+    np_ent = nv_port.parse_entries(kernel_rs("matmul"))["non_persistent_matmul_kernel"]
     c = {"TILE_SIZE_M": 128, "TILE_SIZE_N": 256, "TILE_SIZE_K": 32}
-    assert N.generics_for(mm["non_persistent_matmul_kernel"], np_ent, "f32", c, "w") == ["f32", "128", "256", "32", "1"]
-    assert N.generics_for(mm["non_persistent_matmul_kernel"], np_ent, "bf16", c, "w")[-1] == "0"
-    bmm = N.parse_entries(kernel_rs("bmm"))["static_persistent_bmm_kernel"]
+    assert nv_port.generics_for(mm["non_persistent_matmul_kernel"], np_ent, "f32", c, "w") == ["f32", "128", "256", "32", "1"]
+    assert nv_port.generics_for(mm["non_persistent_matmul_kernel"], np_ent, "bf16", c, "w")[-1] == "0"
+    bmm = nv_port.parse_entries(kernel_rs("bmm"))["static_persistent_bmm_kernel"]
     c = {"TILE_M": 128, "TILE_N": 128, "TILE_K": 64, "GROUP_SIZE_M": 8, "TRANSPOSE_A": True, "TRANSPOSE_B": False}
-    assert N.generics_for(PORTS["bmm"]["entries"]["static_persistent_bmm_kernel"], bmm, "f16", c, "w") == \
+    assert nv_port.generics_for(PORTS["bmm"]["entries"]["static_persistent_bmm_kernel"], bmm, "f16", c, "w") == \
         ["f16", "128", "128", "64", "8", "1", "0"]
-    with pytest.raises(N.NvPortError, match="do not match kernel.rs"):
-        N.generics_for({"generics": {"E": "dtype"}}, np_ent, "f16", c, "w")
-    with pytest.raises(N.NvPortError, match="not an element type"):
-        N.generics_for({"generics": {"E": "'f64'", "BM": 1, "BN": 1, "BK": 1, "CAST_TF32": 0}},
+    with pytest.raises(nv_port.NvPortError, match="do not match kernel.rs"):
+        nv_port.generics_for({"generics": {"E": "dtype"}}, np_ent, "f16", c, "w")
+    with pytest.raises(nv_port.NvPortError, match="not an element type"):
+        nv_port.generics_for({"generics": {"E": "'f64'", "BM": 1, "BN": 1, "BK": 1, "CAST_TF32": 0}},
                        np_ent, "f16", {}, "w")
-    with pytest.raises(N.NvPortError, match="NameError"):
-        N.generics_for(mm["non_persistent_matmul_kernel"], np_ent, "f16", {}, "w")
+    with pytest.raises(nv_port.NvPortError, match="NameError"):
+        nv_port.generics_for(mm["non_persistent_matmul_kernel"], np_ent, "f16", {}, "w")
 
 
 def test_supports_and_dump_command():
     sp = PORTS["matmul"]["entries"]["static_persistent_matmul_kernel"]
-    assert N.supported(sp, "f16", {"TRANSPOSE_A": False, "TRANSPOSE_B": False}, "w")
-    assert not N.supported(sp, "f16", {"TRANSPOSE_A": True, "TRANSPOSE_B": False}, "w")
-    ent = N.parse_entries(kernel_rs("attention_sink"))["attention_sink_kernel"]
-    assert N.strides_for(ent) == "q=-1,-1,-1,1;k=-1,-1,-1,1;v=-1,-1,-1,1;sinks=1;out=-1,-1,-1,1;start_q=1"
-    silu = N.parse_entries(kernel_rs("silu_and_mul"))["silu_and_mul_kernel"]
-    assert N.strides_for(silu) == ""          # pointers and scalars only
-    assert N.dump_command("/b/nv-irdump", "silu_and_mul", "silu_and_mul_kernel", "/o.tileirbc", "sm_90",
+    assert nv_port.supported(sp, "f16", {"TRANSPOSE_A": False, "TRANSPOSE_B": False}, "w")
+    assert not nv_port.supported(sp, "f16", {"TRANSPOSE_A": True, "TRANSPOSE_B": False}, "w")
+    ent = nv_port.parse_entries(kernel_rs("attention_sink"))["attention_sink_kernel"]
+    assert nv_port.strides_for(ent) == "q=-1,-1,-1,1;k=-1,-1,-1,1;v=-1,-1,-1,1;sinks=1;out=-1,-1,-1,1;start_q=1"
+    silu = nv_port.parse_entries(kernel_rs("silu_and_mul"))["silu_and_mul_kernel"]
+    assert nv_port.strides_for(silu) == ""          # pointers and scalars only
+    assert nv_port.dump_command("/b/nv-irdump", "silu_and_mul", "silu_and_mul_kernel", "/o.tileirbc", "sm_90",
                           ["bf16", "4096"], "") == \
         ["/b/nv-irdump", "silu_and_mul", "silu_and_mul_kernel", "/o.tileirbc", "sm_90", "bf16,4096", ""]
 
@@ -220,29 +220,29 @@ def test_supports_and_dump_command():
 def test_links_from_a_manifest_source(tmp_path):
     m = tmp_path / "manifest.yaml"
     m.write_text("op: x\nsource: {module: tilegym.ops.cutile.matmul, kernels: [_matmul_kernel, other]}\n")
-    assert N.links(m, PORTS) == {"_matmul_kernel": ("matmul", "non_persistent_matmul_kernel")}
+    assert nv_port.links(m, PORTS) == {"_matmul_kernel": ("matmul", "non_persistent_matmul_kernel")}
     m.write_text("op: x\nsource: {module: tilegym.ops.cutile.bmm}\nkernels: {_bmm_kernel: {}, _static_persistent_bmm_kernel: {}}\n")
-    assert N.links(m, PORTS) == {"_bmm_kernel": ("bmm", "non_persistent_bmm_kernel"),
+    assert nv_port.links(m, PORTS) == {"_bmm_kernel": ("bmm", "non_persistent_bmm_kernel"),
                                  "_static_persistent_bmm_kernel": ("bmm", "static_persistent_bmm_kernel")}
     m.write_text("op: x\nsource: {module: tilegym.ops.cutile.swiglu, kernels: [{name: _swiglu_forward_kernel}]}\n")
-    assert N.links(m, PORTS) == {"_swiglu_forward_kernel": ("swiglu", "swiglu_forward_kernel")}
+    assert nv_port.links(m, PORTS) == {"_swiglu_forward_kernel": ("swiglu", "swiglu_forward_kernel")}
     m.write_text("op: x\nkernels: {matmul_kernel: {}}\n")     # tileport's own operators
-    assert N.links(m, PORTS) == {}
+    assert nv_port.links(m, PORTS) == {}
 
 
 def test_ports_yaml_errors_name_file_and_line(tmp_path):
     p = tmp_path / "ports.yaml"
     p.write_text("matmul:\n  symbol: cutile_matmul\n  symbol: again\n  entries: {}\n")
-    with pytest.raises(N.NvPortError, match=r"ports.yaml:3: YAML error: duplicate key 'symbol'"):
-        N.load_ports(p)
+    with pytest.raises(nv_port.NvPortError, match=r"ports.yaml:3: YAML error: duplicate key 'symbol'"):
+        nv_port.load_ports(p)
     p.write_text("matmul:\n  symbol: cutile_matmul\n  entries:\n    k:\n      reference: x.y\n      generics: {E: dtype}\n")
-    with pytest.raises(N.NvPortError, match=r"ports.yaml:4: key 'matmul/entries/k': 'call' is a required"):
-        N.load_ports(p)
+    with pytest.raises(nv_port.NvPortError, match=r"ports.yaml:4: key 'matmul/entries/k': 'call' is a required"):
+        nv_port.load_ports(p)
 
 
 def test_dump_blocks_unsupported_variants_and_missing_builds(tmp_path, monkeypatch):
-    from tileport.manifest import Variant
-    from tileport.verdict import Verdict, write
+    from tileport.core.verdict import Verdict, write
+    from tileport.model.manifest import Variant
 
     op_dir = tmp_path / "op"
     op_dir.mkdir()
@@ -250,41 +250,41 @@ def test_dump_blocks_unsupported_variants_and_missing_builds(tmp_path, monkeypat
         "op: op\nsource: {module: tilegym.ops.cutile.matmul, kernels: [_static_persistent_matmul_kernel]}\n")
     v = Variant("f16", {"TILE_SIZE_M": 128, "TILE_SIZE_N": 128, "TILE_SIZE_K": 64, "TRANSPOSE_A": True,
                         "TRANSPOSE_B": False, "GROUP_SIZE_M": 8, "LOAD_LATENCY": -1})
-    monkeypatch.setattr(N, "_variant", lambda *a: v)
-    ws, info = N.workspace_files(FILES, "shipped")
+    monkeypatch.setattr(nv_port, "_variant", lambda *a: v)
+    ws, info = nv_port.workspace_files(FILES, "shipped")
     build = tmp_path / "build.json"
     write(Verdict(stage="nv_build", op="nvidia", verdict="PASS", summary="x",
                   details={"irdump": {"ok": True, "binary": "/nonexistent"}, "modules": info["modules"]}), build)
     args = (op_dir, "op", "_static_persistent_matmul_kernel", v.id, build, tmp_path / "o.tileirbc",
             tmp_path / "o.tileir", tmp_path / "o.json")
-    d = N.dump(*args)
+    d = nv_port.dump(*args)
     assert d["verdict"] == "BLOCKED" and d["owner"] == "kernel" and "supports" in d["summary"]
     write(Verdict(stage="nv_build", op="nvidia", verdict="FAIL", owner="host", summary="rustc",
                   details={"irdump": {"ok": False}}), build)
-    d = N.dump(*args)
+    d = nv_port.dump(*args)
     assert d["verdict"] == "BLOCKED" and d["owner"] == "host" and "did not build" in d["summary"]
 
 
 # ---------------------------------------------------------------- the C ABI (no GPU)
 
 def test_tensor_desc_is_the_104_byte_layout_of_ffi_util():
-    T = F.TensorDesc
+    T = nv_ffi.TensorDesc
     assert ctypes.sizeof(T) == 104
     assert [(n, getattr(T, n).offset) for n, _ in T._fields_] == [
         ("ptr", 0), ("ndim", 8), ("shape", 16), ("strides", 56), ("dtype", 96)]
-    d = F.tensor_desc(FakeTensor((3, 4, 5), "torch.bfloat16", ptr=0xDEAD00))
+    d = nv_ffi.tensor_desc(FakeTensor((3, 4, 5), "torch.bfloat16", ptr=0xDEAD00))
     assert (d.ptr, d.ndim, list(d.shape), list(d.strides), d.dtype) == (
         0xDEAD00, 3, [3, 4, 5, 0, 0], [20, 5, 1, 0, 0], 2)
-    assert F.tensor_desc(FakeTensor((2,), "torch.int32")).dtype == 3
-    with pytest.raises(F.NvError, match="at most 5"):
-        F.tensor_desc(FakeTensor((1,) * 6))
-    with pytest.raises(F.NvError, match="no TensorDesc code"):
-        F.tensor_desc(FakeTensor((1,), "torch.complex64"))
+    assert nv_ffi.tensor_desc(FakeTensor((2,), "torch.int32")).dtype == 3
+    with pytest.raises(nv_ffi.NvError, match="at most 5"):
+        nv_ffi.tensor_desc(FakeTensor((1,) * 6))
+    with pytest.raises(nv_ffi.NvError, match="no TensorDesc code"):
+        nv_ffi.tensor_desc(FakeTensor((1,), "torch.complex64"))
 
 
 def _stub_side(op, entry):
     """An NvSide over a recording Python function instead of the real library."""
-    mods = N.workspace_files(FILES, "shipped")[1]["modules"]
+    mods = nv_port.workspace_files(FILES, "shipped")[1]["modules"]
     spec = PORTS[op]
     sym = spec["symbol"]
     seen = []
@@ -293,28 +293,28 @@ def _stub_side(op, entry):
         rc = 0
 
         def __call__(self, *args):
-            seen.append([ctypes.cast(a, ctypes.POINTER(F.TensorDesc)).contents.ptr
-                         if isinstance(a, type(ctypes.byref(F.TensorDesc()))) else a for a in args])
+            seen.append([ctypes.cast(a, ctypes.POINTER(nv_ffi.TensorDesc)).contents.ptr
+                         if isinstance(a, type(ctypes.byref(nv_ffi.TensorDesc()))) else a for a in args])
             return self.rc
 
     fn = Fn()
     lib = type("Lib", (), {})()
-    lib.sigs = {sym: F.signature(mods[op]["symbols"][sym]["params"], sym)}
+    lib.sigs = {sym: nv_ffi.signature(mods[op]["symbols"][sym]["params"], sym)}
     lib.lib = type("CDLL", (), {sym: fn})()
-    return F.NvSide(lib, op, entry, spec["entries"][entry], sym), seen, fn
+    return nv_ffi.NvSide(lib, op, entry, spec["entries"][entry], sym), seen, fn
 
 
 def test_nv_side_maps_a_matmul_launch_onto_cutile_matmul():
     side, seen, fn = _stub_side("matmul", "non_persistent_matmul_kernel")
-    A, B, C = (FakeTensor((256, 64), ptr=0xA0), FakeTensor((64, 512), ptr=0xB0), FakeTensor((256, 512), ptr=0xC0))
-    launch = side.bind({"A": A, "B": B, "C": C},
+    A, bench, C = (FakeTensor((256, 64), ptr=0xA0), FakeTensor((64, 512), ptr=0xB0), FakeTensor((256, 512), ptr=0xC0))
+    launch = side.bind({"A": A, "B": bench, "C": C},
                        {"TILE_SIZE_M": 128, "TILE_SIZE_N": 128, "TILE_SIZE_K": 32}, (8, 1, 1), "f16",
                        device=1, stream=0x5555)
     launch()
     # c, a, b, bm, bn, bk, group_size_m, num_programs, num_cta_in_cga, occupancy, persistent, device, stream
     assert seen == [[0xC0, 0xA0, 0xB0, 128, 128, 32, 8, 8, -1, -1, 0, 1, 0x5555]]
     fn.rc = -3
-    with pytest.raises(F.NvError, match="cutile_matmul returned -3: kernel launch failed"):
+    with pytest.raises(nv_ffi.NvError, match="cutile_matmul returned -3: kernel launch failed"):
         launch()
 
 
@@ -325,58 +325,59 @@ def test_nv_side_refuses_what_nvidia_would_misread():
             "Start_q": FakeTensor((1,), "torch.int32"), "qk_scale": 0.125}
     cx = {"TILE_D": 64, "H": 2, "N_KV_CTX": 128, "TILE_M": 64, "TILE_N": 64, "QUERY_GROUP_SIZE": 1,
           "BANDWIDTH": 0}
-    with pytest.raises(F.NvError, match="call/sinks: tensor is f32, but cutile_attention_sink reads it as f16"):
+    with pytest.raises(nv_ffi.NvError, match="call/sinks: tensor is f32, but cutile_attention_sink reads it as f16"):
         side.bind(args, cx, (2, 2, 1), "f16", stream=1)
     args["Sinks"] = FakeTensor((2,))
     side.bind(args, cx, (2, 2, 1), "f16", stream=1)
     sp, _, _ = _stub_side("matmul", "static_persistent_matmul_kernel")
-    with pytest.raises(F.NvError, match="does not implement"):
+    with pytest.raises(nv_ffi.NvError, match="does not implement"):
         sp.bind({}, {"TRANSPOSE_A": True, "TRANSPOSE_B": False}, (1, 1, 1), "f16", stream=1)
 
 
 def test_call_mapping_errors():
-    sig = [("c", F.C_TYPES["*const TensorDesc"]), ("bm", ctypes.c_int32), ("device_id", ctypes.c_int32),
+    sig = [("c", nv_ffi.C_TYPES["*const TensorDesc"]), ("bm", ctypes.c_int32), ("device_id", ctypes.c_int32),
            ("raw_stream", ctypes.c_uint64)]
-    with pytest.raises(F.NvError, match=r"no value for C parameter\(s\) \['bm'\]"):
-        F.call_values({"call": {"c": "C"}}, sig, {"C": FakeTensor((1,))}, "w")
-    with pytest.raises(F.NvError, match=r"\['zz'\] are not parameters"):
-        F.call_values({"call": {"c": "C", "bm": 1, "zz": 2}}, sig, {"C": FakeTensor((1,))}, "w")
-    with pytest.raises(F.NvError, match="call/c: a tensor expected, got int"):
-        F.call_values({"call": {"c": 3, "bm": 1}}, sig, {}, "w")
-    assert F.call_values({"call": {"c": "C", "bm": "True"}}, sig, {"C": FakeTensor((1,))}, "w")[1][2] == 1
-    with pytest.raises(F.NvError, match="Rust type 'String'"):
-        F.signature([["s", "String"]], "f")
-    with pytest.raises(F.NvError, match="expected the last parameters"):
-        F.signature([["a", "i32"]], "f")
+    with pytest.raises(nv_ffi.NvError, match=r"no value for C parameter\(s\) \['bm'\]"):
+        nv_ffi.call_values({"call": {"c": "C"}}, sig, {"C": FakeTensor((1,))}, "w")
+    with pytest.raises(nv_ffi.NvError, match=r"\['zz'\] are not parameters"):
+        nv_ffi.call_values({"call": {"c": "C", "bm": 1, "zz": 2}}, sig, {"C": FakeTensor((1,))}, "w")
+    with pytest.raises(nv_ffi.NvError, match="call/c: a tensor expected, got int"):
+        nv_ffi.call_values({"call": {"c": 3, "bm": 1}}, sig, {}, "w")
+    assert nv_ffi.call_values({"call": {"c": "C", "bm": "True"}}, sig, {"C": FakeTensor((1,))}, "w")[1][2] == 1
+    with pytest.raises(nv_ffi.NvError, match="Rust type 'String'"):
+        nv_ffi.signature([["s", "String"]], "f")
+    with pytest.raises(nv_ffi.NvError, match="expected the last parameters"):
+        nv_ffi.signature([["a", "i32"]], "f")
 
 
 def test_gpu_binding_without_a_library_gives_a_reason(tmp_path):
     op_dir = tmp_path / "op"
     op_dir.mkdir()
     (op_dir / "manifest.yaml").write_text("op: op\nkernels: {k: {}}\n")
-    assert F.gpu_binding(op_dir, tmp_path) == ({}, "")
+    assert nv_ffi.gpu_binding(op_dir, tmp_path) == ({}, "")
     (op_dir / "manifest.yaml").write_text("op: op\nsource: {module: tilegym.ops.cutile.swiglu, "
                                           "kernels: [_swiglu_forward_kernel]}\n")
-    sides, note = F.gpu_binding(op_dir, tmp_path)
+    sides, note = nv_ffi.gpu_binding(op_dir, tmp_path)
     assert sides == {} and "NVIDIA's port not run" in note and "build.json" in note
 
 
 # ---------------------------------------------------------------- summary and bench columns
 
 def test_bench_fold_and_summary_carry_nvidia_columns(tmp_path):
-    from tileport import bench as B, summary as SM
-    from tileport.verdict import Verdict, write
+    from tileport.core.verdict import Verdict, write
+    from tileport.gpu import bench
+    from tileport.report import summary as SM
 
     rows = [{"op": "o", "kernel": "k", "variant": "f16", "shape": s, "ratio": 1.0, "vs_torch": 1.0,
              "ref_vs_torch": 1.0, "ref_us": 10.0, "port_us": 10.0, "torch_us": 10.0, "error": "",
              "checked": "ok", **nv} for s, nv in (("1", {"nv_us": 20.0, "vs_nv": 2.0, "ref_vs_nv": 2.0}),
                                                  ("2", {"nv_us": 40.0, "vs_nv": 4.0, "ref_vs_nv": 4.0}),
                                                  ("3", {"nv_error": "not ported"}))]
-    v = B.fold("o", rows, 0.95)
+    v = bench.fold("o", rows, 0.95)
     var = v.details["variants"]["k/f16"]
     assert var["nv_configs"] == 2 and var["nv_us"] == pytest.approx(800 ** 0.5)
     assert var["vs_nv"] == pytest.approx(8 ** 0.5) and v.details["geomean_vs_nv"] == pytest.approx(8 ** 0.5)
-    assert B.NV_COLUMNS[:3] == ["nv_us", "nv_iqr_us", "vs_nv"]
+    assert bench.NV_COLUMNS[:3] == ["nv_us", "nv_iqr_us", "vs_nv"]
     cols = SM._gpu_columns({"verdict": "ALL_PASS", "details": {"variants": {"k/f16": "PASS"}}},
                            {"verdict": "DONE", "details": {"variants": var and {"k/f16": var}}}, "k/f16")
     assert (cols["nv_us"], cols["vs_nv"]) == ("28.28", "2.828")
@@ -392,12 +393,13 @@ def test_gpu_test_second_pass_folds_nvidia_per_variant(monkeypatch):
     kernel/variant PASS / FAIL / NOT_RUN, and nothing runs after a lost CUDA context."""
     from types import SimpleNamespace as NS
 
-    from tileport import cupti, gpu_test as G
-    from tileport.manifest import Variant
+    from tileport.gpu import cupti
+    from tileport.gpu import test as gpu_test
+    from tileport.model.manifest import Variant
 
     results = iter([{"ok": True, "max_abs": 0.0}, {"ok": False, "max_abs": 1.0},
                     {"ok": False, "error": "CUDA error: illegal address", "cuda_error": True}])
-    monkeypatch.setattr(G, "check_nv", lambda c, tol: next(results))
+    monkeypatch.setattr(gpu_test, "check_nv", lambda c, tol: next(results))
     monkeypatch.setattr(cupti, "profile", lambda sides, reps: {"launches": {"nv": [1]}})
     a, b, c, d = (Variant("f16", {"T": t}) for t in (1, 2, 3, 4))
 
@@ -407,7 +409,7 @@ def test_gpu_test_second_pass_folds_nvidia_per_variant(monkeypatch):
     ctx = NS(nv={"k": object()}, nv_note="", man={"tolerance": {"f16": {"rtol": 1e-2, "atol": 1e-2}}}, call=call)
     todo = [("k", a, (1,)), ("k", b, (9,)), ("k", b, (1,)), ("other", a, (1,)), ("k", c, (1,)),
             ("k", d, (1,))]
-    out = G.nv_pass(ctx, todo, 0)
+    out = gpu_test.nv_pass(ctx, todo, 0)
     assert out["variants"] == {"k/f16-T1": "PASS", "k/f16-T2": "FAIL", "k/f16-T3": "FAIL",
                                "k/f16-T4": "NOT_RUN"}
     assert out["cases"][0]["launches"] == 1 and out["cases"][1]["not_run"] == "not implemented"
@@ -439,7 +441,7 @@ def extracted_reference(module: str, kernel: str, dst: Path) -> Path:
 @pytest.fixture(scope="module")
 def nv_builds(tmp_path_factory):
     root = tmp_path_factory.mktemp("nvidia")
-    return root, {p: N.build(p, root / p, root / p / "build.json") for p in N.PIN_SETS}
+    return root, {p: nv_port.build(p, root / p, root / p / "build.json") for p in nv_port.PIN_SETS}
 
 
 @pytest.mark.nvidia
@@ -460,8 +462,8 @@ def test_build_with_the_shipped_pins_and_with_tileports(nv_builds):
 
 @pytest.mark.nvidia
 def test_silu_and_mul_port_against_the_reference_ir(nv_builds, tmp_path, monkeypatch):
-    from tileport import reference_ir
-    from tileport.manifest import Variant
+    from tileport.cpu import reference_ir
+    from tileport.model.manifest import Variant
 
     root, b = nv_builds
     kernel, v = "_silu_and_mul_kernel_row_wise", Variant("bf16", {"TILE_SIZE": 1024, "TOTAL_HIDDEN_SIZE": 1000})
@@ -479,15 +481,15 @@ def test_silu_and_mul_port_against_the_reference_ir(nv_builds, tmp_path, monkeyp
     linked.mkdir()
     (linked / "manifest.yaml").write_text(
         f"op: tg_silu\nsource: {{module: tilegym.ops.cutile.silu_and_mul, kernels: [{kernel}]}}\n")
-    monkeypatch.setattr(N, "_variant", lambda *a: v)
-    d = N.dump(linked, "tg_silu", kernel, v.id, root / "shipped" / "build.json", tmp_path / "n.tileirbc",
+    monkeypatch.setattr(nv_port, "_variant", lambda *a: v)
+    d = nv_port.dump(linked, "tg_silu", kernel, v.id, root / "shipped" / "build.json", tmp_path / "n.tileirbc",
                tmp_path / "n.tileir", tmp_path / "n.json", other_build=root / "tileport" / "build.json")
     assert d["verdict"] == "PASS", d["summary"]
     assert d["details"]["generics"] == ["bf16", "1024"] and d["details"]["entry"] == "silu_and_mul_kernel"
     # the same kernel under cutile 0.5.0 (its kernels compile although its FFI does not)
     assert d["details"]["other_pin"]["cutile"] == "0.5.0" and d["details"]["other_pin"]["verdict"] == "PASS"
     assert "tile<1024xptr<bf16>>" in (tmp_path / "n.tileir").read_text()
-    r = N.diff("tg_silu", kernel, v.id, tmp_path / "r.tileir", tmp_path / "r.json", tmp_path / "n.tileir",
+    r = nv_port.diff("tg_silu", kernel, v.id, tmp_path / "r.tileir", tmp_path / "r.json", tmp_path / "n.tileir",
                tmp_path / "n.json", tmp_path / "d.json")
     assert r["stage"] == "nv_ir_diff" and r["verdict"] in ("PASS", "PASS_WITH_NOTES", "FAIL")
     assert r["details"]["nv"]["entry"] == "silu_and_mul_kernel"
@@ -500,7 +502,7 @@ def test_every_entry_calls_the_real_library_up_to_the_device(nv_builds):
     launch and device -1: it reads every descriptor and argument, then stops at its device check
     (-4) -- the arity, types and descriptor layout hold against the real C functions (no GPU)."""
     root, _ = nv_builds
-    lib = F.NvLibrary(root / "shipped" / "build.json")
+    lib = nv_ffi.NvLibrary(root / "shipped" / "build.json")
     assert sorted(lib.sigs) == sorted(spec["symbol"] for spec in PORTS.values())
     for op, spec in PORTS.items():
         for entry, e in spec["entries"].items():
@@ -513,5 +515,5 @@ def test_every_entry_calls_the_real_library_up_to_the_device(nv_builds):
                 else:
                     cx[name] = False if kind.endswith("bool") else 64
             launch = side.bind(args, cx, (2, 2, 1), "f16", device=-1, stream=0)
-            with pytest.raises(F.NvError, match=r"returned -4: device init failed"):
+            with pytest.raises(nv_ffi.NvError, match=r"returned -4: device init failed"):
                 launch()

@@ -1,9 +1,9 @@
 """perf_diagnose.diagnose over bench.json / ir_diff verdicts written by hand (no GPU)."""
 import pytest
 
-from tileport import bench as B
-from tileport.perf_diagnose import diagnose
-from tileport.verdict import Finding, Verdict, read, write
+from tileport.core.verdict import Finding, Verdict, read, write
+from tileport.gpu import bench
+from tileport.gpu.perf_diagnose import diagnose
 
 
 def brow(ratio, variant="f16-T1", shape="64x128", grid="64x1x1", port_us=10.0, ref_launches=1,
@@ -23,8 +23,8 @@ def brow(ratio, variant="f16-T1", shape="64x128", grid="64x1x1", port_us=10.0, r
 
 def bench_json(path, rows, threshold=0.95, loop_threshold=0.97):
     """bench.json as bench.run writes it: fold's verdict plus details.rows."""
-    v = B.fold("op", [r for r in rows], threshold, loop_threshold=loop_threshold)
-    v.details["rows"] = [{k: r.get(k) for k in B.COLUMNS} for r in rows]
+    v = bench.fold("op", [r for r in rows], threshold, loop_threshold=loop_threshold)
+    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in rows]
     write(v, path)
     return v
 
@@ -186,8 +186,8 @@ def test_host_overhead_reported_but_never_decides(tmp_path):
 
 def test_error_rows_are_ignored(tmp_path):
     rows = [brow(0.8, shape="a"), {**brow(0.1, shape="z", port_launches=9), "error": "boom"}]
-    v = B.fold("op", [rows[0]], 0.95)                     # BELOW_THRESHOLD, then add both rows
-    v.details["rows"] = [{k: r.get(k) for k in B.COLUMNS} for r in rows]
+    v = bench.fold("op", [rows[0]], 0.95)                     # BELOW_THRESHOLD, then add both rows
+    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in rows]
     write(v, tmp_path / "bench.json")
     d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
     assert d["owner"] == "kernel"                         # the error row's launch count is not used
@@ -236,7 +236,7 @@ def fake_api(monkeypatch):
 
 
 def role(tmp_path, backend, url):
-    from tileport import agents
+    from tileport.core import agents
 
     rs = tmp_path / "k.rs"
     rs.write_text("pub mod port {}\n")

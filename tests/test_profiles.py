@@ -4,9 +4,9 @@ import re
 
 import pytest
 import yaml
-
 from conftest import REPO
-from tileport import yamlio
+
+from tileport.core import yamlio
 
 RULES = {m[1] for f in (REPO / "rules").glob("*.smk") for m in re.finditer(r"^(?:rule|checkpoint) (\w+):", f.read_text(), re.M)}
 GPU_RULES = {"gpu_test", "bench"}

@@ -1,8 +1,8 @@
-from tileport import reference_ir as R
+from tileport.cpu import reference_ir
 
 
 def test_softmax_reference_ir(repo, tmp_path):
-    v = R.run(repo / "operators" / "softmax", "softmax_kernel", "f16-BM16-TILE1024",
+    v = reference_ir.run(repo / "operators" / "softmax", "softmax_kernel", "f16-BM16-TILE1024",
               tmp_path / "r.tileirbc", tmp_path / "r.tileir", tmp_path / "r.json", "softmax")
     assert v["verdict"] == "PASS", v["summary"]
     assert (tmp_path / "r.tileirbc").read_bytes()[:8] == b"\x7fTileIR\x00"
@@ -13,7 +13,7 @@ def test_softmax_reference_ir(repo, tmp_path):
 
 
 def test_scalar_and_constexpr_signature(repo, tmp_path):
-    v = R.run(repo / "operators" / "rms_norm", "rms_norm_kernel", "bf16-BM8-TILE4096",
+    v = reference_ir.run(repo / "operators" / "rms_norm", "rms_norm_kernel", "bf16-BM8-TILE4096",
               tmp_path / "r.tileirbc", tmp_path / "r.tileir", tmp_path / "r.json", "rms_norm")
     assert v["verdict"] == "PASS"
     head = (tmp_path / "r.tileir").read_text().splitlines()[0]
@@ -24,7 +24,7 @@ def test_compile_error_is_a_verdict_not_a_crash(op_copy, tmp_path):
     d = op_copy("relu")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("shape=(TILE,)", "shape=(TILE, TILE)", 1))
-    v = R.run(d, "relu_kernel", "f16-TILE1024", tmp_path / "r.tileirbc", tmp_path / "r.tileir",
+    v = reference_ir.run(d, "relu_kernel", "f16-TILE1024", tmp_path / "r.tileirbc", tmp_path / "r.tileir",
               tmp_path / "r.json", "relu")
     assert v["verdict"] == "ERROR" and v["findings"][0]["category"] == "build"
     line = k.read_text().splitlines().index(next(l for l in k.read_text().splitlines() if "(TILE, TILE)" in l)) + 1
@@ -34,13 +34,13 @@ def test_compile_error_is_a_verdict_not_a_crash(op_copy, tmp_path):
 
 def test_missing_tool_is_env_not_kernel(repo, tmp_path, monkeypatch):
     monkeypatch.setenv("TILEPORT_TILEIRDISASM", "/nonexistent/tileirdisasm")
-    v = R.run(repo / "operators" / "relu", "relu_kernel", "f16-TILE1024", tmp_path / "r.tileirbc",
+    v = reference_ir.run(repo / "operators" / "relu", "relu_kernel", "f16-TILE1024", tmp_path / "r.tileirbc",
               tmp_path / "r.tileir", tmp_path / "r.json", "relu")
     assert v["verdict"] == "ERROR" and v["owner"] == "env" and "tileirdisasm" in v["summary"]
 
 
 def test_unknown_variant_is_blocked(repo, tmp_path):
-    v = R.run(repo / "operators" / "relu", "relu_kernel", "f64-TILE7", tmp_path / "a", tmp_path / "b",
+    v = reference_ir.run(repo / "operators" / "relu", "relu_kernel", "f64-TILE7", tmp_path / "a", tmp_path / "b",
               tmp_path / "r.json", "relu")
     assert v["verdict"] == "BLOCKED" and "unknown variant" in v["summary"]
 
@@ -50,7 +50,7 @@ from manifest_ops import make_op, pick_manifest  # noqa: E402
 
 
 def _ref(d, kernel, variant, tmp_path, op="pick"):
-    return R.run(d, kernel, variant, tmp_path / "r.tileirbc", tmp_path / "r.tileir", tmp_path / "r.json", op)
+    return reference_ir.run(d, kernel, variant, tmp_path / "r.tileirbc", tmp_path / "r.tileir", tmp_path / "r.json", op)
 
 
 def test_signature_has_each_arrays_dtype_lists_scalars_and_hints(tmp_path):
@@ -96,7 +96,7 @@ def test_a_wrong_ndim_is_traced_to_the_manifest(op_copy, tmp_path):
     d = op_copy("softmax")
     m = d / "manifest.yaml"
     m.write_text(m.read_text().replace("      x: {ndim: 2, role: input}", "      x: {ndim: 3, role: input}"))
-    v = R.run(d, "softmax_kernel", "f16-BM16-TILE1024", tmp_path / "r.tileirbc", tmp_path / "r.tileir",
+    v = reference_ir.run(d, "softmax_kernel", "f16-BM16-TILE1024", tmp_path / "r.tileirbc", tmp_path / "r.tileir",
               tmp_path / "r.json", "softmax")
     assert v["verdict"] == "ERROR" and v["owner"] == "manifest", v["summary"]
     assert "the manifest gives x ndim 3 (kernels/softmax_kernel/arrays/x); with ndim 2 cuTile compiles" in v["summary"]

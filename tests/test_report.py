@@ -10,11 +10,12 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 from scipy import stats
 
-from conftest import REPO
-from tileport import provenance as P
-from tileport.report import build, data as D, tables as T
+from tileport.core import provenance
+from tileport.report import build, tables
+from tileport.report import data as report_data
 from tileport.report.interval import SEED, geomean_interval
 
 # the 2026-11-29 publication, frozen (docs/results/h200 moves on with each publication)
@@ -68,13 +69,13 @@ def test_interval_edge_cases():
     (-0.0123456, "-0.0123"), (0, "0"), (None, ""), (float("nan"), ""), ("not_run (no GPU)", ""),
     ("18.304", "18.3")])
 def test_three_significant_digits(x, text):
-    assert T.sig3(x) == text
+    assert tables.sig3(x) == text
 
 
 def test_tex_escape():
-    assert T.tex_escape("layer_norm 5% & µs ×2 {x} > 1") == \
+    assert tables.tex_escape("layer_norm 5% & µs ×2 {x} > 1") == \
         r"layer\_norm 5\% \& \textmu{}s $\times$2 \{x\} \textgreater{} 1"
-    assert T.tex_escape("--configs, 0.9–1.0") == "-{}-configs, 0.9--1.0"      # two hyphens, an en dash
+    assert tables.tex_escape("--configs, 0.9–1.0") == "-{}-configs, 0.9--1.0"      # two hyphens, an en dash
 
 
 def test_operators_table(tmp_path):
@@ -83,13 +84,13 @@ def test_operators_table(tmp_path):
          "verdict": "BELOW_THRESHOLD", "vs_torch": 1.1877, "ref_vs_torch": 1.2593},
         {"op": "ALL", "configs": 74, "geomean_ratio": 0.98967, "ci_low": 0.98158, "ci_high": 0.99483,
          "verdict": float("nan"), "vs_torch": 1.0115, "ref_vs_torch": 1.0221}])
-    df, heads, fmt = T.operators(ops)
+    df, heads, fmt = tables.operators(ops)
     assert df.iloc[0].tolist() == ["layer_norm", "6", "0.943", "0.916", "0.973", "BELOW_THRESHOLD", "1.19", "1.26"]
     assert df.iloc[1]["verdict"] == ""
     prov = [{"field": "GPU", "value": "NVIDIA H200 (sm_90)"}, {"field": "driver", "value": "580.159.04"}]
     out = {e: tmp_path / f"operators.{e}" for e in ("tex", "csv", "html")}
-    T.write(df, heads, out, "Caption with sm_90 (> 1: faster).", "tab:x", prov, column_format=fmt,
-            tex_df=T.operators_tex(df))
+    tables.write(df, heads, out, "Caption with sm_90 (> 1: faster).", "tab:x", prov, column_format=fmt,
+            tex_df=tables.operators_tex(df))
     tex = out["tex"].read_text()
     assert "% provenance:\n%   GPU: NVIDIA H200 (sm_90)\n%   driver: 580.159.04" in tex
     for needle in (r"\toprule", r"\midrule", r"\bottomrule", r"layer\_norm & 6 & 0.943 & 0.916--0.973 & BELOW\_THRESHOLD",
@@ -121,14 +122,14 @@ def fake_smi(tmp_path, body=FAKE_SMI):
 
 def test_provenance_with_a_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
-    p = P.collect(bench={"warmup_ms": 20, "seed": 0}, smi=str(fake_smi(tmp_path)))
+    p = provenance.collect(bench={"warmup_ms": 20, "seed": 0}, smi=str(fake_smi(tmp_path)))
     g = p["gpu"]
     assert (g["name"], g["driver"], g["cuda_driver"], g["pstate"]) == ("NVIDIA H200", "580.159.04", "13.0", "P0")
     assert (g["sm_clock_mhz"], g["mem_clock_mhz"], g["sm_clock_max_mhz"]) == (1980, 3201, 1980)
     assert g["power_w"] == "unknown" and g["source"] == "nvidia-smi"      # [N/A]
     # the device this process computes on: the first of CUDA_VISIBLE_DEVICES
     assert all(line.startswith("-i 3") for line in (tmp_path / "smi.log").read_text().splitlines())
-    assert p["bench"] == {"warmup_ms": 20, "seed": 0} and p["schema"] == P.SCHEMA
+    assert p["bench"] == {"warmup_ms": 20, "seed": 0} and p["schema"] == provenance.SCHEMA
     assert p["versions"]["cuda_tile"] == "1.7.0" and p["versions"]["cutile"] == "0.5.0"
     assert len(p["config_sha256"]) == 64 and p["date"].endswith("+00:00")
     json.dumps(p)                                             # storable in a verdict
@@ -136,61 +137,61 @@ def test_provenance_with_a_gpu(tmp_path, monkeypatch):
 
 def test_provenance_without_a_gpu(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    p = P.collect(smi=str(tmp_path / "no-such-nvidia-smi"))
+    p = provenance.collect(smi=str(tmp_path / "no-such-nvidia-smi"))
     assert p["gpu"]["source"].endswith("not found")
     assert {v for k, v in p["gpu"].items() if k != "source"} == {"unknown"}
     failing = fake_smi(tmp_path, "#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n")
-    g = P.nvidia_smi(str(failing))
+    g = provenance.nvidia_smi(str(failing))
     assert g["source"].endswith("failed") and g["sm_clock_mhz"] == "unknown"
     # the CPU side of the report never asks nvidia-smi
-    assert P.collect(gpu=False)["gpu"]["source"] == "not read (CPU side)"
+    assert provenance.collect(gpu=False)["gpu"]["source"] == "not read (CPU side)"
 
 
 def test_git_state_and_commit_outside_a_checkout(tmp_path, monkeypatch):
     monkeypatch.delenv("TILEPORT_COMMIT", raising=False)
-    assert P.git_state(tmp_path)["commit"] == "unknown"
+    assert provenance.git_state(tmp_path)["commit"] == "unknown"
     monkeypatch.setenv("TILEPORT_COMMIT", "0b39313+dirty")
-    assert P.git_state(tmp_path) == {"commit": "0b39313", "dirty": True, "describe": "0b39313+dirty (TILEPORT_COMMIT)"}
+    assert provenance.git_state(tmp_path) == {"commit": "0b39313", "dirty": True, "describe": "0b39313+dirty (TILEPORT_COMMIT)"}
     monkeypatch.delenv("TILEPORT_COMMIT")
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(git + ["init", "-q"], check=True)
     (tmp_path / "a.txt").write_text("a\n")
     subprocess.run(git + ["add", "a.txt"], check=True)
     subprocess.run(git + ["commit", "-q", "-m", "a"], check=True)
-    clean = P.git_state(tmp_path)
+    clean = provenance.git_state(tmp_path)
     assert len(clean["commit"]) == 40 and clean["dirty"] is False
     (tmp_path / "a.txt").write_text("b\n")
-    assert P.git_state(tmp_path)["dirty"] is True and P.git_state(tmp_path)["describe"].endswith("+dirty")
+    assert provenance.git_state(tmp_path)["dirty"] is True and provenance.git_state(tmp_path)["describe"].endswith("+dirty")
     # a copy packed for a GPU node over another commit's repository: the packer's word wins
     monkeypatch.setenv("TILEPORT_COMMIT", "f95e0a5")
-    assert P.git_state(tmp_path)["commit"] == "f95e0a5"
+    assert provenance.git_state(tmp_path)["commit"] == "f95e0a5"
 
 
 def test_tilegym_wheel_hash_from_its_pin(tmp_path):
     sha = "ab" * 32
     (tmp_path / "requirements.lock").write_text(f"pyyaml==6.0.4\ntilegym==1.5.1 \\\n    --hash=sha256:{sha}\nzz==1\n")
-    t = P.tilegym(tmp_path)
+    t = provenance.tilegym(tmp_path)
     assert t["wheel_sha256"] == sha and t["pin"] == "requirements.lock: tilegym==1.5.1"
-    assert P.tilegym(tmp_path / "nowhere")["wheel_sha256"] == "unknown"
+    assert provenance.tilegym(tmp_path / "nowhere")["wheel_sha256"] == "unknown"
 
 
 def test_config_hash_ignores_layout():
-    a = P.config_sha256({"bench": {"seed": 0, "rep_ms": 150}, "gpu": "auto"})
-    b = P.config_sha256({"gpu": "auto", "bench": {"rep_ms": 150, "seed": 0}})
-    assert a == b != P.config_sha256({"gpu": "off", "bench": {"rep_ms": 150, "seed": 0}})
+    a = provenance.config_sha256({"bench": {"seed": 0, "rep_ms": 150}, "gpu": "auto"})
+    b = provenance.config_sha256({"gpu": "auto", "bench": {"rep_ms": 150, "seed": 0}})
+    assert a == b != provenance.config_sha256({"gpu": "off", "bench": {"rep_ms": 150, "seed": 0}})
 
 
 def test_provenance_of_verdicts_written_before_it_existed():
     """The published H200 verdicts carry details.env only: the report still names the GPU."""
     d = json.loads((H200 / "ops" / "relu" / "bench.json").read_text())["details"]
-    f = D.flat_provenance(d)
+    f = report_data.flat_provenance(d)
     assert f["gpu"] == "NVIDIA H200 (sm_90)" and f["driver"] == "580.159.04"
     assert (f["torch"], f["cuda_runtime"], f["tileiras"]) == ("2.11.0+cu130", "13.0", "13.4.92")
     assert f["sm_clock_mhz"] == "unknown" and f["commit"] == "unknown"
     # a verdict with provenance: its values win
-    d2 = {**d, "provenance": P.collect(bench={"seed": 0}, gpu=False) | {
+    d2 = {**d, "provenance": provenance.collect(bench={"seed": 0}, gpu=False) | {
         "gpu": {"name": "NVIDIA H100", "driver": "570.1", "sm_clock_mhz": 1755}}}
-    f2 = D.flat_provenance(d2)
+    f2 = report_data.flat_provenance(d2)
     assert (f2["gpu"], f2["driver"], f2["sm_clock_mhz"], f2["bench"]) == \
         ("NVIDIA H100 (sm_90)", "570.1", 1755, "seed 0")
 
@@ -235,23 +236,23 @@ def test_loop_timing_is_carried_when_present(h200, tmp_path):
     b.to_csv(tmp_path / "relu" / "bench.csv", index=False)
     s = pd.read_csv(res / "summary.csv", dtype=str, keep_default_na=False)
     s[s["op"] == "relu"].to_csv(tmp_path / "summary.csv", index=False)
-    relu = D.configs(tmp_path, tmp_path / "summary.csv")
+    relu = report_data.configs(tmp_path, tmp_path / "summary.csv")
     assert len(relu) == 12 and set(relu["loop_ratio"]) == {0.97} and set(relu["port_loop_us"]) == {20.5}
     cfg = pd.read_csv(data / "configs.csv")
     cfg["loop_ratio"] = cfg["ratio"] * 0.98
-    ops = D.operators(cfg, res / "summary_ops.csv").set_index("op")
+    ops = report_data.operators(cfg, res / "summary_ops.csv").set_index("op")
     assert ops.loc["relu", "loop_geomean"] == pytest.approx(ops.loc["relu", "geomean_ratio"] * 0.98)
-    df, _, _ = T.operators(ops.reset_index())
+    df, _, _ = tables.operators(ops.reset_index())
     assert {"loop_geomean", "loop_ci_low", "loop_ci_high"} <= set(df.columns)
 
 
 def test_coverage_and_families(h200, tmp_path):
     res, data = h200
     cov = pd.read_csv(data / "coverage.csv")
-    assert len(cov) == 8 * 7 and set(cov["stage"]) == set(D.STAGES.values())
+    assert len(cov) == 8 * 7 and set(cov["stage"]) == set(report_data.STAGES.values())
     bench = cov[cov["stage"] == "bench"].set_index("op")
     assert bench.loc["layer_norm", "verdict"] == "below" and bench.loc["layer_norm", "passed"] == 2
-    fam = D.coverage_families(cov).set_index("family")
+    fam = report_data.coverage_families(cov).set_index("family")
     assert fam.loc["ALL"].tolist() == ["", 8, 8, 8]
     # a summary with a source column, a kernel that fails its IR diff and a broken operator
     s = pd.read_csv(res / "summary.csv", dtype=str, keep_default_na=False)
@@ -262,20 +263,20 @@ def test_coverage_and_families(h200, tmp_path):
                                                   "source": ""}
     s = pd.concat([s, pd.DataFrame([broken])])
     s.to_csv(tmp_path / "summary.csv", index=False)
-    cov2 = D.coverage(tmp_path / "summary.csv", 0.95)
+    cov2 = report_data.coverage(tmp_path / "summary.csv", 0.95)
     relu = cov2[cov2["op"] == "relu"].set_index("stage")
     assert relu.loc["ir_diff", "verdict"] == "fail" and relu.loc["gpu_test", "verdict"] == "not_run"
     assert relu.loc["ir_diff", "source"].startswith("tilegym.ops.cutile.x:")
-    fam2 = D.coverage_families(cov2).set_index("family")
+    fam2 = report_data.coverage_families(cov2).set_index("family")
     assert fam2.loc["relu"].tolist()[1:] == [1, 0, 0] and fam2.loc["zz"].tolist()[1:] == [0, 0, 0]
     assert fam2.loc["ALL"].tolist()[1:] == [8, 7, 7]
-    df, _, _ = T.coverage(fam2.reset_index())
+    df, _, _ = tables.coverage(fam2.reset_index())
     assert "source" in df.columns
     # a timed variant whose timed output missed: a number in ratio, FAIL in the bench column
     s["bench"] = ""
     s.loc[s["op"] == "gelu", "bench"] = "FAIL"
     s.to_csv(tmp_path / "summary.csv", index=False)
-    cov3 = D.coverage(tmp_path / "summary.csv", 0.95)
+    cov3 = report_data.coverage(tmp_path / "summary.csv", 0.95)
     gelu = cov3[(cov3["op"] == "gelu") & (cov3["stage"] == "bench")].iloc[0]
     assert (gelu["verdict"], gelu["passed"]) == ("fail", 0)
     assert cov3[(cov3["op"] == "bmm") & (cov3["stage"] == "bench")].iloc[0]["verdict"] == "pass"
@@ -289,10 +290,10 @@ def test_provenance_table_from_the_verdicts(h200):
     assert rows["SM clock at benchmark time (MHz)"] == "unknown"
     assert rows["TileGym"].startswith("not the input")
     assert rows["operators measured"].startswith("8: bmm")
-    assert "NVIDIA H200 (sm_90), driver 580.159.04" in D.short_provenance(prov)
+    assert "NVIDIA H200 (sm_90), driver 580.159.04" in report_data.short_provenance(prov)
     # clocks that differ between operators read as a range, other values with their operators
-    assert D._merge([("a", 1755), ("b", 1980)]) == "1755-1980"
-    assert D._merge([("a", "x"), ("b", "y"), ("c", "x")]) == "x (a, c); y (b)"
+    assert report_data._merge([("a", 1755), ("b", 1980)]) == "1755-1980"
+    assert report_data._merge([("a", "x"), ("b", "y"), ("c", "x")]) == "x (a, c); y (b)"
 
 
 def test_latex_tables_compile(h200, tmp_path):
@@ -324,7 +325,7 @@ def test_latex_tables_compile(h200, tmp_path):
 
 def test_report_before_any_gpu_measurement(h200, tmp_path):
     """A run without a GPU: the tables say not_run, the figures say why they are empty."""
-    from tileport.report import figures as F
+    from tileport.report import figures
     from tileport.report.figures import ratio, times
 
     res, _ = h200
@@ -334,21 +335,21 @@ def test_report_before_any_gpu_measurement(h200, tmp_path):
     o = pd.read_csv(res / "summary_ops.csv", dtype=str, keep_default_na=False)
     o["configs"], o["geomean_ratio"], o["verdict"] = "0", "", "not_run (no GPU: torch is not installed)"
     o.to_csv(tmp_path / "summary_ops.csv", index=False)
-    cfg = D.configs(res, tmp_path / "summary.csv")
+    cfg = report_data.configs(res, tmp_path / "summary.csv")
     assert cfg.empty
-    ops = D.operators(cfg, tmp_path / "summary_ops.csv")
-    df, _, _ = T.operators(ops)
+    ops = report_data.operators(cfg, tmp_path / "summary_ops.csv")
+    df, _, _ = tables.operators(ops)
     assert set(df["configs"]) == {"0"} and set(df["geomean_ratio"]) == {""}
     assert df.iloc[0]["verdict"].startswith("not_run (no GPU")
-    assert D.measured_ops(tmp_path / "summary.csv") == []
+    assert report_data.measured_ops(tmp_path / "summary.csv") == []
     for fig in (ratio.draw(ops, 0.95), times.draw(cfg)):
         assert "not_run" in fig.axes[0].texts[0].get_text()
-        F.save(fig, {e: tmp_path / f"f.{e}" for e in ("pdf", "svg", "png")}, "t", "d")
+        figures.save(fig, {e: tmp_path / f"f.{e}" for e in ("pdf", "svg", "png")}, "t", "d")
 
 
 def test_figures_are_reproducible(h200, tmp_path):
     """The same data draws the same bytes (no dates in the files, a fixed SVG id salt)."""
-    from tileport.report import figures as F
+    from tileport.report import figures
     from tileport.report.figures import coverage
 
     _, data = h200
@@ -356,7 +357,7 @@ def test_figures_are_reproducible(h200, tmp_path):
     outs = []
     for k in range(2):
         out = {e: tmp_path / f"c{k}.{e}" for e in ("pdf", "svg", "png")}
-        F.save(coverage.draw(cov), out, "coverage", "Measured on NVIDIA H200")
+        figures.save(coverage.draw(cov), out, "coverage", "Measured on NVIDIA H200")
         outs.append({e: p.read_bytes() for e, p in out.items()})
     assert outs[0] == outs[1]
     assert outs[0]["pdf"][:5] == b"%PDF-" and b"Measured on NVIDIA H200" in outs[0]["svg"]
@@ -384,30 +385,30 @@ LOOP_ROWS = [loop_row("below", 0.90, 0.88, 0.92, timed_at="2026-12-01T10:11:12+0
 
 
 def test_loop_gate_classes_are_the_benchmarks():
-    """One definition: the report's per-config classes are tileport.bench.loop_class, whose
+    """One definition: the report's per-config classes are tileport.gpu.bench.loop_class, whose
     below / undecided the bench verdict's details.loop lists (and summary_ops.csv counts)."""
-    from tileport import bench
+    from tileport.gpu import bench
 
     cfg = pd.DataFrame(LOOP_ROWS)
-    assert D.loop_classes(cfg, 0.97).tolist() == ["below", "undecided", "pass", "below", "pass"]
+    assert report_data.loop_classes(cfg, 0.97).tolist() == ["below", "undecided", "pass", "below", "pass"]
     gate = bench.loop_gate([{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
                             for r in LOOP_ROWS], 0.97)
     assert [r["variant"] for r in gate["below"]] == ["below", "old"]
     assert [r["variant"] for r in gate["undecided"]] == ["undecided"]
     # another threshold re-judges: at 0.96 the undecided row passes, at 1.0 the re-timed row's
     # interval (0.96-0.99) lies under it
-    assert D.loop_classes(cfg, 0.96).tolist() == ["below", "pass", "pass", "below", "pass"]
-    assert D.loop_classes(cfg, 1.0).tolist()[4] == "below"
-    assert D.loop_classes(pd.DataFrame([{"op": "a", "ratio": 1.0}]), 0.97).tolist() == [None]
+    assert report_data.loop_classes(cfg, 0.96).tolist() == ["below", "pass", "pass", "below", "pass"]
+    assert report_data.loop_classes(cfg, 1.0).tolist()[4] == "below"
+    assert report_data.loop_classes(pd.DataFrame([{"op": "a", "ratio": 1.0}]), 0.97).tolist() == [None]
 
 
 def test_loop_gate_table(tmp_path):
     cfg = pd.DataFrame(LOOP_ROWS)
-    rows, counts = D.loop_gate(cfg, 0.97)
+    rows, counts = report_data.loop_gate(cfg, 0.97)
     assert rows["variant"].tolist() == ["below", "old", "undecided"]          # below first, lowest first
     assert rows["gate"].tolist() == ["below", "below, no interval", "undecided"]
     assert counts == {"timed": 5, "pass": 2, "below": 2, "undecided": 1, "retimed": 1, "retimed_pass": 1}
-    df, tex, heads, fmt, line = T.loop_gate(rows, counts, 0.97)
+    df, tex, heads, fmt, line = tables.loop_gate(rows, counts, 0.97)
     assert line == "5 config(s) with loop timing: 2 passed, 2 below, 1 undecided; 1 re-timed, 1 of them passing now"
     assert df.iloc[0].to_dict() == {
         "op": "tg_x", "kernel": "_k", "variant": "below", "shape": "4096", "ref_loop_us": "10.0",
@@ -440,17 +441,17 @@ def test_loop_gate_table(tmp_path):
 
     # a re-timed row that is still under the threshold shows its loop ratio before
     cfg.loc[4, ["loop_ratio", "loop_ratio_lo", "loop_ratio_hi"]] = [0.955, 0.945, 0.965]
-    rows, counts = D.loop_gate(cfg, 0.97)
-    df, tex, _, fmt, line = T.loop_gate(rows, counts, 0.97)
+    rows, counts = report_data.loop_gate(cfg, 0.97)
+    df, tex, _, fmt, line = tables.loop_gate(rows, counts, 0.97)
     assert df.set_index("variant").loc["retimed", ["gate", "loop_ratio_prev"]].tolist() == ["below", "0.940"]
     assert line.endswith("; 1 re-timed, 0 of them passing now") and fmt.endswith("lr") and len(tex.columns) == 10
 
 
 def test_loop_gate_table_when_every_config_passes(tmp_path):
     cfg = pd.DataFrame([LOOP_ROWS[2], {**LOOP_ROWS[2], "variant": "pass2", "loop_ratio": 0.97}])
-    rows, counts = D.loop_gate(cfg, 0.97)                       # at the threshold passes
+    rows, counts = report_data.loop_gate(cfg, 0.97)                       # at the threshold passes
     assert rows.empty and counts["pass"] == 2
-    df, tex, _, _, line = T.loop_gate(rows, counts, 0.97)
+    df, tex, _, _, line = tables.loop_gate(rows, counts, 0.97)
     assert len(df) == 1 and tex.empty
     assert df.iloc[0]["gate"] == line == ("every config passes the loop gate (loop ratio ≥ 0.97); "
                                           "2 config(s) with loop timing: 2 passed, 0 below, 0 undecided")
@@ -462,9 +463,9 @@ def test_loop_gate_table_when_every_config_passes(tmp_path):
     assert "\\midrule\n\\multicolumn{8}{l}{every config passes the loop gate (loop ratio $\\geq$ 0.97); " in t
     assert t.count("\\midrule") == 1 and "regression to the mean" not in t
     # no loop timing at all (verdicts timed before it existed): one row says so
-    _, counts = D.loop_gate(cfg.drop(columns=[c for c in cfg.columns if "loop" in c]), 0.97)
+    _, counts = report_data.loop_gate(cfg.drop(columns=[c for c in cfg.columns if "loop" in c]), 0.97)
     assert counts["timed"] == 0
-    assert T.loop_gate(pd.DataFrame(), counts, 0.97)[4] == "no config has loop timing"
+    assert tables.loop_gate(pd.DataFrame(), counts, 0.97)[4] == "no config has loop timing"
 
 
 def test_operators_count_the_loop_gate_per_operator(tmp_path):
@@ -472,15 +473,15 @@ def test_operators_count_the_loop_gate_per_operator(tmp_path):
                                      "vs_torch": 1.1, "ref_vs_torch": 1.1}])
     (tmp_path / "summary_ops.csv").write_text("op,configs,geomean_ratio,verdict\ntg_x,2,1.0,DONE\n"
                                               "tg_y,3,1.0,DONE\ntg_z,1,1.0,DONE\nALL,6,1.0,x\n")
-    ops = D.operators(cfg, tmp_path / "summary_ops.csv", 0.97).set_index("op")
+    ops = report_data.operators(cfg, tmp_path / "summary_ops.csv", 0.97).set_index("op")
     assert ops.loc["tg_x", ["loop_below", "loop_undecided"]].tolist() == [1, 1]
     assert ops.loc["tg_y", ["loop_below", "loop_undecided"]].tolist() == [1, 0]
     assert ops.loc["ALL", ["loop_below", "loop_undecided"]].tolist() == [2, 1]
     assert ops.loc["tg_z", ["loop_below", "loop_undecided"]].isna().all()     # no loop timing
     ops.reset_index().to_csv(tmp_path / "operators.csv", index=False)
-    df, heads, fmt = T.operators(pd.read_csv(tmp_path / "operators.csv", keep_default_na=False, na_values=[""]))
+    df, heads, fmt = tables.operators(pd.read_csv(tmp_path / "operators.csv", keep_default_na=False, na_values=[""]))
     assert df["loop_below"].tolist() == ["1", "1", "", "2"] and df["loop_undecided"].tolist() == ["1", "0", "", "1"]
-    tex = T.operators_tex(df)
+    tex = tables.operators_tex(df)
     assert list(tex.columns[-4:]) == ["loop_geomean", "loop_ci", "loop_below", "loop_undecided"]
     assert len(fmt) == len(tex.columns)
 
@@ -499,10 +500,10 @@ def test_configs_carry_the_loop_gate_fields(h200, tmp_path):
     (tmp_path / "relu" / "bench.json").write_text(json.dumps(doc))
     s = pd.read_csv(res / "summary.csv", dtype=str, keep_default_na=False)
     s[s["op"] == "relu"].to_csv(tmp_path / "summary.csv", index=False)
-    cfg = D.configs(tmp_path, tmp_path / "summary.csv")
+    cfg = report_data.configs(tmp_path, tmp_path / "summary.csv")
     assert {"loop_ratio_lo", "loop_ratio_hi", "ref_host_us", "port_host_us", "timed_at",
             "loop_ratio_prev"} <= set(cfg.columns)
     assert cfg["loop_ratio_prev"].notna().sum() == 1 and set(cfg["timed_at"]) == {"2026-12-01T10:00:00+00:00"}
-    _, counts = D.loop_gate(cfg, 0.97)
+    _, counts = report_data.loop_gate(cfg, 0.97)
     # ratios 0.95, 0.96, ...: the first (hi 0.96) below, the second (hi 0.97) reaches it
     assert (counts["below"], counts["undecided"], counts["pass"], counts["retimed"]) == (1, 1, 10, 1)

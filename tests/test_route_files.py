@@ -1,10 +1,11 @@
 """Deleted routing records (checkpoint outputs) are found from the files made after them
-(tileport/route_files.py); the workflow-level behaviour is in tests/test_workflow.py."""
+(tileport/flow/route_files.py); the workflow-level behaviour is in tests/test_workflow.py."""
 import json
 import subprocess
 
 from conftest import REPO
-from tileport import route_files
+
+from tileport.flow import route_files
 
 
 def tree(tmp_path):
@@ -68,6 +69,6 @@ def test_a_route_never_made_is_not_missing(tmp_path):
 
 def test_make_run_rebuilds_missing_routes_before_the_run():
     out = subprocess.run(["make", "-n", "run"], cwd=REPO, capture_output=True, text=True).stdout.splitlines()
-    rebuild = next(i for i, x in enumerate(out) if "-m tileport.route_files results" in x)
+    rebuild = next(i for i, x in enumerate(out) if "-m tileport.flow.route_files results" in x)
     main = next(i for i, x in enumerate(out) if "/snakemake --cores all results/summary.csv" in x)
     assert rebuild < main

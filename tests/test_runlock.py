@@ -1,5 +1,5 @@
 """make run after a killed run: a stale Snakemake lock is removed, a live run's never
-(tileport/runlock.py), on a one-rule workflow with a real Snakemake."""
+(tileport/core/runlock.py), on a one-rule workflow with a real Snakemake."""
 import json
 import os
 import signal
@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
-from tileport import runlock
+
+from tileport.core import runlock
 
 SNAKEMAKE = os.path.join(os.path.dirname(sys.executable), "snakemake")
 
@@ -135,6 +135,6 @@ def test_no_lock_goes_on_silently_and_records_this_machine(wd):
 
 def test_make_run_checks_the_lock_before_snakemake():
     out = subprocess.run(["make", "-n", "run"], cwd=REPO, capture_output=True, text=True).stdout.splitlines()
-    check = next(i for i, x in enumerate(out) if "-m tileport.runlock" in x)
+    check = next(i for i, x in enumerate(out) if "-m tileport.core.runlock" in x)
     first_run = next(i for i, x in enumerate(out) if "/snakemake --cores" in x)
     assert check < first_run

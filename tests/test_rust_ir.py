@@ -3,9 +3,8 @@ import json
 
 import pytest
 
-from tileport import rust_ir as R
-from tileport import write_kernel as W
-from tileport.verdict import Verdict, write
+from tileport.core.verdict import Verdict, write
+from tileport.cpu import rust_ir, write_kernel
 
 
 @pytest.fixture(scope="module")
@@ -13,9 +12,9 @@ def softmax_build(tmp_path_factory, repo=None):
     from conftest import REPO
     root = tmp_path_factory.mktemp("softmax")
     crate = root / "rust"
-    W.run(REPO / "operators" / "softmax", "softmax_kernel", crate / "src" / "softmax_kernel.rs",
+    write_kernel.run(REPO / "operators" / "softmax", "softmax_kernel", crate / "src" / "softmax_kernel.rs",
           root / "wk.json", "softmax")
-    v = R.build("softmax", crate, {"softmax_kernel": root / "wk.json"}, root / "build.json",
+    v = rust_ir.build("softmax", crate, {"softmax_kernel": root / "wk.json"}, root / "build.json",
                 root / "build.log")
     return root, v
 
@@ -24,10 +23,10 @@ def test_build_and_dump(softmax_build, repo):
     root, v = softmax_build
     assert v["verdict"] == "PASS", v["summary"]
     lock = (root / "rust" / "Cargo.lock").read_text()
-    ident = R.crate_ident(root / "rust", "softmax").replace("_", "-")
+    ident = rust_ir.crate_ident(root / "rust", "softmax").replace("_", "-")
     assert lock == (repo / "rust/port-template/Cargo.lock").read_text().replace(
         'name = "tileport-port"\n', f'name = "tileport-port-{ident}"\n')
-    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "bf16-BM8-TILE4096",
+    d = rust_ir.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "bf16-BM8-TILE4096",
                root / "build.json", root / "p.tileirbc", root / "p.tileir", root / "p.json")
     assert d["verdict"] == "PASS", d["summary"]
     assert d["details"]["generics"] == ["bf16", "8", "4096"]
@@ -37,10 +36,11 @@ def test_build_and_dump(softmax_build, repo):
 
 
 def test_variant_args(repo):
-    from tileport import analyze as A, manifest as M
-    k = A.analyse(repo / "operators" / "bmm")["kernels"][0]
-    v = M.variant_by_id(M.load(repo / "operators/bmm/manifest.yaml"), "f16-BM128-BN128-BK32")
-    assert R.variant_args(k, v) == (["f16", "128", "128", "32"], "a=-1,-1,1;b=-1,-1,1;c=-1,-1,1")
+    from tileport.cpu import analyze
+    from tileport.model import manifest
+    k = analyze.analyse(repo / "operators" / "bmm")["kernels"][0]
+    v = manifest.variant_by_id(manifest.load(repo / "operators/bmm/manifest.yaml"), "f16-BM128-BN128-BK32")
+    assert rust_ir.variant_args(k, v) == (["f16", "128", "128", "32"], "a=-1,-1,1;b=-1,-1,1;c=-1,-1,1")
 
 
 def test_rustc_error_names_generated_line(tmp_path, capsys):
@@ -52,7 +52,7 @@ def test_rustc_error_names_generated_line(tmp_path, capsys):
         "        let n: i32 = \"not a number\";\n    }\n}\n")
     write(Verdict(stage="write_kernel", op="bad", kernel="bad_kernel", verdict="PASS", summary="x"),
           tmp_path / "wk.json")
-    v = R.build("bad", crate, {"bad_kernel": tmp_path / "wk.json"}, tmp_path / "b.json", tmp_path / "b.log")
+    v = rust_ir.build("bad", crate, {"bad_kernel": tmp_path / "wk.json"}, tmp_path / "b.json", tmp_path / "b.log")
     assert v["verdict"] == "ERROR"
     msgs = [f["message"] for f in v["findings"]]
     assert any("bad_kernel.rs:6" in m and "error" in m for m in msgs), msgs
@@ -62,9 +62,9 @@ def test_rustc_error_names_generated_line(tmp_path, capsys):
 def test_blocked_kernel_gives_blocked_build(tmp_path):
     write(Verdict(stage="write_kernel", op="x", kernel="k", verdict="BLOCKED", owner="kernel",
                   summary="kernel.py:3: ct.gather: no rule"), tmp_path / "wk.json")
-    v = R.build("x", tmp_path / "rust", {"k": tmp_path / "wk.json"}, tmp_path / "b.json", tmp_path / "b.log")
+    v = rust_ir.build("x", tmp_path / "rust", {"k": tmp_path / "wk.json"}, tmp_path / "b.json", tmp_path / "b.log")
     assert v["verdict"] == "BLOCKED" and "ct.gather" in str(v["details"]["blocked"])
-    d = R.dump(".", "x", "k", "f16-T1", tmp_path / "b.json", tmp_path / "a", tmp_path / "b", tmp_path / "c.json")
+    d = rust_ir.dump(".", "x", "k", "f16-T1", tmp_path / "b.json", tmp_path / "a", tmp_path / "b", tmp_path / "c.json")
     assert d["verdict"] == "BLOCKED"
 
 
@@ -81,10 +81,10 @@ def test_same_kernel_names_in_two_crates_do_not_mix(repo, tmp_path, op_copy):
     texts = {}
     for name, d in (("dup_a", a), ("dup_b", b)):
         root = tmp_path / name
-        W.run(d, "relu_kernel", root / "rust/src/relu_kernel.rs", root / "wk.json", name)
-        v = R.build(name, root / "rust", {"relu_kernel": root / "wk.json"}, root / "b.json")
+        write_kernel.run(d, "relu_kernel", root / "rust/src/relu_kernel.rs", root / "wk.json", name)
+        v = rust_ir.build(name, root / "rust", {"relu_kernel": root / "wk.json"}, root / "b.json")
         assert v["verdict"] == "PASS", v["summary"]
-        assert R.dump(d, name, "relu_kernel", "f16-TILE1024", root / "b.json", root / "p.bc",
+        assert rust_ir.dump(d, name, "relu_kernel", "f16-TILE1024", root / "b.json", root / "p.bc",
                       root / "p.tileir", root / "p.json")["verdict"] == "PASS"
         texts[name] = (root / "p.tileir").read_text()
     assert "ftof" not in texts["dup_a"] and "ftof" in texts["dup_b"]
@@ -94,7 +94,7 @@ def test_stale_binary_is_refused(softmax_build, repo):
     root, v = softmax_build
     rs = root / "rust" / "src" / "softmax_kernel.rs"
     rs.write_text(rs.read_text() + "// edited after the build\n")
-    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM16-TILE1024",
+    d = rust_ir.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM16-TILE1024",
                root / "build.json", root / "s.tileirbc", root / "s.tileir", root / "s.json")
     assert d["verdict"] == "ERROR" and "stale binary" in d["summary"]
 
@@ -102,17 +102,17 @@ def test_stale_binary_is_refused(softmax_build, repo):
 def test_missing_disassembler_is_env(softmax_build, repo, monkeypatch):
     root, _ = softmax_build
     # rebuild so the stale-source test's edit does not matter
-    v = R.build("softmax", root / "rust", {"softmax_kernel": root / "wk.json"}, root / "build.json")
+    v = rust_ir.build("softmax", root / "rust", {"softmax_kernel": root / "wk.json"}, root / "build.json")
     assert v["verdict"] == "PASS"
     monkeypatch.setenv("TILEPORT_TILEIRDISASM", "/nonexistent/tileirdisasm")
-    d = R.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM16-TILE1024",
+    d = rust_ir.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM16-TILE1024",
                root / "build.json", root / "x.tileirbc", root / "x.tileir", root / "x.json")
     assert d["verdict"] == "ERROR" and d["owner"] == "env" and not (root / "x.tileirbc.tmp").exists()
 
 
 BUILD_ONE = """
 import json, sys
-from tileport import rust_ir as R
+from tileport.cpu import rust_ir as R
 root = sys.argv[1]
 v = R.build("relu", root + "/rust", {"relu_kernel": root + "/wk.json"}, root + "/b.json")
 print(json.dumps(v["verdict"]))
@@ -139,7 +139,7 @@ def test_concurrent_builds_share_the_target_dir_safely(repo, tmp_path, op_copy):
                           "tile=ct.astype(ct.maximum(ct.astype(t, ct.float32), zero), y.dtype)"))
     roots = {"plain": (plain, tmp_path / "clone_a"), "other": (other, tmp_path / "clone_b")}
     for d, root in roots.values():
-        assert W.run(d, "relu_kernel", root / "rust/src/relu_kernel.rs", root / "wk.json",
+        assert write_kernel.run(d, "relu_kernel", root / "rust/src/relu_kernel.rs", root / "wk.json",
                      "relu")["verdict"] == "PASS"
     procs = [subprocess.Popen([sys.executable, "-c", BUILD_ONE, str(root)], cwd=repo,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -150,7 +150,7 @@ def test_concurrent_builds_share_the_target_dir_safely(repo, tmp_path, op_copy):
     for name, (d, root) in roots.items():
         v = json.loads((root / "b.json").read_text())
         assert v["verdict"] == "PASS", v["summary"]
-        assert R.dump(d, "relu", "relu_kernel", "f16-TILE1024", root / "b.json", root / "p.bc",
+        assert rust_ir.dump(d, "relu", "relu_kernel", "f16-TILE1024", root / "b.json", root / "p.bc",
                       root / "p.tileir", root / "p.json")["verdict"] == "PASS"
         texts[name] = (root / "p.tileir").read_text()
     assert "ftof" not in texts["plain"] and "ftof" in texts["other"]
@@ -161,11 +161,11 @@ def test_a_variant_id_two_kernels_share_is_each_kernels_own(repo):
     constexprs: the Rust Tile IR of a kernel is dumped with that kernel's variant (rust_ir and
     nv_port look it up per kernel; by id alone, bwd_pass_state_kernel got the forward kernel's
     constexprs and rust_ir raised KeyError 'CD_LAT')."""
-    from tileport import manifest as M
-    man = M.load(repo / "operators" / "tg_mamba2" / "manifest.yaml")
-    first = M.variant_by_id(man, "bf16-cs64_hpg4")
-    own = M.variant_by_id(man, "bf16-cs64_hpg4", "bwd_pass_state_kernel")
+    from tileport.model import manifest
+    man = manifest.load(repo / "operators" / "tg_mamba2" / "manifest.yaml")
+    first = manifest.variant_by_id(man, "bf16-cs64_hpg4")
+    own = manifest.variant_by_id(man, "bf16-cs64_hpg4", "bwd_pass_state_kernel")
     assert "CD_LAT" not in first.constexprs and own.constexprs["CD_LAT"] == 3
-    src = (repo / "tileport" / "rust_ir.py").read_text() + (repo / "tileport" / "nv_port.py").read_text()
+    src = (repo / "tileport" / "cpu" / "rust_ir.py").read_text() + (repo / "tileport" / "nvidia" / "port.py").read_text()
     assert "variant_by_id(model.manifest, variant_id)" not in src
     assert 'variant_by_id(M.load(op_dir / "manifest.yaml"), variant_id)' not in src

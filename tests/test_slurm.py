@@ -26,7 +26,6 @@ import threading
 import time
 
 import pytest
-
 from conftest import copy_workflow
 
 pytestmark = pytest.mark.slurm

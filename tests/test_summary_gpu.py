@@ -3,10 +3,11 @@ import csv
 import json
 
 from test_bench import brow
-from tileport import bench as B
-from tileport import gpu_test as G
-from tileport import summary as S
-from tileport.verdict import Verdict, write
+
+from tileport.core.verdict import Verdict, write
+from tileport.gpu import bench
+from tileport.gpu import test as gpu_test
+from tileport.report import summary as tp_summary
 
 VARIANTS = [("k", "f16-T1"), ("k", "f32-T1")]
 
@@ -48,7 +49,7 @@ def bench_json(results, op, variants, rows, verdict="DONE", geo=(1.0, 1.0, 1.0),
 def summarize(tmp_path, ops, variants=None):
     results = tmp_path / "results"
     out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
-    S.write_summary(results, ops, variants or {op: VARIANTS for op in ops}, {}, out, ops_csv=ops_csv)
+    tp_summary.write_summary(results, ops, variants or {op: VARIANTS for op in ops}, {}, out, ops_csv=ops_csv)
     # the LLM usage columns are checked in test_llm_usage_columns, the loop gate's in
     # test_loop_columns, NVIDIA's vs_nv in test_nv_port; here: the device-time ones
     llm = ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict", "ref_host_us",
@@ -75,7 +76,7 @@ def test_gpu_columns_of_a_passing_op(tmp_path):
         == ("f16-T1", "PASS", "1.235", "12.35", "10.00", "25.00", "2.500")
     assert (b["variant"], b["test"], b["ratio"], b["vs_torch"]) == ("f32-T1", "PASS", "0.900", "1.000")
     assert a["note"] == "" and a["owner"] == "" and a["diagnosis"] == ""
-    assert list(rows[0]) == S.COLUMNS
+    assert list(rows[0]) == tp_summary.COLUMNS
     assert ops == [{"op": "op", "configs": "3", "geomean_ratio": "1.118", "verdict": "DONE",
                     "vs_torch": "1.842", "ref_vs_torch": "1.600"},
                    {"op": "ALL", "configs": "3", "geomean_ratio": f"{(1.2 * 1.27 * 0.9) ** (1 / 3):.3f}",
@@ -156,7 +157,7 @@ def test_a_bench_fail_shows_on_the_variant_whose_timed_output_missed(tmp_path):
     write_test_json(results, "op", variants={"k/f16-T1": "PASS", "k/f32-T1": "PASS"})
     both = dict(checked="MISMATCH", ref_checked="MISMATCH", port_matches_ref=True,
                 port_mismatch="1 of 9", ref_mismatch="1 of 9")
-    v = B.fold("op", [brow(1.01), brow(0.99, variant="f32-T1", **both)], threshold=0.95,
+    v = bench.fold("op", [brow(1.01), brow(0.99, variant="f32-T1", **both)], threshold=0.95,
                writers={"k": "translator"})
     assert v.verdict == "FAIL" and v.details["failed_variants"] == ["k/f32-T1"]
     write(v, results / "op" / "bench.json")
@@ -244,14 +245,14 @@ def test_reads_what_the_stages_write(tmp_path):
            "worst": {"index": [0], "actual": 2.0, "expected": 1.0, "allowed": 0.1}}
     trows = [{"kernel": "k", "variant": "f16-T1", "shape": [4], "grid": [1], "ref": ok, "port": ok},
              {"kernel": "k", "variant": "f32-T1", "shape": [4], "grid": [1], "ref": ok, "port": bad}]
-    write(G.verdict_of("op", trows), results / "op" / "test.json")
+    write(gpu_test.verdict_of("op", trows), results / "op" / "test.json")
     brows = []
     for variant, ratio, shape in (("f16-T1", 0.81, "a"), ("f16-T1", 1.0, "b"), ("f32-T1", 1.21, "a")):
         brows.append({"op": "op", "kernel": "k", "variant": variant, "shape": shape, "ratio": ratio,
                       "ref_us": 10.0 * ratio, "port_us": 10.0, "torch_us": 20.0, "vs_torch": 2.0,
                       "ref_vs_torch": 2.0 / ratio, "checked": "ok", "error": ""})
-    v = B.fold("op", brows, 0.95)
-    v.details["rows"] = [{k: r.get(k) for k in B.COLUMNS} for r in brows]
+    v = bench.fold("op", brows, 0.95)
+    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in brows]
     write(v, results / "op" / "bench.json")
     rows, ops = summarize(tmp_path, ["op"])
     assert [r["test"] for r in rows] == ["PASS", "FAIL"]
@@ -275,11 +276,11 @@ def test_loop_columns(tmp_path):
                       "ref_vs_torch": 0.5, "loop_ratio": loop, "ref_loop_us": 10.0, "port_loop_us": 10.0 / loop,
                       "ref_host_us": 4.0, "port_host_us": {"a": 20.0, "b": 6.0}[shape], "checked": "ok",
                       "error": ""})
-    v = B.fold("op", brows, 0.95, loop_threshold=0.97)
-    v.details["rows"] = [{k: r.get(k) for k in B.COLUMNS} for r in brows]
+    v = bench.fold("op", brows, 0.95, loop_threshold=0.97)
+    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in brows]
     write(v, results / "op" / "bench.json")
     out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
-    S.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
+    tp_summary.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
     rows, ops = list(csv.DictReader(open(out))), list(csv.DictReader(open(ops_csv)))
     assert [(r["variant"], r["loop_ratio"], r["ref_vs_torch"]) for r in rows] == [
         ("f16-T1", f"{0.5 ** 0.5:.3f}", "0.500"), ("f32-T1", "1.500", "0.500")]
@@ -290,15 +291,15 @@ def test_loop_columns(tmp_path):
     assert (ops[1]["op"], ops[1]["loop_ratio"], ops[1]["loop_verdict"]) == ("ALL", g, "")
     # rows without an interval (timed before it): below by their loop ratio alone
     assert (ops[0]["loop_below"], ops[0]["loop_undecided"], ops[1]["loop_below"]) == ("1", "0", "1")
-    S.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv, loop_threshold=0.9)
+    tp_summary.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv, loop_threshold=0.9)
     assert list(csv.DictReader(open(ops_csv)))[0]["loop_verdict"] == "DONE"
     # an interval that reaches the threshold: undecided, not below
     v.details["rows"][0].update(loop_ratio_lo=0.4, loop_ratio_hi=0.99)
     write(v, results / "op" / "bench.json")
-    S.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv, loop_threshold=0.98)
+    tp_summary.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv, loop_threshold=0.98)
     ops = list(csv.DictReader(open(ops_csv)))
     assert (ops[0]["loop_below"], ops[0]["loop_undecided"]) == ("0", "1")
-    assert list(rows[0]) == S.COLUMNS
+    assert list(rows[0]) == tp_summary.COLUMNS
 
 
 def test_stale_gpu_results_and_library_exclusion_are_shown(tmp_path):
@@ -315,14 +316,14 @@ def test_stale_gpu_results_and_library_exclusion_are_shown(tmp_path):
                   details={"ops": {"op": {"in_library": False, "reason": "breaks the combined build: x.rs:3"}}}),
           results / "host" / "build.json")
     out = results / "summary.csv"
-    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
+    tp_summary.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
     row = list(csv.DictReader(open(out)))[0]
     assert row["test"] == "PASS"           # no sha recorded for the op in the library: shown
     assert row["owner"] == "host" and row["note"].startswith("host_build: left out of the host library")
     hb = _json.loads((results / "host" / "build.json").read_text())
     hb["details"]["ops"]["op"] = {"in_library": True, "reason": "", "sources_sha": "new"}
     (results / "host" / "build.json").write_text(_json.dumps(hb))
-    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
+    tp_summary.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
     row = list(csv.DictReader(open(out)))[0]
     assert row["test"].startswith("stale (tested sources differ")
 
@@ -340,15 +341,15 @@ def test_a_benchmark_of_an_earlier_port_is_stale_beside_a_current_test(tmp_path)
     row = {"op": "op", "kernel": "k", "variant": "f16-T1", "shape": "a", "ratio": 1.2,
            "ref_us": 12.0, "port_us": 10.0, "torch_us": 5.0, "vs_torch": 0.5, "ref_vs_torch": 0.4,
            "checked": "ok", "error": ""}
-    v = B.fold("op", [row], 0.95)
-    v.details["rows"] = [{k: row.get(k) for k in B.COLUMNS}]
+    v = bench.fold("op", [row], 0.95)
+    v.details["rows"] = [{k: row.get(k) for k in bench.COLUMNS}]
     v.details["sources_sha"] = "old"
     write(v, r / "bench.json")
     write(Verdict(stage="host_build", op="*", verdict="PASS", summary="built",
                   details={"ops": {"op": {"in_library": True, "reason": "", "sources_sha": "new"}}}),
           results / "host" / "build.json")
     out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
-    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out, ops_csv=ops_csv)
+    tp_summary.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out, ops_csv=ops_csv)
     got = list(csv.DictReader(open(out)))[0]
     assert got["test"] == "PASS"
     assert got["ratio"].startswith("stale (benchmarked sources differ")
@@ -360,7 +361,7 @@ def test_gpu_results_of_changed_operator_files_are_stale(tmp_path):
     """A run that rebuilds the shared library does not replan another operator's GPU test
     (Snakemake masks jobs downstream of an ancient() input); the summary must not present that
     operator's old result as current once its kernel.py/reference.py/manifest changed."""
-    from tileport.harness import inputs_sha
+    from tileport.gpu.harness import inputs_sha
 
     results, ops_dir = tmp_path / "results", tmp_path / "operators" / "op"
     ops_dir.mkdir(parents=True)
@@ -371,10 +372,10 @@ def test_gpu_results_of_changed_operator_files_are_stale(tmp_path):
                   details={"variants": {"k/f16-T1": "PASS"}, "inputs_sha": inputs_sha(ops_dir)}),
           r / "test.json")
     out = results / "summary.csv"
-    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
+    tp_summary.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
     assert list(csv.DictReader(open(out)))[0]["test"] == "PASS"
     (ops_dir / "reference.py").write_text("def reference(x): return 2 * x\n")
-    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
+    tp_summary.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
     assert list(csv.DictReader(open(out)))[0]["test"].startswith("stale (operators/op changed")
 
 
@@ -396,7 +397,7 @@ def test_llm_usage_columns(tmp_path):
     write(Verdict(stage="write_kernel", op="op", verdict="PASS", summary="w", attempt=2),
           results / "op" / "write_kernel" / "k.json")
     out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
-    S.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
+    tp_summary.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
     r = list(csv.DictReader(open(out)))[0]
     assert (r["llm_calls"], r["tokens_in"], r["tokens_out"], r["cost_usd"]) == ("2", "300", "30", "0.000500")
     ops = {o["op"]: o for o in csv.DictReader(open(ops_csv))}
@@ -417,25 +418,25 @@ def test_llm_ported_kernel_note_skips_the_analysers_blocked(tmp_path):
     write(Verdict(stage="ir_diff", op="op", verdict="FAIL", owner="kernel", summary="1 divergence (math)"),
           r / "ir_diff" / "k" / "f16-T1.json")
     out = results / "summary.csv"
-    S.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
+    tp_summary.write_summary(results, ["op"], {"op": [("k", "f16-T1")]}, {}, out)
     row = list(csv.DictReader(open(out)))[0]
     assert row["note"] == "ir_diff: 1 divergence (math)" and row["analyze"] == "BLOCKED"
 
 
 def test_a_ref_defect_variant_names_the_declaration_and_the_kernels_author(tmp_path):
-    """gpu_test FAITHFUL_REF_DEFECT (tileport.defects): the covered variant reads REF_DEFECT,
+    """gpu_test FAITHFUL_REF_DEFECT (tileport.model.defects): the covered variant reads REF_DEFECT,
     owner kernel and the declared defect in its note; the passing one has no note."""
-    from tileport import defects as D
+    from tileport.model import defects as tp_defects
 
     results = tmp_path / "results"
     cpu_stages(results, "op")
-    d = D.Defect(0, "operators/op/manifest.yaml", 42, "k", "tilegym/ops/cutile/x.py", 370, ("f16-T1",),
+    d = tp_defects.Defect(0, "operators/op/manifest.yaml", 42, "k", "tilegym/ops/cutile/x.py", 370, ("f16-T1",),
                  "keys >= 128 score 0", "emulation")
     miss = {"ok": False, "mismatches": 3, "numel": 9, "worst": {"index": [1], "actual": 0.0, "expected": 1.0}}
     rows = [{"kernel": "k", "variant": "f16-T1", "shape": [4], "ref": dict(miss), "port": dict(miss),
              "bitwise_equal": True, "port_matches_ref": True},
             {"kernel": "k", "variant": "f32-T1", "shape": [4], "ref": {"ok": True}, "port": {"ok": True}}]
-    write(G.verdict_of("op", rows, defects=[d]), results / "op" / "test.json")
+    write(gpu_test.verdict_of("op", rows, defects=[d]), results / "op" / "test.json")
     got, _ = summarize(tmp_path, ["op"])
     assert [r["test"] for r in got] == ["REF_DEFECT", "PASS"]
     assert got[0]["owner"] == "kernel" and "manifest.yaml:42" in got[0]["note"] and "x.py:370" in got[0]["note"]

@@ -9,7 +9,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import REPO, copy_workflow
 
 
@@ -161,14 +160,14 @@ def test_noop_rerun_plans_zero_jobs(workdir):
 def test_config_spelling_the_same_meaning_plans_nothing(workdir):
     """Issue 16: tools.cargo_target_dir set to the path it defaults to replanned every job (GPU
     stages included). Paths compare by where they resolve, numbers and key order by value."""
-    from tileport import rust_ir, toolchain
+    from tileport.core import toolchain
 
     wd, _, _ = workdir
     cfg = wd / "config.yaml"
     text = cfg.read_text()
     tools = 'tools:\n  tileirdisasm: ""\n  cuda_root: ""\n  cargo_target_dir: ""\n'
     assert text.endswith(tools)
-    spelled = (f"tools:\n  cargo_target_dir: {rust_ir.default_target_dir()}\n"
+    spelled = (f"tools:\n  cargo_target_dir: {toolchain.default_target_dir()}\n"
                f"  tileirdisasm: {toolchain.tool('tileirdisasm')}\n  cuda_root: \"\"\n")
     try:
         cfg.write_text(text.replace(tools, spelled).replace("warmup_ms: 20 ", "warmup_ms: 20.0 "))
@@ -232,12 +231,36 @@ def test_manifest_edit_reruns_its_operator(workdir):
     snakemake(wd, "results/summary.csv")
 
 
+def test_editing_a_module_reruns_exactly_the_rules_that_import_it(workdir):
+    """A rule's code inputs are the import closure of its script (tileport.core.closure): an edited
+    module reruns the rules whose jobs import it, and nothing that does not depend on them."""
+    from tileport.core.closure import code_inputs
+
+    wd, _, _ = workdir
+    f = wd / "tileport" / "report" / "summary.py"          # imported by the summary job alone
+    f.write_text(f.read_text() + "# edited\n")
+    assert planned(wd) == {"summary": 1}
+    snakemake(wd, "results/summary.csv")
+    # a module two stages import, one of them only through another module (flow.route)
+    f = wd / "tileport" / "cpu" / "ir_diagnose.py"
+    users = {s.stem for s in (wd / "scripts").glob("*.py")
+             if str(f) in code_inputs(s, wd / "tileport")}
+    assert {"ir_diagnose", "route", "check_kernel"} <= users and "analyze" not in users
+    f.write_text(f.read_text() + "# edited\n")
+    jobs = planned(wd)
+    assert {"ir_diagnose", "route", "check_kernel"} <= set(jobs)
+    assert not {"analyze", "reference_ir", "rust_build", "rust_ir", "import_source"} & set(jobs), jobs
+    snakemake(wd, "results/summary.csv")
+    assert planned(wd) == {}
+
+
 def test_report_from_copied_measurements(workdir):
     """make report's steps on this copy: the published H200 verdicts of relu and softmax copied
     back as from a GPU node (their source hashes set to this tree's, as a node running this
     checkout writes them), the report rules, Snakemake's report page read in headless Chromium
     (screenshot kept in the checkout's results/report/), and a rerun that plans nothing."""
-    from tileport import harness, host
+    from tileport.gpu import harness
+    from tileport.host import shim as host
     from tileport.report import browser
 
     wd, _, _ = workdir

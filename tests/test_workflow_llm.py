@@ -12,7 +12,6 @@ import sys
 import threading
 
 import pytest
-
 from conftest import REPO, copy_workflow
 from test_agents import FakeMessages, ok
 
@@ -298,8 +297,8 @@ def test_a_rewritten_attempt_retires_only_its_own_transcripts(tmp_path):
     """Rewriting attempt n (a new run) must be able to record again: its own earlier exchanges
     (writer and IR diagnoser) move aside, kept; later attempts stay (Snakemake reuses them when
     attempt n's route comes out the same) and are counted only up to the published attempt."""
-    from tileport.route import retire
-    from tileport.summary import llm_usage
+    from tileport.flow.route import retire
+    from tileport.report.summary import llm_usage
 
     results = tmp_path / "results"
     for stage in ("write_kernel", "ir_diagnose"):

@@ -11,8 +11,18 @@ import shutil
 
 from conftest import REPO, copy_workflow
 from test_agents import ok
-from test_workflow_llm import (ATTEMPTS, KEY, FakeMessages, configure, messages_api, reply_with, rows, run,
-                               serve, translated_relu)
+from test_workflow_llm import (
+    ATTEMPTS,
+    KEY,
+    FakeMessages,
+    configure,
+    messages_api,
+    reply_with,
+    rows,
+    run,
+    serve,
+    translated_relu,
+)
 
 
 def test_gpu_failure_sends_the_kernel_back_to_the_writer_in_a_round_of_its_own(tmp_path):
@@ -22,9 +32,9 @@ def test_gpu_failure_sends_the_kernel_back_to_the_writer_in_a_round_of_its_own(t
     round 1's files; summary.csv reports round 2."""
     from test_gpu_test import mismatch, row
 
-    from tileport import gpu_test as G
-    from tileport import manifest as M
-    from tileport.verdict import write
+    from tileport.core.verdict import write
+    from tileport.gpu import test as gpu_test
+    from tileport.model import manifest
 
     wd = tmp_path / "wf"
     copy_workflow(wd, ["relu"])
@@ -35,8 +45,8 @@ def test_gpu_failure_sends_the_kernel_back_to_the_writer_in_a_round_of_its_own(t
         run(wd, env)
         r1 = json.loads((wd / "results/relu/rounds/1/route.json").read_text())
         assert (r1["next"], r1["route"]) == ("stop", "not_run -> stop")
-        v = [x.id for x in M.variants(M.load(wd / "operators/relu/manifest.yaml"))]
-        failed = G.verdict_of("relu", [row("relu_kernel", v[0]), row("relu_kernel", v[1], port=mismatch())])
+        v = [x.id for x in manifest.variants(manifest.load(wd / "operators/relu/manifest.yaml"))]
+        failed = gpu_test.verdict_of("relu", [row("relu_kernel", v[0]), row("relu_kernel", v[1], port=mismatch())])
         write(failed, wd / "results/relu/test.json")
         # up to the checkpoint; then a dry run lists the next attempt and round 2's jobs
         run(wd, env, True, "results/relu/rounds/1/route.json")
@@ -84,17 +94,17 @@ def test_gpu_host_failure_sends_the_shim_to_the_llm_host_builder(tmp_path):
     library; the translator's kernel is reused, not rewritten."""
     from test_gpu_test import row
 
-    from tileport import gpu_test as G
-    from tileport import manifest as M
-    from tileport.verdict import write
+    from tileport.core.verdict import write
+    from tileport.gpu import test as gpu_test
+    from tileport.model import manifest
 
     wd = tmp_path / "wf"
     copy_workflow(wd, ["relu"])
     configure(wd, "translator", "", cap=2, host_builder="auto")
     run(wd)
     det = (wd / "results/relu/host/ffi.rs").read_text()
-    v = [x.id for x in M.variants(M.load(wd / "operators/relu/manifest.yaml"))]
-    write(G.verdict_of("relu", [row("relu_kernel", v[0], launches=(1, 2, 1))]), wd / "results/relu/test.json")
+    v = [x.id for x in manifest.variants(manifest.load(wd / "operators/relu/manifest.yaml"))]
+    write(gpu_test.verdict_of("relu", [row("relu_kernel", v[0], launches=(1, 2, 1))]), wd / "results/relu/test.json")
     with messages_api([ok(f"```rust\n{det}```\n```json\n{{\"symbols\": [], \"changes\": \"one launch\"}}\n```\nVERDICT: PASS\n")]) as url:
         configure(wd, "translator", url, cap=2, host_builder="auto")
         run(wd, {"TILEPORT_FAKE_KEY": KEY})
@@ -116,7 +126,7 @@ def test_gpu_host_failure_sends_the_shim_to_the_llm_host_builder(tmp_path):
 
 
 def test_llm_analyser_notes_reach_the_writer_and_replay_offline(tmp_path):
-    from tileport import analyze
+    from tileport.cpu import analyze
 
     wd = copy_workflow(tmp_path / "wf", ["relu"])
     params = [p["name"] for p in analyze.analyse(REPO / "operators" / "relu")["kernels"][0]["params"]]
@@ -154,28 +164,28 @@ def test_gpu_verdicts_brought_back_survive_a_config_change_here(tmp_path):
     measurement (same sources, same inputs) instead of writing NOT_RUN."""
     from test_gpu_test import row
 
-    from tileport import gpu_test as G
-    from tileport import harness as H
-    from tileport import host as HOST
-    from tileport.verdict import write
+    from tileport.core.verdict import write
+    from tileport.gpu import harness
+    from tileport.gpu import test as gpu_test
+    from tileport.host import shim as host_shim
 
     wd = copy_workflow(tmp_path / "wf", ["relu"])
     configure(wd, "translator", "", cap=2)
     run(wd)
     r, op_dir = wd / "results" / "relu", wd / "operators" / "relu"
-    hashes = {"sources_sha": HOST.sources_sha(wd / "results", "relu"), "inputs_sha": H.inputs_sha(op_dir)}
-    t = G.verdict_of("relu", [row("relu_kernel", "f16-TILE1024")])
+    hashes = {"sources_sha": host_shim.sources_sha(wd / "results", "relu"), "inputs_sha": harness.inputs_sha(op_dir)}
+    t = gpu_test.verdict_of("relu", [row("relu_kernel", "f16-TILE1024")])
     t.details.update(hashes)
     write(t, r / "test.json")
     from test_bench import brow
 
-    from tileport import bench as B
-    from tileport import manifest as M
+    from tileport.gpu import bench
+    from tileport.model import manifest
 
     # one timed row per perf config of the manifest: a bench verdict is valid per config
     rows = [brow(1.0, kernel=k, variant=v.id, shape="x".join(map(str, s)))
-            for k, v, s in H.cases(M.load(op_dir / "manifest.yaml"), "perf")]
-    b = B.fold("relu", rows, 0.95)
+            for k, v, s in harness.cases(manifest.load(op_dir / "manifest.yaml"), "perf")]
+    b = bench.fold("relu", rows, 0.95)
     b.details.update(hashes, rows=rows)
     write(b, r / "bench.json")
     (r / "bench.csv").write_text("op,kernel\nrelu,relu_kernel\n")

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from tileport import translate as T
-from tileport import write_kernel as W
+from tileport import translate
+from tileport.cpu import write_kernel
 
 OPS = {"relu": "relu_kernel", "gelu": "gelu_tanh_kernel", "silu_and_mul": "silu_and_mul_kernel",
        "softmax": "softmax_kernel", "rms_norm": "rms_norm_kernel", "layer_norm": "layer_norm_kernel",
@@ -13,7 +13,7 @@ OPS = {"relu": "relu_kernel", "gelu": "gelu_tanh_kernel", "silu_and_mul": "silu_
 
 @pytest.mark.parametrize("op", OPS)
 def test_every_operator_translates(repo, tmp_path, op):
-    v = W.run(repo / "operators" / op, OPS[op], tmp_path / "k.rs", tmp_path / "k.json", op)
+    v = write_kernel.run(repo / "operators" / op, OPS[op], tmp_path / "k.rs", tmp_path / "k.json", op)
     assert v["verdict"] == "PASS", v["summary"]
     src = (tmp_path / "k.rs").read_text()
     assert "#[cutile::module]" in src and "#[cutile::entry()]" in src
@@ -21,7 +21,7 @@ def test_every_operator_translates(repo, tmp_path, op):
 
 
 def test_softmax_constructs(repo):
-    src, smap = T.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
+    src, smap = translate.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
     assert "const BM: i32, const TILE: i32" in src
     assert "x: &Tensor<E, {[-1, -1]}>" in src
     assert "padding::NegInf" in src and "reduce_max(t, 1)" in src and "reduce_sum(e, 1)" in src
@@ -46,7 +46,7 @@ def test_loads_and_stores_are_the_unchecked_view_ops(repo):
     """Every ct.load/ct.store becomes cutile's raw load_view_tko / store_view_tko_mut, never the
     checked Partition::load/store whose bounds assert the reference does not have."""
     for op, k in OPS.items():
-        src, _ = T.translate_kernel(repo / "operators" / op, k)
+        src, _ = translate.translate_kernel(repo / "operators" / op, k)
         assert "load_view_tko(&__view" in src and "store_view_tko_mut(&mut __out" in src, op
         assert not re.search(r"\.(load|store)\(", src), op
 
@@ -56,18 +56,18 @@ def test_load_hints_are_carried(op_copy):
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("padding_mode=ct.PaddingMode.ZERO)",
                                        "padding_mode=ct.PaddingMode.ZERO, latency=7, allow_tma=False)"))
-    src, _ = T.translate_kernel(d, "relu_kernel")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
     assert "ordering::Weak, scope::TileBlock, Some(7), tma::Disabled)" in src
     k.write_text(k.read_text().replace("latency=7, allow_tma=False", "latency=TILE, allow_tma=True"))
-    src, _ = T.translate_kernel(d, "relu_kernel")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
     assert "ordering::Weak, scope::TileBlock, Some(TILE), tma::Enabled)" in src
     k.write_text(k.read_text().replace("latency=TILE", "latency=bid"))
-    with pytest.raises(T.Unsupported, match="latency must be an int literal or an int constexpr"):
-        T.translate_kernel(d, "relu_kernel")
+    with pytest.raises(translate.Unsupported, match="latency must be an int literal or an int constexpr"):
+        translate.translate_kernel(d, "relu_kernel")
 
 
 def test_loop_carried_accumulator_is_mut(repo):
-    src, _ = T.translate_kernel(repo / "operators" / "matmul", "matmul_kernel")
+    src, _ = translate.translate_kernel(repo / "operators" / "matmul", "matmul_kernel")
     assert "let mut acc: Tile<f32, {[BM, BN]}> = __t" in src or "let mut acc: Tile<f32, {[BM, BN]}>" in src
     assert re.search(r"\n\s+acc = __t\d+;", src)
     assert "mma(ta, tb, acc)" in src
@@ -75,12 +75,12 @@ def test_loop_carried_accumulator_is_mut(repo):
 
 
 def test_broadcast_and_scalars(repo):
-    src, _ = T.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
+    src, _ = translate.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
     assert "broadcast_scalar(inv_n, shape![BM, 1])" in src
     assert "rsqrt(" in src and "ftz::Disabled" in src
-    src, _ = T.translate_kernel(repo / "operators" / "gelu", "gelu_tanh_kernel")
+    src, _ = translate.translate_kernel(repo / "operators" / "gelu", "gelu_tanh_kernel")
     assert "broadcast_scalar(0.7978845608028654f32, shape![TILE])" in src
-    src, _ = T.translate_kernel(repo / "operators" / "silu_and_mul", "silu_and_mul_kernel")
+    src, _ = translate.translate_kernel(repo / "operators" / "silu_and_mul", "silu_and_mul_kernel")
     assert "negf(a)" in src
 
 
@@ -95,8 +95,8 @@ def test_translation_is_by_construct_not_by_name(op_copy):
     m2 = d2 / "manifest.yaml"
     m2.write_text(m2.read_text().replace("softmax_kernel:", "my_rows:").replace("      x: {", "      inp: {")
                   .replace("      y: {", "      out: {"))
-    a, _ = T.translate_kernel(d1, "softmax_kernel")
-    b, _ = T.translate_kernel(d2, "my_rows")
+    a, _ = translate.translate_kernel(d1, "softmax_kernel")
+    b, _ = translate.translate_kernel(d2, "my_rows")
 
     def body(s):
         s = s.split("pub unsafe fn", 1)[1]
@@ -119,7 +119,7 @@ def test_unsupported_construct_is_blocked_with_line(op_copy, tmp_path, edit, con
     (d / "kernel.py").write_text(new)
     rs = tmp_path / "k.rs"
     rs.write_text("// previous good port\n")
-    v = W.run(d, "softmax_kernel", rs, tmp_path / "k.json", "softmax")
+    v = write_kernel.run(d, "softmax_kernel", rs, tmp_path / "k.json", "softmax")
     assert v["verdict"] == "BLOCKED"
     # a construct without a rule is the translator's limit, not the user's kernel's fault
     assert v["owner"] == "tool" and v["summary"].startswith("the translator lacks a rule: ")
@@ -138,7 +138,7 @@ def test_weak_load_with_a_memory_scope_is_the_kernels_error(op_copy, tmp_path):
     src = (d / "kernel.py").read_text()
     (d / "kernel.py").write_text(src.replace("padding_mode=ct.PaddingMode.NEG_INF)",
                                              "padding_mode=ct.PaddingMode.NEG_INF, memory_scope=ct.MemoryScope.DEVICE)"))
-    v = W.run(d, "softmax_kernel", tmp_path / "k.rs", tmp_path / "k.json", "softmax")
+    v = write_kernel.run(d, "softmax_kernel", tmp_path / "k.rs", tmp_path / "k.json", "softmax")
     assert v["verdict"] == "BLOCKED" and v["owner"] == "kernel"
     assert "memory_scope=DEVICE" in v["findings"][0]["message"]
 
@@ -147,7 +147,7 @@ def test_weak_load_with_a_memory_scope_is_the_kernels_error(op_copy, tmp_path):
 def test_generated_rust_parses_as_items(repo):
     """Sanity: braces balance and every `let` has a type annotation (cutile needs them)."""
     for op, k in OPS.items():
-        src, _ = T.translate_kernel(repo / "operators" / op, k)
+        src, _ = translate.translate_kernel(repo / "operators" / op, k)
         assert src.count("{") == src.count("}")
         for line in src.splitlines():
             if line.strip().startswith("let "):
@@ -156,7 +156,7 @@ def test_generated_rust_parses_as_items(repo):
 
 def test_fma_contraction_mirrors_the_python_frontend(repo):
     """a*b + c, a*b - c and single-use named products become fma; multi-use products don't."""
-    src, _ = T.translate_kernel(repo / "operators" / "layer_norm", "layer_norm_kernel")
+    src, _ = translate.translate_kernel(repo / "operators" / "layer_norm", "layer_norm_kernel")
     # var = sum(t*t)*inv_n - mean*mean  ->  fma(sum, inv_n, -(mean*mean))
     assert re.search(r"let __t(\d+): Tile<f32, \{\[BM, 1\]\}> = mean \* mean;\n\s+let __t(\d+): .* = negf\(__t\1\);\n"
                      r"\s+let var: .* = fma\(__t\d+, __t\d+, __t\2, rounding::NearestEven, ftz::Disabled\);", src)
@@ -164,9 +164,9 @@ def test_fma_contraction_mirrors_the_python_frontend(repo):
     assert re.search(r"let mean: Tile<f32, \{\[BM, 1\]\}> = __t\d+ \* __t\d+;", src)
     # (t - mean) * r * wt + bt  ->  fma(., wt, bt)
     assert re.search(r"= fma\(__t\d+, __t\d+, __t\d+, rounding::NearestEven, ftz::Disabled\);\n\s+let __t\d+: Tile<E, ", src)
-    src, _ = T.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
+    src, _ = translate.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
     assert "let ms:" not in src and "fma(" in src       # ms = sum*inv_n used once, in ms + eps
-    src, _ = T.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
+    src, _ = translate.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
     assert "fma(" not in src
 
 
@@ -175,7 +175,7 @@ def test_fma_contraction_of_c_minus_product(op_copy):
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("r = 0.5 * t * (1.0 + ct.tanh(inner))",
                                        "r = t - inner * t"))
-    src, _ = T.translate_kernel(d, "gelu_tanh_kernel")
+    src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
     # c - a*b -> fma(-a, b, c): the product's left factor is negated (cuTile Python's
     # reference IR for this kernel is `negf` + `fma %neg, %t, %t`; checked with the pipeline)
     assert re.search(r"let __t(\d+): Tile<f32, \{\[TILE\]\}> = negf\(inner\);\n\s+let r: .* = fma\(__t\1, t, t,", src)
@@ -200,11 +200,11 @@ def test_bad_keyword_values_are_blocked(op_copy):
     d = op_copy("gelu")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("ct.tanh(inner)", "ct.exp2(inner, flush_to_zero=maybe)"))
-    with pytest.raises(T.Unsupported, match="flush_to_zero must be True or False"):
-        T.translate_kernel(d, "gelu_tanh_kernel")
+    with pytest.raises(translate.Unsupported, match="flush_to_zero must be True or False"):
+        translate.translate_kernel(d, "gelu_tanh_kernel")
     k.write_text(k.read_text().replace("flush_to_zero=maybe", "rounding_mode=ct.RoundingMode.RN"))
-    with pytest.raises(T.Unsupported, match="keyword 'rounding_mode' not translated"):
-        T.translate_kernel(d, "gelu_tanh_kernel")
+    with pytest.raises(translate.Unsupported, match="keyword 'rounding_mode' not translated"):
+        translate.translate_kernel(d, "gelu_tanh_kernel")
 
 
 def test_constexpr_branches_and_float_bool_constexprs_end_to_end(repo, tmp_path):
@@ -212,13 +212,14 @@ def test_constexpr_branches_and_float_bool_constexprs_end_to_end(repo, tmp_path)
     become one Rust entry per distinct combination; every variant's IR matches (real compilers).
     The float SCALE=2.5 also guards against truncating constexprs to int on either side."""
     from conftest import run_chain
-    from tileport import manifest as M
+
+    from tileport.model import manifest
     d = repo / "tests" / "data" / "operators" / "branchy"
-    src, _, entries = T.translate_entries(d, "act_kernel")
+    src, _, entries = translate.translate_entries(d, "act_kernel")
     assert len(set(entries.values())) == 4
     assert entries["f16-BM4-TILE1024-GELUfalse-SCALE2p5"] == "act_kernel__BM4_GELUfalse_SCALE2p5"
     assert "// if BM == 1: True for this entry" in src and "broadcast_scalar(2.5f32" in src
-    for v in M.variants(M.load(d / "manifest.yaml")):
+    for v in manifest.variants(manifest.load(d / "manifest.yaml")):
         diff, _, _ = run_chain(d, tmp_path / v.id, "branchy", "act_kernel", v.id)
         assert diff["verdict"] == "PASS", (v.id, diff["summary"])
 
@@ -227,8 +228,8 @@ def test_runtime_if_on_a_tile_is_blocked(op_copy):
     d = op_copy("relu")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("    zero = ct.zeros", "    if t:\n        bid = bid\n    zero = ct.zeros"))
-    with pytest.raises(T.Unsupported, match="the condition must be a comparison of int32 scalars"):
-        T.translate_kernel(d, "relu_kernel")
+    with pytest.raises(translate.Unsupported, match="the condition must be a comparison of int32 scalars"):
+        translate.translate_kernel(d, "relu_kernel")
 
 
 @pytest.mark.parametrize("old,new,reason", [
@@ -241,15 +242,15 @@ def test_malformed_calls_are_blocked_not_crashes(op_copy, old, new, reason):
     k = d / "kernel.py"
     assert old in k.read_text()
     k.write_text(k.read_text().replace(old, new))
-    with pytest.raises(T.Unsupported, match=reason):
-        T.translate_kernel(d, "softmax_kernel")
+    with pytest.raises(translate.Unsupported, match=reason):
+        translate.translate_kernel(d, "softmax_kernel")
 
 
 def test_negative_axis(op_copy):
     d = op_copy("softmax")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("m = ct.max(t, axis=1,", "m = ct.max(t, axis=-1,"))
-    src, _ = T.translate_kernel(d, "softmax_kernel")
+    src, _ = translate.translate_kernel(d, "softmax_kernel")
     assert "reduce_max(t, 1)" in src
 
 
@@ -290,23 +291,23 @@ def test_manifest_forms_without_a_rule_are_the_tools_not_the_kernels(tmp_path):
     from manifest_ops import make_op
 
     d = make_op(tmp_path, "row_stat", STAT_KERNEL, STAT_MANIFEST)
-    v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
+    v = write_kernel.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
     assert v["verdict"] == "PASS", v["summary"]
     rs = (tmp_path / "k.rs").read_text()
     assert "ss: &Tensor<f32, {[-1]}>" in rs and "x: &Tensor<E, {[-1, -1]}>" in rs
     d = make_op(tmp_path, "row_stat", STAT_KERNEL.replace("def row_stat(x,", "def row_stat(x: ct.IndexedWithInt64,"),
                 STAT_MANIFEST)
-    v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
+    v = write_kernel.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
     assert v["verdict"] == "BLOCKED" and v["owner"] == "tool" and v["findings"][0]["owner"] == "tool"
     assert "kernel.py:5: parameter x: an array indexed with int64" in v["summary"]
     assert "i32 shapes and strides" in v["summary"]
     d = make_op(tmp_path, "row_stat", STAT_KERNEL, STAT_MANIFEST.replace("ss: {ndim: 1, role: output,",
                                                                          "ss: {ndim: 1, role: input,"))
-    v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
+    v = write_kernel.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
     assert v["verdict"] == "BLOCKED" and v["owner"] == "manifest" and "write role: output" in v["summary"]
     d = make_op(tmp_path, "row_stat", STAT_KERNEL, STAT_MANIFEST.replace(", dtype: f32}", "}").replace(
         "dtypes: [f16]", "dtypes: [f16, i16]").replace("tolerance: {f16:", "tolerance: {i16: {rtol: 0, atol: 0}, f16:"))
-    v = W.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
+    v = write_kernel.run(d, "row_stat", tmp_path / "k.rs", tmp_path / "k.json", "row_stat")
     # int32 / int64 variant dtypes are translated (tests/data/operators/int_ids); an int16 one not
     assert v["owner"] == "tool" and "variant dtype i16; the translator's element type E" in v["summary"]
 
@@ -319,7 +320,7 @@ def test_values_casts_methods_and_hints_end_to_end(repo, tmp_path):
     latency/allow_tma. Every variant's IR diff is PASS, without notes (real compilers)."""
     from conftest import run_chain
     d = repo / "tests" / "data" / "operators" / "fidelity"
-    src, _, entries = T.translate_entries(d, "fidelity_kernel")
+    src, _, entries = translate.translate_entries(d, "fidelity_kernel")
     # a rounding cast between E and f32 is an ftof for f16 and nothing for f32: one entry each
     assert entries == {"f16-TILE1024": "fidelity_kernel__f16", "f32-TILE1024": "fidelity_kernel__f32"}
     f16, f32 = src.split("fn fidelity_kernel__f32")
@@ -349,7 +350,7 @@ def test_f32_constants_keep_their_bits(op_copy, value, want):
     k.write_text("import math\n" + k.read_text().replace(
         "zero = ct.zeros((TILE,), dtype=x.dtype)",
         f"zero = ct.astype(ct.full((TILE,), {value}, dtype=ct.float32), x.dtype)"))
-    src, _ = T.translate_kernel(d, "relu_kernel")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
     for w in want:
         assert w in src, (w, src)
 
@@ -362,14 +363,14 @@ def test_e_constants_split_entries_only_when_rounding_via_f32_would_change_them(
     m.write_text(m.read_text().replace("dtypes: [f16, bf16, f32]", "dtypes: [f16, f32]"))
     k.write_text(base.replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
                               "zero = ct.full((TILE,), -0.0, dtype=x.dtype)"))
-    src, _, entries = T.translate_entries(d, "relu_kernel")
+    src, _, entries = translate.translate_entries(d, "relu_kernel")
     assert set(entries.values()) == {"relu_kernel"}       # -0.0 is exact in every dtype: generic
     assert "convert_tile(__t" in src and "constant(-0.0f32," in src
     # 1 + 2**-11 + 2**-30: rounds to 1 + 2**-10 in f16, but to the f16 midpoint 1 + 2**-11 in
     # f32, which then rounds to 1.0 in f16: an f32 constant converted to E would be wrong
     k.write_text(base.replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
                               "zero = ct.full((TILE,), 1.0004882821813226, dtype=x.dtype)"))
-    src, _, entries = T.translate_entries(d, "relu_kernel")
+    src, _, entries = translate.translate_entries(d, "relu_kernel")
     assert entries["f16-TILE1024"] == "relu_kernel__f16" and entries["f32-TILE1024"] == "relu_kernel__f32"
     f16 = src.split("fn relu_kernel__f16")[1].split("pub unsafe fn")[0]
     assert "constant(15361i16, shape![])" in f16              # the f16 value 0x3C01, its bits
@@ -390,8 +391,8 @@ def test_kernel_hints_for_the_target(op_copy, decorator, want):
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("@ct.kernel\n", decorator + "\n"))
     try:
-        src, _ = T.translate_kernel(d, "relu_kernel")
-    except T.Unsupported as exc:
+        src, _ = translate.translate_kernel(d, "relu_kernel")
+    except translate.Unsupported as exc:
         assert want in str(exc) and exc.line == 11
         return
     assert want in src
@@ -400,11 +401,11 @@ def test_kernel_hints_for_the_target(op_copy, decorator, want):
 def test_method_forms_are_the_ct_functions(op_copy):
     d = op_copy("softmax")
     k = d / "kernel.py"
-    a, _ = T.translate_kernel(d, "softmax_kernel")
+    a, _ = translate.translate_kernel(d, "softmax_kernel")
     k.write_text(k.read_text().replace(
         "t = ct.astype(ct.load(x, index=(i, 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.NEG_INF), ct.float32)",
         "t = ct.load(x, index=(i, 0), shape=(BM, TILE), padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)"))
-    b, _ = T.translate_kernel(d, "softmax_kernel")
+    b, _ = translate.translate_kernel(d, "softmax_kernel")
     assert a == b
 
 
@@ -428,10 +429,10 @@ def scan_kernel(x, y, TILE: ConstInt):
       y: {ndim: 1, role: output}
     grid: "(cdiv(numel, TILE), 1, 1)"
 """, 1))
-    src, _ = T.translate_kernel(d, "relu_kernel")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
     assert "pub unsafe fn relu_kernel" in src
-    with pytest.raises(T.Unsupported, match="ct.argmax"):
-        T.translate_kernel(d, "scan_kernel")
+    with pytest.raises(translate.Unsupported, match="ct.argmax"):
+        translate.translate_kernel(d, "scan_kernel")
 
 
 @pytest.mark.parametrize("call,why", [
@@ -447,8 +448,8 @@ def test_scans_cutile_cannot_express_are_blocked(tmp_path, call, why):
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("s = ct.cumsum(f, axis=0) + ct.cumsum(f, 0, reverse=True)",
                                        f"s = {call.replace('t,', 'f,')}"))
-    with pytest.raises(T.Unsupported, match=re.escape(why)) as exc:
-        T.translate_kernel(d, "scan_kernel")
+    with pytest.raises(translate.Unsupported, match=re.escape(why)) as exc:
+        translate.translate_kernel(d, "scan_kernel")
     assert "compile_scan_op" in str(exc.value)
 
 
@@ -464,14 +465,14 @@ def test_atomic_forms(tmp_path):
                               "old = ct.atomic_cas(y, offs, t, t, memory_order=ct.MemoryOrder.ACQUIRE)")
                  .replace("ct.atomic_add(y, offs, t, check_bounds=False,",
                           "ct.atomic_xchg(y, offs, t, check_bounds=False,"))
-    src, _ = T.translate_kernel(d, "atomic_kernel")
+    src, _ = translate.translate_kernel(d, "atomic_kernel")
     assert re.search(r"atomic_cas_tko\(__ptrs\d+, t, t, ordering::Acquire, scope::Device, Some\(__t\d+\), "
                      r"Some\(", src), src
     assert re.search(r"atomic_rmw_tko\(__ptrs\d+, t, atomic::Xchg, ordering::Relaxed, scope::Device, None, "
                      r"Some\(", src), src
     k.write_text(text.replace("old = ct.atomic_add(y, offs, t)", "old = ct.atomic_max(y, offs, t)"))
-    with pytest.raises(T.Unsupported, match="no atomic_max of a floating-point array"):
-        T.translate_kernel(d, "atomic_kernel")
+    with pytest.raises(translate.Unsupported, match="no atomic_max of a floating-point array"):
+        translate.translate_kernel(d, "atomic_kernel")
 
 
 def test_early_return_in_a_for_loop_is_blocked(tmp_path):
@@ -482,7 +483,7 @@ def test_early_return_in_a_for_loop_is_blocked(tmp_path):
     import shutil
     d = tmp_path / "constructs"
     shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
-    src, _ = T.translate_kernel(d, "return_kernel")
+    src, _ = translate.translate_kernel(d, "return_kernel")
     body = src.split("pub unsafe fn return_kernel")[1]
     assert "loop {" not in body and "return;" not in body, body
     # the zero store stays in the first guard's then-branch; the load, the second guard and
@@ -497,13 +498,13 @@ def test_early_return_in_a_for_loop_is_blocked(tmp_path):
     # a return that is no top-level guard (inside a nested if): the once-run loop
     k.write_text(text.replace("    if bid > n // 2:\n        return\n",
                               "    if bid > 1:\n        if bid > n // 2:\n            return\n"))
-    src, _ = T.translate_kernel(d, "return_kernel")
+    src, _ = translate.translate_kernel(d, "return_kernel")
     assert re.search(r"\n        loop \{\n", src) and src.count("return;") == 3, src
     k.write_text(text)
     k.write_text(k.read_text().replace("    if bid > n // 2:\n        return\n",
                                        "    for i in range(bid, n):\n        if i > 3:\n            return\n"))
-    with pytest.raises(T.Unsupported, match="a return inside a for loop"):
-        T.translate_kernel(d, "return_kernel")
+    with pytest.raises(translate.Unsupported, match="a return inside a for loop"):
+        translate.translate_kernel(d, "return_kernel")
 
 
 def test_manifest_compiler_hints_are_the_entry_hints(op_copy):
@@ -513,14 +514,14 @@ def test_manifest_compiler_hints_are_the_entry_hints(op_copy):
     m = d / "manifest.yaml"
     m.write_text(m.read_text().replace('    grid: "(cdiv(numel, TILE), 1, 1)"\n',
                                        '    grid: "(cdiv(numel, TILE), 1, 1)"\n    compiler_hints: {occupancy: 9}\n'))
-    src, _, entries = T.translate_entries(d, "relu_kernel")
+    src, _, entries = translate.translate_entries(d, "relu_kernel")
     assert "#[cutile::entry(optimization_hints = (sm_90 = (occupancy = 9,),))]" in src
     assert set(entries.values()) == {"relu_kernel"}
     m.write_text(m.read_text().replace("    compiler_hints: {occupancy: 9}\n", "").replace(
         "configs:\n  - {TILE: 1024}\n  - {TILE: 2048}\n",
         "variants:\n  - {dtypes: [f16, bf16, f32], constexprs: {TILE: 1024}, compiler_hints: {occupancy: 2}}\n"
         "  - {dtypes: [f16, bf16, f32], constexprs: {TILE: 2048}}\n"))
-    src, _, entries = T.translate_entries(d, "relu_kernel")
+    src, _, entries = translate.translate_entries(d, "relu_kernel")
     assert set(entries.values()) == {"relu_kernel__occupancy2", "relu_kernel__nohints"}, entries
     assert src.count("occupancy = 2") == 1 and src.count("#[cutile::entry()]") == 1
 
@@ -531,12 +532,12 @@ def test_static_assert_is_evaluated_per_entry(tmp_path):
     import shutil
     d = tmp_path / "constructs"
     shutil.copytree(Path(__file__).parent / "data" / "operators" / "constructs", d)
-    src, _ = T.translate_kernel(d, "item_kernel")
+    src, _ = translate.translate_kernel(d, "item_kernel")
     assert "// ct.static_assert(TILE % 2 == 0): true for this entry" in src
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("ct.static_assert(TILE % 2 == 0,", "ct.static_assert(TILE % 3 == 0,"))
-    with pytest.raises(T.Unsupported, match="StaticAssertionError: TILE must be even, got 1024") as exc:
-        T.translate_kernel(d, "item_kernel")
+    with pytest.raises(translate.Unsupported, match="StaticAssertionError: TILE must be even, got 1024") as exc:
+        translate.translate_kernel(d, "item_kernel")
     assert exc.value.owner == "kernel"
 
 
@@ -547,11 +548,11 @@ def test_alias_groups_of_read_arrays_translate_written_ones_are_blocked(op_copy)
     m = d / "manifest.yaml"
     text = m.read_text()
     m.write_text(text.replace("x: {ndim: 1, role: input}", "x: {ndim: 1, role: input, alias_group: h}"))
-    T.translate_entries(d, "relu_kernel")                 # a group of one reader
+    translate.translate_entries(d, "relu_kernel")                 # a group of one reader
     m.write_text(text.replace("x: {ndim: 1, role: input}", "x: {ndim: 1, role: input, alias_group: h}")
                  .replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: output, alias_group: h}"))
-    with pytest.raises(T.Unsupported, match=r"may alias \(alias_group h\) where y is written") as exc:
-        T.translate_entries(d, "relu_kernel")
+    with pytest.raises(translate.Unsupported, match=r"may alias \(alias_group h\) where y is written") as exc:
+        translate.translate_entries(d, "relu_kernel")
     assert exc.value.construct == "parameter x" and getattr(exc.value, "owner", "tool") == "tool"
 
 
@@ -569,11 +570,11 @@ def test_written_alias_group_translates_in_entries_touching_one_of_its_arrays(op
     text = m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: output, alias_group: h}\n"
                                  "      z: {ndim: 1, role: output, alias_group: h}")
     m.write_text(text.replace("  - {TILE: 1024}\n  - {TILE: 2048}", "  - {TILE: 1024, DUAL: false}"))
-    src, _, _ = T.translate_entries(d, "relu_kernel")
+    src, _, _ = translate.translate_entries(d, "relu_kernel")
     assert "DUALfalse" in src or "DUAL" not in src
     m.write_text(text.replace("  - {TILE: 1024}\n  - {TILE: 2048}", "  - {TILE: 1024, DUAL: false}\n  - {TILE: 1024, DUAL: true}"))
-    with pytest.raises(T.Unsupported, match=r"may alias \(alias_group h\) where y, z is written, both accessed") as exc:
-        T.translate_entries(d, "relu_kernel")
+    with pytest.raises(translate.Unsupported, match=r"may alias \(alias_group h\) where y, z is written, both accessed") as exc:
+        translate.translate_entries(d, "relu_kernel")
     assert getattr(exc.value, "owner", "tool") == "tool"
 
 
@@ -587,8 +588,8 @@ def test_static_assert_that_fails_or_cannot_be_decided(op_copy, cond, owner, rea
     d = op_copy("relu")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("    bid = ct.bid(0)\n", f"    ct.static_assert({cond}, 'no')\n    bid = ct.bid(0)\n", 1))
-    with pytest.raises(T.Unsupported, match=reason) as exc:
-        T.translate_entries(d, "relu_kernel")
+    with pytest.raises(translate.Unsupported, match=reason) as exc:
+        translate.translate_entries(d, "relu_kernel")
     assert getattr(exc.value, "owner", "tool") == owner
 
 
@@ -602,7 +603,7 @@ def test_launch_compiler_hints_are_carried_per_entry(op_copy):
                                        "  - {dtypes: [f16], constexprs: {TILE: 1024}, compiler_hints: {num_ctas: 2}}\n"))
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("@ct.kernel\n", "@ct.kernel(occupancy=4)\n", 1))
-    src, _, entries = T.translate_entries(d, "relu_kernel")
+    src, _, entries = translate.translate_entries(d, "relu_kernel")
     assert entries == {"f16-TILE1024-occupancy2": "relu_kernel__occupancy2",
                        "f32-TILE1024-occupancy2": "relu_kernel__occupancy2",
                        "f16-TILE1024-num_ctas2": "relu_kernel__num_ctas2"}
@@ -617,7 +618,7 @@ def test_e_constant_tiles_are_converted_at_rank_0_then_broadcast(op_copy):
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
                                        "zero = ct.full((TILE,), 0.5, dtype=x.dtype)"))
-    src, _ = T.translate_kernel(d, "relu_kernel")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
     m = re.search(r"let (__t\d+): Tile<f32, \{\[\]\}> = constant\(0\.5f32, shape!\[\]\);", src)
     assert m, src
     assert re.search(rf"let (__t\d+): Tile<E, \{{\[\]\}}> = convert_tile\({m.group(1)}\);", src), src
@@ -633,7 +634,7 @@ def test_e_constants_of_16_bit_entries_are_their_bits_bitcast(op_copy):
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
                                        "zero = ct.full((TILE,), 0.7978845608028654, dtype=x.dtype)"))
-    src, _, entries = T.translate_entries(d, "relu_kernel")
+    src, _, entries = translate.translate_entries(d, "relu_kernel")
     assert {v: e for v, e in entries.items() if v.endswith("TILE1024")} == {
         "f16-TILE1024": "relu_kernel__f16", "bf16-TILE1024": "relu_kernel__bf16",
         "f32-TILE1024": "relu_kernel__f32"}, entries
@@ -646,13 +647,13 @@ def test_e_constants_of_16_bit_entries_are_their_bits_bitcast(op_copy):
     assert "constant(0.7978845834732056f32, shape![])" in body["f32"] and "i16" not in body["f32"]
     # negative and subnormal bits: a signed i16 literal of the same bits
     k.write_text(k.read_text().replace("0.7978845608028654", "-9.5367431640625e-07"))
-    src, _, _ = T.translate_entries(d, "relu_kernel")
+    src, _, _ = translate.translate_entries(d, "relu_kernel")
     assert "constant(-32752i16, shape![])" in src.split("fn relu_kernel__f16<")[1].split("pub unsafe fn")[0]
     # no bf16 variant: one generic entry, its f32 constant converted to E (folded for f16)
     m = d / "manifest.yaml"
     m.write_text(m.read_text().replace("dtypes: [f16, bf16, f32]", "dtypes: [f16, f32]"))
     k.write_text(k.read_text().replace("-9.5367431640625e-07", "0.5"))
-    src, _, entries = T.translate_entries(d, "relu_kernel")
+    src, _, entries = translate.translate_entries(d, "relu_kernel")
     assert set(entries.values()) == {"relu_kernel"} and "bitcast(" not in src, src
 
 
@@ -660,7 +661,7 @@ def test_masked_gather_passes_its_padding_to_the_load(repo):
     # cuTile Python passes a gather's padding to load_ptr_tko; with an unpadded load and a select
     # tileiras 13.4 scheduled tg_gelu bf16's loads behind its stores (sm_90 SASS)
     d = repo / "tests" / "data" / "operators" / "constructs"
-    src, _ = T.translate_kernel(d, "gather1d_kernel")      # bounds mask, padding 0
+    src, _ = translate.translate_kernel(d, "gather1d_kernel")      # bounds mask, padding 0
     # padding +0.0 of E: the padding tile E::ZERO (convert_scalar(0.0f32) is an ftof that
     # tileiras 13.4 does not fold for bf16: tg_geglu's F2FP + PRMT copies, sm_90 SASS)
     m = re.search(r"let (__t\d+): Tile<E, \{\[\w+\]\}> = constant\(E::ZERO, shape!\[\w+\]\);", src)
@@ -669,7 +670,7 @@ def test_masked_gather_passes_its_padding_to_the_load(repo):
     # padding_value=-math.inf has no scalar literal: a padding tile of the gather's shape goes
     # into load_ptr_tko_padded (with a select after an unpadded load, tileiras 13.4 zero-filled
     # tg_softmax's chunked f32 gathers and selected -inf in afterwards: 256 FSEL + 128 CS2R)
-    src, _ = T.translate_kernel(d, "gather_kernel")
+    src, _ = translate.translate_kernel(d, "gather_kernel")
     assert "select(" not in src, src
     assert src.count("pub unsafe fn load_ptr_tko_padded<") == 1, src
     m = re.search(r"let (__t\d+): Tile<E, \{\[\w+\]\}> = __t\d+\.broadcast\(shape!\[\w+\]\);\n"
@@ -688,12 +689,12 @@ def test_gather_of_rank_2_passes_a_padding_tile(op_copy):
     k.write_text(k.read_text().replace(
         "t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)",
         "t = ct.reshape(ct.gather(x, ct.reshape(ct.arange(TILE, dtype=ct.int32), (2, TILE // 2))), (TILE,))"))
-    src, _ = T.translate_kernel(d, "relu_kernel")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
     assert "select(" not in src and "convert_scalar(" not in src, src
     assert src.count("pub unsafe fn load_ptr_tko_padded<") == 1, src
     m = re.search(r"let (__t\d+): Tile<E, \{\[2, 512\]\}> = constant\(E::ZERO, shape!\[2, 512\]\);", src)
     assert m and re.search(rf"= load_ptr_tko_padded\([^;]*Some\(__t\d+\), Some\({m.group(1)}\),", src), src
-    src, _ = T.translate_kernel(op_copy("softmax"), "softmax_kernel")     # no gather: no helper
+    src, _ = translate.translate_kernel(op_copy("softmax"), "softmax_kernel")     # no gather: no helper
     assert "load_ptr_tko_padded" not in src
 
 
@@ -758,10 +759,10 @@ def test_a_gather_padding_out_of_its_arrays_range_is_blocked_not_a_wrong_literal
     (d / "manifest.yaml").write_text(GATHER_PAD_MANIFEST.replace("DT", dt))
     for k, line in (("g1", 10), ("g2", 18)):
         if " " in expect:
-            with pytest.raises(T.Unsupported, match=rf"kernel.py:{line}: .*{re.escape(expect)}"):
-                T.translate_kernel(d, k)
+            with pytest.raises(translate.Unsupported, match=rf"kernel.py:{line}: .*{re.escape(expect)}"):
+                translate.translate_kernel(d, k)
         else:
-            src, _ = T.translate_kernel(d, k)
+            src, _ = translate.translate_kernel(d, k)
             # rank 2, and rank 1 with a padding that has no scalar literal (-inf): a padding tile
             assert expect in src and ("load_ptr_tko_padded(" in src) == (k == "g2" or "inf" in pad), (k, src)
 
@@ -783,10 +784,10 @@ def test_an_int_constant_tile_out_of_its_dtypes_range_is_blocked(tmp_path, dt, v
         "padding_value=PAD)", f"padding_value=ct.full((TILE,), {val}, a.dtype))"))
     (d / "manifest.yaml").write_text(GATHER_PAD_MANIFEST.replace("DT", dt))
     if " " in expect:
-        with pytest.raises(T.Unsupported, match=rf"kernel.py:18: .*{re.escape(expect)}"):
-            T.translate_kernel(d, "g2")
+        with pytest.raises(translate.Unsupported, match=rf"kernel.py:18: .*{re.escape(expect)}"):
+            translate.translate_kernel(d, "g2")
     else:
-        assert expect in T.translate_kernel(d, "g2")[0]
+        assert expect in translate.translate_kernel(d, "g2")[0]
 
 
 CONST_DIV_KERNEL = """import cuda.tile as ct
@@ -853,7 +854,7 @@ def test_floor_div_mod_cdiv_of_constexprs_fold_in_cutile_not_divi_on_tiles(tmp_p
     d.mkdir()
     (d / "kernel.py").write_text(CONST_DIV_KERNEL)
     (d / "manifest.yaml").write_text(CONST_DIV_MANIFEST)
-    src, _ = T.translate_kernel(d, "cd")
+    src, _ = translate.translate_kernel(d, "cd")
     assert "remi(" not in src, src
     assert src.count("divi(") == 1 and "rounding::NegativeInf" in src, src     # x.shape[0] // TILE only
     loops = re.findall(r"for \w+ in 0i32\.\.(.+) \{", src)
@@ -917,7 +918,7 @@ def test_int_arithmetic_of_constexprs_stays_foldable_through_floor_div(tmp_path)
     d.mkdir()
     (d / "kernel.py").write_text(DERIVED_KERNEL)
     (d / "manifest.yaml").write_text(CONST_DIV_MANIFEST.replace("op: cdv", "op: dv").replace("  cd:", "  dv:"))
-    src, _ = T.translate_kernel(d, "dv")
+    src, _ = translate.translate_kernel(d, "dv")
     assert "remi(" not in src, src
     assert src.count("divi(") == 1 and "rounding::NegativeInf" in src, src    # left // TILE only
     loops = re.findall(r"for \w+ in 0i32\.\.(.+) \{", src)

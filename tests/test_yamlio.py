@@ -1,16 +1,16 @@
 """Duplicate YAML keys are an error naming the file and both lines, in every YAML tileport reads:
-manifests and config.yaml's schema (tileport.yamlio), and config.yaml / the profiles, which
+manifests and config.yaml's schema (tileport.core.yamlio), and config.yaml / the profiles, which
 Snakemake parses itself and tileport checks again when the Snakefile loads."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO, copy_workflow
-from tileport import manifest, yamlio
+
+from tileport.core import yamlio
+from tileport.model import manifest
 
 SNAKEMAKE = os.path.join(os.path.dirname(sys.executable), "snakemake")
 

@@ -1,7 +1,8 @@
 """tileport: port cuTile Python kernels to cuTile Rust and prove each port faithful.
 
-Each stage module (``analyze``, ``reference_ir``, ``write_kernel``, ``rust_ir``,
-``ir_diff``, ``summary``) holds the logic of one Snakemake rule; the scripts in
-``scripts/`` are thin wrappers that call them.
+The package is layered; a module imports only from its own layer or the layers below, never in a
+loop (tests/test_layers.py), bottom to top: ``core``, ``model``, ``translate``, ``ir_diff``,
+``cpu``, ``host``, ``nvidia``, ``gpu``, ``flow``, ``report`` (docs/architecture.md). Each stage
+module holds the logic of one Snakemake rule; ``scripts/`` holds thin wrappers that call them.
 """
 __version__ = "0.1.0"

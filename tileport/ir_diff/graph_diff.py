@@ -8,9 +8,20 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Iterator
 
-from ..verdict import Finding, loc
-from .normalise import (_dce, _effectful, _enclosing_op, _Node, _Normaliser, _producer, _Side,
-                        _unify_strides, _Val, hints_for_target)
+from tileport.core.verdict import Finding, loc
+
+from .normalise import (
+    _dce,
+    _effectful,
+    _enclosing_op,
+    _Node,
+    _Normaliser,
+    _producer,
+    _Side,
+    _unify_strides,
+    _Val,
+    hints_for_target,
+)
 from .ops import COMMUTATIVE, TERMINATORS, category_of
 from .parse import Entry, _ws, parse_tileir
 

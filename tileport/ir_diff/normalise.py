@@ -8,7 +8,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from .. import floats
+from tileport.core import floats
+
 from .ops import TERMINATORS, _is_effectful_name
 from .parse import Entry, Op, _split_top, _ws
 

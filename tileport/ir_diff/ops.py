@@ -2,7 +2,6 @@
 and how the diff classes them (commutative, region, cast, memory, effectful; verdict category)."""
 from __future__ import annotations
 
-
 KNOWN_OPS = frozenset("""
 absf absi addf addi alloca andi assert assume atan2 atomic_cas_tko atomic_red_view_tko
 atomic_rmw_tko bitcast break broadcast cat ceil cmpf cmpi constant continue cos cosh divf

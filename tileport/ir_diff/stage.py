@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from ..verdict import Finding, Verdict, loc, port_fault, write
+from tileport.core.verdict import Finding, Verdict, loc, port_fault, write
+
 from .graph_diff import diff_ir
 from .locations import attach_sources
 from .parse import IRParseError
@@ -20,7 +21,7 @@ def run(ref_path, port_path, out_json, op: str, kernel: str | None = None,
     input gives verdict ERROR (owner "tool", a finding naming ``file:line``) instead of
     raising.  ``writer``: the kernel-writer backend of the port (the rust_ir verdict's
     ``details.writer``); a difference in a port the deterministic translator wrote is the
-    translator's (owner ``tool``, :func:`tileport.verdict.port_fault`).  ``target``: the
+    translator's (owner ``tool``, :func:`tileport.core.verdict.port_fault`).  ``target``: the
     compiled GPU architecture (config ``gpu_target``; hints compare as they apply to it).
     Returns the written verdict document.
     """

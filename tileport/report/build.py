@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..verdict import atomic_write_text
-from . import data as D
-from . import tables as T
+from tileport.core.verdict import atomic_write_text
+from tileport.report import data, tables
 
-FIGURES = ("ratio", "times", "host_overhead", "coverage_matrix", "llm_roles")
 TABLES = ("operators", "loop_gate", "coverage", "provenance")
 
 
@@ -24,30 +22,30 @@ def _csv(df: pd.DataFrame, path) -> None:
 
 
 def configs(results, summary_csv, out_csv) -> None:
-    _csv(D.configs(results, summary_csv), out_csv)
+    _csv(data.configs(results, summary_csv), out_csv)
 
 
 def operators(configs_csv, summary_ops_csv, out_csv, loop_threshold: float | None = None) -> None:
     """``operators.csv``; ``loop_threshold`` (config.yaml ``bench.loop_threshold``) for the loop
     gate's counts."""
-    _csv(D.operators(pd.read_csv(configs_csv), summary_ops_csv, loop_threshold), out_csv)
+    _csv(data.operators(pd.read_csv(configs_csv), summary_ops_csv, loop_threshold), out_csv)
 
 
 def coverage(summary_csv, threshold: float, out_csv) -> None:
-    _csv(D.coverage(summary_csv, threshold), out_csv)
+    _csv(data.coverage(summary_csv, threshold), out_csv)
 
 
 def llm(summary_csv, summary_ops_csv, out_csv) -> None:
-    _csv(D.llm_use(summary_csv, summary_ops_csv), out_csv)
+    _csv(data.llm_use(summary_csv, summary_ops_csv), out_csv)
 
 
 def provenance(results, summary_csv, config: dict, threshold: float, out_json) -> None:
     """``provenance.json``: :func:`tileport.report.data.provenance`, with the CPU side's
-    :func:`tileport.provenance.collect` of now."""
-    from .. import provenance as P
+    :func:`tileport.core.provenance.collect` of now."""
+    from tileport.core import provenance as tp_provenance
 
-    side = P.collect(bench=(config or {}).get("bench"), config=config, gpu=False)
-    prov = D.provenance(results, summary_csv, side, threshold)
+    side = tp_provenance.collect(bench=(config or {}).get("bench"), config=config, gpu=False)
+    prov = data.provenance(results, summary_csv, side, threshold)
     atomic_write_text(out_json, json.dumps(prov, indent=1, default=str) + "\n")
 
 
@@ -60,19 +58,24 @@ TITLES = {"ratio": "Port vs reference: geomean ratio per operator",
           "host_overhead": "Host overhead per call",
           "coverage_matrix": "Coverage: kernels x stages",
           "llm_roles": "Where the LLM roles ran"}
+#: figure -> its module under tileport/report/figures/ (each has ``draw(df)``; ratio ``draw(df, threshold)``)
+FIGURE_MODULES = {"ratio": "ratio", "times": "times", "host_overhead": "host", "coverage_matrix": "coverage",
+                  "llm_roles": "llm"}
 
 
 def figure(name: str, inputs: dict, threshold: float, out: dict) -> None:
-    """Draw figure ``name`` (:data:`FIGURES`) from ``inputs`` (``data``: its data CSV,
+    """Draw figure ``name`` (:data:`FIGURE_MODULES`) from ``inputs`` (``data``: its data CSV,
     ``provenance``: provenance.json) into ``out`` (``pdf``, ``svg``, ``png``)."""
-    from . import figures as F
-    from .figures import coverage as fc, host as fh, llm as fl, ratio as fr, times as ft
+    import importlib
 
+    from tileport.report import figures
+
+    # one figure module per job, imported by name: a figure rule's code inputs are that module
+    # and this one (rules/report.smk), so editing one figure redraws that figure alone
+    draw = importlib.import_module(f"tileport.report.figures.{FIGURE_MODULES[name]}").draw
     df = pd.read_csv(inputs["data"])
-    fig = {"ratio": lambda: fr.draw(df, threshold), "times": lambda: ft.draw(df),
-           "host_overhead": lambda: fh.draw(df), "coverage_matrix": lambda: fc.draw(df),
-           "llm_roles": lambda: fl.draw(df)}[name]()
-    F.save(fig, out, TITLES[name], D.short_provenance(_prov(inputs["provenance"])))
+    fig = draw(df, threshold) if name == "ratio" else draw(df)
+    figures.save(fig, out, TITLES[name], data.short_provenance(_prov(inputs["provenance"])))
 
 
 CAPTIONS = {
@@ -104,31 +107,31 @@ def table(name: str, inputs: dict, out: dict, loop_threshold: float | None = Non
     """Write table ``name`` (:data:`TABLES`) as ``out["tex"]``, ``out["csv"]``, ``out["html"]``
     from ``inputs`` (``data``: its data CSV, absent for provenance; ``provenance``);
     ``loop_threshold``: config.yaml ``bench.loop_threshold`` (default
-    :data:`tileport.bench.DEFAULTS`'), for the loop gate."""
-    from ..bench import DEFAULTS
+    :data:`tileport.gpu.bench.DEFAULTS`'), for the loop gate."""
+    from tileport.gpu.bench import DEFAULTS
 
     lthr = DEFAULTS["loop_threshold"] if loop_threshold is None else float(loop_threshold)
     prov = _prov(inputs["provenance"])
     tex_df, foot = None, ""
     if name == "operators":
-        df, heads, fmt = T.operators(pd.read_csv(inputs["data"], keep_default_na=False, na_values=[""]))
+        df, heads, fmt = tables.operators(pd.read_csv(inputs["data"], keep_default_na=False, na_values=[""]))
         loop = "loop_geomean" in df.columns
         cap = CAPTIONS[name] + (" Loop: the same for time per call of back-to-back calls." if loop else "")
         if "loop_below" in df.columns:
             cap += (f" Loop below / undec.: configs whose loop ratio is under {lthr:g} with its 95 % interval "
                     f"entirely under it / reaching it (the loop gate table).")
-        tex_df = T.operators_tex(df)
+        tex_df = tables.operators_tex(df)
     elif name == "loop_gate":
-        rows, counts = D.loop_gate(pd.read_csv(inputs["data"]), lthr)
-        df, tex_df, heads, fmt, foot = T.loop_gate(rows, counts, lthr)
+        rows, counts = data.loop_gate(pd.read_csv(inputs["data"]), lthr)
+        df, tex_df, heads, fmt, foot = tables.loop_gate(rows, counts, lthr)
         cap = CAPTIONS[name].format(thr=lthr) + (RETIMED_NOTE if counts["retimed"] else "")
     elif name == "coverage":
-        df, heads, fmt = T.coverage(D.coverage_families(pd.read_csv(inputs["data"], keep_default_na=False)))
+        df, heads, fmt = tables.coverage(data.coverage_families(pd.read_csv(inputs["data"], keep_default_na=False)))
         cap = CAPTIONS[name]
     else:
-        df, heads, fmt = T.provenance(prov["rows"])
+        df, heads, fmt = tables.provenance(prov["rows"])
         cap = CAPTIONS[name]
-    T.write(df, heads, out, f"{cap} {D.short_provenance(prov)}", f"tab:tileport-{name}",
+    tables.write(df, heads, out, f"{cap} {data.short_provenance(prov)}", f"tab:tileport-{name}",
             prov["rows"], column_format=fmt, html_title=name, tex_df=tex_df, tex_footer=foot)
 
 

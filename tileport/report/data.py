@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..summary import bench_failure
-from ..verdict import VerdictError, read
+from tileport.core.verdict import VerdictError, read
+from tileport.report.summary import bench_failure
+
 from .interval import geomean_interval
 
 # per-config columns of bench.json's details.rows the report uses (µs unless a ratio)
@@ -58,7 +59,7 @@ def _verdict(path: Path) -> dict | None:
 
 
 def _round_root(results: Path, op: str) -> Path:
-    from ..summary import last_round
+    from tileport.report.summary import last_round
 
     return last_round(results, op)[1]
 
@@ -71,7 +72,7 @@ def configs(results: str | Path, summary_csv: str | Path) -> pd.DataFrame:
     or failed measurement is not a result), and only configs that ran without error.
     ``loop_ratio_prev`` is set only on a row that a selective run (``--configs``,
     ``--configs-below-loop``; ``details.retimed``) timed again over a kept loop ratio."""
-    from ..summary import current_bench
+    from tileport.report.summary import current_bench
 
     results = Path(results)
     summ = read_csv(summary_csv)
@@ -120,9 +121,9 @@ def _gm(xs) -> float | None:
 
 def loop_classes(cfg: pd.DataFrame, loop_threshold: float) -> pd.Series:
     """Each config's side of the loop gate (``pass``, ``below``, ``undecided``; None without loop
-    timing): :func:`tileport.bench.loop_class`, the benchmark's and the summary's one definition,
+    timing): :func:`tileport.gpu.bench.loop_class`, the benchmark's and the summary's one definition,
     against ``loop_threshold`` (config.yaml ``bench.loop_threshold``), on :func:`configs`' rows."""
-    from ..bench import loop_class
+    from tileport.gpu.bench import loop_class
 
     rows = pd.DataFrame({c: _col(cfg, c) for c in ("loop_ratio", "loop_ratio_hi")}).to_dict("records")
     return pd.Series([loop_class({k: v for k, v in r.items() if pd.notna(v)}, loop_threshold) for r in rows],
@@ -137,10 +138,10 @@ def operators(cfg: pd.DataFrame, summary_ops_csv: str | Path, loop_threshold: fl
     (geomeans of torch / port and torch / reference time), and when the configs carry loop
     timing ``loop_geomean``, ``loop_ci_low``, ``loop_ci_high`` and the loop gate's counts
     ``loop_below``, ``loop_undecided`` (:func:`loop_classes` against ``loop_threshold``,
-    config.yaml ``bench.loop_threshold``, default :data:`tileport.bench.DEFAULTS`'; empty for an
+    config.yaml ``bench.loop_threshold``, default :data:`tileport.gpu.bench.DEFAULTS`'; empty for an
     operator without loop timing). ALL: every config of every operator (its interval resamples
     configs, not operators)."""
-    from ..bench import DEFAULTS
+    from tileport.gpu.bench import DEFAULTS
 
     ops = read_csv(summary_ops_csv)
     loop = "loop_ratio" in cfg.columns
@@ -213,7 +214,7 @@ def verdict_class(stage: str, text: str, threshold: float) -> str:
             return "pass" if x >= threshold else "below"
     word = t.split(" ", 1)[0].upper()
     # REF_DEFECT / FAITHFUL_REF_DEFECT: the port is faithful to a reference with a declared defect
-    # (tileport.defects): it passes, with a note
+    # (tileport.model.defects): it passes, with a note
     return {"PASS": "pass", "ALL_PASS": "pass", "DONE": "pass", "PASS_WITH_NOTES": "notes",
             "REF_DEFECT": "notes", "FAITHFUL_REF_DEFECT": "notes",
             "BELOW_THRESHOLD": "below", "FAIL": "fail", "BLOCKED": "blocked",
@@ -311,7 +312,7 @@ def _tileiras(text: str) -> str:
 
 def flat_provenance(details: dict) -> dict:
     """One GPU verdict's provenance as flat fields: ``details.provenance`` (written by
-    :func:`tileport.provenance.collect` on the GPU node), completed from ``details.env``
+    :func:`tileport.core.provenance.collect` on the GPU node), completed from ``details.env``
     (device, driver, torch, CUDA runtime, Python, cuda-tile, tileiras: what verdicts written
     before provenance existed record); ``unknown`` where neither says."""
     p = details.get("provenance") if isinstance(details.get("provenance"), dict) else {}
@@ -396,7 +397,7 @@ def provenance(results: str | Path, summary_csv: str | Path, report_side: dict,
                threshold: float | None = None) -> dict:
     """Provenance of the report: ``ops`` = {op: {"gpu_test": fields, "bench": fields}} from the
     last GPU round's verdicts (:func:`flat_provenance`) of every measured operator,
-    ``report`` = ``report_side`` (:func:`tileport.provenance.collect` on the CPU side when the
+    ``report`` = ``report_side`` (:func:`tileport.core.provenance.collect` on the CPU side when the
     report was built, plus its ``config`` bench settings), ``tilegym_input`` (summary.csv's
     ``source`` column names tilegym), and ``rows``: the provenance table as
     [{"field", "value"}] (values merged over operators, :func:`_merge`; clocks from the

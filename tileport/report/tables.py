@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..verdict import atomic_write_text
+from tileport.core.verdict import atomic_write_text
 
 
 def sig3(x, digits: int = 3) -> str:

@@ -7,7 +7,7 @@ an int32 / int64 variant dtype get that concrete type, one entry per dtype), eve
 ``ct.Constant[int]`` parameter a ``const NAME: i32``; arrays become ``&Tensor<E, {[-1, ...]}>``
 (rank from the manifest; an array the manifest gives a dtype of its own has that element type,
 ``&Tensor<f32, {[-1]}>``; a one-element array of constant shape, ``{[1]}``, where
-:func:`tileport.frontend.unit_array` says so), f32/i32 scalars stay. Each construct family has its own module:
+:func:`tileport.model.frontend.unit_array` says so), f32/i32 scalars stay. Each construct family has its own module:
 
 * :mod:`.memory` -- arrays, partition views, ``ct.load`` / ``ct.store``, ``ct.num_tiles``,
   ``Array.slice`` tensor views;
@@ -24,16 +24,22 @@ an int32 / int64 variant dtype get that concrete type, one entry per dtype), eve
 * :mod:`.core` -- types, names, the expression walk and the call dispatch;
 * :mod:`.driver` -- the composed :class:`KernelTranslator`, entries per specialisation.
 
-It consumes the operator's front-end model (:mod:`tileport.frontend`), the one the analyser
+It consumes the operator's front-end model (:mod:`tileport.model.frontend`), the one the analyser
 reports on: it parses nothing and loads no manifest of its own.
 
 A construct without a rule raises :class:`Unsupported` naming ``file:line`` and the construct;
-the ``write_kernel`` stage (:mod:`tileport.write_kernel`) then writes BLOCKED. Every Rust line
+the ``write_kernel`` stage (:mod:`tileport.cpu.write_kernel`) then writes BLOCKED. Every Rust line
 carries the ``kernel.py`` line it came from (the source map).
 """
 from .core import Ty, Unsupported
-from .driver import (KernelTranslator, display_path, specialisation_keys, translate_entries, translate_kernel,
-                     translate_model)
+from .driver import (
+                     KernelTranslator,
+                     display_path,
+                     specialisation_keys,
+                     translate_entries,
+                     translate_kernel,
+                     translate_model,
+)
 
 __all__ = ["KernelTranslator", "Ty", "Unsupported", "display_path", "specialisation_keys",
            "translate_entries", "translate_kernel", "translate_model"]

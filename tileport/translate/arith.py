@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 import math
 
-from .. import constructs as C
-from .. import floats
+from tileport.core import floats
+from tileport.model import constructs
+
 from .core import CONSTEXPR, DTYPE_KEY, JIT_INT, Ty
 from .dtypes import is_int_cast, loose_dtype, promote
 
@@ -20,9 +21,9 @@ from .dtypes import is_int_cast, loose_dtype, promote
 class ArithRules:
     """Rules for arithmetic, math, casts and constants (mixed into the driver's translator)."""
 
-    CALLS = {**{n: "arith_call" for n in C.ARITH}, **{n: "flagged_math" for n in C.FLAGGED_MATH},
-             **{n: "unary_math" for n in C.UNARY_MATH}, **{n: "binary_math" for n in C.BINARY_MATH},
-             **{n: "tile_constant" for n in C.TILE_CREATION - {"arange"}}, "astype": "astype",
+    CALLS = {**{n: "arith_call" for n in constructs.ARITH}, **{n: "flagged_math" for n in constructs.FLAGGED_MATH},
+             **{n: "unary_math" for n in constructs.UNARY_MATH}, **{n: "binary_math" for n in constructs.BINARY_MATH},
+             **{n: "tile_constant" for n in constructs.TILE_CREATION - {"arange"}}, "astype": "astype",
              "arange": "arange", "where": "where", "cdiv": "cdiv",
              **{f"bitwise_{k}": "bitwise_call" for k in ("and", "or", "xor", "lshift", "rshift", "not")}}
 
@@ -67,7 +68,7 @@ class ArithRules:
         # at least one tile: broadcast
         le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node)
         ty = Ty("tile", dtype, shape)
-        is_float = dtype in C.FLOAT_TILE_DTYPES
+        is_float = dtype in constructs.FLOAT_TILE_DTYPES
         eff = flags or self.DEFAULT_FLAGS
         if op in "+-" and is_float:
             fused = self.contract(le, re_, op, ty, eff)
@@ -125,10 +126,10 @@ class ArithRules:
                 if v is None or (isinstance(v, ast.Constant) and v.value is None):
                     continue
                 member = self.enum_of(v)
-                if member is None or member.enum != "RoundingMode" or member.name not in C.ROUNDING:
+                if member is None or member.enum != "RoundingMode" or member.name not in constructs.ROUNDING:
                     self.fail(node, ast.unparse(v), f"rounding_mode must be one of "
-                                                    f"ct.RoundingMode.{sorted(C.ROUNDING)}")
-                out["rounding"] = C.ROUNDING[member.name]
+                                                    f"ct.RoundingMode.{sorted(constructs.ROUNDING)}")
+                out["rounding"] = constructs.ROUNDING[member.name]
             elif k.arg in ("flush_to_zero", "propagate_nan") and (ftz if k.arg == "flush_to_zero" else nan):
                 if not (isinstance(v, ast.Constant) and isinstance(v.value, bool)):
                     self.fail(node, ast.unparse(v), f"{k.arg} must be True or False")
@@ -172,12 +173,12 @@ class ArithRules:
         flags = None
         if fl["rounding"] or fl["ftz"]:
             flags = (fl["rounding"] or self.DEFAULT_FLAGS[0], fl["ftz"] or self.DEFAULT_FLAGS[1])
-        return self.arith(C.ARITH[name], node.args[0], node.args[1], node, flags)
+        return self.arith(constructs.ARITH[name], node.args[0], node.args[1], node, flags)
 
     def flagged_math(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.exp2/rsqrt/sqrt`` with their rounding / flush-to-zero keywords."""
         e, ty = self.tile_expr(node.args[0])
-        tmpl, has_r, has_f = C.FLAGGED_MATH[node.func.attr]
+        tmpl, has_r, has_f = constructs.FLAGGED_MATH[node.func.attr]
         fl = self.flags_of(node, rounding=has_r, ftz=has_f)
         return self.bind(tmpl.format(x=e, r=fl["rounding"] or self.DEFAULT_FLAGS[0],
                                      f=fl["ftz"] or self.DEFAULT_FLAGS[1]), ty)
@@ -187,17 +188,17 @@ class ArithRules:
         them, or APPROX) is cutile's ``exp/tanh_with_rounding`` with that mode, which prints the
         op's rounding attribute as cuTile Python does."""
         name = node.func.attr
-        self.check_kwargs(node, {"rounding_mode"} if name in C.ROUNDED_MATH else set())
+        self.check_kwargs(node, {"rounding_mode"} if name in constructs.ROUNDED_MATH else set())
         e, ty = self.tile_expr(node.args[0])
         mode = self._kw(node, "rounding_mode")
         if mode is not None and not (isinstance(mode, ast.Constant) and mode.value is None):
             member = self.enum_of(mode)
-            if member is None or member.enum != "RoundingMode" or member.name not in C.ROUNDED_MATH_MODES:
+            if member is None or member.enum != "RoundingMode" or member.name not in constructs.ROUNDED_MATH_MODES:
                 self.fail(node, ast.unparse(mode), f"ct.{name} takes rounding_mode "
-                                                   f"{' or '.join(sorted(C.ROUNDED_MATH_MODES))}")
+                                                   f"{' or '.join(sorted(constructs.ROUNDED_MATH_MODES))}")
             fl = self.flags_of(node, rounding=True, ftz=False)
-            return self.bind(C.ROUNDED_MATH[name].format(x=e, r=fl["rounding"]), ty)
-        return self.bind(C.UNARY_MATH[name].format(x=e), ty)
+            return self.bind(constructs.ROUNDED_MATH[name].format(x=e, r=fl["rounding"]), ty)
+        return self.bind(constructs.UNARY_MATH[name].format(x=e), ty)
 
     def binary_math(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.maximum/minimum(a, b, flush_to_zero=, propagate_nan=)`` with broadcasting."""
@@ -233,7 +234,7 @@ class ArithRules:
             fn = "maxf" if name == "maximum" else "minf"
             return self.bind(f"{fn}({le}, {re_}, nan::{fl['nan'] or 'Disabled'}, "
                              f"ftz::{fl['ftz'] or 'Disabled'})", Ty("tile", dtype, shape))
-        return self.bind(f"{C.BINARY_MATH[name]}({le}, {re_})", Ty("tile", dtype, shape))
+        return self.bind(f"{constructs.BINARY_MATH[name]}({le}, {re_})", Ty("tile", dtype, shape))
 
     def astype(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.astype(t, dtype, rounding_mode=)``. A cast to ``t``'s own element type is nothing
@@ -253,7 +254,7 @@ class ArithRules:
         if fl["rounding"] and not self.same_dtype(ty.dtype, dty.dtype):
             other = dty.dtype if ty.dtype == "E" else ty.dtype
             if ("E" in (ty.dtype, dty.dtype) and DTYPE_KEY not in self.spec
-                    and other in {C.RUST_DTYPE.get(d) for d in self.dtypes}):
+                    and other in {constructs.RUST_DTYPE.get(d) for d in self.dtypes}):
                 self.need_dtype = True      # a no-op for the variants where E is the other type
             return self.bind(f"ftof({e}, rounding::{fl['rounding']})", Ty("tile", dty.dtype, ty.shape))
         if is_int_cast(ty.dtype, dty.dtype):
@@ -262,7 +263,7 @@ class ArithRules:
 
     def same_dtype(self, a: str, b: str) -> bool:
         """Are element types ``a`` and ``b`` (Rust names or 'E') the same in this entry?"""
-        concrete = {"E": C.RUST_DTYPE.get(self.spec.get(DTYPE_KEY), "E")}
+        concrete = {"E": constructs.RUST_DTYPE.get(self.spec.get(DTYPE_KEY), "E")}
         return concrete.get(a, a) == concrete.get(b, b)
 
     # ---- integer division, remainder, min/max ------------------------------------------
@@ -454,12 +455,12 @@ class ArithRules:
         re_, rt = self.expr(node.comparators[0])
         if "dtype" in (lt.kind, rt.kind):
             return self.dtype_compare(node, lt, rt)
-        pred = C.COMPARISONS[type(node.ops[0]).__name__]
+        pred = constructs.COMPARISONS[type(node.ops[0]).__name__]
         if "tile" not in (lt.kind, rt.kind):
             return self.scalar_compare(node, le, lt, re_, rt)
         le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node)
         ty = Ty("tile", "bool", shape)
-        if dtype in C.FLOAT_TILE_DTYPES:
+        if dtype in constructs.FLOAT_TILE_DTYPES:
             order = "Unordered" if pred == "NotEqual" else "Ordered"
             return self.bind(f"cmpf({le}, {re_}, predicate::{pred}, cmp_ordering::{order})", ty)
         return self.bind(f"cmpi({le}, {re_}, predicate::{pred})", ty)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ast
 
-from .. import constructs as C
-from .. import frontend as F
+from tileport.model import constructs, frontend
+
 from .core import COMPILE_TIME, Ty, Unsupported, Var
 
 
@@ -110,7 +110,7 @@ class ControlRules:
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_ct(s.value.func, "scatter"):
             self.scatter(s.value)
         elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
-                and self.is_ct(s.value.func) and s.value.func.attr in C.ATOMICS):
+                and self.is_ct(s.value.func) and s.value.func.attr in constructs.ATOMICS):
             self.atomic(s.value)         # an atomic whose old values are not used
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and self.is_tiled_view_atomic(s.value):
             self.tiled_view_atomic(s.value)
@@ -291,7 +291,7 @@ class ControlRules:
         """Is an ``if`` test decided at compile time (constexprs, module constants, literals)?"""
         env = self.static_env()
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
-        return F.static_test(test, set(env)) and names <= set(env)
+        return frontend.static_test(test, set(env)) and names <= set(env)
 
     def runtime_if(self, s: ast.If):
         """An ``if`` on a run-time value: a Rust ``if`` (cutile's ``if`` op; a name the branches

@@ -11,8 +11,15 @@ import math
 import struct
 from dataclasses import dataclass, field
 
-from .. import frontend as F
-from .. import constructs as C
+from tileport.model import constructs, frontend
+from tileport.model.constants import (  # noqa: F401 - the
+    ENUMS,
+    MATH_CONSTANTS,
+    Member,
+    enum_imports,
+    enum_member,  # translator's names for them
+    module_constants,
+)
 
 
 class Unsupported(Exception):
@@ -78,47 +85,8 @@ class Var:
     alias: bool = False   # a local name for a compile-time value (array, dtype, enum member)
 
 
-@dataclass(frozen=True)
-class Member:
-    """A member of a cuda.tile enum passed around as a value (``zero_pad = ct.PaddingMode.ZERO``,
-    a module-level ``PAD_ZERO = ct.PaddingMode.ZERO``): cuTile Python reads it at compile time."""
-
-    enum: str
-    name: str
-
-    def __repr__(self) -> str:
-        return f"{self.enum}.{self.name}"
-
-
-# cuda.tile enums a kernel passes as compile-time values (padding_mode=, rounding_mode=,
-# memory_order=, memory_scope=), directly, through an imported enum or a name bound to a
-# member -> their members the translator has a rule for (cuda/tile/_stub.py, _memory_model.py)
-ENUMS = {"PaddingMode": frozenset(C.PADDING), "RoundingMode": frozenset(C.ROUNDING),
-         "MemoryOrder": frozenset(C.MEMORY_ORDER), "MemoryScope": frozenset(C.MEMORY_SCOPE)}
 # kinds of values that exist at compile time only (no Rust value; a name bound to one aliases it)
 COMPILE_TIME = ("arr", "dtype", "member")
-
-
-def enum_imports(tree: ast.Module) -> dict:
-    """``from cuda.tile import RoundingMode as RMd`` -> {'RMd': 'RoundingMode'}."""
-    return {a.asname or a.name: a.name for n in tree.body if isinstance(n, ast.ImportFrom)
-            and n.module == "cuda.tile" for a in n.names if a.name in ENUMS}
-
-
-def enum_member(node, alias: str, imports: dict | None = None) -> Member | None:
-    """``<alias>.PaddingMode.ZERO`` / ``RMd.APPROX`` (an enum imported from cuda.tile, as
-    :func:`enum_imports` lists them) as a :class:`Member` (None for anything else, and for a
-    member without a rule)."""
-    if not isinstance(node, ast.Attribute):
-        return None
-    base = node.value
-    if isinstance(base, ast.Attribute) and F.is_ct(base, alias) and base.attr in ENUMS:
-        enum = base.attr
-    elif isinstance(base, ast.Name) and base.id in (imports or {}):
-        enum = imports[base.id]
-    else:
-        return None
-    return Member(enum, node.attr) if node.attr in ENUMS[enum] else None
 
 
 @dataclass
@@ -134,77 +102,6 @@ class Emitter:
 # key of an entry's specialisation holding the variant's element type (manifest code), for an
 # entry that cannot be generic over E (a value or an op that depends on which type E is)
 DTYPE_KEY = "__dtype__"
-
-
-# names of Python's math module a kernel may read as constants (cuTile Python folds them)
-MATH_CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e, "tau": math.tau}
-
-
-def module_constants(tree: ast.Module, alias: str = "ct") -> dict:
-    """Module-level names bound once to a literal (int, float, bool; ``-x``, ``math.inf``...)
-    or to a member of a cuda.tile enum (``PAD_ZERO = ct.PaddingMode.ZERO``: a :class:`Member`):
-    cuTile Python reads them as compile-time constants inside a kernel. A name bound twice,
-    or to anything else, is left out (its value is not known without running the module)."""
-    maths = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import)
-             for a in n.names if a.name == "math"}
-    imports = enum_imports(tree)
-    seen: dict = {}
-    for n in tree.body:
-        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
-            n, ast.AnnAssign) and n.value is not None else []
-        for t in targets:
-            if isinstance(t, ast.Name):
-                seen[t.id] = seen.get(t.id, 0) + 1
-    out = {}
-    for n in tree.body:
-        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
-            t = n.targets[0] if isinstance(n, ast.Assign) else n.target
-            if not isinstance(t, ast.Name) or seen.get(t.id) != 1 or (
-                    isinstance(n, ast.Assign) and len(n.targets) != 1):
-                continue
-            v = _literal(n.value, maths)
-            if isinstance(v, (int, float)):
-                out[t.id] = v
-            elif enum_member(n.value, alias, imports) is not None:
-                out[t.id] = enum_member(n.value, alias, imports)
-    return out
-
-
-def _literal(node, maths: set):
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        v = _literal(node.operand, maths)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return -v if isinstance(node.op, ast.USub) else v
-    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id in maths and node.attr in MATH_CONSTANTS):
-        return MATH_CONSTANTS[node.attr]
-    if isinstance(node, ast.BinOp) and type(node.op) in _FOLD:
-        a, b = _literal(node.left, maths), _literal(node.right, maths)
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            try:
-                return _FOLD[type(node.op)](a, b)
-            except (ArithmeticError, ValueError):
-                return None
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name) and node.func.value.id in maths
-            and node.func.attr in MATH_FUNCTIONS and not node.keywords):
-        args = [_literal(a, maths) for a in node.args]
-        if all(isinstance(a, (int, float)) for a in args):
-            try:
-                return getattr(math, node.func.attr)(*args)
-            except (ArithmeticError, ValueError, TypeError):
-                return None
-    return None
-
-
-# Python arithmetic a module constant may be written with (``1.0 / math.log(2)``), folded in
-# double precision as Python evaluates it when the module is imported
-_FOLD = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-         ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-         ast.Pow: lambda a, b: a ** b}
-MATH_FUNCTIONS = {"log", "log2", "log10", "sqrt", "exp", "pow"}
 
 
 class TranslatorBase:
@@ -238,7 +135,7 @@ class TranslatorBase:
         # module-level Python functions a kernel may call (inlined: ControlRules.inline_call)
         self.module_functions = {n.name: n for n in (module.body if module else ())
                                  if isinstance(n, ast.FunctionDef) and n is not fn
-                                 and not any(F.is_ct(d.func if isinstance(d, ast.Call) else d, alias, "kernel")
+                                 and not any(frontend.is_ct(d.func if isinstance(d, ast.Call) else d, alias, "kernel")
                                              for d in n.decorator_list)}
         self.inlining: list[str] = []        # helpers being inlined (no recursion)
         self.local_prefix = ""               # Rust-name prefix of an inlined helper's names
@@ -293,7 +190,7 @@ class TranslatorBase:
         return None
 
     def rname(self, name: str) -> str:
-        return C.rust_ident(name)
+        return constructs.rust_ident(name)
 
     def enum_of(self, node) -> Member | None:
         """An enum member given as an argument: ``ct.PaddingMode.ZERO``, ``RMd.APPROX``, or a
@@ -305,10 +202,10 @@ class TranslatorBase:
         return enum_member(node, self.alias, self.enum_imports)
 
     def is_ct(self, node, attr=None) -> bool:
-        return F.is_ct(node, self.alias, attr)
+        return frontend.is_ct(node, self.alias, attr)
 
     def _kw(self, call, name, pos=None):
-        return F.kw(call, name, pos)
+        return frontend.kw(call, name, pos)
 
     def check_kwargs(self, call, allowed: set):
         for k in call.keywords:
@@ -406,14 +303,14 @@ class TranslatorBase:
             return repr(v), Ty("lit", value=v)
         if isinstance(node, ast.Attribute):
             if (self.is_ct(node) or (isinstance(node.value, ast.Name) and node.value.id in self.numpys
-                                     and self.lookup(node.value.id) is None)) and node.attr in C.DTYPE_ATTRS:
-                return node.attr, Ty("dtype", dtype=C.DTYPE_ATTRS[node.attr][1])
+                                     and self.lookup(node.value.id) is None)) and node.attr in constructs.DTYPE_ATTRS:
+                return node.attr, Ty("dtype", dtype=constructs.DTYPE_ATTRS[node.attr][1])
             member = enum_member(node, self.alias, self.enum_imports)
             if member is not None:
                 return repr(member), Ty("member", value=member)
             if node.attr == "dtype" and not self.is_ct(node):
                 return self.dtype_attribute(node)
-        if isinstance(node, ast.Subscript) and F.is_shape_subscript(node):
+        if isinstance(node, ast.Subscript) and frontend.is_shape_subscript(node):
             return self.shape_dim(node)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
@@ -423,7 +320,7 @@ class TranslatorBase:
                 and isinstance(node.func.value, ast.Name) and self.lookup(node.func.value.id) is not None
                 and self.lookup(node.func.value.id).ty.kind == "arr"):
             return self.array_slice(node)             # Array.slice: a tensor view (memory)
-        if isinstance(node, ast.Call) and F.is_tile_method(node.func, self.alias):
+        if isinstance(node, ast.Call) and frontend.is_tile_method(node.func, self.alias):
             return self.call(self.method_as_call(node))
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in ("min", "max") and self.lookup(node.func.id) is None):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .. import frontend as F
-from .. import manifest as M
+from tileport.model import frontend, manifest
+
 from .arith import ArithRules
 from .control import ControlRules
 from .core import CONSTEXPR, DTYPE_KEY, NeedConst, NeedDtype, TranslatorBase, Ty, Unsupported, Var, module_constants
@@ -182,39 +182,39 @@ def specialisation_keys(fn: ast.FunctionDef, params: list[dict], alias: str = "c
                 tests = [t.test] if isinstance(t, (ast.If, ast.IfExp)) else t.values if isinstance(
                     t, ast.BoolOp) else []
                 for test in tests:
-                    if not F.static_test(test, set(hp) | static):
+                    if not frontend.static_test(test, set(hp) | static):
                         continue
                     for name in {x.id for x in ast.walk(test) if isinstance(x, ast.Name)}:
                         if name in args:
                             used |= {x.id for x in ast.walk(args[name]) if isinstance(x, ast.Name)} & cnames
-        if isinstance(n, (ast.If, ast.IfExp)) and F.static_test(n.test, static):
+        if isinstance(n, (ast.If, ast.IfExp)) and frontend.static_test(n.test, static):
             used |= through({x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)})
         # arithmetic of constexprs as an operand of run-time arithmetic (`x * (H * SEQ_LEN)`): cuTile
         # Python folds it to one constant; cutile 0.5.0 cannot compile const-generic arithmetic
         # whose value its bounds make exact ("expected a scalar element type",
         # _function.rs compile_constant_from_exact_bounds), so those constexprs are specialised
-        if isinstance(n, ast.BinOp) and not F.static_test(n, static):
+        if isinstance(n, ast.BinOp) and not frontend.static_test(n, static):
             for c in (n.left, n.right):
                 names = through({x.id for x in ast.walk(c) if isinstance(x, ast.Name)})
-                if isinstance(c, ast.BinOp) and F.static_test(c, static) and len(names) >= 2:
+                if isinstance(c, ast.BinOp) and frontend.static_test(c, static) and len(names) >= 2:
                     used |= names
         # a compile-time operand of `and` / `or` short-circuits at compile time (bool_chain)
         for v in n.values if isinstance(n, ast.BoolOp) else ():
-            if F.static_test(v, static):
+            if frontend.static_test(v, static):
                 used |= through({x.id for x in ast.walk(v) if isinstance(x, ast.Name)})
-        if isinstance(n, ast.Call) and F.is_ct(n.func, alias, "static_assert") and n.args:
+        if isinstance(n, ast.Call) and frontend.is_ct(n.func, alias, "static_assert") and n.args:
             used |= through({x.id for x in ast.walk(n.args[0]) if isinstance(x, ast.Name)})
-        if isinstance(n, ast.Call) and F.is_ct(n.func, alias):
+        if isinstance(n, ast.Call) and frontend.is_ct(n.func, alias):
             for kw in STATIC_KWARGS.get(n.func.attr, ()):
-                arg = F.kw(n, kw)          # a compile-time value (check_bounds=, order=)
+                arg = frontend.kw(n, kw)          # a compile-time value (check_bounds=, order=)
                 if isinstance(arg, ast.Name) and arg.id not in derived and bound.get(arg.id) is not None:
                     arg = bound[arg.id]
                 if arg is not None:
                     used |= through({x.id for x in ast.walk(arg) if isinstance(x, ast.Name)})
-        if isinstance(n, ast.Call) and (F.is_ct(n.func, alias) or F.is_tile_method(n.func, alias)):
-            method = not F.is_ct(n.func, alias)
+        if isinstance(n, ast.Call) and (frontend.is_ct(n.func, alias) or frontend.is_tile_method(n.func, alias)):
+            method = not frontend.is_ct(n.func, alias)
             for pos, kw, bare_ok in STATIC_ARGS.get(n.func.attr, ()):
-                arg = F.kw(n, kw, pos - method if pos - method >= 0 else None)
+                arg = frontend.kw(n, kw, pos - method if pos - method >= 0 else None)
                 if arg is None:
                     continue
                 elts = arg.elts if isinstance(arg, ast.Tuple) and bare_ok else [arg]
@@ -270,16 +270,16 @@ def compile_time_locals(fn: ast.FunctionDef, cnames: set, consts: set) -> dict[s
 
 def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
     """Translate one kernel of an operator into one Rust module: :func:`translate_model` of the
-    operator's front-end model (:func:`tileport.frontend.load`).
+    operator's front-end model (:func:`tileport.model.frontend.load`).
 
     Raises:
         Unsupported: a construct without a rule (file:line: construct: reason).
         frontend.AnalysisError / manifest.ManifestError: bad operator input.
     """
-    return translate_model(F.load(op_dir), kernel, target)
+    return translate_model(frontend.load(op_dir), kernel, target)
 
 
-def translate_model(model: F.OperatorModel, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
+def translate_model(model: frontend.OperatorModel, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
     """Translate one kernel of an operator's front-end model into one Rust module.
 
     A kernel whose code depends on constexpr ``if``s or float/bool constexprs becomes one
@@ -363,7 +363,7 @@ def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, 
                 need_dtype = True
                 break
             spec = dict(zip(keys, key))
-            words = [f"{k}{M.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items()]
+            words = [f"{k}{manifest.Variant('x', {k: v}).id.split('-', 1)[1][len(k):]}" for k, v in spec.items()]
             hints = dict(hints_of[vids[0]])
             if split_hints:
                 words += [f"{k}{v}" for k, v in hints.items()] or ["nohints"]
@@ -454,7 +454,7 @@ def manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
     translated (every array is a ``&Tensor``: shared reads of one memory are what cutile's
     ``Tensor::borrow_raw_parts`` allows, cutile-0.5.0 src/tensor.rs, its "Aliasing" safety
     rule)."""
-    from .. import constructs as C
+    from tileport.model import constructs
 
     groups: dict[str, list] = {}
     for p in kinfo["params"]:
@@ -479,15 +479,15 @@ def manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
                    "&[i32] }, get_shape_dim -> i32), so an int64 tensor view has no counterpart")
         elif p["kind"].startswith("scalar") and p["kind"] not in ("scalar_f32", "scalar_i32"):
             why = (f"a {p.get('dtype')} scalar: cutile 0.5.0 takes any element-type scalar, but the "
-                   f"translator and the host ABI (tileport/host.py call_block) know f32 and i32 "
+                   f"translator and the host ABI (tileport/host/shim.py call_block) know f32 and i32 "
                    f"scalars only")
         if why:
             raise Unsupported(kfile, p.get("line"), f"parameter {p['name']}", why)
     for v in kinfo.get("variants", []):
         # an integer variant dtype (int32 / int64 index arrays) is no E: the arrays that follow
         # it get its concrete element type, one entry per dtype (entry_array_dtypes)
-        if v["dtype"] not in C.RUST_DTYPE and v["dtype"] not in INT_VARIANT_DTYPES:
+        if v["dtype"] not in constructs.RUST_DTYPE and v["dtype"] not in INT_VARIANT_DTYPES:
             raise Unsupported(kfile, kinfo.get("line"), f"variant {v['id']}",
                               f"variant dtype {v['dtype']}; the translator's element type E is one of "
-                              f"{', '.join(C.RUST_DTYPE)} only, and an array of the variant's dtype "
+                              f"{', '.join(constructs.RUST_DTYPE)} only, and an array of the variant's dtype "
                               f"takes one of {', '.join(INT_VARIANT_DTYPES)} as a concrete type")

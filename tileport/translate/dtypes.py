@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import ast
 
-from .. import constructs as C
+from tileport.model import constructs
+
 from .core import CONSTEXPR, DTYPE_KEY, NeedConst, NeedDtype, Ty
 
 # manifest dtype code -> Rust element type of cutile 0.5.0 (src/_core.rs `impl ElementType`)
@@ -88,7 +89,7 @@ class DtypeRules:
     """Rules for element types (mixed into the driver's translator)."""
 
     # ct.float8_e4m3fn(0.0), ct.float32(1): a dtype called on a value
-    CALLS = {name: "dtype_constructor" for name in C.DTYPE_ATTRS}
+    CALLS = {name: "dtype_constructor" for name in constructs.DTYPE_ATTRS}
 
     def dtype_constructor(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.<dtype>(value)`` of a value known at compile time: a 0-d tile of that dtype
@@ -103,7 +104,7 @@ class DtypeRules:
         if ty.kind != "lit" or isinstance(ty.value, bool):
             self.fail(node, f"ct.{name}", "a dtype called on a run-time value (an astype of a "
                                           "scalar) is not translated")
-        dtype = C.DTYPE_ATTRS[name][1]
+        dtype = constructs.DTYPE_ATTRS[name][1]
         value = float(ty.value) if _INFO.get(dtype, (0,))[0] == 2 else ty.value
         return self.constant_tile(value, dtype, (), node)
 

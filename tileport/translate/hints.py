@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 
-
 # @ct.kernel keyword -> cutile entry hint (cutile-compiler 0.5.0 hints.rs SMHints)
 ENTRY_HINTS = {"occupancy": "occupancy", "num_ctas": "num_cta_in_cga",
                "num_worker_warps": "num_worker_warps_per_cta"}

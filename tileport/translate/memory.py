@@ -19,11 +19,10 @@ from __future__ import annotations
 import ast
 import math
 
-from .. import constructs as C
-from .. import floats
-from .. import frontend as F
-from .core import CONSTEXPR, DTYPE_KEY, Member, NeedConst, Ty, Unsupported, Var
+from tileport.core import floats
+from tileport.model import constructs, frontend
 
+from .core import CONSTEXPR, DTYPE_KEY, Member, NeedConst, Ty, Unsupported, Var
 
 # a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
 STRIDES_HELPER = """    /// The element strides of a tensor, from its type metadata (cutile 0.5.0 keeps them there
@@ -64,7 +63,7 @@ class MemoryRules:
     """Rules for arrays, partition views and pointer tiles (mixed into the driver's translator)."""
 
     CALLS = {"load": "load", "num_tiles": "num_tiles", "gather": "gather",
-             **{n: "atomic" for n in C.ATOMICS}}
+             **{n: "atomic" for n in constructs.ATOMICS}}
 
     def array_arg(self, node) -> Var:
         if not isinstance(node, ast.Name) or self.lookup(node.id) is None or self.lookup(node.id).ty.kind != "arr":
@@ -134,10 +133,10 @@ class MemoryRules:
         ``zero_pad = ct.PaddingMode.ZERO``, a module-level constant, a helper's parameter)."""
         pm = self._kw(call, "padding_mode")
         if pm is None:
-            return C.PADDING["UNDETERMINED"]
+            return constructs.PADDING["UNDETERMINED"]
         member = self.enum_of(pm)
         if member is not None and member.enum == "PaddingMode":
-            return C.PADDING[member.name]
+            return constructs.PADDING[member.name]
         self.fail(pm, ast.unparse(pm), "padding_mode must be a ct.PaddingMode member (or a name "
                                        "bound to one in the kernel or at module level)")
 
@@ -264,13 +263,13 @@ class MemoryRules:
         shape = self.shape_of(self._kw(node, "shape", 2))
         if not (isinstance(axis, ast.Constant) and isinstance(axis.value, int)):
             self.fail(node, "ct.num_tiles", "axis must be an int literal")
-        v = self.view(arr, shape, C.PADDING["UNDETERMINED"], node)
+        v = self.view(arr, shape, constructs.PADDING["UNDETERMINED"], node)
         return f"num_tiles(&{v}, {axis.value}i32)", Ty("i32")
 
     def shape_dim(self, node: ast.Subscript) -> tuple[str, Ty]:
         """``a.shape[i]``: the array's run-time extent along axis ``i`` (``-1``: the last)."""
         arr = self.array_arg(node.value.value)
-        i = F.shape_axis(node)
+        i = frontend.shape_axis(node)
         if not -arr.ty.ndim <= i < arr.ty.ndim:
             self.fail(node, ast.unparse(node), f"axis {i} out of range for rank {arr.ty.ndim}")
         i %= arr.ty.ndim
@@ -304,7 +303,7 @@ class MemoryRules:
             self.fail(node, ast.unparse(node), f"axis {axis} out of range for rank {nd}")
         axis %= nd
         shape = list(arr.ty.shape or ("-1",) * nd)
-        strides = ["-1"] * (nd - 1) + ["1"]          # an entry tensor's (tileport.rust_ir)
+        strides = ["-1"] * (nd - 1) + ["1"]          # an entry tensor's (tileport.cpu.rust_ir)
         # an extent known at compile time is part of the view's type (cuTile Python types
         # the view with it): the values of its constexprs are asked for (they join the keys)
         if all(self.compile_time_int(n) for n in nodes[1:]):
@@ -499,8 +498,8 @@ class MemoryRules:
         """``memory_order=`` / ``memory_scope=`` of a memory op as cutile's ordering and scope
         markers, with whether the order acquires / releases (for its tokens)."""
         found = []
-        for kw, default_member, table in (("memory_order", default, C.MEMORY_ORDER),
-                                          ("memory_scope", scope_default, C.MEMORY_SCOPE)):
+        for kw, default_member, table in (("memory_order", default, constructs.MEMORY_ORDER),
+                                          ("memory_scope", scope_default, constructs.MEMORY_SCOPE)):
             node = self._kw(call, kw)
             enum = "MemoryOrder" if kw == "memory_order" else "MemoryScope"
             member = Member(enum, default_member) if node is None else self.enum_of(node)
@@ -520,7 +519,7 @@ class MemoryRules:
                               "one (cuTile Python raises TileTypeError for this kernel too)")
             exc.owner = "kernel"
             raise exc
-        return (f"ordering::{C.MEMORY_ORDER[order]}", f"scope::{C.MEMORY_SCOPE[scope]}",
+        return (f"ordering::{constructs.MEMORY_ORDER[order]}", f"scope::{constructs.MEMORY_SCOPE[scope]}",
                 order in ("ACQUIRE", "ACQ_REL"), order in ("RELEASE", "ACQ_REL"))
 
     def atomic(self, call) -> tuple[str, Ty]:
@@ -538,8 +537,8 @@ class MemoryRules:
                                           f"positionally")
         arr = self.array_arg(call.args[0])
         dtype = arr.ty.dtype
-        is_float = dtype in C.FLOAT_TILE_DTYPES
-        mode = None if cas else C.ATOMIC_RMW[name][0 if is_float else 1]
+        is_float = dtype in constructs.FLOAT_TILE_DTYPES
+        mode = None if cas else constructs.ATOMIC_RMW[name][0 if is_float else 1]
         if not cas and mode is None:
             self.fail(call, f"ct.{name}", f"cuTile Python has no {name} of a floating-point array")
         order, scope, acquire, release = self.memory_semantics(
@@ -601,14 +600,14 @@ class MemoryRules:
             self.fail(call, what, "expects (index, update) positionally")
         index = self.index_elems(call.args[0], arr.ty.ndim)
         dtype = arr.ty.dtype
-        mode = C.ATOMIC_RMW[f"atomic_{op}"][0 if dtype in C.FLOAT_TILE_DTYPES else 1]
+        mode = constructs.ATOMIC_RMW[f"atomic_{op}"][0 if dtype in constructs.FLOAT_TILE_DTYPES else 1]
         if mode is None:
             self.fail(call, what, f"cuTile Python has no {call.func.attr} of a {dtype} array")
         ve, vt = self.tile_expr(call.args[1])
         ve = self.as_tile(ve, vt, vt.dtype, shape, call)
         ve, _ = self.implicit_cast(ve, Ty("tile", vt.dtype, shape), dtype, call, what)
         token = self.store_token(arr.rust, call)
-        v = self.view(arr, shape, C.PADDING["UNDETERMINED"], call, token)
+        v = self.view(arr, shape, constructs.PADDING["UNDETERMINED"], call, token)
         done = self.fresh("tok")
         self.out.emit(f"let {done}: Token = atomic_red_view_raw(&{v}, {ve}, [{', '.join(index)}], "
                       f"atomic::{mode}, ordering::Relaxed, scope::Device, Some({token}));", self.line)

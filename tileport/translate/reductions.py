@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import ast
 
-from .. import constructs as C
+from tileport.model import constructs
+
 from .core import Ty
 
 
 class ReductionRules:
     """Rules for reductions (mixed into the driver's translator)."""
 
-    CALLS = {**{n: "reduction" for n in C.REDUCTIONS}, **{n: "scan" for n in C.SCANS}}
+    CALLS = {**{n: "reduction" for n in constructs.REDUCTIONS}, **{n: "scan" for n in constructs.SCANS}}
 
     # the identity argument cutile's scan_sum takes, per element type (it prints 0 whatever
     # this says: see the module docstring)
@@ -44,7 +45,7 @@ class ReductionRules:
         if not isinstance(reverse, bool):
             self.fail(node, f"ct.{name}", "reverse must be True, False or a bool constexpr")
         ax = axis % len(ty.shape)
-        if C.SCANS[name] != "add":
+        if constructs.SCANS[name] != "add":
             self.fail(node, f"ct.{name}", f"a product scan needs the identity 1; {self.SCAN_EVIDENCE}")
         if ty.dtype not in self.SCAN_ZERO:
             self.fail(node, f"ct.{name}", f"a scan of a {ty.dtype} tile (cuTile Python casts a bool "
@@ -90,7 +91,7 @@ class ReductionRules:
         r, rty = e, ty
         for i, ax in enumerate(axes):
             red = tuple(d for j, d in enumerate(rty.shape) if j != ax - i)
-            r, rty = self.bind(f"{C.REDUCTIONS[name]}({r}, {ax - i})", Ty("tile", ty.dtype, red))
+            r, rty = self.bind(f"{constructs.REDUCTIONS[name]}({r}, {ax - i})", Ty("tile", ty.dtype, red))
         if keep and axes:
             kept = tuple("1" if i in axes else d for i, d in enumerate(ty.shape))
             return self.bind(f"{r}.reshape(shape![{', '.join(kept)}])", Ty("tile", ty.dtype, kept))

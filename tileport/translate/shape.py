@@ -12,7 +12,8 @@ import ast
 import math
 import re
 
-from .. import constructs as C
+from tileport.model import constructs
+
 from .core import Ty
 
 # a Rust name or literal (`row`, `7i32`, `-0.5f32`, `1e-06f32`): splatted as it is
@@ -230,7 +231,7 @@ class ShapeRules:
             else:
                 self.fail(node, ast.unparse(node), f"the scalar {ty.value!r} mixed with a {dtype} tile "
                                                    "is not translated")
-        elif ty.kind == "i32" and dtype in C.FLOAT_TILE_DTYPES:
+        elif ty.kind == "i32" and dtype in constructs.FLOAT_TILE_DTYPES:
             self.fail(node, ast.unparse(node), "an int scalar mixed with a float tile is not "
                                                "translated (no int-to-float scalar rule yet)")
         elif ty.kind != dtype:

@@ -1,0 +1,48 @@
+"""A rule's code inputs from the import closure of its script (tileport.core.closure)."""
+from pathlib import Path
+
+import pytest
+
+from tileport.core import closure
+
+REPO = Path(__file__).resolve().parent.parent
+PKG = REPO / "tileport"
+
+
+def _inputs(script: str) -> set[str]:
+    return {str(Path(p).relative_to(REPO)) for p in closure.code_inputs(REPO / "scripts" / f"{script}.py", PKG)}
+
+
+def test_a_stage_s_code_inputs_hold_what_it_imports_indirectly():
+    # the two misses the hand-kept lists had: the translator's driver reads the manifest, and
+    # the GPU test asks gpu.kept whether a kept measurement still holds
+    assert "tileport/model/manifest.py" in _inputs("write_kernel")
+    assert "tileport/gpu/kept.py" in _inputs("gpu_test")
+    # every package face on the way, and the stage's own module
+    assert {"tileport/__init__.py", "tileport/ir_diff/__init__.py", "tileport/ir_diff/normalise.py"} <= _inputs("ir_diff")
+
+
+def test_a_stage_s_code_inputs_leave_out_what_it_never_imports():
+    assert not any(p.startswith(("tileport/gpu/", "tileport/report/", "tileport/translate/")) for p in _inputs("ir_diff"))
+    assert "tileport/report/summary.py" not in _inputs("analyze")
+
+
+def test_closure_follows_lazy_and_relative_imports(tmp_path):
+    pkg = tmp_path / "tileport"
+    (pkg / "core").mkdir(parents=True)
+    for f in ("__init__.py", "core/__init__.py"):
+        (pkg / f).write_text("")
+    (pkg / "core" / "a.py").write_text("def f():\n    from . import b\n")
+    (pkg / "core" / "b.py").write_text("from tileport.core.c import x\n")
+    (pkg / "core" / "c.py").write_text("x = 1\n")
+    (pkg / "core" / "d.py").write_text("")
+    got = [p.relative_to(tmp_path).as_posix() for p in closure.import_closure("tileport.core.a", pkg)]
+    assert got == ["tileport/__init__.py", "tileport/core/__init__.py", "tileport/core/a.py", "tileport/core/b.py",
+                   "tileport/core/c.py"]
+    script = tmp_path / "s.py"
+    script.write_text("from tileport.core import a, c\n")
+    assert [Path(p).name for p in closure.code_inputs(script, pkg)] == ["__init__.py", "__init__.py", "a.py", "b.py",
+                                                                           "c.py"]
+    script.write_text("from tileport.core import a\nfrom tileport.gone.module import x\n")
+    with pytest.raises(KeyError, match="tileport.gone.module"):
+        closure.code_inputs(script, pkg)

@@ -1,0 +1,169 @@
+"""tileport's own import graph, read from the source (never by importing): which modules a module
+imports, the loops among them, and the import closure of a stage module -- the files a rule
+declares as its code inputs, so that editing any module reruns exactly the stages that use it.
+
+An import is an edge wherever it stands (module level or inside a function). ``from tileport.x
+import y`` is an edge to ``tileport.x.y`` when that is a module, else to ``tileport.x``;
+importing ``tileport.a.b`` also runs ``tileport/a/__init__.py``, so a package's face is in the
+closure of every module under it.
+"""
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE = "tileport"
+
+
+def _modules(pkg_dir: Path) -> dict[str, Path]:
+    """``{dotted module name: file}`` of every ``.py`` file under ``pkg_dir`` (the package
+    ``tileport``'s folder)."""
+    out = {}
+    for p in sorted(pkg_dir.rglob("*.py")):
+        parts = list(p.relative_to(pkg_dir.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = p
+    return out
+
+
+def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
+    """The dotted names one import statement names (relative imports resolved)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        parts = module.split(".") if is_package else module.split(".")[:-1]
+        parts = parts[: len(parts) - node.level + 1]
+        base = ".".join(parts + ([base] if base else []))
+    return [base] + [f"{base}.{a.name}" for a in node.names]
+
+
+def import_graph(pkg_dir: str | Path) -> dict[str, set[str]]:
+    """``{module: {tileport modules it imports}}`` for the package in ``pkg_dir``.
+
+    Raises:
+        SyntaxError: a module does not parse (naming its file and line).
+    """
+    pkg_dir = Path(pkg_dir)
+    mods = _modules(pkg_dir)
+    graph: dict[str, set[str]] = {}
+    for m, path in mods.items():
+        edges = set()
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            for name in _imported(node, m, path.name == "__init__.py"):
+                while name and name not in mods:
+                    name = name.rpartition(".")[0]
+                if name and name != m and not m.startswith(name + "."):
+                    edges.add(name)
+        graph[m] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import loops of ``graph``: each strongly connected set of two or more modules, sorted
+    (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return sorted(out)
+
+
+@lru_cache(maxsize=None)
+def _graph_cached(pkg_dir: str) -> tuple[dict[str, set[str]], dict[str, Path]]:
+    return import_graph(pkg_dir), _modules(Path(pkg_dir))
+
+
+def import_closure(module: str, pkg_dir: str | Path) -> list[Path]:
+    """The files of ``module`` and of every tileport module it imports, directly or not, with
+    the ``__init__.py`` of each package on the way (sorted paths). Read once per process.
+
+    Raises:
+        KeyError: ``module`` is not a module of the package (its name, and the package folder).
+    """
+    graph, mods = _graph_cached(str(Path(pkg_dir).resolve()))
+    if module not in mods:
+        raise KeyError(f"{module} is not a module of {pkg_dir}")
+    seen, todo = set(), [module]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        parts = m.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in mods)
+        todo.extend(graph[m])
+    return sorted(mods[m] for m in seen)
+
+
+def script_modules(script: str | Path) -> list[str]:
+    """The tileport modules a script (a rule's ``scripts/<stage>.py``) imports, wherever the
+    import stands: ``from tileport.core import stage`` names ``tileport.core.stage`` when that is a
+    module, else ``tileport.core``. Sorted, each once.
+
+    Raises:
+        OSError: the script cannot be read; SyntaxError: it does not parse.
+    """
+    path = Path(script)
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == PACKAGE:
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] == PACKAGE)
+    return sorted(names)
+
+
+def code_inputs(script: str | Path, pkg_dir: str | Path, extra: tuple[str, ...] = ()) -> list[str]:
+    """What a rule's code inputs are: the files of the import closure (:func:`import_closure`) of
+    every tileport module ``script`` imports and of the modules ``extra`` names (one the script
+    picks at run time by name), as sorted path strings. A dotted name that is no module of the
+    package (``from tileport.core import atomic_write_text``) is skipped where a module above it is
+    named too."""
+    _, mods = _graph_cached(str(Path(pkg_dir).resolve()))
+    files = set()
+    for m in [*script_modules(script), *extra]:
+        if m in mods:
+            files.update(import_closure(m, pkg_dir))
+        elif m.rpartition(".")[0] not in mods:
+            raise KeyError(f"{script}: imports {m}, which is no module of {pkg_dir}")
+    return sorted(str(p) for p in files)

@@ -1,0 +1,80 @@
+"""Glue shared by the thin ``scripts/<stage>.py`` wrappers: import path, logs, attempts."""
+from __future__ import annotations
+
+import contextlib
+import sys
+import traceback
+from pathlib import Path
+
+
+def apply_tools(tools: dict) -> None:
+    """Export config.yaml's non-empty ``tools`` paths to this job's environment, where
+    :mod:`tileport.core.toolchain` and :mod:`tileport.cpu.rust_ir` look them up."""
+    import os
+
+    names = {"tileirdisasm": "TILEPORT_TILEIRDISASM", "cuda_root": "TILEPORT_CUDA_ROOT",
+             "cargo_target_dir": "TILEPORT_CARGO_TARGET_DIR"}
+    for key, env in names.items():
+        if tools.get(key):
+            os.environ[env] = str(tools[key])
+
+
+@contextlib.contextmanager
+def logged(log_path: str | Path, attempt: int = 1):
+    """Send stdout/stderr of the block to ``log_path`` and also keep a per-attempt copy
+    (``<log>.attempt-<n>``) so a failed attempt's log is never overwritten by the next one."""
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    keep = log_path.with_name(f"{log_path.name}.attempt-{attempt}")
+    with open(log_path, "w") as fh:
+        old = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = fh
+        try:
+            yield fh
+        except BaseException:
+            traceback.print_exc(file=fh)
+            raise
+        finally:
+            sys.stdout, sys.stderr = old
+            fh.flush()
+            keep.write_text(log_path.read_text())
+
+
+@contextlib.contextmanager
+def guarded(smk, stage: str):
+    """Run one job's body so that it always ends in a verdict.
+
+    Sets the tool paths (``params.tools``), logs to ``log[0]`` (one copy per attempt), and if
+    the body raises an unexpected exception writes an ERROR verdict (owner ``tool``, the
+    exception named, the log path) to the job's ``verdict`` output. In every case an output the
+    body did not write is created as a placeholder naming the verdict, so downstream stages and
+    ``summary.csv`` still run: a broken operator never stops the others.
+    ``SystemExit`` (a deliberate retry request) passes through.
+    """
+    from tileport.core.verdict import Finding, Verdict, atomic_write_text, read, write
+
+    apply_tools(getattr(smk.params, "tools", {}) or {})
+    attempt = getattr(smk.resources, "attempt", 1)
+    outs = dict(smk.output.items())
+    vpath = outs.get("verdict") or next((o for o in smk.output if str(o).endswith(".json")), None)
+    wc = dict(smk.wildcards.items())
+    with logged(smk.log[0], attempt):
+        try:
+            yield
+        except SystemExit:
+            raise
+        except Exception as exc:  # a crash of tileport itself or of a tool it runs
+            traceback.print_exc()
+            msg = f"{stage} crashed: {type(exc).__name__}: {exc}".strip()[:1500]
+            if vpath:
+                write(Verdict(stage=stage, op=wc.get("op", "?"), kernel=wc.get("kernel"),
+                              variant=wc.get("variant"), verdict="ERROR", owner="tool",
+                              attempt=attempt, summary=f"{msg} (log: {smk.log[0]})",
+                              findings=[Finding("environment", "critical", "tool", msg)]), vpath)
+        try:
+            word = read(vpath)["verdict"] if vpath else "?"
+        except Exception:
+            word = "ERROR"
+        for o in smk.output:
+            if not Path(o).exists():
+                atomic_write_text(o, f"# {word}: see {vpath}\n")

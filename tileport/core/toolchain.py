@@ -1,0 +1,127 @@
+"""Where the external tools live: tileirdisasm, tileiras, the CUDA headers for cutile's bindgen.
+
+All come from PyPI wheels installed in the project's virtualenv (``nvidia-cuda-tileiras``,
+``nvidia-cuda-runtime``, ``nvidia-curand``), which put them under ``<site-packages>/nvidia/cu13``
+(``bin/tileirdisasm``, ``bin/tileiras``, ``include/cuda.h`` with CUDA_VERSION 13040).
+``config.yaml``'s ``tools`` section can override each path.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+
+
+def cuda_root() -> Path:
+    """The ``nvidia/cu13`` folder of the running interpreter's site-packages.
+
+    Raises:
+        FileNotFoundError: the nvidia wheels are not installed in this environment.
+    """
+    env = os.environ.get("TILEPORT_CUDA_ROOT")
+    if env:
+        return Path(env)
+    root = Path(sysconfig.get_paths()["purelib"]) / "nvidia" / "cu13"
+    if not (root / "include" / "cuda.h").is_file():
+        raise FileNotFoundError(
+            f"{root}/include/cuda.h not found: install the pinned nvidia-cuda-runtime wheel "
+            "(`make install`)")
+    return root
+
+
+def tool(name: str) -> str:
+    """Path of a CUDA tool (``tileirdisasm``, ``tileiras``): env ``TILEPORT_<NAME>``, then the
+    wheel's ``bin/``, then ``PATH``. Raises FileNotFoundError naming what was tried."""
+    env = os.environ.get(f"TILEPORT_{name.upper()}")
+    if env:
+        return env
+    try:
+        cand = cuda_root() / "bin" / name
+        if cand.is_file():
+            return str(cand)
+    except FileNotFoundError:
+        pass
+    found = shutil.which(name)
+    if found:
+        return found
+    raise FileNotFoundError(f"{name} not found (TILEPORT_{name.upper()}, nvidia/cu13/bin, PATH)")
+
+
+def disassemble(bytecode: str | Path, debug_info: bool = True) -> str:
+    """Text of a Tile IR bytecode file, printed by ``tileirdisasm``.
+
+    With ``debug_info`` (``-g``) every op line ends in ``loc(#locN)`` and the text ends with the
+    location aliases, which name the source line (kernel.py or the generated .rs) of each op.
+
+    Raises:
+        RuntimeError: tileirdisasm exited non-zero (message carries its stderr).
+    """
+    cmd = [tool("tileirdisasm")] + (["-g"] if debug_info else []) + [str(bytecode)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"tileirdisasm {bytecode} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def cache_root() -> Path:
+    """``${XDG_CACHE_HOME:-~/.cache}/tileport``: build caches shared by every clone."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tileport"
+
+
+def cuda_version(include: Path) -> int:
+    """``CUDA_VERSION`` defined by ``include/cuda.h`` (e.g. 13040). Raises ValueError if absent."""
+    m = re.search(r"^#define CUDA_VERSION (\d+)", (include / "cuda.h").read_text(), re.M)
+    if not m:
+        raise ValueError(f"{include / 'cuda.h'}: no CUDA_VERSION")
+    return int(m.group(1))
+
+
+def toolkit_dir() -> Path:
+    """A directory to give cutile's bindgen as ``CUDA_TOOLKIT_PATH``: the CUDA headers of the
+    ``nvidia-cuda-runtime`` / ``nvidia-curand`` wheels, copied once per CUDA version under
+    :func:`cache_root` (``cuda-toolkit-<CUDA_VERSION>/include``).
+
+    The path must not depend on the clone: cuda-bindings' build script reruns when
+    ``CUDA_TOOLKIT_PATH`` changes, which would rebuild cutile (about 85 s) in the shared cargo
+    target directory whenever two clones alternate.
+    """
+    src = cuda_root() / "include"
+    dst = cache_root() / f"cuda-toolkit-{cuda_version(src)}"
+    if not (dst / "include" / "cuda.h").is_file():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=dst.parent, prefix=f".{dst.name}."))
+        shutil.copytree(src, tmp / "include")
+        try:
+            tmp.rename(dst)
+        except OSError:          # another job assembled it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dst
+
+
+# rustc --message-format=short error lines: <file.rs>:<line>:<col>: error...
+CARGO_ERR = re.compile(r"^(?P<file>[^\s:]+\.rs):(?P<line>\d+):(?P<col>\d+): (?P<msg>error.*)$", re.M)
+
+
+def default_target_dir() -> Path:
+    """Shared cargo target dir: ``$TILEPORT_CARGO_TARGET_DIR`` or ``~/.cache/tileport/cargo-target``
+    (outside the clone, so every clone and CI run reuses the compiled cutile)."""
+    env = os.environ.get("TILEPORT_CARGO_TARGET_DIR")
+    if env:
+        return Path(env)
+    return cache_root() / "cargo-target"
+
+
+def cargo_env(target_dir: Path) -> dict:
+    """Environment for cargo and the dumper: CUDA headers (bindgen) and tileiras from the wheels."""
+    env = dict(os.environ)
+    root = cuda_root()
+    env["CUDA_TOOLKIT_PATH"] = str(toolkit_dir())     # headers, clone-independent
+    env["CARGO_TARGET_DIR"] = str(target_dir)
+    env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["CUTILE_TILEIRAS_PATH"] = tool("tileiras")    # the dumper asks its version
+    env.pop("CUDA_HOME", None)  # an older toolkit there breaks tileiras (toolchain notes)
+    return env

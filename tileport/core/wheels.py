@@ -1,0 +1,90 @@
+"""Installed Python distributions read as text, never imported: which wheel provides a module,
+its version against the checkout's pin, its site directory and its RECORD hashes.
+
+tileport reads TileGym's kernels from the pinned ``tilegym`` wheel (``requirements-sources.txt``,
+installed with ``pip --no-deps``): the importer copies them, the defects check reads their lines,
+the coverage census counts their ``@ct.kernel`` functions.
+"""
+from __future__ import annotations
+
+import importlib.metadata as md
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+#: the pin file of the wheels tileport reads as text, at the checkout's root
+PIN_FILE = "requirements-sources.txt"
+
+
+class ImportFailed(Exception):
+    """The installed distribution cannot be used (not installed, wrong version, modified file)."""
+
+
+
+@dataclass
+class Wheel:
+    """An installed distribution: ``name``, ``version``, ``sha256`` of its wheel as pinned (None
+    when the pin file does not name this version), its ``root`` (the site directory) and the
+    sha256 of every file its RECORD lists (``{path inside the site dir: urlsafe-b64 digest}``)."""
+
+    name: str
+    version: str
+    sha256: str | None
+    root: Path
+    record: dict[str, str]
+    top: str
+
+
+def read_pin(pin_file: str | Path, name: str) -> tuple[str | None, list[str]]:
+    """(version, [sha256, ...]) that ``pin_file`` gives the distribution ``name`` (a
+    ``name==version --hash=sha256:...`` requirement, continuation lines allowed); (None, [])
+    when the file or the requirement is missing."""
+    try:
+        text = Path(pin_file).read_text()
+    except OSError:
+        return None, []
+    text = re.sub(r"\\\s*\n", " ", text)
+    canon = re.sub(r"[-_.]+", "-", name).lower()
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        m = re.match(r"([A-Za-z0-9_.\-]+)\s*==\s*([^\s;]+)", line)
+        if m and re.sub(r"[-_.]+", "-", m.group(1)).lower() == canon:
+            return m.group(2), re.findall(r"--hash[=\s]sha256:([0-9a-f]{64})", line)
+    return None, []
+
+
+def find_wheel(module: str, pin_file: str | Path | None = None) -> Wheel:
+    """The installed distribution that provides ``module``'s top-level package (found on
+    ``sys.path`` through its ``.dist-info``, never by importing).
+
+    Raises:
+        ImportFailed: no installed distribution provides it, or its version differs from the
+            one ``pin_file`` pins.
+    """
+    top = module.split(".", 1)[0]
+    names = _packages().get(top, [])
+    if not names:
+        raise ImportFailed(f"no installed distribution provides the package '{top}' of module "
+                           f"'{module}' (make install installs {PIN_FILE} with pip --no-deps)")
+    dist = md.distribution(names[0])
+    name, version = dist.metadata["Name"], dist.version
+    sha = None
+    if pin_file is not None:
+        pinned, hashes = read_pin(pin_file, name)
+        if pinned is None:
+            raise ImportFailed(f"{pin_file}: does not pin the distribution '{name}' that provides "
+                               f"'{module}' (installed: {name} {version})")
+        if pinned != version:
+            raise ImportFailed(f"{pin_file}: pins {name}=={pinned} but {name} {version} is installed "
+                               f"(run make install)")
+        sha = hashes[0] if len(hashes) == 1 else (",".join(hashes) or None)
+    record = {str(f): f.hash.value for f in (dist.files or []) if f.hash is not None and f.hash.mode == "sha256"}
+    return Wheel(name, version, sha, Path(dist.locate_file("")), record, top)
+
+
+@lru_cache(maxsize=1)
+def _packages() -> dict[str, list[str]]:
+    """Top-level package -> distributions (scanning every installed distribution takes ~0.2 s:
+    once per process)."""
+    return md.packages_distributions()

@@ -1,0 +1,300 @@
+"""Stage ``reference_ir``: the cuTile Python reference's Tile IR, on the CPU.
+
+For one (kernel, variant) it builds a ``KernelSignature`` (arrays: the manifest's dtype or the
+variant's, rank, int32 indices, non-negative strides, no aliasing, innermost stride 1 -- the
+same layout facts the Rust side is compiled with; lists of such arrays; i32/i64/f32 scalars;
+constexprs as the manifest writes them: ints of any sign, floats, bools), exports Tile IR
+bytecode with ``cuda.tile.compilation.export_kernel(..., output_format="tileir_bytecode")``
+and disassembles it with ``tileirdisasm`` (both facts: ``shared/notes/toolchain.md``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+import traceback
+from pathlib import Path
+
+from tileport.core import source, toolchain
+from tileport.core.verdict import Finding, Verdict, atomic_write_text, loc, write
+from tileport.cpu import analyze
+from tileport.model import frontend, manifest
+
+
+def load_module(kernel_py: str | Path):
+    """Import ``kernel.py`` from its path under a private module name."""
+    kernel_py = Path(kernel_py)
+    name = f"tileport_ref_{kernel_py.parent.name}"
+    spec = importlib.util.spec_from_file_location(name, kernel_py)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def kernel_object(mod, kernel: str, variant: manifest.Variant):
+    """The ``@ct.kernel`` object of ``kernel`` in the imported module, with the variant's
+    compiler hints applied as the launch code applies them (``kernel.replace_hints``)."""
+    fn = getattr(mod, kernel)
+    return fn.replace_hints(**variant.hints) if variant.hints else fn
+
+
+def signature_for(kernel_params: list[dict], variant: manifest.Variant):
+    """A ``KernelSignature`` for one variant.
+
+    ``kernel_params`` is ``analysis.json``'s ``kernels[i].params``. Arrays get their own
+    ``dtype`` (a code, or a mapping by variant dtype) or, where it is ``{dtype}``, the variant's; a ``list`` array becomes a
+    ``ListConstraint`` of such arrays (elements may not alias); arrays alias only within their
+    ``alias_group``; scalars get their ``dtype``
+    (i32 / i64 / f32); constexprs the variant's value as written (int, float or bool). An array
+    with a ``static_shape`` (a one-element array: :func:`tileport.model.frontend.unit_array`) gets it
+    as its ``shape_constant``, as cuTile Python's launcher gives every extent-1 dimension.
+    """
+    import cuda.tile as ct
+    from cuda.tile.compilation import (
+        ArrayConstraint,
+        CallingConvention,
+        KernelSignature,
+        ListConstraint,
+        ScalarConstraint,
+    )
+
+    def dt(code):
+        return getattr(ct, manifest.DTYPES[code][0])
+
+    params = []
+    for p in kernel_params:
+        if p["kind"] == "array":
+            nd = p["ndim"]
+            arr = ArrayConstraint(
+                dt(manifest.resolve_dtype(p.get("dtype"), variant.dtype)), nd,
+                index_dtype=ct.int64 if p.get("index_dtype") == "i64" else ct.int32,
+                stride_lower_bound_incl=0,
+                alias_groups=[p["alias_group"]] if p.get("alias_group") else [], may_alias_internally=False,
+                stride_constant=[None] * (nd - 1) + [1],
+                # a one-element array's constant shape, as the launcher derives it from the
+                # array (frontend.unit_array; the port's Tensor<E, {[1]}>)
+                shape_constant=p.get("static_shape"))
+            params.append(ListConstraint(arr, alias_groups=[], elements_may_alias=False)
+                          if p.get("list") else arr)
+        elif p["kind"] == "constexpr":
+            params.append(variant.constexprs[p["name"]])   # int, float or bool as declared
+        else:
+            params.append(ScalarConstraint(dt(p["dtype"])))
+    return KernelSignature(params, calling_convention=CallingConvention.cutile_python_v2())
+
+
+class ManifestGap(ValueError):
+    """The manifest does not describe the kernel well enough to compile it (the analysis names
+    why); ``owner`` is ``manifest`` (edit the manifest) or ``tool`` (the format lacks the
+    concept)."""
+
+    def __init__(self, msg: str, owner: str, file: str | None = None, line: int | None = None):
+        super().__init__(msg)
+        self.owner, self.file, self.line = owner, file, line
+
+
+def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
+           out_txt: str | Path) -> None:
+    """Export one variant's Tile IR bytecode and its text.
+
+    Raises:
+        A.AnalysisError / M.ManifestError: bad operator input.
+        ManifestGap: the analysis found that the manifest disagrees with this kernel or cannot
+            describe it (nothing is compiled: a signature built from it would be wrong).
+        KeyError: no such kernel or variant.
+        RuntimeError: cuTile's compiler or ``tileirdisasm`` failed (message has its stderr).
+    """
+    op_dir = Path(op_dir)
+    model = frontend.load(op_dir)
+    details, man = model.details(), model.manifest
+    kinfo = next((k for k in details["kernels"] if k["name"] == kernel), None)
+    gaps = [u for u in details["unsupported"] if u.get("category") == "manifest" and u.get("kernel") == kernel]
+    if gaps:
+        u = gaps[0]
+        raise ManifestGap(f"{u['file']}:{u['line']}: {u['construct']}: {u['reason']}", u.get("owner", "manifest"),
+                          u["file"], u["line"])
+    if kinfo is None:
+        raise KeyError(f"{source.kernel_py(op_dir)}: no kernel '{kernel}'")
+    variant = manifest.variant_by_id(man, variant_id, kernel)
+    try:
+        mod = load_module(source.kernel_py(op_dir))
+    except SystemExit as exc:
+        raise RuntimeError(f"importing kernel.py called sys.exit({exc.code})") from None
+    from cuda.tile.compilation import export_kernel
+
+    sig = signature_for(kinfo["params"], variant)
+    out_bc = Path(out_bc)
+    out_bc.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_bc.with_name(out_bc.name + ".tmp")
+    export_kernel(kernel_object(mod, kernel, variant), [sig], str(tmp), output_format="tileir_bytecode")
+    text = toolchain.disassemble(tmp)
+    tmp.replace(out_bc)
+    atomic_write_text(out_txt, text)
+
+
+def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: int | None,
+                       message: str = "") -> str | None:
+    """Why a cuTile *type* error at ``kernel.py:line`` is the manifest's doing, or None.
+
+    The arrays whose values reach that line (its names, followed back through assignments of
+    the kernel body) are the suspects: one whose dtype the manifest did not state took the
+    variant's dtype by default (an int index array or an fp32 side array given the variant's
+    f16 is refused by cuTile although the kernel is valid), and any may have the wrong
+    ``ndim``. Traced means shown: giving one of them another dtype or rank
+    (:func:`_trial_fix`) makes cuTile compile the variant or get past that line. The answer
+    names the array, what the manifest gave it, what helps and what to write."""
+    import ast
+
+    try:
+        model = frontend.load(op_dir)
+        variant = manifest.variant_by_id(model.manifest, variant_id, kernel)
+        km = model.kernel(kernel)
+        kinfo, fn = km.info(), km.fn
+    except Exception:  # noqa: BLE001 - no trace is an answer too
+        return None
+    if line is None:
+        return None
+    arrays = {p["name"]: p for p in kinfo["params"] if p["kind"] == "array"}
+    # name -> the parameters its value derives from (assignments in source order, to a fixpoint)
+    deps: dict[str, set] = {p["name"]: {p["name"]} for p in kinfo["params"]}
+    assigns = sorted((n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))),
+                     key=lambda n: n.lineno)
+    for _ in range(3):
+        for n in assigns:
+            src = {x.id for x in ast.walk(n.value) if isinstance(x, ast.Name)} if n.value else set()
+            got = set().union(*(deps.get(x, set()) for x in src)) if src else set()
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                for x in ast.walk(t):
+                    if isinstance(x, ast.Name):
+                        deps[x.id] = deps.get(x.id, set()) | got
+    at_line, direct = set(), set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and getattr(n, "lineno", None) == line:
+            at_line |= deps.get(n.id, set())
+            direct.add(n.id)
+    order = [p["name"] for p in kinfo["params"]]
+    # the arrays the line names itself first, then those its values come from
+    reach = sorted(at_line & set(arrays), key=lambda a: (a not in direct, -order.index(a)))
+    defaulted = [a for a in reach if arrays[a].get("dtype") == "{dtype}"]
+    by_name = {cute: code for code, (cute, _, _) in manifest.DTYPES.items()}
+    named = [by_name[w] for w in re.findall(r"[a-z0-9_]+", message) if w in by_name]
+    dtypes = [d for d in dict.fromkeys(named + list(_TRIED)) if d != variant.dtype]
+    dtype_trials = [(a, "dtype", d) for a in defaulted for d in dtypes]
+    ndim_trials = [(a, "ndim", nd) for a in reach
+                   for nd in sorted(range(1, 7), key=lambda k: abs(k - arrays[a]["ndim"])) if nd != arrays[a]["ndim"]][:6]
+    rank_words = re.search(r"\b(rank|ndim|shape length|dimensions?|index has|number of indices)\b", message)
+    trials = ndim_trials + dtype_trials if rank_words else dtype_trials + ndim_trials
+    fix = _trial_fix(op_dir, kernel, kinfo["params"], variant, trials, line)
+    if not fix:
+        return None           # no change the manifest could make helps: the kernel's own error
+    name, field, value, passed = fix
+    got = "compiles this variant" if passed else f"gets past line {line}"
+    if field == "dtype":
+        names = ", ".join(defaulted)
+        return (f"the array(s) {names} reach that line and took the variant's dtype {variant.dtype} because "
+                f"the manifest gives them none (kernels/{kernel}/arrays); with {name} as {value} cuTile {got}: "
+                f"write {name}: {{ndim: ..., role: ..., dtype: {value}}} under kernels/{kernel}/arrays (and "
+                f"dtype: {value} on the tensor bound to it)")
+    return (f"the manifest gives {name} ndim {arrays[name]['ndim']} (kernels/{kernel}/arrays/{name}); with ndim "
+            f"{value} cuTile {got}: write {name}: {{ndim: {value}, ...}}")
+
+
+#: dtypes tried, in order, for an array whose defaulted dtype cuTile refused (after those the
+#: compiler's message names): index arrays and fp32 side arrays are the common cases (issue 17)
+_TRIED = ("i32", "f32", "i64")
+
+
+def _trial_fix(op_dir, kernel, params, variant, trials, line, limit: int = 10):
+    """The first ``(array, field, value)`` of ``trials`` (field ``dtype`` or ``ndim``) that makes
+    cuTile compile the variant (returned with True) or at least no longer stop at ``line``
+    (False: another array may need its fact too), or None; at most ``limit`` compiles."""
+    import tempfile
+
+    from cuda.tile.compilation import export_kernel
+
+    try:
+        mod = load_module(source.kernel_py(op_dir))
+        fn = kernel_object(mod, kernel, variant)
+    except BaseException:  # noqa: BLE001
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, field, value in trials[:limit]:
+            trial = [dict(p, **{field: value}) if p["name"] == name else p for p in params]
+            try:
+                export_kernel(fn, [signature_for(trial, variant)], f"{tmp}/t.bc", output_format="tileir_bytecode")
+            except Exception as exc:  # noqa: BLE001 - refused again: where?
+                at = getattr(getattr(exc, "loc", None), "line", None)
+                if _is_type_error(exc) and at is not None and at != line:
+                    return name, field, value, False
+                continue
+            return name, field, value, True
+    return None
+
+
+def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
+    """Run :func:`export` and write a verdict (PASS / BLOCKED / ERROR); never raises on bad input.
+
+    Owners: ``manifest`` for a malformed manifest, one that disagrees with the kernel (BLOCKED),
+    and a cuTile type error traced to an array whose dtype the manifest left to the variant
+    (ERROR, :func:`traced_to_manifest`); ``tool`` when the manifest format cannot describe the
+    kernel (ERROR); ``env`` for a missing tool or module; ``kernel`` for any other compile error.
+    """
+    base = dict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id)
+    try:
+        export(op_dir, kernel, variant_id, out_bc, out_txt)
+    except ManifestGap as exc:
+        word = "ERROR" if exc.owner == "tool" else "BLOCKED"
+        return write(Verdict(**base, verdict=word, owner=exc.owner, summary=str(exc)[:1500],
+                             findings=[Finding("manifest", "critical", exc.owner, str(exc),
+                                               ref=loc(exc.file, exc.line) if exc.file else None)]), out_json)
+    except manifest.ManifestError as exc:
+        return write(Verdict(**base, verdict="BLOCKED", owner="manifest", summary=str(exc),
+                             findings=[Finding("manifest", "critical", "manifest", str(exc))]), out_json)
+    except (analyze.AnalysisError, KeyError) as exc:
+        owner = getattr(exc, "owner", "kernel")
+        return write(Verdict(**base, verdict="BLOCKED", owner=owner, summary=str(exc),
+                             findings=[Finding("input", "critical", owner, str(exc))]), out_json)
+    except Exception as exc:  # cuTile compiler errors carry the kernel's file:line
+        kpy = source.kernel_py(op_dir)
+        tb = traceback.format_exc(limit=3)
+        if isinstance(exc, (FileNotFoundError, PermissionError)) or (
+                isinstance(exc, RuntimeError) and "tileirdisasm" in str(exc)):
+            msg = f"tool failure while exporting {kernel}: {type(exc).__name__}: {exc}"
+            return write(Verdict(**base, verdict="ERROR", owner="env", summary=msg[:1500],
+                                 findings=[Finding("environment", "critical", "env", msg)],
+                                 details={"traceback": tb}), out_json)
+        if isinstance(exc, ModuleNotFoundError):
+            msg = (f"{kpy}: importing kernel.py needs the module '{exc.name}', which is not "
+                   f"installed here (import it inside the launch function)")
+            return write(Verdict(**base, verdict="ERROR", owner="env", summary=msg,
+                                 findings=[Finding("environment", "critical", "env", msg,
+                                                   ref=loc(kpy, None))]), out_json)
+        text = f"{type(exc).__name__}: {exc}"
+        m = re.search(r'"([^"]*kernel\.py)", line (\d+)', text) or re.search(r"kernel\.py:(\d+)", text)
+        line = int(m.group(m.lastindex)) if m else None
+        eloc = getattr(exc, "loc", None)
+        if line is None and getattr(eloc, "line", None) and str(getattr(eloc, "filename", "")).endswith("kernel.py"):
+            line = eloc.line
+        why = traced_to_manifest(op_dir, kernel, variant_id, line, text) if _is_type_error(exc) else None
+        if why:
+            msg = (f"{kpy}:{line}: cuTile Python refused variant {variant_id} of {kernel}: "
+                   f"{text.splitlines()[0]}; {why}")
+            return write(Verdict(**base, verdict="ERROR", owner="manifest", summary=msg[:1500],
+                                 findings=[Finding("manifest", "critical", "manifest", msg[:3000],
+                                                   ref=loc(kpy, line))],
+                                 details={"traceback": tb, "compiler_message": text[:3000]}), out_json)
+        msg = f"{kpy}:{line or '?'}: cuTile Python compile failed: {text}"
+        return write(Verdict(**base, verdict="ERROR", owner="kernel", summary=msg.splitlines()[0][:1500],
+                             findings=[Finding("build", "critical", "kernel", msg[:3000],
+                                               ref=loc(kpy, line))],
+                             details={"traceback": tb}), out_json)
+    return write(Verdict(**base, verdict="PASS", owner=None, summary="Tile IR exported",
+                         artifacts={"bytecode": str(out_bc), "text": str(out_txt)}), out_json)
+
+
+def _is_type_error(exc: BaseException) -> bool:
+    """cuTile's type-checking errors (cuda-tile 1.7.0 ``cuda/tile/_exception.py``): the ones a
+    wrong parameter dtype produces."""
+    return type(exc).__name__ in ("TypeCheckingError", "TileTypeError", "InvalidValueError")

@@ -1,0 +1,104 @@
+"""Routing records that must exist: the outputs of the checkpoints ``route`` and ``gpu_route``.
+
+Snakemake does not rebuild an intermediate file that was deleted while everything made from it
+is up to date (Snakemake 9: a job runs for a missing output only when a job that needs the file
+runs, or when the file is a target), and for a checkpoint's output it does not even look
+(the jobs after a checkpoint are judged only once its output exists). tileport, however, reads
+the routes by path (``final_round``, the summary's ``gpu_route`` column): a deleted
+``route.json`` silently became an empty column. This module finds, from the files on disk,
+every route that a later file proves was made and that is missing now:
+
+* ``results/<op>/final.json`` lists every GPU round taken (``rounds/<r>/route.json``) and the
+  writer attempt each round tested per kernel (routes of attempts 1..n);
+* a published kernel verdict (``results/<op>/write_kernel/<kernel>.json``, or the same in a
+  round's tree) with ``attempt`` n needs the routes of attempts 1..n;
+* writer attempt n >= 2 (``attempts/<kernel>/<n>/write.json``) was asked for by the route of
+  attempt n-1; the tree of GPU round r >= 2 (``rounds/<r>/<op>/``) by round r-1's route.
+
+``make run`` rebuilds what it finds as targets of a Snakemake run of their own in which only the
+routing rules may run (so nothing after them reruns unless a rebuilt route differs); a bare
+``snakemake`` of the summary stops naming them and that command (rules/common.smk).
+
+Command line: ``python -m tileport.flow.route_files [RESULTS]`` prints the missing routes, one per
+line (nothing when none is missing); exit status 0.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _json(path: Path):
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None                      # absent, a placeholder, or damaged: no evidence
+    return d if isinstance(d, dict) else None
+
+
+def _int(v) -> int | None:
+    return v if type(v) is int and v >= 1 else None
+
+
+def missing_routes(results: str | Path = "results") -> list[tuple[str, str]]:
+    """Routes (checkpoint outputs) that a later file under ``results`` proves were made and that
+    are missing now.
+
+    Args:
+        results: the results folder (``results/<op>/...``).
+
+    Returns:
+        [(missing route path, the existing file that needs it)], paths as ``results/...``
+        (joined onto ``results`` as given), sorted by route path.
+    """
+    results = Path(results)
+    need: dict[Path, Path] = {}
+
+    def want(route: Path, evidence: Path):
+        need.setdefault(route, evidence)
+
+    if not results.is_dir():
+        return []
+    for opdir in sorted(p for p in results.iterdir() if p.is_dir()):
+        op = opdir.name
+        attempts = opdir / "attempts"
+        # final.json: every round taken, and the attempt each round tested per kernel
+        final = _json(opdir / "final.json")
+        for rnd in (final or {}).get("rounds") or []:
+            if not isinstance(rnd, dict):
+                continue
+            if _int(rnd.get("round")):
+                want(opdir / "rounds" / str(rnd["round"]) / "route.json", opdir / "final.json")
+            for kernel, m in (rnd.get("attempts") or {}).items():
+                for n in range(1, (_int(m) or 0) + 1):
+                    want(attempts / str(kernel) / str(n) / "route.json", opdir / "final.json")
+        # published kernels (round 1 and each later round's tree)
+        trees = [opdir] + sorted((opdir / "rounds").glob(f"*/{op}"))
+        for tree in trees:
+            for v in sorted((tree / "write_kernel").glob("*.json")):
+                d = _json(v)
+                m = _int((d or {}).get("attempt"))
+                for n in range(1, (m or 0) + 1):
+                    want(attempts / v.stem / str(n) / "route.json", v)
+        # attempt n >= 2 follows the route of n-1; round r >= 2 follows round r-1's route
+        for w in sorted(attempts.glob("*/*/write.json")):
+            n = w.parent.name
+            if n.isdigit() and int(n) >= 2:
+                want(w.parent.parent / str(int(n) - 1) / "route.json", w)
+        for tree in sorted((opdir / "rounds").glob(f"*/{op}")):
+            r = tree.parent.name
+            if r.isdigit() and int(r) >= 2 and any(tree.iterdir()):
+                want(opdir / "rounds" / str(int(r) - 1) / "route.json", tree)
+    return sorted((str(r), str(e)) for r, e in need.items() if not r.exists())
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    for route, _ in missing_routes(argv[0] if argv else "results"):
+        print(route)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

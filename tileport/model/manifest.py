@@ -1,0 +1,1015 @@
+"""Operator manifests (``operators/<op>/manifest.yaml``): schema, loading, variants.
+
+A *variant* is one dtype x one constexpr configuration of one kernel, e.g. ``f16-TILE1024`` or
+``bf16-BM128-BN128-BK64``; its id is stable and readable (dtype first, then the constexprs in
+the order the manifest lists them). Which variants a kernel has:
+
+* ``kernels.<k>.variants`` -- explicit ``{dtypes: [...], constexprs: {...}}`` pairs, else
+* ``kernels.<k>.configs`` -- crossed with the operator's ``dtypes``, else
+* the operator's ``variants`` (explicit pairs), else
+* the operator's ``configs`` crossed with its ``dtypes`` (``[{}]`` when there are none).
+
+Data types are named by the codes of :data:`DTYPES` (``f16``, ``bf16``, ``f32``, ``i32``, ...);
+an array or tensor without a ``dtype`` takes its variant's. Every error names the file, the
+line and the key, says in words what is wrong and what to write instead.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from tileport.core import yamlio
+from tileport.model import defects as _D
+from tileport.model.constructs import RESERVED_KERNEL_NAMES
+
+#: dtype code -> (cuda.tile attribute, torch attribute, family). Codes are tileport's; the
+#: attribute names are cuda-tile 1.7.0's ``ct.<name>`` and PyTorch's ``torch.<name>`` (the
+#: spelling FlashInfer-Bench definitions use as well).
+DTYPES: dict[str, tuple[str, str, str]] = {
+    "f16": ("float16", "float16", "float"),
+    "bf16": ("bfloat16", "bfloat16", "float"),
+    "f32": ("float32", "float32", "float"),
+    "f64": ("float64", "float64", "float"),
+    "f8e4m3fn": ("float8_e4m3fn", "float8_e4m3fn", "float8"),
+    "f8e5m2": ("float8_e5m2", "float8_e5m2", "float8"),
+    "i8": ("int8", "int8", "int"),
+    "i16": ("int16", "int16", "int"),
+    "i32": ("int32", "int32", "int"),
+    "i64": ("int64", "int64", "int"),
+    "u8": ("uint8", "uint8", "uint"),
+    "u16": ("uint16", "uint16", "uint"),
+    "u32": ("uint32", "uint32", "uint"),
+    "u64": ("uint64", "uint64", "uint"),
+    "bool": ("bool_", "bool", "bool"),
+}
+#: runtime scalar types: what ``ct.launch`` makes of a Python value (cuda-tile 1.7.0,
+#: ``cuda/tile/_stub.py``: an int is int32 unless annotated ``ct.ScalarInt64``; a float is float32)
+SCALAR_TYPES = ("i32", "i64", "f32")
+#: other spellings of the codes (torch / numpy / FlashInfer-Bench names): only used to say what
+#: to write instead, never accepted silently
+_DTYPE_SPELLINGS = {"half": "f16", "float": "f32", "double": "f64", "long": "i64", "int": "i32",
+                    "fp16": "f16", "fp32": "f32", "fp64": "f64", "fp8": "f8e4m3fn",
+                    "fp8_e4m3": "f8e4m3fn", "float8_e4m3": "f8e4m3fn", "e4m3": "f8e4m3fn",
+                    "fp8_e5m2": "f8e5m2", "e5m2": "f8e5m2", "bool_": "bool",
+                    **{torch: code for code, (_, torch, _) in DTYPES.items()},
+                    **{cute: code for code, (cute, _, _) in DTYPES.items()}}
+#: input generators of ``tensors.<name>.init`` (see :func:`init_spec`)
+INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutation", "full", "derive",
+         "copy")
+
+_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_EXPR = {"type": ["string", "number"]}
+_DT = {"enum": list(DTYPES)}
+# an array's / tensor's dtype: one code, or a mapping variant dtype -> code (launch code that
+# picks, e.g., bf16 intermediates for f16 and bf16 inputs and f32 ones for f32)
+_ADT = {"anyOf": [_DT, {"type": "object", "minProperties": 1, "propertyNames": _DT,
+                        "additionalProperties": _DT}]}
+_SHAPE = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
+_TOL = {
+    "type": "object",
+    # a number, or an expression over shape names, constexprs and hints (a bound that grows with
+    # the accumulation length K): tileport.gpu.harness.tolerance evaluates it per call
+    "properties": {"rtol": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}]},
+                   "atol": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}]}},
+    "required": ["rtol", "atol"],
+    "additionalProperties": False,
+}
+# a constexpr value: an int of any sign, a bool or a float (the analyser checks each against
+# the kernel's ct.Constant[int|bool|float] annotation)
+_CONFIG = {"type": "object", "propertyNames": {"pattern": _NAME},
+           "additionalProperties": {"type": ["integer", "boolean", "number"]}}
+_CONFIGS = {"type": "array", "minItems": 1, "items": _CONFIG}
+# cuTile's compiler hints (``@ct.kernel(...)`` arguments that launch code changes with
+# ``kernel.replace_hints(...)``; ranges from cuda-tile 1.7.0 ``ct.kernel``'s docstring)
+HINT_KEYS = ("num_ctas", "occupancy", "num_worker_warps", "opt_level")
+_HINTS = {"type": "object", "properties": {
+    "num_ctas": {"enum": [1, 2, 4, 8, 16]},
+    "occupancy": {"type": "integer", "minimum": 1, "maximum": 32},
+    "num_worker_warps": {"type": "integer", "minimum": 1},
+    "opt_level": {"type": "integer", "minimum": 0, "maximum": 3}},
+    "additionalProperties": False}
+_VARIANTS = {"type": "array", "minItems": 1, "items": {
+    "type": "object",
+    "properties": {"dtype": _DT,
+                   "dtypes": {"type": "array", "items": _DT, "minItems": 1, "uniqueItems": True},
+                   "constexprs": _CONFIG,
+                   "compiler_hints": _HINTS,
+                   "name": {"type": "string", "pattern": "^[A-Za-z0-9_]+$", "maxLength": 60}},
+    "additionalProperties": False}}
+_INIT = {"anyOf": [
+    {"enum": ["randn", "range", "permutation"]},
+    {"type": "object", "minProperties": 1, "maxProperties": 1,
+     "properties": {"randn": {"type": "null"},
+                    "uniform": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
+                    "randint": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
+                    "sorted": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
+                    "range": _EXPR, "offsets": _EXPR, "permutation": _EXPR, "full": _EXPR,
+                    # values computed by a reference.py function from the input tensors made
+                    # before this one (an earlier kernel's output, consistent routing data)
+                    "derive": {"type": "string", "pattern": _NAME},
+                    # an output that starts as a copy of an input tensor (a kernel that updates
+                    # an array in place: role inout); the argument names the input, not an expression
+                    "copy": {"type": "string", "pattern": _NAME}},
+     "additionalProperties": False}]}
+_TENSORS = {
+    "type": "object",
+    "minProperties": 1,
+    "propertyNames": {"pattern": _NAME},
+    "additionalProperties": {
+        "type": "object",
+        "properties": {
+            "shape": {"type": "array", "minItems": 1, "maxItems": 6, "items": {"type": ["string", "integer"]}},
+            "role": {"enum": ["input", "output"]},
+            "scale": _EXPR,
+            "dtype": _ADT,
+            "init": _INIT,
+            "count": {"type": ["string", "integer"]},
+        },
+        "required": ["shape", "role"],
+        "additionalProperties": False,
+    },
+}
+
+MANIFEST_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "tileport operator manifest",
+    "type": "object",
+    "properties": {
+        "op": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+        "description": {"type": "string"},
+        # the kernels come from an installed wheel's module (rule import_source writes them to
+        # results/<op>/src/kernel.py; tileport.core.source.kernel_py): `module` is its dotted name,
+        # `kernels` the @ct.kernel functions to keep (default: the keys of `kernels` below)
+        "source": {
+            "type": "object",
+            "properties": {
+                "module": {"type": "string",
+                           "pattern": "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$"},
+                "kernels": {"type": "array", "minItems": 1, "uniqueItems": True,
+                            "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}},
+            },
+            "required": ["module"],
+            "additionalProperties": False,
+        },
+        "kernels": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"pattern": _NAME},
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "arrays": {
+                        "type": "object",
+                        "propertyNames": {"pattern": _NAME},
+                        "additionalProperties": {
+                            "type": "object",
+                            "properties": {
+                                "ndim": {"type": "integer", "minimum": 1, "maximum": 6},
+                                "role": {"enum": ["input", "output", "inout"]},
+                                "dtype": _ADT,
+                                "list": {"type": "boolean"},
+                                # arrays of one group may share memory (launch code passing the
+                                # same tensor twice); others are assumed not to alias
+                                "alias_group": {"type": "string", "pattern": _NAME},
+                            },
+                            "required": ["ndim", "role"],
+                            "additionalProperties": False,
+                        },
+                    },
+                    "scalars": {"type": "object", "propertyNames": {"pattern": _NAME},
+                                "additionalProperties": {"enum": list(SCALAR_TYPES)}},
+                    "grid": {"type": "string", "minLength": 1},
+                    # kernel parameter -> Python expression over the operator's tensors, shape
+                    # names, constexprs (e.g. gate: "x[:, :N]", inv_n: "1.0 / N"); an array
+                    # not listed binds to the tensor of its own name
+                    "bind": {"type": "object", "additionalProperties": _EXPR},
+                    "configs": _CONFIGS,
+                    "variants": _VARIANTS,
+                    "compiler_hints": _HINTS,
+                    "tensors": _TENSORS,
+                    # this kernel's own shape predicates (default: the operator's): kernels
+                    # whose constexprs have other names, or that fit other shapes
+                    "fits": {"type": "string"},
+                    "perf_fits": {"type": "string"},
+                    "reference": {"type": "string", "pattern": _NAME},
+                    "torch_impl": {"type": "string", "pattern": _NAME},
+                    # this kernel's own shape predicates, on top of the operator's (they may
+                    # name this kernel's constexprs, which other kernels lack)
+                    "fits": {"type": "string"},
+                    "perf_fits": {"type": "string"},
+                },
+                "required": ["arrays", "grid"],
+                "additionalProperties": False,
+            },
+        },
+        "dtypes": {"type": "array", "items": _DT, "minItems": 1, "uniqueItems": True},
+        "configs": _CONFIGS,
+        "variants": _VARIANTS,
+        "shape_names": {"type": "array", "items": {"type": "string", "pattern": _NAME}, "minItems": 1},
+        "test_shapes": {"type": "array", "items": _SHAPE, "minItems": 1},
+        "perf_shapes": {"type": "array", "items": _SHAPE, "minItems": 1},
+        "fits": {"type": "string"},
+        # extra predicate for perf_shapes only (e.g. skip configs whose tile mostly pads)
+        "perf_fits": {"type": "string"},
+        "tolerance": {"type": "object", "propertyNames": {"enum": list(DTYPES)}, "additionalProperties": _TOL},
+        "hints": {"type": "object"},
+        # the operator's tensors for the GPU stages: reference.py's arguments (role input, in
+        # order) and the results it returns (role output, in order); shape entries are ints or
+        # expressions over shape_names
+        "tensors": _TENSORS,
+        # defects of the user's kernel itself, which a faithful port reproduces (tileport.model.defects)
+        "known_defects": _D.SCHEMA,
+    },
+    "required": ["op", "kernels", "shape_names", "test_shapes", "perf_shapes", "tolerance"],
+    "additionalProperties": False,
+}
+
+
+class ManifestError(ValueError):
+    """A manifest cannot be read or breaks the schema; the message names file, line and cause."""
+
+
+# ---- errors in words ----------------------------------------------------------------------
+# generalised key path ('*' = a name, '#' = a list index) -> (what the key is, what to write)
+_KEYS: dict[tuple, tuple[str, str]] = {
+    (): ("the manifest", "op, kernels, dtypes, configs (or variants), shape_names, test_shapes, "
+                         "perf_shapes, tolerance, tensors"),
+    ("op",): ("the operator's name", "op: <the folder's name> (lower-case letters, digits and _, "
+                                      "starting with a letter)"),
+    ("description",): ("a one-line description", "description: \"...\""),
+    ("kernels",): ("the kernels to port", "kernels: {<kernel function name>: {arrays: {...}, grid: \"...\"}}"),
+    ("kernels", "*"): ("one kernel's launch description", "<kernel name>: {arrays: {...}, grid: \"(cdiv(N, TILE), 1, 1)\"}"),
+    ("kernels", "*", "arrays"): ("the kernel's array parameters",
+                                 "arrays: {x: {ndim: 2, role: input}, y: {ndim: 2, role: output}}"),
+    ("kernels", "*", "arrays", "*"): ("one array parameter", "x: {ndim: 2, role: input} (optional: dtype: i32, list: true)"),
+    ("kernels", "*", "arrays", "*", "ndim"): ("the array's rank", "ndim: 2 (an integer from 1 to 6)"),
+    ("kernels", "*", "arrays", "*", "role"): ("how the kernel uses the array",
+                                              "role: input, role: output or role: inout"),
+    ("kernels", "*", "arrays", "*", "dtype"): ("the array's element type (default: the variant's dtype)",
+                                               "dtype: i32 (one of " + ", ".join(DTYPES) + "), or per variant "
+                                               "dtype dtype: {f16: bf16, bf16: bf16, f32: f32}"),
+    ("kernels", "*", "arrays", "*", "list"): ("whether the parameter is a list of arrays",
+                                              "list: true"),
+    ("kernels", "*", "arrays", "*", "alias_group"): ("the group of arrays that may share memory",
+                                                     "alias_group: h (the same name on every array the "
+                                                     "launch code may pass the same tensor to)"),
+    ("kernels", "*", "scalars"): ("the kernel's runtime scalar parameters", "scalars: {eps: f32, Batch: i32}"),
+    ("kernels", "*", "scalars", "*"): ("a runtime scalar's type",
+                                       "i32 or f32 (a Python int / float at launch), or i64 for a parameter "
+                                       "annotated ct.ScalarInt64"),
+    ("kernels", "*", "grid"): ("the launch grid", "grid: \"(cdiv(M, BM), 1, 1)\" (a Python expression)"),
+    ("kernels", "*", "bind"): ("the kernel's arguments", "bind: {gate: \"x[:, :N]\", eps: 1.0e-5}"),
+    ("kernels", "*", "bind", "*"): ("one argument", "a Python expression in quotes, or a number"),
+    ("kernels", "*", "configs"): ("this kernel's constexpr configurations",
+                                  "configs: [{TILE: 1024}, {TILE: 2048}]"),
+    ("kernels", "*", "variants"): ("this kernel's explicit variants",
+                                   "variants: [{dtypes: [f16, bf16], constexprs: {TILE: 1024}}]"),
+    ("kernels", "*", "compiler_hints"): ("the compiler hints the launch code sets (kernel.replace_hints)",
+                                         "compiler_hints: {num_ctas: 2, occupancy: 1} (also: num_worker_warps, "
+                                         "opt_level)"),
+    ("kernels", "*", "compiler_hints", "num_ctas"): ("the CTAs per cluster", "num_ctas: 2 (1, 2, 4, 8 or 16)"),
+    ("kernels", "*", "compiler_hints", "occupancy"): ("the expected CTAs per SM", "occupancy: 2 (1 to 32)"),
+    ("kernels", "*", "compiler_hints", "num_worker_warps"): ("the worker warps", "num_worker_warps: 8"),
+    ("kernels", "*", "compiler_hints", "opt_level"): ("the optimisation level", "opt_level: 3 (0 to 3)"),
+    ("variants", "#", "compiler_hints"): ("this variant's compiler hints", "compiler_hints: {num_ctas: 2}"),
+    ("variants", "#", "name"): ("the variant's name (its id becomes <dtype>-<name>)",
+                                "name: tma_128 (letters, digits and _, at most 60)"),
+    ("kernels", "*", "tensors"): ("this kernel's tensors for the GPU stages", "tensors: {x: {shape: [M, N], role: input}}"),
+    ("kernels", "*", "fits"): ("this kernel's shape predicate (instead of the operator's fits)",
+                               "fits: \"M == N_ROWS and N == N_COLS\""),
+    ("kernels", "*", "perf_fits"): ("this kernel's extra predicate for perf shapes (instead of the "
+                                    "operator's perf_fits)", "perf_fits: \"TILE < 2 * N\""),
+    ("kernels", "*", "reference"): ("the reference.py function this kernel is compared with",
+                                    "reference: backward_reference (a function name)"),
+    ("kernels", "*", "torch_impl"): ("the reference.py function timed as the torch side",
+                                     "torch_impl: backward_torch (a function name)"),
+    ("kernels", "*", "fits"): ("this kernel's predicate a shape must meet (with the operator's fits)",
+                               "fits: \"SEQ_LEN == cdiv(S, TILE_M) * TILE_M\""),
+    ("kernels", "*", "perf_fits"): ("this kernel's extra predicate for perf shapes",
+                                    "perf_fits: \"TILE_M < 2 * S\""),
+    ("dtypes",): ("the variant dtypes", "dtypes: [f16, bf16, f32]"),
+    ("dtypes", "#"): ("a variant dtype", "one of " + ", ".join(DTYPES)),
+    ("configs",): ("the constexpr configurations (crossed with dtypes)", "configs: [{TILE: 1024}, {TILE: 2048}]"),
+    ("configs", "#"): ("one constexpr configuration", "{TILE: 1024, eps: 1.0e-5, CAUSAL: true}"),
+    ("configs", "#", "*"): ("a constexpr value", "an int of any sign (LOAD_LATENCY: -1), true/false, or a "
+                                                 "float with a dot (eps: 1.0e-6)"),
+    ("variants",): ("the explicit variants (instead of configs x dtypes)",
+                    "variants: [{dtypes: [f16, bf16], constexprs: {TILE: 128}}, {dtype: f32, constexprs: {TILE: 32}}]"),
+    ("variants", "#"): ("one explicit variant", "{dtypes: [f16, bf16], constexprs: {TILE: 128}}"),
+    ("variants", "#", "dtype"): ("the variant's dtype", "dtype: f16"),
+    ("variants", "#", "dtypes"): ("the dtypes this configuration is launched with", "dtypes: [f16, bf16]"),
+    ("variants", "#", "constexprs"): ("the variant's constexpr values", "constexprs: {TILE: 128}"),
+    ("variants", "#", "constexprs", "*"): ("a constexpr value", "an int of any sign, true/false, or a float "
+                                                                "with a dot (eps: 1.0e-6)"),
+    ("shape_names",): ("the names of the shape entries", "shape_names: [M, N]"),
+    ("shape_names", "#"): ("a shape name", "a Python name such as M or seq_len"),
+    ("test_shapes",): ("the shapes the GPU test runs", "test_shapes: [[1, 1], [37, 1000]]"),
+    ("test_shapes", "#"): ("one shape", "[37, 1000] (one positive int per shape name)"),
+    ("test_shapes", "#", "#"): ("a shape entry", "a positive int"),
+    ("perf_shapes",): ("the shapes the benchmark times", "perf_shapes: [[4096, 1024]]"),
+    ("perf_shapes", "#"): ("one shape", "[4096, 1024] (one positive int per shape name)"),
+    ("perf_shapes", "#", "#"): ("a shape entry", "a positive int"),
+    ("fits",): ("the predicate a shape must meet", "fits: \"N <= TILE\""),
+    ("perf_fits",): ("the extra predicate for perf shapes", "perf_fits: \"TILE < 2 * N\""),
+    ("tolerance",): ("rtol/atol per dtype", "tolerance: {f16: {rtol: 1.0e-3, atol: 1.0e-3}}"),
+    ("tolerance", "*"): ("one dtype's tolerance", "{rtol: 1.0e-3, atol: 1.0e-3}"),
+    ("tolerance", "*", "rtol"): ("the relative tolerance",
+                                 "rtol: 1.0e-3 (a number >= 0, or an expression such as \"2 ** -10\")"),
+    ("tolerance", "*", "atol"): ("the absolute tolerance",
+                                 "atol: 1.0e-3 (a number >= 0, or an expression such as \"2 ** -13 * K\")"),
+    ("hints",): ("hints for the grid expressions and the perf diagnoser", "hints: {memory_bound: true}"),
+    ("tensors",): ("the operator's tensors for the GPU stages", "tensors: {x: {shape: [M, N], role: input}}"),
+    ("tensors", "*"): ("one tensor", "x: {shape: [M, N], role: input} (optional: dtype, init, scale, count)"),
+    ("tensors", "*", "shape"): ("the tensor's shape", "shape: [M, 2 * N] (ints or expressions over the shape names)"),
+    ("tensors", "*", "shape", "#"): ("a shape entry", "an int or an expression in quotes such as \"2 * N\""),
+    ("tensors", "*", "role"): ("whether reference.py takes or returns the tensor", "role: input or role: output"),
+    ("tensors", "*", "scale"): ("the factor randn values are multiplied by", "scale: \"K ** -0.5\""),
+    ("tensors", "*", "dtype"): ("the tensor's element type (default: the variant's dtype)",
+                                "dtype: i32, or per variant dtype dtype: {f16: bf16, f32: f32}"),
+    ("tensors", "*", "init"): ("how the tensor's values are made",
+                               "init: randn, {uniform: [0, 1]}, {randint: [0, E]}, range, {range: 1}, "
+                               "{sorted: [0, T]}, {offsets: T}, permutation, {permutation: T}, {full: 0} "
+                               "{derive: <reference.py function>} or, for an output updated in place, "
+                               "{copy: <input tensor>}"),
+    ("tensors", "*", "count"): ("the length of a list of tensors", "count: G (its shapes may use i, "
+                                                                   "the element's index)"),
+}
+_KEYS.update(_D.KEYS)
+_TYPE_WORDS = {"string": "a text", "integer": "an integer", "number": "a number", "boolean": "true or false",
+               "object": "a mapping (key: value)", "array": "a list [...]", "null": "empty"}
+
+
+def _general(path: list) -> tuple:
+    """A key path with names and indices generalised ('*', '#'), matching :data:`_KEYS`; the
+    subtrees a kernel may override (``tensors``, ``configs``, ``variants``) share the
+    operator-level descriptions."""
+    named = ("kernels", "arrays", "scalars", "bind", "tensors", "tolerance", "constexprs")
+    out: list = []
+    for p in path:
+        prev = out[-1] if out else None
+        if isinstance(p, int):
+            out.append("#")
+        elif prev in named or (prev == "#" and out[-2:-1] == ["configs"]):
+            out.append("*")
+        else:
+            out.append(p)
+    t = tuple(out)
+    if len(t) >= 2 and t[-2] == "compiler_hints":
+        return ("kernels", "*", "compiler_hints", t[-1])
+    if t[:3] in (("kernels", "*", "tensors"), ("kernels", "*", "configs"), ("kernels", "*", "variants")) \
+            and len(t) > 3:
+        return t[2:]
+    return t
+
+
+def _describe(value) -> str:
+    if value is None:
+        return "nothing (an empty value)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        note = ""
+        if re.fullmatch(r"[-+]?\d+(\.\d*)?[eE][-+]?\d+", value.strip()):
+            fixed = re.sub(r"^([-+]?\d+)([eE])", r"\1.0\2", value.strip())
+            note = f" (YAML reads {value} as text: write {fixed} to give a number)"
+        return f"the text {value!r}{note}"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return f"a mapping with keys {', '.join(map(str, value)) or '(none)'}"
+    return type(value).__name__
+
+
+def _suggest(word: str, choices) -> str:
+    """' (did you mean X?)' for a near miss, also for a torch / numpy spelling of a dtype."""
+    if isinstance(word, str) and word in _DTYPE_SPELLINGS and _DTYPE_SPELLINGS[word] in choices:
+        return f" (tileport spells {word} as {_DTYPE_SPELLINGS[word]})"
+    near = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+# JSON Schema's "integer" admits 1.0 (a number with a zero fraction); a manifest's `ndim: 1.0`
+# would then pass and be used as a float rank. YAML writes integers without a point, so an
+# "integer" here is an int and not a bool: a float where an integer belongs is an error, never
+# silently taken as the integer it equals.
+_STRICT_VALIDATOR = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
+
+
+def _in_words(err: jsonschema.ValidationError) -> tuple[list, str]:
+    """(key path to report, message in words) for one schema violation."""
+    path = list(err.absolute_path)
+    key = _KEYS.get(_general(path))
+    what = key[0] if key else "this value"
+    write = f"; write {key[1]}" if key else ""
+    v, val = err.validator, err.instance
+    if v == "additionalProperties":
+        allowed = list(err.schema.get("properties", {}))
+        extra = [k for k in val if k not in allowed]
+        bad = extra[0] if extra else "?"
+        return path + [bad], (f"'{bad}' is not a key of {what}{_suggest(bad, allowed)}; the keys it takes "
+                              f"are {', '.join(allowed)}")
+    if v == "required":
+        missing = re.match(r"'([^']+)'", err.message)
+        name = missing.group(1) if missing else "?"
+        sub = _KEYS.get(_general(path + [name]))
+        return path, (f"{what} lacks the key '{name}'"
+                      + (f" ({sub[0]}); write {sub[1]}" if sub else ""))
+    if v == "pattern" and isinstance(val, str) and "propertyNames" in err.relative_schema_path:
+        return path + [val], _name_rule(val, path)
+    if v == "pattern" and isinstance(val, str) and "propertyNames" in list(err.schema_path):
+        return path + [val], _name_rule(val, path)
+    if v == "pattern":
+        return path, f"{val!r} is not usable as {what}{write}"
+    if v == "propertyNames" or (v == "enum" and "propertyNames" in list(err.schema_path)):
+        return path + [val], (f"'{val}' is not usable as a key here{_suggest(val, err.validator_value or [])}"
+                              f"; {what} is keyed by one of {', '.join(map(str, err.validator_value or []))}")
+    if v == "enum":
+        return path, (f"{what} is {_describe(val)}{_suggest(val, err.validator_value)}; write one of "
+                      f"{', '.join(map(str, err.validator_value))}")
+    if v == "type":
+        want = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+        if "number" in want and "integer" in want:
+            want = [w for w in want if w != "integer"]
+        if want == ["integer"] and isinstance(val, float) and val.is_integer() and path:
+            # 16.0 for 16: the integer it equals is not taken silently, but it is the fix
+            return path, (f"{what} must be an integer, not the number {val!r}; write "
+                          f"{path[-1]}: {int(val)}")
+        return path, (f"{what} must be {' or '.join(_TYPE_WORDS.get(w, w) for w in want)}, not "
+                      f"{_describe(val)}{write}")
+    if v in ("minimum", "exclusiveMinimum"):
+        return path, f"{what} is {val}, below the least allowed value {err.validator_value}{write}"
+    if v in ("maximum", "exclusiveMaximum"):
+        return path, f"{what} is {val}, above the largest allowed value {err.validator_value}{write}"
+    if v in ("minItems", "minProperties"):
+        return path, f"{what} is empty (it needs at least {err.validator_value} entry){write}"
+    if v in ("maxItems", "maxProperties"):
+        return path, f"{what} has more than {err.validator_value} entries{write}"
+    if v == "uniqueItems":
+        dup = next((x for i, x in enumerate(val) if x in val[:i]), "?")
+        return path, f"{what} lists {dup} twice; list each once"
+    if v == "minLength":
+        return path, f"{what} is empty{write}"
+    if v == "anyOf":
+        hint = _suggest(val, list(DTYPES)) if path and path[-1] == "dtype" else ""
+        return path, f"{what} is {_describe(val)}{hint}, which is none of the accepted forms{write}"
+    return path, f"{what} is {_describe(val)}, which is not accepted{write}"
+
+
+def _name_rule(name: str, path: list) -> str:
+    if path == ["op"] or (path and path[-1] == "op"):
+        return f"'{name}' is not an operator name: use lower-case letters, digits and _, starting with a letter"
+    return (f"'{name}' is not a name a Python parameter can have: write it as the kernel spells it "
+            f"(letters, digits and _, not starting with a digit)")
+
+
+#: longest variant id written out in full (ids name files; a file name has at most 255 bytes)
+MAX_ID = 120
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One dtype x constexpr configuration of a kernel.
+
+    ``dtype`` is a :data:`DTYPES` code (the dtype of every array the manifest gives no ``dtype``);
+    ``constexprs`` maps constexpr name -> value (int of any sign, bool or float), e.g.
+    ``{"TILE": 1024, "LOAD_LATENCY": -1, "eps": 1e-06}``; ``hints`` the cuTile compiler hints
+    the kernel is compiled with (``kernel.replace_hints(**hints)``): the kernel's
+    ``compiler_hints`` updated by the variant entry's. Hints an explicit variant entry sets are
+    part of the id (``f16-TILE128-num_ctas2``): they compile another kernel.
+    """
+
+    dtype: str
+    constexprs: dict
+    hints: dict = field(default_factory=dict)
+    own_hints: tuple = ()
+    name: str | None = None
+
+    @property
+    def id(self) -> str:
+        """``<dtype>-<name>`` for a named variant, else ``<dtype>-<NAME><value>...`` (``-1`` as
+        ``m1``, ``1e-06`` as ``1em06``, ``true``/``false``); an id longer than
+        :data:`MAX_ID` characters (it names files: results/<op>/ref/<kernel>/<id>.json) keeps
+        its parts within the first 80 characters and ends in ``-h`` + 8 hex digits of
+        its sha256."""
+        if self.name:
+            return f"{self.dtype}-{self.name}"
+
+        def show(v):
+            if isinstance(v, bool):
+                return str(v).lower()
+            return str(v).replace(".", "p").replace("-", "m").replace("+", "")
+        parts = [self.dtype] + [f"{k}{show(v)}" for k, v in self.constexprs.items()]
+        parts += [f"{k}{show(self.hints[k])}" for k in self.own_hints]
+        full = "-".join(parts)
+        if len(full) <= MAX_ID:
+            return full
+        import hashlib
+
+        return f"{full[:80].rsplit('-', 1)[0]}-h{hashlib.sha256(full.encode()).hexdigest()[:8]}"
+
+
+def _yaml_line(text: str, path: list) -> int | None:
+    """Best-effort 1-based line of a JSON path inside YAML ``text`` (None if unknown)."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in path:
+        if node is None:
+            break
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for k, v in node.value:
+                if k.value == str(key):
+                    nxt = v
+                    line = k.start_mark.line + 1
+                    break
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def line_of(manifest: dict, keypath: list) -> int:
+    """1-based line of ``keypath`` (e.g. ``["kernels", "k", "arrays", "x"]``) in a loaded
+    manifest's file (1 when unknown)."""
+    try:
+        text = Path(manifest["_path"]).read_text()
+    except (OSError, KeyError):
+        return 1
+    return _yaml_line(text, keypath) or 1
+
+
+class _Where:
+    """Builds ``file:line: key 'a/b': ...`` messages for one manifest text."""
+
+    def __init__(self, path: Path, text: str):
+        self.path, self.text = path, text
+
+    def __call__(self, keypath: list, msg: str) -> ManifestError:
+        where = "/".join(str(p) for p in keypath) or "<root>"
+        return ManifestError(f"{self.path}:{_yaml_line(self.text, keypath) or 1}: key '{where}': {msg}")
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division of non-negative ints (the manifests' grid helper)."""
+    return -(-a // b)
+
+
+def base_env(man: dict, shape: list[int], constexprs: dict, num_sms: int) -> dict:
+    """Names an expression may use: shape names, constexprs, hints, num_sms and helpers."""
+    env = {"cdiv": cdiv, "min": min, "max": max, "sqrt": math.sqrt, "num_sms": num_sms}
+    env.update({k: v for k, v in man.get("hints", {}).items() if isinstance(k, str)})
+    env.update(dict(zip(man["shape_names"], shape)))
+    env.update(constexprs)
+    return env
+
+
+def load(path: str | Path) -> dict:
+    """Load and validate a manifest.
+
+    Returns the manifest as a dict with an added ``_path``.
+
+    Raises:
+        ManifestError: YAML syntax error (with line); a schema violation, said in words with the
+            key path, the line and what to write instead; an inconsistency the schema cannot
+            express (configs of one list with different keys, configs and variants both given,
+            dtypes missing where configs are crossed with them, a variant listed twice, a dtype
+            mapping without one of its kernel's variant dtypes, a variant dtype without
+            tolerance, an integer tensor without ``init``, an init that makes the other kind
+            of number, an expression that is not Python, ``op`` not matching the folder name, a
+            ``known_defects`` entry naming an unknown kernel or variant or a line outside the
+            kernel's source: :func:`tileport.model.defects.check`).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read manifest: {exc.strerror}") from None
+    try:
+        doc = yamlio.load(text, path)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ManifestError(f"{path}{line}: YAML syntax error: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(doc, dict):
+        raise ManifestError(f"{path}:1: the manifest must be a mapping (key: value lines), not "
+                            f"{_describe(doc)}; start with `op: {path.parent.name}`")
+    errors = list(_STRICT_VALIDATOR(MANIFEST_SCHEMA).iter_errors(doc))
+    if errors:
+        # the most specific complaint first: wrong values before missing keys, deep before shallow
+        errors.sort(key=lambda e: (e.validator == "required", -len(e.absolute_path)))
+        msgs = []
+        for exc in errors[:5]:
+            keypath, words = _in_words(exc)
+            where = "/".join(str(p) for p in keypath) or "<root>"
+            msgs.append(f"{path}:{_yaml_line(text, keypath) or 1}: key '{where}': {words}")
+        raise ManifestError("\n".join(dict.fromkeys(msgs)))
+    at = _Where(path, text)
+    if doc["op"] != path.parent.name:
+        raise at(["op"], f"op '{doc['op']}' does not match folder '{path.parent.name}'; write "
+                         f"op: {path.parent.name}")
+    _check_variant_sources(doc, at)
+    if "kernels" in doc.get("source", {}):
+        missing = [k for k in doc["kernels"] if k not in doc["source"]["kernels"]]
+        if missing:
+            raise at(["source", "kernels"], f"source.kernels {doc['source']['kernels']} lacks "
+                                             f"{missing}, which 'kernels' describes; add them to "
+                                             f"source.kernels or remove them from kernels")
+    for k in doc["kernels"]:
+        if k in RESERVED_KERNEL_NAMES or k.startswith("__"):
+            raise at(["kernels", k], f"kernel name '{k}' is reserved (a Rust keyword or a file of the "
+                                     f"generated crate); rename the kernel")
+    used = []
+    kv = kernel_variants(doc)
+    for k, vs in kv.items():
+        seen = set()
+        for v in vs:
+            if v.id in seen:
+                src = (["kernels", k] if "variants" in doc["kernels"][k] or "configs" in doc["kernels"][k]
+                       else ["variants" if "variants" in doc else "configs"])
+                raise at(src, f"variant '{v.id}' of {k} occurs twice (the same dtype and constexpr "
+                              f"values); list it once")
+            seen.add(v.id)
+            if v.dtype not in used:
+                used.append(v.dtype)
+    for k, kman in doc["kernels"].items():
+        vdts = list(dict.fromkeys(v.dtype for v in kv[k]))
+        specs = [(["kernels", k, "arrays", a], sp.get("dtype")) for a, sp in kman["arrays"].items()]
+        tens = kman.get("tensors") or doc.get("tensors") or {}
+        base = ["kernels", k, "tensors"] if "tensors" in kman else ["tensors"]
+        specs += [(base + [t], sp.get("dtype")) for t, sp in tens.items()]
+        for kp, spec in specs:
+            if isinstance(spec, dict):
+                missing = [d for d in vdts if d not in spec]
+                if missing:
+                    raise at(kp + ["dtype"], f"the dtype mapping gives no dtype for variant dtype {missing[0]} "
+                                             f"(variants of {k}: {', '.join(vdts)}); add {missing[0]}: <dtype>")
+    for dt in used:
+        if dt not in doc["tolerance"]:
+            raise at(["tolerance"], f"no rtol/atol for listed dtype '{dt}'; write {dt}: {{rtol: ..., atol: ...}} "
+                                    f"under tolerance")
+    for dt, tol in doc["tolerance"].items():
+        for key in ("rtol", "atol"):
+            # YAML's .inf / .nan (and 1.0e999) pass the schema's minimum 0; an infinite or NaN
+            # allowance passes every element (harness.compare), a test that cannot fail
+            if isinstance(tol[key], (int, float)) and not isinstance(tol[key], bool) and not _finite(tol[key]):
+                raise at(["tolerance", dt, key], f"{key} {str(tol[key])[:40]} is not a finite number; write a "
+                                                 f"number >= 0 such as 1.0e-3")
+            _check_expr(tol[key], ["tolerance", dt, key], at)
+    _check_tolerance_names(doc, kv, at)
+    for key in ("fits", "perf_fits"):
+        if key in doc:
+            _check_expr(doc[key], [key], at)
+    for k, kman in doc["kernels"].items():
+        _check_expr(kman["grid"], ["kernels", k, "grid"], at)
+        for key in ("fits", "perf_fits"):
+            if key in kman:
+                _check_expr(kman[key], ["kernels", k, key], at)
+    # a tensor without dtype takes its variant's: check it against the dtypes of the variants
+    # that use it (an operator of integer variants, such as routing kernels, has integer tensors)
+    if "tensors" in doc:
+        shared = [v.dtype for k, vs in kv.items() if "tensors" not in doc["kernels"][k] for v in vs]
+        _check_tensors(doc["tensors"], ["tensors"], at, list(dict.fromkeys(shared)))
+    for k, kman in doc["kernels"].items():
+        if "tensors" in kman:
+            _check_tensors(kman["tensors"], ["kernels", k, "tensors"], at,
+                           list(dict.fromkeys(v.dtype for v in kv[k])))
+    _check_bindings(doc, at)
+    _D.check(doc, kv, at, path)
+    doc["_path"] = str(path)
+    return doc
+
+
+def _check_variant_sources(doc: dict, at: _Where) -> None:
+    """configs XOR variants at each level, the same constexpr names throughout one list, and
+    dtypes present wherever configs are crossed with them."""
+    levels = [([], doc)] + [(["kernels", k], km) for k, km in doc["kernels"].items()]
+    for base, node in levels:
+        if "configs" in node and "variants" in node:
+            raise at(base + ["variants"], "give either configs (crossed with dtypes) or variants "
+                                          "(explicit dtype/constexpr pairs) here, not both")
+        if "configs" in node:
+            keys0 = list(node["configs"][0])
+            for i, cfg in enumerate(node["configs"]):
+                if list(cfg) != keys0:
+                    raise at(base + ["configs", i], f"constexpr names {list(cfg)} differ from the first "
+                                                    f"config's {keys0}; give every config the same "
+                                                    f"names in the same order")
+        if "variants" in node:
+            keys0 = None
+            for i, v in enumerate(node["variants"]):
+                if ("dtype" in v) == ("dtypes" in v):
+                    raise at(base + ["variants", i], "a variant names its dtype with either dtype: f16 or "
+                                                     "dtypes: [f16, bf16] (exactly one of the two)")
+                if "dtypes" in doc and not set(_vdtypes(v)) <= set(doc["dtypes"]):
+                    extra = [d for d in _vdtypes(v) if d not in doc["dtypes"]]
+                    raise at(base + ["variants", i], f"dtype {extra[0]} is not in the operator's dtypes "
+                                                     f"{doc['dtypes']}; add it there or drop the top-level "
+                                                     f"dtypes (explicit variants do not need it)")
+                keys = list(v.get("constexprs", {}))
+                if keys0 is None:
+                    keys0 = keys
+                elif keys != keys0:
+                    raise at(base + ["variants", i, "constexprs"],
+                             f"constexpr names {keys} differ from the first variant's {keys0}; give every "
+                             f"variant the same names in the same order")
+    crossing = [k for k, km in doc["kernels"].items()
+                if "configs" in km or ("variants" not in km and "variants" not in doc)]
+    if crossing and "dtypes" not in doc:
+        raise at(["dtypes"], f"the manifest lacks the key 'dtypes': the configs of {', '.join(crossing)} are crossed "
+                     f"with it; write dtypes: [f16, bf16] (or give explicit variants: [{{dtypes: [...], "
+                     f"constexprs: {{...}}}}])")
+
+
+def _vdtypes(v: dict) -> list[str]:
+    return list(v["dtypes"]) if "dtypes" in v else [v["dtype"]]
+
+
+def _finite(v) -> bool:
+    """``v`` (an int or float) is a finite float (an int past float's range is not)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _free_names(expr: str) -> set[str]:
+    """The names an expression reads that it does not bind itself (lambda arguments,
+    comprehension targets)."""
+    import ast
+
+    tree = ast.parse(expr, mode="eval")
+    bound = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    bound |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def _check_tolerance_names(doc: dict, kv: dict, at: _Where) -> None:
+    """Every name a tolerance expression reads is one that
+    :func:`tileport.gpu.harness.tolerance` gives it for each variant of that dtype (shape names, the
+    variant's constexprs, hints, the helpers): a typo, or a constexpr other kernels of the dtype
+    lack, is refused here, at its line, not on the GPU node."""
+
+    for dt, tol in doc["tolerance"].items():
+        for key in ("rtol", "atol"):
+            if not isinstance(tol[key], str):
+                continue
+            names = _free_names(tol[key])
+            for k, vs in kv.items():
+                for v in vs:
+                    if v.dtype != dt:
+                        continue
+                    env = base_env(doc, [1] * len(doc["shape_names"]), v.constexprs, 0)
+                    missing = sorted(names - set(env))
+                    if missing:
+                        usable = sorted(n for n in env if isinstance(n, str))
+                        raise at(["tolerance", dt, key],
+                                 f"expression {tol[key]!r} reads {', '.join(map(repr, missing))}, which "
+                                 f"{k} variant {v.id} does not have; a tolerance may use "
+                                 f"{', '.join(usable)}")
+
+
+def _check_expr(expr, keypath: list, at: _Where) -> None:
+    if isinstance(expr, (int, float)):
+        return
+    import ast
+
+    try:
+        ast.parse(expr, mode="eval")
+    except SyntaxError as exc:
+        raise at(keypath, f"expression {expr!r} is not valid Python: {exc.msg}; write a Python "
+                          f"expression such as \"cdiv(N, TILE)\"") from None
+
+
+def init_spec(t: dict) -> tuple[str, list]:
+    """(generator, its argument expressions) of a tensor spec: ``init`` as written, else
+    ``randn`` (the default of float tensors, scaled by ``scale``).
+    See the README's manifest section for what each generator makes."""
+    init = t.get("init", "randn")
+    if isinstance(init, str):
+        return init, []
+    (kind, arg), = init.items()
+    if arg is None:
+        return kind, []
+    return kind, list(arg) if isinstance(arg, list) else [arg]
+
+
+def _check_tensors(tensors: dict, base: list, at: _Where, variant_dtypes: list | None = None) -> None:
+    if not any(t["role"] == "output" for t in tensors.values()):
+        raise at(base, "no tensor has role output (reference.py's result is compared against it); "
+                       "mark what reference.py returns with role: output")
+    for name, t in tensors.items():
+        kp = base + [name]
+        for e in t["shape"]:
+            _check_expr(e, kp + ["shape"], at)
+        for key in ("scale", "count"):
+            if key in t:
+                _check_expr(t[key], kp + [key], at)
+        dts = (list(t["dtype"].values()) if isinstance(t.get("dtype"), dict) else [t["dtype"]] if "dtype" in t
+               else variant_dtypes or ["f16"])
+        fams = {DTYPES[d][2] for d in dts}
+        fam = fams.pop() if len(fams) == 1 else "float" if fams <= {"float", "float8"} else "mixed"
+        if fam == "mixed":
+            raise at(kp + ["dtype"], f"the dtype mapping of tensor '{name}' mixes integer and float dtypes "
+                                     f"({', '.join(dts)}); one init cannot make both: split the variants")
+        kind, args = init_spec(t)
+        if kind == "derive":
+            if t["role"] != "input":
+                raise at(kp + ["init"], f"init derive makes an input, but tensor '{name}' has role "
+                                        f"{t['role']}; derive an input and start the output as "
+                                        f"{{copy: <that input>}} (an array updated in place)")
+            if "count" in t:
+                raise at(kp + ["init"], f"init derive makes one tensor, but tensor '{name}' is a list "
+                                        f"(count); derive each element as a tensor of its own, or make "
+                                        f"the list with another init")
+            if "scale" in t:
+                raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is made by "
+                                         f"derive; scale inside the reference.py function")
+            continue
+        if kind == "copy":
+            _check_copy(tensors, name, args[0], kp, at)
+            continue
+        for a in args:
+            _check_expr(a, kp + ["init"], at)
+        if fam in ("int", "uint", "bool") and "init" not in t:
+            raise at(kp, f"tensor '{name}' has the integer dtype {dts[0]} but no init; say how its "
+                         f"values are made, e.g. init: {{randint: [0, N]}} for indices below N, "
+                         f"{{sorted: [0, N]}}, permutation, range, {{offsets: N}} or {{full: 0}}")
+        if fam in ("float", "float8") and kind in ("randint", "sorted", "offsets", "permutation"):
+            raise at(kp + ["init"], f"init {kind} makes integers but tensor '{name}' has the float dtype "
+                                    f"{t.get('dtype', 'of the variant')}; write dtype: i32 (or i64) for an "
+                                    f"index tensor")
+        if fam not in ("float", "float8") and kind in ("randn", "uniform"):
+            raise at(kp + ["init"], f"init {kind} makes floats but tensor '{name}' has the dtype "
+                                    f"{dts[0]}; write init: {{randint: [low, high]}} or another integer "
+                                    f"generator")
+        if "scale" in t and kind != "randn":
+            raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is made by "
+                                     f"{kind}; drop scale or give the bounds in the init")
+
+
+def _check_copy(tensors: dict, name: str, src: str, kp: list, at: _Where) -> None:
+    """``init: {copy: src}``: ``name`` is an output that starts as a copy of the input ``src``
+    (same shape, dtype and count; the GPU stages check the shapes once evaluated)."""
+    t = tensors[name]
+    if t["role"] != "output":
+        raise at(kp + ["init"], f"init copy makes an output start as a copy of an input, but tensor "
+                                f"'{name}' has role {t['role']}; give it role: output (reference.py "
+                                f"returns its updated values) or another init")
+    s = tensors.get(src)
+    if s is None or s["role"] != "input":
+        inputs = [n for n, x in tensors.items() if x["role"] == "input"]
+        raise at(kp + ["init"], f"init copy names '{src}', which is not an input tensor of this call "
+                                f"(inputs: {', '.join(inputs) or 'none'}){_suggest(src, inputs)}")
+    for key in ("shape", "dtype", "count"):
+        if s.get(key) != t.get(key):
+            raise at(kp + [key if key in t else "init"],
+                     f"tensor '{name}' starts as a copy of '{src}' but its {key} {t.get(key)!r} differs "
+                     f"from {src}'s {s.get(key)!r}; give both the same {key}")
+    if "scale" in t:
+        raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is a copy of "
+                                 f"'{src}'; drop scale")
+
+
+def _check_bindings(doc: dict, at: _Where) -> None:
+    """Every bind expression parses (that each names a parameter of its kernel is the analyser's
+    check: only kernel.py knows the annotated scalars)."""
+    for k, kman in doc["kernels"].items():
+        for p, e in kman.get("bind", {}).items():
+            _check_expr(e, ["kernels", k, "bind", p], at)
+
+
+# ---- variants ------------------------------------------------------------------------------
+def _crossed(dtypes: list, configs: list, hints: dict) -> list[Variant]:
+    return [Variant(dt, dict(cfg), dict(hints)) for dt in dtypes for cfg in configs]
+
+
+def _explicit(entries: list, hints: dict) -> list[Variant]:
+    return [Variant(dt, dict(v.get("constexprs", {})), {**hints, **v.get("compiler_hints", {})},
+                    tuple(k for k in HINT_KEYS if k in v.get("compiler_hints", {})), v.get("name"))
+            for v in entries for dt in _vdtypes(v)]
+
+
+def kernel_variants(manifest: dict) -> dict[str, list[Variant]]:
+    """``{kernel: [Variant, ...]}`` in manifest order: the kernel's own ``variants`` or
+    ``configs`` (crossed with ``dtypes``), else the operator's ``variants``, else the operator's
+    ``configs`` crossed with ``dtypes`` (one empty config when there are none)."""
+    out = {}
+    for k, km in manifest["kernels"].items():
+        hints = km.get("compiler_hints", {})
+        if "variants" in km:
+            out[k] = _explicit(km["variants"], hints)
+        elif "configs" in km:
+            out[k] = _crossed(manifest["dtypes"], km["configs"], hints)
+        elif "variants" in manifest:
+            out[k] = _explicit(manifest["variants"], hints)
+        else:
+            out[k] = _crossed(manifest.get("dtypes", []), manifest.get("configs", [{}]), hints)
+    return out
+
+
+def declared_defects(man: dict) -> list[_D.Defect]:
+    """The loaded manifest's ``known_defects`` as :class:`tileport.model.defects.Defect` (``[]`` without the key)."""
+    entries = man.get("known_defects") or []
+    if not entries:
+        return []
+    path = Path(man.get("_path", "manifest.yaml"))
+    src = man.get("source")
+    file = (src["module"].replace(".", "/") + ".py") if src else str(path.parent / "kernel.py")
+    kv = kernel_variants(man)
+    out = []
+    for i, e in enumerate(entries):
+        ids = tuple(v.id for v in _D.selected(e["variants"], kv.get(e["kernel"], [])))
+        out.append(_D.Defect(i, str(path), line_of(man, ["known_defects", i]), e["kernel"], file, int(e["line"]),
+                          ids, str(e["effect"]).strip(), str(e["evidence"]).strip()))
+    return out
+
+
+def variants(manifest: dict, kernel: str | None = None) -> list[Variant]:
+    """The variants of ``kernel`` or, without one, of every kernel (each id once, in manifest
+    order). Only these are analysed, compiled, tested and counted: a manifest that pairs
+    configs with dtypes means exactly those pairs.
+
+    Raises:
+        KeyError: ``kernel`` is not a kernel of the manifest.
+    """
+    per = kernel_variants(manifest)
+    if kernel is not None:
+        return per[kernel]
+    seen, out = set(), []
+    for vs in per.values():
+        for v in vs:
+            if v.id not in seen:
+                seen.add(v.id)
+                out.append(v)
+    return out
+
+
+def kernel_variant_ids(manifest: dict) -> list[tuple[str, str]]:
+    """Every (kernel, variant id) of the operator: the rows of summary.csv."""
+    return [(k, v.id) for k, vs in kernel_variants(manifest).items() for v in vs]
+
+
+def variant_by_id(manifest: dict, variant_id: str, kernel: str | None = None) -> Variant:
+    """Look up a variant by id (among ``kernel``'s, or any kernel's). Raises KeyError naming the
+    known ids."""
+    pool = variants(manifest, kernel)
+    for v in pool:
+        if v.id == variant_id:
+            return v
+    raise KeyError(f"unknown variant '{variant_id}' of {manifest['op']}"
+                   f"{'/' + kernel if kernel else ''}; known: {[v.id for v in pool]}")
+
+
+def constexpr_names(manifest: dict, kernel: str) -> list[str]:
+    """The constexpr names the variants of ``kernel`` set (from its first variant)."""
+    vs = variants(manifest, kernel)
+    return list(vs[0].constexprs) if vs else []
+
+
+def variant_source(manifest: dict, kernel: str) -> list:
+    """Key path of the manifest list that makes ``kernel``'s variants (for line numbers)."""
+    km = manifest["kernels"][kernel]
+    for key in ("variants", "configs"):
+        if key in km:
+            return ["kernels", kernel, key]
+    return ["variants"] if "variants" in manifest else ["configs"]
+
+
+def resolve_dtype(spec, variant_dtype: str) -> str:
+    """The dtype code an array's or tensor's ``dtype`` gives in a variant of dtype
+    ``variant_dtype``: the code itself, the mapping's entry, or (None / ``{dtype}``) the
+    variant's. Raises KeyError for a mapping without that variant dtype (:func:`load`
+    rejects such manifests)."""
+    if spec is None or spec == "{dtype}":
+        return variant_dtype
+    return spec[variant_dtype] if isinstance(spec, dict) else spec
+
+
+def array_dtype(manifest: dict, kernel: str, array: str, variant: Variant) -> str:
+    """The element type of one array parameter in one variant: its ``dtype`` (a code or a
+    per-variant-dtype mapping), else the variant's."""
+    return resolve_dtype(manifest["kernels"][kernel]["arrays"][array].get("dtype"), variant.dtype)
+
+
+def kernel_tensors(manifest: dict, kernel: str) -> dict | None:
+    """The tensors of one call of ``kernel`` (its own ``tensors``, else the operator's; None
+    when neither exists)."""
+    return manifest["kernels"][kernel].get("tensors", manifest.get("tensors"))
