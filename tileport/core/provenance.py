@@ -42,6 +42,8 @@ import tomllib
 from datetime import datetime, timezone
 from pathlib import Path
 
+from tileport.core import toolchain
+
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = "tileport.provenance/1"
 UNKNOWN = "unknown"
@@ -126,8 +128,6 @@ def _dist_version(name: str) -> str:
 def tileiras_version() -> str:
     """``tileiras --version`` as ``13.4.92`` (its ``V13.4.92`` token), the first line with
     ``release`` when there is no such token, ``unknown`` when tileiras is not found."""
-    from tileport.core import toolchain
-
     exe = os.environ.get("CUTILE_TILEIRAS_PATH")
     if not exe:
         try:

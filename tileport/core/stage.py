@@ -6,6 +6,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from tileport.core.verdict import Finding, Verdict, atomic_write_text, read, write
+
 
 def apply_tools(tools: dict) -> None:
     """Export config.yaml's non-empty ``tools`` paths to this job's environment, where
@@ -51,8 +53,6 @@ def guarded(smk, stage: str):
     ``summary.csv`` still run: a broken operator never stops the others.
     ``SystemExit`` (a deliberate retry request) passes through.
     """
-    from tileport.core.verdict import Finding, Verdict, atomic_write_text, read, write
-
     apply_tools(getattr(smk.params, "tools", {}) or {})
     attempt = getattr(smk.resources, "attempt", 1)
     outs = dict(smk.output.items())

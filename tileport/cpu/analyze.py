@@ -30,8 +30,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tileport.core import source
-from tileport.core.verdict import LACKS_RULE, Finding, Verdict, loc, write
+from tileport.core import agents, source
+from tileport.core.verdict import LACKS_RULE, Finding, Verdict, loc, read, write
 from tileport.model import frontend, manifest
 
 # the front end's names, as the analyser has always offered them
@@ -49,6 +49,7 @@ from tileport.model.frontend import (  # noqa: F401
 from tileport.model.frontend import is_ct as _is_ct  # noqa: F401
 from tileport.model.frontend import is_shape_subscript as _is_shape_subscript  # noqa: F401
 from tileport.model.frontend import kw as _kw  # noqa: F401
+from tileport.translate import Unsupported, translate_model
 
 
 def analyse(op_dir: str | Path, target: str = "sm_90") -> dict:
@@ -66,8 +67,6 @@ def analyse(op_dir: str | Path, target: str = "sm_90") -> dict:
         manifest.ManifestError: malformed manifest (file:line: key: cause).
         AnalysisError: unreadable kernel.py, syntax error (file:line), no ``@ct.kernel``.
     """
-    from tileport.translate import Unsupported, translate_model
-
     model = frontend.load(op_dir)
     details = model.details()
     for k in model.kernels:
@@ -158,9 +157,6 @@ def run_backend(op_dir: str | Path, out_json: str | Path, op: str, backend: str 
     The verdict word stays the deterministic analyser's: the notes are advice, tileport's later
     stages judge the port. Never raises on bad input.
     """
-    from tileport.core import agents
-    from tileport.core.verdict import read
-
     d = run(op_dir, out_json, op, target)
     det = d.get("details") or {}
     if backend == "deterministic" or not det.get("kernels") or (backend == "auto" and d["verdict"] != "BLOCKED"):

@@ -52,6 +52,7 @@ from pathlib import Path
 from tileport.core import source
 from tileport.core.verdict import Finding, Verdict, atomic_write_text, loc, write
 from tileport.core.wheels import ImportFailed, Wheel, find_wheel
+from tileport.model import manifest
 from tileport.model import torch_uses as TU
 
 CUTILE = "cuda.tile"
@@ -770,7 +771,6 @@ def run(op_dir: str | Path, out_py: str | Path, out_map: str | Path, out_json: s
     kernels = list(src.get("kernels") or [])
     if not kernels:
         try:
-            from tileport.model import manifest
             kernels = list(manifest.load(mpath)["kernels"])
         except Exception as exc:
             kernels = []

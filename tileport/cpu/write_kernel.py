@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tileport.core import source  # kernel-path plumbing (import_source): S.kernel_py(op_dir)
+from tileport.core import agents, source
 from tileport.core.verdict import LACKS_RULE, TRANSLATOR, Finding, Verdict, atomic_write_text, loc, write
 from tileport.cpu import analyze
 from tileport.translate import Unsupported, display_path, translate_entries
@@ -99,8 +99,6 @@ def run_backend(op_dir, kernel, out_rs, out_json, op, backend: str = "translator
     construct has no equivalent), ERROR with ``fail_class: env`` (no key, bad key, unknown model,
     network, replay miss). Never raises for those.
     """
-    from tileport.core import agents
-
     if backend not in BACKENDS:
         raise ValueError(f"unknown kernel-writer backend '{backend}' (one of {BACKENDS})")
     results = Path(results) if results else Path(out_json).parents[4]

@@ -44,7 +44,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tileport.core import toolchain
+from tileport.core import agents, toolchain
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, brief, loc, read, write
 
 REPO = Path(__file__).resolve().parents[2]
@@ -356,8 +356,6 @@ def write_shim_llm(op: str, analysis_json: str | Path, results_op: str | Path, o
     cases leave an ``ffi.rs`` that only says why (no deterministic fallback is passed off as the
     LLM's). Never raises for a bad reply.
     """
-    from tileport.core import agents
-
     det = write_shim(op, analysis_json, results_op, out_rs, out_json, out_verdict, attempt=attempt)
     if det["verdict"] != "PASS":
         return det

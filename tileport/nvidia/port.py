@@ -49,8 +49,11 @@ from pathlib import Path
 
 import yaml
 
+from tileport import ir_diff
 from tileport.core import toolchain
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, loc, read, write
+from tileport.model import manifest as tp_manifest
+from tileport.model.manifest import _yaml_line
 
 REPO = Path(__file__).resolve().parents[2]
 NV_DIR = REPO / "rust" / "nvidia"
@@ -103,7 +106,6 @@ def load_ports(path: str | Path = PORTS) -> dict:
     """
     import jsonschema
 
-    from tileport.model.manifest import _yaml_line
 
     path = Path(path)
     try:
@@ -716,7 +718,6 @@ def dump_command(binary: str | Path, op: str, entry: str, out: str | Path, targe
 
 
 def _variant(op_dir: Path, kernel: str, variant_id: str):
-    from tileport.model import manifest as tp_manifest
 
     return tp_manifest.variant_by_id(tp_manifest.load(op_dir / "manifest.yaml"), variant_id, kernel)
 
@@ -727,8 +728,6 @@ def other_pin(build_json, op: str, entry: str, generics: list[str], strides: str
     variant, compared with :func:`tileport.ir_diff.diff_ir` (the shipped pins' IR as the
     reference side): ``{"cutile", "verdict", "summary", "findings"}`` (findings above info), or
     None when that build has no dumper. What differs between the two cutile versions' lowering."""
-    from tileport import ir_diff
-
     try:
         b = read(build_json)
     except VerdictError:
@@ -842,8 +841,6 @@ def diff(op, kernel, variant, ref_txt, ref_json, nv_txt, nv_json, out_json, atte
     """Stage ``nv_ir_diff``: tileport's IR diff (:func:`tileport.ir_diff.run`) of NVIDIA's Tile IR
     against the reference's; BLOCKED when either side has no IR (the upstream verdict's reason).
     The verdict is the IR diff's (``stage`` renamed, ``details.nv`` = the entry and generics)."""
-    from tileport import ir_diff
-
     base = dict(stage="nv_ir_diff", op=op, kernel=kernel, variant=variant, attempt=attempt)
     ups = {}
     for name, p in (("reference_ir", ref_json), ("nv_ir", nv_json)):

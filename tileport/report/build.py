@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from tileport.core import provenance as tp_provenance
 from tileport.core.verdict import atomic_write_text
-from tileport.report import data, tables
+from tileport.gpu.bench import DEFAULTS
+from tileport.report import data, figures, tables
 
 TABLES = ("operators", "loop_gate", "coverage", "provenance")
 
@@ -42,8 +44,6 @@ def llm(summary_csv, summary_ops_csv, out_csv) -> None:
 def provenance(results, summary_csv, config: dict, threshold: float, out_json) -> None:
     """``provenance.json``: :func:`tileport.report.data.provenance`, with the CPU side's
     :func:`tileport.core.provenance.collect` of now."""
-    from tileport.core import provenance as tp_provenance
-
     side = tp_provenance.collect(bench=(config or {}).get("bench"), config=config, gpu=False)
     prov = data.provenance(results, summary_csv, side, threshold)
     atomic_write_text(out_json, json.dumps(prov, indent=1, default=str) + "\n")
@@ -68,7 +68,6 @@ def figure(name: str, inputs: dict, threshold: float, out: dict) -> None:
     ``provenance``: provenance.json) into ``out`` (``pdf``, ``svg``, ``png``)."""
     import importlib
 
-    from tileport.report import figures
 
     # one figure module per job, imported by name: a figure rule's code inputs are that module
     # and this one (rules/report.smk), so editing one figure redraws that figure alone
@@ -108,8 +107,6 @@ def table(name: str, inputs: dict, out: dict, loop_threshold: float | None = Non
     from ``inputs`` (``data``: its data CSV, absent for provenance; ``provenance``);
     ``loop_threshold``: config.yaml ``bench.loop_threshold`` (default
     :data:`tileport.gpu.bench.DEFAULTS`'), for the loop gate."""
-    from tileport.gpu.bench import DEFAULTS
-
     lthr = DEFAULTS["loop_threshold"] if loop_threshold is None else float(loop_threshold)
     prov = _prov(inputs["provenance"])
     tex_df, foot = None, ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tileport.model import frontend, manifest
+from tileport.model import constructs, frontend, manifest
 
 from .arith import ArithRules
 from .control import ControlRules
@@ -454,8 +454,6 @@ def manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
     translated (every array is a ``&Tensor``: shared reads of one memory are what cutile's
     ``Tensor::borrow_raw_parts`` allows, cutile-0.5.0 src/tensor.rs, its "Aliasing" safety
     rule)."""
-    from tileport.model import constructs
-
     groups: dict[str, list] = {}
     for p in kinfo["params"]:
         if p["kind"] == "array" and p.get("alias_group"):
