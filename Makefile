@@ -1,6 +1,7 @@
 # tileport -- the two commands of the README:
 #   make run    install what is missing (idempotent), then run the main job
-#   make test   install what is missing, then run the test suite
+#   make test   install what is missing, then make lint, then run the test suite
+#   make lint   the static checks alone (ruff, snakefmt --check, snakemake --lint)
 # and a third for papers:
 #   make report the run's figures and LaTeX tables (results/paper/) and Snakemake's report
 #               (results/report.html; make report REPORT=results/report.zip for a zip)
@@ -19,7 +20,7 @@ GPUS ?= 1
 # Snakemake's report: one self-contained HTML page (or .zip) with every figure and table
 REPORT ?= results/report.html
 
-.PHONY: run test test-slurm test-nvidia install system-deps report test-deps publish
+.PHONY: run test lint test-slurm test-nvidia install system-deps report test-deps publish
 
 run: install
 	@# a run killed earlier (SIGKILL, SIGHUP) leaves Snakemake's lock: removed when no Snakemake
@@ -48,8 +49,28 @@ run: install
 # cargo builds of both workers take turns on the shared target dir's lock. TEST_JOBS=0: one process.
 TEST_JOBS ?= 2
 
-test: install test-deps
+test: install lint test-deps
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
+
+# the static checks (make test runs them first; a finding fails the target). Each runs even when
+# an earlier one found something, so one run shows every finding:
+#   ruff check        the Python of tileport/, scripts/ and tests/ (rules and exclusions: ruff.toml)
+#   snakefmt --check  the Snakefile and rules/*.smk are formatted as snakefmt (and black, for the
+#                     Python inside them) would write them (line length: pyproject.toml
+#                     [tool.snakefmt]); to reformat: $(VENV)/bin/snakefmt Snakefile rules/*.smk
+#   snakemake --lint  Snakemake's own advice on the workflow (a rule without log:, a path built by
+#                     string concatenation, ...); it loads the workflow as a run would (config.yaml)
+# the venv's bin/ first on PATH: snakefmt formats shell: directives with the shfmt of the venv
+lint: install
+	@rc=0; export PATH="$(abspath $(VENV))/bin:$$PATH"; \
+	echo "tileport lint: ruff check tileport scripts tests"; \
+	$(VENV)/bin/ruff check tileport scripts tests || rc=1; \
+	echo "tileport lint: snakefmt --check Snakefile rules/*.smk"; \
+	$(VENV)/bin/snakefmt --check Snakefile rules/*.smk || rc=1; \
+	echo "tileport lint: snakemake --lint"; \
+	$(VENV)/bin/snakemake --lint || rc=1; \
+	if [ $$rc != 0 ]; then echo "tileport lint: failed (findings above)" >&2; fi; \
+	exit $$rc
 
 # the report: the main job, then the figure and table rules, then Snakemake's report page --
 # rebuilt only when a figure, a table, a caption or the report rules changed (a rerun with

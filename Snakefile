@@ -54,9 +54,9 @@ localrules:
 
 
 rule all:
+    default_target: True
     input:
         "results/summary.csv",
-    default_target: True
 
 
 # every rule is defined: a profile's set-resources / set-threads may name only these

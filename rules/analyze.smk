@@ -4,25 +4,31 @@ rule analyze:
     PASS/BLOCKED/ERROR); an LLM analyser (config roles.analyser) adds checked notes for the writer."""
     input:
         op_inputs,
-        prompt=lambda wc: ([] if config["roles"]["analyser"] == "deterministic"
-                           else [str(Path(workflow.basedir) / "prompts" / "analyser.md")]),
+        prompt=lambda wc: (
+            []
+            if config["roles"]["analyser"] == "deterministic"
+            else [str(Path(workflow.basedir) / "prompts" / "analyser.md")]
+        ),
         code=code("analyze"),
     output:
         "results/{op}/analysis.json",
     log:
         "results/{op}/logs/analyze.log",
+    retries: retries("analyze")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
         backend=config["roles"]["analyser"],
         # the translator checks every kernel for the GPU architecture the port is compiled for
         target=config["gpu_target"],
-        llm=lambda wc: {} if config["roles"]["analyser"] == "deterministic" else {
-            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
-    retries: retries("analyze")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
+        llm=lambda wc: (
+            {}
+            if config["roles"]["analyser"] == "deterministic"
+            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        ),
     script:
         "../scripts/analyze.py"

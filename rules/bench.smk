@@ -17,17 +17,17 @@ rule bench:
         verdict="{root}/{op}/bench.json",
     log:
         "{root}/{op}/logs/bench.log",
+    retries: retries("bench")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        gpu=gpu_count("bench"),
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
         # what changes a measurement (not gpu mode or the thresholds: the scripts read those from
         # snakemake.config, so switching them never reruns -- and wipes -- a GPU result)
         bench={k: v for k, v in config["bench"].items() if k not in ("threshold", "loop_threshold")},
-    retries: retries("bench")
-    resources:
-        gpu=gpu_count("bench"),
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/bench.py"

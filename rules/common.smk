@@ -12,6 +12,7 @@ from tileport.core.closure import code_inputs
 from tileport.model.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 from tileport.nvidia import port as tp_nv
 
+
 def _profile_files():
     """The Snakemake profiles this run may have read: every profile in the ``profiles/`` folder
     of the workflow (``default`` is merged into every run; site copies live beside it) and
@@ -20,18 +21,21 @@ def _profile_files():
 
     from snakemake.cli import get_profile_dir
 
-    files = sorted(p for p in Path(workflow.basedir, "profiles").glob("*/*.yaml")
-                   if re.fullmatch(r"(profile|config)(\.v[0-9]+[+])?\.yaml", p.name))
+    files = sorted(
+        p
+        for p in Path(workflow.basedir, "profiles").glob("*/*.yaml")
+        if re.fullmatch(r"(profile|config)(\.v[0-9]+[+])?\.yaml", p.name)
+    )
     argv, names = sys.argv[1:], [os.environ.get("SNAKEMAKE_PROFILE", "")]
     for i, a in enumerate(argv):
         if a == "--profile":
-            names += [x for x in argv[i + 1:i + 2]]
+            names += [x for x in argv[i + 1 : i + 2]]
         elif a.startswith("--profile="):
             names.append(a.split("=", 1)[1])
     for name in filter(None, names):
         try:
             found = get_profile_dir(name)
-        except Exception:   # Snakemake itself reports a profile it cannot find
+        except Exception:  # Snakemake itself reports a profile it cannot find
             found = None
         if found:
             files.append(Path(found[1]))
@@ -48,8 +52,10 @@ def check_yaml_inputs():
     files = [Path(f) for f in workflow.configfiles] + _profile_files()
     problems = [p for f in dict.fromkeys(f.resolve() for f in files) if (p := yamlio.check_file(f))]
     if problems:
-        raise WorkflowError("\n".join(problems) + "\n(remove or rename the repeated key; tileport "
-                            "never guesses which value was meant)")
+        raise WorkflowError(
+            "\n".join(problems) + "\n(remove or rename the repeated key; tileport "
+            "never guesses which value was meant)"
+        )
 
 
 check_yaml_inputs()
@@ -102,8 +108,10 @@ if config["gpu"] == "required":
     try:
         tp_harness.probe_gpu()
     except tp_harness.NoGpu as exc:
-        raise WorkflowError(f"config.yaml: gpu: required, but there is no usable GPU here: {exc} "
-                            f"(use gpu: auto to run the CPU stages and mark GPU rows not_run)")
+        raise WorkflowError(
+            f"config.yaml: gpu: required, but there is no usable GPU here: {exc} "
+            f"(use gpu: auto to run the CPU stages and mark GPU rows not_run)"
+        )
 
 OPERATORS_DIR = Path(workflow.basedir) / "operators"
 
@@ -119,19 +127,25 @@ def _discover_ops():
         if not p.is_dir() or p.name.startswith(".") or p.name == "__pycache__":
             continue
         if p.name in C_RUST_KEYWORDS:
-            SKIPPED[p.name] = (f"{p}: '{p.name}' is a Rust keyword: the shared host library names "
-                               f"one module per operator: rename the operator folder: not run")
+            SKIPPED[p.name] = (
+                f"{p}: '{p.name}' is a Rust keyword: the shared host library names "
+                f"one module per operator: rename the operator folder: not run"
+            )
             print(f"tileport: {SKIPPED[p.name]}", file=sys.stderr)
         elif p.name in ("host", "logs", "nvidia"):
-            SKIPPED[p.name] = (f"{p}: '{p.name}' is reserved (results/{p.name}/ holds the shared "
-                               f"host library, logs and NVIDIA's shipped ports): rename the operator "
-                               f"folder: not run")
+            SKIPPED[p.name] = (
+                f"{p}: '{p.name}' is reserved (results/{p.name}/ holds the shared "
+                f"host library, logs and NVIDIA's shipped ports): rename the operator "
+                f"folder: not run"
+            )
             print(f"tileport: {SKIPPED[p.name]}", file=sys.stderr)
         elif OP_NAME.match(p.name):
             found.append(p.name)
         else:
-            SKIPPED[p.name] = (f"{p}: folder name is not an operator name (lower-case letters, "
-                               f"digits and '_', starting with a letter): not run")
+            SKIPPED[p.name] = (
+                f"{p}: folder name is not an operator name (lower-case letters, "
+                f"digits and '_', starting with a letter): not run"
+            )
             print(f"tileport: {SKIPPED[p.name]}", file=sys.stderr)
     wanted = config["operators"] or found
     missing = [o for o in wanted if o not in found]
@@ -171,8 +185,12 @@ def op_inputs(wildcards):
     d = OPERATORS_DIR / wildcards.op
     if tp_source.source_of(d) is not None:
         src = f"results/{wildcards.op}/{tp_source.IMPORT_DIR}"
-        return [f"{src}/kernel.py", f"{src}/kernel.py{tp_source.MAP_SUFFIX}",
-                f"{src}/{tp_source.VERDICT_NAME}", str(d / "manifest.yaml")]
+        return [
+            f"{src}/kernel.py",
+            f"{src}/kernel.py{tp_source.MAP_SUFFIX}",
+            f"{src}/{tp_source.VERDICT_NAME}",
+            str(d / "manifest.yaml"),
+        ]
     return [str(d / f) for f in ("kernel.py", "manifest.yaml") if (d / f).is_file()]
 
 
@@ -220,7 +238,7 @@ def _route_next(path):
         d = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return {"next": "stop"}
-    return d if isinstance(d, dict) else {"next": "stop"}     # unreadable or damaged: a stop
+    return d if isinstance(d, dict) else {"next": "stop"}  # unreadable or damaged: a stop
 
 
 def follow_routes(op, kernel, start):
@@ -266,10 +284,19 @@ def _gpu_route_next(op, path):
     if d.get("next") != "retry":
         return d
     req = d.get("request")
-    ok = isinstance(req, dict) and type(req.get("attempt")) is int and req["attempt"] >= 2 and (
-        (req.get("role") == "kernel_writer" and req.get("kernel") in kernels_of(op)
-         and req["attempt"] <= config["attempts"]["write_kernel"])
-        or (req.get("role") == "host_builder" and req["attempt"] <= config["attempts"]["host_shim"]))
+    ok = (
+        isinstance(req, dict)
+        and type(req.get("attempt")) is int
+        and req["attempt"] >= 2
+        and (
+            (
+                req.get("role") == "kernel_writer"
+                and req.get("kernel") in kernels_of(op)
+                and req["attempt"] <= config["attempts"]["write_kernel"]
+            )
+            or (req.get("role") == "host_builder" and req["attempt"] <= config["attempts"]["host_shim"])
+        )
+    )
     return d if ok else {**d, "next": "stop", "request": None}
 
 
@@ -340,11 +367,15 @@ def round_attempt(wildcards):
 def round_inputs(wildcards):
     """What checkpoint gpu_route of round r reads: that round's GPU verdicts and kernels."""
     root, op = round_root(wildcards.op, wildcards.r), wildcards.op
-    return {"test": f"{root}/{op}/test.json", "bench": f"{root}/{op}/bench.json",
-            "perf": f"{root}/{op}/perf_diagnosis.json", "shim": f"{root}/{op}/host/shim.json",
-            "kernels": [f"{root}/{op}/write_kernel/{k}.json" for k in kernels_of(op)],
-            "ir_diffs": [f"{root}/{op}/ir_diff/{k}/{v}.json" for k, v in VARIANTS[op]],
-            "diagnoses": [f"{root}/{op}/diagnosis/{k}/{v}.json" for k, v in VARIANTS[op]]}
+    return {
+        "test": f"{root}/{op}/test.json",
+        "bench": f"{root}/{op}/bench.json",
+        "perf": f"{root}/{op}/perf_diagnosis.json",
+        "shim": f"{root}/{op}/host/shim.json",
+        "kernels": [f"{root}/{op}/write_kernel/{k}.json" for k in kernels_of(op)],
+        "ir_diffs": [f"{root}/{op}/ir_diff/{k}/{v}.json" for k, v in VARIANTS[op]],
+        "diagnoses": [f"{root}/{op}/diagnosis/{k}/{v}.json" for k, v in VARIANTS[op]],
+    }
 
 
 def variants_of(op, kernel):
@@ -379,9 +410,15 @@ def stage_targets(op, root="results"):
             f"{root}/{op}/ir_diff/{k}/{v}.json",
             f"{root}/{op}/diagnosis/{k}/{v}.json",
         ]
-    out += [f"{root}/{op}/host/shim.json", f"{root}/{op}/host/ffi.json", f"{root}/host/build.json",
-            f"{root}/host/libtileport_host.so", f"{root}/{op}/test.json",
-            f"{root}/{op}/bench.json", f"{root}/{op}/perf_diagnosis.json"]
+    out += [
+        f"{root}/{op}/host/shim.json",
+        f"{root}/{op}/host/ffi.json",
+        f"{root}/host/build.json",
+        f"{root}/host/libtileport_host.so",
+        f"{root}/{op}/test.json",
+        f"{root}/{op}/bench.json",
+        f"{root}/{op}/perf_diagnosis.json",
+    ]
     return out
 
 
@@ -394,16 +431,20 @@ def final_inputs(wildcards):
     # the shared library (round 1) is rebuilt whenever any operator changes: only its existence
     # matters here (summary reads it itself), so one operator's edit reruns no other's final_round
     shared = {f"{root}/host/build.json", f"{root}/host/libtileport_host.so"}
-    return {"verdicts": [ancient(t) if t in shared else t for t in stage_targets(wildcards.op, root)],
-            "routes": [f"results/{wildcards.op}/rounds/{r}/route.json" for r, _ in taken]}
+    return {
+        "verdicts": [ancient(t) if t in shared else t for t in stage_targets(wildcards.op, root)],
+        "routes": [f"results/{wildcards.op}/rounds/{r}/route.json" for r, _ in taken],
+    }
 
 
 def summary_inputs(wildcards):
     """What summary.csv reads: each operator's final round (or, for a broken manifest, its analysis)."""
     check_route_files()
-    return [t for op in OPS for t in (stage_targets(op) if op in MANIFEST_ERRORS
-                                      else [f"results/{op}/final.json"] + nv_targets(op))] + (
-        ["results/host/build.json"] if GPU_OPS else [])
+    return [
+        t
+        for op in OPS
+        for t in (stage_targets(op) if op in MANIFEST_ERRORS else [f"results/{op}/final.json"] + nv_targets(op))
+    ] + (["results/host/build.json"] if GPU_OPS else [])
 
 
 def code(script, *modules):
@@ -412,8 +453,7 @@ def code(script, *modules):
     that the script picks at run time by name) -- so that editing a module reruns exactly the
     rules whose jobs import it (tileport.core.closure.code_inputs)."""
     base = Path(workflow.basedir)
-    return code_inputs(base / "scripts" / f"{script}.py", base / "tileport",
-                       tuple(f"tileport.{m}" for m in modules))
+    return code_inputs(base / "scripts" / f"{script}.py", base / "tileport", tuple(f"tileport.{m}" for m in modules))
 
 
 # --- GPU requests on a cluster ------------------------------------------------------------------
@@ -434,7 +474,7 @@ def _set_resources(name):
     res = workflow.resource_settings.overwrite_resources.get(name) or {}
     out = {}
     for name, value in dict(res).items():
-        raw = getattr(value, "raw", value)      # a snakemake Resource (text as given) or a value
+        raw = getattr(value, "raw", value)  # a snakemake Resource (text as given) or a value
         out[name] = raw
     return out
 
@@ -455,11 +495,14 @@ def check_gpu_requests():
             continue
         both = [f"{k} {res[k]!r}" for k in ("gpu", "gpu_model") if res.get(k) not in (None, 0, "0", "")]
         if both:
-            problems.append(f"set-resources: {name}: gres {res['gres']!r} and {' and '.join(both)} "
-                            f"would both reach sbatch (--gres and --gpus)")
+            problems.append(
+                f"set-resources: {name}: gres {res['gres']!r} and {' and '.join(both)} "
+                f"would both reach sbatch (--gres and --gpus)"
+            )
     if problems:
-        raise WorkflowError("\n".join(problems) + "\n(keep gres alone: tileport then drops the GPU "
-                            "rules' own gpu=1; or drop gres)")
+        raise WorkflowError(
+            "\n".join(problems) + "\n(keep gres alone: tileport then drops the GPU rules' own gpu=1; or drop gres)"
+        )
 
 
 check_gpu_requests()
@@ -473,10 +516,14 @@ def check_profile_rule_names():
     Snakefile, once every rule is defined."""
     rules = {r.name for r in workflow.rules}
     settings = workflow.resource_settings
-    problems = [f"{what}: {sorted(unknown)} name no rule of this workflow"
-                for what, given in (("set-resources", settings.overwrite_resources),
-                                     ("set-threads", settings.overwrite_threads))
-                if (unknown := set(given or {}) - rules)]
+    problems = [
+        f"{what}: {sorted(unknown)} name no rule of this workflow"
+        for what, given in (
+            ("set-resources", settings.overwrite_resources),
+            ("set-threads", settings.overwrite_threads),
+        )
+        if (unknown := set(given or {}) - rules)
+    ]
     if problems:
         raise WorkflowError("\n".join(problems) + f"\n(rules: {', '.join(sorted(rules))})")
 
@@ -502,7 +549,8 @@ def check_route_files():
             f"Snakemake does not rebuild them by itself. Rebuild them alone (nothing after them "
             f"reruns unless one comes out different) with:\n"
             f"  .venv/bin/snakemake --cores all {routes} {REBUILD_ROUTES_ONLY}\n"
-            f"then run again (make run does both).")
+            f"then run again (make run does both)."
+        )
 
 
 # only the routing rules may run when rebuilding routes: a needrun job passes its rerun to every
@@ -519,8 +567,7 @@ except tp_nv.NvPortError as exc:
     raise WorkflowError(str(exc))
 
 # op -> {kernel: (NVIDIA op, entry)}
-NV_LINKS = {op: l for op in GPU_OPS
-            for l in [tp_nv.links(OPERATORS_DIR / op / "manifest.yaml", NV_PORTS)] if l}
+NV_LINKS = {op: l for op in GPU_OPS for l in [tp_nv.links(OPERATORS_DIR / op / "manifest.yaml", NV_PORTS)] if l}
 
 
 def nv_variants(op):
@@ -533,7 +580,8 @@ def nv_targets(op):
     if op not in NV_LINKS:
         return []
     return ["results/nvidia/shipped/build.json", "results/nvidia/tileport/build.json"] + [
-        f"results/{op}/nv_ir_diff/{k}/{v}.json" for k, v in nv_variants(op)]
+        f"results/{op}/nv_ir_diff/{k}/{v}.json" for k, v in nv_variants(op)
+    ]
 
 
 def nv_gpu_inputs(wildcards):

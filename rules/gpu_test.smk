@@ -19,15 +19,15 @@ rule gpu_test:
         verdict="{root}/{op}/test.json",
     log:
         "{root}/{op}/logs/gpu_test.log",
+    retries: retries("gpu_test")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        gpu=gpu_count("gpu_test"),
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
         seed=config["bench"]["seed"],
-    retries: retries("gpu_test")
-    resources:
-        gpu=gpu_count("gpu_test"),
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/gpu_test.py"

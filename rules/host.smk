@@ -3,10 +3,14 @@ rule host_shim:
     + their signatures ffi.json. In a GPU round's tree it reads the route that asked for it."""
     input:
         analysis="results/{op}/analysis.json",
-        previous=lambda wc: ([] if wc.root == "results"
-                             else [f"results/{wc.op}/rounds/{root_round(wc.root) - 1}/route.json"]),
-        prompt=lambda wc: ([] if config["roles"]["host_builder"] == "deterministic"
-                           else [str(Path(workflow.basedir) / "prompts" / "host_builder.md")]),
+        previous=lambda wc: (
+            [] if wc.root == "results" else [f"results/{wc.op}/rounds/{root_round(wc.root) - 1}/route.json"]
+        ),
+        prompt=lambda wc: (
+            []
+            if config["roles"]["host_builder"] == "deterministic"
+            else [str(Path(workflow.basedir) / "prompts" / "host_builder.md")]
+        ),
         verdicts=lambda wc: [f"{wc.root}/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
         source_maps=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs.map.json" for k in kernels_of(wc.op)],
         code=code("host_shim"),
@@ -16,19 +20,22 @@ rule host_shim:
         verdict="{root}/{op}/host/shim.json",
     log:
         "{root}/{op}/logs/host_shim.log",
+    retries: retries("host_shim")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         backend=config["roles"]["host_builder"],
         round=lambda wc: root_round(wc.root),
         # the workflow's results/ (transcripts live there, whichever tree the shim is for)
         results=lambda wc, input: str(Path(input.analysis).parents[1]),
-        llm=lambda wc: {} if config["roles"]["host_builder"] == "deterministic" else {
-            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
-    retries: retries("host_shim")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
+        llm=lambda wc: (
+            {}
+            if config["roles"]["host_builder"] == "deterministic"
+            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        ),
     script:
         "../scripts/host_shim.py"
 
@@ -37,8 +44,9 @@ rule host_build:
     """One cdylib with every operator's shims and kernels: results/host/libtileport_host.so (release);
     a GPU round's tree (results/{op}/rounds/{r}) gets its own library with that operator alone."""
     input:
-        shims=lambda wc: [f"{wc.root}/{op}/host/{f}" for op in root_ops(wc.root)
-                          for f in ("ffi.rs", "ffi.json", "shim.json")],
+        shims=lambda wc: [
+            f"{wc.root}/{op}/host/{f}" for op in root_ops(wc.root) for f in ("ffi.rs", "ffi.json", "shim.json")
+        ],
         builds=lambda wc: [f"{wc.root}/{op}/rust/build.json" for op in root_ops(wc.root)],
         kernels=lambda wc: [f"{wc.root}/{op}/rust/src/{k}.rs" for op in root_ops(wc.root) for k in kernels_of(op)],
         template=["rust/host-template/Cargo.toml", "rust/host-template/Cargo.lock", "rust/host/abi.rs"],
@@ -48,13 +56,13 @@ rule host_build:
         verdict="{root}/host/build.json",
     log:
         "{root}/logs/host_build.log",
+    retries: retries("host_build")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         ops=lambda wc: root_ops(wc.root),
-    retries: retries("host_build")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/host_build.py"

@@ -13,13 +13,13 @@ rule import_source:
         verdict="results/{op}/src/import.json",
     log:
         "results/{op}/logs/import_source.log",
+    conda:
+        "../envs/tileport.yaml"
     params:
         tools=config["tools"],
         op_dir=op_dir,
         # read when the job runs (the wheel's sha256 for kernel.py's header), not an input: a new
         # pin alone reruns nothing; the reinstalled files that changed do
         pin=SOURCES_PIN,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/import_source.py"

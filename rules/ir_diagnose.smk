@@ -10,13 +10,13 @@ rule ir_diagnose:
         verdict="{root}/{op}/diagnosis/{kernel}/{variant}.json",
     log:
         "{root}/{op}/logs/ir_diagnose/{kernel}/{variant}.log",
+    retries: retries("ir_diagnose")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
-    retries: retries("ir_diagnose")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/ir_diagnose.py"

@@ -10,14 +10,14 @@ rule ir_diff:
         verdict="{root}/{op}/ir_diff/{kernel}/{variant}.json",
     log:
         "{root}/{op}/logs/ir_diff/{kernel}/{variant}.log",
+    retries: retries("ir_diff")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
         target=config["gpu_target"],
-    retries: retries("ir_diff")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/ir_diff.py"

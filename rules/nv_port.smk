@@ -2,6 +2,7 @@
 # They run for the operators whose manifest imports a TileGym kernel NVIDIA ported (source: +
 # rust/nvidia/ports.yaml); `snakemake results/nvidia/shipped/build.json` builds the crate alone.
 
+
 rule nv_build:
     """Copy NVIDIA's crate out of the installed tilegym wheel and build it (cdylib + nv-irdump) with one pin set."""
     input:
@@ -15,13 +16,13 @@ rule nv_build:
         "results/nvidia/logs/nv_build_{pins}.log",
     wildcard_constraints:
         pins="shipped|tileport",
-    params:
-        tools=config["tools"],
     retries: retries("rust_build")
-    resources:
-        attempt=lambda wc, attempt: attempt,
     conda:
         "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
+    params:
+        tools=config["tools"],
     script:
         "../scripts/nv_build.py"
 
@@ -41,15 +42,15 @@ rule nv_ir:
         verdict="results/{op}/nv_ir/{kernel}/{variant}.json",
     log:
         "results/{op}/logs/nv_ir/{kernel}/{variant}.log",
+    retries: retries("rust_ir")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
         target=config["gpu_target"],
-    retries: retries("rust_ir")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/nv_ir.py"
 
@@ -66,12 +67,12 @@ rule nv_ir_diff:
         verdict="results/{op}/nv_ir_diff/{kernel}/{variant}.json",
     log:
         "results/{op}/logs/nv_ir_diff/{kernel}/{variant}.log",
-    params:
-        tools=config["tools"],
     retries: retries("ir_diff")
-    resources:
-        attempt=lambda wc, attempt: attempt,
     conda:
         "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
+    params:
+        tools=config["tools"],
     script:
         "../scripts/nv_ir_diff.py"

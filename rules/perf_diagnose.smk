@@ -4,13 +4,21 @@ rule perf_diagnose:
         bench="{root}/{op}/bench.json",
         ir_diffs=lambda wc: [f"{wc.root}/{wc.op}/ir_diff/{k}/{v}.json" for k, v in VARIANTS[wc.op]],
         kernels=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
-        prompt=lambda wc: ([] if config["roles"]["perf_diagnoser"] == "deterministic"
-                           else [str(Path(workflow.basedir) / "prompts" / "perf_diagnoser.md")]),
+        prompt=lambda wc: (
+            []
+            if config["roles"]["perf_diagnoser"] == "deterministic"
+            else [str(Path(workflow.basedir) / "prompts" / "perf_diagnoser.md")]
+        ),
         code=code("perf_diagnose"),
     output:
         verdict="{root}/{op}/perf_diagnosis.json",
     log:
         "{root}/{op}/logs/perf_diagnose.log",
+    retries: retries("perf_diagnose")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         threshold=config["bench"]["threshold"],
@@ -18,12 +26,10 @@ rule perf_diagnose:
         results="results",
         round=lambda wc: root_round(wc.root),
         backend=config["roles"]["perf_diagnoser"],
-        llm=lambda wc: {} if config["roles"]["perf_diagnoser"] == "deterministic" else {
-            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
-    retries: retries("perf_diagnose")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
+        llm=lambda wc: (
+            {}
+            if config["roles"]["perf_diagnoser"] == "deterministic"
+            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        ),
     script:
         "../scripts/perf_diagnose.py"

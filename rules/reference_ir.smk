@@ -10,13 +10,13 @@ rule reference_ir:
         verdict="results/{op}/ref/{kernel}/{variant}.json",
     log:
         "results/{op}/logs/reference_ir/{kernel}/{variant}.log",
+    retries: retries("reference_ir")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
-    retries: retries("reference_ir")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/reference_ir.py"

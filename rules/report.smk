@@ -27,10 +27,10 @@ rule report_configs:
         csv=f"{RDATA}/configs.csv",
     log:
         "results/logs/report/configs.log",
-    params:
-        results=lambda wc, input: str(Path(input.summary).parent),
     conda:
         "../envs/tileport.yaml"
+    params:
+        results=lambda wc, input: str(Path(input.summary).parent),
     script:
         "../scripts/report.py"
 
@@ -47,10 +47,10 @@ rule report_operators:
         csv=f"{RDATA}/operators.csv",
     log:
         "results/logs/report/operators.log",
-    params:
-        loop_threshold=config["bench"]["loop_threshold"],
     conda:
         "../envs/tileport.yaml"
+    params:
+        loop_threshold=config["bench"]["loop_threshold"],
     script:
         "../scripts/report.py"
 
@@ -64,10 +64,10 @@ rule report_coverage:
         csv=f"{RDATA}/coverage.csv",
     log:
         "results/logs/report/coverage.log",
-    params:
-        threshold=config["bench"]["threshold"],
     conda:
         "../envs/tileport.yaml"
+    params:
+        threshold=config["bench"]["threshold"],
     script:
         "../scripts/report.py"
 
@@ -98,13 +98,13 @@ rule report_provenance:
         json=f"{RDATA}/provenance.json",
     log:
         "results/logs/report/provenance.log",
+    conda:
+        "../envs/tileport.yaml"
     params:
         results=lambda wc, input: str(Path(input.summary).parent),
         threshold=config["bench"]["threshold"],
         # a changed configuration is a changed provenance
         config_sha256=tp_provenance.config_sha256(config),
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/report.py"
 
@@ -116,15 +116,20 @@ rule figure_ratio:
         code=code("report", "report.figures.ratio"),
     output:
         pdf=f"{FIG}/ratio.pdf",
-        svg=report(f"{FIG}/ratio.svg", caption="../report/ratio.rst", category=GPU_CAT,
-                   subcategory="figures", labels={"figure": "ratio", "format": "SVG (PDF, PNG beside it)"}),
+        svg=report(
+            f"{FIG}/ratio.svg",
+            caption="../report/ratio.rst",
+            category=GPU_CAT,
+            subcategory="figures",
+            labels={"figure": "ratio", "format": "SVG (PDF, PNG beside it)"},
+        ),
         png=f"{FIG}/ratio.png",
     log:
         "results/logs/report/figure_ratio.log",
-    params:
-        threshold=config["bench"]["threshold"],
     conda:
         "../envs/tileport.yaml"
+    params:
+        threshold=config["bench"]["threshold"],
     script:
         "../scripts/report.py"
 
@@ -136,8 +141,13 @@ rule figure_times:
         code=code("report", "report.figures.times"),
     output:
         pdf=f"{FIG}/times.pdf",
-        svg=report(f"{FIG}/times.svg", caption="../report/times.rst", category=GPU_CAT,
-                   subcategory="figures", labels={"figure": "times", "format": "SVG (PDF, PNG beside it)"}),
+        svg=report(
+            f"{FIG}/times.svg",
+            caption="../report/times.rst",
+            category=GPU_CAT,
+            subcategory="figures",
+            labels={"figure": "times", "format": "SVG (PDF, PNG beside it)"},
+        ),
         png=f"{FIG}/times.png",
     log:
         "results/logs/report/figure_times.log",
@@ -154,8 +164,13 @@ rule figure_host_overhead:
         code=code("report", "report.figures.host"),
     output:
         pdf=f"{FIG}/host_overhead.pdf",
-        svg=report(f"{FIG}/host_overhead.svg", caption="../report/host_overhead.rst", category=GPU_CAT,
-                   subcategory="figures", labels={"figure": "host_overhead", "format": "SVG (PDF, PNG beside it)"}),
+        svg=report(
+            f"{FIG}/host_overhead.svg",
+            caption="../report/host_overhead.rst",
+            category=GPU_CAT,
+            subcategory="figures",
+            labels={"figure": "host_overhead", "format": "SVG (PDF, PNG beside it)"},
+        ),
         png=f"{FIG}/host_overhead.png",
     log:
         "results/logs/report/figure_host_overhead.log",
@@ -172,8 +187,13 @@ rule figure_coverage_matrix:
         code=code("report", "report.figures.coverage"),
     output:
         pdf=f"{FIG}/coverage_matrix.pdf",
-        svg=report(f"{FIG}/coverage_matrix.svg", caption="../report/coverage_matrix.rst", category=COVERAGE_CAT,
-                   subcategory="figures", labels={"figure": "coverage_matrix", "format": "SVG (PDF, PNG beside it)"}),
+        svg=report(
+            f"{FIG}/coverage_matrix.svg",
+            caption="../report/coverage_matrix.rst",
+            category=COVERAGE_CAT,
+            subcategory="figures",
+            labels={"figure": "coverage_matrix", "format": "SVG (PDF, PNG beside it)"},
+        ),
         png=f"{FIG}/coverage_matrix.png",
     log:
         "results/logs/report/figure_coverage_matrix.log",
@@ -190,8 +210,13 @@ rule figure_llm_roles:
         code=code("report", "report.figures.llm"),
     output:
         pdf=f"{FIG}/llm_roles.pdf",
-        svg=report(f"{FIG}/llm_roles.svg", caption="../report/llm_roles.rst", category="LLM roles (write_kernel, diagnosers, host builder, analyser)",
-                   subcategory="figures", labels={"figure": "llm_roles", "format": "SVG (PDF, PNG beside it)"}),
+        svg=report(
+            f"{FIG}/llm_roles.svg",
+            caption="../report/llm_roles.rst",
+            category="LLM roles (write_kernel, diagnosers, host builder, analyser)",
+            subcategory="figures",
+            labels={"figure": "llm_roles", "format": "SVG (PDF, PNG beside it)"},
+        ),
         png=f"{FIG}/llm_roles.png",
     log:
         "results/logs/report/figure_llm_roles.log",
@@ -209,15 +234,19 @@ rule table_operators:
     output:
         tex=f"{PAPER}/operators.tex",
         csv=f"{PAPER}/operators.csv",
-        html=report(f"results/report/tables/operators.html", caption="../report/table_operators.rst",
-                    category=GPU_CAT, subcategory="tables",
-                    labels={"table": "operators", "format": "HTML (LaTeX, CSV in results/paper/)"}),
+        html=report(
+            f"results/report/tables/operators.html",
+            caption="../report/table_operators.rst",
+            category=GPU_CAT,
+            subcategory="tables",
+            labels={"table": "operators", "format": "HTML (LaTeX, CSV in results/paper/)"},
+        ),
     log:
         "results/logs/report/table_operators.log",
-    params:
-        loop_threshold=config["bench"]["loop_threshold"],
     conda:
         "../envs/tileport.yaml"
+    params:
+        loop_threshold=config["bench"]["loop_threshold"],
     script:
         "../scripts/report.py"
 
@@ -232,15 +261,19 @@ rule table_loop_gate:
     output:
         tex=f"{PAPER}/loop_gate.tex",
         csv=f"{PAPER}/loop_gate.csv",
-        html=report(f"results/report/tables/loop_gate.html", caption="../report/table_loop_gate.rst",
-                    category=GPU_CAT, subcategory="tables",
-                    labels={"table": "loop_gate", "format": "HTML (LaTeX, CSV in results/paper/)"}),
+        html=report(
+            f"results/report/tables/loop_gate.html",
+            caption="../report/table_loop_gate.rst",
+            category=GPU_CAT,
+            subcategory="tables",
+            labels={"table": "loop_gate", "format": "HTML (LaTeX, CSV in results/paper/)"},
+        ),
     log:
         "results/logs/report/table_loop_gate.log",
-    params:
-        loop_threshold=config["bench"]["loop_threshold"],
     conda:
         "../envs/tileport.yaml"
+    params:
+        loop_threshold=config["bench"]["loop_threshold"],
     script:
         "../scripts/report.py"
 
@@ -253,9 +286,13 @@ rule table_coverage:
     output:
         tex=f"{PAPER}/coverage.tex",
         csv=f"{PAPER}/coverage.csv",
-        html=report(f"results/report/tables/coverage.html", caption="../report/table_coverage.rst",
-                    category=COVERAGE_CAT, subcategory="tables",
-                    labels={"table": "coverage", "format": "HTML (LaTeX, CSV in results/paper/)"}),
+        html=report(
+            f"results/report/tables/coverage.html",
+            caption="../report/table_coverage.rst",
+            category=COVERAGE_CAT,
+            subcategory="tables",
+            labels={"table": "coverage", "format": "HTML (LaTeX, CSV in results/paper/)"},
+        ),
     log:
         "results/logs/report/table_coverage.log",
     conda:
@@ -271,9 +308,13 @@ rule table_provenance:
     output:
         tex=f"{PAPER}/provenance.tex",
         csv=f"{PAPER}/provenance.csv",
-        html=report(f"results/report/tables/provenance.html", caption="../report/table_provenance.rst",
-                    category="Provenance", subcategory="tables",
-                    labels={"table": "provenance", "format": "HTML (LaTeX, CSV in results/paper/)"}),
+        html=report(
+            f"results/report/tables/provenance.html",
+            caption="../report/table_provenance.rst",
+            category="Provenance",
+            subcategory="tables",
+            labels={"table": "provenance", "format": "HTML (LaTeX, CSV in results/paper/)"},
+        ),
     log:
         "results/logs/report/table_provenance.log",
     conda:
@@ -285,10 +326,16 @@ rule table_provenance:
 rule paper:
     """Every figure and table of the report (make report's target; then snakemake --report)."""
     input:
-        expand(f"{FIG}/{{name}}.{{ext}}", name=["ratio", "times", "host_overhead", "coverage_matrix", "llm_roles"],
-               ext=["pdf", "svg", "png"]),
-        expand(f"{PAPER}/{{name}}.{{ext}}", name=["operators", "loop_gate", "coverage", "provenance"],
-               ext=["tex", "csv"]),
+        expand(
+            f"{FIG}/{{name}}.{{ext}}",
+            name=["ratio", "times", "host_overhead", "coverage_matrix", "llm_roles"],
+            ext=["pdf", "svg", "png"],
+        ),
+        expand(
+            f"{PAPER}/{{name}}.{{ext}}",
+            name=["operators", "loop_gate", "coverage", "provenance"],
+            ext=["tex", "csv"],
+        ),
         expand("results/report/tables/{name}.html", name=["operators", "loop_gate", "coverage", "provenance"]),
 
 

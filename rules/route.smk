@@ -5,16 +5,27 @@ rule check_kernel:
         op_inputs,
         write="results/{op}/attempts/{kernel}/{n}/write.json",
         rust="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs",
-        ref=lambda wc: [f"results/{wc.op}/ref/{wc.kernel}/{v}.{ext}"
-                        for v in variants_of(wc.op, wc.kernel) for ext in ("tileir", "json")],
+        ref=lambda wc: [
+            f"results/{wc.op}/ref/{wc.kernel}/{v}.{ext}"
+            for v in variants_of(wc.op, wc.kernel)
+            for ext in ("tileir", "json")
+        ],
         template=["rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/irdump.rs"],
-        prompt=lambda wc: ([] if config["roles"]["ir_diagnoser"] == "deterministic"
-                           else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]),
+        prompt=lambda wc: (
+            []
+            if config["roles"]["ir_diagnoser"] == "deterministic"
+            else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]
+        ),
         code=code("check_kernel"),
     output:
         verdict="results/{op}/attempts/{kernel}/{n}/check.json",
     log:
         "results/{op}/logs/check_kernel/{kernel}/{n}.log",
+    retries: retries("check_kernel")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
@@ -22,13 +33,11 @@ rule check_kernel:
         variants=lambda wc: variants_of(wc.op, wc.kernel),
         diagnoser=config["roles"]["ir_diagnoser"],
         # what changes an LLM diagnoser's reply reruns the check (as for the writer)
-        llm=lambda wc: {} if config["roles"]["ir_diagnoser"] == "deterministic" else {
-            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
-    retries: retries("check_kernel")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
+        llm=lambda wc: (
+            {}
+            if config["roles"]["ir_diagnoser"] == "deterministic"
+            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        ),
     script:
         "../scripts/check_kernel.py"
 
@@ -42,12 +51,12 @@ checkpoint route:
         route="results/{op}/attempts/{kernel}/{n}/route.json",
     log:
         "results/{op}/logs/route/{kernel}/{n}.log",
+    conda:
+        "../envs/tileport.yaml"
     params:
         tools=config["tools"],
         backend=config["roles"]["kernel_writer"],
         cap=config["attempts"]["write_kernel"],
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/route.py"
 
@@ -63,10 +72,10 @@ rule accept_kernel:
         verdict="results/{op}/write_kernel/{kernel}.json",
     log:
         "results/{op}/logs/accept_kernel/{kernel}.log",
-    params:
-        tools=config["tools"],
     conda:
         "../envs/tileport.yaml"
+    params:
+        tools=config["tools"],
     script:
         "../scripts/accept_kernel.py"
 
@@ -76,13 +85,18 @@ checkpoint gpu_route:
     tested in round r+1's own results tree) / stop (cap, env, not run, a deterministic role)."""
     input:
         unpack(round_inputs),
-        prompt=lambda wc: ([] if config["roles"]["ir_diagnoser"] == "deterministic"
-                           else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]),
+        prompt=lambda wc: (
+            []
+            if config["roles"]["ir_diagnoser"] == "deterministic"
+            else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]
+        ),
         code=code("gpu_route"),
     output:
         route="results/{op}/rounds/{r}/route.json",
     log:
         "results/{op}/logs/gpu_route/{r}.log",
+    conda:
+        "../envs/tileport.yaml"
     params:
         tools=config["tools"],
         kernels=lambda wc: kernels_of(wc.op),
@@ -93,10 +107,11 @@ checkpoint gpu_route:
         op_dir=op_dir,
         diagnoser=config["roles"]["ir_diagnoser"],
         # what changes an LLM IR diagnoser's reply reruns the route (as for check_kernel)
-        llm=lambda wc: {} if config["roles"]["ir_diagnoser"] == "deterministic" else {
-            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
-    conda:
-        "../envs/tileport.yaml"
+        llm=lambda wc: (
+            {}
+            if config["roles"]["ir_diagnoser"] == "deterministic"
+            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        ),
     script:
         "../scripts/gpu_route.py"
 
@@ -111,10 +126,10 @@ rule round_start:
         analysis="results/{op}/rounds/{r}/{op}/analysis.json",
     log:
         "results/{op}/logs/round_start/{r}.log",
-    params:
-        tools=config["tools"],
     conda:
         "../envs/tileport.yaml"
+    params:
+        tools=config["tools"],
     script:
         "../scripts/round_start.py"
 
@@ -131,10 +146,10 @@ rule round_kernel:
         verdict="results/{op}/rounds/{r}/{op}/write_kernel/{kernel}.json",
     log:
         "results/{op}/logs/round_kernel/{r}/{kernel}.log",
-    params:
-        tools=config["tools"],
     conda:
         "../envs/tileport.yaml"
+    params:
+        tools=config["tools"],
     script:
         "../scripts/accept_kernel.py"
 
@@ -148,9 +163,9 @@ rule final_round:
         final="results/{op}/final.json",
     log:
         "results/{op}/logs/final_round.log",
-    params:
-        tools=config["tools"],
     conda:
         "../envs/tileport.yaml"
+    params:
+        tools=config["tools"],
     script:
         "../scripts/final_round.py"

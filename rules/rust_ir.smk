@@ -9,14 +9,14 @@ rule rust_build:
         verdict="{root}/{op}/rust/build.json",
     log:
         "{root}/{op}/logs/rust_build.log",
+    retries: retries("rust_build")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
-    retries: retries("rust_build")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/rust_build.py"
 
@@ -35,14 +35,14 @@ rule rust_ir:
         verdict="{root}/{op}/rust_ir/{kernel}/{variant}.json",
     log:
         "{root}/{op}/logs/rust_ir/{kernel}/{variant}.log",
+    retries: retries("rust_ir")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
         target=config["gpu_target"],
-    retries: retries("rust_ir")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/rust_ir.py"

@@ -8,6 +8,8 @@ rule summary:
         "results/summary_ops.csv",
     log:
         "results/logs/summary.log",
+    conda:
+        "../envs/tileport.yaml"
     params:
         tools=config["tools"],
         threshold=config["bench"]["threshold"],
@@ -16,7 +18,5 @@ rule summary:
         variants=VARIANTS,
         manifest_errors=MANIFEST_ERRORS,
         skipped=SKIPPED,
-    conda:
-        "../envs/tileport.yaml"
     script:
         "../scripts/summary.py"

@@ -17,6 +17,12 @@ rule write_kernel:
         verdict="results/{op}/attempts/{kernel}/{n}/write.json",
     log:
         "results/{op}/logs/write_kernel/{kernel}/{n}.log",
+    # a job the scheduler killed is run again (the loop's attempts are the {n} targets)
+    retries: retries("write_kernel")
+    conda:
+        "../envs/tileport.yaml"
+    resources:
+        attempt=lambda wc, attempt: attempt,
     params:
         tools=config["tools"],
         op_dir=op_dir,
@@ -25,13 +31,10 @@ rule write_kernel:
         target=config["gpu_target"],
         # only what changes the LLM's reply reruns the writer (a paid call); timeouts, retries,
         # prices and the replay folder are read from snakemake.config by the script
-        llm=lambda wc: {} if config["roles"]["kernel_writer"] == "translator" else {
-            k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")},
-    # a job the scheduler killed is run again (the loop's attempts are the {n} targets)
-    retries: retries("write_kernel")
-    resources:
-        attempt=lambda wc, attempt: attempt,
-    conda:
-        "../envs/tileport.yaml"
+        llm=lambda wc: (
+            {}
+            if config["roles"]["kernel_writer"] == "translator"
+            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        ),
     script:
         "../scripts/write_kernel.py"
