@@ -10,6 +10,7 @@ w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.p
 with stage.guarded(snakemake, "bench"):
     d = bench.run(w.op, p.op_dir, Path(i.analysis).parent.parent, o.csv, o.verdict, gpu=snakemake.config["gpu"],
                   cfg={**p.bench, "threshold": snakemake.config["bench"]["threshold"],
-                       "loop_threshold": snakemake.config["bench"]["loop_threshold"]}, host_build=i.host_build, attempt=snakemake.resources.attempt,
+                       "loop_threshold": snakemake.config["bench"]["loop_threshold"]},
+                  host_build=i.host_build, attempt=snakemake.resources.attempt,
                   nv_build=i.nv[0] if len(i.nv) else None)
     print(d["verdict"], d["summary"])

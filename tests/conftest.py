@@ -8,10 +8,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 # what a temp copy of the workflow needs (operators are added per test)
-WORKFLOW_FILES = ["Snakefile", "config.yaml", "envs", "requirements.lock", "requirements-sources.txt", "rules", "scripts", "schemas",
-                  "report", "profiles", "tileport", "prompts", "rust/irdump.rs", "rust/port-template/Cargo.toml",
-                  "rust/port-template/Cargo.lock", "rust/port-template/src", "rust/host-template",
-                  "rust/host", "rust/nvidia"]
+WORKFLOW_FILES = ["Snakefile", "config.yaml", "envs", "requirements.lock", "requirements-sources.txt", "rules",
+                  "scripts", "schemas", "report", "profiles", "tileport", "prompts", "rust/irdump.rs",
+                  "rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/port-template/src",
+                  "rust/host-template", "rust/host", "rust/nvidia"]
 
 
 def copy_workflow(dst: Path, ops=()) -> Path:

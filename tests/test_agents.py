@@ -34,7 +34,9 @@ class FakeMessages(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        type(self).seen.append({"path": self.path, "body": body, "key": self.headers.get("x-api-key") or self.headers.get("authorization", "").removeprefix("Bearer ")})
+        type(self).seen.append({"path": self.path, "body": body,
+                                "key": self.headers.get("x-api-key")
+                                or self.headers.get("authorization", "").removeprefix("Bearer ")})
         status, payload, headers, delay = type(self).script.pop(0)
         if delay:
             time.sleep(delay)
@@ -97,7 +99,8 @@ def test_good_reply_is_transcribed_with_tokens_and_cost(server, settings, tmp_pa
     FakeMessages.script = [ok(GOOD)]
     req = agents.request_for("kernel_writer", fields(), settings)
     out = agents.transcript_path(tmp_path / "results", "relu", "write_kernel", 1)
-    t = agents.exchange(req, agents.AnthropicBackend(settings), out, settings, stage="write_kernel", op="relu", attempt=1)
+    t = agents.exchange(req, agents.AnthropicBackend(settings), out, settings,
+                        stage="write_kernel", op="relu", attempt=1)
     sent = FakeMessages.seen[0]
     assert sent["path"] == "/v1/messages" and sent["key"] == KEY
     assert sent["body"]["model"] == "claude-test" and sent["body"]["max_tokens"] == 512
@@ -183,8 +186,9 @@ def test_replay_answers_without_network_and_misses_clearly(server, settings, tmp
     results = tmp_path / "results"
     FakeMessages.script = [ok(GOOD)]
     req = agents.request_for("kernel_writer", fields(), settings)
-    live = agents.exchange(req, agents.AnthropicBackend(settings), agents.transcript_path(results, "relu", "write_kernel", 1),
-                      settings, stage="write_kernel", op="relu", attempt=1)
+    live = agents.exchange(req, agents.AnthropicBackend(settings),
+                           agents.transcript_path(results, "relu", "write_kernel", 1),
+                           settings, stage="write_kernel", op="relu", attempt=1)
     server[0].shutdown()                                   # no server from here on
     replay = agents.ReplayBackend(results)
     again = agents.exchange(req, replay, tmp_path / "replayed" / "attempt-1.json", settings,
@@ -214,8 +218,9 @@ def test_key_never_reaches_a_file(server, settings, tmp_path):
     agents.exchange(req, agents.AnthropicBackend(settings), agents.transcript_path(results, "relu", "write_kernel", 1),
                settings, stage="write_kernel", op="relu", attempt=1)
     with pytest.raises(agents.AgentError) as e:
-        agents.exchange(req, agents.AnthropicBackend(settings), agents.transcript_path(results, "relu", "write_kernel", 2),
-                   settings, stage="write_kernel", op="relu", attempt=2)
+        agents.exchange(req, agents.AnthropicBackend(settings),
+                        agents.transcript_path(results, "relu", "write_kernel", 2),
+                        settings, stage="write_kernel", op="relu", attempt=2)
     assert KEY not in str(e.value)
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert files and not any(KEY.encode() in p.read_bytes() for p in files)

@@ -61,7 +61,8 @@ def test_unsupported_construct_named_with_line(op_copy, tmp_path):
 
 def test_try_is_unsupported(op_copy):
     d = op_copy("relu")
-    src = (d / "kernel.py").read_text().replace("    bid = ct.bid(0)\n", "    bid = ct.bid(0)\n    try:\n        pass\n    finally:\n        pass\n")
+    src = (d / "kernel.py").read_text().replace(
+        "    bid = ct.bid(0)\n", "    bid = ct.bid(0)\n    try:\n        pass\n    finally:\n        pass\n")
     (d / "kernel.py").write_text(src)
     un = analyze.analyse(d)["unsupported"]
     line = src.splitlines().index("    try:") + 1
@@ -84,7 +85,8 @@ def test_role_mismatch_is_blocked(op_copy, tmp_path):
     m.write_text(m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: input}"))
     v = analyze.run(d, tmp_path / "a.json", "relu")
     assert v["verdict"] == "BLOCKED" and v["owner"] == "manifest"
-    assert "the manifest says role 'input' but relu_kernel writes it" in v["summary"] and "write role: output" in v["summary"]
+    assert ("the manifest says role 'input' but relu_kernel writes it" in v["summary"]
+            and "write role: output" in v["summary"])
 
 
 def test_manifest_and_kernel_must_agree(op_copy, tmp_path):
@@ -92,7 +94,8 @@ def test_manifest_and_kernel_must_agree(op_copy, tmp_path):
     m = d / "manifest.yaml"
     text = m.read_text()
     m.write_text(text.replace("scalars: {inv_n: f32, eps: f32}", "scalars: {inv_n: f32, eps: i32}")
-                 .replace("      y: {ndim: 2, role: output}", "      y: {ndim: 2, role: output}\n      z: {ndim: 2, role: input}"))
+                 .replace("      y: {ndim: 2, role: output}",
+                          "      y: {ndim: 2, role: output}\n      z: {ndim: 2, role: input}"))
     reasons = [u["reason"] for u in analyze.analyse(d)["unsupported"]]
     assert any("manifest lists array 'z'" in r for r in reasons)
     assert any("the manifest says i32, but kernel.py:14 annotates eps as `float`" in r for r in reasons)
@@ -138,7 +141,8 @@ def test_nul_byte_is_a_syntax_error_with_line(op_copy, tmp_path):
 def test_config_constexpr_unknown_to_the_kernel(op_copy):
     d = op_copy("relu")
     m = d / "manifest.yaml"
-    m.write_text(m.read_text().replace("{TILE: 1024}", "{TILE: 1024, BLOCK: 2}").replace("{TILE: 2048}", "{TILE: 2048, BLOCK: 2}"))
+    m.write_text(m.read_text().replace("{TILE: 1024}", "{TILE: 1024, BLOCK: 2}")
+                 .replace("{TILE: 2048}", "{TILE: 2048, BLOCK: 2}"))
     un = analyze.analyse(d)["unsupported"]
     assert un and un[0]["construct"] == "constexpr BLOCK" and un[0]["file"].endswith("manifest.yaml")
 
@@ -255,7 +259,8 @@ def test_analysis_json_carries_dtypes_scalars_and_variants_per_kernel(tmp_path):
 
 def test_scatter_only_output_and_list_elements_pass_the_role_check(tmp_path):
     """Issue 13's analyser fault: a scatter-only output was said to be 'only loaded'."""
-    d = make_op(tmp_path, manifest=pick_manifest().replace("dst: {ndim: 1, role: output}", "dst: {ndim: 1, role: input}")
+    d = make_op(tmp_path, manifest=pick_manifest()
+                .replace("dst: {ndim: 1, role: output}", "dst: {ndim: 1, role: input}")
                 .replace("dsts: {ndim: 1, role: output, list: true}", "dsts: {ndim: 1, role: inout, list: true}"))
     un = [u for u in analyze.analyse(d)["unsupported"] if u.get("category") == "manifest"]
     assert [u["construct"] for u in un] == ["parameter dst", "parameter dsts"]
@@ -268,7 +273,8 @@ def test_scatter_only_output_and_list_elements_pass_the_role_check(tmp_path):
 def test_unannotated_parameters_and_constexpr_types(tmp_path):
     text = (pick_manifest().replace("    scalars: {Count: i32}\n", "")
             .replace("{TILE: 32, LAT: 2, bias: 0.0, NEG: false}", "{TILE: 32, LAT: 2, bias: 0, NEG: 0}"))
-    un = [u for u in analyze.analyse(make_op(tmp_path, manifest=text))["unsupported"] if u.get("category") == "manifest"]
+    un = [u for u in analyze.analyse(make_op(tmp_path, manifest=text))["unsupported"]
+          if u.get("category") == "manifest"]
     reasons = " | ".join(u["reason"] for u in un)
     # an unannotated parameter the manifest lists nowhere: say both ways to list it
     assert "pick's parameter Count (kernel.py:11) is neither under kernels/pick/arrays nor under kernels/pick/scalars" \

@@ -19,11 +19,13 @@ def test_a_stage_s_code_inputs_hold_what_it_imports_indirectly():
     assert "tileport/model/manifest.py" in _inputs("write_kernel")
     assert "tileport/gpu/kept.py" in _inputs("gpu_test")
     # every package face on the way, and the stage's own module
-    assert {"tileport/__init__.py", "tileport/ir_diff/__init__.py", "tileport/ir_diff/normalise.py"} <= _inputs("ir_diff")
+    assert {"tileport/__init__.py", "tileport/ir_diff/__init__.py",
+            "tileport/ir_diff/normalise.py"} <= _inputs("ir_diff")
 
 
 def test_a_stage_s_code_inputs_leave_out_what_it_never_imports():
-    assert not any(p.startswith(("tileport/gpu/", "tileport/report/", "tileport/translate/")) for p in _inputs("ir_diff"))
+    assert not any(p.startswith(("tileport/gpu/", "tileport/report/", "tileport/translate/"))
+                   for p in _inputs("ir_diff"))
     assert "tileport/report/summary.py" not in _inputs("analyze")
 
 

@@ -94,7 +94,8 @@ def test_bad_rank(lib):
 
 
 def test_unknown_and_mixed_dtypes(lib):
-    e = code_of(lib, arrays={"x": FakeTensor((4, 8), "torch.complex64"), "w": FakeTensor((8,)), "y": FakeTensor((4, 8))})
+    e = code_of(lib, arrays={"x": FakeTensor((4, 8), "torch.complex64"), "w": FakeTensor((8,)),
+                             "y": FakeTensor((4, 8))})
     assert e.code == 3 and "unknown dtype code 0" in e.cause
     e = code_of(lib, arrays={"x": FakeTensor((4, 8), "torch.int8"), "w": FakeTensor((8,)), "y": FakeTensor((4, 8))})
     assert e.code == 3 and "'w' is f16 but 'x' is i8" in e.cause

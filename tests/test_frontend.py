@@ -68,7 +68,10 @@ def test_a_construct_the_translator_lacks_in_a_helper_is_reported_with_its_line(
     finding too (before the front end the analyser saw only the kernel's own body)."""
     d = op_copy("relu")
     src = (d / "kernel.py").read_text()
-    src = src.replace("\n\n@ct.kernel\n", "\n\ndef _same(t):\n    try:\n        pass\n    finally:\n        pass\n    return t\n\n\n@ct.kernel\n", 1)
+    src = src.replace("\n\n@ct.kernel\n",
+                      "\n\ndef _same(t):\n    try:\n        pass\n    finally:\n        pass\n    return t\n"
+                      "\n\n@ct.kernel\n",
+                      1)
     src = src.replace("tile=ct.maximum(t, zero)", "tile=ct.maximum(_same(t), zero)", 1)
     assert "_same(t)" in src
     (d / "kernel.py").write_text(src)

@@ -23,7 +23,8 @@ def test_bind_expressions(repo):
     man = tp_manifest.load(repo / "operators" / "rms_norm" / "manifest.yaml")
     env = harness.base_env(man, [8, 1000], {}, 1)
     b = man["kernels"]["rms_norm_kernel"]["bind"]
-    assert harness.evaluate(b["inv_n"], env, "b") == pytest.approx(1e-3) and harness.evaluate(b["eps"], env, "b") == 1e-6
+    assert (harness.evaluate(b["inv_n"], env, "b") == pytest.approx(1e-3)
+            and harness.evaluate(b["eps"], env, "b") == 1e-6)
     man = tp_manifest.load(repo / "operators" / "silu_and_mul" / "manifest.yaml")
     env = harness.base_env(man, [3, 4], {}, 1)
     assert [harness.evaluate(e, env, "s") for e in man["tensors"]["x"]["shape"]] == [3, 8]
@@ -87,7 +88,8 @@ def test_manifest_tensor_errors(op_copy):
     m = d / "manifest.yaml"
     good = m.read_text()
     m.write_text(good.replace('inv_n: "1.0 / N"', 'inv_n: "1.0 / (N"'))
-    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: key 'kernels/rms_norm_kernel/bind/inv_n'.*not valid Python"):
+    with pytest.raises(tp_manifest.ManifestError,
+                       match=r"manifest.yaml:\d+: key 'kernels/rms_norm_kernel/bind/inv_n'.*not valid Python"):
         tp_manifest.load(m)
     m.write_text(good.replace('eps: 1.0e-6}', 'eps: 1.0e-6, zeta: 2}'))
     # only kernel.py knows every parameter (annotated scalars need no manifest entry): the analyser
@@ -151,8 +153,10 @@ def test_integer_generators_make_valid_indices():
     assert o[0] == 0 and o[-1] == 100 and (np.diff(o) >= 0).all() and len(o) == 9
     assert harness.int_values("range", [5], 3, 0, "w").tolist() == [5, 6, 7]
     assert harness.int_values("full", [-1], 2, 0, "w").tolist() == [-1, -1]
-    assert (harness.int_values("randint", [0, 50], 20, 7, "w") == harness.int_values("randint", [0, 50], 20, 7, "w")).all()
-    with pytest.raises(harness.ManifestValueError, match=r"m.yaml: tensors/i/init: init randint: \[4, 4\) holds no value"):
+    assert (harness.int_values("randint", [0, 50], 20, 7, "w")
+            == harness.int_values("randint", [0, 50], 20, 7, "w")).all()
+    with pytest.raises(harness.ManifestValueError,
+                       match=r"m.yaml: tensors/i/init: init randint: \[4, 4\) holds no value"):
         harness.int_values("randint", [4, 4], 3, 0, "m.yaml: tensors/i/init")
     with pytest.raises(harness.ManifestValueError, match="a permutation of 10 values cannot fill 20"):
         harness.int_values("permutation", [10], 20, 0, "w")
@@ -163,11 +167,13 @@ def test_tensor_plan_dtypes_generators_lists_and_kernel_tensors(tmp_path):
                                    "  stat: {shape: [N], role: output, dtype: {f16: f32, bf16: f32, f32: f64}}")
     man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
     v16, v32 = tp_manifest.variants(man, "pick")[0], tp_manifest.variants(man, "pick")[2]
-    plan = {p["name"]: p for p in harness.tensor_plan(man, "pick", v16, harness.base_env(man, [1000], v16.constexprs, 1))}
+    plan = {p["name"]: p
+            for p in harness.tensor_plan(man, "pick", v16, harness.base_env(man, [1000], v16.constexprs, 1))}
     assert (plan["src"]["dtype"], plan["src"]["init"], plan["src"]["shapes"]) == ("f16", "randn", [(1000,)])
     assert (plan["idx"]["dtype"], plan["idx"]["init"]) == ("i32", "permutation")
     assert plan["stat"]["dtype"] == "f32" and plan["stat"]["role"] == "output"
-    plan32 = {p["name"]: p for p in harness.tensor_plan(man, "pick", v32, harness.base_env(man, [1000], v32.constexprs, 1))}
+    plan32 = {p["name"]: p
+              for p in harness.tensor_plan(man, "pick", v32, harness.base_env(man, [1000], v32.constexprs, 1))}
     assert plan32["stat"]["dtype"] == "f64" and plan32["src"]["dtype"] == "f32"
     # copy_all has its own tensors: lists of 3 with the element index i in the shape
     vc = tp_manifest.variants(man, "copy_all")[1]
@@ -224,9 +230,12 @@ def test_derived_tensors_come_from_reference_functions(tmp_path):
             harness.derive({**plan["inv"], "args": [fn]}, (8,), rmod, [src, idx])
     # one input tensor per derive: not a list, no randn scale, not an output (an in-place output
     # starts as {copy: <a derived input>})
-    for old, new, msg in (("init: {derive: inverse}}", "init: {derive: inverse}, count: 2}", "init derive makes one tensor"),
-                          ("init: {derive: inverse}}", "init: {derive: inverse}, scale: 2.0}", "scale inside the reference"),
-                          ("  dst: {shape: [N], role: output}", "  dst: {shape: [N], role: output, init: {derive: inverse}}",
+    for old, new, msg in (("init: {derive: inverse}}", "init: {derive: inverse}, count: 2}",
+                           "init derive makes one tensor"),
+                          ("init: {derive: inverse}}", "init: {derive: inverse}, scale: 2.0}",
+                           "scale inside the reference"),
+                          ("  dst: {shape: [N], role: output}",
+                           "  dst: {shape: [N], role: output, init: {derive: inverse}}",
                            "init derive makes an input, but tensor 'dst' has role output")):
         bad = text.replace(old, new)
         with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: .*" + msg):
@@ -268,9 +277,11 @@ def test_init_copy_makes_an_in_place_output_start_from_its_input(tmp_path):
 def test_init_copy_errors_name_the_line(tmp_path):
     base = _inplace_manifest()
     for old, new, msg in [
-            ("init: {copy: srcs}", "init: {copy: srcz}", r"copy names 'srcz', which is not an input tensor.*did you mean srcs"),
+            ("init: {copy: srcs}", "init: {copy: srcz}",
+             r"copy names 'srcz', which is not an input tensor.*did you mean srcs"),
             ("init: {copy: srcs}", "init: {copy: dsts}", r"copy names 'dsts', which is not an input"),
-            ('dsts: {shape: ["N + i"]', 'dsts: {shape: ["N + 2 * i"]', r"its shape \['N \+ 2 \* i'\] differs from srcs's"),
+            ('dsts: {shape: ["N + i"]', 'dsts: {shape: ["N + 2 * i"]',
+             r"its shape \['N \+ 2 \* i'\] differs from srcs's"),
             ('srcs: {shape: ["N + i"], role: input, count: 3}',
              'srcs: {shape: ["N + i"], role: input, count: 3, init: {copy: dsts}}', r"'srcs' has role input")]:
         d = make_op(tmp_path / f"e{len(msg)}", manifest=base.replace(old, new))
@@ -282,7 +293,8 @@ def test_init_copy_errors_name_the_line(tmp_path):
 def test_a_kernel_own_fits_replaces_the_operators(tmp_path):
     # pick's constexprs are not copy_all's: each kernel ties its variants to shapes with its own
     # predicate (kernels without one keep the operator's), perf_fits likewise
-    text = pick_manifest().replace("test_shapes: [[1000]]", "test_shapes: [[1000], [4096]]\nfits: \"N < 4000\"").replace(
+    text = pick_manifest().replace(
+        "test_shapes: [[1000]]", "test_shapes: [[1000], [4096]]\nfits: \"N < 4000\"").replace(
         "    reference: copy_reference", "    reference: copy_reference\n    fits: \"N > TILE * 60\"\n"
                                         "    perf_fits: \"N % TILE == 0\"")
     man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
@@ -296,7 +308,8 @@ def test_a_kernel_own_fits_replaces_the_operators(tmp_path):
         harness.cases(man, "test")
     # the kernel's predicate is checked at load like the operator's
     bad = text.replace('fits: "N > TILE * 60"', 'fits: "N >"')
-    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: key 'kernels/copy_all/fits'.*not valid Python"):
+    with pytest.raises(tp_manifest.ManifestError,
+                       match=r"manifest.yaml:\d+: key 'kernels/copy_all/fits'.*not valid Python"):
         tp_manifest.load(make_op(tmp_path, manifest=bad) / "manifest.yaml")
 
 
@@ -312,7 +325,8 @@ def test_reference_functions_take_constexprs_as_keywords():
     assert harness.keywords_for(lambda x: x, names, "w") == {}
     with pytest.raises(harness.ManifestValueError, match=r"m.yaml: kernels/k: reference.py's reference\(\) takes the "
                                                    r"keyword-only parameter SEED.*may take N, P, num_sms$"):
-        harness.keywords_for(reference, {"P": 0.5, "N": 10, "num_sms": 132, "cdiv": tp_manifest.cdiv}, "m.yaml: kernels/k")
+        harness.keywords_for(reference, {"P": 0.5, "N": 10, "num_sms": 132, "cdiv": tp_manifest.cdiv},
+                             "m.yaml: kernels/k")
 
 
 def test_shape_names_win_over_bound_scalars_of_the_same_name(repo):
@@ -333,8 +347,8 @@ def test_shape_names_win_over_bound_scalars_of_the_same_name(repo):
     def finalize_reference(y_acc, r_acc, bias, *, N, C, SPLIT_K, alpha_pre):
         return y_acc
 
-    assert harness.keywords_for(finalize_reference, names, "w") == {"N": 4, "C": 1024, "SPLIT_K": v.constexprs["SPLIT_K"],
-                                                              "alpha_pre": 0.8}
+    assert harness.keywords_for(finalize_reference, names, "w") == {
+        "N": 4, "C": 1024, "SPLIT_K": v.constexprs["SPLIT_K"], "alpha_pre": 0.8}
     # a bound scalar no manifest name shadows still reaches the reference, and an equal one is no collision
     names, shadowed = harness.reference_names({"N": 4}, {"eps": 1e-6, "N": 4})
     assert names == {"N": 4, "eps": 1e-6} and shadowed == {}
@@ -356,9 +370,11 @@ def test_a_kernels_own_fits_may_name_its_constexprs(tmp_path):
     # copy_all (TILE 64): only the shape that is a multiple of 64
     assert {s for k, _, s in got if k == "copy_all"} == {(64,)}
     assert {k for k, _, _ in harness.cases(man, "perf")} == {"pick", "copy_all"}
-    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: .*kernels/copy_all/fits.*not valid Python"):
-        tp_manifest.load(make_op(tmp_path, name="bad", manifest=text.replace('"N % TILE == 0"', '"N %% TILE =="').replace(
-            "op: pick", "op: bad")) / "manifest.yaml")
+    with pytest.raises(tp_manifest.ManifestError,
+                       match=r"manifest.yaml:\d+: .*kernels/copy_all/fits.*not valid Python"):
+        tp_manifest.load(make_op(tmp_path, name="bad",
+                                 manifest=text.replace('"N % TILE == 0"', '"N %% TILE =="').replace(
+                                     "op: pick", "op: bad")) / "manifest.yaml")
 
 
 def test_compare_counts_equal_infinities_and_nans_as_equal():
@@ -396,7 +412,8 @@ def test_a_tolerance_may_be_an_expression_of_the_shape(tmp_path):
         harness.tolerance(man, v16, (1024,))
     # an expression that is not Python is refused at load, at its line
     bad = text.replace('"2 ** -10"', '"2 **"')
-    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:\d+: key 'tolerance/f16/rtol'.*not valid Python"):
+    with pytest.raises(tp_manifest.ManifestError,
+                       match=r"manifest.yaml:\d+: key 'tolerance/f16/rtol'.*not valid Python"):
         tp_manifest.load(make_op(tmp_path, name="bad", manifest=bad.replace("op: pick", "op: bad")) / "manifest.yaml")
 
 
@@ -437,7 +454,8 @@ def test_reset_puts_back_every_output_whose_first_values_the_manifest_gives(tmp_
     op_dir = Path(__file__).resolve().parent.parent / "operators" / "tg_moe_actgrad_bwd"
     man = tp_manifest.load(op_dir / "manifest.yaml")
     v = tp_manifest.variants(man, "_moe_actgrad_bwd_kernel")[0]
-    plan = harness.tensor_plan(man, "_moe_actgrad_bwd_kernel", v, harness.base_env(man, [64, 2, 8, 256, 128], v.constexprs, 1))
+    plan = harness.tensor_plan(man, "_moe_actgrad_bwd_kernel", v,
+                               harness.base_env(man, [64, 2, 8, 256, 128], v.constexprs, 1))
     outs = [(p["name"], [_FakeTensor(p["shapes"][0])], False) for p in plan if p["role"] == "output"]
     got = dict(zip([n for n, _, _ in outs], harness.reset_sources(plan, outs, {})))
     assert got["ds"] is outs[[n for n, _, _ in outs].index("ds")][1][0]

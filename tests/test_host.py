@@ -297,7 +297,8 @@ def test_unusable_llm_shim_fails_as_agent_output_and_leaves_the_operator_out(llm
     d = shim(results, role)
     assert (d["verdict"], d["fail_class"], d["owner"]) == ("FAIL", "agent_output", "host")
     assert why in d["summary"]
-    assert (results / "relu" / "host" / "ffi.rs").read_text().startswith("// host builder (anthropic) round 1 gave no usable shim")
+    assert (results / "relu" / "host" / "ffi.rs").read_text().startswith(
+        "// host builder (anthropic) round 1 gave no usable shim")
     b = host.build(["relu"], results, results / "host" / "build.json")
     assert (b["verdict"], b["fail_class"]) == ("ERROR", "host")     # the host builder's fault, not the port's
     assert b["details"]["ops"]["relu"]["reason"].startswith("host shim unusable (agent_output)")

@@ -619,7 +619,8 @@ def test_run_writes_kernel_map_verdict_and_every_stage_finds_it(site, tmp_path):
     assert tp_source.source_name(d, "k_main") == "tilegym.ops.softmaxish:k_main"
     # an operator without source: keeps its own kernel.py
     own = _op(tmp_path, "own", "", own_kernel_py=True)
-    assert tp_source.kernel_py(own) == own / "kernel.py" and tp_source.source_name(own, "k") == "operators/own/kernel.py:k"
+    assert (tp_source.kernel_py(own) == own / "kernel.py"
+            and tp_source.source_name(own, "k") == "operators/own/kernel.py:k")
     tp_source.check_imported(own)
     # a verdict naming a line of the imported file also names the module's line, once
     line = next(i for i, t in enumerate(kpy.read_text().splitlines(), 1) if t.startswith("def k_main"))

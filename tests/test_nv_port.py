@@ -96,7 +96,8 @@ def test_parse_entries_and_ffi_of_matmul():
 
 
 def test_parse_ignores_comments_and_nested_brackets():
-    rs = ("#[cutile::module]\npub mod m_module {\n  #[cutile::entry(optimization_hints = (sm_100 = (occupancy = 2,),),)]\n"
+    rs = ("#[cutile::module]\npub mod m_module {\n"
+          "  #[cutile::entry(optimization_hints = (sm_100 = (occupancy = 2,),),)]\n"
           "  pub unsafe fn k<E: ElementType, const T: i32>(\n    x: &Tensor<E, { [-1, -1, -1] }>, // a, b, c\n"
           "    p: *mut E,\n    s: f32,\n  ) {}\n}\n")
     e = nv_port.parse_entries(rs)["k"]
@@ -189,7 +190,8 @@ def test_generics_from_a_reference_variant():
     mm = PORTS["matmul"]["entries"]
     np_ent = nv_port.parse_entries(kernel_rs("matmul"))["non_persistent_matmul_kernel"]
     c = {"TILE_SIZE_M": 128, "TILE_SIZE_N": 256, "TILE_SIZE_K": 32}
-    assert nv_port.generics_for(mm["non_persistent_matmul_kernel"], np_ent, "f32", c, "w") == ["f32", "128", "256", "32", "1"]
+    assert nv_port.generics_for(mm["non_persistent_matmul_kernel"], np_ent, "f32", c, "w") == [
+        "f32", "128", "256", "32", "1"]
     assert nv_port.generics_for(mm["non_persistent_matmul_kernel"], np_ent, "bf16", c, "w")[-1] == "0"
     bmm = nv_port.parse_entries(kernel_rs("bmm"))["static_persistent_bmm_kernel"]
     c = {"TILE_M": 128, "TILE_N": 128, "TILE_K": 64, "GROUP_SIZE_M": 8, "TRANSPOSE_A": True, "TRANSPOSE_B": False}
@@ -221,7 +223,8 @@ def test_links_from_a_manifest_source(tmp_path):
     m = tmp_path / "manifest.yaml"
     m.write_text("op: x\nsource: {module: tilegym.ops.cutile.matmul, kernels: [_matmul_kernel, other]}\n")
     assert nv_port.links(m, PORTS) == {"_matmul_kernel": ("matmul", "non_persistent_matmul_kernel")}
-    m.write_text("op: x\nsource: {module: tilegym.ops.cutile.bmm}\nkernels: {_bmm_kernel: {}, _static_persistent_bmm_kernel: {}}\n")
+    m.write_text("op: x\nsource: {module: tilegym.ops.cutile.bmm}\n"
+                 "kernels: {_bmm_kernel: {}, _static_persistent_bmm_kernel: {}}\n")
     assert nv_port.links(m, PORTS) == {"_bmm_kernel": ("bmm", "non_persistent_bmm_kernel"),
                                  "_static_persistent_bmm_kernel": ("bmm", "static_persistent_bmm_kernel")}
     m.write_text("op: x\nsource: {module: tilegym.ops.cutile.swiglu, kernels: [{name: _swiglu_forward_kernel}]}\n")
@@ -235,7 +238,8 @@ def test_ports_yaml_errors_name_file_and_line(tmp_path):
     p.write_text("matmul:\n  symbol: cutile_matmul\n  symbol: again\n  entries: {}\n")
     with pytest.raises(nv_port.NvPortError, match=r"ports.yaml:3: YAML error: duplicate key 'symbol'"):
         nv_port.load_ports(p)
-    p.write_text("matmul:\n  symbol: cutile_matmul\n  entries:\n    k:\n      reference: x.y\n      generics: {E: dtype}\n")
+    p.write_text("matmul:\n  symbol: cutile_matmul\n  entries:\n    k:\n"
+                 "      reference: x.y\n      generics: {E: dtype}\n")
     with pytest.raises(nv_port.NvPortError, match=r"ports.yaml:4: key 'matmul/entries/k': 'call' is a required"):
         nv_port.load_ports(p)
 
@@ -381,7 +385,8 @@ def test_bench_fold_and_summary_carry_nvidia_columns(tmp_path):
     cols = SM._gpu_columns({"verdict": "ALL_PASS", "details": {"variants": {"k/f16": "PASS"}}},
                            {"verdict": "DONE", "details": {"variants": var and {"k/f16": var}}}, "k/f16")
     assert (cols["nv_us"], cols["vs_nv"]) == ("28.28", "2.828")
-    assert SM.COLUMNS[-4:-1] == ["nv_ir_diff", "nv_us", "vs_nv"] and SM.OPS_COLUMNS[-4:-2] == ["vs_nv", "configs_pending"]
+    assert (SM.COLUMNS[-4:-1] == ["nv_ir_diff", "nv_us", "vs_nv"]
+            and SM.OPS_COLUMNS[-4:-2] == ["vs_nv", "configs_pending"])
     write(Verdict(stage="nv_ir_diff", op="o", kernel="k", variant="f16", verdict="FAIL", owner="kernel",
                   summary="x"), tmp_path / "o" / "nv_ir_diff" / "k" / "f16.json")
     row = SM.rows_for(tmp_path, "o", [("k", "f16"), ("k", "bf16")], None)

@@ -86,7 +86,8 @@ def test_a_compile_failure_from_a_defaulted_dtype_is_the_manifests(tmp_path):
 
 
 def test_a_manifest_that_disagrees_with_the_kernel_blocks_before_compiling(tmp_path):
-    d = make_op(tmp_path, manifest=pick_manifest().replace("dst: {ndim: 1, role: output}", "dst: {ndim: 1, role: input}"))
+    d = make_op(tmp_path,
+                manifest=pick_manifest().replace("dst: {ndim: 1, role: output}", "dst: {ndim: 1, role: input}"))
     v = _ref(d, "pick", "f16-TILE128-LATm1-bias1em06-NEGtrue", tmp_path)
     assert v["verdict"] == "BLOCKED" and v["owner"] == "manifest" and "write role: output" in v["summary"]
     assert not (tmp_path / "r.tileirbc").exists()

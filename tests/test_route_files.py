@@ -52,7 +52,8 @@ def test_every_deleted_route_is_found_with_what_needs_it(tmp_path):
     found = dict(route_files.missing_routes(res))
     assert sorted(found) == sorted(map(str, gone[:1] + gone[2:]))
     assert found[str(op / "rounds" / "1" / "route.json")] == str(op / "rounds" / "2" / "act")
-    assert found[str(op / "attempts" / "k" / "2" / "route.json")] == str(op / "rounds" / "2" / "act" / "write_kernel" / "k.json")
+    assert found[str(op / "attempts" / "k" / "2" / "route.json")] == str(
+        op / "rounds" / "2" / "act" / "write_kernel" / "k.json")
 
 
 def test_a_route_never_made_is_not_missing(tmp_path):

@@ -77,7 +77,8 @@ def test_same_kernel_names_in_two_crates_do_not_mix(repo, tmp_path, op_copy):
     kb = b / "kernel.py"
     kb.write_text(kb.read_text().replace("zero = ct.zeros((TILE,), dtype=x.dtype)",
                                          "zero = ct.full((TILE,), 0.0, dtype=ct.float32)")
-                  .replace("tile=ct.maximum(t, zero)", "tile=ct.astype(ct.maximum(ct.astype(t, ct.float32), zero), y.dtype)"))
+                  .replace("tile=ct.maximum(t, zero)",
+                           "tile=ct.astype(ct.maximum(ct.astype(t, ct.float32), zero), y.dtype)"))
     texts = {}
     for name, d in (("dup_a", a), ("dup_b", b)):
         root = tmp_path / name
@@ -166,6 +167,7 @@ def test_a_variant_id_two_kernels_share_is_each_kernels_own(repo):
     first = manifest.variant_by_id(man, "bf16-cs64_hpg4")
     own = manifest.variant_by_id(man, "bf16-cs64_hpg4", "bwd_pass_state_kernel")
     assert "CD_LAT" not in first.constexprs and own.constexprs["CD_LAT"] == 3
-    src = (repo / "tileport" / "cpu" / "rust_ir.py").read_text() + (repo / "tileport" / "nvidia" / "port.py").read_text()
+    src = ((repo / "tileport" / "cpu" / "rust_ir.py").read_text()
+           + (repo / "tileport" / "nvidia" / "port.py").read_text())
     assert "variant_by_id(model.manifest, variant_id)" not in src
     assert 'variant_by_id(M.load(op_dir / "manifest.yaml"), variant_id)' not in src

@@ -10,7 +10,8 @@ def test_roundtrip(tmp_path):
     v = tp_verdict.Verdict(stage="ir_diff", op="softmax", kernel="k", variant="f16-TILE1024",
                   verdict="FAIL", owner="kernel", summary="s",
                   findings=[tp_verdict.Finding("reduction", "critical", "kernel", "combiner differs",
-                                      ref=tp_verdict.loc("a.tileir", 3, "maxf"), port=tp_verdict.loc("b.tileir", 4, "minf"))])
+                                               ref=tp_verdict.loc("a.tileir", 3, "maxf"),
+                                               port=tp_verdict.loc("b.tileir", 4, "minf"))])
     p = tmp_path / "v.json"
     tp_verdict.write(v, p)
     doc = tp_verdict.read(p)

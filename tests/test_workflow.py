@@ -117,7 +117,8 @@ def test_every_folder_is_a_row_of_summary_ops_too(workdir):
     ops = {r["op"]: r for r in csv.DictReader(open(wd / "results" / "summary_ops.csv"))}
     assert set(ops) == {r["op"] for r in rows(wd)} | {"ALL"}
     assert ops["rms_norm"]["verdict"].startswith("ERROR (manifest: ") and "manifest.yaml:" in ops["rms_norm"]["verdict"]
-    assert ops["lonely"]["verdict"].startswith("ERROR (manifest: ") and "lacks manifest.yaml" in ops["lonely"]["verdict"]
+    assert (ops["lonely"]["verdict"].startswith("ERROR (manifest: ")
+            and "lacks manifest.yaml" in ops["lonely"]["verdict"])
     assert ops["relu.bak"]["verdict"].startswith("not_run (") and ops["type"]["verdict"].startswith("not_run (")
     assert ops["ALL"]["verdict"].endswith(f"{len(ops) - 1} operator(s): not_run 5, ERROR 2"), ops["ALL"]
 

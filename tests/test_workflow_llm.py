@@ -161,7 +161,8 @@ def test_routes_agent_output_then_ir_fail_then_fixed(llm_runs):
     assert {(r["llm_calls"], r["tokens_in"], r["tokens_out"]) for r in rs} == {("3", "360", "135")}
     assert (wd / "results" / "relu" / "rust" / "src" / "relu_kernel.rs").read_text() == translated_relu()
     # the loop is bounded and done: nothing left to run
-    assert "Nothing to be done" in (p := run(wd, {"TILEPORT_FAKE_KEY": KEY}, True, "results/summary.csv", "-n")).stdout + p.stderr
+    assert "Nothing to be done" in (
+        (p := run(wd, {"TILEPORT_FAKE_KEY": KEY}, True, "results/summary.csv", "-n")).stdout + p.stderr)
 
 
 def test_cap_reached_ends_the_operator_with_its_last_diagnosis(tmp_path):
@@ -182,7 +183,8 @@ def test_cap_reached_ends_the_operator_with_its_last_diagnosis(tmp_path):
     rs = rows(wd)
     assert {r["ir_diff"] for r in rs} == {"FAIL"} and {r["attempts"] for r in rs} == {"2"}
     assert all(r["diagnosis"] and r["owner"] == "kernel" for r in rs), rs[0]
-    assert "Nothing to be done" in (p := run(wd, {"TILEPORT_FAKE_KEY": KEY}, True, "results/summary.csv", "-n")).stdout + p.stderr
+    assert "Nothing to be done" in (
+        (p := run(wd, {"TILEPORT_FAKE_KEY": KEY}, True, "results/summary.csv", "-n")).stdout + p.stderr)
 
 
 DIAGNOSIS = ("```markdown\nrelu_kernel.rs:18 stores the loaded tile `t`: store `max_tile(t, zero)` "

@@ -105,7 +105,8 @@ def test_gpu_host_failure_sends_the_shim_to_the_llm_host_builder(tmp_path):
     det = (wd / "results/relu/host/ffi.rs").read_text()
     v = [x.id for x in manifest.variants(manifest.load(wd / "operators/relu/manifest.yaml"))]
     write(gpu_test.verdict_of("relu", [row("relu_kernel", v[0], launches=(1, 2, 1))]), wd / "results/relu/test.json")
-    with messages_api([ok(f"```rust\n{det}```\n```json\n{{\"symbols\": [], \"changes\": \"one launch\"}}\n```\nVERDICT: PASS\n")]) as url:
+    with messages_api([ok(f"```rust\n{det}```\n"
+                          "```json\n{\"symbols\": [], \"changes\": \"one launch\"}\n```\nVERDICT: PASS\n")]) as url:
         configure(wd, "translator", url, cap=2, host_builder="auto")
         run(wd, {"TILEPORT_FAKE_KEY": KEY})
         seen = list(FakeMessages.seen)

@@ -136,8 +136,9 @@ def test_weak_load_with_a_memory_scope_is_the_kernels_error(op_copy, tmp_path):
     owner kernel (the translator has the rule; the kernel is invalid)."""
     d = op_copy("softmax")
     src = (d / "kernel.py").read_text()
-    (d / "kernel.py").write_text(src.replace("padding_mode=ct.PaddingMode.NEG_INF)",
-                                             "padding_mode=ct.PaddingMode.NEG_INF, memory_scope=ct.MemoryScope.DEVICE)"))
+    (d / "kernel.py").write_text(src.replace(
+        "padding_mode=ct.PaddingMode.NEG_INF)",
+        "padding_mode=ct.PaddingMode.NEG_INF, memory_scope=ct.MemoryScope.DEVICE)"))
     v = write_kernel.run(d, "softmax_kernel", tmp_path / "k.rs", tmp_path / "k.json", "softmax")
     assert v["verdict"] == "BLOCKED" and v["owner"] == "kernel"
     assert "memory_scope=DEVICE" in v["findings"][0]["message"]
@@ -163,7 +164,8 @@ def test_fma_contraction_mirrors_the_python_frontend(repo):
     # mean is used three times: it stays a plain product
     assert re.search(r"let mean: Tile<f32, \{\[BM, 1\]\}> = __t\d+ \* __t\d+;", src)
     # (t - mean) * r * wt + bt  ->  fma(., wt, bt)
-    assert re.search(r"= fma\(__t\d+, __t\d+, __t\d+, rounding::NearestEven, ftz::Disabled\);\n\s+let __t\d+: Tile<E, ", src)
+    assert re.search(r"= fma\(__t\d+, __t\d+, __t\d+, rounding::NearestEven, ftz::Disabled\);"
+                     r"\n\s+let __t\d+: Tile<E, ", src)
     src, _ = translate.translate_kernel(repo / "operators" / "rms_norm", "rms_norm_kernel")
     assert "let ms:" not in src and "fma(" in src       # ms = sum*inv_n used once, in ms + eps
     src, _ = translate.translate_kernel(repo / "operators" / "softmax", "softmax_kernel")
@@ -563,17 +565,21 @@ def test_written_alias_group_translates_in_entries_touching_one_of_its_arrays(op
     d = op_copy("relu")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace(
-        "def relu_kernel(x, y, TILE: ConstInt):", "def relu_kernel(x, y, z, TILE: ConstInt, DUAL: ct.Constant[bool]):").replace(
+        "def relu_kernel(x, y, TILE: ConstInt):",
+        "def relu_kernel(x, y, z, TILE: ConstInt, DUAL: ct.Constant[bool]):").replace(
         "    ct.store(y, index=(bid,), tile=ct.maximum(t, zero))\n",
-        "    ct.store(y, index=(bid,), tile=ct.maximum(t, zero))\n    if DUAL:\n        ct.store(z, index=(bid,), tile=t)\n"))
+        "    ct.store(y, index=(bid,), tile=ct.maximum(t, zero))\n"
+        "    if DUAL:\n        ct.store(z, index=(bid,), tile=t)\n"))
     m = d / "manifest.yaml"
     text = m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: output, alias_group: h}\n"
                                  "      z: {ndim: 1, role: output, alias_group: h}")
     m.write_text(text.replace("  - {TILE: 1024}\n  - {TILE: 2048}", "  - {TILE: 1024, DUAL: false}"))
     src, _, _ = translate.translate_entries(d, "relu_kernel")
     assert "DUALfalse" in src or "DUAL" not in src
-    m.write_text(text.replace("  - {TILE: 1024}\n  - {TILE: 2048}", "  - {TILE: 1024, DUAL: false}\n  - {TILE: 1024, DUAL: true}"))
-    with pytest.raises(translate.Unsupported, match=r"may alias \(alias_group h\) where y, z is written, both accessed") as exc:
+    m.write_text(text.replace("  - {TILE: 1024}\n  - {TILE: 2048}",
+                              "  - {TILE: 1024, DUAL: false}\n  - {TILE: 1024, DUAL: true}"))
+    with pytest.raises(translate.Unsupported,
+                       match=r"may alias \(alias_group h\) where y, z is written, both accessed") as exc:
         translate.translate_entries(d, "relu_kernel")
     assert getattr(exc.value, "owner", "tool") == "tool"
 
@@ -587,7 +593,8 @@ def test_static_assert_that_fails_or_cannot_be_decided(op_copy, cond, owner, rea
     static_arith_kernel); a false one is the kernel's (cuTile Python refuses the variant too)."""
     d = op_copy("relu")
     k = d / "kernel.py"
-    k.write_text(k.read_text().replace("    bid = ct.bid(0)\n", f"    ct.static_assert({cond}, 'no')\n    bid = ct.bid(0)\n", 1))
+    k.write_text(k.read_text().replace("    bid = ct.bid(0)\n",
+                                       f"    ct.static_assert({cond}, 'no')\n    bid = ct.bid(0)\n", 1))
     with pytest.raises(translate.Unsupported, match=reason) as exc:
         translate.translate_entries(d, "relu_kernel")
     assert getattr(exc.value, "owner", "tool") == owner
@@ -598,9 +605,10 @@ def test_launch_compiler_hints_are_carried_per_entry(op_copy):
     decorator's and reach the entry; variants with other hints get entries of their own."""
     d = op_copy("relu")
     m = d / "manifest.yaml"
-    m.write_text(m.read_text().replace("configs:\n  - {TILE: 1024}\n  - {TILE: 2048}\n",
-                                       "variants:\n  - {dtypes: [f16, f32], constexprs: {TILE: 1024}, compiler_hints: {occupancy: 2}}\n"
-                                       "  - {dtypes: [f16], constexprs: {TILE: 1024}, compiler_hints: {num_ctas: 2}}\n"))
+    m.write_text(m.read_text().replace(
+        "configs:\n  - {TILE: 1024}\n  - {TILE: 2048}\n",
+        "variants:\n  - {dtypes: [f16, f32], constexprs: {TILE: 1024}, compiler_hints: {occupancy: 2}}\n"
+        "  - {dtypes: [f16], constexprs: {TILE: 1024}, compiler_hints: {num_ctas: 2}}\n"))
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("@ct.kernel\n", "@ct.kernel(occupancy=4)\n", 1))
     src, _, entries = translate.translate_entries(d, "relu_kernel")
@@ -752,7 +760,8 @@ def test_a_gather_padding_out_of_its_arrays_range_is_blocked_not_a_wrong_literal
     """A masked gather's padding at rank 1 (a scalar into load_ptr_tko, else a select) and rank 2
     (a padding tile into load_ptr_tko_padded): an int literal outside the array's dtype was written
     as e.g. `2147483648i32` (no i32: rustc refuses it or cutile wraps it), a float past f32's range
-    as `1e+40f32`; now Unsupported at the kernel.py line of the gather. In-range and non-finite float paddings still translate."""
+    as `1e+40f32`; now Unsupported at the kernel.py line of the gather. In-range and non-finite
+    float paddings still translate."""
     d = tmp_path / "gp"
     d.mkdir()
     (d / "kernel.py").write_text(GATHER_PAD_KERNEL.replace("PAD", pad))

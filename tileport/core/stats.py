@@ -80,8 +80,8 @@ def balanced_rounds(labels: list[str]) -> list[list[str]]:
     graph on the sides, cut into rounds (found by depth-first search; the first round is
     ``labels`` as given). Among those, the first in which the first two labels (the reference
     and the port) have equal sums of positions in the cycle, so that a clock drift linear in
-    time over the cycle cancels in their ratio too (for 3 and 4 sides one exists). Deterministic. ``[["a", "b"]]`` for two sides, ``[labels]`` for one.
-    Raises ValueError for duplicate labels."""
+    time over the cycle cancels in their ratio too (for 3 and 4 sides one exists). Deterministic.
+    ``[["a", "b"]]`` for two sides, ``[labels]`` for one. Raises ValueError for duplicate labels."""
     k = len(labels)
     if len(set(labels)) != k:
         raise ValueError(f"balanced_rounds: duplicate sides in {labels}")

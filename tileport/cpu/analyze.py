@@ -86,8 +86,9 @@ def run(op_dir: str | Path, out_json: str | Path, op: str, target: str = "sm_90"
     """Analyse ``op_dir`` and write ``out_json`` (a verdict). Never raises on bad input.
 
     Verdict PASS; BLOCKED when a kernel uses a construct the translator lacks (owner ``tool``:
-    the message starts with "the translator lacks a rule") or the manifest disagrees with the kernel (owner ``manifest``, listed first); ERROR when
-    the manifest is malformed (owner ``manifest``) or cannot describe a kernel at all (owner
+    the message starts with "the translator lacks a rule") or the manifest disagrees with the
+    kernel (owner ``manifest``, listed first); ERROR when the manifest is malformed (owner
+    ``manifest``) or cannot describe a kernel at all (owner
     ``tool``: the manifest format lacks the concept; the finding names it and the manifest line).
     """
     try:

@@ -43,9 +43,9 @@ def signature_for(kernel_params: list[dict], variant: manifest.Variant):
     """A ``KernelSignature`` for one variant.
 
     ``kernel_params`` is ``analysis.json``'s ``kernels[i].params``. Arrays get their own
-    ``dtype`` (a code, or a mapping by variant dtype) or, where it is ``{dtype}``, the variant's; a ``list`` array becomes a
-    ``ListConstraint`` of such arrays (elements may not alias); arrays alias only within their
-    ``alias_group``; scalars get their ``dtype``
+    ``dtype`` (a code, or a mapping by variant dtype) or, where it is ``{dtype}``, the variant's;
+    a ``list`` array becomes a ``ListConstraint`` of such arrays (elements may not alias); arrays
+    alias only within their ``alias_group``; scalars get their ``dtype``
     (i32 / i64 / f32); constexprs the variant's value as written (int, float or bool). An array
     with a ``static_shape`` (a one-element array: :func:`tileport.model.frontend.unit_array`) gets it
     as its ``shape_constant``, as cuTile Python's launcher gives every extent-1 dimension.
@@ -183,7 +183,8 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
     dtypes = [d for d in dict.fromkeys(named + list(_TRIED)) if d != variant.dtype]
     dtype_trials = [(a, "dtype", d) for a in defaulted for d in dtypes]
     ndim_trials = [(a, "ndim", nd) for a in reach
-                   for nd in sorted(range(1, 7), key=lambda k: abs(k - arrays[a]["ndim"])) if nd != arrays[a]["ndim"]][:6]
+                   for nd in sorted(range(1, 7), key=lambda k: abs(k - arrays[a]["ndim"]))
+                   if nd != arrays[a]["ndim"]][:6]
     rank_words = re.search(r"\b(rank|ndim|shape length|dimensions?|index has|number of indices)\b", message)
     trials = ndim_trials + dtype_trials if rank_words else dtype_trials + ndim_trials
     fix = _trial_fix(op_dir, kernel, kinfo["params"], variant, trials, line)

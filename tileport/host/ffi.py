@@ -25,9 +25,10 @@ the library's ``tp_py_call_t`` (``rust/host/abi.rs``) does the fast path's reads
 and calls the packed entry itself, with the GIL released around the launch. It reads a tensor
 through its type's DLPack C exchange table (:func:`exchange_api`: one C call per array, torch >=
 2.10; ``HostLibrary(..., dlpack=False)`` or ``TILEPORT_DLPACK=0`` turns it off) and otherwise, or
-where that call fails, through the CPython C API (the fast path's five reads); it writes the same bytes and declines (-1: the Python paths decide) whatever the fast path
-would not take, and a shim's pre-launch refusal of a layout to restage is retried through the
-Python paths. An unread array without memory gets its scratch slot from ``tp_py_call`` itself
+where that call fails, through the CPython C API (the fast path's five reads); it writes the same
+bytes and declines (-1: the Python paths decide) whatever the fast path would not take, and a
+shim's pre-launch refusal of a layout to restage is retried through the Python paths. An unread
+array without memory gets its scratch slot from ``tp_py_call`` itself
 once :meth:`HostLibrary.scratch` registered the device's scratch (the first such call declines,
 and the Python fast path allocates and registers it). A written array whose elements may share memory
 (:func:`shares_memory`) is refused before the launch by the checked path, naming it.

@@ -246,7 +246,8 @@ def _shim_fn(spec: dict) -> str:
         body.append(f"        let dtype = dtype_by_arrays(&[{cands}])?;")
     for n, r in X:
         if n in spec.get("positive", ()):
-            body.append(f"        if {r} < 1 {{ return Err((TP_ERR_BAD_ARGUMENT, format!(\"constexpr {n} = {{}} is not positive\", {r}))); }}")
+            body.append(f"        if {r} < 1 {{ return Err((TP_ERR_BAD_ARGUMENT, "
+                        f"format!(\"constexpr {n} = {{}} is not positive\", {r}))); }}")
     body.append("        let grid = grid(grid_x, grid_y, grid_z)?;")
     body.append("        let (ctx, s) = context_and_stream(device, stream)?;")
     body.append("        match dtype_name(dtype) {")
@@ -568,7 +569,8 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
               else "host" if why and all(w.startswith("host shim unusable") for w in why) else "kernel")
         return write(Verdict(stage="host_build", op="*", verdict="ERROR", owner=fc,
                              fail_class=fc, attempt=attempt,
-                             summary=f"no operator has a built port and a usable shim: no library ({brief(why[0]) if why else 'no operator'})",
+                             summary="no operator has a built port and a usable shim: "
+                                     f"no library ({brief(why[0]) if why else 'no operator'})",
                              details={"ops": status}), out_verdict)
     findings: list[Finding] = []
     t0 = time.monotonic()

@@ -76,8 +76,8 @@ STATIC = {"static_assert"}
 # (``t.astype(ct.float32)`` is ``ct.astype(t, ct.float32)``; cuda/tile/_stub.py class Tile)
 TILE_METHODS = {"astype", "reshape", "permute", "transpose", "extract", "item", "insert"}
 
-SUPPORTED_CALLS = (MEMORY | ATOMICS | STATIC | set(REDUCTIONS) | set(SCANS) | set(UNARY_MATH) | set(FLAGGED_MATH) | set(ARITH)
-                   | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION | INT_ARITH)
+SUPPORTED_CALLS = (MEMORY | ATOMICS | STATIC | set(REDUCTIONS) | set(SCANS) | set(UNARY_MATH) | set(FLAGGED_MATH)
+                   | set(ARITH) | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION | INT_ARITH)
 
 PADDING = {
     # cuda.tile PaddingMode member -> cuTile Rust padding marker

@@ -189,7 +189,8 @@ def constructs_of(fn: ast.FunctionDef, alias: str, constexprs: set[str] = frozen
                 if name in ("load", "store"):
                     pm = kw(node, "padding_mode")
                     item["padding"] = ("UNDETERMINED" if pm is None
-                                       else pm.attr if isinstance(pm, ast.Attribute) and is_ct(pm.value, alias, "PaddingMode")
+                                       else pm.attr
+                                       if isinstance(pm, ast.Attribute) and is_ct(pm.value, alias, "PaddingMode")
                                        else pads.get(pm.id, pm.id) if isinstance(pm, ast.Name)
                                        else ast.unparse(pm))
                     shp = kw(node, "shape", 2)

@@ -228,7 +228,8 @@ def plan(stmt: ast.stmt, lines: list[str], torch: set[str], cutile: str | None
             continue
         parent = parents.get(id(node))
         if not (isinstance(parent, ast.Attribute) and parent.value is node):
-            refusals.append(Refusal(node.lineno, node.id, "the kernel uses the module object torch itself, not one of its dtypes"))
+            refusals.append(Refusal(node.lineno, node.id,
+                                    "the kernel uses the module object torch itself, not one of its dtypes"))
             continue
         text = f"{node.id}.{parent.attr}"
         arg = ann_of.get(id(parent))

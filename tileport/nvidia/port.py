@@ -435,8 +435,9 @@ def workspace_files(files: dict[str, str], pins: str, with_lock: bool = True) ->
 
     Returns ``(files, info)``: files by relative path (NVIDIA's, verbatim except the re-pinned
     ``cutile_kernels/Cargo.toml`` for ``tileport``; the workspace ``Cargo.toml``, the committed
-    ``Cargo.lock`` unless ``with_lock`` is false, the ``nv-irdump`` crate), and ``info`` = ``{"package", "library", "pins",
-    "modules": {op: {"kernel", "ffi", "module", "entries", "symbols"}}, "sources_sha"}``.
+    ``Cargo.lock`` unless ``with_lock`` is false, the ``nv-irdump`` crate), and ``info`` =
+    ``{"package", "library", "pins", "modules": {op: {"kernel", "ffi", "module", "entries", "symbols"}},
+    "sources_sha"}``.
 
     Raises:
         NvPortError: the crate lacks lib.rs or a file it includes, or a pin cannot be rewritten.

@@ -365,7 +365,8 @@ class ControlRules:
             self.fail(s, "while ... else", "a while loop's else is not translated")
         mark = len(self.out.lines)
         c, cty = self.expr(s.test)
-        if cty.kind != "bool" or len(self.out.lines) != mark + 1 or not self.out.lines[-1][1].startswith(f"let {c}: bool = "):
+        if (cty.kind != "bool" or len(self.out.lines) != mark + 1
+                or not self.out.lines[-1][1].startswith(f"let {c}: bool = ")):
             self.fail(s, "while " + ast.unparse(s.test), "the condition must be a comparison of "
                                                          "int32 scalars")
         cond = self.out.lines.pop()[1][len(f"let {c}: bool = "):-1]

@@ -342,7 +342,8 @@ def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, 
     """One entry per distinct combination of the ``keys`` constexprs' values over the kernel's
     variants, generic over E first, split per dtype when a rule needs E's concrete type.
     Returns (bodies with their source maps, {variant id: entry}, the module-level helpers the
-    module needs: "strides" (memory.STRIDES_HELPER), "padded_gather" (memory.PADDED_GATHER_HELPER)). Raises :class:`NeedConst` for a constexpr that must join ``keys``.
+    module needs: "strides" (memory.STRIDES_HELPER), "padded_gather" (memory.PADDED_GATHER_HELPER)).
+    Raises :class:`NeedConst` for a constexpr that must join ``keys``.
     ``kvariants``: the kernel's own variants."""
     # the compiler hints the launch code sets (manifest compiler_hints: kernel.replace_hints in
     # the reference); variants that differ in them get entries of their own
@@ -395,9 +396,9 @@ def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, 
 def entry_array_dtypes(params: list[dict], variants: list[dict]) -> dict[str, str] | None:
     """The element type of each array parameter in an entry serving ``variants`` (the
     analysis' ``{"dtype", "arrays": {name: code}}``): 'E' where the array has the variant's
-    dtype in every one of them (a float dtype: :data:`FLOAT_VARIANT_DTYPES`), the Rust type of the one dtype it has in all of them (an f32
-    Rstd beside f16 data), None when it differs between them (the entries must be split per
-    dtype)."""
+    dtype in every one of them (a float dtype: :data:`FLOAT_VARIANT_DTYPES`), the Rust type of the
+    one dtype it has in all of them (an f32 Rstd beside f16 data), None when it differs between
+    them (the entries must be split per dtype)."""
     out = {}
     for p in params:
         if p["kind"] != "array":

@@ -56,7 +56,7 @@ PADDED_GATHER_HELPER = """    /// Tile IR's load_ptr_tko with its padding operan
         unreachable!()
     }
 
-"""
+"""  # noqa: E501 (Rust emitted verbatim: load_ptr_tko_padded's signature is one line)
 
 
 class MemoryRules:
@@ -203,8 +203,8 @@ class MemoryRules:
         hints = f"{self.latency_arg(call)}, {self.tma_arg(call)}"
         if o["inbounds"] is not None:
             raw, tok = self.fresh("t"), self.fresh("tok")
-            self.out.emit(f"let ({raw}, {tok}): (Tile<{arr.ty.dtype}, {{[{', '.join(shape)}]}}>, Token) = load_view_raw("
-                          f"&{v}, {index}, Some({token}), {o['ordering']}, {o['scope']}, "
+            self.out.emit(f"let ({raw}, {tok}): (Tile<{arr.ty.dtype}, {{[{', '.join(shape)}]}}>, Token) = "
+                          f"load_view_raw(&{v}, {index}, Some({token}), {o['ordering']}, {o['scope']}, "
                           f"{self.tma_arg(call)}, {self.latency_arg(call)}, {o['inbounds']}, "
                           f"shape![{', '.join(shape)}]);", self.line)
             self.tok_names.add(tok)
@@ -235,8 +235,9 @@ class MemoryRules:
         sh = ", ".join(ty.shape)
         if o["permuted"] or o["inbounds"] is not None:
             v = self.fresh("view")
-            self.out.emit(f"let {v}: Partition<{arr.ty.dtype}, {{[{sh}]}}> = make_partition_view({arr.rust}, shape![{sh}], "
-                          f"padding::None, {o['dim_map']}, {token});", self.line)
+            self.out.emit(f"let {v}: Partition<{arr.ty.dtype}, {{[{sh}]}}> = "
+                          f"make_partition_view({arr.rust}, shape![{sh}], padding::None, {o['dim_map']}, {token});",
+                          self.line)
             done = self.fresh("tok")
             self.out.emit(f"let {done}: Token = store_view_raw(&{v}, {t}, [{', '.join(index)}], Some({token}), "
                           f"{o['ordering']}, {o['scope']}, {self.tma_arg(call)}, {self.latency_arg(call)}, "
@@ -347,8 +348,10 @@ class MemoryRules:
         sh, sd = ", ".join(shape), ", ".join(strides)
         tv, ref = self.fresh("view_t"), self.fresh("slice")
         shp, std = self.fresh("shape"), self.fresh("strides")
-        self.out.emit(f"let {shp}: Shape<{{[{sh}]}}> = Shape::<{{[{sh}]}}> {{ dims: &[{', '.join(dims)}] }};", self.line)
-        self.out.emit(f"let {std}: Array<{{[{sd}]}}> = Array::<{{[{sd}]}}> {{ dims: &[{', '.join(dyn_strides)}] }};", self.line)
+        self.out.emit(f"let {shp}: Shape<{{[{sh}]}}> = Shape::<{{[{sh}]}}> {{ dims: &[{', '.join(dims)}] }};",
+                      self.line)
+        self.out.emit(f"let {std}: Array<{{[{sd}]}}> = Array::<{{[{sd}]}}> {{ dims: &[{', '.join(dyn_strides)}] }};",
+                      self.line)
         self.out.emit(f"let {tv} = make_tensor_view({ptr}, {shp}, {std}, get_tensor_token({arr.rust}));",
                       self.line)
         self.out.emit(f"let {ref} = &{tv};", self.line)
