@@ -177,3 +177,85 @@ def test_tensors_without_dtype_take_the_family_of_their_variants(tmp_path):
     with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:14: .*init randn makes floats but tensor 'ids' has "
                                               r"the dtype i32"):
         tp_manifest.load(make_op(tmp_path, "route", manifest=text.replace("INIT", "randn")) / "manifest.yaml")
+
+
+# -- the schema file: schemas/manifest.schema.yaml (issue 30 item 4) -------------------------------
+
+import json  # noqa: E402
+
+import jsonschema  # noqa: E402
+
+from tileport.core import yamlio  # noqa: E402
+
+
+def _schema_copy(tmp_path, old, new):
+    text = tp_manifest.SCHEMA_FILE.read_text()
+    assert text.count(old) == 1, old
+    f = tmp_path / "manifest.schema.yaml"
+    f.write_text(text.replace(old, new))
+    return f, text.replace(old, new)
+
+
+def test_schema_file_with_a_repeated_key_is_refused_naming_file_and_line(tmp_path):
+    """The bug the Python dicts had: a kernel's `fits` written twice, the second silently winning."""
+    fits = "        fits:\n          type: string\n"
+    f, text = _schema_copy(tmp_path, "        reference:\n", fits + "        reference:\n")
+    lines = [i for i, ln in enumerate(text.splitlines(), 1) if ln == "        fits:"]
+    assert len(lines) == 2
+    with pytest.raises(yamlio.DuplicateKeyError) as e:
+        tp_manifest.read_schema(f)
+    assert str(e.value).startswith(f"{f}:{lines[1]}: duplicate key 'fits' at lines {lines[0]} and {lines[1]}")
+
+
+@pytest.mark.parametrize("old,new,words", [
+    # help written twice for one key path (a key and a branch of its anyOf): the one that wins would be arbitrary
+    ("            - {const: all}\n", "            - {const: all, x-what: all, x-write: 'variants: all'}\n",
+     "key known_defects/#/variants: a second help for key path known_defects/#/variants"),
+    ("    x-what: the variant dtypes\n", "", "key dtypes: write both x-what and x-write"),
+    ("u64, bool]}", "u64]}", "$defs/dtype lists"),
+])
+def test_schema_file_help_must_be_whole_and_once(tmp_path, old, new, words):
+    f, _ = _schema_copy(tmp_path, old, new)
+    with pytest.raises(ValueError) as e:
+        tp_manifest.read_schema(f)
+    assert str(e.value).startswith(f"{f}: ") and words in str(e.value), str(e.value)
+
+
+def _resolve(schema: dict, key: tuple) -> bool:
+    """Whether the generalised key path ``key`` leads to a subschema: a name through ``properties``, '*'
+    through ``additionalProperties``, '#' through ``items``, any branch of an ``anyOf``."""
+    if not key:
+        return True
+    step, rest = key[0], key[1:]
+    nxt = (schema.get("additionalProperties") if step == "*" else schema.get("items") if step == "#"
+           else schema.get("properties", {}).get(step))
+    return (isinstance(nxt, dict) and _resolve(nxt, rest)) or any(_resolve(b, key) for b in schema.get("anyOf", []))
+
+
+def test_every_help_entry_names_a_key_path_of_the_schema_that_messages_look_up():
+    assert len(tp_manifest._KEYS) > 70
+    for key in tp_manifest._KEYS:
+        assert _resolve(tp_manifest.MANIFEST_SCHEMA, key), key
+        # an error at a key of this path looks this entry up (not a path _general never returns)
+        concrete = [0 if p == "#" else "some_name" if p == "*" else p for p in key]
+        assert tp_manifest._general(concrete) == key, key
+    jsonschema.Draft202012Validator.check_schema(tp_manifest.MANIFEST_SCHEMA)
+    assert "x-what" not in json.dumps(tp_manifest.MANIFEST_SCHEMA)      # help is not part of the schema
+    dtypes = "one of " + ", ".join(tp_manifest.DTYPES)
+    assert dtypes in tp_manifest._KEYS[("dtypes", "#")][1]
+    assert dtypes in tp_manifest._KEYS[("kernels", "*", "arrays", "*", "dtype")][1]
+
+
+def test_a_kernels_fits_replaces_the_operators_as_its_help_says(tmp_path):
+    """tileport.gpu.harness.fits evaluates a kernel's own fits instead of the operator's (not both)."""
+    from manifest_ops import make_op
+
+    from tileport.gpu import harness
+
+    msg, line = _err(tmp_path, "    configs: [{TILE: 64}]\n", "    configs: [{TILE: 64}]\n    fits: 3\n")
+    assert (f"manifest.yaml:{line + 1}: key 'kernels/copy_all/fits': this kernel's predicate a shape must meet "
+            f"(instead of the operator's fits) must be a text, not the number 3; write fits: \"SEQ_LEN == ") in msg, msg
+    text = pick_manifest().replace("    configs: [{TILE: 64}]\n", "    configs: [{TILE: 64}]\n    fits: \"N > 0\"\n")
+    man = tp_manifest.load(make_op(tmp_path / "op", manifest=text + "fits: \"N < 0\"\n") / "manifest.yaml")
+    kernels = {k for k, _, _ in harness.cases(man, "test")}
+    assert kernels == {"copy_all"}

@@ -16,19 +16,20 @@ says so, per entry::
         effect: keys >= TILE_N score 0        # what the kernel computes instead (prose)
         evidence: CPU emulation ...           # how it is known (prose)
 
+Their schema and the help of its errors are ``known_defects`` in ``schemas/manifest.schema.yaml``;
 :func:`check` validates the entries when the manifest loads (:func:`tileport.model.manifest.load`): an
 unknown kernel or variant, a selector that selects nothing, a line outside the kernel's source
 file or outside every function of it is an error naming the manifest's file and line.
 
-What it decides (:func:`tileport.gpu.test.verdict_of`, :func:`tileport.gpu.bench.fold`): a variant
-whose port agrees with the reference (bit for bit, or within tolerance with NaN where it has NaN:
-:func:`tileport.gpu.test.same_miss`) while both miss the PyTorch semantics, and that an entry
-covers, is :data:`tileport.core.verdict.VARIANT_WORD` (owner ``kernel``), not FAIL; an operator whose variants are all
-PASS or :data:`tileport.core.verdict.VARIANT_WORD`, at least one of them the latter, is :data:`tileport.core.verdict.OP_WORD`: the port is
-faithful, the reference is defective. An entry whose defect does not show (the reference matches
-the PyTorch semantics on every test call of a variant it covers) is a stale declaration: a
-warning, owner ``manifest``. A port that differs from the reference on a covered variant fails as
-any wrong port does (owner ``tool`` for the translator's port); an undeclared same miss stays the
+What it decides (:func:`tileport.gpu.test.verdict_of`, :func:`tileport.gpu.bench.fold`): a variant whose port
+agrees with the reference (bit for bit, or within tolerance with NaN where it has NaN:
+:func:`tileport.gpu.test.same_miss`) while both miss the PyTorch semantics, and that an entry covers, is
+:data:`tileport.core.verdict.VARIANT_WORD` (owner ``kernel``), not FAIL; an operator whose variants are all
+PASS or :data:`tileport.core.verdict.VARIANT_WORD`, at least one of them the latter, is
+:data:`tileport.core.verdict.OP_WORD`: the port is faithful, the reference is defective. An entry whose defect
+does not show (the reference matches the PyTorch semantics on every test call of a variant it covers) is a
+stale declaration: a warning, owner ``manifest``. A port that differs from the reference on a covered variant
+fails as any wrong port does (owner ``tool`` for the translator's port); an undeclared same miss stays the
 manifest's.
 
 The entry is not part of what a variant computes, but it decides verdicts, so its ``kernel``,
@@ -48,46 +49,6 @@ from tileport.core.wheels import PIN_FILE, find_wheel
 
 #: the prose fields, left out of the test-relevant hash (tileport.gpu.kept)
 PROSE = ("effect", "evidence")
-
-_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-SCHEMA = {
-    "type": "array", "minItems": 1,
-    "items": {
-        "type": "object",
-        "properties": {
-            "kernel": {"type": "string", "pattern": _NAME},
-            "line": {"type": "integer", "minimum": 1},
-            "variants": {"anyOf": [
-                {"const": "all"},
-                {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "string", "minLength": 1}},
-                {"type": "object", "minProperties": 1, "additionalProperties": False,
-                 "properties": {"dtypes": {"type": "array", "minItems": 1, "uniqueItems": True,
-                                           "items": {"type": "string"}},
-                                "constexprs": {"type": "object", "minProperties": 1,
-                                               "propertyNames": {"pattern": _NAME},
-                                               "additionalProperties": {"type": ["integer", "boolean", "number"]}}}}]},
-            "effect": {"type": "string", "minLength": 1, "pattern": r"\S"},
-            "evidence": {"type": "string", "minLength": 1, "pattern": r"\S"},
-        },
-        "required": ["kernel", "line", "variants", "effect", "evidence"],
-        "additionalProperties": False,
-    },
-}
-#: what each key is and what to write (tileport.model.manifest's error texts)
-KEYS = {
-    ("known_defects",): ("the known defects of the user's kernel",
-                         "known_defects: [{kernel: k, line: 97, variants: all, effect: \"...\", evidence: \"...\"}]"),
-    ("known_defects", "#"): ("one known defect", "{kernel: k, line: 97, variants: all, effect: \"...\", "
-                                                 "evidence: \"...\"}"),
-    ("known_defects", "#", "kernel"): ("the kernel that has the defect", "kernel: <a kernel of kernels>"),
-    ("known_defects", "#", "line"): ("the line of the kernel's source that holds the defect",
-                                     "line: 97 (kernel.py's line, or with source: the wheel module's)"),
-    ("known_defects", "#", "variants"): ("the variants the defect shows in",
-                                         "variants: all, variants: [<variant id>, ...] or variants: "
-                                         "{dtypes: [f16], constexprs: {TILE_D: 64}}"),
-    ("known_defects", "#", "effect"): ("what the kernel computes instead", "effect: \"NaN in rows ...\""),
-    ("known_defects", "#", "evidence"): ("how the defect is known", "evidence: \"a CPU emulation ...\""),
-}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ the order the manifest lists them). Which variants a kernel has:
 
 Data types are named by the codes of :data:`DTYPES` (``f16``, ``bf16``, ``f32``, ``i32``, ...);
 an array or tensor without a ``dtype`` takes its variant's. Every error names the file, the
-line and the key, says in words what is wrong and what to write instead.
+line and the key, says in words what is wrong and what to write instead. The schema, and next to
+each key the help those words come from, is ``schemas/manifest.schema.yaml`` (:func:`read_schema`).
 """
 from __future__ import annotations
 
@@ -64,172 +65,12 @@ _DTYPE_SPELLINGS = {"half": "f16", "float": "f32", "double": "f64", "long": "i64
 INITS = ("randn", "uniform", "randint", "range", "sorted", "offsets", "permutation", "full", "derive",
          "copy")
 
-_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-_EXPR = {"type": ["string", "number"]}
-_DT = {"enum": list(DTYPES)}
-# an array's / tensor's dtype: one code, or a mapping variant dtype -> code (launch code that
-# picks, e.g., bf16 intermediates for f16 and bf16 inputs and f32 ones for f32)
-_ADT = {"anyOf": [_DT, {"type": "object", "minProperties": 1, "propertyNames": _DT,
-                        "additionalProperties": _DT}]}
-_SHAPE = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
-_TOL = {
-    "type": "object",
-    # a number, or an expression over shape names, constexprs and hints (a bound that grows with
-    # the accumulation length K): tileport.gpu.harness.tolerance evaluates it per call
-    "properties": {"rtol": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}]},
-                   "atol": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}]}},
-    "required": ["rtol", "atol"],
-    "additionalProperties": False,
-}
-# a constexpr value: an int of any sign, a bool or a float (the analyser checks each against
-# the kernel's ct.Constant[int|bool|float] annotation)
-_CONFIG = {"type": "object", "propertyNames": {"pattern": _NAME},
-           "additionalProperties": {"type": ["integer", "boolean", "number"]}}
-_CONFIGS = {"type": "array", "minItems": 1, "items": _CONFIG}
 # cuTile's compiler hints (``@ct.kernel(...)`` arguments that launch code changes with
 # ``kernel.replace_hints(...)``; ranges from cuda-tile 1.7.0 ``ct.kernel``'s docstring)
 HINT_KEYS = ("num_ctas", "occupancy", "num_worker_warps", "opt_level")
-_HINTS = {"type": "object", "properties": {
-    "num_ctas": {"enum": [1, 2, 4, 8, 16]},
-    "occupancy": {"type": "integer", "minimum": 1, "maximum": 32},
-    "num_worker_warps": {"type": "integer", "minimum": 1},
-    "opt_level": {"type": "integer", "minimum": 0, "maximum": 3}},
-    "additionalProperties": False}
-_VARIANTS = {"type": "array", "minItems": 1, "items": {
-    "type": "object",
-    "properties": {"dtype": _DT,
-                   "dtypes": {"type": "array", "items": _DT, "minItems": 1, "uniqueItems": True},
-                   "constexprs": _CONFIG,
-                   "compiler_hints": _HINTS,
-                   "name": {"type": "string", "pattern": "^[A-Za-z0-9_]+$", "maxLength": 60}},
-    "additionalProperties": False}}
-_INIT = {"anyOf": [
-    {"enum": ["randn", "range", "permutation"]},
-    {"type": "object", "minProperties": 1, "maxProperties": 1,
-     "properties": {"randn": {"type": "null"},
-                    "uniform": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
-                    "randint": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
-                    "sorted": {"type": "array", "items": _EXPR, "minItems": 2, "maxItems": 2},
-                    "range": _EXPR, "offsets": _EXPR, "permutation": _EXPR, "full": _EXPR,
-                    # values computed by a reference.py function from the input tensors made
-                    # before this one (an earlier kernel's output, consistent routing data)
-                    "derive": {"type": "string", "pattern": _NAME},
-                    # an output that starts as a copy of an input tensor (a kernel that updates
-                    # an array in place: role inout); the argument names the input, not an expression
-                    "copy": {"type": "string", "pattern": _NAME}},
-     "additionalProperties": False}]}
-_TENSORS = {
-    "type": "object",
-    "minProperties": 1,
-    "propertyNames": {"pattern": _NAME},
-    "additionalProperties": {
-        "type": "object",
-        "properties": {
-            "shape": {"type": "array", "minItems": 1, "maxItems": 6, "items": {"type": ["string", "integer"]}},
-            "role": {"enum": ["input", "output"]},
-            "scale": _EXPR,
-            "dtype": _ADT,
-            "init": _INIT,
-            "count": {"type": ["string", "integer"]},
-        },
-        "required": ["shape", "role"],
-        "additionalProperties": False,
-    },
-}
-
-MANIFEST_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "tileport operator manifest",
-    "type": "object",
-    "properties": {
-        "op": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
-        "description": {"type": "string"},
-        # the kernels come from an installed wheel's module (rule import_source writes them to
-        # results/<op>/src/kernel.py; tileport.core.source.kernel_py): `module` is its dotted name,
-        # `kernels` the @ct.kernel functions to keep (default: the keys of `kernels` below)
-        "source": {
-            "type": "object",
-            "properties": {
-                "module": {"type": "string",
-                           "pattern": "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$"},
-                "kernels": {"type": "array", "minItems": 1, "uniqueItems": True,
-                            "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}},
-            },
-            "required": ["module"],
-            "additionalProperties": False,
-        },
-        "kernels": {
-            "type": "object",
-            "minProperties": 1,
-            "propertyNames": {"pattern": _NAME},
-            "additionalProperties": {
-                "type": "object",
-                "properties": {
-                    "arrays": {
-                        "type": "object",
-                        "propertyNames": {"pattern": _NAME},
-                        "additionalProperties": {
-                            "type": "object",
-                            "properties": {
-                                "ndim": {"type": "integer", "minimum": 1, "maximum": 6},
-                                "role": {"enum": ["input", "output", "inout"]},
-                                "dtype": _ADT,
-                                "list": {"type": "boolean"},
-                                # arrays of one group may share memory (launch code passing the
-                                # same tensor twice); others are assumed not to alias
-                                "alias_group": {"type": "string", "pattern": _NAME},
-                            },
-                            "required": ["ndim", "role"],
-                            "additionalProperties": False,
-                        },
-                    },
-                    "scalars": {"type": "object", "propertyNames": {"pattern": _NAME},
-                                "additionalProperties": {"enum": list(SCALAR_TYPES)}},
-                    "grid": {"type": "string", "minLength": 1},
-                    # kernel parameter -> Python expression over the operator's tensors, shape
-                    # names, constexprs (e.g. gate: "x[:, :N]", inv_n: "1.0 / N"); an array
-                    # not listed binds to the tensor of its own name
-                    "bind": {"type": "object", "additionalProperties": _EXPR},
-                    "configs": _CONFIGS,
-                    "variants": _VARIANTS,
-                    "compiler_hints": _HINTS,
-                    "tensors": _TENSORS,
-                    # this kernel's own shape predicates (default: the operator's): kernels
-                    # whose constexprs have other names, or that fit other shapes
-                    "fits": {"type": "string"},
-                    "perf_fits": {"type": "string"},
-                    "reference": {"type": "string", "pattern": _NAME},
-                    "torch_impl": {"type": "string", "pattern": _NAME},
-                    # this kernel's own shape predicates, on top of the operator's (they may
-                    # name this kernel's constexprs, which other kernels lack)
-                    "fits": {"type": "string"},
-                    "perf_fits": {"type": "string"},
-                },
-                "required": ["arrays", "grid"],
-                "additionalProperties": False,
-            },
-        },
-        "dtypes": {"type": "array", "items": _DT, "minItems": 1, "uniqueItems": True},
-        "configs": _CONFIGS,
-        "variants": _VARIANTS,
-        "shape_names": {"type": "array", "items": {"type": "string", "pattern": _NAME}, "minItems": 1},
-        "test_shapes": {"type": "array", "items": _SHAPE, "minItems": 1},
-        "perf_shapes": {"type": "array", "items": _SHAPE, "minItems": 1},
-        "fits": {"type": "string"},
-        # extra predicate for perf_shapes only (e.g. skip configs whose tile mostly pads)
-        "perf_fits": {"type": "string"},
-        "tolerance": {"type": "object", "propertyNames": {"enum": list(DTYPES)}, "additionalProperties": _TOL},
-        "hints": {"type": "object"},
-        # the operator's tensors for the GPU stages: reference.py's arguments (role input, in
-        # order) and the results it returns (role output, in order); shape entries are ints or
-        # expressions over shape_names
-        "tensors": _TENSORS,
-        # defects of the user's kernel itself, which a faithful port reproduces (tileport.model.defects)
-        "known_defects": _D.SCHEMA,
-    },
-    "required": ["op", "kernels", "shape_names", "test_shapes", "perf_shapes", "tolerance"],
-    "additionalProperties": False,
-}
+#: the manifest's JSON schema with the help of its error messages next to each key (``x-what``: what the key
+#: is, ``x-write``: what to write); read at import by :func:`read_schema`
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "manifest.schema.yaml"
 
 
 class ManifestError(ValueError):
@@ -237,111 +78,6 @@ class ManifestError(ValueError):
 
 
 # ---- errors in words ----------------------------------------------------------------------
-# generalised key path ('*' = a name, '#' = a list index) -> (what the key is, what to write)
-_KEYS: dict[tuple, tuple[str, str]] = {
-    (): ("the manifest", "op, kernels, dtypes, configs (or variants), shape_names, test_shapes, "
-                         "perf_shapes, tolerance, tensors"),
-    ("op",): ("the operator's name", "op: <the folder's name> (lower-case letters, digits and _, "
-                                      "starting with a letter)"),
-    ("description",): ("a one-line description", "description: \"...\""),
-    ("kernels",): ("the kernels to port", "kernels: {<kernel function name>: {arrays: {...}, grid: \"...\"}}"),
-    ("kernels", "*"): ("one kernel's launch description", "<kernel name>: {arrays: {...}, grid: \"(cdiv(N, TILE), 1, 1)\"}"),
-    ("kernels", "*", "arrays"): ("the kernel's array parameters",
-                                 "arrays: {x: {ndim: 2, role: input}, y: {ndim: 2, role: output}}"),
-    ("kernels", "*", "arrays", "*"): ("one array parameter", "x: {ndim: 2, role: input} (optional: dtype: i32, list: true)"),
-    ("kernels", "*", "arrays", "*", "ndim"): ("the array's rank", "ndim: 2 (an integer from 1 to 6)"),
-    ("kernels", "*", "arrays", "*", "role"): ("how the kernel uses the array",
-                                              "role: input, role: output or role: inout"),
-    ("kernels", "*", "arrays", "*", "dtype"): ("the array's element type (default: the variant's dtype)",
-                                               "dtype: i32 (one of " + ", ".join(DTYPES) + "), or per variant "
-                                               "dtype dtype: {f16: bf16, bf16: bf16, f32: f32}"),
-    ("kernels", "*", "arrays", "*", "list"): ("whether the parameter is a list of arrays",
-                                              "list: true"),
-    ("kernels", "*", "arrays", "*", "alias_group"): ("the group of arrays that may share memory",
-                                                     "alias_group: h (the same name on every array the "
-                                                     "launch code may pass the same tensor to)"),
-    ("kernels", "*", "scalars"): ("the kernel's runtime scalar parameters", "scalars: {eps: f32, Batch: i32}"),
-    ("kernels", "*", "scalars", "*"): ("a runtime scalar's type",
-                                       "i32 or f32 (a Python int / float at launch), or i64 for a parameter "
-                                       "annotated ct.ScalarInt64"),
-    ("kernels", "*", "grid"): ("the launch grid", "grid: \"(cdiv(M, BM), 1, 1)\" (a Python expression)"),
-    ("kernels", "*", "bind"): ("the kernel's arguments", "bind: {gate: \"x[:, :N]\", eps: 1.0e-5}"),
-    ("kernels", "*", "bind", "*"): ("one argument", "a Python expression in quotes, or a number"),
-    ("kernels", "*", "configs"): ("this kernel's constexpr configurations",
-                                  "configs: [{TILE: 1024}, {TILE: 2048}]"),
-    ("kernels", "*", "variants"): ("this kernel's explicit variants",
-                                   "variants: [{dtypes: [f16, bf16], constexprs: {TILE: 1024}}]"),
-    ("kernels", "*", "compiler_hints"): ("the compiler hints the launch code sets (kernel.replace_hints)",
-                                         "compiler_hints: {num_ctas: 2, occupancy: 1} (also: num_worker_warps, "
-                                         "opt_level)"),
-    ("kernels", "*", "compiler_hints", "num_ctas"): ("the CTAs per cluster", "num_ctas: 2 (1, 2, 4, 8 or 16)"),
-    ("kernels", "*", "compiler_hints", "occupancy"): ("the expected CTAs per SM", "occupancy: 2 (1 to 32)"),
-    ("kernels", "*", "compiler_hints", "num_worker_warps"): ("the worker warps", "num_worker_warps: 8"),
-    ("kernels", "*", "compiler_hints", "opt_level"): ("the optimisation level", "opt_level: 3 (0 to 3)"),
-    ("variants", "#", "compiler_hints"): ("this variant's compiler hints", "compiler_hints: {num_ctas: 2}"),
-    ("variants", "#", "name"): ("the variant's name (its id becomes <dtype>-<name>)",
-                                "name: tma_128 (letters, digits and _, at most 60)"),
-    ("kernels", "*", "tensors"): ("this kernel's tensors for the GPU stages", "tensors: {x: {shape: [M, N], role: input}}"),
-    ("kernels", "*", "fits"): ("this kernel's shape predicate (instead of the operator's fits)",
-                               "fits: \"M == N_ROWS and N == N_COLS\""),
-    ("kernels", "*", "perf_fits"): ("this kernel's extra predicate for perf shapes (instead of the "
-                                    "operator's perf_fits)", "perf_fits: \"TILE < 2 * N\""),
-    ("kernels", "*", "reference"): ("the reference.py function this kernel is compared with",
-                                    "reference: backward_reference (a function name)"),
-    ("kernels", "*", "torch_impl"): ("the reference.py function timed as the torch side",
-                                     "torch_impl: backward_torch (a function name)"),
-    ("kernels", "*", "fits"): ("this kernel's predicate a shape must meet (with the operator's fits)",
-                               "fits: \"SEQ_LEN == cdiv(S, TILE_M) * TILE_M\""),
-    ("kernels", "*", "perf_fits"): ("this kernel's extra predicate for perf shapes",
-                                    "perf_fits: \"TILE_M < 2 * S\""),
-    ("dtypes",): ("the variant dtypes", "dtypes: [f16, bf16, f32]"),
-    ("dtypes", "#"): ("a variant dtype", "one of " + ", ".join(DTYPES)),
-    ("configs",): ("the constexpr configurations (crossed with dtypes)", "configs: [{TILE: 1024}, {TILE: 2048}]"),
-    ("configs", "#"): ("one constexpr configuration", "{TILE: 1024, eps: 1.0e-5, CAUSAL: true}"),
-    ("configs", "#", "*"): ("a constexpr value", "an int of any sign (LOAD_LATENCY: -1), true/false, or a "
-                                                 "float with a dot (eps: 1.0e-6)"),
-    ("variants",): ("the explicit variants (instead of configs x dtypes)",
-                    "variants: [{dtypes: [f16, bf16], constexprs: {TILE: 128}}, {dtype: f32, constexprs: {TILE: 32}}]"),
-    ("variants", "#"): ("one explicit variant", "{dtypes: [f16, bf16], constexprs: {TILE: 128}}"),
-    ("variants", "#", "dtype"): ("the variant's dtype", "dtype: f16"),
-    ("variants", "#", "dtypes"): ("the dtypes this configuration is launched with", "dtypes: [f16, bf16]"),
-    ("variants", "#", "constexprs"): ("the variant's constexpr values", "constexprs: {TILE: 128}"),
-    ("variants", "#", "constexprs", "*"): ("a constexpr value", "an int of any sign, true/false, or a float "
-                                                                "with a dot (eps: 1.0e-6)"),
-    ("shape_names",): ("the names of the shape entries", "shape_names: [M, N]"),
-    ("shape_names", "#"): ("a shape name", "a Python name such as M or seq_len"),
-    ("test_shapes",): ("the shapes the GPU test runs", "test_shapes: [[1, 1], [37, 1000]]"),
-    ("test_shapes", "#"): ("one shape", "[37, 1000] (one positive int per shape name)"),
-    ("test_shapes", "#", "#"): ("a shape entry", "a positive int"),
-    ("perf_shapes",): ("the shapes the benchmark times", "perf_shapes: [[4096, 1024]]"),
-    ("perf_shapes", "#"): ("one shape", "[4096, 1024] (one positive int per shape name)"),
-    ("perf_shapes", "#", "#"): ("a shape entry", "a positive int"),
-    ("fits",): ("the predicate a shape must meet", "fits: \"N <= TILE\""),
-    ("perf_fits",): ("the extra predicate for perf shapes", "perf_fits: \"TILE < 2 * N\""),
-    ("tolerance",): ("rtol/atol per dtype", "tolerance: {f16: {rtol: 1.0e-3, atol: 1.0e-3}}"),
-    ("tolerance", "*"): ("one dtype's tolerance", "{rtol: 1.0e-3, atol: 1.0e-3}"),
-    ("tolerance", "*", "rtol"): ("the relative tolerance",
-                                 "rtol: 1.0e-3 (a number >= 0, or an expression such as \"2 ** -10\")"),
-    ("tolerance", "*", "atol"): ("the absolute tolerance",
-                                 "atol: 1.0e-3 (a number >= 0, or an expression such as \"2 ** -13 * K\")"),
-    ("hints",): ("hints for the grid expressions and the perf diagnoser", "hints: {memory_bound: true}"),
-    ("tensors",): ("the operator's tensors for the GPU stages", "tensors: {x: {shape: [M, N], role: input}}"),
-    ("tensors", "*"): ("one tensor", "x: {shape: [M, N], role: input} (optional: dtype, init, scale, count)"),
-    ("tensors", "*", "shape"): ("the tensor's shape", "shape: [M, 2 * N] (ints or expressions over the shape names)"),
-    ("tensors", "*", "shape", "#"): ("a shape entry", "an int or an expression in quotes such as \"2 * N\""),
-    ("tensors", "*", "role"): ("whether reference.py takes or returns the tensor", "role: input or role: output"),
-    ("tensors", "*", "scale"): ("the factor randn values are multiplied by", "scale: \"K ** -0.5\""),
-    ("tensors", "*", "dtype"): ("the tensor's element type (default: the variant's dtype)",
-                                "dtype: i32, or per variant dtype dtype: {f16: bf16, f32: f32}"),
-    ("tensors", "*", "init"): ("how the tensor's values are made",
-                               "init: randn, {uniform: [0, 1]}, {randint: [0, E]}, range, {range: 1}, "
-                               "{sorted: [0, T]}, {offsets: T}, permutation, {permutation: T}, {full: 0} "
-                               "{derive: <reference.py function>} or, for an output updated in place, "
-                               "{copy: <input tensor>}"),
-    ("tensors", "*", "count"): ("the length of a list of tensors", "count: G (its shapes may use i, "
-                                                                   "the element's index)"),
-}
-_KEYS.update(_D.KEYS)
 _TYPE_WORDS = {"string": "a text", "integer": "an integer", "number": "a number", "boolean": "true or false",
                "object": "a mapping (key: value)", "array": "a list [...]", "null": "empty"}
 
@@ -367,6 +103,87 @@ def _general(path: list) -> tuple:
             and len(t) > 3:
         return t[2:]
     return t
+
+
+_HELP = ("x-what", "x-write")
+_ANY_NAME = "\0"       # a name in a key path while the help is collected (the schema's '*')
+
+
+def read_schema(path: str | Path = SCHEMA_FILE) -> tuple[dict[str, Any], dict[tuple, tuple[str, str]]]:
+    """The manifest schema file at ``path`` as ``(JSON schema, help)``: the schema less its ``x-what`` /
+    ``x-write`` keywords, and the generalised key path of each key (:func:`_general`) -> (what it is, what to
+    write).
+
+    Raises:
+        OSError: the file cannot be read.
+        tileport.core.yamlio.DuplicateKeyError: the file repeats a key (``<path>:<line>: duplicate key ...``).
+        yaml.YAMLError: another YAML error.
+        ValueError: ``<path>: ...``: a key with x-what but no x-write (or one not a text), two helps for one
+            key path, help under a name no error message looks up, or ``$defs`` dtypes, scalar types or
+            compiler hints other than :data:`DTYPES`, :data:`SCALAR_TYPES`, :data:`HINT_KEYS`.
+    """
+    helps: dict[tuple, tuple[str, str, dict]] = {}
+    schema = _split_help(yamlio.load_file(path), (), helps, path)
+    defs = schema.get("$defs", {})
+    for name, got, want in (("dtype", defs.get("dtype", {}).get("enum"), list(DTYPES)),
+                            ("scalar_type", defs.get("scalar_type", {}).get("enum"), list(SCALAR_TYPES)),
+                            ("compiler_hints", list(defs.get("compiler_hints", {}).get("properties", {})),
+                             list(HINT_KEYS))):
+        if got != want:
+            raise ValueError(f"{path}: $defs/{name} lists {got}, tileport.model.manifest {want}; write the same")
+    return schema, {key: (what, write) for key, (what, write, _) in helps.items()}
+
+
+def _split_help(node: Any, path: tuple | None, helps: dict, file: str | Path) -> Any:
+    """A copy of the schema ``node`` without x-what / x-write; their texts go to ``helps`` under
+    :func:`_general` of ``path``, the node's key path (names, '*' any name, '#' any index; None under
+    ``$defs`` and ``propertyNames``, whose help counts where they are used, or nowhere)."""
+    if not isinstance(node, dict):
+        return node
+    if path is not None and any(word in node for word in _HELP):
+        _add_help(node, path, helps, file)
+    out = {}
+    for key, value in node.items():
+        if key in _HELP:
+            continue
+        if key == "properties":
+            out[key] = {name: _split_help(sub, None if path is None else path + (name,), helps, file)
+                        for name, sub in value.items()}
+        elif key == "$defs":
+            out[key] = {name: _split_help(sub, None, helps, file) for name, sub in value.items()}
+        elif key in ("additionalProperties", "items"):
+            step = "*" if key == "additionalProperties" else "#"
+            out[key] = _split_help(value, None if path is None else path + (step,), helps, file)
+        elif key in ("anyOf", "allOf", "oneOf"):
+            out[key] = [_split_help(sub, path, helps, file) for sub in value]
+        elif key == "propertyNames":
+            out[key] = _split_help(value, None, helps, file)
+        else:
+            out[key] = value
+    return out
+
+
+def _add_help(node: dict, path: tuple, helps: dict, file: str | Path) -> None:
+    """Record ``node``'s x-what / x-write in ``helps`` (see :func:`_split_help`). Raises ValueError naming
+    ``file`` and the key path: not both texts, a second help for the key path, or one under a name that
+    :func:`_general` does not generalise."""
+    where = "/".join(path) or "<root>"
+    what, write = node.get("x-what"), node.get("x-write")
+    if not (isinstance(what, str) and isinstance(write, str)):
+        raise ValueError(f"{file}: key {where}: write both x-what and x-write, each a text")
+    key = _general([0 if p == "#" else _ANY_NAME if p == "*" else p for p in path])
+    if _ANY_NAME in key:
+        raise ValueError(f"{file}: key {where}: no error message looks up help for a name here")
+    seen = helps.get(key)
+    if seen is not None and seen[2] is not node:
+        raise ValueError(f"{file}: key {where}: a second help for key path {'/'.join(key) or '<root>'}; "
+                         f"write it once")
+    helps[key] = (what, write, node)
+
+
+#: the JSON schema manifests are validated against; generalised key path (:func:`_general`) -> (what the
+#: key is, what to write), the help of the error messages (:func:`_in_words`)
+MANIFEST_SCHEMA, _KEYS = read_schema()
 
 
 def _describe(value) -> str:
