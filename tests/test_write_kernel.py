@@ -202,11 +202,26 @@ def test_bad_keyword_values_are_blocked(op_copy):
     d = op_copy("gelu")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("ct.tanh(inner)", "ct.exp2(inner, flush_to_zero=maybe)"))
-    with pytest.raises(translate.Unsupported, match="flush_to_zero must be True or False"):
+    with pytest.raises(translate.Unsupported, match="flush_to_zero must be True, False or a bool constexpr"):
         translate.translate_kernel(d, "gelu_tanh_kernel")
     k.write_text(k.read_text().replace("flush_to_zero=maybe", "rounding_mode=ct.RoundingMode.RN"))
     with pytest.raises(translate.Unsupported, match="keyword 'rounding_mode' not translated"):
         translate.translate_kernel(d, "gelu_tanh_kernel")
+
+
+def test_ftz_and_nan_keywords_take_bool_constexprs(repo, tmp_path):
+    """flush_to_zero= / propagate_nan= given a bool constexpr are read per entry, as keepdims= and
+    allow_tma= are (issue 33: it was BLOCKED "must be True or False")."""
+    import shutil
+
+    d = tmp_path / "branchy"
+    shutil.copytree(repo / "tests" / "data" / "operators" / "branchy", d)
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("ct.tanh(0.7978845608 * t)", "ct.exp2(0.7978845608 * t, flush_to_zero=GELU)")
+                 .replace("ct.maximum(t, 0.0) * SCALE", "ct.maximum(t, 0.0, propagate_nan=GELU) * SCALE"))
+    src, _, entries = translate.translate_entries(d, "act_kernel")
+    assert "ftz::Enabled" in src and "nan::Disabled" in src
+    assert entries["f16-BM1-TILE1024-GELUtrue-SCALE1p0"] != entries["f16-BM4-TILE1024-GELUfalse-SCALE2p5"]
 
 
 def test_constexpr_branches_and_float_bool_constexprs_end_to_end(repo, tmp_path):

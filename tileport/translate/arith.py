@@ -118,7 +118,7 @@ class ArithRules:
     def flags_of(self, node: ast.Call, rounding: bool = True, ftz: bool = True,
                  nan: bool = False) -> dict:
         """Rust markers for a call's ``rounding_mode=``, ``flush_to_zero=``, ``propagate_nan=``
-        keywords; absent ones are None. Raises Unsupported for non-literal values."""
+        keywords; absent ones are None. Raises Unsupported for a value not known at compile time."""
         out = {"rounding": None, "ftz": None, "nan": None}
         for k in node.keywords:
             v = k.value
@@ -131,9 +131,12 @@ class ArithRules:
                                                     f"ct.RoundingMode.{sorted(constructs.ROUNDING)}")
                 out["rounding"] = constructs.ROUNDING[member.name]
             elif k.arg in ("flush_to_zero", "propagate_nan") and (ftz if k.arg == "flush_to_zero" else nan):
-                if not (isinstance(v, ast.Constant) and isinstance(v.value, bool)):
-                    self.fail(node, ast.unparse(v), f"{k.arg} must be True or False")
-                out["ftz" if k.arg == "flush_to_zero" else "nan"] = "Enabled" if v.value else "Disabled"
+                # a literal, a bool constexpr of this entry or a module constant: cuTile Python
+                # reads the keyword at compile time (as keepdims= and allow_tma=)
+                on = self.const_value(v)
+                if not isinstance(on, bool):
+                    self.fail(node, ast.unparse(v), f"{k.arg} must be True, False or a bool constexpr")
+                out["ftz" if k.arg == "flush_to_zero" else "nan"] = "Enabled" if on else "Disabled"
             else:
                 self.fail(node, f"{ast.unparse(node.func)}(..., {k.arg}=...)",
                           f"keyword '{k.arg}' not translated")
