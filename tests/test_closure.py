@@ -23,6 +23,11 @@ def test_a_stage_s_code_inputs_hold_what_it_imports_indirectly():
             "tileport/ir_diff/normalise.py"} <= _inputs("ir_diff")
 
 
+def test_a_schema_a_module_reads_is_a_code_input_of_its_users():
+    assert "schemas/manifest.schema.yaml" in _inputs("analyze")
+    assert "schemas/nv_ports.schema.yaml" in _inputs("nv_ir") and "schemas/nv_ports.schema.yaml" not in _inputs("ir_diff")
+
+
 def test_a_stage_s_code_inputs_leave_out_what_it_never_imports():
     assert not any(p.startswith(("tileport/gpu/", "tileport/report/", "tileport/translate/"))
                    for p in _inputs("ir_diff"))

@@ -5,7 +5,9 @@ declares as its code inputs, so that editing any module reruns exactly the stage
 An import is an edge wherever it stands (module level or inside a function). ``from tileport.x
 import y`` is an edge to ``tileport.x.y`` when that is a module, else to ``tileport.x``;
 importing ``tileport.a.b`` also runs ``tileport/a/__init__.py``, so a package's face is in the
-closure of every module under it.
+closure of every module under it. A module's closure also holds the data files it names as a path
+under ``schemas/`` (``REPO / "schemas" / "manifest.schema.yaml"``): editing a schema reruns the
+rules whose jobs read it.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 
 PACKAGE = "tileport"
+#: folders at the checkout's root whose files a module may read as part of its logic
+DATA_DIRS = ("schemas",)
 
 
 def _modules(pkg_dir: Path) -> dict[str, Path]:
@@ -107,19 +111,40 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
+def data_files(path: Path, root: Path) -> set[Path]:
+    """The files under :data:`DATA_DIRS` of ``root`` that the module at ``path`` names as a path
+    built with ``/`` from string constants (``... / "schemas" / "x.yaml"``) and that exist."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+            continue
+        parts, n = [], node
+        while isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
+            parts.insert(0, n.right)
+            n = n.left
+        words = [p.value for p in parts if isinstance(p, ast.Constant) and isinstance(p.value, str)]
+        for i, w in enumerate(words[:-1]):
+            if w in DATA_DIRS and (root / w / words[i + 1]).is_file():
+                out.add(root / w / words[i + 1])
+    return out
+
+
 @lru_cache(maxsize=None)
-def _graph_cached(pkg_dir: str) -> tuple[dict[str, set[str]], dict[str, Path]]:
-    return import_graph(pkg_dir), _modules(Path(pkg_dir))
+def _graph_cached(pkg_dir: str) -> tuple[dict[str, set[str]], dict[str, Path], dict[str, set[Path]]]:
+    mods = _modules(Path(pkg_dir))
+    root = Path(pkg_dir).parent
+    return import_graph(pkg_dir), mods, {m: data_files(p, root) for m, p in mods.items()}
 
 
 def import_closure(module: str, pkg_dir: str | Path) -> list[Path]:
     """The files of ``module`` and of every tileport module it imports, directly or not, with
-    the ``__init__.py`` of each package on the way (sorted paths). Read once per process.
+    the ``__init__.py`` of each package on the way and the data files each names
+    (:func:`data_files`; sorted paths). Read once per process.
 
     Raises:
         KeyError: ``module`` is not a module of the package (its name, and the package folder).
     """
-    graph, mods = _graph_cached(str(Path(pkg_dir).resolve()))
+    graph, mods, data = _graph_cached(str(Path(pkg_dir).resolve()))
     if module not in mods:
         raise KeyError(f"{module} is not a module of {pkg_dir}")
     seen, todo = set(), [module]
@@ -131,7 +156,7 @@ def import_closure(module: str, pkg_dir: str | Path) -> list[Path]:
         parts = m.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in mods)
         todo.extend(graph[m])
-    return sorted(mods[m] for m in seen)
+    return sorted({mods[m] for m in seen} | {f for m in seen for f in data[m]})
 
 
 def script_modules(script: str | Path) -> list[str]:
@@ -159,7 +184,7 @@ def code_inputs(script: str | Path, pkg_dir: str | Path, extra: tuple[str, ...] 
     picks at run time by name), as sorted path strings. A dotted name that is no module of the
     package (``from tileport.core import atomic_write_text``) is skipped where a module above it is
     named too."""
-    _, mods = _graph_cached(str(Path(pkg_dir).resolve()))
+    _, mods, _ = _graph_cached(str(Path(pkg_dir).resolve()))
     files = set()
     for m in [*script_modules(script), *extra]:
         if m in mods:
