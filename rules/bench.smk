@@ -24,6 +24,8 @@ rule bench:
         gpu=gpu_count("bench"),
         attempt=lambda wc, attempt: attempt,
     params:
+        # the content of the operator's files it reads: a change reruns it whatever the mtime
+        content=content_of(op_inputs, op_reference),
         tools=config["tools"],
         op_dir=op_dir,
         # what changes a measurement (not gpu mode or the thresholds: the scripts read those from

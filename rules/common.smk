@@ -211,6 +211,19 @@ def source_files(wildcards):
     return tp_importer.module_files(src.get("module", ""), sorted(set(kernels)))
 
 
+def content_of(*inputs):
+    """A rule parameter: the content hash (tileport.core.source.content_sha) of the operator's
+    own files among ``inputs`` (input functions of the rule, those under operators/): a file
+    whose content changed reruns the rule whatever its mtime (issue 33: a kernel.py brought in
+    with an older mtime left its verdicts standing)."""
+
+    def param(wildcards):
+        files = [f for fn in inputs for f in fn(wildcards) if Path(f).is_relative_to(OPERATORS_DIR)]
+        return tp_source.content_sha(tuple(sorted(files)))
+
+    return param
+
+
 def op_reference(wildcards):
     """reference.py (the PyTorch semantics) when the operator has one: the GPU stages read it."""
     p = OPERATORS_DIR / wildcards.op / "reference.py"

@@ -26,6 +26,8 @@ rule gpu_test:
         gpu=gpu_count("gpu_test"),
         attempt=lambda wc, attempt: attempt,
     params:
+        # the content of the operator's files it reads: a change reruns it whatever the mtime
+        content=content_of(op_inputs, op_reference),
         tools=config["tools"],
         op_dir=op_dir,
         seed=config["bench"]["seed"],

@@ -16,6 +16,8 @@ rule import_source:
     conda:
         "../envs/tileport.yaml"
     params:
+        # the content of the operator's files it reads: a change reruns it whatever the mtime
+        content=content_of(lambda wc: [str(OPERATORS_DIR / wc.op / "manifest.yaml")]),
         tools=config["tools"],
         op_dir=op_dir,
         # read when the job runs (the wheel's sha256 for kernel.py's header), not an input: a new

@@ -48,6 +48,8 @@ rule nv_ir:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
+        # the content of the operator's files it reads: a change reruns it whatever the mtime
+        content=content_of(op_inputs),
         tools=config["tools"],
         op_dir=op_dir,
         target=config["gpu_target"],

@@ -24,6 +24,8 @@ rule write_kernel:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
+        # the content of the operator's files it reads: a change reruns it whatever the mtime
+        content=content_of(op_inputs),
         tools=config["tools"],
         op_dir=op_dir,
         attempt=lambda wc: int(wc.n),

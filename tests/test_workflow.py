@@ -255,6 +255,26 @@ def test_editing_a_module_reruns_exactly_the_rules_that_import_it(workdir):
     assert planned(wd) == {}
 
 
+def test_a_content_change_brought_in_with_an_older_mtime_reruns_its_chain(workdir):
+    """Issue 33: max -> min in relu's kernel.py, the file then given an older mtime (as rsync -a,
+    cp -p, tar and unzip do): its chain reruns, because each rule's parameters carry the content
+    hash of the operator's files it reads; the IR diff then fails on the new kernel's IR."""
+    wd, _, _ = workdir
+    k = wd / "operators" / "relu" / "kernel.py"
+    text, st = k.read_text(), k.stat()
+    try:
+        k.write_text(text.replace("tile=ct.maximum(t, zero)", "tile=ct.minimum(t, zero)"))
+        os.utime(k, ns=(st.st_atime_ns, st.st_mtime_ns - 3600 * 10**9))
+        jobs = planned(wd)
+        assert {"analyze", "reference_ir", "write_kernel", "rust_ir", "ir_diff", "gpu_test", "bench"} <= set(jobs), jobs
+        assert jobs["reference_ir"] == jobs["rust_ir"] == jobs["ir_diff"]
+    finally:
+        k.write_text(text)
+        os.utime(k, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # the original content at its original mtime: the recorded parameters hold again
+    assert planned(wd) == {}
+
+
 def test_report_from_copied_measurements(workdir):
     """make report's steps on this copy: the published H200 verdicts of relu and softmax copied
     back as from a GPU node (their source hashes set to this tree's, as a node running this

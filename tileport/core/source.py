@@ -14,6 +14,7 @@ a text ``.../src/kernel.py:27`` becomes ``.../src/kernel.py:27 [tilegym/ops/cuti
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from functools import lru_cache
@@ -173,3 +174,17 @@ def annotate(doc: dict) -> dict:
     if f"{IMPORT_DIR}/kernel.py" in json.dumps(doc):
         _walk(doc)
     return doc
+
+
+@lru_cache(maxsize=None)
+def content_sha(paths: tuple[str, ...]) -> str:
+    """sha256 (hex) of files' contents, each after its path (a missing file counts as empty).
+    The workflow passes it as a rule parameter over the operator's own files the rule reads, so a
+    content change reruns the rule even when the file came in with an older mtime (rsync -a,
+    cp -p, tar, unzip keep the sender's); Snakemake reruns a job whose parameters changed.
+    Read once per process (one Snakemake run sees one state of the files)."""
+    h = hashlib.sha256()
+    for p in paths:
+        path = Path(p)
+        h.update(p.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+    return h.hexdigest()
