@@ -35,14 +35,17 @@ def test_a_declared_defect_loads_and_covers_the_variants_its_selector_names(tmp_
     assert d.manifest_line == pick_manifest().count("\n") + 2 and d.label.startswith("known_defects[0] (")
     # the other selectors: all, a list of ids, dtypes
     for sel, n in (("all", 3), ("[f32-TILE32-LAT2-bias0p0-NEGfalse-occupancy2]", 1), ("{dtypes: [bf16]}", 1)):
-        man = tp_manifest.load(_op(tmp_path / sel[:3], ENTRY.replace("{constexprs: {NEG: true}}", sel)) / "manifest.yaml")
+        man = tp_manifest.load(_op(tmp_path / sel[:3], ENTRY.replace("{constexprs: {NEG: true}}", sel))
+                               / "manifest.yaml")
         assert len(tp_manifest.declared_defects(man)[0].variants) == n, sel
 
 
 @pytest.mark.parametrize("old,new,msg", [
-    ("kernel: pick", "kernel: pik", r"key 'known_defects/0/kernel': 'pik' is not a kernel of this manifest \(did you mean pick\?\)"),
+    ("kernel: pick", "kernel: pik",
+     r"key 'known_defects/0/kernel': 'pik' is not a kernel of this manifest \(did you mean pick\?\)"),
     ("{constexprs: {NEG: true}}", "[f16-TILE128]", r"'f16-TILE128' is not a variant of pick"),
-    ("{constexprs: {NEG: true}}", "{constexprs: {NEGATE: true}}", r"'NEGATE' is not a constexpr of pick's variants \(did you mean NEG\?\)"),
+    ("{constexprs: {NEG: true}}", "{constexprs: {NEGATE: true}}",
+     r"'NEGATE' is not a constexpr of pick's variants \(did you mean NEG\?\)"),
     ("{constexprs: {NEG: true}}", "{constexprs: {NEG: 1}}", r"selects no variant of pick"),
     ("{constexprs: {NEG: true}}", "{dtypes: [f8e5m2]}", r"dtype 'f8e5m2' is not a dtype of pick's variants"),
     ("{constexprs: {NEG: true}}", "some", r"key 'known_defects/0/variants'"),
@@ -209,7 +212,8 @@ def test_without_the_wheel_the_line_is_checked_against_the_imported_line_map(tmp
 
 
 @pytest.mark.parametrize("old,new,msg", [
-    ("line: 16", "line: 16.0", r"key 'known_defects/0/line': .*must be an integer, not the number 16.0; write line: 16$"),
+    ("line: 16", "line: 16.0",
+     r"key 'known_defects/0/line': .*must be an integer, not the number 16.0; write line: 16$"),
     ("line: 16", "line: 26", r"line 26 of .*kernel.py is in copy_all, which pick does not call \(it calls _scaled\)"),
     ("{constexprs: {NEG: true}}", "{constexprs: {TILE: 128.0}}", r"selects no variant of pick"),
     ("effect: the gain is applied twice", "effect: ' '", r"key 'known_defects/0/effect'"),
@@ -232,7 +236,29 @@ def test_a_line_that_is_a_comment_or_blank_inside_the_kernel_is_an_error(tmp_pat
 
     kernel = PICK_KERNEL.replace("    b = ct.bid(0)\n", "    # the block\n\n    b = ct.bid(0)\n")
     for ln, what in ((13, "a comment"), (14, "blank")):
-        d = make_op(tmp_path / str(ln), "pick", kernel, pick_manifest("pick") + ENTRY.replace("line: 16", f"line: {ln}"))
-        with pytest.raises(tp_manifest.ManifestError, match=rf"manifest.yaml:\d+: key 'known_defects/0/line': line {ln} of "
-                                                  rf".*kernel.py is {what}; give the line of pick's code"):
+        d = make_op(tmp_path / str(ln), "pick", kernel,
+                    pick_manifest("pick") + ENTRY.replace("line: 16", f"line: {ln}"))
+        with pytest.raises(tp_manifest.ManifestError, match=rf"manifest.yaml:\d+: key 'known_defects/0/line': "
+                                                            rf"line {ln} of .*kernel.py is {what}; give the line "
+                                                            rf"of pick's code"):
             tp_manifest.load(d / "manifest.yaml")
+
+
+@pytest.mark.parametrize("sep", ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_a_line_is_counted_as_python_counts_it_not_split_on_other_separators(tmp_path, sep):
+    """Python's tokenizer and ast (and cuTile's locations) break lines at \\n, \\r\\n and \\r only: a
+    form feed or \\u2028 in a comment does not shift the lines after it."""
+    from manifest_ops import PICK_KERNEL
+
+    kernel = PICK_KERNEL.replace("    b = ct.bid(0)\n", f"    # one{sep}two\n    # the block\n    b = ct.bid(0)\n")
+    ok = make_op(tmp_path / "ok", "pick", kernel, pick_manifest("pick") + ENTRY.replace("line: 16", "line: 15"))
+    man = tp_manifest.load(ok / "manifest.yaml")                      # line 15 is `b = ct.bid(0)`
+    assert tp_manifest.declared_defects(man)[0].line == 15
+    bad = make_op(tmp_path / "bad", "pick", kernel, pick_manifest("pick") + ENTRY.replace("line: 16", "line: 14"))
+    with pytest.raises(tp_manifest.ManifestError, match=r"key 'known_defects/0/line': line 14 of .*kernel.py is "
+                                                        r"a comment; give the line of pick's code"):
+        tp_manifest.load(bad / "manifest.yaml")
+    n = kernel.count("\n")
+    with pytest.raises(tp_manifest.ManifestError, match=rf"line {n + 1} is past the end of .*kernel.py \({n} lines\)"):
+        tp_manifest.load(make_op(tmp_path / "end", "pick", kernel, pick_manifest("pick")
+                                 + ENTRY.replace("line: 16", f"line: {n + 1}")) / "manifest.yaml")

@@ -41,6 +41,7 @@ from __future__ import annotations
 import ast
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,18 @@ from tileport.core.wheels import PIN_FILE, find_wheel
 
 #: the prose fields, left out of the test-relevant hash (tileport.gpu.kept)
 PROSE = ("effect", "evidence")
+
+_EOL = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of Python source as its tokenizer, :mod:`ast` and cuTile's locations number them:
+    split at ``\\n``, ``\\r\\n`` and ``\\r`` only (``str.splitlines`` also splits at form feeds,
+    ``\\x1c``-``\\x1e``, ``\\x85``, ``\\u2028`` ...)."""
+    lines = _EOL.split(text)
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 @dataclass(frozen=True)
@@ -186,6 +199,7 @@ def check(doc: dict, kv: dict, at, path: Path) -> None:
         return
     name, text, mapped = source_file(doc, path)
     funcs = None
+    lines = source_lines(text) if text is not None else []
     if text is not None:
         try:
             funcs = _functions(text)
@@ -234,7 +248,7 @@ def check(doc: dict, kv: dict, at, path: Path) -> None:
                                           f"{', '.join(v.id for v in vs)})")
         ln = e["line"]
         if text is not None:
-            n_lines = len(text.splitlines())
+            n_lines = len(lines)
             if ln > n_lines:
                 raise at(base + ["line"], f"line {ln} is past the end of {name} ({n_lines} lines); give the "
                                           f"line of {k}'s source that holds the defect")
@@ -244,7 +258,7 @@ def check(doc: dict, kv: dict, at, path: Path) -> None:
                                           + (f" ({k} is lines {span[0]}-{span[1]})" if span else "")
                                           + "; give the line of the kernel (or of a helper it calls) that "
                                             "holds the defect")
-            code = text.splitlines()[ln - 1].strip()
+            code = lines[ln - 1].strip()
             if not code or code.startswith("#"):
                 raise at(base + ["line"], f"line {ln} of {name} is {'a comment' if code else 'blank'}; give the "
                                           f"line of {k}'s code that holds the defect")
