@@ -90,7 +90,8 @@ def test_kernel_spelled_constexprs_any_sign_float_bool_and_explicit_variants(tmp
     assert tp_manifest.variant_by_id(man, "f32-TILE64", "copy_all").constexprs == {"TILE": 64}
     with pytest.raises(KeyError, match="known"):
         tp_manifest.variant_by_id(man, "f32-TILE64", "pick")
-    assert tp_manifest.array_dtype(man, "pick", "idx", pick[0]) == "i32" and tp_manifest.array_dtype(man, "pick", "src", pick[0]) == "f16"
+    assert tp_manifest.array_dtype(man, "pick", "idx", pick[0]) == "i32"
+    assert tp_manifest.array_dtype(man, "pick", "src", pick[0]) == "f16"
 
 
 def test_configs_paired_with_dtypes_mean_only_those_variants(tmp_path):
@@ -121,9 +122,11 @@ def _err(tmp_path, old, new, base=None):
     ("dtype: i32}", "dtype: int32}", "tileport spells int32 as i32"),
     ("role: output, dtype: f32}", "role: outptu, dtype: f32}", "(did you mean output?)"),
     ("ndim: 1, role: input}", "ndim: 9, role: input}", "above the largest allowed value 6; write ndim: 2"),
-    ("    configs: [{TILE: 64}]", "    config: [{TILE: 64}]", "'config' is not a key of one kernel's launch description"),
+    ("    configs: [{TILE: 64}]", "    config: [{TILE: 64}]",
+     "'config' is not a key of one kernel's launch description"),
     ("{Count: i32}", "{Count: int}", "write one of i32, i64, f32"),
-    ("compiler_hints: {occupancy: 2}", "compiler_hints: {num_ctas: 3}", "the CTAs per cluster is the number 3; write one of 1, 2, 4, 8, 16"),
+    ("compiler_hints: {occupancy: 2}", "compiler_hints: {num_ctas: 3}",
+     "the CTAs per cluster is the number 3; write one of 1, 2, 4, 8, 16"),
 ])
 def test_schema_errors_are_words_with_line_and_what_to_write(tmp_path, old, new, words):
     """Issue 17 item 3: no JSON-schema regex quoted; the line, the key, what to write instead."""
@@ -172,10 +175,11 @@ def test_tensors_without_dtype_take_the_family_of_their_variants(tmp_path):
             "tolerance: {i32: {rtol: 0.0, atol: 0.0}, i64: {rtol: 0.0, atol: 0.0}}\n"
             "tensors:\n  ids: {shape: [N], role: input, init: INIT}\n"
             "  cnt: {shape: [E], role: output, dtype: i32, init: {full: 0}}\n")
-    man = tp_manifest.load(make_op(tmp_path, "route", manifest=text.replace("INIT", "{randint: [0, E]}")) / "manifest.yaml")
+    man = tp_manifest.load(make_op(tmp_path, "route", manifest=text.replace("INIT", "{randint: [0, E]}"))
+                           / "manifest.yaml")
     assert [v.id for v in tp_manifest.variants(man)] == ["i32-E8", "i64-E8"]
-    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:14: .*init randn makes floats but tensor 'ids' has "
-                                              r"the dtype i32"):
+    with pytest.raises(tp_manifest.ManifestError, match=r"manifest.yaml:14: .*init randn makes floats but tensor "
+                                                        r"'ids' has the dtype i32"):
         tp_manifest.load(make_op(tmp_path, "route", manifest=text.replace("INIT", "randn")) / "manifest.yaml")
 
 
@@ -259,3 +263,32 @@ def test_a_kernels_fits_replaces_the_operators_as_its_help_says(tmp_path):
     man = tp_manifest.load(make_op(tmp_path / "op", manifest=text + "fits: \"N < 0\"\n") / "manifest.yaml")
     kernels = {k for k, _, _ in harness.cases(man, "test")}
     assert kernels == {"copy_all"}
+
+
+def _bias(man):
+    return tp_manifest.variants(man, "pick")[0].constexprs["bias"]
+
+
+@pytest.mark.parametrize("old,written,read", [
+    ("bias: 1.0e-6", "1e2", _bias),
+    ("bias: 1.0e-6", "1.5e3", _bias),
+    ("bias: 1.0e-6", "-2E-7", _bias),
+    ("bias: 1.0e-6", ".5e1", _bias),
+    ("bias: 1.0e-6", "1.0e4", _bias),
+    ("test_shapes: [[1000]]", "1e3", lambda m: m["test_shapes"][0][0]),
+    ("perf_shapes: [[1048576]]", "2.5e6", lambda m: m["perf_shapes"][0][0]),
+    ("src: {ndim: 1,", "1e0", lambda m: m["kernels"]["pick"]["arrays"]["src"]["ndim"]),
+])
+def test_the_advice_for_a_number_yaml_reads_as_text_loads_as_that_number(tmp_path, old, written, read):
+    """YAML 1.1 (PyYAML) reads ``1e4`` and ``1.0e4`` as text (a float needs a dot and a signed exponent):
+    the value the error advises loads, and as the number meant (an int where an integer belongs)."""
+    new = re.sub(r"-?\d[\d.e-]*", written, old, count=1)
+    assert new != old and written in new
+    msg, _ = _err(tmp_path / "bad", old, new)
+    advice = re.search(rf"YAML reads {re.escape(written)} as text: write (\S+) to give a number", msg)
+    assert advice, msg
+    fixed = pick_manifest().replace(old, new.replace(written, advice.group(1)), 1)
+    man = tp_manifest.load(make_op(tmp_path / "ok", manifest=fixed) / "manifest.yaml")
+    got = read(man)
+    assert got == float(written) and not isinstance(got, bool), (advice.group(1), got)
+    assert isinstance(got, int) == (read is not _bias), got

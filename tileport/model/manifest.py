@@ -20,6 +20,7 @@ import difflib
 import math
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +187,28 @@ def _add_help(node: dict, path: tuple, helps: dict, file: str | Path) -> None:
 MANIFEST_SCHEMA, _KEYS = read_schema()
 
 
-def _describe(value) -> str:
+# a number in exponent form; YAML 1.1 (PyYAML) reads it as text unless it has a dot and a signed exponent
+_EXP_NUMBER = re.compile(r"([-+]?)(\d+(?:\.\d*)?|\.\d+)([eE])([-+]?)(\d+)")
+
+
+def _as_number(text: str, integer: bool) -> str | None:
+    """``text`` (``1e4``, ``1.0e4``) spelled so that YAML reads the number it means: the int
+    (``10000``) where an integer belongs, else a float with a dot and a signed exponent
+    (``1.0e+4``). None when ``text`` is not a number in exponent form."""
+    m = _EXP_NUMBER.fullmatch(text.strip())
+    if not m:
+        return None
+    sign, mant, e, esign, exp = m.groups()
+    if integer and int(exp) <= 30:
+        d = Decimal(text.strip())
+        if d == d.to_integral_value():
+            return str(int(d))
+    return f"{sign}{mant if '.' in mant else mant + '.0'}{e}{esign or '+'}{exp}"
+
+
+def _describe(value, integer: bool = False) -> str:
+    """``value`` in words; ``integer``: the key takes an integer only (for the advice on a number
+    YAML reads as text)."""
     if value is None:
         return "nothing (an empty value)"
     if isinstance(value, bool):
@@ -195,8 +217,8 @@ def _describe(value) -> str:
         return f"the number {value}"
     if isinstance(value, str):
         note = ""
-        if re.fullmatch(r"[-+]?\d+(\.\d*)?[eE][-+]?\d+", value.strip()):
-            fixed = re.sub(r"^([-+]?\d+)([eE])", r"\1.0\2", value.strip())
+        fixed = _as_number(value, integer)
+        if fixed is not None:
             note = f" (YAML reads {value} as text: write {fixed} to give a number)"
         return f"the text {value!r}{note}"
     if isinstance(value, list):
@@ -264,7 +286,7 @@ def _in_words(err: jsonschema.ValidationError) -> tuple[list, str]:
             return path, (f"{what} must be an integer, not the number {val!r}; write "
                           f"{path[-1]}: {int(val)}")
         return path, (f"{what} must be {' or '.join(_TYPE_WORDS.get(w, w) for w in want)}, not "
-                      f"{_describe(val)}{write}")
+                      f"{_describe(val, integer=want == ['integer'])}{write}")
     if v in ("minimum", "exclusiveMinimum"):
         return path, f"{what} is {val}, below the least allowed value {err.validator_value}{write}"
     if v in ("maximum", "exclusiveMaximum"):
