@@ -4,8 +4,9 @@ import json
 import pytest
 
 from tileport.core.verdict import Verdict, read, write
-from tileport.gpu import harness
+from tileport.gpu import harness, kept
 from tileport.gpu import test as gpu_test
+from tileport.gpu.kept import Kept
 from tileport.host import shim as host_shim
 
 
@@ -511,8 +512,8 @@ def test_kept_measurements_come_back_only_for_the_same_sources(tmp_path):
 
     results, op_dir = measured_tree(tmp_path, legacy=True)    # an old verdict: the full hash only
     r = results / "relu"
-    assert sorted(gpu_test.snapshot(results, "relu", op_dir)) == sorted(
-        str(r / gpu_test.KEEP / f) for f in ("test.json", "bench.json", "bench.csv"))
+    assert sorted(Kept(results, "relu", op_dir).snapshot()) == sorted(
+        str(r / kept.KEEP / f) for f in ("test.json", "bench.json", "bench.csv"))
     before = {f: (r / f).read_bytes() for f in ("test.json", "bench.json", "bench.csv")}
     for f in before:
         (r / f).unlink()                      # what Snakemake does before it reruns a job
@@ -524,7 +525,7 @@ def test_kept_measurements_come_back_only_for_the_same_sources(tmp_path):
     (r / "test.json").unlink()
     assert gpu_test.run("relu", op_dir, results, r / "test.json", gpu="auto")["verdict"] == "NOT_RUN"
     # a NOT_RUN is never kept, and a kept file of other sources is not restored
-    assert gpu_test.snapshot(results, "relu", op_dir) == []
+    assert Kept(results, "relu", op_dir).snapshot() == []
     (op_dir / "kernel.py").write_text((op_dir / "kernel.py").read_text().replace("# edited\n", ""))
     (r / "host" / "ffi.rs").write_text("// another shim\n")
     (r / "test.json").unlink()
@@ -557,7 +558,7 @@ def test_a_side_that_raised_is_not_profiled_again(tmp_path, monkeypatch):
     from tileport.gpu import cupti
 
     monkeypatch.setattr(harness, "probe_gpu", lambda: "NVIDIA H200")
-    monkeypatch.setattr(gpu_test, "library_for", lambda op, results, host_build: ("lib", None))
+    monkeypatch.setattr(gpu_test, "library_for", lambda op, results, host_build, keeper=None: ("lib", None))
     variant = SimpleNamespace(id="f16-T1", dtype="f16")
     ctx = SimpleNamespace(man={"tolerance": {"f16": {"rtol": 0, "atol": 0}}}, nv={}, nv_note=None,
                           call=lambda kernel, variant, shape, seed: object())
@@ -620,9 +621,9 @@ def test_adding_a_perf_shape_keeps_the_test_and_the_old_rows_and_the_new_configs
     results, op_dir = measured_tree(tmp_path)
     r = results / "relu"
     edit(op_dir, PERF, "perf_shapes: [[16777216], [67108864], [134217728]]")
-    assert gpu_test._hashes_match(read(r / "test.json"), results, "relu", op_dir)
-    assert gpu_test._hashes_match(read(r / "bench.json"), results, "relu", op_dir)
-    doc, src = bench.kept_bench(results, "relu", op_dir, r / "bench.json")
+    assert Kept(results, "relu", op_dir).holds(read(r / "test.json"))
+    assert Kept(results, "relu", op_dir).holds(read(r / "bench.json"))
+    doc, src = Kept(results, "relu", op_dir).bench(r / "bench.json")
     d = doc["details"]
     assert (doc["verdict"], d["configs"], d["configs_pending"], d["configs_total"]) == ("DONE", 12, 6, 18)
     assert {p["shape"] for p in d["pending_configs"]} == {"67108864"}
@@ -632,7 +633,7 @@ def test_adding_a_perf_shape_keeps_the_test_and_the_old_rows_and_the_new_configs
     assert (ops["relu"]["configs"], ops["relu"]["configs_pending"]) == (12, 6)
     assert (ops["ALL"]["configs"], ops["ALL"]["configs_pending"]) == (12, 6)
     # a GPU-less rerun (Snakemake removed the outputs): test.json back as it was, bench.json reconciled
-    gpu_test.snapshot(results, "relu", op_dir)
+    Kept(results, "relu", op_dir).snapshot()
     before = (r / "test.json").read_bytes()
     for f in ("test.json", "bench.json", "bench.csv"):
         (r / f).unlink()
@@ -652,12 +653,10 @@ def test_adding_a_perf_shape_keeps_the_test_and_the_old_rows_and_the_new_configs
     ("# the tensors of one call", "# the tensors (edited comment) of one call", True),  # a comment
 ])
 def test_what_a_test_reads_decides_its_validity(tmp_path, old, new, holds):
-    from tileport.gpu import bench
-
     results, op_dir = measured_tree(tmp_path)
     edit(op_dir, old, new)
-    assert gpu_test._hashes_match(read(results / "relu" / "test.json"), results, "relu", op_dir) is holds
-    doc, _ = bench.kept_bench(results, "relu", op_dir, results / "relu" / "bench.json")
+    assert Kept(results, "relu", op_dir).holds(read(results / "relu" / "test.json")) is holds
+    doc, _ = Kept(results, "relu", op_dir).bench(results / "relu" / "bench.json")
     assert (doc is not None) is holds
 
 
@@ -713,9 +712,10 @@ def fake_gpu(monkeypatch, timed, ratio=1.1):
     from tileport.gpu import bench
     from tileport.model import manifest
 
-    class Ctx:
-        def __init__(self, op, op_dir, results, library, nv_build=None):
-            self.man, self.nv, self.lib = manifest.load(op_dir / "manifest.yaml"), {}, types.SimpleNamespace(shims={})
+    class Ctx:      # as gpu_test.OpContext: the manifest the stage's Kept loaded
+        def __init__(self, op, op_dir, results, library, nv_build=None, keeper=None):
+            man = keeper.manifest if keeper is not None else manifest.load(op_dir / "manifest.yaml")
+            self.man, self.nv, self.lib = man, {}, types.SimpleNamespace(shims={})
 
         def call(self, kernel, variant, shape, seed=0, nv=False):
             return types.SimpleNamespace(kernel=kernel, variant=variant, shape=shape, nv=None, nv_note="",
@@ -813,7 +813,7 @@ def test_a_selection_times_only_its_configs_keeps_the_rest_and_says_so(tmp_path,
     assert json.loads((r / "bench.json").read_text()) == doc
     # no kept verdict that holds (sources changed, none yet): nothing to keep, refused
     (r / "bench.json").write_text(before)
-    monkeypatch.setattr(bench, "kept_bench", lambda *a: (None, None))
+    monkeypatch.setattr(Kept, "bench", lambda self, *a: (None, None))
     with pytest.raises(bench.SelectionError, match="no kept bench verdict"):
         bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", configs=["*/*/*"])
     assert (r / "bench.json").read_text() == before
@@ -843,7 +843,7 @@ def test_a_time_budget_or_a_sigterm_stops_the_loop_writes_what_was_timed_and_lea
     import shutil
 
     (r / "bench.json").unlink()
-    shutil.rmtree(r / bench.KEEP)
+    shutil.rmtree(r / kept.KEEP)
     d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", budget_s=0.0)
     assert timed == [] and d["details"]["configs_pending"] == 12 and "kept_after_stop" not in d["details"]
     measure = bench.measure
@@ -886,7 +886,6 @@ def test_a_config_timed_twice_counts_once_and_a_malformed_row_is_retired_not_a_c
 def test_a_bench_json_with_repeated_or_malformed_rows_adds_up(tmp_path, rows):
     import json
 
-    from tileport.gpu import bench
     from tileport.report import summary as tp_summary
 
     results, op_dir = measured_tree(tmp_path)
@@ -896,8 +895,8 @@ def test_a_bench_json_with_repeated_or_malformed_rows_adds_up(tmp_path, rows):
     d["rows"] = {"dup": d["rows"] + d["rows"][:3], "not_a_list": {"a": 1},
                  "bad_row": d["rows"] + ["x", {**d["rows"][0], "atol": "1e-3?"}]}[rows]
     p.write_text(json.dumps(doc))
-    kept, _ = bench.kept_bench(results, "relu", op_dir, p)
-    k = kept["details"]
+    held, _ = Kept(results, "relu", op_dir).bench(p)
+    k = held["details"]
     assert k["configs"] + k["configs_pending"] == k["configs_total"] == 12
     assert k["retired_rows"] == {"dup": 3, "not_a_list": 1, "bad_row": 2}[rows]
     ops = {x["op"]: x for x in tp_summary.ops_rows(results, ["relu"])}

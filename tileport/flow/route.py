@@ -34,6 +34,7 @@ from tileport.core import (
 )
 from tileport.core.verdict import TEST_PASSED, Finding, Verdict, VerdictError, atomic_write_text, read, write
 from tileport.cpu import ir_diagnose, rust_ir
+from tileport.gpu.kept import Kept
 
 # writers that give the same output for the same input: retrying them cannot help
 DETERMINISTIC = ("translator",)
@@ -543,9 +544,7 @@ def gpu_route(results, op: str, r: int, kernels: list[str], out_json, *, writer:
     if op_dir:
         # verdicts copied back from a GPU node: keep them, so a GPU-less rerun of gpu_test/bench
         # (a config change upstream) restores them instead of writing NOT_RUN
-        from tileport.gpu.test import snapshot
-
-        snapshot(root, op, op_dir)
+        Kept(root, op, op_dir).snapshot()
     docs, missing = {}, []
     for name, rel in (("test", "test.json"), ("bench", "bench.json"), ("perf", "perf_diagnosis.json")):
         try:

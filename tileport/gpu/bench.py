@@ -71,68 +71,50 @@ selection's before/after pairs.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import math
 import signal
 import sys
+import threading
 import time
+from datetime import datetime, timezone
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from tileport.core import provenance, stats
-from tileport.core.verdict import (
-    TEST_PASSED,
-    VARIANT_PASSED,
-    Finding,
-    Verdict,
-    VerdictError,
-    atomic_write_text,
-    brief,
-    read,
-    write,
-)
-from tileport.gpu import harness
-from tileport.gpu import kept as tp_kept
-from tileport.gpu.test import (
-    KEEP,
+from tileport.core.verdict import TEST_PASSED, VARIANT_PASSED, Finding, Verdict, VerdictError, read, write
+from tileport.gpu import cupti, harness
+from tileport.gpu.fold import (  # noqa: F401 - loop_class, loop_gate, NV_COLUMNS re-exported: callers know bench's
+    COLUMNS,
+    DEFAULTS,
     MEASURED,
+    NV_COLUMNS,
+    ROW_EXTRAS,
+    fold,
+    loop_class,
+    loop_gate,
+    routed,
+    write_csv,
+)
+from tileport.gpu.kept import Kept, config_key
+from tileport.gpu.test import (
     OpContext,
-    _hashes_match,
+    cli_args,
+    exit_status,
     failure_class,
     gpu_gate,
     input_error,
     library_for,
-    owner_of,
-    port_writers,
-    routed,
-    snapshot,
 )
-from tileport.host import shim as host_shim
+from tileport.host.ffi import cutile_limit
 from tileport.model import manifest
 from tileport.model.manifest import declared_defects
 
 REPO = Path(__file__).resolve().parents[2]
 
-DEFAULTS = {"threshold": 0.95, "warmup_ms": 20, "rep_ms": 150, "min_reps": 10, "max_reps": 100,
-            "l2_flush_mib": 256, "seed": 0, "loop_threshold": 0.97, "loop_ms": 20, "loop_min_cycles": 3,
-            "loop_max_cycles": 30, "loop_ci_width": 0.01, "loop_max_s": 3.0}
 #: calls per loop: loop_ms / device time per call, clamped here (CUDA's launch queue holds about
 #: a thousand launches; beyond it a launch blocks and host time would include waiting; at 3 calls
 #: of a long kernel the first call's enqueue is well under 1 % of the loop)
 LOOP_MIN_CALLS, LOOP_MAX_CALLS = 3, 200
-
-COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_us", "torch_us",
-           "ref_iqr_us", "port_iqr_us", "torch_iqr_us", "ratio", "paired_ratio", "vs_torch",
-           "ref_vs_torch", "ref_launches", "port_launches", "torch_launches",
-           "ref_loop_us", "port_loop_us", "torch_loop_us", "loop_ratio", "loop_calls",
-           "ref_host_us", "port_host_us", "torch_host_us",
-           "port_host_overhead_us", "ref_host_overhead_us", "checked", "ref_checked",
-           "port_mismatch", "ref_mismatch", "error",
-           "nv_us", "nv_iqr_us", "vs_nv", "ref_vs_nv", "nv_launches", "nv_loop_us", "nv_checked",
-           "nv_error", "loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at"]
-#: the per-side columns of NVIDIA's port (empty when it is not a side of the config)
-NV_COLUMNS = COLUMNS[COLUMNS.index("nv_us"):COLUMNS.index("nv_error") + 1]
-
 
 def rotation(labels: list[str], r: int) -> list[str]:
     """The sides' order in round ``r``: ``labels`` rotated left by ``r`` (so over len(labels)
@@ -270,9 +252,7 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     ``loop_samples`` (per side, the loop time per call of every timed loop, µs, in time order) and
     ``loop_design`` (:func:`loop_times`' ``order``, ``warmup``, ``per_cycle``, calls per loop by side
     and why it stopped)."""
-    import torch
-
-    from tileport.gpu import cupti
+    import torch  # lazy: a CPU job never loads torch
 
     sides = [("ref", c.ref), ("port", c.port), ("torch", c.torch)]
     first_calls(sides, torch.cuda.synchronize)      # JIT compile / cuBLAS heuristics, untimed
@@ -356,387 +336,6 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     return row
 
 
-def loop_class(row: dict, loop_threshold: float) -> str | None:
-    """One config's side of the loop gate (the one definition :func:`loop_gate`, the summary and
-    the report use): None when ``row`` has no loop time (``loop_ratio`` not a number), ``pass``
-    when ``loop_ratio`` >= ``loop_threshold`` (config.yaml ``bench.loop_threshold``), ``below``
-    when it is under it and its 95 % interval says so (``loop_ratio_hi`` < threshold; a row
-    without an interval, timed before the benchmark had one, by its loop ratio alone), else
-    ``undecided`` (under it, the interval reaching it: within the measurement's noise)."""
-    ratio = row.get("loop_ratio")
-    if not isinstance(ratio, (int, float)):
-        return None
-    if ratio >= loop_threshold:
-        return "pass"
-    hi = row.get("loop_ratio_hi")
-    return "below" if not isinstance(hi, (int, float)) or hi < loop_threshold else "undecided"
-
-
-def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
-    """The loop gate over the rows that carry a loop time (None when none does): ``geomean``
-    of ``loop_ratio``, ``threshold``, ``verdict`` DONE / BELOW_THRESHOLD (the geomean against
-    the threshold), ``below`` (every config whose loop ratio is under the threshold and whose
-    95 % interval says so, ``loop_ratio_hi`` < threshold -- a row without an interval, timed
-    before the benchmark had one, by its loop ratio alone -- lowest first, with its loop and host
-    times per call), ``undecided`` (loop ratio under the threshold, interval reaching it: the
-    measurement cannot tell; the same fields): per config :func:`loop_class`;
-    ``port_host_us`` / ``ref_host_us`` (medians over the configs of the host time per call, µs)."""
-    timed = [r for r in rows if isinstance(r.get("loop_ratio"), (int, float))]
-    if not timed:
-        return None
-    g = stats.geomean([r["loop_ratio"] for r in timed])
-    under = sorted((r for r in timed if r["loop_ratio"] < loop_threshold), key=lambda r: r["loop_ratio"])
-    keys = ("kernel", "variant", "shape", "loop_ratio", "loop_ratio_lo", "loop_ratio_hi", "ref_loop_us",
-            "port_loop_us", "ref_host_us", "port_host_us", "ref_us", "port_us")
-    return {"geomean": g, "threshold": loop_threshold, "configs": len(timed),
-            "verdict": "DONE" if g >= loop_threshold else "BELOW_THRESHOLD",
-            **{c: [{k: r.get(k) for k in keys} for r in under if loop_class(r, loop_threshold) == c]
-               for c in ("below", "undecided")},
-            "port_host_us": stats.median([r["port_host_us"] for r in timed]),
-            "ref_host_us": stats.median([r["ref_host_us"] for r in timed])}
-
-
-def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None,
-         secs: float = 0.0, failed_test: dict | None = None,
-         loop_threshold: float = DEFAULTS["loop_threshold"], writers: dict | None = None,
-         pending: list[dict] | None = None, defects: list | None = None) -> Verdict:
-    """The operator's verdict from its bench rows (pure: unit-tested without a GPU).
-
-    Whose fault: a row with ``blocked`` (a config cutile 0.5.0 cannot launch:
-    :func:`tileport.host.ffi.cutile_limit`) is a warning, owner ``tool``, listed in
-    ``details.blocked_configs``, and the other configs are judged without it (BLOCKED, owner
-    ``tool``, when it leaves none); a row's ``error`` has the routing class ``error_class``
-    (:func:`tileport.gpu.test.failure_class`: ``host`` for a shim's refusal) and the owner
-    :func:`tileport.gpu.test.owner_of` gives it (``writers``: kernel -> backend; a wrong or slow
-    port the translator wrote is ``tool``).
-
-    Geomeans over the configs that ran: ``ratio`` (ref/port), ``vs_torch`` (torch/port),
-    ``ref_vs_torch`` (torch/ref); per ``kernel/variant`` the same over its configs plus the
-    geomean of its per-config medians (``ref_us``, ``port_us``, ``torch_us``) and of
-    ``loop_ratio``. The verdict word judges device time; ``details.loop`` is the loop gate
-    (:func:`loop_gate`, ``loop_threshold``), ``details.ref_behind_torch`` the configs whose
-    reference is slower than PyTorch, lowest ``ref_vs_torch`` first.
-    ``failed_test``: the gpu_test verdict when some variants failed it (they are not timed);
-    if that left nothing to time, the BLOCKED verdict says so and carries its ``fail_class``.
-    ``details.failed_variants``: the ``kernel/variant`` keys with a critical finding (a config
-    that failed to run, a timed output outside tolerance), sorted: a FAIL is the operator's
-    verdict, and summary.csv shows it on these variants only.
-    ``pending``: the perf configs (``{"kernel", "variant", "shape"}``) of benchmarked variants no
-    row covers yet (not timed since perf shapes were added, or after a lost CUDA context):
-    ``details.pending_configs`` / ``configs_pending`` / ``configs_total``; the verdict word judges
-    the timed configs and its summary says ``over 12 of 18 config(s), 6 pending``; NOT_RUN
-    when nothing is timed yet.
-    ``defects``: the manifest's declared defects of the kernel (:func:`tileport.model.defects.declared`):
-    a timed output that misses the PyTorch semantics as the reference's does (the port within
-    tolerance of it) on a variant one covers is the kernel's known defect, a warning (owner
-    ``kernel``, ``details.known_defect_configs``), and the config counts, as in gpu_test; without
-    a declaration it stays a failure (owner ``manifest``), and a port that differs from the
-    reference stays the port's.
-    """
-    from tileport.model.defects import covering
-
-    writers = writers or {}
-    cover = covering(list(defects or []))
-    shown = []              # configs whose timed outputs show a declared defect of the kernel
-    ok = [r for r in rows if not r.get("error")]
-    blocked = [r for r in rows if r.get("error") and r.get("blocked")]
-    errs = [r for r in rows if r.get("error") and not r.get("blocked")]
-    classes = []            # (routing class, owner) of every critical finding, in order
-    failed = set()          # kernel/variant keys with a critical finding
-    findings = []
-    for r in errs:
-        fc = r.get("error_class") or "kernel"
-        findings.append(Finding("launch", "critical", owner_of(fc, writers.get(r["kernel"])),
-                                f"{r['kernel']}/{r['variant']} {r['shape']}: {r['error']}"))
-        classes.append((fc, findings[-1].owner))
-        failed.add(f"{r['kernel']}/{r['variant']}")
-    for r in ok:
-        if r.get("checked") == "MISMATCH":
-            # as gpu_test.same_miss: a port that misses the same way as the cuTile Python kernel
-            # (within tolerance of it) is the manifest's: its expected values disagree with the kernel
-            same = r.get("ref_checked") == "MISMATCH" and r.get("port_matches_ref") is True
-            declared = cover.get((r["kernel"], r["variant"])) or []
-            if same and declared:       # the kernel's declared defect: the port is faithful
-                d = declared[0]
-                shown.append({"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
-                              "declared": d.label})
-                findings.append(Finding("numerics", "warn", "kernel",
-                                        f"{r['kernel']}/{r['variant']} {r['shape']}: the timed outputs of the port "
-                                        f"and of the cuTile Python reference miss the PyTorch semantics alike: a "
-                                        f"known defect of the kernel, declared in {d.label}: {d.kernel} at "
-                                        f"{d.where} ({r.get('port_mismatch') or 'mismatch'})"[:1500],
-                                        ref={"file": d.file, "line": d.line}))
-                continue
-            # whose fault first: a summary keeps about the message's first 300 characters (brief)
-            miss = r.get("port_mismatch") or "mismatch"
-            findings.append(Finding("numerics", "critical",
-                                    "manifest" if same else owner_of("kernel", writers.get(r["kernel"])),
-                                    f"{r['kernel']}/{r['variant']} {r['shape']}: "
-                                    + (f"the port agrees with the cuTile Python reference; both miss the "
-                                       f"PyTorch semantics, so the manifest's tolerance or inputs are wrong, "
-                                       f"not the port ({miss})" if same
-                                       else f"the port's timed output is outside tolerance: {miss}")))
-            classes.append(("manifest" if same else "kernel", findings[-1].owner))
-            failed.add(f"{r['kernel']}/{r['variant']}")
-    findings += [Finding("launch", "warn", "tool",
-                         f"{r['kernel']}/{r['variant']} {r['shape']}: BLOCKED: cutile 0.5.0 cannot launch "
-                         f"this config: {r['error']} (evidence: {r['blocked']})"[:1500]) for r in blocked]
-    # as in gpu_test: the cuTile Python reference failing the PyTorch semantics at a perf shape is
-    # worth a warning (a tolerance or an input range to look at), not a failure of the port
-    known = {(x["kernel"], x["variant"], x["shape"]) for x in shown}
-    findings += [Finding("numerics", "warn", "kernel",
-                         f"{r['kernel']}/{r['variant']} {r['shape']}: the cuTile Python reference "
-                         f"itself fails the check: {r.get('ref_mismatch') or 'mismatch'}")
-                 for r in ok if r.get("ref_checked") == "MISMATCH"
-                 and (r["kernel"], r["variant"], r["shape"]) not in known]
-    per_variant: dict[str, dict] = {}
-    for r in ok:
-        per_variant.setdefault(f"{r['kernel']}/{r['variant']}", []).append(r)
-    variants = {}
-    for key, rs in per_variant.items():
-        variants[key] = {"configs": len(rs),
-                         "ratio": stats.geomean([r["ratio"] for r in rs]),
-                         "vs_torch": stats.geomean([r["vs_torch"] for r in rs]),
-                         "ref_us": stats.geomean([r["ref_us"] for r in rs]),
-                         "port_us": stats.geomean([r["port_us"] for r in rs]),
-                         "torch_us": stats.geomean([r["torch_us"] for r in rs]),
-                         "ref_vs_torch": stats.geomean([r["ref_vs_torch"] for r in rs])}
-        if all(isinstance(r.get("loop_ratio"), (int, float)) for r in rs):
-            variants[key]["loop_ratio"] = stats.geomean([r["loop_ratio"] for r in rs])
-        nv = [r for r in rs if isinstance(r.get("nv_us"), (int, float))]
-        if nv:          # NVIDIA's port, over the configs where it was a side
-            variants[key].update(nv_configs=len(nv), nv_us=stats.geomean([r["nv_us"] for r in nv]),
-                                 vs_nv=stats.geomean([r["vs_nv"] for r in nv]))
-    pending = list(pending or [])
-    details = {"threshold": threshold, "configs": len(ok), "variants": variants, "env": env or {},
-               "seconds": secs, "configs_pending": len(pending),
-               "configs_total": len(rows) + len(pending), "pending_configs": pending}
-    if shown:
-        details["known_defect_configs"] = shown
-    if blocked:
-        details["blocked_configs"] = [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
-                                       "owner": "tool", "error": r["error"], "evidence": r["blocked"]}
-                                      for r in blocked]
-    loop = loop_gate(ok, loop_threshold)
-    if loop is not None:
-        details["loop"] = loop
-    details["ref_behind_torch"] = [
-        {k: r[k] for k in ("kernel", "variant", "shape", "ref_vs_torch", "ref_us", "torch_us")}
-        for r in sorted(ok, key=lambda r: r["ref_vs_torch"]) if r["ref_vs_torch"] < 1.0]
-    if ok:
-        details["geomean_ratio"] = stats.geomean([r["ratio"] for r in ok])
-        details["geomean_vs_torch"] = stats.geomean([r["vs_torch"] for r in ok])
-        details["geomean_ref_vs_torch"] = stats.geomean([r["ref_vs_torch"] for r in ok])
-        nv = [r for r in ok if isinstance(r.get("vs_nv"), (int, float))]
-        if nv:
-            details["nv_configs"] = len(nv)
-            details["geomean_vs_nv"] = stats.geomean([r["vs_nv"] for r in nv])
-            details["geomean_ref_vs_nv"] = stats.geomean([r["ref_vs_nv"] for r in nv])
-        worst = sorted(ok, key=lambda r: r["ratio"])[:3]
-        details["worst_configs"] = [{k: r[k] for k in ("kernel", "variant", "shape", "ratio",
-                                                      "ref_us", "port_us")} for r in worst]
-    details["failed_variants"] = sorted(failed)
-    critical = [f for f in findings if f.severity == "critical"]
-    if critical:
-        seen = [c for c, _ in classes]
-        fc = next((c for c in ("kernel", "host", "env") if c in seen), seen[0])   # as gpu_test
-        first = seen.index(fc)
-        return Verdict(stage="bench", op=op, verdict="FAIL", owner=classes[first][1], fail_class=routed(fc),
-                       attempt=attempt, summary=brief(critical[first].message), findings=findings,
-                       details=details)
-    if not ok and failed_test and failed_test.get("verdict") == "FAIL":
-        fc = failed_test.get("fail_class")
-        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner=failed_test.get("owner") or fc or "kernel",
-                       fail_class=fc, attempt=attempt,
-                       summary=f"nothing to time: no variant passed the functional test (gpu_test FAIL: "
-                               f"{failed_test.get('summary', '')})"[:600], details=details)
-    if not ok and pending:
-        return Verdict(stage="bench", op=op, verdict="NOT_RUN", attempt=attempt, findings=findings,
-                       summary=f"not_run (0 of {len(rows) + len(pending)} config(s) timed, "
-                               f"{len(pending)} pending: python -m tileport.gpu.bench --op {op} --pending-only)",
-                       details=details)
-    if not ok and blocked:
-        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="tool", fail_class=None,
-                       attempt=attempt, findings=findings,
-                       summary=f"cutile 0.5.0 cannot launch any of the {len(blocked)} config(s): "
-                               f"{blocked[0]['error']}"[:600], details=details)
-    if not ok:         # the manifest's perf_shapes / fits: no writer or host builder can act
-        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="manifest", fail_class=None,
-                       attempt=attempt, summary="no perf shape fits any variant", details=details)
-    g = details["geomean_ratio"]
-    word = "DONE" if g >= threshold else "BELOW_THRESHOLD"
-    tail = ""
-    if loop is not None:
-        und = f", {len(loop['undecided'])} within noise of it" if loop["undecided"] else ""
-        tail = (f"; loop ratio {loop['geomean']:.3f} ({loop['verdict']} at {loop_threshold}, "
-                f"{len(loop['below'])} config(s) below{und}; host time per call port "
-                f"{loop['port_host_us']:.1f} µs, reference {loop['ref_host_us']:.1f} µs)")
-    behind = details["ref_behind_torch"]
-    if behind:
-        tail += (f"; reference slower than torch in {len(behind)} of {len(ok)} config(s) "
-                 f"(lowest {behind[0]['ref_vs_torch']:.2f}x: {behind[0]['variant']} {behind[0]['shape']})")
-    if blocked:
-        tail += f"; {len(blocked)} config(s) BLOCKED (cutile 0.5.0 cannot launch them: details.blocked_configs)"
-    if shown:
-        tail += (f"; {len(shown)} config(s) miss the PyTorch semantics exactly as the reference does, a known "
-                 f"defect of the kernel ({shown[0]['declared']}: details.known_defect_configs)")
-    slowest = min(ok, key=lambda r: r["ratio"])["kernel"]     # a slow port: its writer must act
-    return Verdict(stage="bench", op=op, verdict=word,
-                   owner=None if word == "DONE" else owner_of("kernel", writers.get(slowest)),
-                   attempt=attempt, findings=findings,
-                   summary=f"geomean ratio {g:.3f} over {len(ok)}"
-                           + (f" of {len(rows) + len(pending)} config(s), {len(pending)} pending" if pending
-                              else " config(s)") + f" (threshold {threshold}); "
-                           f"vs torch {details['geomean_vs_torch']:.3f}" + tail,
-                   details=details)
-
-
-def write_csv(rows: list[dict], path: str | Path) -> None:
-    """bench.csv: :data:`COLUMNS`, floats with 4 significant decimals (µs, ratios)."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
-    atomic_write_text(path, buf.getvalue())
-
-
-#: the fields of a row kept in ``details.rows`` (besides :data:`COLUMNS`)
-ROW_EXTRAS = ["samples", "loop_samples", "loop_design", "kernel_names", "error_class", "blocked", "restaged", "rtol", "atol",
-              "port_matches_ref"]
-
-
-def perf_configs(man: dict) -> dict[tuple[str, str, str], dict]:
-    """The manifest's perf configs in manifest order: (kernel, variant id, shape ``AxB``) ->
-    ``{"rtol", "atol"}`` of the call (:func:`tileport.gpu.harness.cases` kind ``perf``,
-    :func:`tileport.gpu.harness.tolerance`). Raises what those raise for a bad manifest."""
-    return {tp_kept.config_key(k, v.id, s): harness.tolerance(man, v, s) for k, v, s in harness.cases(man, "perf")}
-
-
-def reconcile(doc: dict, op_dir: str | Path, sources_sha: str | None, man: dict | None = None,
-              writers: dict | None = None, test: dict | None = None) -> dict | None:
-    """A kept bench verdict as it stands against the operator's inputs now (pure but for
-    reading the manifest: no GPU).
-
-    None when ``doc`` is no measurement (not DONE / BELOW_THRESHOLD / FAIL) or measured other
-    sources (``details.sources_sha`` != ``sources_sha``; None skips that check) or other
-    test-relevant inputs (:func:`tileport.gpu.kept.inputs_match`). Otherwise the verdict
-    re-folded (:func:`fold`, the doc's own threshold and loop threshold) over its rows that are
-    still valid (:func:`tileport.gpu.kept.split_rows`: still a perf config, same tolerance, no
-    launch error), with every perf config of a benchmarked variant that no valid row covers as
-    pending; the doc's ``not_benchmarked``, ``perf_only_variants``, ``provenance`` and hashes are
-    carried over (``details.retired_rows``: rows dropped). ``man``: the loaded manifest (default:
-    ``op_dir/manifest.yaml``); ``test``: the operator's test.json, for a verdict with nothing timed."""
-    if not isinstance(doc, dict) or doc.get("verdict") not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
-        return None
-    d = doc.get("details") if isinstance(doc.get("details"), dict) else {}
-    if sources_sha is not None and d.get("sources_sha") != sources_sha:
-        return None
-    if not tp_kept.inputs_match(d, op_dir):
-        return None
-    man = man if man is not None else manifest.load(Path(op_dir) / "manifest.yaml")
-    perf = perf_configs(man)
-    rows = d.get("rows") or []
-    valid, retired = tp_kept.split_rows(list(rows) if isinstance(rows, list) else rows, perf)
-    skipped = set(d.get("not_benchmarked") or {})
-    have = {tp_kept.config_key(r["kernel"], r["variant"], r["shape"]) for r in valid}
-    pending = [{"kernel": k, "variant": v, "shape": sh} for (k, v, sh) in perf
-               if f"{k}/{v}" not in skipped and (k, v, sh) not in have]
-    loop_thr = (d.get("loop") or {}).get("threshold", DEFAULTS["loop_threshold"])
-    v = fold(doc["op"], valid, float(d.get("threshold", DEFAULTS["threshold"])), doc.get("attempt", 1),
-             d.get("env"), d.get("seconds", 0.0), failed_test=test if skipped else None,
-             loop_threshold=float(loop_thr), writers=writers, pending=pending, defects=declared_defects(man))
-    v.details["rows"] = valid
-    for key in ("not_benchmarked", "perf_only_variants", "sources_sha", "inputs_sha", "test_inputs_sha",
-                "provenance", "retimed"):
-        if key in d:
-            v.details[key] = d[key]
-    if not d.get("test_inputs_sha"):            # an old verdict, recognised: name what it holds for
-        from tileport.gpu.kept import tested_inputs_sha
-
-        v.details["test_inputs_sha"] = tested_inputs_sha(op_dir)
-    v.details["retired_rows"] = len(retired)
-    v.artifacts = dict(doc.get("artifacts") or {})
-    return v.to_dict()
-
-
-def kept_bench(results: Path, op: str, op_dir: Path, out_json: str | Path) -> tuple[dict | None, Path | None]:
-    """The operator's kept bench verdict that still holds, reconciled (:func:`reconcile`), and
-    the file it came from: ``out_json`` if it is one, else ``results/<op>/.measured/bench.json``
-    (Snakemake removes a job's outputs before it runs); ``(None, None)`` when neither holds."""
-    for src in (Path(out_json), results / op / KEEP / "bench.json"):
-        try:
-            doc = read(src)
-        except VerdictError:
-            continue
-        if doc["verdict"] in MEASURED and _hashes_match(doc, results, op, op_dir):
-            try:
-                r = reconcile(doc, op_dir, None, writers=port_writers(results, op), test=_test_doc(results, op))
-            except (harness.HarnessError, manifest.ManifestError):
-                return None, None
-            if r is not None:
-                return r, src
-    return None, None
-
-
-def other_device(doc: dict | None, env: dict) -> str | None:
-    """The device a kept bench verdict ``doc`` was measured on (``details.env.device``, else
-    ``details.provenance.gpu.name``) when it is not this run's (``env["device"]``,
-    :func:`tileport.gpu.harness.env_versions`); None when they are the same or either is unknown.
-    ``--pending-only`` then times every config: its merged verdict carries one ``env`` and one
-    ``provenance``, and its geomeans are over rows of one device."""
-    d = (doc or {}).get("details") or {}
-    was = (d.get("env") or {}).get("device") or (((d.get("provenance") or {}).get("gpu") or {}).get("name"))
-    now = (env or {}).get("device")
-    return was if was and now and was != now else None
-
-
-def kept_rows(results: Path, op: str, op_dir: Path, out_json: str | Path,
-              env: dict) -> tuple[dict, Path | None, str | None]:
-    """The rows of the kept bench verdict (:func:`kept_bench`) by config key
-    (:func:`tileport.gpu.kept.config_key`), the file they come from, and the device they were
-    measured on when it is not this run's (:func:`other_device`; then no rows: a merge would mix
-    devices). ``({}, None, None)`` when no kept verdict still holds."""
-    doc, src = kept_bench(results, op, op_dir, out_json)
-    other = other_device(doc, env)
-    if doc is None or other:
-        return {}, (src if other else None), other
-    return ({tp_kept.config_key(r["kernel"], r["variant"], r["shape"]): r
-             for r in doc.get("details", {}).get("rows", [])}, src, None)
-
-
-def _test_doc(results: Path, op: str) -> dict | None:
-    try:
-        return read(results / op / "test.json")
-    except VerdictError:
-        return None
-
-
-def restore_bench(results: Path, op: str, op_dir: Path, out_json: str | Path, out_csv: str | Path) -> dict | None:
-    """Without a GPU: the kept bench verdict that still holds (:func:`kept_bench`), written to
-    ``out_json`` and ``out_csv`` as it stands now (its valid rows, the configs added since as
-    pending); None when none holds (the caller writes NOT_RUN)."""
-    import shutil
-
-    doc, src = kept_bench(results, op, op_dir, out_json)
-    if doc is None:
-        return None
-    csv_src = src.parent / "bench.csv"
-    if (not doc["details"]["configs_pending"] and not doc["details"]["retired_rows"] and csv_src.exists()
-            and src != Path(out_json)):
-        # nothing changed for it: the measurement comes back byte for byte
-        Path(out_json).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, out_json)
-        shutil.copyfile(csv_src, out_csv)
-        d = read(out_json)
-    else:
-        write_csv(doc["details"]["rows"], out_csv)
-        d = write(doc, out_json)
-    print(f"tileport: no GPU here: kept measurement {src} restored ({doc['details']['configs']} config(s) "
-          f"valid, {doc['details']['configs_pending']} pending)")
-    return d
-
-
 class SelectionError(ValueError):
     """A selection of configs to time again (``--configs``, ``--configs-below-loop``) that this
     run cannot honour without mixing measurements (:func:`run`)."""
@@ -746,8 +345,6 @@ def selected(key: tuple[str, str, str], patterns: list[str]) -> bool:
     """Whether a config (:func:`tileport.gpu.kept.config_key`) matches one of ``patterns``, each
     ``KERNEL/VARIANT/SHAPE`` with shell wildcards per part (``fnmatch``, case-sensitive; ``*``
     for a whole part). Raises ValueError for a pattern without exactly three parts."""
-    from fnmatch import fnmatchcase
-
     return any(all(fnmatchcase(k, q) for k, q in zip(key, p.split("/"))) for p in config_patterns(patterns))
 
 
@@ -773,13 +370,11 @@ def retimed_record(fresh: list[dict], retime: dict, patterns: list[str] | None, 
     """One entry of ``details.retimed``: when (UTC), what was selected, and per config timed by
     this run its loop ratio before (``loop_ratio_prev``, None for a config no kept row covered)
     and now. ``fresh``: the rows this run timed; ``retime``: config key -> the kept row replaced."""
-    from datetime import datetime, timezone
-
     return {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "selection": {"configs": list(patterns or []), "below_loop": below_loop,
                           "loop_threshold": loop_threshold},
             "configs": [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
-                         "loop_ratio_prev": (retime.get(tp_kept.config_key(r["kernel"], r["variant"], r["shape"]))
+                         "loop_ratio_prev": (retime.get(config_key(r["kernel"], r["variant"], r["shape"]))
                                              or {}).get("loop_ratio"),
                          "loop_ratio": r.get("loop_ratio"), "error": r.get("error") or ""} for r in fresh],
             "note": REGRESSION_NOTE}
@@ -814,8 +409,6 @@ def _stop_on_sigterm(signum, frame):
 def _trap_sigterm():
     """Install :func:`_stop_on_sigterm` for SIGTERM (main thread only: elsewhere Python cannot);
     returns the previous handler to put back, or None."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return None
     return signal.signal(signal.SIGTERM, _stop_on_sigterm)
@@ -827,8 +420,6 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
     whether the CUDA context was lost (later configs cannot run). A failure of the config is its
     row (``error``, ``error_class``; ``blocked`` where cutile 0.5.0 cannot launch it), not an
     exception; :class:`Stopped` passes through."""
-    from datetime import datetime, timezone
-
     base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape)),
             "timed_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}   # the row's own date
     try:
@@ -844,8 +435,6 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
             shim.restaged.clear()
         del c
     except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not a crash
-        from tileport.host.ffi import cutile_limit
-
         inner = exc.exc if isinstance(exc, SideFailed) else exc
         row = {**base, "error": (str(exc) if isinstance(exc, SideFailed)
                                  else f"{type(exc).__name__}: {exc}")[:600],
@@ -875,10 +464,10 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     """Stage entry point (see module doc). Returns the verdict written to ``out_json``.
     ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``).
     ``pending_only``: time only the perf configs that no kept row still valid covers
-    (:func:`kept_bench`: ``out_json`` or the ``.measured`` copy, :func:`reconcile`) and write
+    (:meth:`tileport.gpu.kept.Kept.bench`: ``out_json`` or the ``.measured`` copy, reconciled) and write
     them merged with the kept rows (bench.json and bench.csv in manifest order; geomeans over all
     valid rows); with no valid kept verdict, or one measured on another device
-    (:func:`other_device`), it times every config. ``budget_s``: wall seconds for the timing
+    (:func:`tileport.gpu.kept.other_device`), it times every config. ``budget_s``: wall seconds for the timing
     loop (:func:`budget_seconds`; None: no limit). A loop stopped by the budget or SIGTERM
     writes what it timed; in a full run the configs it did not reach keep the rows of the kept
     verdict where one still holds (``details.kept_after_stop``), the rest are pending.
@@ -909,13 +498,13 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                          f"{cfg['loop_max_cycles']}: want 2 <= min <= max <= {len(stats.T975) + 1}")
     op_dir, results = Path(op_dir), Path(results)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
-    gate = gpu_gate("bench", op, gpu, out_json, attempt,
-                    keep=lambda: restore_bench(results, op, op_dir, out_json, out_csv))
+    keeper = Kept(results, op, op_dir)     # reads and hashes each input once (the manifest too)
+    gate = gpu_gate("bench", op, gpu, out_json, attempt, keep=lambda: keeper.restore_bench(out_json, out_csv))
     if gate is not None:
         if gate["verdict"] not in MEASURED or not Path(out_csv).exists():
             write_csv([], out_csv)
         return gate
-    library, why = library_for(op, results, host_build)
+    library, why = library_for(op, results, host_build, keeper)
     if why:
         write_csv([], out_csv)
         return write(Verdict(stage="bench", op=op, verdict="BLOCKED", owner=why[0],
@@ -941,7 +530,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                  if w == "PASS"}
     t0 = time.monotonic()
     try:
-        ctx = OpContext(op, op_dir, results, library, nv_build)
+        ctx = OpContext(op, op_dir, results, library, nv_build, keeper)
         todo = harness.cases(ctx.man, "perf")
         tols = {(k, v.id, s): harness.tolerance(ctx.man, v, s) for k, v, s in todo}
     except Exception as exc:  # noqa: BLE001 - manifest/module/library problems: one clear verdict
@@ -963,7 +552,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     selective = bool(configs) or below_loop
     retime: dict = {}       # config key -> the kept row it replaces (a selection re-timed)
     if selective:
-        kept, src, other = kept_rows(results, op, op_dir, out_json, env)
+        kept, src, other = keeper.rows(out_json, env)
         if other:
             raise SelectionError(f"--configs / --configs-below-loop: the kept rows of {src} were measured on "
                                  f"{other}, this is {env.get('device')}: a selection would mix devices; time "
@@ -980,7 +569,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         print(f"tileport: selection: {len(retime)} of {len(kept)} kept config(s) to time again"
               + (f" ({src})" if src else ""), flush=True)
     elif pending_only:
-        kept, src, other = kept_rows(results, op, op_dir, out_json, env)
+        kept, src, other = keeper.rows(out_json, env)
         if other:       # a ratio of another device's rows and this one's: not one measurement
             print(f"tileport: --pending-only: the kept rows of {src} were measured on {other}, this is "
                   f"{env.get('device')}: timing every config", flush=True)
@@ -993,7 +582,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         for kernel, variant, shape in todo:
             if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
                 continue
-            key = tp_kept.config_key(kernel, variant.id, shape)
+            key = config_key(kernel, variant.id, shape)
             if key in kept and key not in retime:
                 continue
             if selective and key not in kept and not pending_only and not (configs and selected(key, configs)):
@@ -1025,29 +614,29 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         # it was replacing where they still hold (as --pending-only would keep them), instead of
         # overwriting bench.json and .measured/ with fewer rows (the valid ones lost)
         # (the merge below takes this run's row where both have one)
-        kept, src, other = kept_rows(results, op, op_dir, out_json, env)
+        kept, src, other = keeper.rows(out_json, env)
         if src is not None and other is None:
-            now = {tp_kept.config_key(r["kernel"], r["variant"], r["shape"]) for r in rows}
+            now = {config_key(r["kernel"], r["variant"], r["shape"]) for r in rows}
             kept_after_stop = {"configs": len(kept.keys() - now), "from": str(src)}
     if kept:            # the kept rows and the new ones, in manifest order
-        new = {tp_kept.config_key(r["kernel"], r["variant"], r["shape"]): r for r in rows}
-        order = [tp_kept.config_key(k, v.id, s) for k, v, s in todo
+        new = {config_key(r["kernel"], r["variant"], r["shape"]): r for r in rows}
+        order = [config_key(k, v.id, s) for k, v, s in todo
                  if f"{k}/{v.id}" in passed or f"{k}/{v.id}" in perf_only]
         rows = [new.get(k) or kept[k] for k in order if k in new or k in kept]
-    have = {tp_kept.config_key(r["kernel"], r["variant"], r["shape"]) for r in rows}
+    have = {config_key(r["kernel"], r["variant"], r["shape"]) for r in rows}
     # configs of benchmarked variants with no row (a lost CUDA context stopped the loop): pending
     pending = [{"kernel": k, "variant": v.id, "shape": "x".join(map(str, s))} for k, v, s in todo
                if (f"{k}/{v.id}" in passed or f"{k}/{v.id}" in perf_only)
-               and tp_kept.config_key(k, v.id, s) not in have]
+               and config_key(k, v.id, s) not in have]
     write_csv(rows, out_csv)
     v = fold(op, rows, float(cfg["threshold"]), attempt, env,
              round(time.monotonic() - t0, 1), failed_test=test if skipped else None,
-             loop_threshold=float(cfg["loop_threshold"]), writers=port_writers(results, op), pending=pending,
+             loop_threshold=float(cfg["loop_threshold"]), writers=keeper.writers, pending=pending,
              defects=declared_defects(ctx.man))
     v.details["rows"] = [{k: r.get(k) for k in COLUMNS + ROW_EXTRAS} for r in rows]
     v.details["timed_now"] = timed          # rows timed by this run (the rest were kept: pending_only)
     if selective or pending_only:           # earlier selections stay on record while their rows do
-        before = ((kept_bench(results, op, op_dir, out_json)[0] or {}).get("details") or {}).get("retimed") or []
+        before = ((keeper.bench(out_json)[0] or {}).get("details") or {}).get("retimed") or []
         if selective:
             before = before + [retimed_record(fresh, retime, configs, below_loop, float(cfg["loop_threshold"]))]
         if before:
@@ -1059,20 +648,18 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         print(f"tileport: stopped: {stopped}; {len(pending)} config(s) pending", flush=True)
     v.details["not_benchmarked"] = {k: f"functional test {tested[k]}" for k in skipped}
     v.details["perf_only_variants"] = perf_only    # no test shape fits: checked at the perf shape only
-    v.details["sources_sha"] = host_shim.sources_sha(results, op)     # what the library held
-    v.details["inputs_sha"] = harness.inputs_sha(op_dir)
-    v.details["test_inputs_sha"] = tp_kept.tested_inputs_sha(op_dir)    # what the rows' validity rests on
+    v.details["sources_sha"] = keeper.sources_sha             # what the library held
+    v.details["inputs_sha"] = keeper.inputs_sha
+    v.details["test_inputs_sha"] = keeper.test_inputs_sha     # what the rows' validity rests on
     v.details["provenance"] = provenance.collect(bench=cfg)       # GPU, clocks now, versions, commit
     v.artifacts["csv"] = str(out_csv)
     d = write(v, out_json)
     if Path(out_json) == results / op / "bench.json":
-        snapshot(results, op, op_dir)
+        keeper.snapshot()
     return d
 
 
 def main(argv=None) -> int:
-    from tileport.gpu.test import cli_args, exit_status
-
     def extra(ap):
         ap.add_argument("--pending-only", action="store_true",
                         help="time only the perf configs no kept, still valid bench row covers (added "

@@ -40,13 +40,19 @@ Run (in the checkout, with the GPU bundle's results/): ``python -m tileport.gpu.
 from __future__ import annotations
 
 import argparse
+import copy
+import ctypes
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
+from tileport.gpu import harness
 from tileport.gpu.bench import rotation
+from tileport.gpu.test import OpContext, library_for
+from tileport.host.ffi import _rs_objs, exchange_api, py_call_entry, py_call_t_entry
+from tileport.host.shim import call_block
 
 DEFAULT_OPS = ("tg_relu", "tg_gelu", "tg_dropout", "tg_matmul", "tg_geglu",
                "tg_attention_sink_decode", "tg_sparse_mla")
@@ -125,11 +131,6 @@ def rust_blocks(lib, shim, args) -> str:
     with C-API reads: ``same``, else ``dlpack``/``capi`` followed by ``differs`` or ``declined``
     (comma-separated), or ``no tp_py_call``. Nothing is launched: a recording function stands in
     for the shim's packed entry."""
-    import ctypes
-
-    from tileport.host.ffi import _rs_objs, py_call_entry
-    from tileport.host.shim import call_block
-
     arrays, scalars, constexprs, grid, device = args
     fn = py_call_entry(lib.path)
     twin = _rust_marshalled(lib, shim)
@@ -158,10 +159,6 @@ def _rust_marshalled(lib, shim, dlpack: bool = True):
     """A copy of ``shim`` whose fast calls ``tp_py_call`` marshals, reading tensors through their
     type's DLPack exchange table (``dlpack``) or through the C API, or None when the library has
     no such entry (one built before it)."""
-    import copy
-
-    from tileport.host.ffi import py_call_entry, py_call_t_entry
-
     rs, rs_t = py_call_entry(lib.path), py_call_t_entry(lib.path)
     if rs is None or rs_t is None:      # as HostLibrary: an older library is marshalled in Python
         return None
@@ -173,8 +170,6 @@ def _rust_marshalled(lib, shim, dlpack: bool = True):
 def _python_marshalled(shim):
     """A copy of ``shim`` whose calls the Python fast path marshals (``TILEPORT_RUST_MARSHAL=0``:
     the port's default before 2026-12-01)."""
-    import copy
-
     twin = copy.copy(shim)
     twin._rs = None
     return twin
@@ -204,11 +199,7 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="every perf config, not the first")
     ap.add_argument("--no-rs", action="store_true", help="leave out the rs and capi sides (tp_py_call)")
     a = ap.parse_args(argv)
-    import torch
-
-    from tileport.gpu import harness
-    from tileport.gpu.test import OpContext, library_for
-    from tileport.host.ffi import exchange_api
+    import torch  # lazy: imported on the GPU node only (--help works without it)
 
     results = Path(a.results)
     sync = torch.cuda.synchronize

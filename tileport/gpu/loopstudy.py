@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 
 from tileport.core import stats
+from tileport.gpu.bench import LOOP_MAX_CALLS, LOOP_MIN_CALLS
+from tileport.gpu.fold import DEFAULTS
 
 
 def load_rows(root: Path) -> list[dict]:
@@ -80,8 +82,6 @@ def device_bound(r: dict) -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("root", type=Path, help="folder of <op>/bench.json (docs/results/h200/ops)")
-    from tileport.gpu.bench import DEFAULTS, LOOP_MAX_CALLS, LOOP_MIN_CALLS
-
     ap.add_argument("--width", type=float, default=DEFAULTS["loop_ci_width"],
                     help="target half-width of the 95 %% interval (relative)")
     ap.add_argument("--max-cycles", type=int, default=DEFAULTS["loop_max_cycles"])

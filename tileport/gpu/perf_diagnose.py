@@ -30,11 +30,13 @@ device-time verdict; a loop-only FAIL is reported in the summary, it does not re
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-from tileport.core import stats
+from tileport.core import agents, stats
 from tileport.core.verdict import Finding, Verdict, VerdictError, port_fault, read, write
+from tileport.gpu.fold import loop_gate
 
 
 def acting(fail_class: str, bench_json: str | Path, op: str, kernel: str | None = None) -> str:
@@ -93,8 +95,6 @@ def loop_judged(bench: dict, loop_threshold: float | None) -> dict | None:
     loop = det.get("loop")
     if not isinstance(loop, dict) or loop_threshold is None or loop_threshold == loop.get("threshold"):
         return loop
-    from tileport.gpu.bench import loop_gate
-
     rows = [r for r in det.get("rows", []) if not r.get("error")]
     return loop_gate(rows, loop_threshold) or loop
 
@@ -258,10 +258,6 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
 
 def _llm(op: str, role: dict, det: dict, evidence: dict, cause: str, attempt: int) -> dict:
     """Ask the LLM perf diagnoser (see :func:`diagnose`); never raises."""
-    import json
-
-    from tileport.core import agents
-
     src = []
     for k in role.get("kernels", []):
         try:

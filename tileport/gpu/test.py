@@ -32,7 +32,9 @@ import sys
 import time
 from pathlib import Path
 
-from tileport.core import provenance, source
+import yaml
+
+from tileport.core import provenance, source, yamlio
 from tileport.core.verdict import (
     OP_WORD,
     TEST_PASSED,
@@ -42,14 +44,21 @@ from tileport.core.verdict import (
     Verdict,
     VerdictError,
     brief,
-    port_fault,
     read,
     write,
 )
-from tileport.gpu import harness
-from tileport.gpu import kept as tp_kept
+from tileport.gpu import cupti, harness
+from tileport.gpu.fold import (  # noqa: F401 - MEASURED re-exported: callers know it as gpu_test.MEASURED
+    MEASURED,
+    owner_of,
+    routed,
+)
+from tileport.gpu.kept import Kept, measured_at
 from tileport.host import shim as host_shim
+from tileport.host.ffi import FfiError, HostLibrary
+from tileport.model import defects as tp_defects
 from tileport.model import manifest as tp_manifest
+from tileport.nvidia.ffi import gpu_binding
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,107 +69,21 @@ def not_run(stage: str, op: str, reason: str, out: str | Path, attempt: int = 1)
                          summary=f"not_run ({reason})"), out)
 
 
-MEASURED = TEST_PASSED + ("FAIL", "DONE", "BELOW_THRESHOLD")
-
-
-def _measured(out: str | Path) -> dict | None:
-    """The verdict at ``out`` if it holds a GPU measurement (ALL_PASS / FAITHFUL_REF_DEFECT / FAIL
-    / DONE / BELOW_THRESHOLD), else None. Under Snakemake the output is removed before the job runs, so
-    this only protects results from a direct (command-line) run on a machine without a GPU."""
-    try:
-        d = read(out)
-    except VerdictError:
-        return None
-    return d if d["verdict"] in MEASURED else None
-
-
-KEEP = ".measured"
-
-
-def _hashes_match(doc: dict, results: Path, op: str, op_dir: Path) -> bool:
-    """The verdict measured the sources ``results/<op>`` holds now (``details.sources_sha``:
-    kernels + shim, :func:`tileport.host.shim.sources_sha`) and the operator's current kernel.py,
-    reference.py and the manifest's test-relevant part (:func:`tileport.gpu.kept.inputs_match`:
-    perf shapes and other bench-only keys left out; an old verdict's full ``inputs_sha`` still
-    recognised). A bench verdict's rows are then valid config by config
-    (:func:`tileport.gpu.bench.reconcile`)."""
-    d = doc.get("details") if isinstance(doc.get("details"), dict) else {}
-    try:
-        return (bool(d.get("sources_sha")) and d.get("sources_sha") == host_shim.sources_sha(results, op)
-                and tp_kept.inputs_match(d, op_dir))
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
-def snapshot(results: str | Path, op: str, op_dir: str | Path) -> list[str]:
-    """Keep the operator's GPU measurements in ``results/<op>/.measured/`` (not a Snakemake
-    output, so a rerun does not delete it): ``test.json``, and ``bench.json`` + ``bench.csv``,
-    each only when it is a measurement (:data:`MEASURED`) of the
-    sources and inputs the tree holds now (:func:`_hashes_match`). Called where a measurement
-    is written (the GPU stages) and where one is read on the CPU side (checkpoint gpu_route,
-    e.g. after verdicts were copied back from a GPU node). Returns the files kept."""
-    import shutil
-
-    results, op_dir = Path(results), Path(op_dir)
-    kept = []
-    for name, extra in (("test.json", None), ("bench.json", "bench.csv")):
-        src = results / op / name
-        try:
-            doc = read(src)
-        except VerdictError:
-            continue
-        if doc["verdict"] not in MEASURED or not _hashes_match(doc, results, op, op_dir):
-            continue
-        k = results / op / KEEP
-        k.mkdir(parents=True, exist_ok=True)
-        for f in (name, extra):
-            if f and (results / op / f).exists():
-                shutil.copyfile(results / op / f, k / f)
-                kept.append(str(k / f))
-    return kept
-
-
-def restore(results: str | Path, op: str, op_dir: str | Path, name: str, out: str | Path,
-            extra: tuple[str, str | Path] | None = None) -> dict | None:
-    """Without a GPU: bring back the kept measurement ``results/<op>/.measured/<name>`` to
-    ``out`` (byte for byte; ``extra`` = (kept file, destination), e.g. bench.csv) when it still
-    measured the current sources and inputs; None otherwise (the caller writes NOT_RUN).
-    Snakemake removes a job's outputs before it runs, so a GPU-less rerun (a config change
-    upstream) would otherwise replace a GPU's verdict by NOT_RUN."""
-    import shutil
-
-    results, op_dir = Path(results), Path(op_dir)
-    src = results / op / KEEP / name
-    try:
-        doc = read(src)
-    except VerdictError:
-        return None
-    if doc["verdict"] not in MEASURED or not _hashes_match(doc, results, op, op_dir):
-        return None
-    if extra and not (results / op / KEEP / extra[0]).exists():
-        return None
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src, out)
-    if extra:
-        shutil.copyfile(results / op / KEEP / extra[0], extra[1])
-    print(f"tileport: no GPU here: kept measurement {src} restored (same sources and inputs)")
-    return doc
-
-
 def gpu_gate(stage: str, op: str, gpu: str, out: str | Path, attempt: int = 1, keep=None) -> dict | None:
     """Apply config.yaml's ``gpu`` mode. Returns a verdict (the caller stops) or None (a GPU is
     there: go on). Without a GPU: NOT_RUN (``auto``/``off``), or ERROR and exit 1
     (``required``) -- except that an existing GPU measurement at ``out`` is kept as it is and
-    returned, and otherwise ``keep()`` (:func:`restore` of the kept copy, when given) may bring
-    back the measurement of the same sources: a GPU-less run never overwrites what a GPU measured."""
-    kept = _measured(out) or (keep() if keep else None)
+    returned (:func:`tileport.gpu.kept.measured_at`), and otherwise ``keep()`` (the kept copy's
+    restore, :meth:`tileport.gpu.kept.Kept.restore`, when given) may bring back the measurement
+    of the same sources: a GPU-less run never overwrites what a GPU measured."""
+    held = measured_at(out) or (keep() if keep else None)
     if gpu == "off":
-        return kept or not_run(stage, op, "gpu: off", out, attempt)
+        return held or not_run(stage, op, "gpu: off", out, attempt)
     try:
         harness.probe_gpu()
     except harness.NoGpu as exc:
-        if kept:
-            return kept
+        if held:
+            return held
         if gpu == "required":
             msg = f"gpu: required, but there is no usable GPU here: {exc}"
             write(Verdict(stage=stage, op=op, verdict="ERROR", owner="env", fail_class="env",
@@ -172,9 +95,11 @@ def gpu_gate(stage: str, op: str, gpu: str, out: str | Path, attempt: int = 1, k
     return None
 
 
-def library_for(op: str, results: Path, host_build: Path):
-    """The operator's state in the host library: ``(spec paths, None)`` or ``(None, (fail_class,
-    reason))`` when the library lacks it or holds other sources than results/<op> now."""
+def library_for(op: str, results: Path, host_build: Path, keeper: Kept | None = None):
+    """The operator's state in the host library: ``(library path, None)`` or ``(None, (fail_class,
+    reason))`` when the library lacks it or holds other sources than results/<op> now.
+    ``keeper``: the operator's :class:`tileport.gpu.kept.Kept`, whose :attr:`sources_sha` (hashed
+    once per stage) is compared; default: the sources hashed here."""
     try:
         hb = read(host_build)
     except VerdictError as exc:
@@ -194,7 +119,7 @@ def library_for(op: str, results: Path, host_build: Path):
                               f"{sorted(hb.get('details', {}).get('ops', {}))}): run the workflow "
                               f"with {op} among config.yaml's operators")
     try:
-        now = host_shim.sources_sha(results, op)
+        now = keeper.sources_sha if keeper is not None else host_shim.sources_sha(results, op)
     except (OSError, ValueError, KeyError) as exc:
         return None, ("host", f"results/{op}/host: shim files unreadable: {exc}")
     if now != st.get("sources_sha"):
@@ -226,41 +151,10 @@ def upstream_owner(results: Path, op: str) -> str:
     return "tool"
 
 
-def port_writers(results: Path, op: str) -> dict[str, str | None]:
-    """kernel -> the backend that wrote its port (``write_kernel/<kernel>.json``
-    ``details.backend``: ``translator`` or an LLM backend); {} when unreadable."""
-    out = {}
-    for f in sorted((results / op / "write_kernel").glob("*.json")):
-        try:
-            out[f.stem] = (read(f).get("details") or {}).get("backend")
-        except VerdictError:
-            continue
-    return out
-
-
-def owner_of(fail_class: str, writer: str | None) -> str:
-    """The owner of a failure of routing class ``fail_class`` in a port written by ``writer``:
-    a wrong port (``kernel``: its output, a CUDA error it raised, its device time) is the
-    translator's when the translator wrote it (``tool``, :func:`tileport.core.verdict.port_fault`);
-    ``host``, ``env``, ``manifest``, ``tool`` name themselves."""
-    return port_fault(writer, "kernel", "")[0] if fail_class == "kernel" else fail_class
-
-
-def routed(owner: str) -> str | None:
-    """The ``fail_class`` (route) of a verdict whose owner is ``owner``: the owner where a GPU-stage
-    route acts on it (:data:`tileport.core.verdict.FAIL_CLASSES`), else None (``tool``, ``manifest``,
-    ``compiler``: no kernel writer or host builder can fix it; the routes stop)."""
-    from tileport.core.verdict import FAIL_CLASSES
-
-    return owner if owner in FAIL_CLASSES else None
-
-
 def failure_class(exc: BaseException, side: str) -> str:
     """Routing class of an exception a side raised: an :class:`tileport.host.ffi.FfiError` carries its
     own (``host``: the shim refused or failed; ``env``: no CUDA context); a CUDA error of the
     port is the port's (``kernel``); anything else is the environment's (``env``)."""
-    from tileport.host.ffi import FfiError
-
     if isinstance(exc, FfiError):
         return exc.fail_class
     return "kernel" if side == "port" and _cuda_error(exc) else "env"
@@ -272,15 +166,15 @@ def _cuda_error(exc: BaseException) -> bool:
 
 
 class OpContext:
-    """Everything one operator's GPU stage loads once: manifest, modules, library, analysis."""
+    """Everything one operator's GPU stage loads once: manifest, modules, library, analysis.
+    ``keeper``: the operator's :class:`tileport.gpu.kept.Kept`, whose manifest (loaded once per
+    stage) is used; default: the manifest loaded here. Raises ManifestError, HarnessError,
+    VerdictError (analysis.json), FfiError (the library)."""
 
     def __init__(self, op: str, op_dir: Path, results: Path, library: str,
-                 nv_build: str | Path | None = None):
-        from tileport.host.ffi import HostLibrary
-        from tileport.nvidia.ffi import gpu_binding
-
+                 nv_build: str | Path | None = None, keeper: Kept | None = None):
         self.op, self.op_dir, self.results = op, op_dir, results
-        self.man = tp_manifest.load(op_dir / "manifest.yaml")
+        self.man = keeper.manifest if keeper is not None else tp_manifest.load(op_dir / "manifest.yaml")
         lacking = [k for k in self.man["kernels"] if tp_manifest.kernel_tensors(self.man, k) is None]
         if lacking:
             raise harness.ManifestValueError(f"{op_dir / 'manifest.yaml'}: no 'tensors' section for "
@@ -320,7 +214,7 @@ def input_error(op: str, exc: Exception, attempt: int = 1, stage: str = "gpu_tes
 
 def check_call(c, tol: dict) -> dict:
     """Run both kernels of one call once and compare each with the PyTorch semantics."""
-    import torch
+    import torch  # lazy: a CPU job never loads torch
 
     row = {"kernel": c.kernel, "variant": c.variant.id, "shape": list(c.shape), "grid": list(c.grid)}
     expected = c.expected()
@@ -349,7 +243,7 @@ def check_call(c, tol: dict) -> dict:
 def check_nv(c, tol: dict) -> dict:
     """NVIDIA's port of one call, once, against the PyTorch semantics (``{"ok", ...}`` as
     :func:`tileport.gpu.harness.compare`, or ``{"ok": False, "error", "cuda_error"}``)."""
-    import torch
+    import torch  # lazy: a CPU job never loads torch
 
     try:
         c.nv()
@@ -363,8 +257,6 @@ def check_nv(c, tol: dict) -> dict:
 def nv_pass(ctx: "OpContext", todo: list, seed: int) -> dict:
     """The second pass (module doc): NVIDIA's port on every call of a kernel it ported.
     Returns ``details.nv`` of test.json: ``{"variants", "cases", "note"}``."""
-    from tileport.gpu import cupti
-
     out = {"variants": {}, "cases": [], "note": ctx.nv_note}
     dead, counted = None, set()
     for kernel, variant, shape in todo:
@@ -405,22 +297,21 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
         host_build: str | Path | None = None, seed: int = 0, attempt: int = 1,
         nv_build: str | Path | None = None) -> dict:
     """Stage entry point (see module doc). Returns the verdict dict written to ``out_json``.
-    ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``)."""
-    from tileport.gpu import cupti
-
+    ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``).
+    Each input is read and hashed once (:class:`tileport.gpu.kept.Kept`)."""
     op_dir, results = Path(op_dir), Path(results)
+    keeper = Kept(results, op, op_dir)
     host_build = Path(host_build) if host_build else results / "host" / "build.json"
-    gate = gpu_gate("gpu_test", op, gpu, out_json, attempt,
-                    keep=lambda: restore(results, op, op_dir, "test.json", out_json))
+    gate = gpu_gate("gpu_test", op, gpu, out_json, attempt, keep=lambda: keeper.restore("test.json", out_json))
     if gate is not None:
         return gate
-    library, why = library_for(op, results, host_build)
+    library, why = library_for(op, results, host_build, keeper)
     if why:
         return write(Verdict(stage="gpu_test", op=op, verdict="BLOCKED", owner=why[0],
                              fail_class=routed(why[0]), attempt=attempt, summary=why[1]), out_json)
     t0 = time.monotonic()
     try:
-        ctx = OpContext(op, op_dir, results, library, nv_build)
+        ctx = OpContext(op, op_dir, results, library, nv_build, keeper)
     except (harness.HarnessError, tp_manifest.ManifestError, VerdictError) as exc:
         return write(input_error(op, exc, attempt), out_json)
     except Exception as exc:  # FfiError on load: the library itself; anything else (a bad
@@ -467,19 +358,17 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
         rows.append(row)
         del c
     nv = nv_pass(ctx, todo, seed) if (ctx.nv or ctx.nv_note) and not dead else None
-    from tileport.model.manifest import declared_defects
-
     v = verdict_of(op, rows, attempt, round(time.monotonic() - t0, 1), harness.env_versions(),
-                   writers=port_writers(results, op), defects=declared_defects(ctx.man))
+                   writers=keeper.writers, defects=tp_manifest.declared_defects(ctx.man))
     if nv is not None:
         v.details["nv"] = nv
-    v.details["sources_sha"] = host_shim.sources_sha(results, op)     # what the library held
-    v.details["inputs_sha"] = harness.inputs_sha(op_dir)                # kernel.py, reference.py, manifest
-    v.details["test_inputs_sha"] = tp_kept.tested_inputs_sha(op_dir)    # less the manifest's bench-only parts
+    v.details["sources_sha"] = keeper.sources_sha             # what the library held
+    v.details["inputs_sha"] = keeper.inputs_sha               # kernel.py, reference.py, manifest
+    v.details["test_inputs_sha"] = keeper.test_inputs_sha     # less the manifest's bench-only parts
     v.details["provenance"] = provenance.collect(bench={"seed": seed})   # GPU, driver, versions, commit
     d = write(v, out_json)
     if Path(out_json) == results / op / "test.json":
-        snapshot(results, op, op_dir)
+        keeper.snapshot()
     return d
 
 
@@ -528,8 +417,6 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
     ``details.known_defects`` maps each REF_DEFECT variant to its entry and message,
     ``details.stale_defects`` lists the stale declarations.
     """
-    from tileport.model import defects as tp_defects
-
     writers = writers or {}
     defects = list(defects or [])
     cover = tp_defects.covering(defects)
@@ -656,10 +543,6 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
 def cli_args(description: str, argv=None, extra=None):
     """Arguments shared by the GPU stages' command lines. ``--gpu`` and the seed default to
     ``config.yaml``'s ``gpu`` and ``bench.seed``; an unknown operator exits with status 2."""
-    import yaml
-
-    from tileport.core import yamlio
-
     ap = argparse.ArgumentParser(description=description,
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--op", required=True, help="operator folder name under --operators")

@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from tileport.core.verdict import VerdictError, read
-from tileport.report.summary import bench_failure
+from tileport.gpu.fold import DEFAULTS, MEASURED, loop_class
+from tileport.report.summary import bench_failure, current_bench, last_round
 
 from .interval import geomean_interval
 
@@ -59,8 +60,6 @@ def _verdict(path: Path) -> dict | None:
 
 
 def _round_root(results: Path, op: str) -> Path:
-    from tileport.report.summary import last_round
-
     return last_round(results, op)[1]
 
 
@@ -72,8 +71,6 @@ def configs(results: str | Path, summary_csv: str | Path) -> pd.DataFrame:
     or failed measurement is not a result), and only configs that ran without error.
     ``loop_ratio_prev`` is set only on a row that a selective run (``--configs``,
     ``--configs-below-loop``; ``details.retimed``) timed again over a kept loop ratio."""
-    from tileport.report.summary import current_bench
-
     results = Path(results)
     summ = read_csv(summary_csv)
     measured = {(r.op, r.kernel, r.variant) for r in summ.itertuples() if number(r.ratio) is not None}
@@ -121,10 +118,8 @@ def _gm(xs) -> float | None:
 
 def loop_classes(cfg: pd.DataFrame, loop_threshold: float) -> pd.Series:
     """Each config's side of the loop gate (``pass``, ``below``, ``undecided``; None without loop
-    timing): :func:`tileport.gpu.bench.loop_class`, the benchmark's and the summary's one definition,
+    timing): :func:`tileport.gpu.fold.loop_class`, the benchmark's and the summary's one definition,
     against ``loop_threshold`` (config.yaml ``bench.loop_threshold``), on :func:`configs`' rows."""
-    from tileport.gpu.bench import loop_class
-
     rows = pd.DataFrame({c: _col(cfg, c) for c in ("loop_ratio", "loop_ratio_hi")}).to_dict("records")
     return pd.Series([loop_class({k: v for k, v in r.items() if pd.notna(v)}, loop_threshold) for r in rows],
                      index=cfg.index, dtype=object)
@@ -138,11 +133,9 @@ def operators(cfg: pd.DataFrame, summary_ops_csv: str | Path, loop_threshold: fl
     (geomeans of torch / port and torch / reference time), and when the configs carry loop
     timing ``loop_geomean``, ``loop_ci_low``, ``loop_ci_high`` and the loop gate's counts
     ``loop_below``, ``loop_undecided`` (:func:`loop_classes` against ``loop_threshold``,
-    config.yaml ``bench.loop_threshold``, default :data:`tileport.gpu.bench.DEFAULTS`'; empty for an
+    config.yaml ``bench.loop_threshold``, default :data:`tileport.gpu.fold.DEFAULTS`'; empty for an
     operator without loop timing). ALL: every config of every operator (its interval resamples
     configs, not operators)."""
-    from tileport.gpu.bench import DEFAULTS
-
     ops = read_csv(summary_ops_csv)
     loop = "loop_ratio" in cfg.columns
     gate = loop_classes(cfg, DEFAULTS["loop_threshold"] if loop_threshold is None else loop_threshold)
@@ -299,7 +292,6 @@ def llm_use(summary_csv: str | Path, summary_ops_csv: str | Path) -> pd.DataFram
 
 
 # --- provenance -------------------------------------------------------------------------------
-MEASURED = ("ALL_PASS", "FAITHFUL_REF_DEFECT", "FAIL", "DONE", "BELOW_THRESHOLD")
 UNKNOWN = "unknown"
 
 

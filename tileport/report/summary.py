@@ -62,7 +62,7 @@ counts the timed ones, and every geomean is over those.
 The GPU verdicts read here are taken as they stand against the operator's files now
 (:mod:`tileport.gpu.kept`): test.json holds while its sources and the test-relevant inputs
 (kernel.py, reference.py, the manifest less its perf shapes) are unchanged; bench.json is
-re-folded over its rows still valid (:func:`tileport.gpu.bench.reconcile`), the rest pending.
+re-folded over its rows still valid (:meth:`tileport.gpu.kept.Kept.reconcile`), the rest pending.
 """
 from __future__ import annotations
 
@@ -74,6 +74,10 @@ from pathlib import Path
 
 from tileport.core import source
 from tileport.core.verdict import TEST_PASSED, VARIANT_WORD, VerdictError, atomic_write_text, read
+from tileport.gpu import harness
+from tileport.gpu.fold import BENCH_MEASURED
+from tileport.gpu.kept import Kept
+from tileport.model import manifest as tp_manifest
 
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
@@ -231,21 +235,20 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
     lib = ((hb or {}).get("details") or {}).get("ops", {}).get(op) or {}
     tested = ((test or {}).get("details") or {}).get("sources_sha")
     tdet = (test or {}).get("details") or {}
+    keeper = Kept(results, op, op_dir)      # the operator's inputs, read and hashed once
     stale = None
     if tested and lib.get("sources_sha") and tested != lib["sources_sha"]:
         # the GPU verdicts describe sources the library no longer holds: do not show them
         stale = "stale (tested sources differ from the current host library)"
     elif (tdet.get("inputs_sha") or tdet.get("test_inputs_sha")) and op_dir.is_dir():
-        from tileport.gpu.kept import inputs_match
-
-        if not inputs_match(tdet, op_dir):
+        if not keeper.inputs_match(tdet):
             stale = (f"stale (operators/{op} changed since the GPU test (kernel.py, reference.py or "
                      f"the manifest's test-relevant part); the next run of the workflow retests it)")
     if stale:
         test = {**test, "verdict": "NOT_RUN", "summary": stale}
         bench = {**bench, "verdict": "NOT_RUN", "summary": stale} if bench else bench
     if not stale:
-        bench = current_bench(_unless_stale_bench(bench, lib), op_dir, results, op)
+        bench = current_bench(_unless_stale_bench(bench, lib), op_dir, results, op, keeper)
     out = []
     # a kernel's LLM use: its writer attempts and the IR diagnoser's calls on them
     usage = {k: kernel_usage(results, op, k, root) for k in {k for k, _ in variants}}
@@ -370,22 +373,21 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     return out
 
 
-def current_bench(bench: dict | None, op_dir: Path, results: Path, op: str) -> dict | None:
-    """A measured bench verdict as it stands against ``op_dir`` now (:func:`tileport.gpu.bench.reconcile`:
-    its rows still valid, the perf configs added since pending), NOT_RUN "stale (...)" when its
-    test-relevant inputs changed; ``bench`` as it is when it is no measurement, when ``op_dir``
-    does not exist (a results tree read without its operators) or when the manifest does not
-    load (the summary reports that error elsewhere)."""
-    if not bench or bench.get("verdict") not in ("DONE", "BELOW_THRESHOLD", "FAIL") or not op_dir.is_dir():
+def current_bench(bench: dict | None, op_dir: Path, results: Path, op: str,
+                  keeper: Kept | None = None) -> dict | None:
+    """A measured bench verdict as it stands against ``op_dir`` now (:meth:`tileport.gpu.kept.Kept.reconcile`:
+    its rows still valid, the perf configs added since pending, owners from ``results/<op>``'s
+    port writers), NOT_RUN "stale (...)" when its test-relevant inputs changed; ``bench`` as it
+    is when it is no measurement, when ``op_dir`` does not exist (a results tree read without its
+    operators) or when the manifest does not load (the summary reports that error elsewhere).
+    ``keeper``: the operator's :class:`tileport.gpu.kept.Kept` when the caller has one (its
+    inputs hashed once); default: a new one."""
+    if not bench or bench.get("verdict") not in BENCH_MEASURED or not op_dir.is_dir():
         return bench
-    from tileport.gpu import harness
-    from tileport.gpu.bench import reconcile
-    from tileport.gpu.test import port_writers
-    from tileport.model import manifest
-
+    keeper = keeper if keeper is not None else Kept(results, op, op_dir)
     try:
-        r = reconcile(bench, op_dir, None, writers=port_writers(results, op))
-    except (manifest.ManifestError, harness.HarnessError, OSError):
+        r = keeper.reconcile(bench)
+    except (tp_manifest.ManifestError, harness.HarnessError, OSError):
         return bench
     if r is None:
         return {**bench, "verdict": "NOT_RUN",

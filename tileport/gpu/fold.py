@@ -1,0 +1,332 @@
+"""Folding the GPU stages' rows into verdicts: the part of gpu_test and bench that
+:mod:`tileport.gpu.kept` needs to re-judge a kept measurement, so that it sits below both.
+
+* :func:`fold`: bench rows (one per perf config, times in µs, ratios reference / port) to the
+  bench verdict; pure. Its loop gate (:func:`loop_gate`, :func:`loop_class`) and settings
+  (:data:`DEFAULTS`, config.yaml ``bench``).
+* :data:`COLUMNS`, :data:`ROW_EXTRAS`, :func:`write_csv`: bench.csv and ``details.rows``.
+* :data:`MEASURED`: the verdict words that hold a GPU measurement; :func:`owner_of`,
+  :func:`routed`, :func:`port_writers`: who must act on a failure (gpu_test uses them too).
+
+:mod:`tileport.gpu.bench` and :mod:`tileport.gpu.test` import (and re-export) the names callers
+know them by (``bench.fold``, ``bench.DEFAULTS``, ``gpu_test.MEASURED``, ...).
+"""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from tileport.core import stats
+from tileport.core.verdict import (
+    FAIL_CLASSES,
+    TEST_PASSED,
+    Finding,
+    Verdict,
+    VerdictError,
+    atomic_write_text,
+    brief,
+    port_fault,
+    read,
+)
+from tileport.model.defects import covering
+
+#: the verdict words of a GPU measurement (gpu_test's and bench's): what a GPU-less run keeps
+MEASURED = TEST_PASSED + ("FAIL", "DONE", "BELOW_THRESHOLD")
+#: the bench verdict words of a measurement (its rows can be re-judged: :meth:`tileport.gpu.kept.Kept.reconcile`)
+BENCH_MEASURED = ("DONE", "BELOW_THRESHOLD", "FAIL")
+
+#: config.yaml ``bench`` defaults (``*_ms``: milliseconds, ``l2_flush_mib``: MiB, ``loop_max_s``: seconds)
+DEFAULTS = {"threshold": 0.95, "warmup_ms": 20, "rep_ms": 150, "min_reps": 10, "max_reps": 100,
+            "l2_flush_mib": 256, "seed": 0, "loop_threshold": 0.97, "loop_ms": 20, "loop_min_cycles": 3,
+            "loop_max_cycles": 30, "loop_ci_width": 0.01, "loop_max_s": 3.0}
+
+
+#: bench.csv's columns, one row per perf config (times in µs; ratios reference / port)
+COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_us", "torch_us",
+           "ref_iqr_us", "port_iqr_us", "torch_iqr_us", "ratio", "paired_ratio", "vs_torch",
+           "ref_vs_torch", "ref_launches", "port_launches", "torch_launches",
+           "ref_loop_us", "port_loop_us", "torch_loop_us", "loop_ratio", "loop_calls",
+           "ref_host_us", "port_host_us", "torch_host_us",
+           "port_host_overhead_us", "ref_host_overhead_us", "checked", "ref_checked",
+           "port_mismatch", "ref_mismatch", "error",
+           "nv_us", "nv_iqr_us", "vs_nv", "ref_vs_nv", "nv_launches", "nv_loop_us", "nv_checked",
+           "nv_error", "loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at"]
+#: the per-side columns of NVIDIA's port (empty when it is not a side of the config)
+NV_COLUMNS = COLUMNS[COLUMNS.index("nv_us"):COLUMNS.index("nv_error") + 1]
+
+
+def port_writers(results: Path, op: str) -> dict[str, str | None]:
+    """kernel -> the backend that wrote its port (``write_kernel/<kernel>.json``
+    ``details.backend``: ``translator`` or an LLM backend); {} when unreadable."""
+    out = {}
+    for f in sorted((results / op / "write_kernel").glob("*.json")):
+        try:
+            out[f.stem] = (read(f).get("details") or {}).get("backend")
+        except VerdictError:
+            continue
+    return out
+
+
+def owner_of(fail_class: str, writer: str | None) -> str:
+    """The owner of a failure of routing class ``fail_class`` in a port written by ``writer``:
+    a wrong port (``kernel``: its output, a CUDA error it raised, its device time) is the
+    translator's when the translator wrote it (``tool``, :func:`tileport.core.verdict.port_fault`);
+    ``host``, ``env``, ``manifest``, ``tool`` name themselves."""
+    return port_fault(writer, "kernel", "")[0] if fail_class == "kernel" else fail_class
+
+
+def routed(owner: str) -> str | None:
+    """The ``fail_class`` (route) of a verdict whose owner is ``owner``: the owner where a GPU-stage
+    route acts on it (:data:`tileport.core.verdict.FAIL_CLASSES`), else None (``tool``, ``manifest``,
+    ``compiler``: no kernel writer or host builder can fix it; the routes stop)."""
+    return owner if owner in FAIL_CLASSES else None
+
+
+def loop_class(row: dict, loop_threshold: float) -> str | None:
+    """One config's side of the loop gate (the one definition :func:`loop_gate`, the summary and
+    the report use): None when ``row`` has no loop time (``loop_ratio`` not a number), ``pass``
+    when ``loop_ratio`` >= ``loop_threshold`` (config.yaml ``bench.loop_threshold``), ``below``
+    when it is under it and its 95 % interval says so (``loop_ratio_hi`` < threshold; a row
+    without an interval, timed before the benchmark had one, by its loop ratio alone), else
+    ``undecided`` (under it, the interval reaching it: within the measurement's noise)."""
+    ratio = row.get("loop_ratio")
+    if not isinstance(ratio, (int, float)):
+        return None
+    if ratio >= loop_threshold:
+        return "pass"
+    hi = row.get("loop_ratio_hi")
+    return "below" if not isinstance(hi, (int, float)) or hi < loop_threshold else "undecided"
+
+
+def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
+    """The loop gate over the rows that carry a loop time (None when none does): ``geomean``
+    of ``loop_ratio``, ``threshold``, ``verdict`` DONE / BELOW_THRESHOLD (the geomean against
+    the threshold), ``below`` (every config whose loop ratio is under the threshold and whose
+    95 % interval says so, ``loop_ratio_hi`` < threshold -- a row without an interval, timed
+    before the benchmark had one, by its loop ratio alone -- lowest first, with its loop and host
+    times per call), ``undecided`` (loop ratio under the threshold, interval reaching it: the
+    measurement cannot tell; the same fields): per config :func:`loop_class`;
+    ``port_host_us`` / ``ref_host_us`` (medians over the configs of the host time per call, µs)."""
+    timed = [r for r in rows if isinstance(r.get("loop_ratio"), (int, float))]
+    if not timed:
+        return None
+    g = stats.geomean([r["loop_ratio"] for r in timed])
+    under = sorted((r for r in timed if r["loop_ratio"] < loop_threshold), key=lambda r: r["loop_ratio"])
+    keys = ("kernel", "variant", "shape", "loop_ratio", "loop_ratio_lo", "loop_ratio_hi", "ref_loop_us",
+            "port_loop_us", "ref_host_us", "port_host_us", "ref_us", "port_us")
+    return {"geomean": g, "threshold": loop_threshold, "configs": len(timed),
+            "verdict": "DONE" if g >= loop_threshold else "BELOW_THRESHOLD",
+            **{c: [{k: r.get(k) for k in keys} for r in under if loop_class(r, loop_threshold) == c]
+               for c in ("below", "undecided")},
+            "port_host_us": stats.median([r["port_host_us"] for r in timed]),
+            "ref_host_us": stats.median([r["ref_host_us"] for r in timed])}
+
+
+def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None,
+         secs: float = 0.0, failed_test: dict | None = None,
+         loop_threshold: float = DEFAULTS["loop_threshold"], writers: dict | None = None,
+         pending: list[dict] | None = None, defects: list | None = None) -> Verdict:
+    """The operator's verdict from its bench rows (pure: unit-tested without a GPU).
+
+    Whose fault: a row with ``blocked`` (a config cutile 0.5.0 cannot launch:
+    :func:`tileport.host.ffi.cutile_limit`) is a warning, owner ``tool``, listed in
+    ``details.blocked_configs``, and the other configs are judged without it (BLOCKED, owner
+    ``tool``, when it leaves none); a row's ``error`` has the routing class ``error_class``
+    (:func:`tileport.gpu.test.failure_class`: ``host`` for a shim's refusal) and the owner
+    :func:`owner_of` gives it (``writers``: kernel -> backend; a wrong or slow
+    port the translator wrote is ``tool``).
+
+    Geomeans over the configs that ran: ``ratio`` (ref/port), ``vs_torch`` (torch/port),
+    ``ref_vs_torch`` (torch/ref); per ``kernel/variant`` the same over its configs plus the
+    geomean of its per-config medians (``ref_us``, ``port_us``, ``torch_us``) and of
+    ``loop_ratio``. The verdict word judges device time; ``details.loop`` is the loop gate
+    (:func:`loop_gate`, ``loop_threshold``), ``details.ref_behind_torch`` the configs whose
+    reference is slower than PyTorch, lowest ``ref_vs_torch`` first.
+    ``failed_test``: the gpu_test verdict when some variants failed it (they are not timed);
+    if that left nothing to time, the BLOCKED verdict says so and carries its ``fail_class``.
+    ``details.failed_variants``: the ``kernel/variant`` keys with a critical finding (a config
+    that failed to run, a timed output outside tolerance), sorted: a FAIL is the operator's
+    verdict, and summary.csv shows it on these variants only.
+    ``pending``: the perf configs (``{"kernel", "variant", "shape"}``) of benchmarked variants no
+    row covers yet (not timed since perf shapes were added, or after a lost CUDA context):
+    ``details.pending_configs`` / ``configs_pending`` / ``configs_total``; the verdict word judges
+    the timed configs and its summary says ``over 12 of 18 config(s), 6 pending``; NOT_RUN
+    when nothing is timed yet.
+    ``defects``: the manifest's declared defects of the kernel (:func:`tileport.model.defects.declared`):
+    a timed output that misses the PyTorch semantics as the reference's does (the port within
+    tolerance of it) on a variant one covers is the kernel's known defect, a warning (owner
+    ``kernel``, ``details.known_defect_configs``), and the config counts, as in gpu_test; without
+    a declaration it stays a failure (owner ``manifest``), and a port that differs from the
+    reference stays the port's.
+    """
+    writers = writers or {}
+    cover = covering(list(defects or []))
+    shown = []              # configs whose timed outputs show a declared defect of the kernel
+    ok = [r for r in rows if not r.get("error")]
+    blocked = [r for r in rows if r.get("error") and r.get("blocked")]
+    errs = [r for r in rows if r.get("error") and not r.get("blocked")]
+    classes = []            # (routing class, owner) of every critical finding, in order
+    failed = set()          # kernel/variant keys with a critical finding
+    findings = []
+    for r in errs:
+        fc = r.get("error_class") or "kernel"
+        findings.append(Finding("launch", "critical", owner_of(fc, writers.get(r["kernel"])),
+                                f"{r['kernel']}/{r['variant']} {r['shape']}: {r['error']}"))
+        classes.append((fc, findings[-1].owner))
+        failed.add(f"{r['kernel']}/{r['variant']}")
+    for r in ok:
+        if r.get("checked") == "MISMATCH":
+            # as gpu_test.same_miss: a port that misses the same way as the cuTile Python kernel
+            # (within tolerance of it) is the manifest's: its expected values disagree with the kernel
+            same = r.get("ref_checked") == "MISMATCH" and r.get("port_matches_ref") is True
+            declared = cover.get((r["kernel"], r["variant"])) or []
+            if same and declared:       # the kernel's declared defect: the port is faithful
+                d = declared[0]
+                shown.append({"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
+                              "declared": d.label})
+                findings.append(Finding("numerics", "warn", "kernel",
+                                        f"{r['kernel']}/{r['variant']} {r['shape']}: the timed outputs of the port "
+                                        f"and of the cuTile Python reference miss the PyTorch semantics alike: a "
+                                        f"known defect of the kernel, declared in {d.label}: {d.kernel} at "
+                                        f"{d.where} ({r.get('port_mismatch') or 'mismatch'})"[:1500],
+                                        ref={"file": d.file, "line": d.line}))
+                continue
+            # whose fault first: a summary keeps about the message's first 300 characters (brief)
+            miss = r.get("port_mismatch") or "mismatch"
+            findings.append(Finding("numerics", "critical",
+                                    "manifest" if same else owner_of("kernel", writers.get(r["kernel"])),
+                                    f"{r['kernel']}/{r['variant']} {r['shape']}: "
+                                    + (f"the port agrees with the cuTile Python reference; both miss the "
+                                       f"PyTorch semantics, so the manifest's tolerance or inputs are wrong, "
+                                       f"not the port ({miss})" if same
+                                       else f"the port's timed output is outside tolerance: {miss}")))
+            classes.append(("manifest" if same else "kernel", findings[-1].owner))
+            failed.add(f"{r['kernel']}/{r['variant']}")
+    findings += [Finding("launch", "warn", "tool",
+                         f"{r['kernel']}/{r['variant']} {r['shape']}: BLOCKED: cutile 0.5.0 cannot launch "
+                         f"this config: {r['error']} (evidence: {r['blocked']})"[:1500]) for r in blocked]
+    # as in gpu_test: the cuTile Python reference failing the PyTorch semantics at a perf shape is
+    # worth a warning (a tolerance or an input range to look at), not a failure of the port
+    known = {(x["kernel"], x["variant"], x["shape"]) for x in shown}
+    findings += [Finding("numerics", "warn", "kernel",
+                         f"{r['kernel']}/{r['variant']} {r['shape']}: the cuTile Python reference "
+                         f"itself fails the check: {r.get('ref_mismatch') or 'mismatch'}")
+                 for r in ok if r.get("ref_checked") == "MISMATCH"
+                 and (r["kernel"], r["variant"], r["shape"]) not in known]
+    per_variant: dict[str, dict] = {}
+    for r in ok:
+        per_variant.setdefault(f"{r['kernel']}/{r['variant']}", []).append(r)
+    variants = {}
+    for key, rs in per_variant.items():
+        variants[key] = {"configs": len(rs),
+                         "ratio": stats.geomean([r["ratio"] for r in rs]),
+                         "vs_torch": stats.geomean([r["vs_torch"] for r in rs]),
+                         "ref_us": stats.geomean([r["ref_us"] for r in rs]),
+                         "port_us": stats.geomean([r["port_us"] for r in rs]),
+                         "torch_us": stats.geomean([r["torch_us"] for r in rs]),
+                         "ref_vs_torch": stats.geomean([r["ref_vs_torch"] for r in rs])}
+        if all(isinstance(r.get("loop_ratio"), (int, float)) for r in rs):
+            variants[key]["loop_ratio"] = stats.geomean([r["loop_ratio"] for r in rs])
+        nv = [r for r in rs if isinstance(r.get("nv_us"), (int, float))]
+        if nv:          # NVIDIA's port, over the configs where it was a side
+            variants[key].update(nv_configs=len(nv), nv_us=stats.geomean([r["nv_us"] for r in nv]),
+                                 vs_nv=stats.geomean([r["vs_nv"] for r in nv]))
+    pending = list(pending or [])
+    details = {"threshold": threshold, "configs": len(ok), "variants": variants, "env": env or {},
+               "seconds": secs, "configs_pending": len(pending),
+               "configs_total": len(rows) + len(pending), "pending_configs": pending}
+    if shown:
+        details["known_defect_configs"] = shown
+    if blocked:
+        details["blocked_configs"] = [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
+                                       "owner": "tool", "error": r["error"], "evidence": r["blocked"]}
+                                      for r in blocked]
+    loop = loop_gate(ok, loop_threshold)
+    if loop is not None:
+        details["loop"] = loop
+    details["ref_behind_torch"] = [
+        {k: r[k] for k in ("kernel", "variant", "shape", "ref_vs_torch", "ref_us", "torch_us")}
+        for r in sorted(ok, key=lambda r: r["ref_vs_torch"]) if r["ref_vs_torch"] < 1.0]
+    if ok:
+        details["geomean_ratio"] = stats.geomean([r["ratio"] for r in ok])
+        details["geomean_vs_torch"] = stats.geomean([r["vs_torch"] for r in ok])
+        details["geomean_ref_vs_torch"] = stats.geomean([r["ref_vs_torch"] for r in ok])
+        nv = [r for r in ok if isinstance(r.get("vs_nv"), (int, float))]
+        if nv:
+            details["nv_configs"] = len(nv)
+            details["geomean_vs_nv"] = stats.geomean([r["vs_nv"] for r in nv])
+            details["geomean_ref_vs_nv"] = stats.geomean([r["ref_vs_nv"] for r in nv])
+        worst = sorted(ok, key=lambda r: r["ratio"])[:3]
+        details["worst_configs"] = [{k: r[k] for k in ("kernel", "variant", "shape", "ratio",
+                                                      "ref_us", "port_us")} for r in worst]
+    details["failed_variants"] = sorted(failed)
+    critical = [f for f in findings if f.severity == "critical"]
+    if critical:
+        seen = [c for c, _ in classes]
+        fc = next((c for c in ("kernel", "host", "env") if c in seen), seen[0])   # as gpu_test
+        first = seen.index(fc)
+        return Verdict(stage="bench", op=op, verdict="FAIL", owner=classes[first][1], fail_class=routed(fc),
+                       attempt=attempt, summary=brief(critical[first].message), findings=findings,
+                       details=details)
+    if not ok and failed_test and failed_test.get("verdict") == "FAIL":
+        fc = failed_test.get("fail_class")
+        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner=failed_test.get("owner") or fc or "kernel",
+                       fail_class=fc, attempt=attempt,
+                       summary=f"nothing to time: no variant passed the functional test (gpu_test FAIL: "
+                               f"{failed_test.get('summary', '')})"[:600], details=details)
+    if not ok and pending:
+        return Verdict(stage="bench", op=op, verdict="NOT_RUN", attempt=attempt, findings=findings,
+                       summary=f"not_run (0 of {len(rows) + len(pending)} config(s) timed, "
+                               f"{len(pending)} pending: python -m tileport.gpu.bench --op {op} --pending-only)",
+                       details=details)
+    if not ok and blocked:
+        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="tool", fail_class=None,
+                       attempt=attempt, findings=findings,
+                       summary=f"cutile 0.5.0 cannot launch any of the {len(blocked)} config(s): "
+                               f"{blocked[0]['error']}"[:600], details=details)
+    if not ok:         # the manifest's perf_shapes / fits: no writer or host builder can act
+        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="manifest", fail_class=None,
+                       attempt=attempt, summary="no perf shape fits any variant", details=details)
+    g = details["geomean_ratio"]
+    word = "DONE" if g >= threshold else "BELOW_THRESHOLD"
+    tail = ""
+    if loop is not None:
+        und = f", {len(loop['undecided'])} within noise of it" if loop["undecided"] else ""
+        tail = (f"; loop ratio {loop['geomean']:.3f} ({loop['verdict']} at {loop_threshold}, "
+                f"{len(loop['below'])} config(s) below{und}; host time per call port "
+                f"{loop['port_host_us']:.1f} µs, reference {loop['ref_host_us']:.1f} µs)")
+    behind = details["ref_behind_torch"]
+    if behind:
+        tail += (f"; reference slower than torch in {len(behind)} of {len(ok)} config(s) "
+                 f"(lowest {behind[0]['ref_vs_torch']:.2f}x: {behind[0]['variant']} {behind[0]['shape']})")
+    if blocked:
+        tail += f"; {len(blocked)} config(s) BLOCKED (cutile 0.5.0 cannot launch them: details.blocked_configs)"
+    if shown:
+        tail += (f"; {len(shown)} config(s) miss the PyTorch semantics exactly as the reference does, a known "
+                 f"defect of the kernel ({shown[0]['declared']}: details.known_defect_configs)")
+    slowest = min(ok, key=lambda r: r["ratio"])["kernel"]     # a slow port: its writer must act
+    return Verdict(stage="bench", op=op, verdict=word,
+                   owner=None if word == "DONE" else owner_of("kernel", writers.get(slowest)),
+                   attempt=attempt, findings=findings,
+                   summary=f"geomean ratio {g:.3f} over {len(ok)}"
+                           + (f" of {len(rows) + len(pending)} config(s), {len(pending)} pending" if pending
+                              else " config(s)") + f" (threshold {threshold}); "
+                           f"vs torch {details['geomean_vs_torch']:.3f}" + tail,
+                   details=details)
+
+
+
+def write_csv(rows: list[dict], path: str | Path) -> None:
+    """bench.csv: :data:`COLUMNS`, floats with 4 significant decimals (µs, ratios)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
+    atomic_write_text(path, buf.getvalue())
+
+
+#: the fields of a row kept in ``details.rows`` (besides :data:`COLUMNS`)
+ROW_EXTRAS = ["samples", "loop_samples", "loop_design", "kernel_names", "error_class", "blocked", "restaged",
+              "rtol", "atol", "port_matches_ref"]
