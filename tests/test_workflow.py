@@ -250,7 +250,9 @@ def test_editing_a_module_reruns_exactly_the_rules_that_import_it(workdir):
     f.write_text(f.read_text() + "# edited\n")
     jobs = planned(wd)
     assert {"ir_diagnose", "route", "check_kernel"} <= set(jobs)
-    assert not {"analyze", "reference_ir", "rust_build", "rust_ir", "import_source"} & set(jobs), jobs
+    # stages upstream of every user stay (those downstream of an accepted kernel are planned: a
+    # dry run cannot know the rerun writes the same bytes)
+    assert not {"analyze", "reference_ir", "import_source"} & set(jobs), jobs
     snakemake(wd, "results/summary.csv")
     assert planned(wd) == {}
 
