@@ -353,3 +353,44 @@ def test_role_check_follows_slices_and_tiled_views(tmp_path):
     un = [u["reason"] for u in analyze.analyse(d)["unsupported"] if u.get("category") == "manifest"]
     assert "views writes it (line 10) and never reads it; write role: output" in un[0]
     assert "views updates it atomically (line 11); write role: output" in un[1]
+
+
+def test_a_kernel_named_with_non_ascii_letters_is_a_limit_of_tileport_not_of_the_kernel(tmp_path):
+    """``glätten_kernel`` is a Python name (cuTile Python takes it); the manifest reads it, and tileport
+    names its own limit (the {kernel} wildcard, Rust file modules and #[no_mangle] symbols are ASCII):
+    BLOCKED, owner tool, never "not a name a Python parameter can have"."""
+    from tileport.model import manifest as tp_manifest
+
+    kernel = PICK_KERNEL.replace("def pick(", "def glätten_kernel(")
+    d = make_op(tmp_path, kernel=kernel, manifest=pick_manifest().replace("  pick:\n", "  glätten_kernel:\n"))
+    with pytest.raises(tp_manifest.ManifestError) as e:
+        tp_manifest.load(d / "manifest.yaml")
+    line = pick_manifest().splitlines().index("  pick:") + 1
+    assert "a Python parameter" not in str(e.value) and e.value.owner == "tool", str(e.value)
+    assert str(e.value).startswith(f"{d / 'manifest.yaml'}:{line}: key 'kernels/glätten_kernel': kernel name "
+                                   f"'glätten_kernel' is a Python name, but tileport cannot carry a non-ASCII "
+                                   f"kernel name"), str(e.value)
+    assert "pub mod glätten_kernel;" in str(e.value) and "tp_pick__glätten_kernel" in str(e.value)
+    v = analyze.run(d, tmp_path / "a.json", "pick")
+    assert v["verdict"] == "BLOCKED" and v["owner"] == "tool", v
+    assert [(f["owner"], f["category"]) for f in v["findings"]] == [("tool", "unsupported")]
+    # the same kernel spelled in ASCII analyses and translates (copy_all's list of arrays is BLOCKED as ever)
+    ascii_op = make_op(tmp_path / "ascii", kernel=kernel.replace("glätten", "glaetten"),
+                       manifest=pick_manifest().replace("  pick:\n", "  glaetten_kernel:\n"))
+    v = analyze.run(ascii_op, tmp_path / "b.json", "pick")
+    assert [k["name"] for k in v["details"]["kernels"]] == ["glaetten_kernel", "copy_all"]
+    assert [u["kernel"] for u in v["details"]["unsupported"]] == ["copy_all"], v["summary"]
+
+
+@pytest.mark.parametrize("name,words", [
+    ("glätten-kernel", "'glätten-kernel' is not a name a Python parameter can have"),
+    ("2pick", "'2pick' is not a name a Python parameter can have"),
+    ("ﬁlter_kernel", "Python reads the name 'ﬁlter_kernel' as 'filter_kernel'"),
+])
+def test_a_kernel_name_python_does_not_take_as_written_is_the_manifests(tmp_path, name, words):
+    from tileport.model import manifest as tp_manifest
+
+    d = make_op(tmp_path, manifest=pick_manifest().replace("  pick:\n", f"  {name}:\n"))
+    with pytest.raises(tp_manifest.ManifestError) as e:
+        tp_manifest.load(d / "manifest.yaml")
+    assert words in str(e.value) and e.value.owner == "manifest", str(e.value)

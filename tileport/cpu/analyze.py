@@ -86,13 +86,19 @@ def run(op_dir: str | Path, out_json: str | Path, op: str, target: str = "sm_90"
     """Analyse ``op_dir`` and write ``out_json`` (a verdict). Never raises on bad input.
 
     Verdict PASS; BLOCKED when a kernel uses a construct the translator lacks (owner ``tool``:
-    the message starts with "the translator lacks a rule") or the manifest disagrees with the
-    kernel (owner ``manifest``, listed first); ERROR when the manifest is malformed (owner
+    the message starts with "the translator lacks a rule"), the manifest disagrees with the
+    kernel (owner ``manifest``, listed first) or tileport cannot carry a valid kernel's name
+    (:class:`tileport.model.manifest.ToolLimitError`, owner ``tool``); ERROR when the manifest is malformed (owner
     ``manifest``) or cannot describe a kernel at all (owner
     ``tool``: the manifest format lacks the concept; the finding names it and the manifest line).
     """
     try:
         details = analyse(op_dir, target)
+    except manifest.ToolLimitError as exc:
+        return write(Verdict(stage="analyze", op=op, verdict="BLOCKED", owner="tool",
+                             summary=str(exc), findings=[Finding(
+                                 "unsupported", "critical", "tool", str(exc),
+                                 ref=_loc_from_msg(str(exc)))]), out_json)
     except manifest.ManifestError as exc:
         return write(Verdict(stage="analyze", op=op, verdict="ERROR", owner="manifest",
                              summary=str(exc), findings=[Finding(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -75,7 +76,17 @@ SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "manifest.schema
 
 
 class ManifestError(ValueError):
-    """A manifest cannot be read or breaks the schema; the message names file, line and cause."""
+    """A manifest cannot be read or breaks the schema; the message names file, line and cause.
+    ``owner``: who must act (``manifest``; ``tool`` for :class:`ToolLimitError`)."""
+
+    owner = "manifest"
+
+
+class ToolLimitError(ManifestError):
+    """A valid manifest of a valid kernel that tileport cannot carry through its later stages
+    (a non-ASCII kernel name): owner ``tool``."""
+
+    owner = "tool"
 
 
 # ---- errors in words ----------------------------------------------------------------------
@@ -236,6 +247,10 @@ def _suggest(word: str, choices) -> str:
     return f" (did you mean {near[0]}?)" if near else ""
 
 
+# the schema's format python-name (kernel names): what Python takes as a name, non-ASCII letters too
+_FORMATS = jsonschema.FormatChecker(formats=())
+_FORMATS.checks("python-name")(lambda v: not isinstance(v, str) or v.isidentifier())
+
 # JSON Schema's "integer" admits 1.0 (a number with a zero fraction); a manifest's `ndim: 1.0`
 # would then pass and be used as a float rank. YAML writes integers without a point, so an
 # "integer" here is an int and not a bool: a float where an integer belongs is an error, never
@@ -269,7 +284,9 @@ def _in_words(err: jsonschema.ValidationError) -> tuple[list, str]:
         return path + [val], _name_rule(val, path)
     if v == "pattern" and isinstance(val, str) and "propertyNames" in list(err.schema_path):
         return path + [val], _name_rule(val, path)
-    if v == "pattern":
+    if v == "format" and isinstance(val, str) and "propertyNames" in list(err.schema_path):
+        return path + [val], _name_rule(val, path)
+    if v in ("pattern", "format"):
         return path, f"{val!r} is not usable as {what}{write}"
     if v == "propertyNames" or (v == "enum" and "propertyNames" in list(err.schema_path)):
         return path + [val], (f"'{val}' is not usable as a key here{_suggest(val, err.validator_value or [])}"
@@ -401,9 +418,9 @@ class _Where:
     def __init__(self, path: Path, text: str):
         self.path, self.text = path, text
 
-    def __call__(self, keypath: list, msg: str) -> ManifestError:
+    def __call__(self, keypath: list, msg: str, error: type = ManifestError) -> ManifestError:
         where = "/".join(str(p) for p in keypath) or "<root>"
-        return ManifestError(f"{self.path}:{_yaml_line(self.text, keypath) or 1}: key '{where}': {msg}")
+        return error(f"{self.path}:{_yaml_line(self.text, keypath) or 1}: key '{where}': {msg}")
 
 
 def cdiv(a: int, b: int) -> int:
@@ -435,6 +452,7 @@ def load(path: str | Path) -> dict:
             of number, an expression that is not Python, ``op`` not matching the folder name, a
             ``known_defects`` entry naming an unknown kernel or variant or a line outside the
             kernel's source: :func:`tileport.model.defects.check`).
+        ToolLimitError: a valid kernel name tileport cannot carry (non-ASCII), owner ``tool``.
     """
     path = Path(path)
     try:
@@ -450,7 +468,7 @@ def load(path: str | Path) -> dict:
     if not isinstance(doc, dict):
         raise ManifestError(f"{path}:1: the manifest must be a mapping (key: value lines), not "
                             f"{_describe(doc)}; start with `op: {path.parent.name}`")
-    errors = list(_STRICT_VALIDATOR(MANIFEST_SCHEMA).iter_errors(doc))
+    errors = list(_STRICT_VALIDATOR(MANIFEST_SCHEMA, format_checker=_FORMATS).iter_errors(doc))
     if errors:
         # the most specific complaint first: wrong values before missing keys, deep before shallow
         errors.sort(key=lambda e: (e.validator == "required", -len(e.absolute_path)))
@@ -475,6 +493,10 @@ def load(path: str | Path) -> dict:
         if k in RESERVED_KERNEL_NAMES or k.startswith("__"):
             raise at(["kernels", k], f"kernel name '{k}' is reserved (a Rust keyword or a file of the "
                                      f"generated crate); rename the kernel")
+        py_name = unicodedata.normalize("NFKC", k)
+        if py_name != k:
+            raise at(["kernels", k], f"Python reads the name '{k}' as '{py_name}' (it normalises names to NFKC: "
+                                     f"kernel.py's function has that name); write {py_name}")
     used = []
     kv = kernel_variants(doc)
     for k, vs in kv.items():
@@ -532,6 +554,14 @@ def load(path: str | Path) -> dict:
                            list(dict.fromkeys(v.dtype for v in kv[k])))
     _check_bindings(doc, at)
     _D.check(doc, kv, at, path)
+    for k in doc["kernels"]:
+        if not k.isascii():
+            raise at(["kernels", k], f"kernel name '{k}' is a Python name, but tileport cannot carry a non-ASCII "
+                                     f"kernel name (a limit of tileport, not of the kernel): the workflow's "
+                                     f"{{kernel}} wildcard (Snakefile wildcard_constraints) and the Rust it "
+                                     f"generates (a file module per kernel, `pub mod {k};`, and the host shim's "
+                                     f"#[no_mangle] extern \"C\" fn tp_{doc['op']}__{k}) take ASCII names only "
+                                     f"(rustc error E0754)", ToolLimitError)
     doc["_path"] = str(path)
     return doc
 
