@@ -8,7 +8,8 @@ from conftest import REPO
 
 from tileport.core import yamlio
 
-RULES = {m[1] for f in (REPO / "rules").glob("*.smk") for m in re.finditer(r"^(?:rule|checkpoint) (\w+):", f.read_text(), re.M)}
+RULES = {m[1] for f in (REPO / "rules").glob("*.smk")
+         for m in re.finditer(r"^(?:rule|checkpoint) (\w+):", f.read_text(), re.M)}
 GPU_RULES = {"gpu_test", "bench"}
 
 

@@ -474,7 +474,8 @@ def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, in
     if tw == "NOT_RUN" or tw is None:
         return stop("not_run -> stop", f"gpu_test {tw or 'missing'}: {test_v.get('summary', '')}")
     if tw not in TEST_PASSED + ("FAIL", "ERROR", "BLOCKED"):
-        return stop("unknown -> stop", f"gpu_test verdict {tw!r} is not one gpu_test writes: {test_v.get('summary', '')}")
+        return stop("unknown -> stop",
+                    f"gpu_test verdict {tw!r} is not one gpu_test writes: {test_v.get('summary', '')}")
     if bw not in (None, "DONE", "NOT_RUN", "BELOW_THRESHOLD", "FAIL", "ERROR", "BLOCKED"):
         return stop("unknown -> stop", f"bench verdict {bw!r} is not one bench writes: {bench_v.get('summary', '')}")
     if tw not in TEST_PASSED:       # FAITHFUL_REF_DEFECT: the port is faithful, as ALL_PASS
@@ -594,7 +595,8 @@ def _gpu_llm_diagnosis(d: dict, root: Path, op: str, kernel: str, test_v: dict, 
     crit = [f["message"] for f in test_v.get("findings", []) if f.get("severity") == "critical"][:6]
     det = {"summary": (f"the Tile IR matched the reference ({diff['verdict']}: {diff['summary']}) but the GPU "
                        f"test failed: {test_v['summary']}; " + "; ".join(crit))[:3000]}
-    agents.retire_transcript(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel / f"attempt-{n}.json")
+    transcripts = Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel
+    agents.retire_transcript(transcripts / f"attempt-{n}.json")
     got = llm_diagnosis(op_dir, op, kernel, n, bad[0], diff, det,
                         root / op / "rust" / "src" / f"{kernel}.rs", diagnoser)
     out = {**d, "llm_diagnoser": got}

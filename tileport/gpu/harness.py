@@ -9,8 +9,8 @@ in-place kernel; ``derive`` computes a tensor with a reference.py function from 
 before it, see :func:`derive`), a tensor with ``count`` being a list; the kernel's ``bind`` maps its
 parameters to tensors, views (``x[:, :N]``) and scalars (``1.0 / N``, cast to the scalar's
 type); the kernel's ``grid`` expression gives the launch grid. The *same* grid, arguments and
-input memory go to three sides (four where NVIDIA ported the kernel), each writing its own output buffers (filled with the tensor's
-``init`` when it has one, else NaN):
+input memory go to three sides (four where NVIDIA ported the kernel), each writing its own output
+buffers (filled with the tensor's ``init`` when it has one, else NaN):
 
 * ``ref``  -- the cuTile Python kernel, ``ct.launch`` on the current torch stream;
 * ``port`` -- the cuTile Rust kernel through its C shim (:class:`tileport.host.ffi.HostLibrary`);
@@ -174,8 +174,8 @@ def tolerance(man: dict, variant: tp_manifest.Variant, shape) -> dict:
         ManifestValueError: an expression that fails, or a value below 0, naming the key.
     """
     tol = man["tolerance"][variant.dtype]
-    if all(isinstance(tol[k], (int, float)) and not isinstance(tol[k], bool) and tp_manifest._finite(tol[k]) and tol[k] >= 0
-           for k in ("rtol", "atol")):
+    if all(isinstance(tol[k], (int, float)) and not isinstance(tol[k], bool) and tp_manifest._finite(tol[k])
+           and tol[k] >= 0 for k in ("rtol", "atol")):
         return {k: float(tol[k]) for k in ("rtol", "atol")}
     env = base_env(man, list(shape), variant.constexprs, 0)
     out = {}

@@ -158,7 +158,8 @@ def main(argv=None) -> int:
     hist = {c: need.count(c) for c in sorted(set(need))}
     top = sorted(range(len(rows)), key=lambda i: -added[i])[:3]
     print("   most added: " + "; ".join(f"{rows[i]['op']} {rows[i]['shape']} ({len(rows[i]['loop_samples'])} sides, "
-                                        f"{need[i]} cycles) {before[i]:.1f} s -> {before[i] + added[i]:.1f} s" for i in top))
+                                        f"{need[i]} cycles) {before[i]:.1f} s -> {before[i] + added[i]:.1f} s"
+                                        for i in top))
     print(f"   cycles: {hist}; {capped} configs stop at a cap wider than the target")
     print(f"   loop time per config before: median {st.median(before):.2f} s, total {sum(before):.0f} s; "
           f"added: median {st.median(added):+.2f} s, max {max(added):+.2f} s, total {sum(added):+.0f} s "
