@@ -32,6 +32,32 @@ def test_duplicate_key_names_file_key_and_both_lines(text, key, lines):
     assert isinstance(err, yaml.YAMLError)          # callers reporting YAML errors report it too
 
 
+def test_every_duplicate_key_of_a_file_is_in_the_one_error_each_with_its_lines(tmp_path):
+    """Not the first only: fixing one repeat and rerunning to meet the next is what one error with all of
+    them spares (keys of nested mappings too, a key written three times with its three lines)."""
+    text = ("a: 1\nb: 2\na: 3\n"
+            "k:\n  x: 1\n  y: 2\n  x: 3\n  x: 4\n"
+            "l:\n  - {p: 1, p: 2}\n"
+            "b: 5\n")
+    with pytest.raises(yamlio.DuplicateKeyError) as e:
+        yamlio.load(text, "f.yaml")
+    err = e.value
+    assert (err.key, err.first_line, err.line) == ("a", 1, 3)          # the first repeat in the file
+    assert err.duplicates == [("a", [1, 3]), ("x", [5, 7, 8]), ("p", [10, 10]), ("b", [2, 11])]
+    assert str(err) == ("f.yaml:3: duplicate keys 'a' at lines 1 and 3; 'x' at lines 5, 7 and 8; "
+                        "'p' at line 10, columns 6 and 12; 'b' at lines 2 and 11 "
+                        "(YAML would silently keep the last value of each)")
+    # an error after a repeat does not hide it (the repeat comes first); one before it is the error
+    with pytest.raises(yamlio.DuplicateKeyError, match=r"^f.yaml:3: duplicate key 'a' at lines 1 and 3 \(YAML"):
+        yamlio.load("a: 1\nb: 2\na: 3\nno: 4\n", "f.yaml")
+    with pytest.raises(yamlio.AmbiguousKeyError, match=r"^f.yaml:1: key 'no'"):
+        yamlio.load("no: 4\na: 1\na: 3\n", "f.yaml")
+    f = tmp_path / "f.yaml"
+    f.write_text(text)
+    assert yamlio.check_file(f) == f"{f}:3: duplicate keys 'a' at lines 1 and 3; 'x' at lines 5, 7 and 8; " + \
+        str(err).split("; 'x' at lines 5, 7 and 8; ", 1)[1]
+
+
 @pytest.mark.parametrize("text,word,line", [("on: 1\n", "on", 1), ("tensors:\n  x: {}\n  no: {}\n", "no", 3),
                                             ("~: 1\n", "~", 1)])
 def test_key_word_that_yaml_reads_as_bool_or_null_is_an_error(text, word, line):

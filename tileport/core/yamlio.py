@@ -7,7 +7,7 @@ a mapping to be unique (section 3.2.1.1, "Nodes"); this loader enforces it with 
 composer and constructor: the document is composed into nodes as usual, and each mapping node's
 keys are constructed and compared before the mapping is built. Merge keys (``<<: *anchor``)
 keep their YAML meaning: a key written next to a merge overrides the merged one, which is not a
-duplicate.
+duplicate. One error names every repeated key of the file, each with its lines.
 
 The same loader refuses a mapping key that YAML 1.1 turns from a word into a boolean or null
 (``on:``, ``no:``, ``null:``): every key tileport and Snakemake read is a name, and ``no``
@@ -24,24 +24,41 @@ from yaml.constructor import ConstructorError
 __all__ = ["DuplicateKeyError", "AmbiguousKeyError", "StrictSafeLoader", "load", "load_file", "check_file"]
 
 
+def _and(items: list) -> str:
+    """``1 and 3``, ``5, 7 and 8``."""
+    words = [str(x) for x in items]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 class DuplicateKeyError(ConstructorError):
-    """A mapping repeats a key. A :class:`yaml.YAMLError` (so callers that already report YAML
-    errors with their line report this one too), with the file, the key and both 1-based lines.
+    """Mappings repeat keys: every repeat of the file in one error. A :class:`yaml.YAMLError` (so
+    callers that already report YAML errors with their line report this one too), with the file,
+    the keys and their 1-based lines.
 
     Attributes:
         path: the file name given to :func:`load` (``<string>`` when none).
-        key: the repeated key (its constructed value, e.g. ``'dtypes'`` or ``1``).
-        first_line, line: the lines of the first and of the repeated occurrence.
+        key: the first repeated key of the file (its constructed value, e.g. ``'dtypes'`` or ``1``).
+        first_line, line: the lines of its first and of its repeated occurrence.
+        duplicates: ``[(key, [line of each occurrence]), ...]``, each key of each mapping once,
+            in the order of their first repeat.
     """
 
-    def __init__(self, path: str, key: Any, first_mark: yaml.Mark, mark: yaml.Mark):
+    def __init__(self, path: str, key: Any, first_mark: yaml.Mark, mark: yaml.Mark, more: tuple | list = ()):
+        repeats = sorted([(key, first_mark, mark), *more], key=lambda r: (r[2].line, r[2].column))
+        groups: dict[tuple, tuple[Any, list]] = {}
+        for k, first, at in repeats:
+            groups.setdefault((first.line, first.column), (k, [first]))[1].append(at)
+        key, first_mark, mark = repeats[0]
         self.path, self.key = path, key
         self.first_line, self.line = first_mark.line + 1, mark.line + 1
-        where = (f"lines {self.first_line} and {self.line}" if self.first_line != self.line else
-                 f"line {self.line}, columns {first_mark.column + 1} and {mark.column + 1}")
+        self.duplicates = [(k, [m.line + 1 for m in marks]) for k, marks in groups.values()]
+        said = [f"{k!r} at line {marks[0].line + 1}, columns {_and([m.column + 1 for m in marks])}"
+                if len({m.line for m in marks}) == 1 else f"{k!r} at lines {_and([m.line + 1 for m in marks])}"
+                for k, marks in groups.values()]
         super().__init__(
             context=None, context_mark=None,
-            problem=f"duplicate key {key!r} at {where} (YAML would silently keep the last value)",
+            problem=(f"duplicate key {said[0]} (YAML would silently keep the last value)" if len(said) == 1 else
+                     f"duplicate keys {'; '.join(said)} (YAML would silently keep the last value of each)"),
             problem_mark=mark)
 
     def __str__(self) -> str:
@@ -70,12 +87,17 @@ _NOT_A_NAME = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:null")
 
 
 class StrictSafeLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that raises :class:`DuplicateKeyError` on a repeated mapping key and
-    :class:`AmbiguousKeyError` on a plain key word that YAML reads as a boolean or null.
+    """``yaml.SafeLoader`` that raises :class:`DuplicateKeyError` on repeated mapping keys (all
+    of the document in one error) and :class:`AmbiguousKeyError` on a plain key word that YAML
+    reads as a boolean or null; whichever comes first (an error after a repeat: the repeats).
 
     ``name`` (the file name used in messages) comes from the stream as in PyYAML: pass a file
     object, or set ``loader.name`` after construction.
     """
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.repeats: list[tuple[Any, yaml.Mark, yaml.Mark]] = []   # (key, first mark, repeat's mark)
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -86,14 +108,30 @@ class StrictSafeLoader(yaml.SafeLoader):
                 key = self.construct_object(key_node, deep=True)
                 if (isinstance(key_node, yaml.ScalarNode) and key_node.tag in _NOT_A_NAME
                         and not key_node.style and key_node.value):
-                    raise AmbiguousKeyError(self.name, key_node.value, key, key_node.start_mark)
+                    if not self.repeats:
+                        raise AmbiguousKeyError(self.name, key_node.value, key, key_node.start_mark)
+                    continue
                 try:
                     first = seen.setdefault(key, key_node.start_mark)
                 except TypeError:       # an unhashable key: SafeConstructor reports it
                     continue
                 if first is not key_node.start_mark:
-                    raise DuplicateKeyError(self.name, key, first, key_node.start_mark)
+                    self.repeats.append((key, first, key_node.start_mark))
         return super().construct_mapping(node, deep=deep)
+
+    def get_single_data(self):
+        try:
+            data = super().get_single_data()
+        except yaml.YAMLError:
+            if self.repeats:        # found before this error
+                raise self._repeated() from None
+            raise
+        if self.repeats:
+            raise self._repeated()
+        return data
+
+    def _repeated(self) -> DuplicateKeyError:
+        return DuplicateKeyError(self.name, *self.repeats[0], more=self.repeats[1:])
 
 
 def load(text: str | bytes, path: str | Path | None = None) -> Any:
@@ -107,8 +145,9 @@ def load(text: str | bytes, path: str | Path | None = None) -> Any:
         The document (dict, list, scalar, or None for an empty text).
 
     Raises:
-        DuplicateKeyError: a mapping repeats a key; ``str()`` is
-            ``<path>:<line>: duplicate key 'k' at lines <first> and <line> (...)``.
+        DuplicateKeyError: mappings repeat keys, all of them in one error; ``str()`` is
+            ``<path>:<line>: duplicate key 'k' at lines <first> and <line> (...)``, or with several
+            ``<path>:<line>: duplicate keys 'k' at lines 1 and 3; 'x' at lines 5, 7 and 8 (...)``.
         AmbiguousKeyError: a key written ``on``/``no``/``null``/... that YAML reads as a
             boolean or null.
         yaml.YAMLError: any other YAML error (``problem_mark`` gives its line).
