@@ -323,6 +323,25 @@ def test_keeps_kernel_decorator_arguments_and_what_it_uses_transitively(site, tm
         assert lines[ln - 1] == orig or lines[ln - 1].startswith(("import", "from", "sc =")), (ln, origin)
 
 
+def test_a_form_feed_in_a_wheel_module_does_not_shift_the_copied_lines(site, tmp_path):
+    """Python (and so ast's and cuTile's line numbers) does not end a line at a form feed;
+    str.splitlines does: the copied kernel and its line map follow Python's count."""
+    files = dict(GYM)
+    files["tilegym/ops/softmaxish.py"] = files["tilegym/ops/softmaxish.py"].replace(
+        "import cuda.tile as ct\n", "import cuda.tile as ct  # page\x0cbreak\n", 1)
+    assert "\x0c" in files["tilegym/ops/softmaxish.py"]
+    r = extract(site, tmp_path, "tilegym.ops.softmaxish", ["k_main"], files=files)
+    assert r["problems"] == []
+    lines = r["text"].split("\n")
+    src = (site / "tilegym/ops/softmaxish.py").read_text().split("\n")
+    for ln, origin in r["map"].items():
+        f, _, n = origin.rpartition(":")
+        if f == "tilegym/ops/softmaxish.py":
+            assert lines[ln - 1] == src[int(n) - 1] or lines[ln - 1].startswith(("import", "from", "sc =")), \
+                (ln, origin)
+    assert any(lines[ln - 1].startswith("def k_main") for ln in r["map"])
+
+
 def test_experimental_decorator_is_left_out_with_its_reason(site, tmp_path):
     r = extract(site, tmp_path, "tilegym.ops.softmaxish", ["k_exp"])
     assert r["problems"] == []

@@ -188,3 +188,18 @@ def content_sha(paths: tuple[str, ...]) -> str:
         path = Path(p)
         h.update(p.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
     return h.hexdigest()
+
+
+#: the line ends Python's tokenizer, ast and cuTile's locations count (the Language Reference,
+#: "Physical lines"): not the form feeds and other separators str.splitlines also splits at
+_EOL = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of Python source as its tokenizer, :mod:`ast` and cuTile's locations number them:
+    split at ``\\n``, ``\\r\\n`` and ``\\r`` only (``str.splitlines`` also splits at form feeds,
+    ``\\x1c``-``\\x1e``, ``\\x85``, ``\\u2028`` ...)."""
+    lines = _EOL.split(text)
+    if lines[-1] == "":
+        lines.pop()
+    return lines

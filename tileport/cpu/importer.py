@@ -161,7 +161,7 @@ class Loader:
         text = data.decode()
         if isinstance(tree, SyntaxError):
             raise ImportFailed(f"{path}:{tree.lineno}: syntax error: {tree.msg}")
-        mod = Module(name, rel, path, text, text.splitlines(), tree, pkg)
+        mod = Module(name, rel, path, text, source.source_lines(text), tree, pkg)
         for i, stmt in enumerate(tree.body):
             if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
                 mod.star.append(stmt.lineno)

@@ -19,6 +19,7 @@ import json
 import re
 from pathlib import Path
 
+from tileport.core.source import source_lines
 from tileport.core.verdict import Finding, Verdict, VerdictError, read, write
 
 ADVICE = {
@@ -40,7 +41,7 @@ ADVICE = {
 
 def _line(path: Path, line: int | None) -> str:
     try:
-        return path.read_text().splitlines()[line - 1].strip() if line else ""
+        return source_lines(path.read_text())[line - 1].strip() if line else ""
     except (OSError, IndexError):
         return ""
 

@@ -41,27 +41,15 @@ from __future__ import annotations
 import ast
 import difflib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport.core.source import IMPORT_DIR, MAP_SUFFIX, results_dir
+from tileport.core.source import IMPORT_DIR, MAP_SUFFIX, results_dir, source_lines
 from tileport.core.wheels import PIN_FILE, find_wheel
 
 #: the prose fields, left out of the test-relevant hash (tileport.gpu.kept)
 PROSE = ("effect", "evidence")
 
-_EOL = re.compile(r"\r\n|\r|\n")
-
-
-def source_lines(text: str) -> list[str]:
-    """The lines of Python source as its tokenizer, :mod:`ast` and cuTile's locations number them:
-    split at ``\\n``, ``\\r\\n`` and ``\\r`` only (``str.splitlines`` also splits at form feeds,
-    ``\\x1c``-``\\x1e``, ``\\x85``, ``\\u2028`` ...)."""
-    lines = _EOL.split(text)
-    if lines[-1] == "":
-        lines.pop()
-    return lines
 
 
 @dataclass(frozen=True)

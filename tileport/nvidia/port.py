@@ -51,6 +51,7 @@ import yaml
 
 from tileport import ir_diff
 from tileport.core import toolchain
+from tileport.core.source import source_lines
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, loc, read, write
 from tileport.model import manifest as tp_manifest
 from tileport.model.manifest import _yaml_line
@@ -521,7 +522,7 @@ def rustc_findings(stderr: str, crate: Path, pins: str) -> list[Finding]:
         f = Path(os.path.normpath(f))
         line = int(m["line"])
         try:
-            text = f.read_text().splitlines()[line - 1].strip()
+            text = source_lines(f.read_text())[line - 1].strip()   # rustc does not split at form feeds
         except (OSError, IndexError):
             text = ""
         owner = "kernel" if f.name == "kernel.rs" else "host"
