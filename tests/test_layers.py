@@ -64,7 +64,8 @@ def _one_letter_aliases(path: Path) -> list[str]:
             mod = node.module or "" if isinstance(node, ast.ImportFrom) else ""
             for a in node.names:
                 full = f"{mod}.{a.name}" if mod else a.name
-                if a.asname and len(a.asname) == 1 and full.startswith("tileport"):
+                ours = full.startswith("tileport") or getattr(node, "level", 0) > 0     # relative: ours
+                if a.asname and len(a.asname.lstrip("_")) == 1 and ours:
                     out.append(f"{path.relative_to(REPO)}:{node.lineno}: {full} as {a.asname}")
     return out
 

@@ -29,7 +29,7 @@ import jsonschema
 import yaml
 
 from tileport.core import yamlio
-from tileport.model import defects as _D
+from tileport.model import defects
 from tileport.model.constructs import RESERVED_KERNEL_NAMES
 
 #: dtype code -> (cuda.tile attribute, torch attribute, family). Codes are tileport's; the
@@ -553,7 +553,7 @@ def load(path: str | Path) -> dict:
             _check_tensors(kman["tensors"], ["kernels", k, "tensors"], at,
                            list(dict.fromkeys(v.dtype for v in kv[k])))
     _check_bindings(doc, at)
-    _D.check(doc, kv, at, path)
+    defects.check(doc, kv, at, path)
     for k in doc["kernels"]:
         if not k.isascii():
             raise at(["kernels", k], f"kernel name '{k}' is a Python name, but tileport cannot carry a non-ASCII "
@@ -794,7 +794,7 @@ def kernel_variants(manifest: dict) -> dict[str, list[Variant]]:
     return out
 
 
-def declared_defects(man: dict) -> list[_D.Defect]:
+def declared_defects(man: dict) -> list[defects.Defect]:
     """The loaded manifest's ``known_defects`` as :class:`tileport.model.defects.Defect` (``[]`` without the key)."""
     entries = man.get("known_defects") or []
     if not entries:
@@ -805,8 +805,8 @@ def declared_defects(man: dict) -> list[_D.Defect]:
     kv = kernel_variants(man)
     out = []
     for i, e in enumerate(entries):
-        ids = tuple(v.id for v in _D.selected(e["variants"], kv.get(e["kernel"], [])))
-        out.append(_D.Defect(i, str(path), line_of(man, ["known_defects", i]), e["kernel"], file, int(e["line"]),
+        ids = tuple(v.id for v in defects.selected(e["variants"], kv.get(e["kernel"], [])))
+        out.append(defects.Defect(i, str(path), line_of(man, ["known_defects", i]), e["kernel"], file, int(e["line"]),
                           ids, str(e["effect"]).strip(), str(e["evidence"]).strip()))
     return out
 
