@@ -539,8 +539,8 @@ def test_a_manifest_fault_is_the_manifests_and_stops_the_route(tmp_path):
     from tileport.gpu import harness
     from tileport.gpu.test import input_error
 
-    d = write(input_error("op", harness.ManifestValueError("m.yaml: tensors/i/init: init randint: [4, 4) holds no value")),
-              tmp_path / "t.json")
+    d = write(input_error("op", harness.ManifestValueError(
+        "m.yaml: tensors/i/init: init randint: [4, 4) holds no value")), tmp_path / "t.json")
     assert (d["verdict"], d["owner"], d.get("fail_class")) == ("ERROR", "manifest", None)
     assert d["findings"][0]["category"] == "manifest"
     route = tp_route.decide_gpu(d, {}, {}, {"k": 1}, 1, writer="anthropic", writer_cap=3)
@@ -1107,3 +1107,18 @@ def test_a_bad_rust_marshal_setting_is_the_environments_error_not_the_hosts(tmp_
     monkeypatch.setattr(gpu_test, "OpContext", lib_error)
     d = gpu_test.run("relu", tmp_path, tmp_path, tmp_path / "test.json")
     assert (d["verdict"], d["owner"]) == ("ERROR", "host")
+
+
+def test_a_corrupt_test_json_blocks_the_benchmark_naming_the_file_and_the_environment(tmp_path, monkeypatch):
+    """A half-copied results/<op>/test.json read as missing: bench said BLOCKED, owner tool ("run
+    gpu_test first"). It is unreadable: the file, the parse error, owner env (the copy)."""
+    from tileport.gpu import bench
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    (r / "test.json").write_text((r / "test.json").read_text()[:150])
+    fake_gpu(monkeypatch, [])
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    assert (d["verdict"], d["owner"], d["fail_class"]) == ("BLOCKED", "env", "env")
+    assert "unreadable verdict file" in d["summary"] and str(r / "test.json") in d["summary"]
+    assert "not JSON" in d["summary"]

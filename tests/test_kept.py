@@ -200,3 +200,28 @@ def test_gpu_modules_import_at_module_level_and_say_why_when_not(name):
                 if names != ["torch"] or "# lazy:" not in lines[node.lineno - 1]:
                     lazy.append(f"{path.name}:{node.lineno}: {lines[node.lineno - 1].strip()}")
     assert not lazy, "imports inside functions (only torch, with a '# lazy:' comment):\n" + "\n".join(lazy)
+
+
+def test_the_owner_of_kept_verdicts_says_a_damaged_one_is_unreadable_and_who_acts(tmp_path):
+    """Kept.verdict: the document; None for no file; for a truncated file an ERROR verdict of its
+    stage naming the file and the parse error, owner env (the copy), and the kept copy that
+    still holds; JSON that breaks the schema is tileport's (owner tool)."""
+    from tileport.core.verdict import validate
+
+    results, op_dir = measured_tree(tmp_path)
+    keeper, r = Kept(results, "relu", op_dir), results / "relu"
+    assert keeper.verdict("test.json")["verdict"] == "ALL_PASS"
+    keeper.snapshot()                                   # .measured/ holds both
+    (r / "bench.json").write_text((r / "bench.json").read_text()[:300])
+    d = keeper.verdict("bench.json")
+    validate(d)
+    assert (d["stage"], d["verdict"], d["owner"], d["fail_class"]) == ("bench", "ERROR", "env", "env")
+    assert d["details"]["unreadable"] == str(r / "bench.json") and "not JSON" in d["details"]["error"]
+    assert d["details"]["kept_copy"] == str(r / kept.KEEP / "bench.json") and "copy back" in d["summary"]
+    (r / "test.json").write_text('{"schema": "tileport.verdict/1", "verdict": "PASS"}')
+    d = keeper.verdict("test.json")
+    assert (d["stage"], d["owner"], d.get("fail_class")) == ("gpu_test", "tool", None)
+    (r / "test.json").unlink()
+    assert keeper.verdict("test.json") is None
+    with pytest.raises(ValueError):
+        keeper.verdict("route.json")

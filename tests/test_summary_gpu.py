@@ -441,3 +441,30 @@ def test_a_ref_defect_variant_names_the_declaration_and_the_kernels_author(tmp_p
     assert [r["test"] for r in got] == ["REF_DEFECT", "PASS"]
     assert got[0]["owner"] == "kernel" and "manifest.yaml:42" in got[0]["note"] and "x.py:370" in got[0]["note"]
     assert got[1]["note"] == "" and got[1]["owner"] == ""
+
+
+def test_a_corrupt_gpu_verdict_is_unreadable_not_missing(tmp_path):
+    """A half-copied results/<op>/test.json (truncated JSON) showed as ``missing`` with owner and
+    note blank. It is unreadable: the file and the parse error in the note, owner env (the copy),
+    from the one owner of kept GPU verdicts (Kept.verdict); bench.json alike."""
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write_test_json(results, "op", variants={"k/f16-T1": "PASS", "k/f32-T1": "PASS"})
+    t = results / "op" / "test.json"
+    t.write_text(t.read_text()[:120])
+    rows, ops = summarize(tmp_path, ["op"])
+    for r in rows:
+        assert (r["test"], r["owner"]) == ("unreadable", "env"), r
+        assert r["note"].startswith("gpu_test: unreadable verdict file results/op/test.json:"), r["note"]
+        assert "not JSON" in r["note"] and "damaged copy" in r["note"]
+    write_test_json(results, "op", variants={"k/f16-T1": "PASS", "k/f32-T1": "PASS"})
+    bench_json(results, "op", {"k/f16-T1": {"ratio": 1.0, "vs_torch": 1.0, "ref_us": 1.0, "port_us": 1.0,
+                                            "torch_us": 1.0, "configs": 1}}, [bench_row(1.0, 1.0, 1.0)])
+    b = results / "op" / "bench.json"
+    b.write_text(b.read_text()[:-40])
+    rows, ops = summarize(tmp_path, ["op"])
+    for r in rows:
+        assert (r["test"], r["ratio"], r["bench"], r["owner"]) == ("PASS", "unreadable", "ERROR", "env"), r
+        assert r["note"].startswith("bench: unreadable verdict file results/op/bench.json:"), r["note"]
+    assert ops[0]["verdict"].startswith("ERROR (env: unreadable verdict file ") and "bench.json" in ops[0]["verdict"]
+    assert ops[1]["verdict"] == "not_run (no config measured); 1 operator(s): ERROR 1"

@@ -2,9 +2,9 @@
 
 Per perf config (kernel x variant x perf shape that fits), in one process -- the variants that
 passed gpu_test (PASS, or REF_DEFECT: the port agrees with a reference whose defect the manifest
-declares, :mod:`tileport.model.defects`), and those no test shape fits (shape constexprs set for a perf shape only: step 5
-is then their only functional check; ``details.perf_only_variants``); a variant that failed its
-functional test is not timed (``details.not_benchmarked``):
+declares, :mod:`tileport.model.defects`), and those no test shape fits (shape constexprs set for a
+perf shape only: step 5 is then their only functional check; ``details.perf_only_variants``); a
+variant that failed its functional test is not timed (``details.not_benchmarked``):
 
 1. one untimed call per side (JIT compilation), then warm-up calls for ``warmup_ms``;
 2. ``reps`` rounds sized from ``rep_ms`` (clamped to ``[min_reps, max_reps]``); each round
@@ -81,7 +81,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from tileport.core import provenance, stats
-from tileport.core.verdict import TEST_PASSED, VARIANT_PASSED, Finding, Verdict, VerdictError, read, write
+from tileport.core.verdict import TEST_PASSED, VARIANT_PASSED, Finding, Verdict, write
 from tileport.gpu import cupti, harness
 from tileport.gpu.fold import (  # noqa: F401 - loop_class, loop_gate, NV_COLUMNS re-exported: callers know bench's
     COLUMNS,
@@ -510,10 +510,9 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         return write(Verdict(stage="bench", op=op, verdict="BLOCKED", owner=why[0],
                              fail_class=routed(why[0]), attempt=attempt, summary=why[1]), out_json)
     # benchmark only what the functional test checked and passed
-    try:
-        test = read(results / op / "test.json")
-    except VerdictError as exc:
-        test = {"verdict": "missing", "summary": str(exc)}
+    # an unreadable test.json is the owner's ERROR saying so (Kept.verdict: owner env for a damaged copy)
+    test = keeper.verdict("test.json") or {"verdict": "missing",
+                                           "summary": f"{results / op / 'test.json'}: no verdict file"}
     if test["verdict"] not in TEST_PASSED + ("FAIL",):
         # who must act on the functional test: its own owner; none run yet (NOT_RUN: no GPU) env,
         # missing: the workflow (run gpu_test first) tool

@@ -59,7 +59,7 @@ import sys
 from pathlib import Path
 
 from tileport.core import yamlio
-from tileport.core.verdict import VerdictError, atomic_write_text, read, write
+from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 from tileport.gpu import harness
 from tileport.gpu.fold import BENCH_MEASURED, DEFAULTS, MEASURED, fold, port_writers, write_csv
 from tileport.host import shim as host_shim
@@ -188,6 +188,36 @@ def measured_at(path: str | Path) -> dict | None:
     except VerdictError:
         return None
     return d if d["verdict"] in MEASURED else None
+
+
+#: the stage that writes each kept GPU verdict file
+STAGES = {"test.json": "gpu_test", "bench.json": "bench"}
+
+
+def unreadable(op: str, name: str, path: Path, exc: BaseException, kept: Path | None = None) -> dict:
+    """The ERROR verdict (stage :data:`STAGES` of ``name``) standing for the verdict file ``path``
+    that exists but does not read (``exc``: the parse error): ``details.unreadable`` (the file),
+    ``details.error``, ``details.kept_copy`` (``kept``: a copy under ``.measured/`` that still holds,
+    to copy back). Who acts: a file that is not JSON (truncated, half-copied: tileport writes
+    verdicts atomically, so the copy from a GPU node or a full disk damaged it) is the
+    environment's (owner and fail_class ``env``); JSON that breaks the verdict schema (another
+    tileport version, a hand edit) is tileport's (owner ``tool``, no route)."""
+    try:
+        json.loads(path.read_text())
+        owner, why = "tool", "JSON, but not a verdict this tileport reads (another version's, or edited)"
+    except OSError:
+        owner, why = "env", "the file system refuses it (permissions, I/O)"
+    except ValueError:
+        owner, why = "env", "not a whole JSON document: a damaged copy (the transfer from the GPU node, a full disk)"
+    act = (f"copy back {kept}, which still holds this measurement" if kept else
+           f"copy it again from where it was measured, or rerun {STAGES[name]}")
+    what = str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}"     # file:line: the parse error
+    msg = f"unreadable verdict file {what} -- {why}; {act}"
+    return Verdict(stage=STAGES[name], op=op, verdict="ERROR", owner=owner,
+                   fail_class=owner if owner == "env" else None, summary=msg[:600],
+                   findings=[Finding("input", "critical", owner, msg[:1500])],
+                   details={"unreadable": str(path), "error": str(exc)[:600],
+                            **({"kept_copy": str(kept)} if kept else {})}).to_dict()
 
 
 def config_key(kernel: str, variant: str, shape) -> tuple[str, str, str]:
@@ -389,6 +419,28 @@ class Kept:
                 continue
             if self.holds(doc):
                 yield doc, src
+
+    def verdict(self, name: str, path: str | Path | None = None) -> dict | None:
+        """The GPU verdict ``name`` (``test.json``, ``bench.json``) at ``path`` (default
+        ``results/<op>/<name>``) as a reader takes it: the document; None when there is no such
+        file; for one that exists but does not read, an ERROR verdict of its stage (:data:`STAGES`)
+        in its stead (:func:`unreadable`), so that a damaged measurement never reads as a missing one.
+        Raises ValueError for another ``name``."""
+        if name not in STAGES:
+            raise ValueError(f"Kept.verdict: {name!r}: one of {sorted(STAGES)}")
+        path = Path(path) if path is not None else self.results / self.op / name
+        try:
+            return read(path)
+        except (VerdictError, OSError, ValueError) as exc:
+            if not path.exists():
+                return None
+            kept = None
+            if self.results is not None and path == self.results / self.op / name:
+                try:
+                    kept = next((src for _, src in self._holding(name, path) if src != path), None)
+                except (OSError, ValueError):
+                    kept = None
+            return unreadable(self.op, name, path, exc, kept)
 
     def test(self, out_json: str | Path | None = None) -> tuple[dict | None, Path | None]:
         """The kept test verdict that still holds and its file: ``out_json`` (default

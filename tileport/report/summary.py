@@ -3,7 +3,9 @@
 Columns (stable; papers and scripts read them): ``op,kernel,variant,analyze,reference_ir,
 write_kernel,rust_ir,ir_diff,attempts,test,ratio`` then ``rust_build,owner,note,diagnosis,
 ref_us,port_us,torch_us,vs_torch``. Each stage column holds that stage's verdict word,
-``missing`` when its verdict file is absent or invalid. ``test`` is the variant's GPU test
+``missing`` when its verdict file is absent or invalid (``test.json`` / ``bench.json`` that exist
+but do not read: ``unreadable`` in ``test`` / ``ratio``, the file, the parse error and who acts
+in ``note`` / ``owner``, from :meth:`tileport.gpu.kept.Kept.verdict`). ``test`` is the variant's GPU test
 result (PASS / FAIL / ``not_run (<reason>)``, or REF_DEFECT: the port agrees with a reference
 that misses the PyTorch semantics under a defect the manifest declares, owner ``kernel`` and the
 declaration in ``note``: :mod:`tileport.model.defects`); ``ratio`` the geomean over the variant's perf
@@ -230,12 +232,14 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "source": imported["module"] if imported else f"operators/{op}/kernel.py",
                  "loop_ratio": "", "ref_vs_torch": "", **_NV0, "bench": ""}]
     build = _v(q / "rust" / "build.json")
-    test, bench, perf = _v(q / "test.json"), _v(q / "bench.json"), _v(q / "perf_diagnosis.json")
+    keeper = Kept(results, op, op_dir)      # the operator's inputs, read and hashed once
+    # a GPU verdict that does not read is the owner's ERROR saying so (Kept.verdict), never "missing"
+    test, bench = keeper.verdict("test.json", q / "test.json"), keeper.verdict("bench.json", q / "bench.json")
+    perf = _v(q / "perf_diagnosis.json")
     hb = _v(root / "host" / "build.json")
     lib = ((hb or {}).get("details") or {}).get("ops", {}).get(op) or {}
     tested = ((test or {}).get("details") or {}).get("sources_sha")
     tdet = (test or {}).get("details") or {}
-    keeper = Kept(results, op, op_dir)      # the operator's inputs, read and hashed once
     stale = None
     if tested and lib.get("sources_sha") and tested != lib["sources_sha"]:
         # the GPU verdicts describe sources the library no longer holds: do not show them
@@ -315,6 +319,10 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
     return out
 
 
+#: summary.csv's ``test`` / ``ratio`` of a GPU verdict file that exists but does not read
+#: (:meth:`tileport.gpu.kept.Kept.verdict`: ``note`` names the file and the parse error, ``owner`` who acts)
+UNREADABLE = "unreadable"
+
 #: summary.csv's ``test`` of a variant no test shape fits (shape constexprs set for a perf shape
 #: only): it has no functional test of its own; the bench checks its timed outputs against the
 #: PyTorch semantics instead (:mod:`tileport.gpu.bench`, ``details.perf_only_variants``)
@@ -341,7 +349,9 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     out = {"test": "missing", "ratio": "missing", "ref_us": "", "port_us": "", "torch_us": "",
            "vs_torch": "", "loop_ratio": "", "ref_vs_torch": "", **_NV0, "bench": ""}
     if test is not None:
-        if test["verdict"] == "NOT_RUN":
+        if (test.get("details") or {}).get("unreadable"):
+            out["test"] = UNREADABLE
+        elif test["verdict"] == "NOT_RUN":
             out["test"] = test["summary"]
         elif test["verdict"] in TEST_PASSED + ("FAIL",):      # per variant: PASS / REF_DEFECT / FAIL / NOT_RUN
             out["test"] = test["details"].get("variants", {}).get(key, NO_TEST_SHAPE)
@@ -352,7 +362,9 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
         failed = (bench.get("details") or {}).get("failed_variants")
         if bench["verdict"] == "FAIL" and isinstance(failed, list) and key not in failed:
             out["bench"] = "DONE"
-        if bench["verdict"] == "NOT_RUN":
+        if (bench.get("details") or {}).get("unreadable"):
+            out["ratio"] = UNREADABLE
+        elif bench["verdict"] == "NOT_RUN":
             out["ratio"] = bench["summary"]
         elif bench["verdict"] in ("DONE", "BELOW_THRESHOLD", "FAIL"):
             v = bench["details"].get("variants", {}).get(key)
@@ -429,13 +441,16 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                          "configs_pending": ""})
             continue
         root = last_round(results, op)[1]
-        b = _v(root / op / "bench.json")
+        b = Kept(results, op, Path(results).resolve().parent / "operators" / op).verdict(
+            "bench.json", root / op / "bench.json")
         hb = _v(root / "host" / "build.json")
         b = _unless_stale_bench(b, ((hb or {}).get("details") or {}).get("ops", {}).get(op) or {})
         b = current_bench(b, Path(results).resolve().parent / "operators" / op, Path(results), op)
         if b is None or b["verdict"] not in ("DONE", "BELOW_THRESHOLD", "FAIL"):
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": _word(b) if b is None
-                         else (b["summary"] if b["verdict"] == "NOT_RUN" else b["verdict"]),
+                         else (b["summary"] if b["verdict"] == "NOT_RUN" else
+                               f"{b['verdict']} ({b.get('owner')}: {_first_line(b['summary'])})"
+                               if (b.get("details") or {}).get("unreadable") else b["verdict"]),
                          "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op, root), **_LOOP0,
                          "vs_nv": "",
                          "configs_pending": ((b or {}).get("details") or {}).get("configs_pending", "")})
