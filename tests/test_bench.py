@@ -571,7 +571,8 @@ def test_a_config_cutile_cannot_launch_is_blocked_per_config_and_the_rest_timed(
 def test_cutile_limit_recognises_only_the_shims_limit_refusals():
     from tileport.host.ffi import FfiError, cutile_limit
 
-    e = FfiError("k", "tp_x", 4, "tp_x: array 'w': 7516192768 bytes exceed cutile 0.5's i32 byte count of a borrowed tensor")
+    e = FfiError("k", "tp_x", 4,
+                 "tp_x: array 'w': 7516192768 bytes exceed cutile 0.5's i32 byte count of a borrowed tensor")
     assert "checked_num_bytes_i32" in cutile_limit(e)
     assert cutile_limit(FfiError("k", "tp_x", 4, "array 'w': extent 4294967296 of dim 0 is outside 0..=i32::MAX"))
     assert cutile_limit(FfiError("k", "tp_x", 4, "array 'a': extents [4], strides [2]: ...")) is None
@@ -659,3 +660,26 @@ def test_a_same_miss_summary_says_whose_fault_before_the_long_mismatch_text():
     assert "agrees with the cuTile Python reference" in v.summary and "not the port" in v.summary
     assert len(v.summary) <= 300 and v.summary.endswith(" …")
     assert "expected 0." not in v.summary.replace("expected 0.0014", "")
+
+
+# -- a config the reference cannot run: that config's finding, as one the port cannot launch -------------
+
+def test_a_config_the_reference_cannot_run_is_blocked_per_config_like_the_ports(tmp_path):
+    """A config the reference could not launch failed the whole operator (FAIL, owner manifest)
+    while one the port could not launch (cutile's i32 limit) is BLOCKED per config: both are now
+    that config's finding, and the other configs are folded."""
+    ref = {**err_row("the cuTile Python reference: RuntimeError: grid too large", shape="huge"),
+           "error_class": "manifest", "blocked": "the cuTile Python reference's first (untimed) call ...",
+           "blocked_side": "ref"}
+    port = {**err_row(MOE_LIMIT, shape="big"), "error_class": "host", "blocked": "checked_num_bytes_i32"}
+    v = bench.fold("op", [brow(1.02), ref, port], threshold=0.95, writers={"k": "translator"})
+    assert (v.verdict, v.owner, v.details["configs"]) == ("DONE", None, 1)
+    assert [(b["shape"], b["owner"]) for b in v.details["blocked_configs"]] == [("huge", "manifest"), ("big", "tool")]
+    assert [(f.severity, f.owner) for f in v.findings] == [("warn", "manifest"), ("warn", "tool")]
+    assert "the cuTile Python reference cannot run this config" in v.findings[0].message
+    assert "2 config(s) BLOCKED" in v.summary and v.details["failed_variants"] == []
+    valid(v, tmp_path)
+    v = bench.fold("op", [ref], threshold=0.95)
+    assert (v.verdict, v.owner, v.fail_class) == ("BLOCKED", "manifest", None)
+    assert "cannot run this config" in v.summary
+    valid(v, tmp_path)

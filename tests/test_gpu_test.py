@@ -1007,9 +1007,17 @@ def test_a_perf_config_the_reference_cannot_run_is_not_the_translators(tmp_path,
     write(Verdict(stage="write_kernel", op="relu", verdict="PASS", summary="s", details={"backend": "translator"}),
           r / "write_kernel" / "relu_kernel.json")
     d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
-    assert (d["verdict"], d.get("owner"), d.get("fail_class")) == ("FAIL", owner, fail_class)
     row = d["details"]["rows"][0]
     assert row["error_class"] == (fail_class or "manifest") and side_word(side) in row["error"]
+    if side == "ref":
+        # that config's finding (BLOCKED, owner manifest), as a config the port cannot launch is, not
+        # the operator's FAIL (issue 33); its CUDA fault lost the context: the other 11 are pending
+        assert (d["verdict"], d.get("owner"), d.get("fail_class")) == ("NOT_RUN", None, None)
+        assert [(b["shape"], b["owner"]) for b in d["details"]["blocked_configs"]] == [("16777216", owner)]
+        assert row["blocked_side"] == "ref" and d["details"]["configs_pending"] == 11
+        assert "the cuTile Python reference cannot run this config" in d["summary"]
+    else:
+        assert (d["verdict"], d.get("owner"), d.get("fail_class")) == ("FAIL", owner, fail_class)
 
 
 def side_word(side):
@@ -1107,6 +1115,37 @@ def test_a_bad_rust_marshal_setting_is_the_environments_error_not_the_hosts(tmp_
     monkeypatch.setattr(gpu_test, "OpContext", lib_error)
     d = gpu_test.run("relu", tmp_path, tmp_path, tmp_path / "test.json")
     assert (d["verdict"], d["owner"]) == ("ERROR", "host")
+
+
+def test_a_config_the_reference_cannot_launch_is_that_configs_finding_the_rest_are_timed(tmp_path, monkeypatch):
+    """The reference's first call raising at one perf config (no CUDA fault: the context lives)
+    failed the whole operator, owner manifest, while a config the port cannot launch is BLOCKED per
+    config. Now it is BLOCKED per config too (owner manifest), and the other 11 configs are timed
+    and folded; its kept row is not timed again by --pending-only (a property of the inputs)."""
+    from tileport.gpu import bench
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    timed = []
+    fake_gpu(monkeypatch, timed)
+    fake = bench.measure
+
+    def measure(c, cfg, tol, **kw):
+        if c.variant.id == "f32-TILE2048" and c.shape == (16777216,):
+            raise bench.SideFailed("ref", ValueError("grid (65536, 1, 1) exceeds the kernel's limit"))
+        return fake(c, cfg, tol, **kw)
+
+    monkeypatch.setattr(bench, "measure", measure)
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
+    assert (d["verdict"], d.get("owner"), d["details"]["configs"], d["details"]["configs_pending"]) == \
+        ("DONE", None, 11, 0)
+    (b,) = d["details"]["blocked_configs"]
+    assert (b["variant"], b["shape"], b["owner"]) == ("f32-TILE2048", "16777216", "manifest")
+    assert "grid (65536, 1, 1)" in b["evidence"] and d["details"]["failed_variants"] == []
+    assert "1 config(s) BLOCKED" in d["summary"]
+    timed.clear()
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    assert timed == [] and d["details"]["blocked_configs"][0]["owner"] == "manifest"
 
 
 def test_a_corrupt_test_json_blocks_the_benchmark_naming_the_file_and_the_environment(tmp_path, monkeypatch):

@@ -51,7 +51,9 @@ and ``ref_vs_nv`` = NVIDIA's / the reference's. A failing NVIDIA call drops that
 
 ``results/<op>/bench.csv``: one row per config. ``results/<op>/bench.json``: DONE when the
 operator's geomean ratio over its configs is >= ``threshold`` (config.yaml), else
-BELOW_THRESHOLD; FAIL if a timed port call errs or its output is wrong; NOT_RUN without GPU.
+BELOW_THRESHOLD; FAIL if a timed port call errs or its output is wrong; NOT_RUN without GPU. A
+config cutile 0.5.0 or the cuTile Python reference cannot run is BLOCKED per config
+(``details.blocked_configs``): the other configs are folded.
 The loop gate stands beside it (``details.loop``): the geomean loop ratio against
 ``loop_threshold``, and the configs under it. ``details.ref_behind_torch`` lists the configs
 where the reference itself is slower than PyTorch (``ref_vs_torch`` < 1): the references
@@ -418,8 +420,10 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
                 nv_passed: set) -> tuple[dict, bool]:
     """Time one perf config (:func:`measure`) and print its line. Returns its bench.csv row and
     whether the CUDA context was lost (later configs cannot run). A failure of the config is its
-    row (``error``, ``error_class``; ``blocked`` where cutile 0.5.0 cannot launch it), not an
-    exception; :class:`Stopped` passes through."""
+    row (``error``, ``error_class``), not an exception: ``blocked`` where cutile 0.5.0 cannot
+    launch it, or where the cuTile Python reference's first call fails (``blocked_side`` ``ref``:
+    a perf shape the kernel does not run, the manifest's), so that either is that config's
+    finding, as :func:`tileport.gpu.fold.fold` folds it; :class:`Stopped` passes through."""
     base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape)),
             "timed_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}   # the row's own date
     try:
@@ -442,6 +446,13 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
         if (not isinstance(exc, SideFailed) or exc.side == "port") and cutile_limit(inner):
             row["blocked"] = cutile_limit(inner)
             print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (cutile 0.5.0 cannot launch it): "
+                  f"{row['error']}", flush=True)
+        elif isinstance(exc, SideFailed) and exc.side == "ref":
+            # as the port's cutile limit: this config's finding (owner manifest), not the operator's FAIL
+            row["blocked"] = (f"the cuTile Python reference's first (untimed) call at this config raised "
+                              f"{type(inner).__name__}: {inner}")[:600]
+            row["blocked_side"] = "ref"
+            print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (the cuTile Python reference cannot run it): "
                   f"{row['error']}", flush=True)
         return row, "CUDA" in str(exc)
     nv = f", NVIDIA {row['nv_us']:.1f} us" if isinstance(row.get("nv_us"), float) else ""

@@ -129,10 +129,11 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
          pending: list[dict] | None = None, defects: list | None = None) -> Verdict:
     """The operator's verdict from its bench rows (pure: unit-tested without a GPU).
 
-    Whose fault: a row with ``blocked`` (a config cutile 0.5.0 cannot launch:
-    :func:`tileport.host.ffi.cutile_limit`) is a warning, owner ``tool``, listed in
-    ``details.blocked_configs``, and the other configs are judged without it (BLOCKED, owner
-    ``tool``, when it leaves none); a row's ``error`` has the routing class ``error_class``
+    Whose fault: a row with ``blocked`` is a config that cannot be timed, a warning listed in
+    ``details.blocked_configs``, and the other configs are judged without it (BLOCKED when it
+    leaves none): one cutile 0.5.0 cannot launch (:func:`tileport.host.ffi.cutile_limit`), owner
+    ``tool``; one the cuTile Python reference cannot run (``blocked_side`` ``ref``), owner
+    ``manifest`` (:func:`blocked_owner`). A row's ``error`` has the routing class ``error_class``
     (:func:`tileport.gpu.test.failure_class`: ``host`` for a shim's refusal) and the owner
     :func:`owner_of` gives it (``writers``: kernel -> backend; a wrong or slow
     port the translator wrote is ``tool``).
@@ -203,9 +204,13 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                                        else f"the port's timed output is outside tolerance: {miss}")))
             classes.append(("manifest" if same else "kernel", findings[-1].owner))
             failed.add(f"{r['kernel']}/{r['variant']}")
-    findings += [Finding("launch", "warn", "tool",
-                         f"{r['kernel']}/{r['variant']} {r['shape']}: BLOCKED: cutile 0.5.0 cannot launch "
-                         f"this config: {r['error']} (evidence: {r['blocked']})"[:1500]) for r in blocked]
+    findings += [Finding("launch", "warn", blocked_owner(r),
+                         f"{r['kernel']}/{r['variant']} {r['shape']}: BLOCKED: "
+                         + (f"the cuTile Python reference cannot run this config (a perf shape the kernel does "
+                            f"not run: the manifest's perf_shapes / perf_fits): {r['error']}"
+                            if blocked_owner(r) == "manifest" else
+                            f"cutile 0.5.0 cannot launch this config: {r['error']} (evidence: {r['blocked']})")
+                         [:1500]) for r in blocked]
     # as in gpu_test: the cuTile Python reference failing the PyTorch semantics at a perf shape is
     # worth a warning (a tolerance or an input range to look at), not a failure of the port
     known = {(x["kernel"], x["variant"], x["shape"]) for x in shown}
@@ -240,7 +245,7 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         details["known_defect_configs"] = shown
     if blocked:
         details["blocked_configs"] = [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
-                                       "owner": "tool", "error": r["error"], "evidence": r["blocked"]}
+                                       "owner": blocked_owner(r), "error": r["error"], "evidence": r["blocked"]}
                                       for r in blocked]
     loop = loop_gate(ok, loop_threshold)
     if loop is not None:
@@ -277,14 +282,19 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                                f"{failed_test.get('summary', '')})"[:600], details=details)
     if not ok and pending:
         return Verdict(stage="bench", op=op, verdict="NOT_RUN", attempt=attempt, findings=findings,
-                       summary=f"not_run (0 of {len(rows) + len(pending)} config(s) timed, "
-                               f"{len(pending)} pending: python -m tileport.gpu.bench --op {op} --pending-only)",
+                       summary=(f"not_run (0 of {len(rows) + len(pending)} config(s) timed, {len(pending)} "
+                                f"pending: python -m tileport.gpu.bench --op {op} --pending-only)"
+                                + "".join(f"; {f.message}" for f in findings if f.severity == "warn"))[:600],
                        details=details)
     if not ok and blocked:
-        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="tool", fail_class=None,
-                       attempt=attempt, findings=findings,
-                       summary=f"cutile 0.5.0 cannot launch any of the {len(blocked)} config(s): "
-                               f"{blocked[0]['error']}"[:600], details=details)
+        owners = sorted({blocked_owner(r) for r in blocked})
+        return Verdict(stage="bench", op=op, verdict="BLOCKED", owner=owners[0] if len(owners) == 1 else "tool",
+                       fail_class=None, attempt=attempt, findings=findings,
+                       summary=(f"cutile 0.5.0 cannot launch any of the {len(blocked)} config(s): "
+                                f"{blocked[0]['error']}" if owners == ["tool"] else
+                                f"none of the {len(blocked)} config(s) can be timed: "
+                                + "; ".join(f.message for f in findings if f.category == "launch"))[:600],
+                       details=details)
     if not ok:         # the manifest's perf_shapes / fits: no writer or host builder can act
         return Verdict(stage="bench", op=op, verdict="BLOCKED", owner="manifest", fail_class=None,
                        attempt=attempt, summary="no perf shape fits any variant", details=details)
@@ -301,7 +311,11 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         tail += (f"; reference slower than torch in {len(behind)} of {len(ok)} config(s) "
                  f"(lowest {behind[0]['ref_vs_torch']:.2f}x: {behind[0]['variant']} {behind[0]['shape']})")
     if blocked:
-        tail += f"; {len(blocked)} config(s) BLOCKED (cutile 0.5.0 cannot launch them: details.blocked_configs)"
+        by_ref = sum(blocked_owner(r) == "manifest" for r in blocked)
+        tail += (f"; {len(blocked)} config(s) BLOCKED ("
+                 + ", ".join(x for x in (f"cutile 0.5.0 cannot launch {len(blocked) - by_ref}" if by_ref < len(blocked)
+                                         else "", f"the cuTile Python reference cannot run {by_ref}" if by_ref
+                                         else "") if x) + ": details.blocked_configs)")
     if shown:
         tail += (f"; {len(shown)} config(s) miss the PyTorch semantics exactly as the reference does, a known "
                  f"defect of the kernel ({shown[0]['declared']}: details.known_defect_configs)")
@@ -317,6 +331,13 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
 
 
 
+def blocked_owner(row: dict) -> str:
+    """Who acts on a BLOCKED config: ``manifest`` where the cuTile Python reference cannot run it
+    (``blocked_side`` ``ref``: a perf shape the kernel does not run), else ``tool`` (cutile 0.5.0's
+    limits, :func:`tileport.host.ffi.cutile_limit`)."""
+    return "manifest" if row.get("blocked_side") == "ref" else "tool"
+
+
 def write_csv(rows: list[dict], path: str | Path) -> None:
     """bench.csv: :data:`COLUMNS`, floats with 4 significant decimals (µs, ratios)."""
     buf = io.StringIO()
@@ -329,4 +350,4 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
 
 #: the fields of a row kept in ``details.rows`` (besides :data:`COLUMNS`)
 ROW_EXTRAS = ["samples", "loop_samples", "loop_design", "kernel_names", "error_class", "blocked", "restaged",
-              "rtol", "atol", "port_matches_ref"]
+              "rtol", "atol", "port_matches_ref", "blocked_side"]

@@ -231,8 +231,9 @@ def split_rows(rows: list[dict], perf: dict[tuple[str, str, str], dict]) -> tupl
     perf configs), it is the first row of its config, and, where the row recorded them, with the
     same ``rtol`` / ``atol``; a row that is no mapping (``rows`` itself no list: one retired) is
     retired; a row
-    whose launch erred (``error`` without ``blocked``: cutile's limits are a property of the
-    sources) is retired too, so that the next timing retries it."""
+    whose launch erred (``error`` without ``blocked``: cutile's limits, or a reference that cannot
+    run the config, are a property of the sources and inputs) is retired too, so that the next
+    timing retries it."""
     valid, retired, seen = [], [], set()
     if not isinstance(rows, list):      # a corrupt file: nothing of it is a valid row
         return [], ([rows] if rows else [])
