@@ -662,6 +662,121 @@ def test_a_same_miss_summary_says_whose_fault_before_the_long_mismatch_text():
     assert "expected 0." not in v.summary.replace("expected 0.0014", "")
 
 
+# -- a device time under what the hardware can do: a measurement error, never folded (issue 33 item 2) --
+
+def test_one_implausible_timing_does_not_invert_the_verdict(tmp_path):
+    """11 configs at ratio 0.900 and one whose port was timed at 0.002 µs folded to DONE 1.937
+    ("nothing to diagnose"): that config is an error of the measurement, named with its evidence
+    (time, floor, bound), and the verdict folds over the other 11."""
+    rows = [brow(0.9, shape=f"{i}x64") for i in range(11)]
+    odd = brow(20.0 / 0.002, shape="11x64", port_us=0.002)      # ref 20 µs, port 0.002 µs
+    v = bench.fold("op", rows + [odd], threshold=0.95, env={"device": "NVIDIA H200"})
+    assert (v.verdict, v.details["configs"]) == ("BELOW_THRESHOLD", 11)
+    assert v.details["geomean_ratio"] == pytest.approx(0.9)
+    assert v.summary.startswith("geomean ratio 0.900 over 11 config(s)")
+    assert "1 config(s) excluded" in v.summary and "k/f16-T1 11x64" in v.summary
+    (x,) = v.details["implausible_configs"]
+    ev = x["evidence"]
+    assert (x["shape"], x["owner"], ev["sides"], ev["port_us"], ev["bound"]) == ("11x64", "tool", ["port"], 0.002,
+                                                                                 "launch")
+    assert ev["floor_us"] == bench.LAUNCH_FLOOR_US == 0.25
+    assert x["error"].startswith("implausible device time: port 0.002 µs (1 launch(es)) < floor 0.25 µs (launch")
+    assert [(f.severity, f.owner) for f in v.findings] == [("warn", "tool")]
+    assert "--configs 'k/f16-T1/11x64'" in v.findings[0].message
+    assert [w["shape"] for w in v.details["worst_configs"]] == ["0x64", "1x64", "2x64"]
+    valid(v, tmp_path)
+
+
+def test_a_device_time_of_exactly_zero_is_excluded_not_a_crash(tmp_path):
+    """ref_us 0 made the ratio 0 and the fold raise ValueError (geomean needs positive values)."""
+    zero = {**brow(1.0, shape="z"), "ref_us": 0.0, "ratio": 0.0, "paired_ratio": 0.0, "ref_vs_torch": None}
+    v = bench.fold("op", [brow(1.1), zero], threshold=0.95)
+    assert (v.verdict, v.details["configs"]) == ("DONE", 1)
+    assert v.details["implausible_configs"][0]["evidence"]["sides"] == ["ref"]
+    valid(v, tmp_path)
+    v = bench.fold("op", [zero], threshold=0.95)         # nothing left to fold
+    assert (v.verdict, v.owner, v.fail_class) == ("ERROR", "tool", None)
+    assert "implausible" in v.summary and "z" in v.summary
+    valid(v, tmp_path)
+
+
+def test_the_floor_is_the_launch_floor_or_the_bytes_at_peak_bandwidth():
+    """bytes / 4.8 TB/s on an H200 (NVIDIA's datasheet); an unknown device or unknown bytes: the
+    launch floor alone."""
+    fl = bench.time_floor(268435456, "NVIDIA H200")           # relu f16 2^27 elements: 268 MB written
+    assert (fl["bound"], fl["peak_bps"]) == ("bytes", 4.8e12)
+    assert fl["floor_us"] == pytest.approx(268435456 / 4.8e12 * 1e6) == pytest.approx(55.924, abs=1e-3)
+    assert bench.time_floor(1000, "NVIDIA H200")["bound"] == "launch"     # 0.0002 µs < 0.25 µs
+    for unknown in ((268435456, "NVIDIA H100 80GB HBM3"), (None, "NVIDIA H200"), (268435456, None)):
+        assert bench.time_floor(*unknown)["floor_us"] == bench.LAUNCH_FLOOR_US
+    fast = brow(1.0, port_us=40.0, out_bytes=268435456)       # 40 µs for 268 MB: 6.7 TB/s
+    assert bench.implausible(fast, "NVIDIA H200")["sides"] == ["ref", "port"]
+    assert bench.implausible(fast, "NVIDIA H100 80GB HBM3") is None
+    v = bench.fold("op", [fast, brow(0.9, shape="b")], 0.95, env={"device": "NVIDIA H200"})
+    assert v.details["configs"] == 1 and v.details["implausible_configs"][0]["evidence"]["bound"] == "bytes"
+    assert "268435456 bytes written / 4.8 TB/s" in v.details["implausible_configs"][0]["error"]
+
+
+def test_an_implausible_row_whose_output_missed_still_fails():
+    """A port that launched nothing and wrote nothing: excluded from the geomean, but its timed
+    output's mismatch is still the port's failure."""
+    odd = {**brow(1.0, checked="MISMATCH", port_mismatch="64 of 64"), "port_us": 0.0, "ratio": None}
+    v = bench.fold("op", [brow(1.0, shape="b"), odd], threshold=0.95, writers={"k": "translator"})
+    assert (v.verdict, v.owner, v.fail_class) == ("FAIL", "tool", "kernel")
+
+
+def fake_measure_env(monkeypatch, us, launches=None, second=None):
+    """bench.measure on a fake device: per-side CUPTI medians ``us`` (µs; ``second``: those of a
+    second profile), ``launches`` per side. Returns the list of profiles taken and the call."""
+    import sys
+    import types
+
+    dev = FakeDevice({"ref": 5.0, "port": 8.0, "torch": 1.0}, {"ref": 100.0, "port": 100.0, "torch": 100.0})
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=dev.sync), uint8="u8",
+                                       empty=lambda *a, **k: types.SimpleNamespace(zero_=lambda: None))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    from tileport.gpu import cupti
+
+    profiles = []
+
+    def profile(sides, reps, flush=None):
+        t = second if profiles and second else us
+        profiles.append(t)
+        n = launches or {}
+        return {"device_us": {s: [t[s]] * reps for s, _ in sides},
+                "launches": {s: [n.get(s, 1)] * reps for s, _ in sides},
+                "kernels": {s: [[("k", t[s])]] for s, _ in sides}}
+
+    monkeypatch.setattr(cupti, "profile", profile)
+    monkeypatch.setattr(bench.time, "perf_counter", dev.clock)
+    monkeypatch.setattr(bench, "loop_times", lambda *a, **k: LOOP_TIMES(*a, clock=dev.clock, **k))
+    c = types.SimpleNamespace(ref=dev.side("ref"), port=dev.side("port"), torch=dev.side("torch"), nv=None,
+                              nv_note="", op="op", kernel="k", variant=types.SimpleNamespace(id="f16"),
+                              shape=(64,), grid=(1, 1, 1), in_place=False, outputs={"ref": [], "port": []},
+                              expected=lambda: [])
+    return profiles, c
+
+
+LOOP_TIMES = bench.loop_times       # the real one (fake_measure_env wraps it with a fake clock)
+
+
+def test_measure_profiles_an_implausible_time_once_more_then_marks_the_row(monkeypatch):
+    profiles, c = fake_measure_env(monkeypatch, {"ref": 100.0, "port": 0.0, "torch": 50.0})
+    row = bench.measure(c, {**bench.DEFAULTS}, {"rtol": 0.0, "atol": 0.0}, out_bytes=1024, device="NVIDIA H200")
+    assert len(profiles) == 2 and row["remeasured"] == {"ref_us": 100.0, "port_us": 0.0}
+    assert row["port_us"] == 0.0 and row["ratio"] is None and row["paired_ratio"] is None
+    assert row["implausible"]["sides"] == ["port"] and row["implausible"]["out_bytes"] == 1024
+    assert row["error"].startswith("implausible device time: port 0.0 µs (1 launch(es)) < floor 0.25 µs")
+    v = bench.fold("op", [row, brow(1.0, shape="b")], 0.95, env={"device": "NVIDIA H200"})
+    assert (v.verdict, v.details["configs"]) == ("DONE", 1) and len(v.details["implausible_configs"]) == 1
+    # the second profile is plausible: the row stands, the first medians on record
+    profiles, c = fake_measure_env(monkeypatch, {"ref": 100.0, "port": 0.002, "torch": 50.0},
+                                   second={"ref": 100.0, "port": 90.0, "torch": 50.0})
+    row = bench.measure(c, {**bench.DEFAULTS}, {"rtol": 0.0, "atol": 0.0})
+    assert len(profiles) == 2 and row["error"] == "" and "implausible" not in row
+    assert row["ratio"] == pytest.approx(100.0 / 90.0) and row["remeasured"]["port_us"] == 0.002
+
+
 # -- a config the reference cannot run: that config's finding, as one the port cannot launch -------------
 
 def test_a_config_the_reference_cannot_run_is_blocked_per_config_like_the_ports(tmp_path):

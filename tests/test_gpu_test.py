@@ -721,7 +721,7 @@ def fake_gpu(monkeypatch, timed, ratio=1.1):
             return types.SimpleNamespace(kernel=kernel, variant=variant, shape=shape, nv=None, nv_note="",
                                          symbol="s")
 
-    def measure(c, cfg, tol):
+    def measure(c, cfg, tol, **kw):
         shape = "x".join(map(str, c.shape))
         timed.append((c.kernel, c.variant.id, shape))
         return brow(ratio, kernel=c.kernel, variant=c.variant.id, shape=shape)
@@ -848,10 +848,10 @@ def test_a_time_budget_or_a_sigterm_stops_the_loop_writes_what_was_timed_and_lea
     assert timed == [] and d["details"]["configs_pending"] == 12 and "kept_after_stop" not in d["details"]
     measure = bench.measure
 
-    def killed_at_the_fifth(c, cfg, tol):
+    def killed_at_the_fifth(c, cfg, tol, **kw):
         if len(timed) == 4:
             os.kill(os.getpid(), signal.SIGTERM)     # as `timeout` or Slurm would
-        return measure(c, cfg, tol)
+        return measure(c, cfg, tol, **kw)
 
     monkeypatch.setattr(bench, "measure", killed_at_the_fifth)
     d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json")
@@ -1000,7 +1000,7 @@ def test_a_perf_config_the_reference_cannot_run_is_not_the_translators(tmp_path,
     timed = []
     fake_gpu(monkeypatch, timed)
 
-    def measure(c, cfg, tol):
+    def measure(c, cfg, tol, **kw):
         raise bench.SideFailed(side, RuntimeError("CUDA error: an illegal memory access was encountered"))
 
     monkeypatch.setattr(bench, "measure", measure)
@@ -1146,6 +1146,37 @@ def test_a_config_the_reference_cannot_launch_is_that_configs_finding_the_rest_a
     timed.clear()
     d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
     assert timed == [] and d["details"]["blocked_configs"][0]["owner"] == "manifest"
+
+
+def test_a_kept_row_timed_under_the_floor_is_named_and_timed_again(tmp_path, monkeypatch):
+    """A kept bench.json whose one row has a port time of 0.002 µs (written before the benchmark
+    judged plausibility): read as it stands (Kept.reconcile), it is excluded and named, marked
+    as the benchmark marks one now, so the summary's ALL row leaves it out; --pending-only times it
+    again (and only it)."""
+    import json
+
+    from tileport.gpu import bench
+    from tileport.gpu.kept import Kept
+    from tileport.report import summary as tp_summary
+
+    results, op_dir = measured_tree(tmp_path)
+    r = results / "relu"
+    doc = json.loads((r / "bench.json").read_text())
+    odd = doc["details"]["rows"][3]
+    odd.update(port_us=0.002, ratio=odd["ref_us"] / 0.002)
+    (r / "bench.json").write_text(json.dumps(doc))
+    k, _ = Kept(results, "relu", op_dir).bench()
+    assert (k["verdict"], k["details"]["configs"], k["details"]["geomean_ratio"]) == ("DONE", 11, 1.0)
+    assert [(x["variant"], x["shape"]) for x in k["details"]["implausible_configs"]] == [(odd["variant"], odd["shape"])]
+    marked = k["details"]["rows"][3]
+    assert marked["error"].startswith("implausible device time: port 0.002 µs") and marked["implausible"]
+    ops = {x["op"]: x for x in tp_summary.ops_rows(results, ["relu"])}
+    assert (ops["relu"]["configs"], ops["ALL"]["configs"], ops["ALL"]["geomean_ratio"]) == (11, 11, "1.000")
+    timed = []
+    fake_gpu(monkeypatch, timed)
+    d = bench.run("relu", op_dir, results, r / "bench.csv", r / "bench.json", pending_only=True)
+    assert timed == [(odd["kernel"], odd["variant"], odd["shape"])]
+    assert (d["details"]["configs"], "implausible_configs" in d["details"]) == (12, False)
 
 
 def test_a_corrupt_test_json_blocks_the_benchmark_naming_the_file_and_the_environment(tmp_path, monkeypatch):

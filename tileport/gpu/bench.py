@@ -12,7 +12,10 @@ variant that failed its functional test is not timed (``details.not_benchmarked`
    flush (``l2_flush_mib`` of memset, outside the measured range); the device time of a call is
    the sum of the CUPTI kernel durations it launched (:func:`tileport.gpu.cupti.profile`);
 3. median and spread per side; ratio = ref median / port median (> 1: the port is faster),
-   the median of the per-round paired ratios next to it; vs_torch = torch median / port median;
+   the median of the per-round paired ratios next to it; vs_torch = torch median / port median.
+   A ref or port median under the hardware's floor (:func:`tileport.gpu.fold.time_floor`) is
+   profiled once more, and still under it makes the row a measurement error (``implausible``),
+   never folded;
 4. time per call in a loop, the other speed users feel (:func:`loop_times`): per loop, ``n``
    calls of one side enqueued back to back (no L2 flush), one synchronisation; loop time per
    call = (enqueue + drain) / n, host time per call = the enqueue alone / n (the CPU cost of a
@@ -53,7 +56,8 @@ and ``ref_vs_nv`` = NVIDIA's / the reference's. A failing NVIDIA call drops that
 operator's geomean ratio over its configs is >= ``threshold`` (config.yaml), else
 BELOW_THRESHOLD; FAIL if a timed port call errs or its output is wrong; NOT_RUN without GPU. A
 config cutile 0.5.0 or the cuTile Python reference cannot run is BLOCKED per config
-(``details.blocked_configs``): the other configs are folded.
+(``details.blocked_configs``), one timed under the hardware's floor excluded
+(``details.implausible_configs``): the other configs are folded.
 The loop gate stands beside it (``details.loop``): the geomean loop ratio against
 ``loop_threshold``, and the configs under it. ``details.ref_behind_torch`` lists the configs
 where the reference itself is slower than PyTorch (``ref_vs_torch`` < 1): the references
@@ -85,16 +89,21 @@ from pathlib import Path
 from tileport.core import provenance, stats
 from tileport.core.verdict import TEST_PASSED, VARIANT_PASSED, Finding, Verdict, write
 from tileport.gpu import cupti, harness
-from tileport.gpu.fold import (  # noqa: F401 - loop_class, loop_gate, NV_COLUMNS re-exported: callers know bench's
+from tileport.gpu.fold import (  # noqa: F401 - loop_class, loop_gate, NV_COLUMNS, time_floor re-exported
     COLUMNS,
     DEFAULTS,
+    LAUNCH_FLOOR_US,
     MEASURED,
     NV_COLUMNS,
     ROW_EXTRAS,
     fold,
+    implausible,
+    implausible_text,
     loop_class,
     loop_gate,
+    positive,
     routed,
+    time_floor,
     write_csv,
 )
 from tileport.gpu.kept import Kept, config_key
@@ -109,7 +118,7 @@ from tileport.gpu.test import (
 )
 from tileport.host.ffi import cutile_limit
 from tileport.model import manifest
-from tileport.model.manifest import declared_defects
+from tileport.model.manifest import base_env, declared_defects
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -248,12 +257,18 @@ def error_class(exc: BaseException) -> str:
     return failure_class(exc.exc if isinstance(exc, SideFailed) else exc, "port")
 
 
-def measure(c, cfg: dict, tol: dict) -> dict:
+def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str | None = None) -> dict:
     """Benchmark one :class:`tileport.gpu.harness.Call` (steps 1-5 of the module doc). Returns a row
     of :data:`COLUMNS` (numbers in µs) plus ``samples`` (per-round device µs per side),
     ``loop_samples`` (per side, the loop time per call of every timed loop, µs, in time order) and
     ``loop_design`` (:func:`loop_times`' ``order``, ``warmup``, ``per_cycle``, calls per loop by side
-    and why it stopped)."""
+    and why it stopped).
+
+    ``out_bytes`` (bytes the call must write, :func:`written_bytes`) and ``device`` (its name) set
+    the floor of a plausible device time (:func:`tileport.gpu.fold.time_floor`): a reference or
+    port median under it is profiled once more (``remeasured``: the first medians); still under it,
+    the row carries ``error`` and ``implausible`` (the evidence) and its ratios only where they
+    divide."""
     import torch  # lazy: a CPU job never loads torch
 
     sides = [("ref", c.ref), ("port", c.port), ("torch", c.torch)]
@@ -277,19 +292,27 @@ def measure(c, cfg: dict, tol: dict) -> dict:
     flush_buf = torch.empty(int(cfg["l2_flush_mib"]) << 20, dtype=torch.uint8, device="cuda")
     reps = stats.reps_for(max(est.values()), cfg["rep_ms"], cfg["min_reps"], cfg["max_reps"])
     prof = cupti.profile(sides, reps, flush=flush_buf.zero_)
-    dev = prof["device_us"]
     row = {"op": c.op, "kernel": c.kernel, "variant": c.variant.id,
-           "shape": "x".join(map(str, c.shape)), "grid": "x".join(map(str, c.grid)), "reps": reps}
+           "shape": "x".join(map(str, c.shape)), "grid": "x".join(map(str, c.grid)), "reps": reps,
+           "out_bytes": out_bytes}
+    first = {f"{s}_us": stats.median(prof["device_us"][s]) for s in ("ref", "port")}
+    if implausible({**row, **first}, device):       # under the hardware's floor: profile once more
+        print(f"{c.kernel}/{c.variant.id} {row['shape']}: device time under the floor (ref {first['ref_us']!r} "
+              f"/ port {first['port_us']!r} µs): profiling it once more", flush=True)
+        prof = cupti.profile(sides, reps, flush=flush_buf.zero_)
+        row["remeasured"] = first
+    dev = prof["device_us"]
     labels = [label for label, _ in sides]
     for s in labels:
         row[f"{s}_us"] = stats.median(dev[s])
         row[f"{s}_iqr_us"] = stats.spread(dev[s])["iqr"]
         ls = sorted(set(prof["launches"][s]))
         row[f"{s}_launches"] = ls[0] if len(ls) == 1 else "/".join(map(str, ls))
-    row["ratio"] = row["ref_us"] / row["port_us"]
-    row["paired_ratio"] = stats.median(stats.paired_ratios(dev["ref"], dev["port"]))
-    row["vs_torch"] = row["torch_us"] / row["port_us"]
-    row["ref_vs_torch"] = row["torch_us"] / row["ref_us"]
+    row["ratio"] = row["ref_us"] / row["port_us"] if positive(row["port_us"]) else None
+    row["paired_ratio"] = (stats.median(stats.paired_ratios(dev["ref"], dev["port"]))
+                           if all(positive(x) for x in dev["port"]) else None)
+    row["vs_torch"] = row["torch_us"] / row["port_us"] if positive(row["port_us"]) else None
+    row["ref_vs_torch"] = row["torch_us"] / row["ref_us"] if positive(row["ref_us"]) else None
     del flush_buf
     n = loop_calls(min(row["ref_us"], row["port_us"]), cfg["loop_ms"])     # ref and port alike
     ns = {s: n if s in ("ref", "port") else loop_calls(row[f"{s}_us"], cfg["loop_ms"]) for s in labels}
@@ -322,11 +345,15 @@ def measure(c, cfg: dict, tol: dict) -> dict:
         # has NaN) makes it the manifest's, as gpu_test.same_miss (fold)
         row["port_matches_ref"] = all(harness.compare(a, b, tol["rtol"], tol["atol"])["ok"]
                                       for a, b in zip(c.outputs["port"], c.outputs["ref"]))
-    row["error"] = ""
+    ev = implausible(row, device)
+    row["error"] = implausible_text(ev) if ev else ""
+    if ev:
+        row["implausible"] = ev
     row["nv_error"] = nv_error
-    if "nv" in labels:
+    if "nv" in labels and positive(row["port_us"]) and positive(row["ref_us"]):
         row["vs_nv"] = row["nv_us"] / row["port_us"]
         row["ref_vs_nv"] = row["nv_us"] / row["ref_us"]
+    if "nv" in labels:
         row["nv_loop_us"] = stats.geomean(loops["nv"]["loop_us"])
         row["nv_checked"] = "ok" if all(harness.compare(a, e, tol["rtol"], tol["atol"])["ok"]
                                         for a, e in zip(c.outputs["nv"], expected)) else "MISMATCH"
@@ -336,6 +363,29 @@ def measure(c, cfg: dict, tol: dict) -> dict:
                           "calls": loops["n"], "stop": loops["stop"]}
     row["kernel_names"] = {s: sorted({n for k in prof["kernels"][s] for n, _ in k}) for s in labels}
     return row
+
+
+def written_bytes(c, man: dict) -> int | None:
+    """Bytes (B) the call ``c`` must write: the port's outputs (:attr:`tileport.gpu.harness.Call.outputs`)
+    that start without given values (the harness fills them with NaN, so a call that passes its
+    check overwrites every element; :func:`tileport.gpu.harness.reset_sources`). An output whose
+    first values the manifest gives (``init``: updated in place, accumulated into) may be written
+    in part and is not counted; which ones, from :func:`tileport.gpu.harness.tensor_plan` of
+    ``man``. None when ``c`` has no port outputs or the plan does not line up with them."""
+    outs = (getattr(c, "outputs", None) or {}).get("port") or []
+    if not outs:
+        return None
+    given = [False] * len(outs)
+    if getattr(c, "in_place", False):
+        import torch  # lazy: a CPU job never loads torch
+
+        env = base_env(man, list(c.shape), c.variant.constexprs,
+                       torch.cuda.get_device_properties(0).multi_processor_count)
+        given = [spec["init_given"] for spec in harness.tensor_plan(man, c.kernel, c.variant, env)
+                 if spec["role"] != "input" for _ in spec["shapes"]]
+    if len(given) != len(outs):
+        return None
+    return sum(t.numel() * t.element_size() for t, g in zip(outs, given) if not g)
 
 
 class SelectionError(ValueError):
@@ -417,13 +467,14 @@ def _trap_sigterm():
 
 
 def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tols: dict,
-                nv_passed: set) -> tuple[dict, bool]:
-    """Time one perf config (:func:`measure`) and print its line. Returns its bench.csv row and
-    whether the CUDA context was lost (later configs cannot run). A failure of the config is its
-    row (``error``, ``error_class``), not an exception: ``blocked`` where cutile 0.5.0 cannot
-    launch it, or where the cuTile Python reference's first call fails (``blocked_side`` ``ref``:
-    a perf shape the kernel does not run, the manifest's), so that either is that config's
-    finding, as :func:`tileport.gpu.fold.fold` folds it; :class:`Stopped` passes through."""
+                nv_passed: set, device: str | None = None) -> tuple[dict, bool]:
+    """Time one perf config (:func:`measure`; ``device``: the GPU's name, for the floor of a
+    plausible time) and print its line. Returns its bench.csv row and whether the CUDA context was
+    lost (later configs cannot run). A failure of the config is its row (``error``,
+    ``error_class``), not an exception: ``blocked`` where cutile 0.5.0 cannot launch it, or where
+    the cuTile Python reference's first call fails (``blocked_side`` ``ref``: a perf shape the
+    kernel does not run, the manifest's), so that either is that config's finding, as
+    :func:`tileport.gpu.fold.fold` folds it; :class:`Stopped` passes through."""
     base = {"op": op, "kernel": kernel, "variant": variant.id, "shape": "x".join(map(str, shape)),
             "timed_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}   # the row's own date
     try:
@@ -431,8 +482,9 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
         c = ctx.call(kernel, variant, shape, cfg["seed"], nv=key in nv_passed)
         if kernel in ctx.nv and key not in nv_passed and c.nv is None and not c.nv_note:
             c.nv_note = "NVIDIA's port did not pass the functional test for this variant"
-        row = {**measure(c, cfg, tols[kernel, variant.id, shape]), **tols[kernel, variant.id, shape],
-               "timed_at": base["timed_at"]}
+        nbytes = written_bytes(c, ctx.man)
+        row = {**measure(c, cfg, tols[kernel, variant.id, shape], out_bytes=nbytes, device=device),
+               **tols[kernel, variant.id, shape], "timed_at": base["timed_at"]}
         shim = ctx.lib.shims.get(c.symbol)
         if shim is not None and shim.restaged:   # host copies timed with the port (ffi.restage_strides)
             row["restaged"] = dict(shim.restaged)
@@ -455,14 +507,16 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
             print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (the cuTile Python reference cannot run it): "
                   f"{row['error']}", flush=True)
         return row, "CUDA" in str(exc)
+    num = lambda k, f: format(row[k], f) if isinstance(row.get(k), (int, float)) else "-"  # noqa: E731
     nv = f", NVIDIA {row['nv_us']:.1f} us" if isinstance(row.get("nv_us"), float) else ""
-    print(f"{kernel}/{variant.id} {row['shape']}: ref {row['ref_us']:.1f} us, port "
-          f"{row['port_us']:.1f} us, torch {row['torch_us']:.1f} us{nv}, ratio {row['ratio']:.3f}; "
+    print(f"{kernel}/{variant.id} {row['shape']}: ref {num('ref_us', '.1f')} us, port "
+          f"{num('port_us', '.1f')} us, torch {row['torch_us']:.1f} us{nv}, ratio {num('ratio', '.3f')}; "
           f"loop ref {row['ref_loop_us']:.1f} / port {row['port_loop_us']:.1f} / torch "
           f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f} "
           f"[{row['loop_ratio_lo']:.3f}, {row['loop_ratio_hi']:.3f}] over {row['loop_cycles']} cycles, host "
           f"ref {row['ref_host_us']:.1f} / port {row['port_host_us']:.1f} us; ref vs torch "
-          f"{row['ref_vs_torch']:.2f}", flush=True)
+          f"{num('ref_vs_torch', '.2f')}" + "".join(f"; {x}" for x in (row.get("error"),) if x),
+          flush=True)
     return row, False
 
 
@@ -593,8 +647,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
             if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
                 continue
             key = config_key(kernel, variant.id, shape)
-            if key in kept and key not in retime:
-                continue
+            if key in kept and key not in retime and not kept[key].get("implausible"):
+                continue            # a kept row stands (one timed under the hardware's floor is timed again)
             if selective and key not in kept and not pending_only and not (configs and selected(key, configs)):
                 continue            # not selected: stays pending
             spent = time.monotonic() - t0
@@ -604,7 +658,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                 break
             t_cfg = time.monotonic()
             try:
-                row, context_lost = _one_config(ctx, op, kernel, variant, shape, cfg, tols, nv_passed)
+                row, context_lost = _one_config(ctx, op, kernel, variant, shape, cfg, tols, nv_passed,
+                                                env.get("device"))
             finally:
                 longest = max(longest, time.monotonic() - t_cfg)
             if key in retime:

@@ -7,6 +7,8 @@
 * :data:`COLUMNS`, :data:`ROW_EXTRAS`, :func:`write_csv`: bench.csv and ``details.rows``.
 * :data:`MEASURED`: the verdict words that hold a GPU measurement; :func:`owner_of`,
   :func:`routed`, :func:`port_writers`: who must act on a failure (gpu_test uses them too).
+* :func:`time_floor`, :func:`implausible`: the least device time a call can take; a config timed
+  under it is a measurement error, never folded.
 
 :mod:`tileport.gpu.bench` and :mod:`tileport.gpu.test` import (and re-export) the names callers
 know them by (``bench.fold``, ``bench.DEFAULTS``, ``gpu_test.MEASURED``, ...).
@@ -54,6 +56,83 @@ COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_u
            "nv_error", "loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at"]
 #: the per-side columns of NVIDIA's port (empty when it is not a side of the config)
 NV_COLUMNS = COLUMNS[COLUMNS.index("nv_us"):COLUMNS.index("nv_error") + 1]
+
+#: the least CUPTI device time (µs) of a call that launches a kernel. Evidence: the smallest of the
+#: 1594 per-config medians published in docs/results/h200/ops/*/bench.csv (ref_us, port_us,
+#: torch_us, nv_us; 46 operators) is 1.056 µs (tg_relu bf16 N=1000, tg_moe_align_block 32x8);
+#: the floor sits a factor 4 below it
+LAUNCH_FLOOR_US = 0.25
+#: peak DRAM bandwidth (B/s) by a word of the device name (:func:`tileport.gpu.harness.env_versions`
+#: ``device``): H200 4.8 TB/s (NVIDIA H200 Tensor Core GPU datasheet, SXM and NVL)
+PEAK_DRAM_BPS = {"H200": 4.8e12}
+
+
+def peak_bandwidth(device: str | None) -> float | None:
+    """Peak DRAM bandwidth (B/s) of ``device`` (``NVIDIA H200``) from :data:`PEAK_DRAM_BPS`; None
+    for a device it does not list."""
+    words = str(device or "").replace("-", " ").split()
+    return next((bps for name, bps in PEAK_DRAM_BPS.items() if name in words), None)
+
+
+def time_floor(out_bytes: int | None, device: str | None) -> dict:
+    """The least device time (µs) of one call: the larger of :data:`LAUNCH_FLOOR_US` and
+    ``out_bytes`` (the bytes the call must write: its outputs that start without given values,
+    so a correct call overwrites every element) / the device's peak DRAM bandwidth
+    (:func:`peak_bandwidth`; an unknown device or ``out_bytes`` None: the launch floor alone).
+    The published H200 configs run at 2.24x that bytes floor or more (fastest: relu f16 2^27
+    elements, 125.5 µs for 268 MB; docs/results/h200/ops/*/bench.csv against the manifests'
+    output tensors). Returns ``{"floor_us", "bound"`` (``launch`` or ``bytes``)``, "launch_us",
+    "bytes_us"`` (None when not applied)``, "out_bytes", "peak_bps", "device"}``."""
+    bps = peak_bandwidth(device)
+    nbytes = out_bytes if isinstance(out_bytes, int) and not isinstance(out_bytes, bool) else None
+    bytes_us = nbytes / bps * 1e6 if bps and nbytes is not None else None
+    bound = "bytes" if bytes_us is not None and bytes_us > LAUNCH_FLOOR_US else "launch"
+    return {"floor_us": bytes_us if bound == "bytes" else LAUNCH_FLOOR_US, "bound": bound,
+            "launch_us": LAUNCH_FLOOR_US, "bytes_us": bytes_us, "out_bytes": nbytes, "peak_bps": bps,
+            "device": device}
+
+
+def implausible(row: dict, device: str | None = None) -> dict | None:
+    """The evidence that a timed row's reference or port device time (``ref_us``, ``port_us``, µs)
+    is under what the hardware can do for its work (:func:`time_floor` of its ``out_bytes`` on
+    ``device``), else None: ``{"sides"`` (those under it), ``"ref_us", "port_us",
+    "ref_launches", "port_launches"``, and :func:`time_floor`'s fields``}``. A time that is no
+    number (not timed) is not judged; NaN is under every floor."""
+    fl = time_floor(row.get("out_bytes"), device)
+    times = {s: row.get(f"{s}_us") for s in ("ref", "port")}
+    under = [s for s, t in times.items() if isinstance(t, (int, float)) and not isinstance(t, bool)
+             and not t >= fl["floor_us"]]
+    if not under:
+        return None
+    return {"sides": under, **{f"{s}_us": t for s, t in times.items()},
+            **{f"{s}_launches": row.get(f"{s}_launches") for s in ("ref", "port")}, **fl}
+
+
+def implausible_text(ev: dict) -> str:
+    """One line naming an :func:`implausible` finding: the times, the floor and its bound."""
+    why = (f"{ev['out_bytes']} bytes written / {ev['peak_bps'] / 1e12:g} TB/s peak DRAM bandwidth of the "
+           f"{ev['device']}" if ev["bound"] == "bytes" else
+           "4x under the smallest kernel time published for the H200, 1.056 µs")
+    times = ", ".join(f"{s} {ev[f'{s}_us']!r} µs ({ev[f'{s}_launches']} launch(es))" for s in ev["sides"])
+    return (f"implausible device time: {times} < floor {ev['floor_us']:.4g} µs ({ev['bound']} bound: {why}): "
+            f"a measurement error, not folded")
+
+
+def mark_implausible(rows: list, device: str | None = None) -> list:
+    """``rows`` with every timed row (no ``error``) that :func:`implausible` flags replaced by a
+    copy carrying ``error`` (:func:`implausible_text`) and ``implausible`` (the evidence), as
+    :func:`tileport.gpu.bench.measure` marks one, so that readers that skip rows with an error skip
+    it. Other entries are returned as they are."""
+    out = []
+    for r in rows:
+        ev = implausible(r, device) if isinstance(r, dict) and not r.get("error") else None
+        out.append({**r, "error": implausible_text(ev), "implausible": ev} if ev else r)
+    return out
+
+
+def positive(x) -> bool:
+    """``x`` is a finite number > 0 (a time or ratio that a geomean takes)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf")
 
 
 def port_writers(results: Path, op: str) -> dict[str, str | None]:
@@ -138,6 +217,12 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     :func:`owner_of` gives it (``writers``: kernel -> backend; a wrong or slow
     port the translator wrote is ``tool``).
 
+    A row whose reference or port device time is under the hardware's floor (:func:`implausible`
+    on ``env["device"]``; marked by the benchmark with ``error`` and ``implausible``, or found
+    here in a row timed before that) is a measurement error: a warning (owner ``tool``) with its
+    evidence in ``details.implausible_configs``, excluded from every geomean and named in the
+    summary; ERROR when it leaves no config. Its timed output is still checked.
+
     Geomeans over the configs that ran: ``ratio`` (ref/port), ``vs_torch`` (torch/port),
     ``ref_vs_torch`` (torch/ref); per ``kernel/variant`` the same over its configs plus the
     geomean of its per-config medians (``ref_us``, ``port_us``, ``torch_us``) and of
@@ -164,9 +249,11 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     writers = writers or {}
     cover = covering(list(defects or []))
     shown = []              # configs whose timed outputs show a declared defect of the kernel
+    rows = mark_implausible(rows, env.get("device") if isinstance(env, dict) else None)
+    odd = [r for r in rows if r.get("error") and r.get("implausible")]
     ok = [r for r in rows if not r.get("error")]
-    blocked = [r for r in rows if r.get("error") and r.get("blocked")]
-    errs = [r for r in rows if r.get("error") and not r.get("blocked")]
+    blocked = [r for r in rows if r.get("error") and r.get("blocked") and not r.get("implausible")]
+    errs = [r for r in rows if r.get("error") and not r.get("blocked") and not r.get("implausible")]
     classes = []            # (routing class, owner) of every critical finding, in order
     failed = set()          # kernel/variant keys with a critical finding
     findings = []
@@ -176,7 +263,7 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                                 f"{r['kernel']}/{r['variant']} {r['shape']}: {r['error']}"))
         classes.append((fc, findings[-1].owner))
         failed.add(f"{r['kernel']}/{r['variant']}")
-    for r in ok:
+    for r in ok + [r for r in odd if r.get("checked")]:     # a wrong output fails, however it was timed
         if r.get("checked") == "MISMATCH":
             # as gpu_test.same_miss: a port that misses the same way as the cuTile Python kernel
             # (within tolerance of it) is the manifest's: its expected values disagree with the kernel
@@ -211,6 +298,12 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                             if blocked_owner(r) == "manifest" else
                             f"cutile 0.5.0 cannot launch this config: {r['error']} (evidence: {r['blocked']})")
                          [:1500]) for r in blocked]
+    # a device time under the hardware's floor: the measurement is wrong, not the port (owner tool:
+    # tileport's CUPTI attribution); excluded from every geomean, named, never folded
+    findings += [Finding("performance", "warn", "tool",
+                         f"{r['kernel']}/{r['variant']} {r['shape']}: {r['error']}; time it again: python -m "
+                         f"tileport.gpu.bench --op {op} --configs '{r['kernel']}/{r['variant']}/{r['shape']}'"
+                         [:1500]) for r in odd]
     # as in gpu_test: the cuTile Python reference failing the PyTorch semantics at a perf shape is
     # worth a warning (a tolerance or an input range to look at), not a failure of the port
     known = {(x["kernel"], x["variant"], x["shape"]) for x in shown}
@@ -247,6 +340,10 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         details["blocked_configs"] = [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
                                        "owner": blocked_owner(r), "error": r["error"], "evidence": r["blocked"]}
                                       for r in blocked]
+    if odd:
+        details["implausible_configs"] = [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
+                                           "owner": "tool", "error": r["error"], "evidence": r["implausible"]}
+                                          for r in odd]
     loop = loop_gate(ok, loop_threshold)
     if loop is not None:
         details["loop"] = loop
@@ -286,6 +383,12 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                                 f"pending: python -m tileport.gpu.bench --op {op} --pending-only)"
                                 + "".join(f"; {f.message}" for f in findings if f.severity == "warn"))[:600],
                        details=details)
+    if not ok and odd:
+        return Verdict(stage="bench", op=op, verdict="ERROR", owner="tool", fail_class=None,
+                       attempt=attempt, findings=findings,
+                       summary=f"no config to fold: the device time of {len(odd)} config(s) is implausible "
+                               f"(details.implausible_configs): {odd[0]['kernel']}/{odd[0]['variant']} "
+                               f"{odd[0]['shape']}: {odd[0]['error']}"[:600], details=details)
     if not ok and blocked:
         owners = sorted({blocked_owner(r) for r in blocked})
         return Verdict(stage="bench", op=op, verdict="BLOCKED", owner=owners[0] if len(owners) == 1 else "tool",
@@ -316,6 +419,11 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                  + ", ".join(x for x in (f"cutile 0.5.0 cannot launch {len(blocked) - by_ref}" if by_ref < len(blocked)
                                          else "", f"the cuTile Python reference cannot run {by_ref}" if by_ref
                                          else "") if x) + ": details.blocked_configs)")
+    if odd:
+        tail += (f"; {len(odd)} config(s) excluded, their device time under the hardware's floor (a measurement "
+                 f"error: details.implausible_configs): "
+                 + ", ".join(f"{r['kernel']}/{r['variant']} {r['shape']}" for r in odd[:3])
+                 + (" ..." if len(odd) > 3 else ""))
     if shown:
         tail += (f"; {len(shown)} config(s) miss the PyTorch semantics exactly as the reference does, a known "
                  f"defect of the kernel ({shown[0]['declared']}: details.known_defect_configs)")
@@ -350,4 +458,4 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
 
 #: the fields of a row kept in ``details.rows`` (besides :data:`COLUMNS`)
 ROW_EXTRAS = ["samples", "loop_samples", "loop_design", "kernel_names", "error_class", "blocked", "restaged",
-              "rtol", "atol", "port_matches_ref", "blocked_side"]
+              "rtol", "atol", "port_matches_ref", "blocked_side", "out_bytes", "implausible", "remeasured"]

@@ -61,7 +61,7 @@ from pathlib import Path
 from tileport.core import yamlio
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 from tileport.gpu import harness
-from tileport.gpu.fold import BENCH_MEASURED, DEFAULTS, MEASURED, fold, port_writers, write_csv
+from tileport.gpu.fold import BENCH_MEASURED, DEFAULTS, MEASURED, fold, mark_implausible, port_writers, write_csv
 from tileport.host import shim as host_shim
 from tileport.model import manifest as tp_manifest
 from tileport.model.defects import tested_part as defects_part
@@ -233,7 +233,9 @@ def split_rows(rows: list[dict], perf: dict[tuple[str, str, str], dict]) -> tupl
     retired; a row
     whose launch erred (``error`` without ``blocked``: cutile's limits, or a reference that cannot
     run the config, are a property of the sources and inputs) is retired too, so that the next
-    timing retries it."""
+    timing retries it. A row timed under the hardware's floor (``implausible``,
+    :func:`tileport.gpu.fold.implausible`) stays, with its evidence: the benchmark already timed it
+    twice, and a ``--pending-only`` run times it again."""
     valid, retired, seen = [], [], set()
     if not isinstance(rows, list):      # a corrupt file: nothing of it is a valid row
         return [], ([rows] if rows else [])
@@ -249,7 +251,8 @@ def split_rows(rows: list[dict], perf: dict[tuple[str, str, str], dict]) -> tupl
             key, same_tol = None, False
         # a config's second row (a merge done twice, a hand-edited file) is retired: each config
         # counts once, as the first row measured it
-        ok = same_tol and key not in seen and not (r.get("error") and not r.get("blocked"))
+        ok = same_tol and key not in seen and not (r.get("error") and not r.get("blocked")
+                                                   and not r.get("implausible"))
         if ok:
             seen.add(key)
         (valid if ok else retired).append(r)
@@ -488,7 +491,8 @@ class Kept:
                  d.get("env"), d.get("seconds", 0.0), failed_test=test if skipped else None,
                  loop_threshold=float(loop_thr), writers=self.writers, pending=pending,
                  defects=tp_manifest.declared_defects(man))
-        v.details["rows"] = valid
+        # as the benchmark marks one now: a row timed under the floor carries its error and evidence
+        v.details["rows"] = mark_implausible(valid, d["env"].get("device") if isinstance(d.get("env"), dict) else None)
         for key in ("not_benchmarked", "perf_only_variants", "sources_sha", "inputs_sha", "test_inputs_sha",
                     "provenance", "retimed"):
             if key in d:
