@@ -777,6 +777,43 @@ def test_measure_profiles_an_implausible_time_once_more_then_marks_the_row(monke
     assert row["ratio"] == pytest.approx(100.0 / 90.0) and row["remeasured"]["port_us"] == 0.002
 
 
+# -- a torch side that launches no kernel: optional evidence, not a crash (issue 33 item 3) -------------
+
+def test_a_torch_side_that_launched_no_kernel_keeps_the_ratio(monkeypatch, tmp_path):
+    """``x.contiguous()`` on a contiguous tensor launches nothing: torch's device time was 0, and
+    the fold crashed (geomean needs finite positive values, got [0.0]), losing the ref/port ratio.
+    Now torch has no figures for that config, with a note, and its geomeans are over the rest."""
+    profiles, c = fake_measure_env(monkeypatch, {"ref": 100.0, "port": 80.0, "torch": 0.0}, launches={"torch": 0})
+    row = bench.measure(c, {**bench.DEFAULTS}, {"rtol": 0.0, "atol": 0.0})
+    assert len(profiles) == 1 and row["error"] == "" and row["torch_launches"] == 0
+    assert row["torch_us"] is None and row["vs_torch"] is None and row["ref_vs_torch"] is None
+    assert row["torch_note"] == "torch launched no kernel"
+    assert row["ratio"] == pytest.approx(1.25) and row["torch_loop_us"] > 0     # its loop (host) time stands
+    v = bench.fold("op", [row, brow(1.0, shape="b", vs_torch=2.0)], 0.95)
+    assert (v.verdict, v.details["configs"]) == ("DONE", 2)
+    assert v.details["geomean_ratio"] == pytest.approx(1.25 ** 0.5)
+    assert v.details["geomean_vs_torch"] == pytest.approx(2.0)           # over the config where torch ran
+    var = v.details["variants"]["k/f16"]
+    assert (var["configs"], var["torch_configs"], var["vs_torch"], var["torch_us"], var["ratio"]) == \
+        (1, 0, None, None, pytest.approx(1.25))
+    assert v.details["torch_not_timed"] == [{"kernel": "k", "variant": "f16", "shape": "64",
+                                             "note": "torch launched no kernel"}]
+    assert "torch not timed in 1 config(s)" in v.summary
+    valid(v, tmp_path)
+
+
+def test_a_torch_time_of_zero_in_a_row_is_left_out_of_the_torch_geomeans(tmp_path):
+    """A row as the benchmark wrote it before (torch_us 0.0, vs_torch 0.0) folds, and a
+    torch-less operator says so instead of a vs-torch number."""
+    row = brow(1.2)
+    row.update(torch_us=0.0, vs_torch=0.0, ref_vs_torch=0.0)
+    v = bench.fold("op", [row], 0.95)
+    assert v.verdict == "DONE" and v.details["geomean_ratio"] == pytest.approx(1.2)
+    assert v.details["geomean_vs_torch"] is None and v.details["variants"]["k/f16-T1"]["torch_us"] is None
+    assert "vs torch: not timed" in v.summary and v.details["ref_behind_torch"] == []
+    valid(v, tmp_path)
+
+
 # -- a config the reference cannot run: that config's finding, as one the port cannot launch -------------
 
 def test_a_config_the_reference_cannot_run_is_blocked_per_config_like_the_ports(tmp_path):

@@ -468,3 +468,19 @@ def test_a_corrupt_gpu_verdict_is_unreadable_not_missing(tmp_path):
         assert r["note"].startswith("bench: unreadable verdict file results/op/bench.json:"), r["note"]
     assert ops[0]["verdict"].startswith("ERROR (env: unreadable verdict file ") and "bench.json" in ops[0]["verdict"]
     assert ops[1]["verdict"] == "not_run (no config measured); 1 operator(s): ERROR 1"
+
+
+def test_the_all_row_leaves_out_torch_less_and_implausible_configs(tmp_path):
+    """A config whose torch launched no kernel (vs_torch None) crashed the ALL row's torch geomean;
+    one timed under the hardware's floor (a port of 0.002 µs) weighed in its ratio."""
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write_test_json(results, "op", variants={"k/f16-T1": "PASS"})
+    v = {"k/f16-T1": {"ratio": 1.0, "vs_torch": 2.0, "ref_us": 1.0, "port_us": 1.0, "torch_us": 1.0, "configs": 2}}
+    rows = [bench_row(1.0, 2.0, 2.0), bench_row(2.0, None, None, shape="2"),
+            {**bench_row(5000.0, 1.0, 1.0, shape="3"), "ref_us": 10.0, "port_us": 0.002}]
+    bench_json(results, "op", v, rows, geo=(2 ** 0.5, 2.0, 2.0))
+    _, ops = summarize(tmp_path, ["op"], {"op": [("k", "f16-T1")]})
+    all_ = ops[-1]
+    assert (all_["configs"], all_["geomean_ratio"], all_["vs_torch"], all_["ref_vs_torch"]) == \
+        ("2", f"{2 ** 0.5:.3f}", "2.000", "2.000")

@@ -12,10 +12,10 @@ variant that failed its functional test is not timed (``details.not_benchmarked`
    flush (``l2_flush_mib`` of memset, outside the measured range); the device time of a call is
    the sum of the CUPTI kernel durations it launched (:func:`tileport.gpu.cupti.profile`);
 3. median and spread per side; ratio = ref median / port median (> 1: the port is faster),
-   the median of the per-round paired ratios next to it; vs_torch = torch median / port median.
-   A ref or port median under the hardware's floor (:func:`tileport.gpu.fold.time_floor`) is
-   profiled once more, and still under it makes the row a measurement error (``implausible``),
-   never folded;
+   the median of the per-round paired ratios next to it; vs_torch = torch median / port median
+   (none where torch launched no kernel: ``torch_note``). A ref or port median under the
+   hardware's floor (:func:`tileport.gpu.fold.time_floor`) is profiled once more, and still
+   under it makes the row a measurement error (``implausible``), never folded;
 4. time per call in a loop, the other speed users feel (:func:`loop_times`): per loop, ``n``
    calls of one side enqueued back to back (no L2 flush), one synchronisation; loop time per
    call = (enqueue + drain) / n, host time per call = the enqueue alone / n (the CPU cost of a
@@ -268,7 +268,10 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
     the floor of a plausible device time (:func:`tileport.gpu.fold.time_floor`): a reference or
     port median under it is profiled once more (``remeasured``: the first medians); still under it,
     the row carries ``error`` and ``implausible`` (the evidence) and its ratios only where they
-    divide."""
+    divide. A torch (or NVIDIA) side timed under the launch floor -- a call that launched no
+    kernel, such as ``x.contiguous()`` on a contiguous tensor -- has no device figures
+    (``torch_us``, ``vs_torch``, ``ref_vs_torch`` None; ``torch_note`` says why; NVIDIA's in
+    ``nv_error``); the rest of the row stands."""
     import torch  # lazy: a CPU job never loads torch
 
     sides = [("ref", c.ref), ("port", c.port), ("torch", c.torch)]
@@ -308,14 +311,25 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
         row[f"{s}_iqr_us"] = stats.spread(dev[s])["iqr"]
         ls = sorted(set(prof["launches"][s]))
         row[f"{s}_launches"] = ls[0] if len(ls) == 1 else "/".join(map(str, ls))
+    for s in [s for s in labels if s in ("torch", "nv") and not row[f"{s}_us"] >= LAUNCH_FLOOR_US]:
+        # an optional side: no device figures, the rest of the row stands
+        note = ("launched no kernel" if not any(prof["launches"][s]) else
+                f"device time {row[f'{s}_us']!r} µs is under the launch floor {LAUNCH_FLOOR_US} µs")
+        row[f"{s}_us"] = row[f"{s}_iqr_us"] = None
+        if s == "torch":
+            row["torch_note"] = f"torch {note}"
+        else:
+            nv_error = f"NVIDIA's port {note}"
     row["ratio"] = row["ref_us"] / row["port_us"] if positive(row["port_us"]) else None
     row["paired_ratio"] = (stats.median(stats.paired_ratios(dev["ref"], dev["port"]))
                            if all(positive(x) for x in dev["port"]) else None)
-    row["vs_torch"] = row["torch_us"] / row["port_us"] if positive(row["port_us"]) else None
-    row["ref_vs_torch"] = row["torch_us"] / row["ref_us"] if positive(row["ref_us"]) else None
+    row["vs_torch"] = (row["torch_us"] / row["port_us"] if positive(row["torch_us"]) and positive(row["port_us"])
+                       else None)
+    row["ref_vs_torch"] = (row["torch_us"] / row["ref_us"] if positive(row["torch_us"]) and positive(row["ref_us"])
+                           else None)
     del flush_buf
     n = loop_calls(min(row["ref_us"], row["port_us"]), cfg["loop_ms"])     # ref and port alike
-    ns = {s: n if s in ("ref", "port") else loop_calls(row[f"{s}_us"], cfg["loop_ms"]) for s in labels}
+    ns = {s: n if s in ("ref", "port") else loop_calls(row[f"{s}_us"] or 0.0, cfg["loop_ms"]) for s in labels}
     loops = loop_times(sides, ns, torch.cuda.synchronize, min_cycles=int(cfg["loop_min_cycles"]),
                        max_cycles=int(cfg["loop_max_cycles"]), width=float(cfg["loop_ci_width"]),
                        max_s=float(cfg["loop_max_s"]))
@@ -350,7 +364,7 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
     if ev:
         row["implausible"] = ev
     row["nv_error"] = nv_error
-    if "nv" in labels and positive(row["port_us"]) and positive(row["ref_us"]):
+    if "nv" in labels and positive(row["nv_us"]) and positive(row["port_us"]) and positive(row["ref_us"]):
         row["vs_nv"] = row["nv_us"] / row["port_us"]
         row["ref_vs_nv"] = row["nv_us"] / row["ref_us"]
     if "nv" in labels:
@@ -510,12 +524,12 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
     num = lambda k, f: format(row[k], f) if isinstance(row.get(k), (int, float)) else "-"  # noqa: E731
     nv = f", NVIDIA {row['nv_us']:.1f} us" if isinstance(row.get("nv_us"), float) else ""
     print(f"{kernel}/{variant.id} {row['shape']}: ref {num('ref_us', '.1f')} us, port "
-          f"{num('port_us', '.1f')} us, torch {row['torch_us']:.1f} us{nv}, ratio {num('ratio', '.3f')}; "
+          f"{num('port_us', '.1f')} us, torch {num('torch_us', '.1f')} us{nv}, ratio {num('ratio', '.3f')}; "
           f"loop ref {row['ref_loop_us']:.1f} / port {row['port_loop_us']:.1f} / torch "
           f"{row['torch_loop_us']:.1f} us per call, loop ratio {row['loop_ratio']:.3f} "
           f"[{row['loop_ratio_lo']:.3f}, {row['loop_ratio_hi']:.3f}] over {row['loop_cycles']} cycles, host "
           f"ref {row['ref_host_us']:.1f} / port {row['port_host_us']:.1f} us; ref vs torch "
-          f"{num('ref_vs_torch', '.2f')}" + "".join(f"; {x}" for x in (row.get("error"),) if x),
+          f"{num('ref_vs_torch', '.2f')}" + "".join(f"; {x}" for x in (row.get("torch_note"), row.get("error")) if x),
           flush=True)
     return row, False
 

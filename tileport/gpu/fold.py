@@ -135,6 +135,12 @@ def positive(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf")
 
 
+def torch_timed(row: dict) -> bool:
+    """PyTorch's side of ``row`` was timed: ``torch_us``, ``vs_torch`` and ``ref_vs_torch`` are
+    positive numbers (a torch call that launched no kernel has none: ``torch_note``)."""
+    return all(positive(row.get(k)) for k in ("torch_us", "vs_torch", "ref_vs_torch"))
+
+
 def port_writers(results: Path, op: str) -> dict[str, str | None]:
     """kernel -> the backend that wrote its port (``write_kernel/<kernel>.json``
     ``details.backend``: ``translator`` or an LLM backend); {} when unreadable."""
@@ -224,7 +230,9 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
     summary; ERROR when it leaves no config. Its timed output is still checked.
 
     Geomeans over the configs that ran: ``ratio`` (ref/port), ``vs_torch`` (torch/port),
-    ``ref_vs_torch`` (torch/ref); per ``kernel/variant`` the same over its configs plus the
+    ``ref_vs_torch`` (torch/ref; both over the configs where PyTorch was timed, :func:`torch_timed`:
+    a torch call that launched no kernel has no figures, ``details.torch_not_timed``, and None
+    when none was); per ``kernel/variant`` the same over its configs plus the
     geomean of its per-config medians (``ref_us``, ``port_us``, ``torch_us``) and of
     ``loop_ratio``. The verdict word judges device time; ``details.loop`` is the loop gate
     (:func:`loop_gate`, ``loop_threshold``), ``details.ref_behind_torch`` the configs whose
@@ -304,6 +312,10 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                          f"{r['kernel']}/{r['variant']} {r['shape']}: {r['error']}; time it again: python -m "
                          f"tileport.gpu.bench --op {op} --configs '{r['kernel']}/{r['variant']}/{r['shape']}'"
                          [:1500]) for r in odd]
+    torchless = [r for r in ok if not torch_timed(r)]
+    findings += [Finding("performance", "info", "tool",
+                         f"{r['kernel']}/{r['variant']} {r['shape']}: {r.get('torch_note') or 'PyTorch not timed'}: "
+                         f"no torch comparison for this config") for r in torchless]
     # as in gpu_test: the cuTile Python reference failing the PyTorch semantics at a perf shape is
     # worth a warning (a tolerance or an input range to look at), not a failure of the port
     known = {(x["kernel"], x["variant"], x["shape"]) for x in shown}
@@ -317,13 +329,16 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         per_variant.setdefault(f"{r['kernel']}/{r['variant']}", []).append(r)
     variants = {}
     for key, rs in per_variant.items():
+        ts = [r for r in rs if torch_timed(r)]      # torch's figures: over the configs where it ran
         variants[key] = {"configs": len(rs),
                          "ratio": stats.geomean([r["ratio"] for r in rs]),
-                         "vs_torch": stats.geomean([r["vs_torch"] for r in rs]),
+                         "vs_torch": stats.geomean([r["vs_torch"] for r in ts]) if ts else None,
                          "ref_us": stats.geomean([r["ref_us"] for r in rs]),
                          "port_us": stats.geomean([r["port_us"] for r in rs]),
-                         "torch_us": stats.geomean([r["torch_us"] for r in rs]),
-                         "ref_vs_torch": stats.geomean([r["ref_vs_torch"] for r in rs])}
+                         "torch_us": stats.geomean([r["torch_us"] for r in ts]) if ts else None,
+                         "ref_vs_torch": stats.geomean([r["ref_vs_torch"] for r in ts]) if ts else None}
+        if len(ts) < len(rs):
+            variants[key]["torch_configs"] = len(ts)
         if all(isinstance(r.get("loop_ratio"), (int, float)) for r in rs):
             variants[key]["loop_ratio"] = stats.geomean([r["loop_ratio"] for r in rs])
         nv = [r for r in rs if isinstance(r.get("nv_us"), (int, float))]
@@ -344,16 +359,22 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
         details["implausible_configs"] = [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
                                            "owner": "tool", "error": r["error"], "evidence": r["implausible"]}
                                           for r in odd]
+    if torchless:
+        details["torch_not_timed"] = [{"kernel": r["kernel"], "variant": r["variant"], "shape": r["shape"],
+                                       "note": r.get("torch_note") or "PyTorch not timed"} for r in torchless]
     loop = loop_gate(ok, loop_threshold)
     if loop is not None:
         details["loop"] = loop
+    timed_torch = [r for r in ok if torch_timed(r)]
     details["ref_behind_torch"] = [
         {k: r[k] for k in ("kernel", "variant", "shape", "ref_vs_torch", "ref_us", "torch_us")}
-        for r in sorted(ok, key=lambda r: r["ref_vs_torch"]) if r["ref_vs_torch"] < 1.0]
+        for r in sorted(timed_torch, key=lambda r: r["ref_vs_torch"]) if r["ref_vs_torch"] < 1.0]
     if ok:
         details["geomean_ratio"] = stats.geomean([r["ratio"] for r in ok])
-        details["geomean_vs_torch"] = stats.geomean([r["vs_torch"] for r in ok])
-        details["geomean_ref_vs_torch"] = stats.geomean([r["ref_vs_torch"] for r in ok])
+        details["geomean_vs_torch"] = (stats.geomean([r["vs_torch"] for r in timed_torch])
+                                       if timed_torch else None)
+        details["geomean_ref_vs_torch"] = (stats.geomean([r["ref_vs_torch"] for r in timed_torch])
+                                           if timed_torch else None)
         nv = [r for r in ok if isinstance(r.get("vs_nv"), (int, float))]
         if nv:
             details["nv_configs"] = len(nv)
@@ -424,6 +445,8 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                  f"error: details.implausible_configs): "
                  + ", ".join(f"{r['kernel']}/{r['variant']} {r['shape']}" for r in odd[:3])
                  + (" ..." if len(odd) > 3 else ""))
+    if torchless:
+        tail += f"; torch not timed in {len(torchless)} config(s) (details.torch_not_timed)"
     if shown:
         tail += (f"; {len(shown)} config(s) miss the PyTorch semantics exactly as the reference does, a known "
                  f"defect of the kernel ({shown[0]['declared']}: details.known_defect_configs)")
@@ -434,7 +457,8 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                    summary=f"geomean ratio {g:.3f} over {len(ok)}"
                            + (f" of {len(rows) + len(pending)} config(s), {len(pending)} pending" if pending
                               else " config(s)") + f" (threshold {threshold}); "
-                           f"vs torch {details['geomean_vs_torch']:.3f}" + tail,
+                           + (f"vs torch {details['geomean_vs_torch']:.3f}" if details["geomean_vs_torch"]
+                              else "vs torch: not timed (torch launched no kernel)") + tail,
                    details=details)
 
 
@@ -458,4 +482,5 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
 
 #: the fields of a row kept in ``details.rows`` (besides :data:`COLUMNS`)
 ROW_EXTRAS = ["samples", "loop_samples", "loop_design", "kernel_names", "error_class", "blocked", "restaged",
-              "rtol", "atol", "port_matches_ref", "blocked_side", "out_bytes", "implausible", "remeasured"]
+              "rtol", "atol", "port_matches_ref", "blocked_side", "out_bytes", "implausible", "remeasured",
+              "torch_note"]

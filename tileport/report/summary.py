@@ -77,7 +77,7 @@ from pathlib import Path
 from tileport.core import source
 from tileport.core.verdict import TEST_PASSED, VARIANT_WORD, VerdictError, atomic_write_text, read
 from tileport.gpu import harness
-from tileport.gpu.fold import BENCH_MEASURED, mark_implausible
+from tileport.gpu.fold import BENCH_MEASURED, mark_implausible, positive
 from tileport.gpu.kept import Kept
 from tileport.model import manifest as tp_manifest
 
@@ -457,14 +457,14 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
             all_pending += int(((b or {}).get("details") or {}).get("configs_pending") or 0)
             continue
         # the configs the bench folded: no error, a plausible device time (an old row timed under the
-        # hardware's floor is marked here as the benchmark marks one now)
+        # hardware's floor is marked here as the benchmark marks one now); torch's where it was timed
         env = b["details"].get("env")
         good = [r for r in mark_implausible(b["details"].get("rows", []),
                                             env.get("device") if isinstance(env, dict) else None)
                 if not r.get("error")]
         all_ratios += [r["ratio"] for r in good]
-        all_vt += [r["vs_torch"] for r in good]
-        all_rvt += [r["ref_vs_torch"] for r in good]
+        all_vt += [r["vs_torch"] for r in good if positive(r.get("vs_torch"))]
+        all_rvt += [r["ref_vs_torch"] for r in good if positive(r.get("ref_vs_torch"))]
         all_loop += [r["loop_ratio"] for r in good if isinstance(r.get("loop_ratio"), (int, float))]
         all_vn += [r["vs_nv"] for r in good if isinstance(r.get("vs_nv"), (int, float))]
         d = b["details"]
