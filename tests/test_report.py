@@ -93,7 +93,8 @@ def test_operators_table(tmp_path):
             tex_df=tables.operators_tex(df))
     tex = out["tex"].read_text()
     assert "% provenance:\n%   GPU: NVIDIA H200 (sm_90)\n%   driver: 580.159.04" in tex
-    for needle in (r"\toprule", r"\midrule", r"\bottomrule", r"layer\_norm & 6 & 0.943 & 0.916--0.973 & BELOW\_THRESHOLD",
+    for needle in (r"\toprule", r"\midrule", r"\bottomrule",
+                   r"layer\_norm & 6 & 0.943 & 0.916--0.973 & BELOW\_THRESHOLD",
                    r"ALL & 74 & 0.990 & 0.982--0.995 &  & 1.01 & 1.02",
                    r"\caption{Caption with sm\_90 (\textgreater{} 1: faster).}", r"\label{tab:x}",
                    r"\begin{tabular}{lrrclrr}", "\\centering\n\\small\n"):
@@ -151,7 +152,8 @@ def test_git_state_and_commit_outside_a_checkout(tmp_path, monkeypatch):
     monkeypatch.delenv("TILEPORT_COMMIT", raising=False)
     assert provenance.git_state(tmp_path)["commit"] == "unknown"
     monkeypatch.setenv("TILEPORT_COMMIT", "0b39313+dirty")
-    assert provenance.git_state(tmp_path) == {"commit": "0b39313", "dirty": True, "describe": "0b39313+dirty (TILEPORT_COMMIT)"}
+    assert provenance.git_state(tmp_path) == {"commit": "0b39313", "dirty": True,
+                                              "describe": "0b39313+dirty (TILEPORT_COMMIT)"}
     monkeypatch.delenv("TILEPORT_COMMIT")
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(git + ["init", "-q"], check=True)
@@ -161,7 +163,8 @@ def test_git_state_and_commit_outside_a_checkout(tmp_path, monkeypatch):
     clean = provenance.git_state(tmp_path)
     assert len(clean["commit"]) == 40 and clean["dirty"] is False
     (tmp_path / "a.txt").write_text("b\n")
-    assert provenance.git_state(tmp_path)["dirty"] is True and provenance.git_state(tmp_path)["describe"].endswith("+dirty")
+    assert provenance.git_state(tmp_path)["dirty"] is True
+    assert provenance.git_state(tmp_path)["describe"].endswith("+dirty")
     # a copy packed for a GPU node over another commit's repository: the packer's word wins
     monkeypatch.setenv("TILEPORT_COMMIT", "f95e0a5")
     assert provenance.git_state(tmp_path)["commit"] == "f95e0a5"
