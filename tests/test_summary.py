@@ -178,3 +178,17 @@ def test_coverage_refuses_a_csv_that_is_not_a_summary_and_keeps_the_readme(tmp_p
     err = capsys.readouterr().err
     assert f"{bad}:1:" in err and "variant, source, analyze" in err
     assert readme.read_text() == f"a\n{coverage.BEGIN}\nold table\n{coverage.END}\n"
+
+
+def test_a_manifest_row_takes_the_owner_the_analysis_gave(tmp_path):
+    """A valid manifest tileport cannot carry (a non-ASCII kernel name: manifest.ToolLimitError)
+    is analysed BLOCKED with owner tool; its summary row says tool, not manifest."""
+    from tileport.core.verdict import Verdict, write
+    from tileport.report import summary
+
+    results = tmp_path / "results"
+    for op, owner, word in (("wide", "tool", "BLOCKED"), ("bad", "manifest", "ERROR")):
+        write(Verdict(stage="analyze", op=op, verdict=word, owner=owner, summary=f"{op}: why"),
+              results / op / "analysis.json")
+        (row,) = summary.rows_for(results, op, [], f"operators/{op}/manifest.yaml:3: why")
+        assert row["owner"] == owner and row["analyze"] == word

@@ -225,7 +225,9 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                  "reference_ir": "not_run", "write_kernel": "not_run", "rust_ir": "not_run",
                  "ir_diff": "not_run", "attempts": 0, "test": "not_run", "ratio": "not_run",
                  "rust_build": "not_run",
-                 "owner": "manifest" if manifest_error else (an or {}).get("owner") or "kernel",
+                 # the analysis verdict's owner: a manifest error is the manifest's, a limit of
+                 # tileport on a valid manifest (manifest.ToolLimitError) the tool's
+                 "owner": (an or {}).get("owner") or ("manifest" if manifest_error else "kernel"),
                  "note": (manifest_error or (an or {}).get("summary", "")).replace("\n", " ")[:300],
                  "diagnosis": "", "ref_us": "", "port_us": "", "torch_us": "", "vs_torch": "",
                  **_LLM0, "round": 1, "gpu_route": "",
