@@ -28,10 +28,7 @@ import shutil
 from pathlib import Path
 
 from tileport import ir_diff
-from tileport.core import (
-    agents,
-    source,  # kernel-path plumbing (import_source): S.kernel_py(op_dir)
-)
+from tileport.core import agents, source
 from tileport.core.verdict import TEST_PASSED, Finding, Verdict, VerdictError, atomic_write_text, read, write
 from tileport.cpu import ir_diagnose, rust_ir
 from tileport.gpu.kept import Kept
@@ -171,7 +168,6 @@ def llm_diagnosis(op_dir, op: str, kernel: str, n: int, variant: str, diff: dict
     (no key, network, replay miss, unusable reply), ``{"backend", "error", "fail_class"}``:
     never raises, the loop goes on with the deterministic advice.
     """
-    from tileport.core import agents
 
     crits = [f for f in diff.get("findings", []) if f.get("severity") == "critical"][:12]
     lines = []

@@ -37,8 +37,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tileport.core.source import kernel_py
+from tileport.host import ffi as host_ffi
 from tileport.model import manifest as tp_manifest
 from tileport.model.manifest import base_env
+from tileport.nvidia.ffi import NvError
 
 _TORCH_DTYPES = {code: torch_name for code, (_, torch_name, _) in tp_manifest.DTYPES.items()}
 
@@ -99,8 +102,6 @@ def operator_files(op_dir: str | Path) -> tuple[bytes, bytes, bytes]:
     """The bytes of an operator's own files: kernel.py (the one the stages read,
     :func:`tileport.core.source.kernel_py`: results/<op>/src/kernel.py for an imported source),
     reference.py, manifest.yaml; a missing one is empty."""
-    from tileport.core.source import kernel_py
-
     op_dir = Path(op_dir)
     return tuple(p.read_bytes() if p.is_file() else b""
                  for p in (kernel_py(op_dir), op_dir / "reference.py", op_dir / "manifest.yaml"))
@@ -592,7 +593,6 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     notes += shadow_notes
     nv_fn, nv_note = None, ""
     if nv is not None:
-        from tileport.nvidia.ffi import NvError
 
         na, ns = args_for("nv")
         try:
@@ -703,15 +703,14 @@ def env_versions() -> dict:
 
     # which marshalling timed the port's host path (tileport/host/ffi.py: the library's tp_py_call_t by
     # default, the Python fast path with TILEPORT_RUST_MARSHAL=0)
-    from tileport.host.ffi import dlpack_env, exchange_api, rust_marshal_env
 
     try:
-        out["host_marshal"] = "rust" if rust_marshal_env() else "python"
+        out["host_marshal"] = "rust" if host_ffi.rust_marshal_env() else "python"
     except ValueError as exc:        # the library refuses to load with it (ffi.HostLibrary)
         out["host_marshal"] = f"invalid: {exc}"
     if out["host_marshal"] == "rust":
         try:
-            out["host_reads"] = "dlpack" if dlpack_env() and exchange_api(torch.Tensor) else "capi"
+            out["host_reads"] = "dlpack" if host_ffi.dlpack_env() and host_ffi.exchange_api(torch.Tensor) else "capi"
         except ValueError as exc:
             out["host_reads"] = f"invalid: {exc}"
     tileiras = os.environ.get("CUTILE_TILEIRAS_PATH") or shutil.which("tileiras")

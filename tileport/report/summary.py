@@ -74,11 +74,13 @@ import json
 import re
 from pathlib import Path
 
-from tileport.core import source
+from tileport.core import source, stats
 from tileport.core.verdict import TEST_PASSED, VARIANT_WORD, VerdictError, atomic_write_text, read
+from tileport.flow.route import gpu_history, round_root
 from tileport.gpu import harness
 from tileport.gpu.fold import BENCH_MEASURED, mark_implausible, positive
 from tileport.gpu.kept import Kept
+from tileport.gpu.perf_diagnose import judged, loop_judged
 from tileport.model import manifest as tp_manifest
 
 COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel", "rust_ir",
@@ -158,8 +160,6 @@ def op_usage(results: str | Path, op: str, root: str | Path | None = None) -> di
 def last_round(results: str | Path, op: str) -> tuple[int, Path, str]:
     """(round, results tree, ``next (route): reason``) of the operator's last GPU round, from
     ``results/<op>/rounds/<r>/route.json`` (round 1 and results/ when there is none)."""
-    from tileport.flow.route import gpu_history, round_root
-
     hist = gpu_history(results, op)
     if not hist:
         return 1, Path(results), ""
@@ -430,9 +430,6 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
     malformed manifest: ``ERROR (manifest: ...)``; a folder that cannot be an operator:
     ``not_run (...)``); they get their row too, in ``ops`` order or after it. The ``ALL``
     row's verdict counts the operators by verdict (``19 operators: DONE 5, ERROR 6, ...``)."""
-    from tileport.core import stats
-    from tileport.gpu.perf_diagnose import judged, loop_judged
-
     unusable = unusable or {}
     rows, all_ratios, all_vt, all_rvt, all_loop, all_vn = [], [], [], [], [], []
     all_pending = 0
