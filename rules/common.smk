@@ -212,10 +212,10 @@ def source_files(wildcards):
 
 
 def content_of(*inputs):
-    """A rule parameter: the content hash (tileport.core.source.content_sha) of the operator's
-    own files among ``inputs`` (input functions of the rule, those under operators/): a file
-    whose content changed reruns the rule whatever its mtime (issue 33: a kernel.py brought in
-    with an older mtime left its verdicts standing)."""
+    """A parameter: the content hash (tileport.core.source.content_sha) of the operator's own
+    files among ``inputs`` (the job's input functions; those under operators/). A file whose
+    content changed reruns the job whatever its mtime (issue 33: a kernel.py brought in with an
+    older mtime left its verdicts standing)."""
 
     def param(wildcards):
         files = [f for fn in inputs for f in fn(wildcards) if Path(f).is_relative_to(OPERATORS_DIR)]
