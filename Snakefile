@@ -27,8 +27,6 @@ include: "rules/reference_ir.smk"
 include: "rules/write_kernel.smk"
 include: "rules/route.smk"
 include: "rules/rust_ir.smk"
-include: "rules/ir_diff.smk"
-include: "rules/ir_diagnose.smk"
 include: "rules/nv_port.smk"
 include: "rules/host.smk"
 include: "rules/gpu_test.smk"
@@ -49,7 +47,6 @@ localrules:
     round_start,
     round_kernel,
     final_round,
-    ir_diagnose,
     perf_diagnose,
 
 

@@ -9,7 +9,6 @@ rule analyze:
             if config["roles"]["analyser"] == "deterministic"
             else [str(Path(workflow.basedir) / "prompts" / "analyser.md")]
         ),
-        code=code("analyze"),
     output:
         "results/{op}/analysis.json",
     log:
@@ -20,6 +19,8 @@ rule analyze:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("analyze"),
         # the content of the operator's files it reads: a change reruns it whatever the mtime
         content=content_of(op_inputs),
         tools=config["tools"],

@@ -11,7 +11,6 @@ rule bench:
         host_build=ancient("{root}/host/build.json"),
         # NVIDIA's shipped port of the operator's kernels, when it imports ones NVIDIA ported
         nv=nv_gpu_inputs,
-        code=code("bench"),
     output:
         csv="{root}/{op}/bench.csv",
         verdict="{root}/{op}/bench.json",
@@ -24,6 +23,8 @@ rule bench:
         gpu=gpu_count("bench"),
         attempt=lambda wc, attempt: attempt,
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("bench"),
         # the content of the operator's files it reads: a change reruns it whatever the mtime
         content=content_of(op_inputs, op_reference),
         tools=config["tools"],

@@ -14,7 +14,6 @@ rule gpu_test:
         host_build=ancient("{root}/host/build.json"),
         # NVIDIA's shipped port of the operator's kernels, when it imports ones NVIDIA ported
         nv=nv_gpu_inputs,
-        code=code("gpu_test"),
     output:
         verdict="{root}/{op}/test.json",
     log:
@@ -26,6 +25,8 @@ rule gpu_test:
         gpu=gpu_count("gpu_test"),
         attempt=lambda wc, attempt: attempt,
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("gpu_test"),
         # the content of the operator's files it reads: a change reruns it whatever the mtime
         content=content_of(op_inputs, op_reference),
         tools=config["tools"],

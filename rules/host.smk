@@ -13,7 +13,6 @@ rule host_shim:
         ),
         verdicts=lambda wc: [f"{wc.root}/{wc.op}/write_kernel/{k}.json" for k in kernels_of(wc.op)],
         source_maps=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs.map.json" for k in kernels_of(wc.op)],
-        code=code("host_shim"),
     output:
         ffi_rs="{root}/{op}/host/ffi.rs",
         ffi_json="{root}/{op}/host/ffi.json",
@@ -26,6 +25,8 @@ rule host_shim:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("host_shim"),
         tools=config["tools"],
         backend=config["roles"]["host_builder"],
         round=lambda wc: root_round(wc.root),
@@ -50,7 +51,6 @@ rule host_build:
         builds=lambda wc: [f"{wc.root}/{op}/rust/build.json" for op in root_ops(wc.root)],
         kernels=lambda wc: [f"{wc.root}/{op}/rust/src/{k}.rs" for op in root_ops(wc.root) for k in kernels_of(op)],
         template=["rust/host-template/Cargo.toml", "rust/host-template/Cargo.lock", "rust/host/abi.rs"],
-        code=code("host_build"),
     output:
         library="{root}/host/libtileport_host.so",
         verdict="{root}/host/build.json",
@@ -62,6 +62,8 @@ rule host_build:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("host_build"),
         tools=config["tools"],
         ops=lambda wc: root_ops(wc.root),
     script:

@@ -6,7 +6,6 @@ rule import_source:
         manifest=lambda wc: str(OPERATORS_DIR / wc.op / "manifest.yaml"),
         # the wheel's files it reads: a new pin reruns the operators whose files changed
         wheel=source_files,
-        code=code("import_source"),
     output:
         kernel="results/{op}/src/kernel.py",
         source_map="results/{op}/src/kernel.py.map.json",
@@ -16,6 +15,8 @@ rule import_source:
     conda:
         "../envs/tileport.yaml"
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("import_source"),
         # the content of the operator's files it reads: a change reruns it whatever the mtime
         content=content_of(lambda wc: [str(OPERATORS_DIR / wc.op / "manifest.yaml")]),
         tools=config["tools"],

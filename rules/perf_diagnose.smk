@@ -2,14 +2,14 @@ rule perf_diagnose:
     """Perf diagnoser (deterministic): likely cause + evidence when an operator is below threshold."""
     input:
         bench="{root}/{op}/bench.json",
-        ir_diffs=lambda wc: [f"{wc.root}/{wc.op}/ir_diff/{k}/{v}.json" for k, v in VARIANTS[wc.op]],
+        # one folder per kernel, a verdict per variant inside
+        ir_diffs=lambda wc: [f"{wc.root}/{wc.op}/ir_diff/{k}" for k in kernels_of(wc.op)],
         kernels=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
         prompt=lambda wc: (
             []
             if config["roles"]["perf_diagnoser"] == "deterministic"
             else [str(Path(workflow.basedir) / "prompts" / "perf_diagnoser.md")]
         ),
-        code=code("perf_diagnose"),
     output:
         verdict="{root}/{op}/perf_diagnosis.json",
     log:
@@ -20,6 +20,8 @@ rule perf_diagnose:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("perf_diagnose"),
         tools=config["tools"],
         threshold=config["bench"]["threshold"],
         loop_threshold=config["bench"]["loop_threshold"],

@@ -1,24 +1,25 @@
 rule reference_ir:
-    """Export the cuTile Python reference's Tile IR (bytecode + tileirdisasm text) on the CPU."""
+    """Export the cuTile Python reference's Tile IR (bytecode + tileirdisasm text) on the CPU: one
+    job per kernel, every variant in one process, into results/{op}/ref/{kernel}/<variant>.*"""
     input:
         op_inputs,
         analysis="results/{op}/analysis.json",
-        code=code("reference_ir"),
     output:
-        bytecode="results/{op}/ref/{kernel}/{variant}.tileirbc",
-        text="results/{op}/ref/{kernel}/{variant}.tileir",
-        verdict="results/{op}/ref/{kernel}/{variant}.json",
+        dir=directory("results/{op}/ref/{kernel}"),
     log:
-        "results/{op}/logs/reference_ir/{kernel}/{variant}.log",
+        "results/{op}/logs/reference_ir/{kernel}.log",
     retries: retries("reference_ir")
     conda:
         "../envs/tileport.yaml"
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("reference_ir"),
         # the content of the operator's files it reads: a change reruns it whatever the mtime
         content=content_of(op_inputs),
         tools=config["tools"],
         op_dir=op_dir,
+        variants=lambda wc: variants_of(wc.op, wc.kernel),
     script:
         "../scripts/reference_ir.py"

@@ -22,7 +22,6 @@ rule report_configs:
     input:
         summary="results/summary.csv",
         finals=summary_inputs,
-        code=REPORT_CODE,
     output:
         csv=f"{RDATA}/configs.csv",
     log:
@@ -30,6 +29,7 @@ rule report_configs:
     conda:
         "../envs/tileport.yaml"
     params:
+        code=REPORT_CODE,
         results=lambda wc, input: str(Path(input.summary).parent),
     script:
         "../scripts/report.py"
@@ -42,7 +42,6 @@ rule report_operators:
         configs=f"{RDATA}/configs.csv",
         summary_ops="results/summary_ops.csv",
         # the loop gate's one definition (tileport.gpu.bench.loop_class)
-        code=REPORT_CODE,
     output:
         csv=f"{RDATA}/operators.csv",
     log:
@@ -50,6 +49,7 @@ rule report_operators:
     conda:
         "../envs/tileport.yaml"
     params:
+        code=REPORT_CODE,
         loop_threshold=config["bench"]["loop_threshold"],
     script:
         "../scripts/report.py"
@@ -59,7 +59,6 @@ rule report_coverage:
     """Kernel x stage verdicts (worst over each kernel's variants) from summary.csv."""
     input:
         summary="results/summary.csv",
-        code=REPORT_CODE,
     output:
         csv=f"{RDATA}/coverage.csv",
     log:
@@ -67,6 +66,7 @@ rule report_coverage:
     conda:
         "../envs/tileport.yaml"
     params:
+        code=REPORT_CODE,
         threshold=config["bench"]["threshold"],
     script:
         "../scripts/report.py"
@@ -77,13 +77,14 @@ rule report_llm:
     input:
         summary="results/summary.csv",
         summary_ops="results/summary_ops.csv",
-        code=REPORT_CODE,
     output:
         csv=f"{RDATA}/llm.csv",
     log:
         "results/logs/report/llm.log",
     conda:
         "../envs/tileport.yaml"
+    params:
+        code=REPORT_CODE,
     script:
         "../scripts/report.py"
 
@@ -93,7 +94,6 @@ rule report_provenance:
     input:
         summary="results/summary.csv",
         finals=summary_inputs,
-        code=REPORT_CODE,
     output:
         json=f"{RDATA}/provenance.json",
     log:
@@ -101,6 +101,7 @@ rule report_provenance:
     conda:
         "../envs/tileport.yaml"
     params:
+        code=REPORT_CODE,
         results=lambda wc, input: str(Path(input.summary).parent),
         threshold=config["bench"]["threshold"],
         # a changed configuration is a changed provenance
@@ -113,7 +114,6 @@ rule figure_ratio:
     input:
         data=f"{RDATA}/operators.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=code("report", "report.figures.ratio"),
     output:
         pdf=f"{FIG}/ratio.pdf",
         svg=report(
@@ -129,6 +129,8 @@ rule figure_ratio:
     conda:
         "../envs/tileport.yaml"
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("report", "report.figures.ratio"),
         threshold=config["bench"]["threshold"],
     script:
         "../scripts/report.py"
@@ -138,7 +140,6 @@ rule figure_times:
     input:
         data=f"{RDATA}/configs.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=code("report", "report.figures.times"),
     output:
         pdf=f"{FIG}/times.pdf",
         svg=report(
@@ -153,6 +154,9 @@ rule figure_times:
         "results/logs/report/figure_times.log",
     conda:
         "../envs/tileport.yaml"
+    params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("report", "report.figures.times"),
     script:
         "../scripts/report.py"
 
@@ -161,7 +165,6 @@ rule figure_host_overhead:
     input:
         data=f"{RDATA}/configs.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=code("report", "report.figures.host"),
     output:
         pdf=f"{FIG}/host_overhead.pdf",
         svg=report(
@@ -176,6 +179,9 @@ rule figure_host_overhead:
         "results/logs/report/figure_host_overhead.log",
     conda:
         "../envs/tileport.yaml"
+    params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("report", "report.figures.host"),
     script:
         "../scripts/report.py"
 
@@ -184,7 +190,6 @@ rule figure_coverage_matrix:
     input:
         data=f"{RDATA}/coverage.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=code("report", "report.figures.coverage"),
     output:
         pdf=f"{FIG}/coverage_matrix.pdf",
         svg=report(
@@ -199,6 +204,9 @@ rule figure_coverage_matrix:
         "results/logs/report/figure_coverage_matrix.log",
     conda:
         "../envs/tileport.yaml"
+    params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("report", "report.figures.coverage"),
     script:
         "../scripts/report.py"
 
@@ -207,7 +215,6 @@ rule figure_llm_roles:
     input:
         data=f"{RDATA}/llm.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=code("report", "report.figures.llm"),
     output:
         pdf=f"{FIG}/llm_roles.pdf",
         svg=report(
@@ -222,6 +229,9 @@ rule figure_llm_roles:
         "results/logs/report/figure_llm_roles.log",
     conda:
         "../envs/tileport.yaml"
+    params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("report", "report.figures.llm"),
     script:
         "../scripts/report.py"
 
@@ -230,7 +240,6 @@ rule table_operators:
     input:
         data=f"{RDATA}/operators.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=REPORT_CODE,
     output:
         tex=f"{PAPER}/operators.tex",
         csv=f"{PAPER}/operators.csv",
@@ -246,6 +255,7 @@ rule table_operators:
     conda:
         "../envs/tileport.yaml"
     params:
+        code=REPORT_CODE,
         loop_threshold=config["bench"]["loop_threshold"],
     script:
         "../scripts/report.py"
@@ -257,7 +267,6 @@ rule table_loop_gate:
     input:
         data=f"{RDATA}/configs.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=REPORT_CODE,
     output:
         tex=f"{PAPER}/loop_gate.tex",
         csv=f"{PAPER}/loop_gate.csv",
@@ -273,6 +282,7 @@ rule table_loop_gate:
     conda:
         "../envs/tileport.yaml"
     params:
+        code=REPORT_CODE,
         loop_threshold=config["bench"]["loop_threshold"],
     script:
         "../scripts/report.py"
@@ -282,7 +292,6 @@ rule table_coverage:
     input:
         data=f"{RDATA}/coverage.csv",
         provenance=f"{RDATA}/provenance.json",
-        code=REPORT_CODE,
     output:
         tex=f"{PAPER}/coverage.tex",
         csv=f"{PAPER}/coverage.csv",
@@ -297,6 +306,8 @@ rule table_coverage:
         "results/logs/report/table_coverage.log",
     conda:
         "../envs/tileport.yaml"
+    params:
+        code=REPORT_CODE,
     script:
         "../scripts/report.py"
 
@@ -304,7 +315,6 @@ rule table_coverage:
 rule table_provenance:
     input:
         provenance=f"{RDATA}/provenance.json",
-        code=REPORT_CODE,
     output:
         tex=f"{PAPER}/provenance.tex",
         csv=f"{PAPER}/provenance.csv",
@@ -319,6 +329,8 @@ rule table_provenance:
         "results/logs/report/table_provenance.log",
     conda:
         "../envs/tileport.yaml"
+    params:
+        code=REPORT_CODE,
     script:
         "../scripts/report.py"
 

@@ -5,18 +5,14 @@ rule check_kernel:
         op_inputs,
         write="results/{op}/attempts/{kernel}/{n}/write.json",
         rust="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs",
-        ref=lambda wc: [
-            f"results/{wc.op}/ref/{wc.kernel}/{v}.{ext}"
-            for v in variants_of(wc.op, wc.kernel)
-            for ext in ("tileir", "json")
-        ],
+        # the reference Tile IR of every variant (<variant>.tileir + .json)
+        ref="results/{op}/ref/{kernel}",
         template=["rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/irdump.rs"],
         prompt=lambda wc: (
             []
             if config["roles"]["ir_diagnoser"] == "deterministic"
             else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]
         ),
-        code=code("check_kernel"),
     output:
         verdict="results/{op}/attempts/{kernel}/{n}/check.json",
     log:
@@ -27,6 +23,8 @@ rule check_kernel:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("check_kernel"),
         # the content of the operator's files it reads: a change reruns it whatever the mtime
         content=content_of(op_inputs),
         tools=config["tools"],
@@ -48,7 +46,6 @@ checkpoint route:
     """Where writer attempt {n} goes next: accept / retry (attempt n+1) / stop (cap, env, blocked)."""
     input:
         check="results/{op}/attempts/{kernel}/{n}/check.json",
-        code=code("route"),
     output:
         route="results/{op}/attempts/{kernel}/{n}/route.json",
     log:
@@ -56,6 +53,8 @@ checkpoint route:
     conda:
         "../envs/tileport.yaml"
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("route"),
         tools=config["tools"],
         backend=config["roles"]["kernel_writer"],
         cap=config["attempts"]["write_kernel"],
@@ -67,17 +66,23 @@ rule accept_kernel:
     """Publish the attempt the routes led to as the operator's kernel (read by every later stage)."""
     input:
         unpack(routed_attempt),
-        code=code("accept_kernel"),
     output:
         rust="results/{op}/rust/src/{kernel}.rs",
         source_map="results/{op}/rust/src/{kernel}.rs.map.json",
         verdict="results/{op}/write_kernel/{kernel}.json",
+        # the attempt's per-variant verdicts (check_kernel compiled and diffed it: never twice)
+        rust_ir=directory("results/{op}/rust_ir/{kernel}"),
+        ir_diff=directory("results/{op}/ir_diff/{kernel}"),
+        diagnosis=directory("results/{op}/diagnosis/{kernel}"),
     log:
         "results/{op}/logs/accept_kernel/{kernel}.log",
     conda:
         "../envs/tileport.yaml"
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("accept_kernel"),
         tools=config["tools"],
+        variants=lambda wc: variants_of(wc.op, wc.kernel),
     script:
         "../scripts/accept_kernel.py"
 
@@ -92,7 +97,6 @@ checkpoint gpu_route:
             if config["roles"]["ir_diagnoser"] == "deterministic"
             else [str(Path(workflow.basedir) / "prompts" / "ir_diagnoser.md")]
         ),
-        code=code("gpu_route"),
     output:
         route="results/{op}/rounds/{r}/route.json",
     log:
@@ -100,6 +104,8 @@ checkpoint gpu_route:
     conda:
         "../envs/tileport.yaml"
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("gpu_route"),
         tools=config["tools"],
         kernels=lambda wc: kernels_of(wc.op),
         writer=config["roles"]["kernel_writer"],
@@ -123,7 +129,6 @@ rule round_start:
     input:
         analysis="results/{op}/analysis.json",
         previous=lambda wc: f"results/{wc.op}/rounds/{int(wc.r) - 1}/route.json",
-        code=code("round_start"),
     output:
         analysis="results/{op}/rounds/{r}/{op}/analysis.json",
     log:
@@ -131,6 +136,8 @@ rule round_start:
     conda:
         "../envs/tileport.yaml"
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("round_start"),
         tools=config["tools"],
     script:
         "../scripts/round_start.py"
@@ -141,17 +148,22 @@ rule round_kernel:
     input:
         unpack(round_attempt),
         previous=lambda wc: f"results/{wc.op}/rounds/{int(wc.r) - 1}/route.json",
-        code=code("accept_kernel"),
     output:
         rust="results/{op}/rounds/{r}/{op}/rust/src/{kernel}.rs",
         source_map="results/{op}/rounds/{r}/{op}/rust/src/{kernel}.rs.map.json",
         verdict="results/{op}/rounds/{r}/{op}/write_kernel/{kernel}.json",
+        rust_ir=directory("results/{op}/rounds/{r}/{op}/rust_ir/{kernel}"),
+        ir_diff=directory("results/{op}/rounds/{r}/{op}/ir_diff/{kernel}"),
+        diagnosis=directory("results/{op}/rounds/{r}/{op}/diagnosis/{kernel}"),
     log:
         "results/{op}/logs/round_kernel/{r}/{kernel}.log",
     conda:
         "../envs/tileport.yaml"
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("accept_kernel"),
         tools=config["tools"],
+        variants=lambda wc: variants_of(wc.op, wc.kernel),
     script:
         "../scripts/accept_kernel.py"
 
@@ -160,7 +172,6 @@ rule final_round:
     """The operator's last GPU round (the routes followed from round 1): results/{op}/final.json."""
     input:
         unpack(final_inputs),
-        code=code("final_round"),
     output:
         final="results/{op}/final.json",
     log:
@@ -168,6 +179,8 @@ rule final_round:
     conda:
         "../envs/tileport.yaml"
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("final_round"),
         tools=config["tools"],
     script:
         "../scripts/final_round.py"

@@ -2,7 +2,6 @@ rule summary:
     """One row per (op, kernel, variant) with every stage's verdict: results/summary.csv."""
     input:
         summary_inputs,
-        code=code("summary"),
     output:
         "results/summary.csv",
         "results/summary_ops.csv",
@@ -11,6 +10,8 @@ rule summary:
     conda:
         "../envs/tileport.yaml"
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("summary"),
         tools=config["tools"],
         threshold=config["bench"]["threshold"],
         loop_threshold=config["bench"]["loop_threshold"],

@@ -10,7 +10,6 @@ rule write_kernel:
         ref_ir=writer_ref_ir,
         prompt=writer_prompt,
         previous=previous_route,
-        code=code("write_kernel"),
     output:
         rust="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs",
         source_map="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs.map.json",
@@ -24,11 +23,14 @@ rule write_kernel:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
+        # the code the job runs (its import closure), by content: an edit reruns it
+        code=code("write_kernel"),
         # the content of the operator's files it reads: a change reruns it whatever the mtime
         content=content_of(op_inputs),
         tools=config["tools"],
         op_dir=op_dir,
         attempt=lambda wc: int(wc.n),
+        variants=lambda wc: variants_of(wc.op, wc.kernel),
         backend=config["roles"]["kernel_writer"],
         target=config["gpu_target"],
         # only what changes the LLM's reply reruns the writer (a paid call); timeouts, retries,

@@ -91,3 +91,110 @@ fn run(lookup: Lookup, sources_sha: &str) {
         }
     }
 }
+
+/// A `#[cutile::module]` read from a kernel file at run time, as the macro captures it at build
+/// time: the module item's source text (from its first token after the `#[cutile::module]`
+/// attribute to its closing brace) parsed again, with the span base (file name as rustc names
+/// it, 1-based line and 0-based column of that first token) so every location in the Tile IR
+/// names the same file:line:col as a build of the crate would (cutile-macro 0.5.0
+/// `emit_ast_self_and_registry`).
+fn module_from_file(path: &str, file_name: &str, module_path: &str) -> Result<Module, String> {
+    use cutile::cutile_compiler::ast::{syn, SpanBase};
+    use syn::spanned::Spanned;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("read {path}: {e}"))?;
+    let file = syn::parse_file(&text).map_err(|e| format!("{path}: not Rust: {e}"))?;
+    let is_module_attr = |a: &syn::Attribute| {
+        let segs: Vec<String> = a.path().segments.iter().map(|s| s.ident.to_string()).collect();
+        segs == ["cutile", "module"]
+    };
+    let item = file
+        .items
+        .iter()
+        .find_map(|it| match it {
+            syn::Item::Mod(m) if m.attrs.iter().any(is_module_attr) => Some(m),
+            _ => None,
+        })
+        .ok_or_else(|| format!("{path}: no #[cutile::module] module"))?;
+    let (brace, _) = item.content.as_ref().ok_or_else(|| format!("{path}: the module has no body"))?;
+    let mut starts: Vec<(usize, usize)> =
+        item.attrs.iter().filter(|a| !is_module_attr(a)).map(|a| (a.span().start().line, a.span().start().column)).collect();
+    if !matches!(item.vis, syn::Visibility::Inherited) {
+        starts.push((item.vis.span().start().line, item.vis.span().start().column));
+    }
+    starts.push((item.mod_token.span.start().line, item.mod_token.span.start().column));
+    let start = *starts.iter().min().unwrap();
+    let end = brace.span.close().end();
+    // proc-macro2 counts lines from 1 and columns in chars from 0
+    let offset = |(line, col): (usize, usize)| -> usize {
+        let line_start: usize = text.split_inclusive('\n').take(line - 1).map(str::len).sum();
+        line_start + text[line_start..].chars().take(col).map(char::len_utf8).sum::<usize>()
+    };
+    let source = &text[offset(start)..offset((end.line, end.column))];
+    let parsed: syn::ItemMod = syn::parse_str(source).map_err(|e| format!("{path}: module text does not parse: {e}"))?;
+    let name: &'static str = Box::leak(item.ident.to_string().into_boxed_str());
+    let mut module = Module::with_span_base(name, parsed, SpanBase::new(file_name.to_string(), start.0, start.1));
+    module.set_absolute_path(module_path.to_string());
+    Ok(module)
+}
+
+/// One compile job of [`main_from_sources`]: `<kernel .rs> <file name for locations> <module path>
+/// <entry> <out.tileirbc> <gpu target> <generics> <strides>`, tab-separated.
+fn compile_from_source(line: &str) -> Result<(), (i32, String)> {
+    let f: Vec<&str> = line.split('\t').collect();
+    if f.len() != 8 {
+        return Err((2, format!("job line has {} tab-separated fields, not 8", f.len())));
+    }
+    let module = module_from_file(f[0], f[1], f[2]).map_err(|e| (2, e))?;
+    let generics: Vec<String> = f[6].split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+    let strides = parse_strides(f[7]).map_err(|e| (2, e))?;
+    let stride_refs: Vec<(&str, &[i32])> = strides.iter().map(|(n, s)| (n.as_str(), s.as_slice())).collect();
+    let name = module.name().to_string();
+    let artifacts = cutile::compile_api::KernelCompiler::new(move || module.clone(), &name, f[3])
+        .generics(generics)
+        .strides(&stride_refs)
+        .target(f[5])
+        .compile()
+        .map_err(|e| (1, format!("cutile compile error: {e}")))?;
+    let bytes = artifacts.bytecode().map_err(|e| (1, format!("bytecode: {e}")))?;
+    std::fs::write(f[4], bytes).map_err(|e| (1, format!("write {}: {e}", f[4])))?;
+    Ok(())
+}
+
+/// Entry point of tileport's one dumper for every port (built once, no cargo build per kernel):
+/// reads compile jobs from stdin, one per line (see [`compile_from_source`]), and prints one
+/// line per job in order: `ok`, or `error <exit code> <message with newlines as \n>` (2: bad
+/// job, 1: cutile's compiler refused the kernel). A panic of the compiler is that job's error.
+#[allow(dead_code)]
+pub fn main_from_sources() {
+    let handle = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| {
+            use std::io::{BufRead, Write};
+            std::panic::set_hook(Box::new(|_| {}));
+            let stdout = std::io::stdout();
+            for line in std::io::stdin().lock().lines() {
+                let line = line.expect("read stdin");
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let res = std::panic::catch_unwind(|| compile_from_source(&line))
+                    .unwrap_or_else(|p| {
+                        let msg = p.downcast_ref::<String>().cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        Err((1, format!("cutile compiler panicked: {msg}")))
+                    });
+                let mut out = stdout.lock();
+                match res {
+                    Ok(()) => writeln!(out, "ok"),
+                    Err((code, msg)) => writeln!(out, "error {code} {}", msg.replace('\n', "\\n")),
+                }
+                .and_then(|_| out.flush())
+                .expect("write stdout");
+            }
+        })
+        .expect("spawn compiler thread");
+    if handle.join().is_err() {
+        std::process::exit(1);
+    }
+}

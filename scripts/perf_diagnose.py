@@ -12,7 +12,9 @@ with stage.guarded(snakemake, "perf_diagnose"):
     # transcripts live under the workflow's results/ (a GPU round's tree has none of its own)
     role = agents.role_config(p.backend, llm, p.results, kernels=list(i.kernels),
                               stage="perf_diagnose" if p.round == 1 else f"perf_diagnose/round-{p.round}")
-    d = perf_diagnose.diagnose(w.op, i.bench, list(i.ir_diffs), snakemake.output.verdict,
+    # the ir_diff verdicts: one folder per kernel, <variant>.json inside
+    diffs = [f for folder in i.ir_diffs for f in sorted(Path(folder).glob("*.json"))]
+    d = perf_diagnose.diagnose(w.op, i.bench, diffs, snakemake.output.verdict,
                                threshold=snakemake.params.threshold,
                                loop_threshold=snakemake.params.loop_threshold,
                                attempt=snakemake.resources.attempt, role=role)

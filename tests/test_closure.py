@@ -20,18 +20,18 @@ def test_a_stage_s_code_inputs_hold_what_it_imports_indirectly():
     assert "tileport/gpu/kept.py" in _inputs("gpu_test")
     # every package face on the way, and the stage's own module
     assert {"tileport/__init__.py", "tileport/ir_diff/__init__.py",
-            "tileport/ir_diff/normalise.py"} <= _inputs("ir_diff")
+            "tileport/ir_diff/normalise.py"} <= _inputs("nv_ir_diff")
 
 
 def test_a_schema_a_module_reads_is_a_code_input_of_its_users():
     assert "schemas/manifest.schema.yaml" in _inputs("analyze")
     assert "schemas/nv_ports.schema.yaml" in _inputs("nv_ir")
-    assert "schemas/nv_ports.schema.yaml" not in _inputs("ir_diff")
+    assert "schemas/nv_ports.schema.yaml" not in _inputs("rust_build")
 
 
 def test_a_stage_s_code_inputs_leave_out_what_it_never_imports():
     assert not any(p.startswith(("tileport/gpu/", "tileport/report/", "tileport/translate/"))
-                   for p in _inputs("ir_diff"))
+                   for p in _inputs("rust_build"))
     assert "tileport/report/summary.py" not in _inputs("analyze")
 
 

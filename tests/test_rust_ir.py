@@ -97,7 +97,7 @@ def test_stale_binary_is_refused(softmax_build, repo):
     rs.write_text(rs.read_text() + "// edited after the build\n")
     d = rust_ir.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM16-TILE1024",
                root / "build.json", root / "s.tileirbc", root / "s.tileir", root / "s.json")
-    assert d["verdict"] == "ERROR" and "stale binary" in d["summary"]
+    assert d["verdict"] == "ERROR" and "stale build" in d["summary"]
 
 
 def test_missing_disassembler_is_env(softmax_build, repo, monkeypatch):

@@ -12,6 +12,7 @@ rules whose jobs read it.
 from __future__ import annotations
 
 import ast
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -192,3 +193,21 @@ def code_inputs(script: str | Path, pkg_dir: str | Path, extra: tuple[str, ...] 
         elif m.rpartition(".")[0] not in mods:
             raise KeyError(f"{script}: imports {m}, which is no module of {pkg_dir}")
     return sorted(str(p) for p in files)
+
+
+def code_sha(script: str | Path, pkg_dir: str | Path, extra: tuple[str, ...] = ()) -> str:
+    """sha256 (hex) of the code a rule's job runs: each file of :func:`code_inputs` (path relative
+    to the checkout, then content). The workflow passes it as a rule parameter instead of listing
+    the files as inputs: a content change reruns the rule as before, while the scheduler no longer
+    stats some 30 code files per job each time it selects jobs (issue 32: about a fifth of
+    Snakemake's own CPU went to that on a 2,636-job run, measured with py-spy).
+
+    Raises:
+        OSError, SyntaxError, KeyError: as :func:`code_inputs`.
+    """
+    root = Path(pkg_dir).resolve().parent
+    h = hashlib.sha256()
+    for f in code_inputs(script, pkg_dir, extra):
+        p = Path(f).resolve()
+        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()

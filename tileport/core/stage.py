@@ -43,7 +43,7 @@ def logged(log_path: str | Path, attempt: int = 1):
 
 
 @contextlib.contextmanager
-def guarded(smk, stage: str):
+def guarded(smk, stage: str, each: dict | None = None):
     """Run one job's body so that it always ends in a verdict.
 
     Sets the tool paths (``params.tools``), logs to ``log[0]`` (one copy per attempt), and if
@@ -52,6 +52,10 @@ def guarded(smk, stage: str):
     body did not write is created as a placeholder naming the verdict, so downstream stages and
     ``summary.csv`` still run: a broken operator never stops the others.
     ``SystemExit`` (a deliberate retry request) passes through.
+
+    ``each`` (``{variant: verdict path}``): the job handles every variant of a kernel in one
+    process (its outputs are folders, issue 32): a crash ends each variant still without a verdict
+    in that ERROR, and the folders are created rather than replaced by a placeholder.
     """
     apply_tools(getattr(smk.params, "tools", {}) or {})
     attempt = getattr(smk.resources, "attempt", 1)
@@ -66,11 +70,18 @@ def guarded(smk, stage: str):
         except Exception as exc:  # a crash of tileport itself or of a tool it runs
             traceback.print_exc()
             msg = f"{stage} crashed: {type(exc).__name__}: {exc}".strip()[:1500]
-            if vpath:
+            for variant, path in (each or {}).items():
+                if not Path(path).exists():
+                    _crash_verdict(stage, wc, variant, attempt, msg, smk.log[0], path)
+            if vpath and each is None:
                 write(Verdict(stage=stage, op=wc.get("op", "?"), kernel=wc.get("kernel"),
                               variant=wc.get("variant"), verdict="ERROR", owner="tool",
                               attempt=attempt, summary=f"{msg} (log: {smk.log[0]})",
                               findings=[Finding("environment", "critical", "tool", msg)]), vpath)
+        if each is not None:
+            for o in smk.output:
+                Path(o).mkdir(parents=True, exist_ok=True)
+            return
         try:
             word = read(vpath)["verdict"] if vpath else "?"
         except Exception:
@@ -78,3 +89,32 @@ def guarded(smk, stage: str):
         for o in smk.output:
             if not Path(o).exists():
                 atomic_write_text(o, f"# {word}: see {vpath}\n")
+
+
+def _crash_verdict(stage: str, wc: dict, variant, attempt: int, msg: str, log, path) -> None:
+    """The ERROR verdict (owner tool) of a job or variant whose body raised ``msg``."""
+    write(Verdict(stage=stage, op=wc.get("op", "?"), kernel=wc.get("kernel"), variant=variant,
+                  verdict="ERROR", owner="tool", attempt=attempt, summary=f"{msg} (log: {log})",
+                  findings=[Finding("environment", "critical", "tool", msg)]), path)
+
+
+@contextlib.contextmanager
+def each_variant(smk, stage: str, variant: str, verdict, outputs=()):
+    """One variant's body inside a job that handles every variant of a kernel (:func:`guarded`
+    with ``each``): an unexpected exception ends this variant in an ERROR verdict (owner tool, the
+    exception named) and the next variant goes on; each of ``outputs`` (paths) the body did not
+    write becomes a placeholder naming the verdict, as :func:`guarded` does for a one-variant job."""
+    try:
+        yield
+    except Exception as exc:  # a crash of tileport itself or of a tool it runs, on this variant
+        traceback.print_exc()
+        msg = f"{stage} crashed on {variant}: {type(exc).__name__}: {exc}".strip()[:1500]
+        _crash_verdict(stage, dict(smk.wildcards.items()), variant, getattr(smk.resources, "attempt", 1),
+                       msg, smk.log[0], verdict)
+    try:
+        word = read(verdict)["verdict"]
+    except Exception:
+        word = "ERROR"
+    for o in outputs:
+        if not Path(o).exists():
+            atomic_write_text(o, f"# {word}: see {verdict}\n")

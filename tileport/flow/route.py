@@ -27,11 +27,11 @@ import json
 import shutil
 from pathlib import Path
 
-from tileport import ir_diff
 from tileport.core import agents, source
 from tileport.core.verdict import TEST_PASSED, Finding, Verdict, VerdictError, atomic_write_text, read, write
 from tileport.cpu import ir_diagnose, rust_ir
 from tileport.gpu.kept import Kept
+from tileport.ir_diff import stage as ir_diff_stage
 
 # writers that give the same output for the same input: retrying them cannot help
 DETERMINISTIC = ("translator",)
@@ -55,15 +55,23 @@ def retire(results, op: str, kernel: str, n: int) -> list[str]:
     return [str(t) for t in ts if agents.retire_transcript(t)]
 
 
+#: the per-variant stage folders of an attempt (and, once published, of the operator's tree):
+#: rust_ir/<variant>.{tileirbc,tileir,json}, ir_diff/<variant>.json, diagnosis/<variant>.json
+VARIANT_STAGES = ("rust_ir", "ir_diff", "diagnosis")
+
+
 def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: list[str],
           out_json, target: str = "sm_90", diagnoser: dict | None = None) -> dict:
     """Verdict of tileport on one writer attempt (stage ``check_kernel``).
 
     ``write_json``: the attempt's writer verdict, beside ``rust/src/<kernel>.rs`` of its crate.
     ``ref_dir``: ``results/<op>/ref/<kernel>`` holding ``<variant>.tileir`` + ``.json`` of the
-    reference Tile IR. Builds the crate (:func:`tileport.cpu.rust_ir.build`), dumps every variant
-    (:func:`tileport.cpu.rust_ir.dump`), diffs it (:func:`tileport.ir_diff.run`) and diagnoses each
-    failing diff (:func:`tileport.cpu.ir_diagnose.run`); files go to ``<attempt dir>/ir/``.
+    reference Tile IR. Has rustc check the crate (:func:`tileport.cpu.rust_ir.build`), then for
+    every variant writes the three per-variant stage verdicts into ``<attempt dir>/<stage>/``
+    (:data:`VARIANT_STAGES`): the port's Tile IR (:func:`tileport.cpu.rust_ir.dump`, BLOCKED
+    when nothing was built), the IR diff (:func:`tileport.ir_diff.stage.run_upstream_checked`,
+    BLOCKED when a side has no IR) and its diagnosis (:func:`tileport.cpu.ir_diagnose.run`).
+    :func:`accept` publishes exactly these files: the accepted kernel is never compiled twice.
 
     Verdicts: PASS (every variant's IR diff PASS / PASS_WITH_NOTES); FAIL ``fail_class kernel``
     (a rustc error, an IR diff FAIL or a dump failure: the port is wrong) or ``agent_output``
@@ -79,12 +87,32 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
     except VerdictError as exc:
         return write(Verdict(**base, verdict="ERROR", owner="tool", fail_class="env", summary=str(exc)),
                      out_json)
+    crate = adir / "rust"
+    b = rust_ir.build(op, crate, {kernel: write_json}, adir / "build.json", adir / "build.log")
+    per, dumps, diffs, diags = {}, {}, {}, {}
+    dirs = {s: adir / s for s in VARIANT_STAGES}
+    for s in VARIANT_STAGES:
+        shutil.rmtree(dirs[s], ignore_errors=True)         # a rerun of this attempt's check
+        dirs[s].mkdir(parents=True)
+    for v in variants:
+        r = dirs["rust_ir"]
+        dumps[v] = rust_ir.dump(op_dir, op, kernel, v, adir / "build.json", r / f"{v}.tileirbc", r / f"{v}.tileir",
+                                r / f"{v}.json", target=target)
+        try:
+            diffs[v] = ir_diff_stage.run_upstream_checked(ref_dir, r, v, dirs["ir_diff"] / f"{v}.json", op, kernel,
+                                                          attempt=int(n), target=target)
+        except VerdictError as exc:
+            diffs[v] = write(Verdict(stage="ir_diff", op=op, kernel=kernel, variant=v, verdict="ERROR",
+                                     owner="tool", attempt=int(n), summary=str(exc)[:1500],
+                                     findings=[Finding("input", "critical", "tool", str(exc)[:1500])]),
+                             dirs["ir_diff"] / f"{v}.json")
+        diags[v] = ir_diagnose.run(dirs["ir_diff"] / f"{v}.json", crate, str(crate / "src" / f"{kernel}.rs.map.json"),
+                                   source.kernel_py(op_dir), dirs["diagnosis"] / f"{v}.json", op, kernel, v)
     if wv["verdict"] != "PASS":
         fc = wv.get("fail_class") or ("env" if wv["verdict"] == "ERROR" else "kernel")
         return write(Verdict(**base, verdict=wv["verdict"], owner=wv["owner"] or "kernel", fail_class=fc,
                              summary=f"write_kernel {wv['verdict']}: {wv['summary']}"[:1500],
                              findings=[Finding(**f) for f in wv.get("findings", [])][:20]), out_json)
-    refs = {}
     for v in variants:
         try:
             rv = read(Path(ref_dir) / f"{v}.json")
@@ -94,9 +122,6 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
             msg = f"reference Tile IR of {kernel} {v} is {rv['verdict']}: {rv['summary']}"[:1500]
             return write(Verdict(**base, verdict="BLOCKED", owner="kernel", summary=msg,
                                  findings=[Finding("build", "critical", "kernel", msg)]), out_json)
-        refs[v] = Path(ref_dir) / f"{v}.tileir"
-    crate = adir / "rust"
-    b = rust_ir.build(op, crate, {kernel: write_json}, adir / "build.json", adir / "build.log")
     if b["verdict"] != "PASS":
         env = b["owner"] in ("env", "tool") and not (b.get("details") or {}).get("writer_fault")
         return write(Verdict(**base, verdict="ERROR" if env else ("BLOCKED" if b["verdict"] == "BLOCKED" else "FAIL"),
@@ -104,8 +129,7 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
                              summary=f"rust_build {b['verdict']}: {b['summary']}"[:1500],
                              findings=[Finding(**f) for f in b.get("findings", [])][:20],
                              artifacts={"build": str(adir / "build.json")}), out_json)
-    ir = adir / "ir"
-    per, diags, findings = {}, {}, []
+    findings, advice = [], {}
     backend = (diagnoser or {}).get("backend", "deterministic")
     llm = None          # the LLM IR diagnoser's answer (one call per attempt: first failing variant)
     if backend in ("anthropic", "auto"):
@@ -114,8 +138,7 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
         agents.retire_transcript(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel
                            / f"attempt-{int(n)}.json")
     for v in variants:
-        d = rust_ir.dump(op_dir, op, kernel, v, adir / "build.json", ir / f"{v}.tileirbc",
-                         ir / f"{v}.tileir", ir / f"{v}.dump.json", target=target)
+        d = dumps[v]
         if d["verdict"] != "PASS":
             per[v] = d["verdict"]
             if d["owner"] in ("env", "tool") and not (d.get("details") or {}).get("writer_fault"):
@@ -124,25 +147,22 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
                                      findings=[Finding(**f) for f in d.get("findings", [])][:20]),
                              out_json)
             findings += [Finding(**f) for f in d.get("findings", [])][:5]
-            diags[v] = d["summary"]
+            advice[v] = d["summary"]
             continue
-        diff = ir_diff.run(refs[v], ir / f"{v}.tileir", ir / f"{v}.diff.json", op, kernel, v,
-                           attempt=int(n), target=target)
-        per[v] = diff["verdict"]
-        if diff["verdict"] in ("PASS", "PASS_WITH_NOTES"):
+        per[v] = diffs[v]["verdict"]
+        if per[v] in ("PASS", "PASS_WITH_NOTES"):
             continue
-        dg = ir_diagnose.run(ir / f"{v}.diff.json", crate, str(crate / "src" / f"{kernel}.rs.map.json"),
-                             source.kernel_py(op_dir), ir / f"{v}.diagnosis.json", op, kernel, v)
-        diags[v] = dg["summary"]
+        dg = diags[v]
+        advice[v] = dg["summary"]
         findings += [Finding(**f) for f in dg.get("findings", [])][:5]
         if backend != "deterministic" and llm is None and (
                 backend != "auto" or dg["verdict"] != "FAIL" or not dg.get("findings")):
-            llm = llm_diagnosis(op_dir, op, kernel, int(n), v, diff, dg, crate / "src" / f"{kernel}.rs",
+            llm = llm_diagnosis(op_dir, op, kernel, int(n), v, diffs[v], dg, crate / "src" / f"{kernel}.rs",
                                 diagnoser)
             if llm.get("advice"):
-                diags[v] = f"LLM IR diagnoser: {llm['advice']} | deterministic: {dg['summary']}"
+                advice[v] = f"LLM IR diagnoser: {llm['advice']} | deterministic: {dg['summary']}"
     bad = [v for v, w in per.items() if w not in ("PASS", "PASS_WITH_NOTES")]
-    details = {"variants": per, "diagnoses": diags}
+    details = {"variants": per, "diagnoses": advice}
     if llm is not None:
         details["llm_diagnoser"] = llm
     if not bad:
@@ -152,8 +172,37 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
     return write(Verdict(**base, verdict="FAIL", owner="kernel", fail_class="kernel", details=details,
                          findings=findings[:20],
                          summary=(f"attempt {n}: {len(bad)} of {len(per)} variant(s) differ from the "
-                                  f"reference Tile IR; first ({bad[0]}): {diags.get(bad[0], per[bad[0]])}")[:2000]),
+                                  f"reference Tile IR; first ({bad[0]}): {advice.get(bad[0], per[bad[0]])}")[:2000]),
                  out_json)
+
+
+def publish_variants(adir, out_dirs: dict, variants: list[str], check_json) -> None:
+    """Publish the per-variant verdicts :func:`check` wrote for an attempt (``<adir>/<stage>/``)
+    into the operator's folders ``out_dirs`` (``{stage: folder}`` for :data:`VARIANT_STAGES`):
+    copies of the very files, so the accepted kernel's IR is compiled and diffed once. A variant
+    the attempt has no verdict for (its check ended before it, or is unreadable) gets an ERROR
+    verdict in each stage naming the check's (owner tool: tileport wrote no verdict)."""
+    adir = Path(adir)
+    try:
+        cv = read(check_json)
+        why = f"check_kernel {cv['verdict']}: {cv['summary']}"
+    except VerdictError as exc:
+        why = str(exc)
+    for s, out in out_dirs.items():
+        out = Path(out)
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        for v in variants:
+            for ext in ((".json", ".tileir", ".tileirbc") if s == "rust_ir" else (".json",)):
+                src = adir / s / f"{v}{ext}"
+                if src.is_file():
+                    shutil.copyfile(src, out / f"{v}{ext}")
+            if not (out / f"{v}.json").is_file():
+                stage = "ir_diagnose" if s == "diagnosis" else s
+                msg = f"{adir}: no {s} verdict for {v} ({why})"[:1500]
+                write(Verdict(stage=stage, op=adir.parents[2].name, kernel=adir.parent.name, variant=v,
+                              verdict="ERROR", owner="tool", summary=msg,
+                              findings=[Finding("environment", "critical", "tool", msg)]), out / f"{v}.json")
 
 
 def llm_diagnosis(op_dir, op: str, kernel: str, n: int, variant: str, diff: dict, det: dict,
@@ -267,14 +316,17 @@ def history(results, op: str, kernel: str, upto: int | None = None) -> list[dict
     return out
 
 
-def accept(results, op: str, kernel: str, last_route, out_rs, out_map, out_json) -> dict:
+def accept(results, op: str, kernel: str, last_route, out_rs, out_map, out_json,
+           out_dirs: dict | None = None, variants: list[str] = ()) -> dict:
     """Stage ``accept_kernel``: publish the last attempt the routes led to.
 
     Copies ``attempts/<kernel>/<n>/rust/src/<kernel>.rs`` (+ ``.map.json``) to ``out_rs`` /
     ``out_map`` and writes the ``write_kernel`` verdict (``out_json``): the writer's verdict of
     attempt ``n`` with ``attempt = n``, ``details.routes`` (every attempt's route) and, when the
     loop stopped without an accepted attempt, ``details.stopped`` plus a finding with the
-    reason. That file is what rust_build and summary.csv read.
+    reason. That file is what rust_build and summary.csv read. ``out_dirs`` (``{stage: folder}``
+    of :data:`VARIANT_STAGES`) receive the attempt's per-variant verdicts of ``variants``
+    (:func:`publish_variants`).
     """
     try:
         r = json.loads(Path(last_route).read_text())
@@ -286,10 +338,14 @@ def accept(results, op: str, kernel: str, last_route, out_rs, out_map, out_json)
                f"checkpoint route writes it again from check.json")
         atomic_write_text(out_rs, f"// ERROR: {msg}\n")
         atomic_write_text(out_map, '{"lines": []}\n')
+        if out_dirs:
+            publish_variants(Path(last_route).parent, out_dirs, list(variants), Path(last_route).parent / "check.json")
         return write(Verdict(stage="write_kernel", op=op, kernel=kernel, verdict="ERROR", owner="tool",
                              attempt=max(n, 1), summary=msg[:1500],
                              findings=[Finding("input", "critical", "tool", msg[:1500])]), out_json)
     adir = attempt_dir(results, op, kernel, n)
+    if out_dirs:
+        publish_variants(adir, out_dirs, list(variants), adir / "check.json")
     src = adir / "rust" / "src" / f"{kernel}.rs"
     Path(out_rs).parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, out_rs)

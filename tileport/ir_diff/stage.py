@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from tileport.core.verdict import Finding, Verdict, loc, port_fault, write
+from tileport.core.verdict import Finding, Verdict, loc, port_fault, read, write
 
 from .graph_diff import diff_ir
 from .locations import attach_sources
@@ -61,3 +61,22 @@ def run(ref_path, port_path, out_json, op: str, kernel: str | None = None,
                 details={"first_divergence": asdict(res.first_divergence) if res.first_divergence else None,
                          "stats": res.stats})
     return write(v, out_json)
+
+
+def run_upstream_checked(ref_dir, port_dir, variant: str, out_json, op: str, kernel: str,
+                         attempt: int = 1, target: str | None = None) -> dict:
+    """The ``ir_diff`` verdict of one variant from the stage folders of both sides
+    (``<ref_dir>/<variant>.tileir`` + ``.json`` of reference_ir, the same under ``port_dir`` of
+    rust_ir): :func:`run` when both verdicts are PASS, else BLOCKED naming each side that is not
+    (owner: the first such side's). Raises VerdictError when a side's verdict is unreadable."""
+    ref, port = Path(ref_dir), Path(port_dir)
+    ups = {"reference_ir": read(ref / f"{variant}.json"), "rust_ir": read(port / f"{variant}.json")}
+    bad = {k: v for k, v in ups.items() if v["verdict"] != "PASS"}
+    if bad:
+        why = "; ".join(f"{k} {v['verdict']}: {v['summary']}" for k, v in bad.items())
+        owner = next(iter(bad.values()))["owner"] or "kernel"
+        return write(Verdict(stage="ir_diff", op=op, kernel=kernel, variant=variant, verdict="BLOCKED",
+                             owner=owner, attempt=attempt, summary=f"no IR to compare: {why}",
+                             findings=[Finding("build", "critical", owner, why)]), out_json)
+    return run(ref / f"{variant}.tileir", port / f"{variant}.tileir", out_json, op, kernel, variant,
+               attempt=attempt, writer=(ups["rust_ir"].get("details") or {}).get("writer"), target=target)
