@@ -6,7 +6,7 @@
 defines (``Tile.__add__``; a reflected ``__radd__`` is the same row), and every keyword argument
 of a function of ``__all__`` that takes a compile-time value (``ct.load(latency=)``,
 ``ct.kernel(occupancy=)``). Facts come from the installed module itself (``inspect``), so a
-release that adds a name adds a row that :mod:`docs/cuda-tile-api.yaml <tileport>` must fill.
+release that adds a name adds a row that ``docs/cuda-tile-api.yaml`` must fill.
 
 ``docs/cuda-tile-api.yaml`` holds one row per name: its status and evidence
 (:data:`STATUSES`); :func:`render_markdown` writes ``docs/cuda-tile-api.md`` from it
