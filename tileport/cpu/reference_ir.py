@@ -182,10 +182,17 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
     named = [by_name[w] for w in re.findall(r"[a-z0-9_]+", message) if w in by_name]
     dtypes = [d for d in dict.fromkeys(named + list(_TRIED)) if d != variant.dtype]
     dtype_trials = [(a, "dtype", d) for a in defaulted for d in dtypes]
-    ndim_trials = [(a, "ndim", nd) for a in reach
+    # an array whose tensor in the manifest has as many dimensions as its ndim is launched with
+    # that rank: the manifest did not choose it, so another rank is no repair to offer
+    tensors = manifest.kernel_tensors(model.manifest, kernel) or {}
+    pinned = {a for a in reach if len((tensors.get(a) or {}).get("shape") or []) == arrays[a]["ndim"]}
+    ndim_trials = [(a, "ndim", nd) for a in reach if a not in pinned
                    for nd in sorted(range(1, 7), key=lambda k: abs(k - arrays[a]["ndim"]))
                    if nd != arrays[a]["ndim"]][:6]
-    rank_words = re.search(r"\b(rank|ndim|shape length|dimensions?|index has|number of indices)\b", message)
+    rank_words = re.search(r"\b(rank|ndim|shape length|dimensions?|index has|index size|number of indices)\b",
+                           message)
+    if re.search(r"\bdtypes?\b", message) and not rank_words:
+        ndim_trials = []      # cuTile names a dtype: a rank is never the repair of its message
     trials = ndim_trials + dtype_trials if rank_words else dtype_trials + ndim_trials
     fix = _trial_fix(op_dir, kernel, kinfo["params"], variant, trials, line)
     if not fix:
@@ -200,6 +207,19 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
                 f"dtype: {value} on the tensor bound to it)")
     return (f"the manifest gives {name} ndim {arrays[name]['ndim']} (kernels/{kernel}/arrays/{name}); with ndim "
             f"{value} cuTile {got}: write {name}: {{ndim: {value}, ...}}")
+
+
+def unnameable_dtypes(message: str) -> list[str]:
+    """The cuda.tile dtypes a cuTile compiler message asks for ("supported scale dtypes are
+    float8_e8m0fnu") when none of those it names has a manifest code: what no manifest edit can
+    supply (:data:`tileport.model.manifest.OTHER_CUTILE_DTYPES`). Empty when the message names
+    no dtype or names one the manifest can write."""
+    first = message.splitlines()[0] if message else ""      # the rest quotes the source line
+    m = re.search(r"\bsupported\b", first)
+    words = re.findall(r"[a-z0-9_]+", first[m.end():]) if m else []
+    cute_codes = {cute for cute, _, _ in manifest.DTYPES.values()}
+    asked = [w for w in dict.fromkeys(words) if w in manifest.OTHER_CUTILE_DTYPES or w in cute_codes]
+    return asked if asked and all(w in manifest.OTHER_CUTILE_DTYPES for w in asked) else []
 
 
 #: dtypes tried, in order, for an array whose defaulted dtype cuTile refused (after those the
@@ -239,8 +259,11 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
 
     Owners: ``manifest`` for a malformed manifest, one that disagrees with the kernel (BLOCKED),
     and a cuTile type error traced to an array whose dtype the manifest left to the variant
-    (ERROR, :func:`traced_to_manifest`); ``tool`` when the manifest format cannot describe the
-    kernel (ERROR); ``env`` for a missing tool or module; ``kernel`` for any other compile error.
+    (ERROR, :func:`traced_to_manifest`: only a value the manifest chose, never the rank of an
+    array whose manifest tensor has that many dimensions, never a rank for a message about a
+    dtype); ``tool`` when the manifest format cannot describe the kernel, or cuTile asks for a
+    dtype the manifest cannot name (:func:`unnameable_dtypes`) (ERROR); ``env`` for a missing tool
+    or module; ``kernel`` for any other compile error, quoting cuTile's message.
     """
     base = dict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id)
     try:
@@ -278,6 +301,15 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
         eloc = getattr(exc, "loc", None)
         if line is None and getattr(eloc, "line", None) and str(getattr(eloc, "filename", "")).endswith("kernel.py"):
             line = eloc.line
+        lacking = unnameable_dtypes(text) if _is_type_error(exc) else []
+        if lacking:
+            msg = (f"{kpy}:{line or '?'}: cuTile Python refused variant {variant_id} of {kernel}: "
+                   f"{text.splitlines()[0]}; it asks for {', '.join(lacking)}, which the manifest has no dtype "
+                   f"for yet: a limit of tileport (no manifest change can give an array that dtype)")
+            return write(Verdict(**base, verdict="ERROR", owner="tool", summary=msg[:1500],
+                                 findings=[Finding("manifest", "critical", "tool", msg[:3000],
+                                                   ref=loc(kpy, line))],
+                                 details={"traceback": tb, "compiler_message": text[:3000]}), out_json)
         why = traced_to_manifest(op_dir, kernel, variant_id, line, text) if _is_type_error(exc) else None
         if why:
             msg = (f"{kpy}:{line}: cuTile Python refused variant {variant_id} of {kernel}: "
