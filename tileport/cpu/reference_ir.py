@@ -17,7 +17,6 @@ from pathlib import Path
 
 from tileport.core import source, toolchain
 from tileport.core.verdict import Finding, Verdict, atomic_write_text, loc, write
-from tileport.cpu import analyze
 from tileport.model import frontend, manifest
 
 
@@ -99,7 +98,7 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     """Export one variant's Tile IR bytecode and its text.
 
     Raises:
-        A.AnalysisError / M.ManifestError: bad operator input.
+        frontend.AnalysisError / manifest.ManifestError: bad operator input.
         ManifestGap: the analysis found that the manifest disagrees with this kernel or cannot
             describe it (nothing is compiled: a signature built from it would be wrong).
         KeyError: no such kernel or variant.
@@ -131,6 +130,44 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     text = toolchain.disassemble(tmp)
     tmp.replace(out_bc)
     atomic_write_text(out_txt, text)
+
+
+def cutile_refusal(op_dir: str | Path, kernel: str, model=None, limit: int = 4) -> dict | None:
+    """Whether cuTile Python itself refuses ``kernel``: its variants (at most ``limit``) are
+    compiled to Tile IR as :func:`export` compiles them (nothing is written); the first
+    refusal is returned as ``{"variant", "line" (kernel.py, or None), "message"}`` (cuTile's
+    words, first line), None when every variant tried compiles or the refusal is not the
+    kernel's (a missing module, a dtype the manifest cannot name, a value traced to the
+    manifest: :func:`run` says those). For the analyser: a kernel the translator cannot port
+    and cuTile refuses is the kernel's to fix, not a rule the translator lacks."""
+    import tempfile
+
+    from cuda.tile.compilation import export_kernel
+
+    model = model or frontend.load(op_dir)
+    km = model.kernel(kernel)
+    if km is None:
+        return None
+    params = km.info()["params"]
+    try:
+        mod = load_module(source.kernel_py(op_dir))
+    except BaseException:  # noqa: BLE001 - an unimportable kernel.py: reference_ir says why
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        for v in manifest.variants(model.manifest, kernel)[:limit]:
+            try:
+                export_kernel(kernel_object(mod, kernel, v), [signature_for(params, v)], f"{tmp}/k.bc",
+                              output_format="tileir_bytecode")
+            except Exception as exc:  # noqa: BLE001 - cuTile's refusal, judged below
+                text = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, (ImportError, OSError)) or unnameable_dtypes(text):
+                    return None
+                eloc = getattr(exc, "loc", None)
+                line = getattr(eloc, "line", None) if str(getattr(eloc, "filename", "")).endswith(".py") else None
+                if _is_type_error(exc) and traced_to_manifest(op_dir, kernel, v.id, line, text):
+                    return None
+                return {"variant": v.id, "line": line, "message": text.splitlines()[0]}
+    return None
 
 
 def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: int | None,
@@ -276,7 +313,7 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
     except manifest.ManifestError as exc:
         return write(Verdict(**base, verdict="BLOCKED", owner="manifest", summary=str(exc),
                              findings=[Finding("manifest", "critical", "manifest", str(exc))]), out_json)
-    except (analyze.AnalysisError, KeyError) as exc:
+    except (frontend.AnalysisError, KeyError) as exc:
         owner = getattr(exc, "owner", "kernel")
         return write(Verdict(**base, verdict="BLOCKED", owner=owner, summary=str(exc),
                              findings=[Finding("input", "critical", owner, str(exc))]), out_json)
