@@ -414,7 +414,7 @@ def test_a_kernel_cutile_refuses_is_the_kernels_not_a_missing_rule(tmp_path):
     # a kernel cuTile compiles keeps the translator's own limit (owner tool)
     ok_kernel = RANK_KERNEL.replace("shape=(1, TILE))", "shape=(1, 1, 1, TILE))").replace(
         "ct.store(y, index=(bid, 0), tile=t)", "ct.store(y, index=(bid, 0), tile=ct.cosh(ct.reshape(t, (1, TILE))))")
-    d = make_op(tmp_path, "rank2", ok_kernel.replace("index=(bid, 0), shape=(1, 1", "index=(bid, 0, 0, 0), shape=(1, 1"),
-                RANK_MANIFEST.replace("op: rank", "op: rank2"))
+    ok_kernel = ok_kernel.replace("index=(bid, 0), shape=(1, 1", "index=(bid, 0, 0, 0), shape=(1, 1")
+    d = make_op(tmp_path, "rank2", ok_kernel, RANK_MANIFEST.replace("op: rank", "op: rank2"))
     v = analyze.run(d, tmp_path / "analysis2.json", "rank2")
     assert v["owner"] == "tool" and "lacks a rule" in v["summary"], v["summary"]
