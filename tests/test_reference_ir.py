@@ -197,3 +197,21 @@ tolerance:
     assert reference_ir.unnameable_dtypes("Unsupported scale dtype uint8 ..., supported scale dtypes are "
                                           "float8_e8m0fnu") == ["float8_e8m0fnu"]
     assert reference_ir.unnameable_dtypes("supported dtypes are float16, float8_e8m0fnu") == []
+
+
+def test_a_module_the_kernel_body_names_is_not_advised_into_the_launch_function(tmp_path):
+    """"import it inside the launch function" is wrong advice when the kernel body itself reads
+    the module (cp.float32 in a @ct.kernel): the advice names that line and what to do instead."""
+    kernel = RANK_KERNEL.replace("import cuda.tile as ct\n", "import cuda.tile as ct\nimport cupy as cp\n").replace(
+        "    t = ct.load(x, index=(bid, 0), shape=(1, TILE))",
+        "    t = ct.astype(ct.load(x, index=(bid, 0, 0, 0), shape=(1, 1, 1, TILE)), cp.float32)")
+    d = make_op(tmp_path, "rank", kernel, RANK_MANIFEST)
+    v = _ref(d, "rank_kernel", "f16-TILE64", tmp_path, "rank")
+    assert v["verdict"] == "ERROR" and v["owner"] == "env", v["summary"]
+    assert "kernel.py:8: the kernel body names cp.float32 of the module 'cupy'" in v["summary"], v["summary"]
+    assert "launch function" not in v["summary"] and v["findings"][0]["ref"]["line"] == 8
+    # a module only the launch code needs keeps the old advice
+    launch = kernel.replace("cp.float32)", "ct.float32)") + "\n\ndef launch(x):\n    return cp.asarray(x)\n"
+    d = make_op(tmp_path, "rank2", launch, RANK_MANIFEST.replace("op: rank", "op: rank2"))
+    v = _ref(d, "rank_kernel", "f16-TILE64", tmp_path, "rank2")
+    assert "import it inside the launch function" in v["summary"], v["summary"]

@@ -327,6 +327,16 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
                                  findings=[Finding("environment", "critical", "env", msg)],
                                  details={"traceback": tb}), out_json)
         if isinstance(exc, ModuleNotFoundError):
+            used = kernel_body_uses(kpy, exc.name)
+            if used:
+                # the kernel body itself reads the module: moving the import would break it
+                line, expr = used
+                msg = (f"{kpy}:{line}: the kernel body names {expr} of the module '{exc.name}', which is not "
+                       f"installed here; cuTile Python evaluates it when it compiles the kernel, so install "
+                       f"'{exc.name}' or write the cuda.tile spelling (e.g. ct.float32 for a dtype)")
+                return write(Verdict(**base, verdict="ERROR", owner="env", summary=msg,
+                                     findings=[Finding("environment", "critical", "env", msg,
+                                                       ref=loc(kpy, line))]), out_json)
             msg = (f"{kpy}: importing kernel.py needs the module '{exc.name}', which is not "
                    f"installed here (import it inside the launch function)")
             return write(Verdict(**base, verdict="ERROR", owner="env", summary=msg,
@@ -362,6 +372,31 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
                              details={"traceback": tb}), out_json)
     return write(Verdict(**base, verdict="PASS", owner=None, summary="Tile IR exported",
                          artifacts={"bytecode": str(out_bc), "text": str(out_txt)}), out_json)
+
+
+def kernel_body_uses(kernel_py: str | Path, module: str | None) -> tuple[int, str] | None:
+    """``(line, expression)`` of the first use of ``module`` (imported under any name) inside a
+    ``@ct.kernel`` function or a module-level helper of ``kernel_py``, or None (the module is
+    only needed by launch code, or the file does not parse)."""
+    import ast
+
+    if not module:
+        return None
+    try:
+        tree = ast.parse(Path(kernel_py).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    top = module.split(".")[0]
+    names = {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import)
+             for a in n.names if a.name.split(".")[0] == top}
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        decorated = any("kernel" in ast.unparse(d) or "function" in ast.unparse(d) for d in fn.decorator_list)
+        if not decorated:
+            continue
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in names:
+                return n.lineno, ast.unparse(n)
+    return None
 
 
 def _is_type_error(exc: BaseException) -> bool:
