@@ -59,15 +59,18 @@ def test_unsupported_construct_named_with_line(op_copy, tmp_path):
     assert v["owner"] == "tool" and v["findings"][0]["owner"] == "tool"
 
 
-def test_try_is_unsupported(op_copy):
+def test_try_is_refused_by_cutile_so_it_is_the_kernels(op_copy):
+    """The translator has no rule for `try`, and cuTile Python refuses it too ("Unsupported
+    syntax"): the kernel's to change, in cuTile's words (issue 34 item 3), at the try's line."""
     d = op_copy("relu")
     src = (d / "kernel.py").read_text().replace(
         "    bid = ct.bid(0)\n", "    bid = ct.bid(0)\n    try:\n        pass\n    finally:\n        pass\n")
     (d / "kernel.py").write_text(src)
     un = analyze.analyse(d)["unsupported"]
     line = src.splitlines().index("    try:") + 1
-    assert un and un[0]["construct"].startswith("try") and un[0]["line"] == line
-    assert un[0]["owner"] == "tool" and un[0]["category"] == "unsupported"
+    assert un and un[0]["line"] == line and "cuTile Python itself refuses" in un[0]["reason"], un
+    assert "Unsupported syntax" in un[0]["reason"]
+    assert un[0]["owner"] == "kernel" and un[0]["category"] == "build"
 
 
 def test_malformed_manifest_is_error_naming_file(op_copy, tmp_path):
@@ -394,3 +397,24 @@ def test_a_kernel_name_python_does_not_take_as_written_is_the_manifests(tmp_path
     with pytest.raises(tp_manifest.ManifestError) as e:
         tp_manifest.load(d / "manifest.yaml")
     assert words in str(e.value) and e.value.owner == "manifest", str(e.value)
+
+
+def test_a_kernel_cutile_refuses_is_the_kernels_not_a_missing_rule(tmp_path):
+    """Issue 34 item 3: the translator cannot port a rank-2 load of an array the call passes
+    with rank 4, and neither can cuTile Python compile it. The analysis says so in cuTile's
+    words with owner kernel -- not "the translator lacks a rule" (owner tool)."""
+    from test_reference_ir import RANK_KERNEL, RANK_MANIFEST
+    d = make_op(tmp_path, "rank", RANK_KERNEL, RANK_MANIFEST)
+    v = analyze.run(d, tmp_path / "analysis.json", "rank")
+    assert v["verdict"] == "BLOCKED" and v["owner"] == "kernel", v["summary"]
+    (f,) = v["findings"]
+    assert f["owner"] == "kernel" and f["ref"]["line"] == 7, f
+    assert "cuTile Python itself refuses variant f16-TILE64: TypeCheckingError: Index size 2 does not match the " \
+           "array rank 4" in f["message"] and "lacks a rule" not in v["summary"]
+    # a kernel cuTile compiles keeps the translator's own limit (owner tool)
+    ok_kernel = RANK_KERNEL.replace("shape=(1, TILE))", "shape=(1, 1, 1, TILE))").replace(
+        "ct.store(y, index=(bid, 0), tile=t)", "ct.store(y, index=(bid, 0), tile=ct.cosh(ct.reshape(t, (1, TILE))))")
+    ok_kernel = ok_kernel.replace("index=(bid, 0), shape=(1, 1", "index=(bid, 0, 0, 0), shape=(1, 1")
+    d = make_op(tmp_path, "rank2", ok_kernel, RANK_MANIFEST.replace("op: rank", "op: rank2"))
+    v = analyze.run(d, tmp_path / "analysis2.json", "rank2")
+    assert v["owner"] == "tool" and "lacks a rule" in v["summary"], v["summary"]

@@ -292,3 +292,20 @@ def test_the_advice_for_a_number_yaml_reads_as_text_loads_as_that_number(tmp_pat
     got = read(man)
     assert got == float(written) and not isinstance(got, bool), (advice.group(1), got)
     assert isinstance(got, int) == (read is not _bias), got
+
+
+@pytest.mark.parametrize("new,words,never", [
+    # a cuda.tile format the manifest has no dtype for: named as such (issue 34 item 3)
+    ("dtype: f4e2m1fn}", "f4e2m1fn is cuda.tile's float4_e2m1fn, a format of its own", "did you mean"),
+    ("dtype: float4_e2m1fn}", "a limit of tileport, not a typo", "did you mean"),
+    # another float format spelled alike is no near miss (f8e5m3 is not f8e4m3fn)
+    ("dtype: f8e5m3}", "is none of the accepted forms", "did you mean"),
+    # a true near miss of the same format still is one
+    ("dtype: f8e4m3}", "(did you mean f8e4m3fn?)", "a format of its own"),
+])
+def test_a_dtype_of_another_format_is_not_corrected_to_a_near_spelling(tmp_path, new, words, never):
+    """The manifest check never asks "did you mean f8e4m3fn?" for a different float format:
+    f8e8m0fnu (an e8m0 block scale) or f4e2m1fn is a format of its own in cuTile Python and
+    cutile 0.5, not a typo of an e4m3 float."""
+    msg, _ = _err(tmp_path, "dtype: f32}", new)
+    assert words in msg and never not in msg, msg

@@ -337,6 +337,54 @@ MUTANTS = [
     ("const_product_kernel", "TILE - BM folded to BM - TILE", lambda t: sub(t, "%cst_1008_i32 = constant <i32: 1008>", "%cst_1008_i32 = constant <i32: -1008>"), "constant"),
     ("dead_yield_kernel", "the if yields t unchanged from its then branch", lambda t: sub(t, "    yield %11 : tile<1024xf32>", "    yield %1 : tile<1024xf32>"), "control_flow"),
     ("dead_yield_kernel", "the loop's if yields the carried t unchanged", lambda t: sub(t, "      yield %22 : tile<1024xf32>", "      yield %iterArg0 : tile<1024xf32>"), "control_flow"),
+    # cuda.tile API kernels (tests/data/operators/api, docs/cuda-tile-api.yaml)
+    ("api_math_kernel", "ct.abs -> ct.ceil", lambda t: sub(t, "%2 = absf %1 :", "%2 = ceil %1 :"), "math"),
+    ("api_math_kernel", "ct.ceil -> ct.floor", lambda t: sub(t, "%3 = ceil %1 :", "%3 = floor %1 :"), "math"),
+    ("api_math_kernel", "ct.floor of the abs, not of t", lambda t: sub(t, "%5 = floor %1 :", "%5 = floor %2 :"), "math"),
+    ("api_math_kernel", "ct.sin -> ct.cos", lambda t: sub(t, "%7 = sin %1 :", "%7 = cos %1 :"), "math"),
+    ("api_math_kernel", "ct.log2 -> ct.log", lambda t: sub(t, "%11 = log2 %6 :", "%11 = log %6 :"), "math"),
+    ("api_math_kernel", "rsqrt without flush_to_zero", lambda t: sub(t, "%13 = rsqrt %6 flush_to_zero :", "%13 = rsqrt %6 :"), "math"),
+    ("api_math_kernel", "exp2 without flush_to_zero", lambda t: sub(t, "%14 = exp2 %1 flush_to_zero :", "%14 = exp2 %1 :"), "math"),
+    ("api_math_kernel", "sqrt rounding RZ -> RN", lambda t: sub(t, "%16 = sqrt %6 rounding<zero> flush_to_zero", "%16 = sqrt %6 flush_to_zero"), "math"),
+    ("api_math_kernel", "ct.add rounding RP -> RM", lambda t: sub(t, "%17 = addf %9, %12 rounding<positive_inf>", "%17 = addf %9, %12 rounding<negative_inf>"), "math"),
+    ("api_math_kernel", "ct.sub operands swapped", lambda t: sub(t, "%18 = subf %17, %15 rounding<negative_inf>", "%18 = subf %15, %17 rounding<negative_inf>"), "math"),
+    ("api_math_kernel", "ct.mul without flush_to_zero", lambda t: sub(t, "%19 = mulf %18, %16  flush_to_zero :", "%19 = mulf %18, %16  :"), "math"),
+    ("api_minmax_kernel", "ct.maximum without propagate_nan", lambda t: sub(t, "%2 = maxf %1, %bcast propagate_nan :", "%2 = maxf %1, %bcast :"), "math"),
+    ("api_minmax_kernel", "ct.minimum -> maximum", lambda t: sub(t, "%3 = minf %1, %bcast_9 flush_to_zero", "%3 = maxf %1, %bcast_9 flush_to_zero"), "math"),
+    ("api_minmax_kernel", "ct.min over axis 0, not 1", lambda t: sub(t, "%reduce = reduce %4 dim=1", "%reduce = reduce %4 dim=0"), "reduction"),
+    ("api_minmax_kernel", "ct.max reduction identity -inf -> +inf", lambda t: sub(t, "dim=0 identities=[0xFF800000 : f32]", "dim=0 identities=[0x7F800000 : f32]"), "reduction"),
+    ("api_minmax_kernel", "ct.prod identity 1 -> 0", lambda t: sub(t, "identities=[1.000000e+00 : f32]", "identities=[0.000000e+00 : f32]"), "reduction"),
+    ("api_bits_kernel", "bitwise_and -> bitwise_or", lambda t: sub(t, "%3 = andi %2, %cst_12_i32", "%3 = ori %2, %cst_12_i32"), "math"),
+    ("api_bits_kernel", "bitwise_or constant 3 -> 2", lambda t: sub(t, "%4 = ori %2, %cst_3_i32", "%4 = ori %2, %cst_2_i32"), "constant"),
+    ("api_bits_kernel", "bitwise_xor -> bitwise_and", lambda t: sub(t, "%6 = xori %2, %cst_5_i32", "%6 = andi %2, %cst_5_i32"), "math"),
+    ("api_bits_kernel", "bitwise_lshift -> >>", lambda t: sub(t, "%8 = shli %7, %cst_2_i32", "%8 = shri %7, %cst_2_i32 signed"), "math"),
+    ("api_bits_kernel", "bitwise_not dropped", lambda t: sub(t, "%10 = addi %8, %9 ", "%10 = addi %8, %2 "), "math"),
+    ("api_bits_kernel", ">> made logical", lambda t: sub(t, "%11 = shri %7, %cst_1_i32_0 signed", "%11 = shri %7, %cst_1_i32_0 unsigned"), "math"),
+    ("api_bits_kernel", "t.permute((1, 0)) dropped", lambda t: sub(t, "%18 = extract %17[", "%18 = extract %16["), "math"),
+    ("api_bits_kernel", "ct.transpose(t, axis0=0, axis1=1) -> t", lambda t: sub(t, "%16 = addf %14, %15 ", "%16 = addf %14, %reshape_1 "), "math"),
+    ("api_atomic_kernel", "atomic_and -> atomic_or", lambda t: sub(t, "relaxed device %9, and,", "relaxed device %9, or,"), "memory"),
+    ("api_atomic_kernel", "atomic_or's block scope -> device", lambda t: sub(t, "atomic_rmw_tko acq_rel tl_blk %14, or,", "atomic_rmw_tko acq_rel device %14, or,"), "memory"),
+    ("api_atomic_kernel", "atomic_xor -> xchg", lambda t: sub(t, "device %17, xor,", "device %17, xchg,"), "memory"),
+    ("api_atomic_kernel", "atomic_max acquire -> relaxed", lambda t: sub(t, "atomic_rmw_tko acquire device %22, max,", "atomic_rmw_tko relaxed device %22, max,"), "memory"),
+    ("api_atomic_kernel", "atomic_min system scope -> device", lambda t: sub(t, "atomic_rmw_tko release sys %27, min,", "atomic_rmw_tko release device %27, min,"), "memory"),
+    ("api_atomic_kernel", "atomic_xchg writes the max's old value", lambda t: sub(t, "%32, xchg, %result_34,", "%32, xchg, %result_28,"), "memory"),
+    ("api_atomic_kernel", "atomic_cas expected and desired swapped", lambda t: sub(t, "%38, %result_40, %4, %36", "%38, %4, %result_40, %36"), "memory"),
+    ("api_views_kernel", "num_tiles along axis 0, not 1", lambda t: sub(t, "%6 = itof %1#1 signed", "%6 = itof %1#0 signed"), "cast"),
+    ("api_views_kernel", "cumsum along axis 0", lambda t: sub(t, "%4 = scan %3 dim=1 reverse=false", "%4 = scan %3 dim=0 reverse=false"), "reduction"),
+    ("api_views_kernel", "sum without keepdims broadcast along the rows", lambda t: sub(t, "%reduce = reduce %8 dim=1", "%reduce = reduce %8 dim=0"), "reduction"),
+    ("api_more_kernel", "int8 cast made unsigned", lambda t: sub(t, "%5 = ftoi %tile signed  : tile<1024xf16> -> tile<1024xi8>", "%5 = ftoi %tile unsigned  : tile<1024xf16> -> tile<1024xi8>"), "cast"),
+    ("api_more_kernel", "uint16 cast made signed", lambda t: sub(t, "%10 = ftoi %tile unsigned  : tile<1024xf16> -> tile<1024xi16>", "%10 = ftoi %tile signed  : tile<1024xf16> -> tile<1024xi16>"), "cast"),
+    ("api_more_kernel", "uint64 term dropped", lambda t: sub(t, "%18 = addf %15, %17 ", "%18 = addf %15, %14 "), "math"),
+    ("api_more_kernel", "float64 -> float32 rounding RZ dropped", lambda t: sub(t, "%20 = ftof %19 rounding<zero> :", "%20 = ftof %19  :"), "cast"),
+    ("api_more_kernel", "float8_e5m2 round trip dropped", lambda t: sub(t, "%24 = ftof %23  : tile<1024xf8E5M2>", "%24 = ftof %22  : tile<1024xbf16>"), "cast"),
+    ("api_more_kernel", "ct.sub without flush_to_zero", lambda t: sub(t, "%26 = subf %25, %21  flush_to_zero :", "%26 = subf %25, %21  :"), "math"),
+    ("api_more_kernel", "ct.mul rounding RN -> RZ", lambda t: sub(t, "%25 = mulf %21, %24  :", "%25 = mulf %21, %24 rounding<zero> :"), "math"),
+    ("api_more_kernel", "atomic_and's block scope -> device", lambda t: sub(t, "atomic_rmw_tko acq_rel tl_blk %30, and,", "atomic_rmw_tko acq_rel device %30, and,"), "memory"),
+    ("api_more_kernel", "atomic_or relaxed -> acq_rel", lambda t: sub(t, "atomic_rmw_tko relaxed device %36, or,", "atomic_rmw_tko acq_rel device %36, or,"), "memory"),
+    ("api_more_kernel", "atomic_xor -> atomic_and", lambda t: sub(t, "device %41, xor,", "device %41, and,"), "memory"),
+    ("api_more_kernel", "atomic_max -> atomic_min", lambda t: sub(t, "device %45, max,", "device %45, min,"), "memory"),
+    ("api_more_kernel", "atomic_min without check_bounds=False gets a mask", lambda t: sub(t, "device %49, min, %result_25 token=%50 : tile<1024xptr<i32>>, tile<1024xi32> ->", "device %49, min, %result_25, %39 token=%50 : tile<1024xptr<i32>>, tile<1024xi32>, tile<1024xi1> ->"), "memory"),
+    ("api_more_kernel", "atomic_xchg scope block -> device", lambda t: sub(t, "atomic_rmw_tko relaxed tl_blk %55, xchg,", "atomic_rmw_tko relaxed device %55, xchg,"), "memory"),
 ]
 
 
@@ -666,6 +714,23 @@ REWRITES = [
     ("const_product_kernel", "every SSA value renamed", _rename),
     ("dead_yield_kernel", "every SSA value renamed", _rename),
 ]
+
+
+# (op, mutant, edit): a hint that only changes speed, changed -- a `hint` warning (PASS_WITH_NOTES)
+HINT_MUTANTS = [
+    ("api_views_kernel", "load latency 3 -> 2", lambda t: sub(t, "{allow_tma = false, latency = 3}", "{allow_tma = false, latency = 2}")),
+    ("api_views_kernel", "load allow_tma=False dropped", lambda t: sub(t, "{allow_tma = false, latency = 3}", "{latency = 3}")),
+    ("api_more_kernel", "scatter latency 2 dropped", lambda t: sub(t, " optimization_hints = <default = {latency = 2}> : tile<1024xptr<f16>>", " : tile<1024xptr<f16>>")),
+    ("api_views_kernel", "store latency 2 dropped", lambda t: sub(t, "optimization_hints = <default = {latency = 2}> : tile<16x1024xf16>", ": tile<16x1024xf16>")),
+]
+
+
+@pytest.mark.parametrize("op,name,edit", HINT_MUTANTS, ids=[f"{o}:{n}" for o, n, _ in HINT_MUTANTS])
+def test_hint_mutant_is_a_warning(op, name, edit):
+    original = ref(op)
+    res = diff_ir(original, edit(original), f"{op}.ref.tileir", f"{op}.mutant.tileir", TARGET)
+    assert res.verdict == "PASS_WITH_NOTES", f"{name}: {res.summary}"
+    assert {f.category for f in res.findings if f.severity == "warn"} == {"hint"}, res.summary
 
 
 def critical_categories(res) -> set:

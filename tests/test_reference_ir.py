@@ -101,3 +101,117 @@ def test_a_wrong_ndim_is_traced_to_the_manifest(op_copy, tmp_path):
               tmp_path / "r.json", "softmax")
     assert v["verdict"] == "ERROR" and v["owner"] == "manifest", v["summary"]
     assert "the manifest gives x ndim 3 (kernels/softmax_kernel/arrays/x); with ndim 2 cuTile compiles" in v["summary"]
+
+
+# -- a reference cuTile Python itself refuses is the kernel's, in cuTile's words (issue 34 item 3) --
+RANK_KERNEL = '''import cuda.tile as ct
+
+
+@ct.kernel
+def rank_kernel(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid, 0), shape=(1, TILE))
+    ct.store(y, index=(bid, 0), tile=t)
+'''
+RANK_MANIFEST = '''op: rank
+kernels:
+  rank_kernel:
+    arrays:
+      x: {ndim: 4, role: input}
+      y: {ndim: 2, role: output}
+    grid: "(B * H * S, 1, 1)"
+dtypes: [f16]
+configs:
+  - {TILE: 64}
+shape_names: [B, H, S, D]
+test_shapes: [[2, 2, 8, 64]]
+perf_shapes: [[2, 2, 8, 64]]
+fits: "True"
+tolerance:
+  f16: {rtol: 0.0, atol: 0.0}
+tensors:
+  x: {shape: [B, H, S, D], role: input}
+  y: {shape: ["B * H * S", D], role: output}
+'''
+
+
+def test_a_rank2_load_of_a_rank4_array_is_the_kernels_in_cutiles_words(tmp_path):
+    """The manifest gives x rank 4 because the call passes a rank-4 tensor (tensors.x has four
+    dimensions): cuTile refuses the kernel's rank-2 load. Owner kernel, cuTile's message quoted;
+    never "write x: {ndim: 2}", which would describe a call that does not happen."""
+    d = make_op(tmp_path, "rank", RANK_KERNEL, RANK_MANIFEST)
+    v = _ref(d, "rank_kernel", "f16-TILE64", tmp_path, "rank")
+    assert v["verdict"] == "ERROR" and v["owner"] == "kernel", v["summary"]
+    assert "kernel.py:7: cuTile Python compile failed: TypeCheckingError: Index size 2 does not match the array " \
+           "rank 4" in v["summary"]
+    assert "ndim" not in v["summary"] and {f["owner"] for f in v["findings"]} == {"kernel"}
+    # without tensors the manifest chose the rank: then ndim 2 is the manifest's repair
+    d = make_op(tmp_path, "rank2", RANK_KERNEL, RANK_MANIFEST.replace("op: rank", "op: rank2").split("tensors:")[0])
+    v = _ref(d, "rank_kernel", "f16-TILE64", tmp_path, "rank2")
+    assert v["owner"] == "manifest" and "write x: {ndim: 2, ...}" in v["summary"], v["summary"]
+
+
+SCALED_KERNEL = '''import cuda.tile as ct
+
+
+@ct.kernel
+def scaled_kernel(a, a_s, b, b_s, c, TILE: ct.Constant[int]):
+    x = ct.load(a, index=(0, 0), shape=(TILE, TILE))
+    xs = ct.load(a_s, index=(0, 0), shape=(TILE, TILE // 32))
+    y = ct.load(b, index=(0, 0), shape=(TILE, TILE))
+    ys = ct.load(b_s, index=(0, 0), shape=(TILE // 32, TILE))
+    acc = ct.mma_scaled(x, xs, y, ys, ct.zeros((TILE, TILE), dtype=ct.float32))
+    ct.store(c, index=(0, 0), tile=acc)
+'''
+
+
+def test_advice_never_contradicts_the_dtype_cutile_asks_for(tmp_path):
+    """cuTile: "supported scale dtypes are float8_e8m0fnu" for u8 scales. The advice used to be
+    "write b_s: {ndim: 1, ...}" (a rank got past the line); a dtype message gets no rank advice,
+    and a dtype the manifest cannot name is tileport's limit (owner tool), said as such."""
+    manifest = RANK_MANIFEST.replace("op: rank", "op: scaled").split("kernels:")[0] + '''kernels:
+  scaled_kernel:
+    arrays:
+      a: {ndim: 2, role: input}
+      a_s: {ndim: 2, role: input, dtype: u8}
+      b: {ndim: 2, role: input}
+      b_s: {ndim: 2, role: input, dtype: u8}
+      c: {ndim: 2, role: output, dtype: f32}
+    grid: "(1, 1, 1)"
+dtypes: [f8e4m3fn]
+configs:
+  - {TILE: 64}
+shape_names: [N]
+test_shapes: [[64]]
+perf_shapes: [[64]]
+fits: "True"
+tolerance:
+  f8e4m3fn: {rtol: 0.1, atol: 0.1}
+'''
+    d = make_op(tmp_path, "scaled", SCALED_KERNEL, manifest)
+    v = _ref(d, "scaled_kernel", "f8e4m3fn-TILE64", tmp_path, "scaled")
+    assert v["verdict"] == "ERROR" and v["owner"] == "tool", v["summary"]
+    assert "supported scale dtypes are float8_e8m0fnu; it asks for float8_e8m0fnu, which the manifest has no " \
+           "dtype for yet" in v["summary"]
+    assert "ndim" not in v["summary"] and "write" not in v["summary"]
+    assert reference_ir.unnameable_dtypes("Unsupported scale dtype uint8 ..., supported scale dtypes are "
+                                          "float8_e8m0fnu") == ["float8_e8m0fnu"]
+    assert reference_ir.unnameable_dtypes("supported dtypes are float16, float8_e8m0fnu") == []
+
+
+def test_a_module_the_kernel_body_names_is_not_advised_into_the_launch_function(tmp_path):
+    """"import it inside the launch function" is wrong advice when the kernel body itself reads
+    the module (cp.float32 in a @ct.kernel): the advice names that line and what to do instead."""
+    kernel = RANK_KERNEL.replace("import cuda.tile as ct\n", "import cuda.tile as ct\nimport cupy as cp\n").replace(
+        "    t = ct.load(x, index=(bid, 0), shape=(1, TILE))",
+        "    t = ct.astype(ct.load(x, index=(bid, 0, 0, 0), shape=(1, 1, 1, TILE)), cp.float32)")
+    d = make_op(tmp_path, "rank", kernel, RANK_MANIFEST)
+    v = _ref(d, "rank_kernel", "f16-TILE64", tmp_path, "rank")
+    assert v["verdict"] == "ERROR" and v["owner"] == "env", v["summary"]
+    assert "kernel.py:8: the kernel body names cp.float32 of the module 'cupy'" in v["summary"], v["summary"]
+    assert "launch function" not in v["summary"] and v["findings"][0]["ref"]["line"] == 8
+    # a module only the launch code needs keeps the old advice
+    launch = kernel.replace("cp.float32)", "ct.float32)") + "\n\ndef launch(x):\n    return cp.asarray(x)\n"
+    d = make_op(tmp_path, "rank2", launch, RANK_MANIFEST.replace("op: rank", "op: rank2"))
+    v = _ref(d, "rank_kernel", "f16-TILE64", tmp_path, "rank2")
+    assert "import it inside the launch function" in v["summary"], v["summary"]

@@ -171,3 +171,33 @@ def test_a_variant_id_two_kernels_share_is_each_kernels_own(repo):
            + (repo / "tileport" / "nvidia" / "port.py").read_text())
     assert "variant_by_id(model.manifest, variant_id)" not in src
     assert 'variant_by_id(M.load(op_dir / "manifest.yaml"), variant_id)' not in src
+
+
+def _stage_owners(d, kernel, variant, op, tmp_path):
+    wk = write_kernel.run(d, kernel, tmp_path / "rust" / "src" / f"{kernel}.rs", tmp_path / "wk.json", op)
+    b = rust_ir.build(op, tmp_path / "rust", {kernel: tmp_path / "wk.json"}, tmp_path / "build.json")
+    r = rust_ir.dump(d, op, kernel, variant, tmp_path / "build.json", tmp_path / "p.tileirbc",
+                     tmp_path / "p.tileir", tmp_path / "p.json")
+    return {s: (v["verdict"], v["owner"], {f["owner"] for f in v["findings"]}) for s, v in
+            (("write_kernel", wk), ("rust_build", b), ("rust_ir", r))}
+
+
+def test_a_block_keeps_its_owner_in_every_stage_file(tmp_path):
+    """Issue 34 item 3: after the translator's own limit (owner tool) rust/build.json and rust_ir
+    said owner kernel; summary.csv said tool. Every per-stage file now names the writer's owner:
+    tool for a construct the translator lacks, kernel for a kernel cuTile Python itself refuses
+    (quoted in the writer's verdict, as the analysis quotes it)."""
+    from manifest_ops import make_op
+    from test_reference_ir import RANK_KERNEL, RANK_MANIFEST
+    lacks = RANK_KERNEL.replace("shape=(1, TILE))", "shape=(1, 1, 1, TILE))").replace(
+        "index=(bid, 0), shape=(1, 1", "index=(bid, 0, 0, 0), shape=(1, 1").replace(
+        "tile=t)", "tile=ct.cosh(ct.reshape(t, (1, TILE))))")
+    d = make_op(tmp_path, "lacks", lacks, RANK_MANIFEST.replace("op: rank", "op: lacks"))
+    owners = _stage_owners(d, "rank_kernel", "f16-TILE64", "lacks", tmp_path / "a")
+    assert owners == {s: ("BLOCKED", "tool", {"tool"}) for s in owners}, owners
+    d = make_op(tmp_path, "rank", RANK_KERNEL, RANK_MANIFEST)
+    owners = _stage_owners(d, "rank_kernel", "f16-TILE64", "rank", tmp_path / "b")
+    assert owners == {s: ("BLOCKED", "kernel", {"kernel"}) for s in owners}, owners
+    wk = json.loads((tmp_path / "b" / "wk.json").read_text())
+    assert "cuTile Python itself refuses variant f16-TILE64: TypeCheckingError: Index size 2 does not match" \
+           in wk["summary"], wk["summary"]

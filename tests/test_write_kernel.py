@@ -108,10 +108,11 @@ def test_translation_is_by_construct_not_by_name(op_copy):
 
 @pytest.mark.parametrize("edit,construct", [
     (("        m = ct.max(t, axis=1, keepdims=True)\n", "        m = ct.cumprod(t, axis=1)\n"), "ct.cumprod"),
-    (("for i in range(ct.bid(0), row_tiles, ct.num_blocks(0)):", "for i in [1, 2]:"), "for [1, 2]"),
+    (("        e = ct.exp(t - m)\n", "        e = ct.cosh(t - m)\n"), "ct.cosh"),
     (("        e = ct.exp(t - m)\n", "        e = ct.exp(t - m)\n        e = e % 3.0\n"), "e % 3.0"),
 ])
 def test_unsupported_construct_is_blocked_with_line(op_copy, tmp_path, edit, construct):
+    """A construct cuTile Python compiles and the translator has no rule for: owner tool."""
     d = op_copy("softmax")
     src = (d / "kernel.py").read_text()
     assert edit[0] in src
@@ -959,3 +960,18 @@ def test_int_arithmetic_of_constexprs_stays_foldable_through_floor_div(tmp_path)
             want = -(n - t * 2) % t + -(-(n * 3 - 1) // t) // 2
             got = _rust_eval(extra_e, **{n_name: n, t_name: t})
             assert got == want, (extra_e, n, t, got)
+
+
+def test_a_construct_cutile_refuses_is_the_kernels(op_copy, tmp_path):
+    """`for i in [1, 2]` has no translator rule, and cuTile Python refuses it too ("Unsupported
+    syntax"): the writer's verdict is the kernel's, quoting cuTile, as the analysis says
+    (issue 34 item 3), at the loop's line."""
+    d = op_copy("softmax")
+    src = (d / "kernel.py").read_text()
+    loop = "for i in range(ct.bid(0), row_tiles, ct.num_blocks(0)):"
+    (d / "kernel.py").write_text(src.replace(loop, "for i in [1, 2]:"))
+    v = write_kernel.run(d, "softmax_kernel", tmp_path / "k.rs", tmp_path / "k.json", "softmax")
+    assert v["verdict"] == "BLOCKED" and v["owner"] == "kernel", v["summary"]
+    assert "cuTile Python itself refuses variant f16-BM16-TILE1024: UnsupportedSyntaxError" in v["summary"]
+    line = next(i for i, x in enumerate(src.splitlines()) if loop in x) + 1
+    assert v["findings"][0]["owner"] == "kernel" and v["findings"][0]["ref"]["line"] == line

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from tileport.core import agents, source
 from tileport.core.verdict import LACKS_RULE, Finding, Verdict, loc, read, write
+from tileport.cpu import reference_ir
 from tileport.model import frontend, manifest
 
 # the front end's names, as the analyser has always offered them
@@ -61,7 +62,10 @@ def analyse(op_dir: str | Path, target: str = "sm_90") -> dict:
     ``gpu_target``) -- its Rust is dropped, no cargo runs -- and each kernel it cannot translate
     adds one item to ``unsupported``: the construct, ``file:line``, the reason, owner ``tool``
     (the translator lacks a rule; the kernel is valid), ``category: unsupported``, the kernel's
-    name. So the analysis passes exactly the kernels the translator has rules for.
+    name -- unless cuTile Python itself refuses the kernel
+    (:func:`tileport.cpu.reference_ir.cutile_refusal`): then the item is the kernel's (owner
+    ``kernel``, ``category: build``, cuTile's message at its line, the refused ``variant``). So
+    the analysis passes exactly the kernels the translator has rules for.
 
     Raises:
         manifest.ManifestError: malformed manifest (file:line: key: cause).
@@ -75,10 +79,20 @@ def analyse(op_dir: str | Path, target: str = "sm_90") -> dict:
         try:
             translate_model(model, k.name, target)
         except Unsupported as exc:
+            owner = getattr(exc, "owner", None) or "tool"
+            refused = reference_ir.cutile_refusal(op_dir, k.name, model) if owner == "tool" else None
+            if refused:
+                # cuTile Python refuses the reference too: the kernel's to fix, in cuTile's words
+                kpy = details["kernel_file"]
+                details["unsupported"].append({
+                    "construct": k.name, "file": kpy, "line": refused["line"] or exc.line,
+                    "reason": f"cuTile Python itself refuses variant {refused['variant']}: {refused['message']}",
+                    "owner": "kernel", "category": "build", "kernel": k.name,
+                    "variant": refused["variant"]})
+                continue
             details["unsupported"].append({
                 "construct": exc.construct, "file": exc.file, "line": exc.line, "reason": exc.reason,
-                "owner": getattr(exc, "owner", None) or "tool", "category": "unsupported",
-                "kernel": k.name})
+                "owner": owner, "category": "unsupported", "kernel": k.name})
     return details
 
 
@@ -119,13 +133,16 @@ def run(op_dir: str | Path, out_json: str | Path, op: str, target: str = "sm_90"
     verdict = "ERROR" if undescribable else "BLOCKED" if findings else "PASS"
     n = len(details["variants"])
     n_man = sum(1 for u in details["unsupported"] if u.get("category") == "manifest")
+    n_ref = sum(1 for u in details["unsupported"] if u.get("category") == "build" and u.get("owner") == "kernel")
     if undescribable:
         first = findings[details["unsupported"].index(undescribable[0])]
         summary = f"the manifest cannot describe a kernel: {first.message}"
         owner = "tool"
     elif findings:
+        n_un = len(findings) - n_man - n_ref
         parts = [f"{n_man} manifest finding(s)" if n_man else "",
-                 f"{len(findings) - n_man} unsupported construct(s)" if len(findings) > n_man else ""]
+                 f"{n_ref} kernel(s) cuTile Python itself refuses" if n_ref else "",
+                 f"{n_un} unsupported construct(s)" if n_un else ""]
         summary = f"{'; '.join(x for x in parts if x)}; first: {findings[0].message}"
         owner = findings[0].owner
     else:

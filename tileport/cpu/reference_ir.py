@@ -17,7 +17,6 @@ from pathlib import Path
 
 from tileport.core import source, toolchain
 from tileport.core.verdict import Finding, Verdict, atomic_write_text, loc, write
-from tileport.cpu import analyze
 from tileport.model import frontend, manifest
 
 
@@ -99,7 +98,7 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     """Export one variant's Tile IR bytecode and its text.
 
     Raises:
-        A.AnalysisError / M.ManifestError: bad operator input.
+        frontend.AnalysisError / manifest.ManifestError: bad operator input.
         ManifestGap: the analysis found that the manifest disagrees with this kernel or cannot
             describe it (nothing is compiled: a signature built from it would be wrong).
         KeyError: no such kernel or variant.
@@ -131,6 +130,44 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     text = toolchain.disassemble(tmp)
     tmp.replace(out_bc)
     atomic_write_text(out_txt, text)
+
+
+def cutile_refusal(op_dir: str | Path, kernel: str, model=None, limit: int = 4) -> dict | None:
+    """Whether cuTile Python itself refuses ``kernel``: its variants (at most ``limit``) are
+    compiled to Tile IR as :func:`export` compiles them (nothing is written); the first
+    refusal is returned as ``{"variant", "line" (kernel.py, or None), "message"}`` (cuTile's
+    words, first line), None when every variant tried compiles or the refusal is not the
+    kernel's (a missing module, a dtype the manifest cannot name, a value traced to the
+    manifest: :func:`run` says those). For the analyser: a kernel the translator cannot port
+    and cuTile refuses is the kernel's to fix, not a rule the translator lacks."""
+    import tempfile
+
+    from cuda.tile.compilation import export_kernel
+
+    model = model or frontend.load(op_dir)
+    km = model.kernel(kernel)
+    if km is None:
+        return None
+    params = km.info()["params"]
+    try:
+        mod = load_module(source.kernel_py(op_dir))
+    except BaseException:  # noqa: BLE001 - an unimportable kernel.py: reference_ir says why
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        for v in manifest.variants(model.manifest, kernel)[:limit]:
+            try:
+                export_kernel(kernel_object(mod, kernel, v), [signature_for(params, v)], f"{tmp}/k.bc",
+                              output_format="tileir_bytecode")
+            except Exception as exc:  # noqa: BLE001 - cuTile's refusal, judged below
+                text = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, (ImportError, OSError)) or unnameable_dtypes(text):
+                    return None
+                eloc = getattr(exc, "loc", None)
+                line = getattr(eloc, "line", None) if str(getattr(eloc, "filename", "")).endswith(".py") else None
+                if _is_type_error(exc) and traced_to_manifest(op_dir, kernel, v.id, line, text):
+                    return None
+                return {"variant": v.id, "line": line, "message": text.splitlines()[0]}
+    return None
 
 
 def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: int | None,
@@ -182,10 +219,17 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
     named = [by_name[w] for w in re.findall(r"[a-z0-9_]+", message) if w in by_name]
     dtypes = [d for d in dict.fromkeys(named + list(_TRIED)) if d != variant.dtype]
     dtype_trials = [(a, "dtype", d) for a in defaulted for d in dtypes]
-    ndim_trials = [(a, "ndim", nd) for a in reach
+    # an array whose tensor in the manifest has as many dimensions as its ndim is launched with
+    # that rank: the manifest did not choose it, so another rank is no repair to offer
+    tensors = manifest.kernel_tensors(model.manifest, kernel) or {}
+    pinned = {a for a in reach if len((tensors.get(a) or {}).get("shape") or []) == arrays[a]["ndim"]}
+    ndim_trials = [(a, "ndim", nd) for a in reach if a not in pinned
                    for nd in sorted(range(1, 7), key=lambda k: abs(k - arrays[a]["ndim"]))
                    if nd != arrays[a]["ndim"]][:6]
-    rank_words = re.search(r"\b(rank|ndim|shape length|dimensions?|index has|number of indices)\b", message)
+    rank_words = re.search(r"\b(rank|ndim|shape length|dimensions?|index has|index size|number of indices)\b",
+                           message)
+    if re.search(r"\bdtypes?\b", message) and not rank_words:
+        ndim_trials = []      # cuTile names a dtype: a rank is never the repair of its message
     trials = ndim_trials + dtype_trials if rank_words else dtype_trials + ndim_trials
     fix = _trial_fix(op_dir, kernel, kinfo["params"], variant, trials, line)
     if not fix:
@@ -200,6 +244,19 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
                 f"dtype: {value} on the tensor bound to it)")
     return (f"the manifest gives {name} ndim {arrays[name]['ndim']} (kernels/{kernel}/arrays/{name}); with ndim "
             f"{value} cuTile {got}: write {name}: {{ndim: {value}, ...}}")
+
+
+def unnameable_dtypes(message: str) -> list[str]:
+    """The cuda.tile dtypes a cuTile compiler message asks for ("supported scale dtypes are
+    float8_e8m0fnu") when none of those it names has a manifest code: what no manifest edit can
+    supply (:data:`tileport.model.manifest.OTHER_CUTILE_DTYPES`). Empty when the message names
+    no dtype or names one the manifest can write."""
+    first = message.splitlines()[0] if message else ""      # the rest quotes the source line
+    m = re.search(r"\bsupported\b", first)
+    words = re.findall(r"[a-z0-9_]+", first[m.end():]) if m else []
+    cute_codes = {cute for cute, _, _ in manifest.DTYPES.values()}
+    asked = [w for w in dict.fromkeys(words) if w in manifest.OTHER_CUTILE_DTYPES or w in cute_codes]
+    return asked if asked and all(w in manifest.OTHER_CUTILE_DTYPES for w in asked) else []
 
 
 #: dtypes tried, in order, for an array whose defaulted dtype cuTile refused (after those the
@@ -239,8 +296,11 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
 
     Owners: ``manifest`` for a malformed manifest, one that disagrees with the kernel (BLOCKED),
     and a cuTile type error traced to an array whose dtype the manifest left to the variant
-    (ERROR, :func:`traced_to_manifest`); ``tool`` when the manifest format cannot describe the
-    kernel (ERROR); ``env`` for a missing tool or module; ``kernel`` for any other compile error.
+    (ERROR, :func:`traced_to_manifest`: only a value the manifest chose, never the rank of an
+    array whose manifest tensor has that many dimensions, never a rank for a message about a
+    dtype); ``tool`` when the manifest format cannot describe the kernel, or cuTile asks for a
+    dtype the manifest cannot name (:func:`unnameable_dtypes`) (ERROR); ``env`` for a missing tool
+    or module; ``kernel`` for any other compile error, quoting cuTile's message.
     """
     base = dict(stage="reference_ir", op=op, kernel=kernel, variant=variant_id)
     try:
@@ -253,7 +313,7 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
     except manifest.ManifestError as exc:
         return write(Verdict(**base, verdict="BLOCKED", owner="manifest", summary=str(exc),
                              findings=[Finding("manifest", "critical", "manifest", str(exc))]), out_json)
-    except (analyze.AnalysisError, KeyError) as exc:
+    except (frontend.AnalysisError, KeyError) as exc:
         owner = getattr(exc, "owner", "kernel")
         return write(Verdict(**base, verdict="BLOCKED", owner=owner, summary=str(exc),
                              findings=[Finding("input", "critical", owner, str(exc))]), out_json)
@@ -267,6 +327,16 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
                                  findings=[Finding("environment", "critical", "env", msg)],
                                  details={"traceback": tb}), out_json)
         if isinstance(exc, ModuleNotFoundError):
+            used = kernel_body_uses(kpy, exc.name)
+            if used:
+                # the kernel body itself reads the module: moving the import would break it
+                line, expr = used
+                msg = (f"{kpy}:{line}: the kernel body names {expr} of the module '{exc.name}', which is not "
+                       f"installed here; cuTile Python evaluates it when it compiles the kernel, so install "
+                       f"'{exc.name}' or write the cuda.tile spelling (e.g. ct.float32 for a dtype)")
+                return write(Verdict(**base, verdict="ERROR", owner="env", summary=msg,
+                                     findings=[Finding("environment", "critical", "env", msg,
+                                                       ref=loc(kpy, line))]), out_json)
             msg = (f"{kpy}: importing kernel.py needs the module '{exc.name}', which is not "
                    f"installed here (import it inside the launch function)")
             return write(Verdict(**base, verdict="ERROR", owner="env", summary=msg,
@@ -278,6 +348,15 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
         eloc = getattr(exc, "loc", None)
         if line is None and getattr(eloc, "line", None) and str(getattr(eloc, "filename", "")).endswith("kernel.py"):
             line = eloc.line
+        lacking = unnameable_dtypes(text) if _is_type_error(exc) else []
+        if lacking:
+            msg = (f"{kpy}:{line or '?'}: cuTile Python refused variant {variant_id} of {kernel}: "
+                   f"{text.splitlines()[0]}; it asks for {', '.join(lacking)}, which the manifest has no dtype "
+                   f"for yet: a limit of tileport (no manifest change can give an array that dtype)")
+            return write(Verdict(**base, verdict="ERROR", owner="tool", summary=msg[:1500],
+                                 findings=[Finding("manifest", "critical", "tool", msg[:3000],
+                                                   ref=loc(kpy, line))],
+                                 details={"traceback": tb, "compiler_message": text[:3000]}), out_json)
         why = traced_to_manifest(op_dir, kernel, variant_id, line, text) if _is_type_error(exc) else None
         if why:
             msg = (f"{kpy}:{line}: cuTile Python refused variant {variant_id} of {kernel}: "
@@ -293,6 +372,31 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
                              details={"traceback": tb}), out_json)
     return write(Verdict(**base, verdict="PASS", owner=None, summary="Tile IR exported",
                          artifacts={"bytecode": str(out_bc), "text": str(out_txt)}), out_json)
+
+
+def kernel_body_uses(kernel_py: str | Path, module: str | None) -> tuple[int, str] | None:
+    """``(line, expression)`` of the first use of ``module`` (imported under any name) inside a
+    ``@ct.kernel`` function or a module-level helper of ``kernel_py``, or None (the module is
+    only needed by launch code, or the file does not parse)."""
+    import ast
+
+    if not module:
+        return None
+    try:
+        tree = ast.parse(Path(kernel_py).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    top = module.split(".")[0]
+    names = {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import)
+             for a in n.names if a.name.split(".")[0] == top}
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        decorated = any("kernel" in ast.unparse(d) or "function" in ast.unparse(d) for d in fn.decorator_list)
+        if not decorated:
+            continue
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in names:
+                return n.lineno, ast.unparse(n)
+    return None
 
 
 def _is_type_error(exc: BaseException) -> bool:

@@ -171,21 +171,29 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
     """
     crate = Path(crate)
     target = Path(target_dir) if target_dir else toolchain.default_target_dir()
-    ok, blocked, writers = [], {}, {}
+    ok, blocked, writers, owners = [], {}, {}, {}
     for k, vpath in kernel_verdicts.items():
         try:
             v = read(vpath)
         except VerdictError as exc:
-            blocked[k] = str(exc)
+            blocked[k], owners[k] = str(exc), "tool"
             continue
         if v["verdict"] == "PASS":
             ok.append(k)
             writers[k] = (v.get("details") or {}).get("backend")
         else:
-            blocked[k] = v["summary"]
+            # the writer's owner travels on: who must act on a blocked kernel is who its writer
+            # verdict names (the translator's limit is the tool's), never a default
+            blocked[k], owners[k] = v["summary"], v.get("owner") or "kernel"
     if not ok:
-        return write(Verdict(stage="rust_build", op=op, verdict="BLOCKED", owner="kernel",
-                             summary="no kernel was translated", details={"blocked": blocked}),
+        first = next(iter(blocked), None)
+        owner = owners.get(first, "kernel")
+        return write(Verdict(stage="rust_build", op=op, verdict="BLOCKED", owner=owner,
+                             summary=f"no kernel was translated: {first}: {blocked[first]}" if first
+                             else "no kernel was translated",
+                             findings=[Finding("build", "critical", owners[k], f"upstream: {k}: {why}")
+                                       for k, why in blocked.items()],
+                             details={"blocked": blocked, "blocked_owners": owners}),
                      out_json)
     try:
         sha = write_crate(crate, op, ok)
@@ -193,7 +201,7 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
         msg = f"cannot assemble the port crate {crate}: {exc}"
         return write(Verdict(stage="rust_build", op=op, verdict="ERROR", owner="tool", summary=brief(msg),
                              findings=[Finding("build", "critical", "tool", msg[:2000])],
-                             details={"blocked": blocked}), out_json)
+                             details={"blocked": blocked, "blocked_owners": owners}), out_json)
     t0 = time.monotonic()
     try:
         env = toolchain.cargo_env(target)
@@ -225,7 +233,8 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
         return write(Verdict(stage="rust_build", op=op, verdict="ERROR",
                              owner=findings[0].owner, summary=brief(findings[0].message),
                              findings=findings, details={"seconds": secs, "log": str(log_path),
-                                                         "blocked": blocked, "writers": writers,
+                                                         "blocked": blocked, "blocked_owners": owners,
+                                                         "writers": writers,
                                                          "writer_fault": findings[0].owner == "tool"}),
                      out_json)
     try:
@@ -238,7 +247,8 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
     return write(Verdict(stage="rust_build", op=op, verdict="PASS", owner=None,
                          summary=f"rustc checked the port crate in {secs} s",
                          details={"binary": str(binary), "crate": str(crate), "kernels": ok,
-                                  "blocked": blocked, "sources_sha": sha, "writers": writers,
+                                  "blocked": blocked, "blocked_owners": owners, "sources_sha": sha,
+                                  "writers": writers,
                                   "seconds": secs, "log": str(log_path)},
                          artifacts={"binary": str(binary)}), out_json)
 
@@ -280,10 +290,11 @@ def dump(op_dir, op, kernel, variant_id, build_json, out_bc, out_txt, out_json, 
         return write(Verdict(**base, verdict="BLOCKED", owner="tool", summary=str(exc)), out_json)
     if b["verdict"] != "PASS" or kernel not in b["details"].get("kernels", []):
         why = b["details"].get("blocked", {}).get(kernel) or b["summary"]
-        return write(Verdict(**base, verdict="BLOCKED", owner=b["owner"] or "kernel",
+        # the owner of this kernel's block (its writer's), else the build's
+        owner = b["details"].get("blocked_owners", {}).get(kernel) or b["owner"] or "kernel"
+        return write(Verdict(**base, verdict="BLOCKED", owner=owner,
                              summary=f"no Rust build for {kernel}: {why}",
-                             findings=[Finding("build", "critical", b["owner"] or "kernel",
-                                               f"upstream: {why}")]), out_json)
+                             findings=[Finding("build", "critical", owner, f"upstream: {why}")]), out_json)
     crate = Path(b["details"].get("crate") or Path(b["details"]["binary"]).parent)
     try:
         current = sources_sha(crate, b["details"]["kernels"])

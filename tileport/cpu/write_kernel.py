@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tileport.core import agents, source
 from tileport.core.verdict import LACKS_RULE, TRANSLATOR, Finding, Verdict, atomic_write_text, loc, write
-from tileport.cpu import analyze
+from tileport.cpu import analyze, reference_ir
 from tileport.translate import Unsupported, display_path, translate_entries
 
 
@@ -23,9 +23,10 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1, target: str = "s
 
     Verdict PASS, or BLOCKED naming the construct and file:line: owner ``tool`` when the
     translator lacks a rule for a construct (the kernel is not at fault), ``kernel`` when the
-    operator's input is bad (syntax, manifest). The previous ``out_rs`` is left untouched when
-    translation fails (an empty placeholder is written only if none exists, so downstream rules
-    can still run and report BLOCKED)."""
+    operator's input is bad (syntax, manifest) or cuTile Python itself refuses the kernel
+    (:func:`tileport.cpu.reference_ir.cutile_refusal`, quoted, as the analysis says it). The
+    previous ``out_rs`` is left untouched when translation fails (an empty placeholder is
+    written only if none exists, so downstream rules can still run and report BLOCKED)."""
     out_rs = Path(out_rs)
     try:
         src, smap, entries = translate_entries(op_dir, kernel, target)
@@ -36,10 +37,18 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1, target: str = "s
         # the manifest's (and a bad kernel the kernel's)
         owner = getattr(exc, "owner", None) or "tool"
         msg = f"{LACKS_RULE}: {exc}" if owner == "tool" else str(exc)
+        ref = loc(exc.file, exc.line, exc.construct)
+        refused = reference_ir.cutile_refusal(op_dir, kernel) if owner == "tool" else None
+        if refused:
+            # cuTile Python refuses the reference too: the kernel's, as the analysis says
+            owner, kpy = "kernel", source.kernel_py(op_dir)
+            msg = (f"{kpy}:{refused['line'] or exc.line}: cuTile Python itself refuses variant "
+                   f"{refused['variant']}: {refused['message']}")
+            ref = loc(kpy, refused["line"] or exc.line)
         return write(Verdict(stage="write_kernel", op=op, kernel=kernel, verdict="BLOCKED",
                              owner=owner, attempt=attempt, summary=msg,
-                             findings=[Finding("unsupported", "critical", owner, msg,
-                                               ref=loc(exc.file, exc.line, exc.construct))],
+                             findings=[Finding("unsupported" if owner == "tool" else "build", "critical", owner,
+                                               msg, ref=ref)],
                              details={"backend": TRANSLATOR, "construct": exc.construct}),
                      out_json)
     except (analyze.AnalysisError, ValueError) as exc:

@@ -239,11 +239,35 @@ def _describe(value, integer: bool = False) -> str:
     return type(value).__name__
 
 
+#: cuda.tile 1.7.0 dtypes that have no manifest code (yet): cuTile name -> the code they would
+#: have. Each is a format of its own (an e8m0 scale is no e4m3 float): a manifest that names one
+#: is never offered another format as a near miss (cuda/tile/__init__.py ``__all__``)
+OTHER_CUTILE_DTYPES = {"float8_e8m0fnu": "f8e8m0fnu", "float8_e5m3fnu": "f8e5m3fnu",
+                       "float4_e2m1fn": "f4e2m1fn", "tfloat32": "tf32"}
+# a float format's code or cuTile name: f<bits>e<exponent bits>m<mantissa bits>[flags]
+_FLOAT_FORMAT = re.compile(r"^(f|fp|float)(\d+)_?e(\d+)m(\d+)([a-z]*)$")
+
+
 def _suggest(word: str, choices) -> str:
-    """' (did you mean X?)' for a near miss, also for a torch / numpy spelling of a dtype."""
+    """' (did you mean X?)' for a near miss, also for a torch / numpy spelling of a dtype.
+
+    A float format spelled in full (``f8e8m0fnu``: bits, exponent and mantissa widths) is never
+    "corrected" to another format that is merely spelled alike (``f8e4m3fn``): one of cuda.tile's
+    dtypes without a manifest code is named as such (:data:`OTHER_CUTILE_DTYPES`), and another
+    format gets no guess."""
     if isinstance(word, str) and word in _DTYPE_SPELLINGS and _DTYPE_SPELLINGS[word] in choices:
         return f" (tileport spells {word} as {_DTYPE_SPELLINGS[word]})"
-    near = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    w = str(word)
+    cute = next((c for c, code in OTHER_CUTILE_DTYPES.items() if w in (c, code)), None)
+    if cute is not None:
+        return (f" ({w} is cuda.tile's {cute}, a format of its own; the manifest has no dtype for it "
+                f"yet: a limit of tileport, not a typo)")
+    fmt = _FLOAT_FORMAT.match(w)
+    near = difflib.get_close_matches(w, [str(c) for c in choices], n=1, cutoff=0.6)
+    if fmt and near:
+        other = _FLOAT_FORMAT.match(near[0])
+        if other is None or other.group(2, 3, 4) != fmt.group(2, 3, 4):
+            return ""        # e.g. f8e5m3 is no f8e4m3fn: another format is not a near miss
     return f" (did you mean {near[0]}?)" if near else ""
 
 

@@ -310,6 +310,8 @@ class TranslatorBase:
                 return repr(member), Ty("member", value=member)
             if node.attr == "dtype" and not self.is_ct(node):
                 return self.dtype_attribute(node)
+            if node.attr == "ndim" and not self.is_ct(node):
+                return self.ndim_attribute(node)
         if isinstance(node, ast.Subscript) and frontend.is_shape_subscript(node):
             return self.shape_dim(node)
         if isinstance(node, ast.Subscript):
@@ -340,6 +342,16 @@ class TranslatorBase:
             return ty.kind, Ty("dtype", dtype=ty.kind)
         self.fail(node, ast.unparse(node), f"`.dtype` of a {ty.kind}: only arrays, tiles and scalars "
                                            f"have one")
+
+    def ndim_attribute(self, node: ast.Attribute) -> tuple[str, Ty]:
+        """``v.ndim`` of an array or a tile: its rank, an int known at compile time (cuTile
+        Python folds it; cuda/tile/_stub.py ``Tile.ndim``, ``Array.ndim``)."""
+        _, ty = self.expr(node.value)
+        if ty.kind == "arr":
+            return repr(ty.ndim), Ty("lit", value=ty.ndim)
+        if ty.kind == "tile":
+            return repr(len(ty.shape)), Ty("lit", value=len(ty.shape))
+        self.fail(node, ast.unparse(node), f"`.ndim` of a {ty.kind}: only arrays and tiles have one")
 
     def method_as_call(self, node: ast.Call) -> ast.Call:
         """``t.name(args)`` as the ``ct.name(t, args)`` it spells (same line numbers)."""
