@@ -385,6 +385,19 @@ MUTANTS = [
     ("api_more_kernel", "atomic_max -> atomic_min", lambda t: sub(t, "device %45, max,", "device %45, min,"), "memory"),
     ("api_more_kernel", "atomic_min without check_bounds=False gets a mask", lambda t: sub(t, "device %49, min, %result_25 token=%50 : tile<1024xptr<i32>>, tile<1024xi32> ->", "device %49, min, %result_25, %39 token=%50 : tile<1024xptr<i32>>, tile<1024xi32>, tile<1024xi1> ->"), "memory"),
     ("api_more_kernel", "atomic_xchg scope block -> device", lambda t: sub(t, "atomic_rmw_tko relaxed tl_blk %55, xchg,", "atomic_rmw_tko relaxed device %55, xchg,"), "memory"),
+    # cuTile Python's language beyond TileGym's dialect (tests/data/operators/lang, f32 variant)
+    ("np_const_kernel", "np.pi -> 3.0", lambda t: sub(t, "<f32: 3.14159274>", "<f32: 3.000000e+00>"), "constant"),
+    ("np_const_kernel", "-np.inf in the where -> +inf", lambda t: sub(t, "%cst_f32_5 = constant <f32: 0xFF800000>", "%cst_f32_5 = constant <f32: 0x7F800000>"), "constant"),
+    ("rm_alias_kernel", "exp RM.APPROX -> the default (FULL)", lambda t: sub(t, "%1 = exp %tile rounding<approx>", "%1 = exp %tile"), "math"),
+    ("rm_alias_kernel", "truediv RM.APPROX dropped", lambda t: sub(t, "%3 = divf %1, %2 rounding<approx>", "%3 = divf %1, %2"), "math"),
+    ("pow_kernel", "t ** 2 -> t ** 3", lambda t: sub(t, "%cst_2_i32 = constant <i32: 2> : tile<1024xi32>", "%cst_2_i32 = constant <i32: 3> : tile<1024xi32>"), "constant"),
+    ("pow_kernel", "t ** k raised to k % 3 before its sign correction", lambda t: sub(t, "%13 = fpowi %tile, %9 ", "%13 = fpowi %tile, %2 "), "math"),
+    ("promote_acc_kernel", "sq + t * t adds to the other accumulator", lambda t: sub(t, "%5 = fma %tile, %tile, %iterArg1", "%5 = fma %tile, %tile, %iterArg0"), "math"),
+    ("promote_acc_kernel", "acc += t -> acc *= t", lambda t: sub(t, "%4 = addf %iterArg0, %tile", "%4 = mulf %iterArg0, %tile"), "math"),
+    ("fma_stmt_kernel", "the fma's addend 1.5 -> 2.5", lambda t: sub(t, "<f32: 1.500000e+00>", "<f32: 2.500000e+00>"), "constant"),
+    ("fma_stmt_kernel", "v + u -> v + v", lambda t: sub(t, "%4 = addf %3, %2 ", "%4 = addf %3, %3 "), "math"),
+    ("bmm3_kernel", "batched mma of t, not of its transpose", lambda t: sub(t, "%2 = mmaf %tile, %1, %cst_0_f32 ", "%2 = mmaf %tile, %tile, %cst_0_f32 "), "math"),
+    ("bmm3_kernel", "batched matmul operands swapped with the mma's", lambda t: sub(t, "%3 = mmaf %tile, %tile, %cst_0_f32_16 ", "%3 = mmaf %tile, %1, %cst_0_f32_16 "), "math"),
 ]
 
 

@@ -40,10 +40,21 @@ ENUMS = {"PaddingMode": frozenset(constructs.PADDING), "RoundingMode": frozenset
          "MemoryOrder": frozenset(constructs.MEMORY_ORDER), "MemoryScope": frozenset(constructs.MEMORY_SCOPE)}
 
 
+# the cuda.tile module that defines each enum (cuda-tile 1.7.0: ``cuda/tile/__init__.py`` re-exports
+# them from these): ``from cuda.tile._numeric_semantics import RoundingMode`` binds the same class.
+# Only these: another module's enum of the same name is another class
+# (``cuda.tile._bytecode.encodings.RoundingMode``). tests/test_constructs.py checks the table
+# against the installed cuda.tile.
+ENUM_MODULES = {"PaddingMode": "cuda.tile._numeric_semantics", "RoundingMode": "cuda.tile._numeric_semantics",
+                "MemoryOrder": "cuda.tile._memory_model", "MemoryScope": "cuda.tile._memory_model"}
+
+
 def enum_imports(tree: ast.Module) -> dict:
-    """``from cuda.tile import RoundingMode as RMd`` -> {'RMd': 'RoundingMode'}."""
+    """``from cuda.tile import RoundingMode as RMd`` -> {'RMd': 'RoundingMode'}; also from the
+    module that defines the enum (``from cuda.tile._numeric_semantics import RoundingMode as RM``,
+    :data:`ENUM_MODULES`)."""
     return {a.asname or a.name: a.name for n in tree.body if isinstance(n, ast.ImportFrom)
-            and n.module == "cuda.tile" for a in n.names if a.name in ENUMS}
+            for a in n.names if a.name in ENUMS and n.module in ("cuda.tile", ENUM_MODULES[a.name])}
 
 
 def enum_member(node, alias: str, imports: dict | None = None) -> Member | None:
@@ -64,15 +75,22 @@ def enum_member(node, alias: str, imports: dict | None = None) -> Member | None:
 
 # names of Python's math module a kernel may read as constants (cuTile Python folds them)
 MATH_CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e, "tau": math.tau}
+# numpy's float constants (numpy 2: Python floats, the values of math's); numpy 2 removed the
+# aliases np.Inf / np.NaN / np.PINF, so only these names are read
+NUMPY_CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e,
+                   "euler_gamma": 0.5772156649015329}
 
 
 def module_constants(tree: ast.Module, alias: str = "ct") -> dict:
-    """Module-level names bound once to a literal (int, float, bool; ``-x``, ``math.inf``...)
-    or to a member of a cuda.tile enum (``PAD_ZERO = ct.PaddingMode.ZERO``: a :class:`Member`):
+    """Module-level names bound once to a literal (int, float, bool; ``-x``, ``math.inf``,
+    ``-np.inf``...) or to a member of a cuda.tile enum (``PAD_ZERO = ct.PaddingMode.ZERO``: a
+    :class:`Member`):
     cuTile Python reads them as compile-time constants inside a kernel. A name bound twice,
     or to anything else, is left out (its value is not known without running the module)."""
     maths = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import)
              for a in n.names if a.name == "math"}
+    numpys = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import)
+              for a in n.names if a.name == "numpy"}
     imports = enum_imports(tree)
     seen: dict = {}
     for n in tree.body:
@@ -88,7 +106,7 @@ def module_constants(tree: ast.Module, alias: str = "ct") -> dict:
             if not isinstance(t, ast.Name) or seen.get(t.id) != 1 or (
                     isinstance(n, ast.Assign) and len(n.targets) != 1):
                 continue
-            v = _literal(n.value, maths)
+            v = _literal(n.value, maths, numpys)
             if isinstance(v, (int, float)):
                 out[t.id] = v
             elif enum_member(n.value, alias, imports) is not None:
@@ -96,18 +114,21 @@ def module_constants(tree: ast.Module, alias: str = "ct") -> dict:
     return out
 
 
-def _literal(node, maths: set):
+def _literal(node, maths: set, numpys: frozenset = frozenset()):
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        v = _literal(node.operand, maths)
+        v = _literal(node.operand, maths, numpys)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return -v if isinstance(node.op, ast.USub) else v
     if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
             and node.value.id in maths and node.attr in MATH_CONSTANTS):
         return MATH_CONSTANTS[node.attr]
+    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in numpys and node.attr in NUMPY_CONSTANTS):
+        return NUMPY_CONSTANTS[node.attr]
     if isinstance(node, ast.BinOp) and type(node.op) in _FOLD:
-        a, b = _literal(node.left, maths), _literal(node.right, maths)
+        a, b = _literal(node.left, maths, numpys), _literal(node.right, maths, numpys)
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
             try:
                 return _FOLD[type(node.op)](a, b)
@@ -116,7 +137,7 @@ def _literal(node, maths: set):
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and isinstance(node.func.value, ast.Name) and node.func.value.id in maths
             and node.func.attr in MATH_FUNCTIONS and not node.keywords):
-        args = [_literal(a, maths) for a in node.args]
+        args = [_literal(a, maths, numpys) for a in node.args]
         if all(isinstance(a, (int, float)) for a in args):
             try:
                 return getattr(math, node.func.attr)(*args)

@@ -38,10 +38,43 @@ class ArithRules:
                                    node.left, node.right, node)
         if type(node.op) in self.BITWISE:
             return self.int_binary(self.BITWISE[type(node.op)], node.left, node.right, node)
+        if isinstance(node.op, ast.Pow):
+            return self.power(node)
         op = self._OPS.get(type(node.op))
         if op is None:
             self.fail(node, ast.unparse(node), f"operator {type(node.op).__name__} not translated")
         return self.arith(op, node.left, node.right, node)
+
+    # float element types cuTile Python raises to an integer power with fpowi (its
+    # is_unrestricted_float; tf32 and the f8 formats are restricted)
+    FPOWI_BASES = ("E", "f16", "bf16", "f32", "f64")
+
+    def power(self, node: ast.BinOp) -> tuple[str, Ty]:
+        """``x ** n``: a float tile raised to an int32 exponent (a Python int or an int32
+        scalar / tile) is one ``fpowi`` (cutile 0.5.0 ``fpowi``, Tile IR 13.4), the exponent an
+        int32 tile of the broadcast shape, as cuda-tile 1.7.0 lowers it
+        (``_ir/arithmetic_ops.py`` ``pow_tensorlike``: ``RawFPowIOperation`` when the base is an
+        unrestricted float, the exponent's dtype fits int32 and tileiras is 13.4 or newer; the
+        pinned tileiras is 13.4.92). A float exponent (cuTile's ``FPowFOp``) and a power of
+        two Python numbers are refused (no rule yet)."""
+        le, lt = self.expr(node.left)
+        re_, rt = self.expr(node.right)
+        what = ast.unparse(node)
+        if lt.kind != "tile" or lt.dtype not in self.FPOWI_BASES:
+            self.fail(node, what, "`**` is translated for a float tile base (f16, bf16, f32, f64) only")
+        if rt.kind == "lit" and not (isinstance(rt.value, int) and not isinstance(rt.value, bool)):
+            self.fail(node, what, "`**` with a float exponent (cuTile's FPowFOp) is not translated")
+        if rt.kind == "lit" and not -2 ** 31 <= rt.value < 2 ** 31:
+            self.fail(node, what, f"the exponent {rt.value} is out of int32 range")
+        if rt.kind not in ("lit", "i32") and not (rt.kind == "tile" and rt.dtype == "i32"):
+            self.fail(node, what, "`**` needs an int32 exponent (a Python int, an int32 scalar or tile)")
+        shape = self.broadcast_shape(lt, rt, node)
+        base = self.as_tile(le, lt, lt.dtype, shape, node)
+        if rt.kind == "lit":
+            exp = self.constant_tile(rt.value, "i32", shape, node)[0]
+        else:
+            exp = self.int_tile(re_, rt, shape, node)
+        return self.bind(f"fpowi({base}, {exp})", Ty("tile", lt.dtype, shape))
 
     DEFAULT_FLAGS = ("NearestEven", "Disabled")   # cuTile's default rounding, no flush-to-zero
 
@@ -82,6 +115,7 @@ class ArithRules:
             fn = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}[op]
             out = self.bind(f"{fn}({le}, {re_}, rounding::{flags[0]}, ftz::{flags[1]})", ty)
         if op == "*" and is_float:
+            # (lhs, rhs, its line, reads of the Python binding it gets (None: a temporary), flags)
             self.muls[out[0]] = (le, re_, len(self.out.lines) - 1, None, eff)
         return out
 
@@ -104,7 +138,7 @@ class ArithRules:
         m, acc, mul_on_left = mul_of(le), re_, True
         if m is None:
             m, acc, mul_on_left = mul_of(re_), le, False
-        if m is None or m[4] != flags or (m[3] is not None and self.name_uses(m[3]) != 1):
+        if m is None or m[4] != flags or (m[3] is not None and m[3] != 1):
             return None
         a, b, idx = m[0], m[1], m[2]
         self.out.lines[idx][1] = None      # the multiply is absorbed into the fma
@@ -127,8 +161,8 @@ class ArithRules:
                     continue
                 member = self.enum_of(v)
                 if member is None or member.enum != "RoundingMode" or member.name not in constructs.ROUNDING:
-                    self.fail(node, ast.unparse(v), f"rounding_mode must be one of "
-                                                    f"ct.RoundingMode.{sorted(constructs.ROUNDING)}")
+                    self.fail(node, ast.unparse(v), "rounding_mode: " + self.enum_refusal(
+                        v, "RoundingMode", constructs.ROUNDING))
                 out["rounding"] = constructs.ROUNDING[member.name]
             elif k.arg in ("flush_to_zero", "propagate_nan") and (ftz if k.arg == "flush_to_zero" else nan):
                 # a literal, a bool constexpr of this entry or a module constant: cuTile Python
@@ -197,8 +231,8 @@ class ArithRules:
         if mode is not None and not (isinstance(mode, ast.Constant) and mode.value is None):
             member = self.enum_of(mode)
             if member is None or member.enum != "RoundingMode" or member.name not in constructs.ROUNDED_MATH_MODES:
-                self.fail(node, ast.unparse(mode), f"ct.{name} takes rounding_mode "
-                                                   f"{' or '.join(sorted(constructs.ROUNDED_MATH_MODES))}")
+                self.fail(node, ast.unparse(mode), f"ct.{name}'s rounding_mode: " + self.enum_refusal(
+                    mode, "RoundingMode", constructs.ROUNDED_MATH_MODES))
             fl = self.flags_of(node, rounding=True, ftz=False)
             return self.bind(constructs.ROUNDED_MATH[name].format(x=e, r=fl["rounding"]), ty)
         return self.bind(constructs.UNARY_MATH[name].format(x=e), ty)

@@ -198,7 +198,8 @@ class ControlRules:
             idx = pos
             if expr in self.muls:
                 a, b, i, _, fl = self.muls.pop(expr)
-                self.muls[rn] = (a, b, i, name, fl)
+                # the reads of this binding of the name (not of every binding)
+                self.muls[rn] = (a, b, i, self.binding_uses(node, name), fl)
         else:
             idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
         self.scopes[-1][name] = Var(rn, ty, idx, depth)

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 
 from tileport.model import constructs, frontend
 from tileport.model.constants import (  # noqa: F401 - the
+    ENUM_MODULES,
     ENUMS,
     MATH_CONSTANTS,
+    NUMPY_CONSTANTS,
     Member,
     enum_imports,
     enum_member,  # translator's names for them
@@ -147,7 +149,8 @@ class TranslatorBase:
         self.need_pid = False
         self.need_nblk = False
         # float products that a following add/sub may contract into an fma:
-        # rust value name -> (lhs, rhs, index of its `let` line, python name or None)
+        # rust value name -> (lhs, rhs, index of its `let` line, reads of the Python binding it
+        # was given (None: a temporary, read once), flags)
         self.muls: dict[str, tuple] = {}
         self.uses: dict[str, int] = {}
         for n in ast.walk(fn):
@@ -170,6 +173,47 @@ class TranslatorBase:
                     counts[n.id] = counts.get(n.id, 0) + 1
             cache[fn.name] = counts
         return cache[fn.name].get(name, 0)
+
+    def binding_uses(self, stmt, name: str) -> int:
+        """How often the value that statement ``stmt`` binds to ``name`` is read: the reads of
+        ``name`` in the statements after ``stmt`` in its block, up to and including the first
+        that rebinds ``name`` (``s = ct.add(s, c)`` reads the old value, then shadows it).
+        cuTile Python counts uses per SSA value before its fma contraction, so
+        ``s = ct.mul(a, b); s = ct.add(s, c)`` is one fma (cuda-tile 1.7.0
+        ``_passes/rewrite_patterns.py``). Where a branch or loop in between rebinds ``name``, or
+        the block ends with the value still live inside a loop or branch, this is
+        :meth:`name_uses` (every read of the name: no contraction unless that is 1)."""
+        fn = self.module_functions.get(self.inlining[-1]) if self.inlining else self.fn
+        cache = self.__dict__.setdefault("_blocks", {})
+        if fn.name not in cache:
+            where = {}
+            for n in ast.walk(fn):
+                for field_ in ("body", "orelse", "finalbody"):
+                    block = getattr(n, field_, None)
+                    if isinstance(block, list):
+                        for i, st in enumerate(block):
+                            where[id(st)] = (block, i, n is fn)
+            cache[fn.name] = where
+        hit = cache[fn.name].get(id(stmt))
+        if hit is None:
+            return self.name_uses(name)
+        block, i, top = hit
+
+        def reads(node) -> int:
+            return sum(1 for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name
+                       and isinstance(n.ctx, ast.Load))
+
+        count = 0
+        for st in block[i + 1:]:
+            if isinstance(st, ast.Assign) and [ast.unparse(t) for t in st.targets] == [name]:
+                return count + reads(st.value)
+            if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id == name:
+                return count + 1 + reads(st.value)
+            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                   for n in ast.walk(st)):
+                return self.name_uses(name)
+            count += reads(st)
+        return count if top else self.name_uses(name)
 
     def fail(self, node, construct: str, reason: str):
         raise Unsupported(self.file, getattr(node, "lineno", self.line), construct, reason)
@@ -200,6 +244,25 @@ class TranslatorBase:
             v = self.module_consts.get(node.id) if var is None else var.ty.value if var.ty.kind == "member" else None
             return v if isinstance(v, Member) else None
         return enum_member(node, self.alias, self.enum_imports)
+
+    def enum_refusal(self, node, enum: str, allowed) -> str:
+        """Why ``node`` (an argument that must be a member of the cuda.tile enum ``enum``, one of
+        ``allowed``) is refused, in words that never contradict what the kernel wrote: a member
+        of another enum, one without a rule, or a name the translator cannot resolve to a
+        cuda.tile enum (an enum imported from a module that does not define it, a variable)."""
+        want = f"one of {enum}.{{{', '.join(sorted(allowed))}}}"
+        member = self.enum_of(node)
+        if member is not None and member.enum != enum:
+            return f"{ast.unparse(node)} is a {member.enum} member; expected {want}"
+        if member is not None:
+            return f"{enum}.{member.name} has no rule here; expected {want}"
+        base = node.value if isinstance(node, ast.Attribute) else None
+        if (isinstance(base, ast.Name) and self.lookup(base.id) is None
+                and base.id not in self.enum_imports and base.id != self.alias):
+            return (f"{base.id} is not read as a cuda.tile enum: the translator resolves an enum written "
+                    f"{self.alias}.{enum}.<member> or imported with `from cuda.tile import {enum}` (or "
+                    f"from {ENUM_MODULES.get(enum, 'cuda.tile')}); expected {want}")
+        return f"{ast.unparse(node)} is not a {enum} member known at compile time; expected {want}"
 
     def is_ct(self, node, attr=None) -> bool:
         return frontend.is_ct(node, self.alias, attr)
@@ -300,6 +363,13 @@ class TranslatorBase:
                 and node.value.id in self.maths and node.attr in MATH_CONSTANTS
                 and self.lookup(node.value.id) is None):
             v = MATH_CONSTANTS[node.attr]
+            return repr(v), Ty("lit", value=v)
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in self.numpys and node.attr in NUMPY_CONSTANTS
+                and self.lookup(node.value.id) is None):
+            # numpy's pi, e, inf, nan, euler_gamma are Python floats: cuTile Python reads them
+            # as it reads math.pi (a loosely typed constant: _ir/core_ops.py getattr_module_impl)
+            v = NUMPY_CONSTANTS[node.attr]
             return repr(v), Ty("lit", value=v)
         if isinstance(node, ast.Attribute):
             if (self.is_ct(node) or (isinstance(node.value, ast.Name) and node.value.id in self.numpys

@@ -139,6 +139,11 @@ class DtypeRules:
                 res.append(promote(ca, cb))
             except PromotionError as exc:
                 self.fail(node, ast.unparse(node)[:80], f"{exc} (cuTile Python asks for an explicit cast)")
+        other = b if a == "E" else a if b == "E" else None
+        if other is not None and all(r == other for r in res):
+            # E of an entry that knows it meets its own type (an f32 accumulator += a tile of
+            # an f32 entry's E): the concrete type, so a loop-carried value keeps its type
+            return other
         if "E" in (a, b) and all(r == e for r, e in zip(res, self.e_types())):
             return "E"
         return self.decide(res, node, ast.unparse(node)[:80])

@@ -33,8 +33,7 @@ class MatrixRules:
         a, at = self.tile_expr(node.args[0])
         b, bt = self.tile_expr(node.args[1])
         c, ct_ = self.tile_expr(node.args[2] if len(node.args) > 2 else self._kw(node, "acc"))
-        if len(at.shape) != 2 or len(bt.shape) != 2 or at.shape[1] != bt.shape[0]:
-            self.fail(node, "ct.mma", f"operand shapes {at.shape} x {bt.shape} are not (M,K)x(K,N)")
+        batched = self.batched(at, bt, node, "ct.mma")
         if at.dtype != bt.dtype:
             ca, cb = self.concretes(at.dtype), self.concretes(bt.dtype)
             if ca != cb:
@@ -47,21 +46,43 @@ class MatrixRules:
                     b, bt = self.cast_tile(b, bt, "E", node)
                 else:
                     a, at = self.cast_tile(a, at, "E", node)
-        return self.bind(f"mma({a}, {b}, {c})", ct_)
+        return self.bind(f"{self.mma_fn(at, batched, node)}({a}, {b}, {c})", ct_)
+
+    def batched(self, at: Ty, bt: Ty, node, what: str) -> bool:
+        """Are the operands of an mma / matmul ``(B, M, K) x (B, K, N)`` (True) or
+        ``(M, K) x (K, N)`` (False)? Anything else is refused."""
+        if len(at.shape) == len(bt.shape) == 2 and at.shape[1] == bt.shape[0]:
+            return False
+        if len(at.shape) == len(bt.shape) == 3 and at.shape[0] == bt.shape[0] and at.shape[2] == bt.shape[1]:
+            return True
+        self.fail(node, what, f"operand shapes {at.shape} x {bt.shape} are not (M,K)x(K,N) "
+                              f"or (B,M,K)x(B,K,N)")
+
+    def mma_fn(self, at: Ty, batched: bool, node) -> str:
+        """cutile's op for an mma: ``mma`` (rank 2 only: ``Tile<E1, {[M, K]}>``) or, batched,
+        ``mmaf`` (cutile 0.5.0 ``_core.rs``: ``cuda_tile.mmaf`` with ``variadic_op(N = 3)``, the
+        op cuTile Python's batched ``ct.mma`` emits) for float operands; a batched integer mma
+        (``mmai`` takes signedness markers) is not translated."""
+        if not batched:
+            return "mma"
+        if any(d.startswith(("i", "u")) for d in self.concretes(at.dtype)):
+            self.fail(node, "ct.mma", "a batched integer mma is not translated")
+        return "mmaf"
 
     def matmul(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.matmul(a, b)`` of an (M, K) and a (K, N) tile: an (M, N) tile of the operands'
-        common dtype (1-D and batched operands are not translated)."""
+        common dtype, or of (B, M, K) and (B, K, N) tiles a (B, M, N) one (1-D operands and
+        broadcast batches are not translated)."""
         self.check_kwargs(node, set())
         if len(node.args) != 2:
             self.fail(node, "ct.matmul", "expects two tiles, positionally")
         a, at = self.tile_expr(node.args[0])
         b, bt = self.tile_expr(node.args[1])
-        if len(at.shape) != 2 or len(bt.shape) != 2:
+        if len(at.shape) not in (2, 3) or len(bt.shape) != len(at.shape):
             self.fail(node, "ct.matmul", f"operands of rank {len(at.shape)} and {len(bt.shape)}: only "
-                                         f"2-D x 2-D is translated (1-D and batched are not)")
-        if at.shape[1] != bt.shape[0]:
-            self.fail(node, "ct.matmul", f"operand shapes {at.shape} x {bt.shape} are not (M,K)x(K,N)")
+                                         f"2-D x 2-D and 3-D x 3-D are translated (1-D and "
+                                         f"broadcast batches are not)")
+        batched = self.batched(at, bt, node, "ct.matmul")
         common = self.common_dtype(at.dtype, bt.dtype, node)
         a, at = self.cast_tile(a, at, common, node)
         b, bt = self.cast_tile(b, bt, common, node)
@@ -71,7 +92,7 @@ class MatrixRules:
                 self.fail(node, "ct.matmul", f"a {d} operand: cuTile Python has no matmul of it")
             accs.append(MATMUL_ACC[d])
         acc = common if accs == self.concretes(common) else self.decide(accs, node, "ct.matmul")
-        shape = (at.shape[0], bt.shape[1])
+        shape = (at.shape[0], at.shape[1], bt.shape[2]) if batched else (at.shape[0], bt.shape[1])
         zero, zty = self.constant_tile(0 if acc.startswith(("i", "u")) else 0.0, acc, shape, node)
-        r, rty = self.bind(f"mma({a}, {b}, {zero})", zty)
+        r, rty = self.bind(f"{self.mma_fn(at, batched, node)}({a}, {b}, {zero})", zty)
         return self.cast_tile(r, rty, common, node)

@@ -182,8 +182,38 @@ class ShapeRules:
         if ty.kind in ("i32", "f32", "bool") and ty.kind != dtype:
             e, ty = self.bind(f"scalar_to_tile({e})", Ty("tile", ty.kind, ()))
         if ty.kind == "tile" and ty.dtype != dtype:
+            if e in self.muls:
+                # a float product promoted for an add (`acc_f32 += t * t`, t of the variant's
+                # dtype): where E is already `dtype` there is no cast and cuTile Python contracts
+                # the add into an fma, elsewhere the cast keeps them apart -- one entry per dtype
+                same = self.decide([s == d for s, d in zip(self.concretes(ty.dtype), self.concretes(dtype))],
+                                   node, "an implicit cast of a product (whether it contracts into an fma)")
+                if same:
+                    return self.as_tile(*self.product_as(e, ty, dtype, node), dtype, shape, node)
             e, ty = self.cast_tile(e, ty, dtype, node)
         return self.as_tile(e, ty, dtype, shape, node)
+
+    def product_as(self, e: str, ty: Ty, dtype: str, node) -> tuple[str, Ty]:
+        """The pending float product ``e`` (in ``self.muls``) retyped as ``dtype``, the same
+        element type in this entry (E of an f32 entry as f32): its factors are converted (no
+        op in the Tile IR) and the product is made again of them, still open to fma
+        contraction, as cuTile Python sees one f32 product there. A product read elsewhere
+        too (no contraction either way) is just converted."""
+        a, b, idx, uses, fl = self.muls[e]
+        if uses not in (None, 1):
+            return self.cast_tile(e, ty, dtype, node)
+        self.out.lines[idx][1] = None          # the product is made again below
+        del self.muls[e]
+        fty = Ty("tile", ty.dtype, ty.shape)
+        ca = self.cast_tile(a, fty, dtype, node)[0]
+        cb = ca if b == a else self.cast_tile(b, fty, dtype, node)[0]
+        out = Ty("tile", dtype, ty.shape)
+        if fl == self.DEFAULT_FLAGS:
+            p = self.bind(f"{ca} * {cb}", out)[0]
+        else:
+            p = self.bind(f"mulf({ca}, {cb}, rounding::{fl[0]}, ftz::{fl[1]})", out)[0]
+        self.muls[p] = (ca, cb, len(self.out.lines) - 1, None, fl)
+        return p, out
 
     def broadcast_shape(self, a: Ty, b: Ty, node) -> tuple:
         sa = a.shape if a.kind == "tile" else ()
