@@ -105,7 +105,7 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
         RuntimeError: cuTile's compiler or ``tileirdisasm`` failed (message has its stderr).
     """
     op_dir = Path(op_dir)
-    model = frontend.load(op_dir)
+    model = frontend.load_once(op_dir)
     details, man = model.details(), model.manifest
     kinfo = next((k for k in details["kernels"] if k["name"] == kernel), None)
     gaps = [u for u in details["unsupported"] if u.get("category") == "manifest" and u.get("kernel") == kernel]

@@ -1,0 +1,79 @@
+"""Issue 32's figures for the whole corpus on this machine: a benchmark, not a test (it prints,
+it never asserts a time). Run it in a fresh clone (``git clone <repo> DIR && cd DIR``):
+
+    python3 benchmarks/corpus_scale.py            # all four figures
+    python3 benchmarks/corpus_scale.py --skip make_test
+
+It times, each as a whole process (wall seconds, ``time.monotonic``):
+  make_run    ``make run``: the install if missing, then every CPU stage of every operator
+              (the first call in a fresh clone: cold or warm cargo cache as the machine has it)
+  noop        ``snakemake --cores all results/summary.csv`` again, nothing to do
+  edit        one kernel edited (a comment appended to operators/relu/kernel.py, which changes
+              its content hash): ``snakemake`` up to its new published IR verdicts
+              (results/relu/ir_diff/relu_kernel/), the rest of the DAG not run
+  make_test   ``make test``
+and prints one line per figure with the job count Snakemake planned, the date and the commit.
+The edit is undone at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SMK = [str(ROOT / ".venv" / "bin" / "snakemake"), "--cores", "all"]
+
+
+def timed(cmd: list[str]) -> tuple[float, str]:
+    """Wall seconds of ``cmd`` run in the checkout and its output; raises CalledProcessError."""
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    secs = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
+        raise subprocess.CalledProcessError(p.returncode, cmd)
+    return secs, p.stdout + p.stderr
+
+
+def jobs(out: str) -> int:
+    """The 'total' of Snakemake's job table in ``out`` (0: nothing to do)."""
+    m = re.findall(r"^total\s+(\d+)$", out, re.M)
+    return sum(int(n) for n in m)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--skip", nargs="*", default=[], choices=["make_run", "noop", "edit", "make_test"])
+    args = ap.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    print(f"# {datetime.date.today()} commit {commit}, {Path('/proc/cpuinfo').read_text().count('processor')} cores")
+    if "make_run" not in args.skip:
+        secs, out = timed(["make", "run"])
+        print(f"make_run   {secs:8.1f} s  jobs {jobs(out)}")
+    if "noop" not in args.skip:
+        secs, out = timed(SMK + ["results/summary.csv"])
+        print(f"noop       {secs:8.1f} s  jobs {jobs(out)}")
+    if "edit" not in args.skip:
+        k = ROOT / "operators" / "relu" / "kernel.py"
+        text = k.read_text()
+        try:
+            k.write_text(text + "# edited by benchmarks/corpus_scale.py\n")
+            secs, out = timed(SMK + ["results/relu/ir_diff/relu_kernel"])
+            print(f"edit       {secs:8.1f} s  jobs {jobs(out)}  (relu's kernel.py -> its IR diff verdicts)")
+        finally:
+            k.write_text(text)
+    if "make_test" not in args.skip:
+        secs, out = timed(["make", "test"])
+        tail = [ln for ln in out.splitlines() if re.search(r"\d+ passed", ln)]
+        print(f"make_test  {secs:8.1f} s  {tail[-1].strip('= ') if tail else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
