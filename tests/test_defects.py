@@ -170,12 +170,12 @@ def test_the_benchmark_treats_a_declared_defect_as_gpu_test_does():
 
 
 def test_the_route_summary_report_and_coverage_read_the_faithful_verdict():
-    from tileport.flow import route
+    from tileport.flow import gpu_round
     from tileport.report import coverage, summary
     from tileport.report import data as RD
 
     test = gpu_test.verdict_of("op", [row()], defects=[DEF]).to_dict()
-    d = route.decide_gpu(test, {"verdict": "DONE", "summary": "ok"}, {}, {"k": 1}, 1, writer="translator",
+    d = gpu_round.decide_gpu(test, {"verdict": "DONE", "summary": "ok"}, {}, {"k": 1}, 1, writer="translator",
                      writer_cap=2)
     assert d["next"] == "accept" and "FAITHFUL_REF_DEFECT" in d["reason"]
     assert summary._gpu_columns(test, None, "k/f16-T1")["test"] == "REF_DEFECT"

@@ -535,7 +535,7 @@ def test_kept_measurements_come_back_only_for_the_same_sources(tmp_path):
 def test_a_manifest_fault_is_the_manifests_and_stops_the_route(tmp_path):
     """A bad manifest value found by a GPU stage (an expression, a generator's bounds, a tensor of
     another dtype than the kernel's array) is owned by the manifest: no writer can fix it."""
-    from tileport.flow import route as tp_route
+    from tileport.flow import gpu_round as tp_gpu_round
     from tileport.gpu import harness
     from tileport.gpu.test import input_error
 
@@ -543,7 +543,7 @@ def test_a_manifest_fault_is_the_manifests_and_stops_the_route(tmp_path):
         "m.yaml: tensors/i/init: init randint: [4, 4) holds no value")), tmp_path / "t.json")
     assert (d["verdict"], d["owner"], d.get("fail_class")) == ("ERROR", "manifest", None)
     assert d["findings"][0]["category"] == "manifest"
-    route = tp_route.decide_gpu(d, {}, {}, {"k": 1}, 1, writer="anthropic", writer_cap=3)
+    route = tp_gpu_round.decide_gpu(d, {}, {}, {"k": 1}, 1, writer="anthropic", writer_cap=3)
     assert route["next"] == "stop" and "manifest" in route["route"]
     d = input_error("op", harness.HarnessError("reference.py:3: import failed: NameError"))
     assert (d.owner, d.fail_class) == ("kernel", "kernel")

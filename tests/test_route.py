@@ -5,6 +5,8 @@ import json
 import pytest
 
 from tileport.core.verdict import Finding, Verdict, read, write
+from tileport.flow import check as tp_check
+from tileport.flow import gpu_round as tp_gpu_round
 from tileport.flow import route as tp_route
 
 
@@ -71,7 +73,7 @@ def test_check_carries_a_writer_failure_without_building(tmp_path, word, fc, exp
                   fail_class=fc, summary="reply has 0 fenced rust blocks",
                   findings=[Finding("input", "critical", "kernel", "agent output: no rust block")]),
           adir / "write.json")
-    d = tp_route.check(tmp_path, "relu", "k", 1, adir / "write.json", tmp_path / "ref", ["v"], adir / "check.json")
+    d = tp_check.check(tmp_path, "relu", "k", 1, adir / "write.json", tmp_path / "ref", ["v"], adir / "check.json")
     assert (d["verdict"], d["fail_class"]) == (expect, expect_fc)
     assert "reply has 0 fenced rust blocks" in d["summary"]
     assert not (adir / "rust" / "Cargo.toml").exists()          # nothing was built
@@ -81,13 +83,13 @@ def test_check_blocks_on_a_missing_reference(tmp_path):
     adir = tmp_path / "attempts" / "1"
     write(Verdict(stage="write_kernel", op="relu", kernel="k", verdict="PASS", summary="wrote k"),
           adir / "write.json")
-    d = tp_route.check(tmp_path, "relu", "k", 1, adir / "write.json", tmp_path / "ref", ["f16"], adir / "check.json")
+    d = tp_check.check(tmp_path, "relu", "k", 1, adir / "write.json", tmp_path / "ref", ["f16"], adir / "check.json")
     assert d["verdict"] == "BLOCKED" and "reference Tile IR of k f16" in d["summary"]
 
 
 def test_check_of_an_unreadable_writer_verdict_is_env(tmp_path):
     (tmp_path / "write.json").write_text("{not json")
-    d = tp_route.check(tmp_path, "relu", "k", 1, tmp_path / "write.json", tmp_path, ["v"], tmp_path / "check.json")
+    d = tp_check.check(tmp_path, "relu", "k", 1, tmp_path / "write.json", tmp_path, ["v"], tmp_path / "check.json")
     assert (d["verdict"], d["fail_class"]) == ("ERROR", "env")
     assert read(tmp_path / "check.json")["stage"] == "check_kernel"
 
@@ -144,7 +146,7 @@ def test_llm_diagnosis_falls_back_on_an_unusable_reply(tmp_path, monkeypatch):
     rs.write_text("fn k() {}\n")
     diff = {"summary": "1 divergence", "findings": [{"severity": "critical", "message": "maxf missing",
                                                      "ref": {"file": "/x/kernel.py", "line": 9, "text": "ct.maximum"}}]}
-    d = tp_route.llm_diagnosis(REPO / "operators" / "relu", "relu", "relu_kernel", 1, "f16", diff,
+    d = tp_check.llm_diagnosis(REPO / "operators" / "relu", "relu", "relu_kernel", 1, "f16", diff,
                         {"summary": "add a max"}, rs,
                         {"backend": "anthropic", "settings": agents.LlmSettings(), "results": tmp_path})
     assert d["fail_class"] == "agent_output" and "unusable reply" in d["error"]
@@ -223,7 +225,7 @@ def test_decide_gpu_routes(tmp_path, case, writer, n, cap, nxt, route):
     elif case == "lost_context":
         rows = [row(not_run="CUDA context lost earlier: illegal address")]
     t, b, p = gpu_verdicts(tmp_path, rows, brows, nr)
-    d = tp_route.decide_gpu(t, b, p, {"k": n}, 1, writer=writer, writer_cap=cap,
+    d = tp_gpu_round.decide_gpu(t, b, p, {"k": n}, 1, writer=writer, writer_cap=cap,
                      ir_notes={"k": {"f16-T2": ["assume ops are transparent"], "f16-T9": ["other note"]}})
     assert (d["next"], d["route"]) == (nxt, route), d
     assert d["round"] == 1 and d["attempts"] == {"k": n}
@@ -250,16 +252,16 @@ def test_decide_gpu_routes(tmp_path, case, writer, n, cap, nxt, route):
 
 def test_decide_gpu_retries_the_failing_kernel_of_several(tmp_path):
     t, b, p = gpu_verdicts(tmp_path, [row(kernel="a"), row(kernel="b", port=mismatch())])
-    d = tp_route.decide_gpu(t, b, p, {"a": 1, "b": 1}, 2, writer="anthropic", writer_cap=2)
+    d = tp_gpu_round.decide_gpu(t, b, p, {"a": 1, "b": 1}, 2, writer="anthropic", writer_cap=2)
     assert d["request"] == {"role": "kernel_writer", "kernel": "b", "attempt": 2}
     assert d["reason"] == "attempt 2 of b follows (round 3)"
 
 
 def test_decide_gpu_rejects_nonsense():
     with pytest.raises(ValueError):
-        tp_route.decide_gpu({}, {}, {}, {}, 1, writer="anthropic", writer_cap=2)
+        tp_gpu_round.decide_gpu({}, {}, {}, {}, 1, writer="anthropic", writer_cap=2)
     with pytest.raises(ValueError):
-        tp_route.decide_gpu({}, {}, {}, {"k": 1}, 0, writer="anthropic", writer_cap=2)
+        tp_gpu_round.decide_gpu({}, {}, {}, {"k": 1}, 0, writer="anthropic", writer_cap=2)
 
 
 def published(root, op="op", kernel="k", attempt=1):
@@ -271,14 +273,14 @@ def test_gpu_route_and_final_follow_the_rounds(tmp_path):
     res = tmp_path / "results"
     published(res)
     gpu_verdicts(res / "op", [row(port=mismatch())])
-    d1 = tp_route.gpu_route(res, "op", 1, ["k"], res / "op" / "rounds" / "1" / "route.json",
+    d1 = tp_gpu_round.gpu_route(res, "op", 1, ["k"], res / "op" / "rounds" / "1" / "route.json",
                      writer="anthropic", writer_cap=2)
     assert d1["next"] == "retry" and d1["request"]["attempt"] == 2
     # round 2 is its own results tree: attempt 2 passes there
     r2 = res / "op" / "rounds" / "2"
     published(r2, attempt=2)
     gpu_verdicts(r2 / "op", [row()], FAST)
-    d2 = tp_route.gpu_route(res, "op", 2, ["k"], r2 / "route.json", writer="anthropic", writer_cap=2)
+    d2 = tp_gpu_round.gpu_route(res, "op", 2, ["k"], r2 / "route.json", writer="anthropic", writer_cap=2)
     assert (d2["next"], d2["attempts"]) == ("accept", {"k": 2})
     assert [x["next"] for x in tp_route.gpu_history(res, "op")] == ["retry", "accept"]
     f = tp_route.final(res, "op", res / "op" / "final.json")
@@ -292,7 +294,7 @@ def test_gpu_route_with_unreadable_verdicts_stops_naming_them(tmp_path):
     published(res)
     gpu_verdicts(res / "op", [row()])
     (res / "op" / "bench.json").write_text("{not json")
-    d = tp_route.gpu_route(res, "op", 1, ["k"], res / "op" / "rounds" / "1" / "route.json",
+    d = tp_gpu_round.gpu_route(res, "op", 1, ["k"], res / "op" / "rounds" / "1" / "route.json",
                     writer="anthropic", writer_cap=2)
     assert d["next"] == "stop" and d["route"] == "unreadable -> stop"
     assert "bench.json" in d["reason"]
@@ -307,7 +309,7 @@ def test_final_without_any_route_is_round_1(tmp_path):
                                                ("replay", 2, 2, "stop"), ("deterministic", 1, 5, "stop")])
 def test_host_failures_go_to_the_host_builder_within_its_cap(tmp_path, builder, h, cap, nxt):
     t, b, p = gpu_verdicts(tmp_path, [row(launches=(1, 2, 1))])
-    d = tp_route.decide_gpu(t, b, p, {"k": 1}, 1, writer="anthropic", writer_cap=2, host_builder=builder,
+    d = tp_gpu_round.decide_gpu(t, b, p, {"k": 1}, 1, writer="anthropic", writer_cap=2, host_builder=builder,
                      host_attempt=h, host_cap=cap)
     assert (d["next"], d["route"]) == (nxt, "host -> host_builder")
     if nxt == "retry":
@@ -324,12 +326,12 @@ def test_gpu_route_counts_host_builder_attempts_over_rounds(tmp_path):
     published(res)
     gpu_verdicts(res / "op", [row(launches=(1, 2, 1))])
     kw = dict(writer="anthropic", writer_cap=2, host_builder="auto", host_cap=2)
-    d1 = tp_route.gpu_route(res, "op", 1, ["k"], res / "op" / "rounds" / "1" / "route.json", **kw)
+    d1 = tp_gpu_round.gpu_route(res, "op", 1, ["k"], res / "op" / "rounds" / "1" / "route.json", **kw)
     assert d1["request"] == {"role": "host_builder", "attempt": 2}
     r2 = res / "op" / "rounds" / "2"
     published(r2)
     gpu_verdicts(r2 / "op", [row(launches=(1, 2, 1))])
-    d2 = tp_route.gpu_route(res, "op", 2, ["k"], r2 / "route.json", **kw)
+    d2 = tp_gpu_round.gpu_route(res, "op", 2, ["k"], r2 / "route.json", **kw)
     assert (d2["next"], d2["cap"]) == ("stop", 2) and "2 of 2 host-builder attempts" in d2["reason"]
 
 
@@ -353,7 +355,7 @@ def test_llm_ir_diagnoser_on_a_gpu_numerics_failure_joins_the_feedback(tmp_path,
     FakeMessages.script = [ok("```markdown\nThe zero tile is f32 where the input is f16.\n```\n"
                               "```json\n{\"owner\": \"kernel\", \"lines\": []}\n```\nVERDICT: FAIL\n")]
     diag = {"backend": "anthropic", "settings": s, "results": res, "replay_dir": res}
-    d = tp_route.gpu_route(res, "op", 1, ["relu_kernel"], res / "op" / "rounds" / "1" / "route.json",
+    d = tp_gpu_round.gpu_route(res, "op", 1, ["relu_kernel"], res / "op" / "rounds" / "1" / "route.json",
                     writer="anthropic", writer_cap=2, diagnoser=diag, op_dir=REPO / "operators" / "relu")
     assert d["next"] == "retry" and d["llm_diagnoser"]["advice"].startswith("The zero tile is f32")
     assert "- LLM IR diagnoser, variant f16-T2: The zero tile is f32" in d["feedback"]
@@ -362,16 +364,16 @@ def test_llm_ir_diagnoser_on_a_gpu_numerics_failure_joins_the_feedback(tmp_path,
     assert (res / "op" / "transcripts" / "ir_diagnose" / "relu_kernel" / "attempt-1.json").is_file()
     # an LLM failure (here: no key) leaves the deterministic feedback as it was
     monkeypatch.delenv("TILEPORT_DIAG_KEY")
-    d2 = tp_route.gpu_route(res, "op", 1, ["relu_kernel"], res / "op" / "rounds" / "1" / "route.json",
+    d2 = tp_gpu_round.gpu_route(res, "op", 1, ["relu_kernel"], res / "op" / "rounds" / "1" / "route.json",
                      writer="anthropic", writer_cap=2, diagnoser=diag, op_dir=REPO / "operators" / "relu")
     assert d2["next"] == "retry" and "error" in d2["llm_diagnoser"] and "LLM IR diagnoser" not in d2["feedback"]
 
 
 def test_decide_gpu_never_pays_for_a_verdict_it_does_not_know(tmp_path):
     t, b, p = gpu_verdicts(tmp_path, [row()], FAST)
-    d = tp_route.decide_gpu({**t, "verdict": "PASS"}, b, p, {"k": 1}, 1, writer="anthropic", writer_cap=3)
+    d = tp_gpu_round.decide_gpu({**t, "verdict": "PASS"}, b, p, {"k": 1}, 1, writer="anthropic", writer_cap=3)
     assert (d["next"], d["route"]) == ("stop", "unknown -> stop") and "'PASS'" in d["reason"]
-    d = tp_route.decide_gpu(t, {**b, "verdict": "GREAT"}, p, {"k": 1}, 1, writer="anthropic", writer_cap=3)
+    d = tp_gpu_round.decide_gpu(t, {**b, "verdict": "GREAT"}, p, {"k": 1}, 1, writer="anthropic", writer_cap=3)
     assert (d["next"], d["route"]) == ("stop", "unknown -> stop")
 
 
@@ -379,18 +381,18 @@ def test_decide_gpu_survives_malformed_details(tmp_path):
     t, b, p = gpu_verdicts(tmp_path, [row(port=mismatch())], SLOW)
     t = {**t, "details": {"variants": ["k/f16-T1"]}, "findings": t["findings"]}
     p2 = {**p, "verdict": "FAIL", "owner": "kernel", "details": {"evidence": {"worst_configs": ["k f16-T1"]}}}
-    d = tp_route.decide_gpu(t, b, p2, {"k": 1}, 1, writer="anthropic", writer_cap=2, ir_notes={"k": {"x": ["n"]}})
+    d = tp_gpu_round.decide_gpu(t, b, p2, {"k": 1}, 1, writer="anthropic", writer_cap=2, ir_notes={"k": {"x": ["n"]}})
     assert d["next"] == "retry" and d["request"]["kernel"] == "k"
-    d = tp_route.decide_gpu({**t, "verdict": "ALL_PASS"}, {**b, "verdict": "BELOW_THRESHOLD", "details": "?"}, p2,
+    d = tp_gpu_round.decide_gpu({**t, "verdict": "ALL_PASS"}, {**b, "verdict": "BELOW_THRESHOLD", "details": "?"}, p2,
                      {"k": 1}, 1, writer="anthropic", writer_cap=2)
     assert d["next"] == "retry" and d["route"].startswith("below_threshold")
 
 
 def test_auto_writer_does_not_retry_a_kernel_the_translator_ported(tmp_path):
     t, b, p = gpu_verdicts(tmp_path, [row(port=mismatch())])
-    d = tp_route.decide_gpu(t, b, p, {"k": 1}, 1, writer="auto", writer_cap=3, writers={"k": "translator"})
+    d = tp_gpu_round.decide_gpu(t, b, p, {"k": 1}, 1, writer="auto", writer_cap=3, writers={"k": "translator"})
     assert d["next"] == "stop" and d["reason"].startswith("the translator is deterministic")
-    d = tp_route.decide_gpu(t, b, p, {"k": 1}, 1, writer="auto", writer_cap=3, writers={"k": "anthropic"})
+    d = tp_gpu_round.decide_gpu(t, b, p, {"k": 1}, 1, writer="auto", writer_cap=3, writers={"k": "anthropic"})
     assert d["next"] == "retry"
 
 

@@ -5,10 +5,10 @@ Every attempt ``n`` of the kernel writer for one kernel lives under
 
 - ``rust/src/<kernel>.rs`` (+ ``.map.json``) and ``write.json``: the writer's output and verdict
   (rule ``write_kernel``);
-- ``check.json`` (+ ``rust/`` crate, ``ir/<variant>.*``): tileport's own verdict on it (rule
-  ``check_kernel``, :func:`check`): the port crate built with cargo, every variant compiled to
-  Tile IR by cutile and diffed against the reference Tile IR, each failing variant's IR diff
-  diagnosed (the IR diagnoser role);
+- ``check.json`` (+ ``rust/`` crate, ``{rust_ir,ir_diff,diagnosis}/<variant>.*``): tileport's own
+  verdict on it (rule ``check_kernel``, :func:`tileport.flow.check.check`): the port crate
+  checked by rustc, every variant compiled to Tile IR by cutile, diffed against the reference
+  Tile IR and its diff diagnosed (the IR diagnoser role);
 - ``route.json``: where to go next (checkpoint ``route``, :func:`decide`): ``accept``,
   ``retry`` (attempt n+1, whose prompt carries this attempt's failure and diagnosis) or
   ``stop`` (a cap reached, an environment failure, or a deterministic writer that would only
@@ -27,11 +27,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tileport.core import agents, source
-from tileport.core.verdict import TEST_PASSED, Finding, Verdict, VerdictError, atomic_write_text, read, write
-from tileport.cpu import ir_diagnose, rust_ir
-from tileport.gpu.kept import Kept
-from tileport.ir_diff import stage as ir_diff_stage
+from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 
 # writers that give the same output for the same input: retrying them cannot help
 DETERMINISTIC = ("translator",)
@@ -50,6 +46,11 @@ def retire(results, op: str, kernel: str, n: int) -> list[str]:
     alone: if attempt n's route comes out as before, Snakemake (which compares checksums) reuses
     them like a cache; if it differs, they are rerun, each retiring its own transcript then.
     Not called under replay (which reads the transcripts). Returns what was moved."""
+    # imported here: only write_kernel retires transcripts, and the routing jobs that import
+    # this module (route, accept_kernel, final_round: one each per kernel or operator) would pay
+    # for the LLM client's imports on every start
+    from tileport.core import agents
+
     ts = [Path(results) / op / "transcripts" / stage / kernel / f"attempt-{int(n)}.json"
           for stage in ("write_kernel", "ir_diagnose")]
     return [str(t) for t in ts if agents.retire_transcript(t)]
@@ -58,122 +59,6 @@ def retire(results, op: str, kernel: str, n: int) -> list[str]:
 #: the per-variant stage folders of an attempt (and, once published, of the operator's tree):
 #: rust_ir/<variant>.{tileirbc,tileir,json}, ir_diff/<variant>.json, diagnosis/<variant>.json
 VARIANT_STAGES = ("rust_ir", "ir_diff", "diagnosis")
-
-
-def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: list[str],
-          out_json, target: str = "sm_90", diagnoser: dict | None = None) -> dict:
-    """Verdict of tileport on one writer attempt (stage ``check_kernel``).
-
-    ``write_json``: the attempt's writer verdict, beside ``rust/src/<kernel>.rs`` of its crate.
-    ``ref_dir``: ``results/<op>/ref/<kernel>`` holding ``<variant>.tileir`` + ``.json`` of the
-    reference Tile IR. Has rustc check the crate (:func:`tileport.cpu.rust_ir.build`), then for
-    every variant writes the three per-variant stage verdicts into ``<attempt dir>/<stage>/``
-    (:data:`VARIANT_STAGES`): the port's Tile IR (:func:`tileport.cpu.rust_ir.dump`, BLOCKED
-    when nothing was built), the IR diff (:func:`tileport.ir_diff.stage.run_upstream_checked`,
-    BLOCKED when a side has no IR) and its diagnosis (:func:`tileport.cpu.ir_diagnose.run`).
-    :func:`accept` publishes exactly these files: the accepted kernel is never compiled twice.
-
-    Verdicts: PASS (every variant's IR diff PASS / PASS_WITH_NOTES); FAIL ``fail_class kernel``
-    (a rustc error, an IR diff FAIL or a dump failure: the port is wrong) or ``agent_output``
-    (the writer's reply was unusable, nothing to build); BLOCKED (writer or reference BLOCKED);
-    ERROR ``fail_class env`` (cargo, headers, network, key: nothing a new kernel can fix).
-    ``details.variants`` maps each variant to its diff verdict; ``details.diagnoses`` holds the
-    diagnoser's advice for the failing ones. Never raises on bad input.
-    """
-    adir = Path(write_json).parent
-    base = dict(stage="check_kernel", op=op, kernel=kernel, attempt=int(n))
-    try:
-        wv = read(write_json)
-    except VerdictError as exc:
-        return write(Verdict(**base, verdict="ERROR", owner="tool", fail_class="env", summary=str(exc)),
-                     out_json)
-    crate = adir / "rust"
-    b = rust_ir.build(op, crate, {kernel: write_json}, adir / "build.json", adir / "build.log")
-    per, dumps, diffs, diags = {}, {}, {}, {}
-    dirs = {s: adir / s for s in VARIANT_STAGES}
-    for s in VARIANT_STAGES:
-        shutil.rmtree(dirs[s], ignore_errors=True)         # a rerun of this attempt's check
-        dirs[s].mkdir(parents=True)
-    for v in variants:
-        r = dirs["rust_ir"]
-        dumps[v] = rust_ir.dump(op_dir, op, kernel, v, adir / "build.json", r / f"{v}.tileirbc", r / f"{v}.tileir",
-                                r / f"{v}.json", target=target)
-        try:
-            diffs[v] = ir_diff_stage.run_upstream_checked(ref_dir, r, v, dirs["ir_diff"] / f"{v}.json", op, kernel,
-                                                          attempt=int(n), target=target)
-        except VerdictError as exc:
-            diffs[v] = write(Verdict(stage="ir_diff", op=op, kernel=kernel, variant=v, verdict="ERROR",
-                                     owner="tool", attempt=int(n), summary=str(exc)[:1500],
-                                     findings=[Finding("input", "critical", "tool", str(exc)[:1500])]),
-                             dirs["ir_diff"] / f"{v}.json")
-        diags[v] = ir_diagnose.run(dirs["ir_diff"] / f"{v}.json", crate, str(crate / "src" / f"{kernel}.rs.map.json"),
-                                   source.kernel_py(op_dir), dirs["diagnosis"] / f"{v}.json", op, kernel, v)
-    if wv["verdict"] != "PASS":
-        fc = wv.get("fail_class") or ("env" if wv["verdict"] == "ERROR" else "kernel")
-        return write(Verdict(**base, verdict=wv["verdict"], owner=wv["owner"] or "kernel", fail_class=fc,
-                             summary=f"write_kernel {wv['verdict']}: {wv['summary']}"[:1500],
-                             findings=[Finding(**f) for f in wv.get("findings", [])][:20]), out_json)
-    for v in variants:
-        try:
-            rv = read(Path(ref_dir) / f"{v}.json")
-        except VerdictError as exc:
-            rv = {"verdict": "ERROR", "summary": str(exc)}
-        if rv["verdict"] != "PASS":
-            msg = f"reference Tile IR of {kernel} {v} is {rv['verdict']}: {rv['summary']}"[:1500]
-            return write(Verdict(**base, verdict="BLOCKED", owner="kernel", summary=msg,
-                                 findings=[Finding("build", "critical", "kernel", msg)]), out_json)
-    if b["verdict"] != "PASS":
-        env = b["owner"] in ("env", "tool") and not (b.get("details") or {}).get("writer_fault")
-        return write(Verdict(**base, verdict="ERROR" if env else ("BLOCKED" if b["verdict"] == "BLOCKED" else "FAIL"),
-                             owner=b["owner"] or "kernel", fail_class="env" if env else "kernel",
-                             summary=f"rust_build {b['verdict']}: {b['summary']}"[:1500],
-                             findings=[Finding(**f) for f in b.get("findings", [])][:20],
-                             artifacts={"build": str(adir / "build.json")}), out_json)
-    findings, advice = [], {}
-    backend = (diagnoser or {}).get("backend", "deterministic")
-    llm = None          # the LLM IR diagnoser's answer (one call per attempt: first failing variant)
-    if backend in ("anthropic", "auto"):
-        # a rerun of this attempt's check (e.g. tileport's code changed) asks again, the old
-        # exchange is kept under previous/
-        agents.retire_transcript(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel
-                           / f"attempt-{int(n)}.json")
-    for v in variants:
-        d = dumps[v]
-        if d["verdict"] != "PASS":
-            per[v] = d["verdict"]
-            if d["owner"] in ("env", "tool") and not (d.get("details") or {}).get("writer_fault"):
-                return write(Verdict(**base, verdict="ERROR", owner=d["owner"], fail_class="env",
-                                     summary=f"rust_ir {v} {d['verdict']}: {d['summary']}"[:1500],
-                                     findings=[Finding(**f) for f in d.get("findings", [])][:20]),
-                             out_json)
-            findings += [Finding(**f) for f in d.get("findings", [])][:5]
-            advice[v] = d["summary"]
-            continue
-        per[v] = diffs[v]["verdict"]
-        if per[v] in ("PASS", "PASS_WITH_NOTES"):
-            continue
-        dg = diags[v]
-        advice[v] = dg["summary"]
-        findings += [Finding(**f) for f in dg.get("findings", [])][:5]
-        if backend != "deterministic" and llm is None and (
-                backend != "auto" or dg["verdict"] != "FAIL" or not dg.get("findings")):
-            llm = llm_diagnosis(op_dir, op, kernel, int(n), v, diffs[v], dg, crate / "src" / f"{kernel}.rs",
-                                diagnoser)
-            if llm.get("advice"):
-                advice[v] = f"LLM IR diagnoser: {llm['advice']} | deterministic: {dg['summary']}"
-    bad = [v for v, w in per.items() if w not in ("PASS", "PASS_WITH_NOTES")]
-    details = {"variants": per, "diagnoses": advice}
-    if llm is not None:
-        details["llm_diagnoser"] = llm
-    if not bad:
-        return write(Verdict(**base, verdict="PASS", owner=None, details=details,
-                             summary=f"attempt {n}: all {len(per)} variant(s) match the reference Tile IR"),
-                     out_json)
-    return write(Verdict(**base, verdict="FAIL", owner="kernel", fail_class="kernel", details=details,
-                         findings=findings[:20],
-                         summary=(f"attempt {n}: {len(bad)} of {len(per)} variant(s) differ from the "
-                                  f"reference Tile IR; first ({bad[0]}): {advice.get(bad[0], per[bad[0]])}")[:2000]),
-                 out_json)
 
 
 def publish_variants(adir, out_dirs: dict, variants: list[str], check_json) -> None:
@@ -203,40 +88,6 @@ def publish_variants(adir, out_dirs: dict, variants: list[str], check_json) -> N
                 write(Verdict(stage=stage, op=adir.parents[2].name, kernel=adir.parent.name, variant=v,
                               verdict="ERROR", owner="tool", summary=msg,
                               findings=[Finding("environment", "critical", "tool", msg)]), out / f"{v}.json")
-
-
-def llm_diagnosis(op_dir, op: str, kernel: str, n: int, variant: str, diff: dict, det: dict,
-                  port_rs: Path, diagnoser: dict) -> dict:
-    """The IR diagnoser role played by an LLM for one failing variant of attempt ``n``.
-
-    ``prompts/ir_diagnoser.md`` gets kernel.py, the port, the diff's critical findings and the
-    deterministic diagnosis (``det``); the reply must hold one fenced ``markdown`` block (the
-    advice), a ``json`` block and a ``VERDICT:`` line (:func:`tileport.core.agents.parse_reply`).
-    Transcript: ``results/<op>/transcripts/ir_diagnose/<kernel>/attempt-<n>.json`` (replay reads
-    those). Returns ``{"backend", "advice", "agent_claim", "transcript"}`` or, on any failure
-    (no key, network, replay miss, unusable reply), ``{"backend", "error", "fail_class"}``:
-    never raises, the loop goes on with the deterministic advice.
-    """
-
-    crits = [f for f in diff.get("findings", []) if f.get("severity") == "critical"][:12]
-    lines = []
-    for f in crits:
-        loc = " ".join(f"{side} {f[side]['file'].split('/')[-1]}:{f[side]['line']} `{f[side].get('text', '').strip()}`"
-                       for side in ("ref", "port") if f.get(side))
-        lines.append(f"- {f['message']}" + (f" ({loc})" if loc else ""))
-    try:
-        fields = {"op": op, "kernel": kernel, "attempt": n, "variant": variant,
-                  "reference_source": source.kernel_py(op_dir).read_text(),
-                  "port_source": Path(port_rs).read_text(),
-                  "findings": "\n".join(lines) or diff.get("summary", "(none)"),
-                  "deterministic": det.get("summary", "(none)")}
-    except OSError as exc:
-        return {"backend": diagnoser["backend"], "error": str(exc), "fail_class": "env"}
-    got = agents.consult("ir_diagnoser", fields, diagnoser, op=op, stage=f"ir_diagnose/{kernel}", attempt=n,
-                         lang="markdown", repo_root=Path(op_dir).resolve().parent.parent)
-    if "output" in got:
-        got["advice"] = " ".join(x.strip() for x in got.pop("output").strip().splitlines() if x.strip())[:1500]
-    return got
 
 
 def decide(check_v: dict, backend: str, n: int, cap: int) -> dict:
@@ -406,255 +257,6 @@ def gpu_history(results, op: str) -> list[dict]:
         if d.get("next") != "retry" or not isinstance(req, dict) or type(req.get("attempt")) is not int:
             return out
         r += 1
-
-
-def _dict(x) -> dict:
-    return x if isinstance(x, dict) else {}
-
-
-def _list(x) -> list:
-    return x if isinstance(x, list) else []
-
-
-def _failed_variants(test_v: dict) -> list[str]:
-    """``kernel/variant`` keys a gpu_test verdict marks FAIL (malformed details: none)."""
-    return sorted(k for k, w in _dict(_dict(test_v.get("details")).get("variants")).items()
-                  if isinstance(k, str) and w == "FAIL")
-
-
-def _failing_kernel(test_v: dict, attempts: dict[str, int]) -> str:
-    """The first kernel (in name order) with a failing variant in a gpu_test verdict."""
-    bad = sorted({key.split("/")[0] for key in _failed_variants(test_v)} & set(attempts))
-    return bad[0] if bad else sorted(attempts)[0]
-
-
-def _worst_configs(perf_v: dict, bench_v: dict) -> list[dict]:
-    return [w for src in (_dict(_dict(perf_v.get("details")).get("evidence")), _dict(bench_v.get("details")))
-            for w in _list(src.get("worst_configs")) if isinstance(w, dict)]
-
-
-def _slowest_kernel(perf_v: dict, bench_v: dict, attempts: dict[str, int]) -> str:
-    """The kernel of the slowest benchmark config (lowest ref/port ratio)."""
-    for w in _worst_configs(perf_v, bench_v):
-        if w.get("kernel") in attempts:
-            return w["kernel"]
-    return sorted(attempts)[0]
-
-
-def decide_gpu(test_v: dict, bench_v: dict, perf_v: dict, attempts: dict[str, int], r: int, *,
-               writer: str, writer_cap: int, host_builder: str = "deterministic",
-               host_attempt: int = 1, host_cap: int = 1, writers: dict[str, str] | None = None,
-               ir_notes: dict[str, dict[str, list[str]] | list[str]] | None = None) -> dict:
-    """Where GPU round ``r`` of an operator goes, from its verdicts alone.
-
-    ``test_v`` / ``bench_v`` / ``perf_v``: the round's gpu_test, bench and perf_diagnose
-    verdicts; ``attempts``: {kernel: writer attempt tested in this round}; ``writers``:
-    {kernel: backend that wrote that attempt} (``translator`` under ``auto`` = deterministic); ``ir_notes``:
-    {kernel: {variant: IR-diff notes and IR diagnoses}} (:func:`ir_notes`; the IR diagnoser's
-    view of a kernel whose Tile IR matched the reference but whose output did not): the
-    failing variants' notes (the slowest config's for a slow port) go into the feedback.
-    Returns ``{"round", "next": accept|retry|stop, "route", "reason", "feedback", "attempts"}``
-    plus ``"request": {"role", "kernel", "attempt"}`` on retry. Routes (issue "LLM agents for
-    every role", section 4):
-
-    - gpu_test NOT_RUN (no GPU) → ``stop``: nothing measured to route on;
-    - gpu_test FAIL/ERROR/BLOCKED ``fail_class kernel`` (numerics) → IR diagnoser → kernel writer,
-      the failing kernel's next attempt; ``host`` (launch, shim, library) → host builder;
-      ``env`` → ``stop``;
-    - gpu_test ALL_PASS (or FAITHFUL_REF_DEFECT: the port agrees with a reference whose defect the
-      manifest declares; no writer can act on the kernel's own bug) and bench DONE (or not run)
-      → ``accept``;
-    - bench BELOW_THRESHOLD → perf diagnoser → its ``owner``: kernel writer (the slowest
-      config's kernel) or host builder; bench FAIL/ERROR → as a gpu_test failure;
-    - a deterministic role (the translator, the deterministic host builder) is never asked
-      again (same input, same output), nor is a kernel at ``writer_cap`` writer attempts or a
-      host builder at ``host_cap`` (``host_attempt``: shims so far, the first one included):
-      ``stop`` with the reason and the last diagnosis.
-    A retry's ``request`` is ``{"role": "kernel_writer", "kernel", "attempt"}`` or
-    ``{"role": "host_builder", "attempt"}``.
-    Raises ValueError for r < 1, writer_cap < 1 or no kernel.
-    """
-    if r < 1 or writer_cap < 1 or not attempts:
-        raise ValueError(f"round {r} / cap {writer_cap} / kernels {attempts}: invalid")
-    out = {"round": r, "attempts": dict(attempts)}
-    tw, bw = test_v.get("verdict"), bench_v.get("verdict")
-
-    def stop(route: str, reason: str, feedback: str = "") -> dict:
-        return {**out, "next": "stop", "route": route, "reason": reason[:1500], "feedback": feedback}
-
-    def again(route: str, feedback: str, last: str, *, deterministic: str | None, repeat: str, n: int,
-              cap: int, capped: str, follows: str, request: dict) -> dict:
-        """The owning role once more (``request``), unless it is deterministic or at its cap."""
-        if deterministic:
-            return stop(route, f"the {deterministic} is deterministic: another {repeat}; last: {last}", feedback)
-        if n >= cap:
-            return {**stop(route, f"cap reached: {n} of {cap} {capped}; last: {last}", feedback), "cap": cap}
-        return {**out, "next": "retry", "route": route, "feedback": feedback,
-                "reason": f"{follows} (round {r + 1})", "request": request}
-
-    def to_owner(owner: str, stage_v: dict, how: str, kernel: str) -> dict:
-        crit = [f"- {f['message']}" for f in stage_v.get("findings", []) if f.get("severity") == "critical"][:12]
-        feedback = (f"GPU round {r}: {stage_v['stage']} {stage_v['verdict']} (fail_class {owner}): "
-                    f"{stage_v['summary']}\n" + "\n".join(dict.fromkeys(crit)))
-        if owner == "env" or owner not in ("kernel", "host"):
-            return stop(f"{how}{owner or 'unknown'} -> stop",
-                        f"{stage_v['stage']} {stage_v['verdict']} ({owner or 'no owner'}): {stage_v['summary']}",
-                        feedback)
-        if owner == "host":
-            return again(f"{how}host -> host_builder", feedback, stage_v["summary"],
-                         deterministic="host builder" if host_builder == "deterministic" else None,
-                         repeat="shim would repeat this one", n=host_attempt, cap=host_cap,
-                         capped="host-builder attempts", follows=f"host-builder attempt {host_attempt + 1} follows",
-                         request={"role": "host_builder", "attempt": host_attempt + 1})
-        failing = [key.split("/", 1)[1] for key in _failed_variants(test_v) if key.startswith(f"{kernel}/")]
-        failing += [w.get("variant") for w in _worst_configs(stage_v, {})[:1]
-                    if w.get("kernel") == kernel and isinstance(w.get("variant"), str)]
-        notes = _notes_for((ir_notes or {}).get(kernel) or [], failing)
-        route = (f"{how}kernel -> ir_diagnose -> kernel_writer" if stage_v["stage"] == "gpu_test"
-                 else f"{how}kernel -> kernel_writer")
-        if notes:
-            feedback += "\n" + "\n".join(f"- IR diagnoser: {x}" for x in dict.fromkeys(notes))
-        n = attempts[kernel]
-        # auto: a kernel the translator ported is ported by it again (the LLM only takes over
-        # where the translator is BLOCKED)
-        who = next((x for x in ((writers or {}).get(kernel), writer) if x in DETERMINISTIC), None)
-        return again(route, feedback, stage_v["summary"], deterministic=who,
-                     repeat=f"attempt would repeat attempt {n} of {kernel}", n=n, cap=writer_cap,
-                     capped=f"kernel-writer attempts of {kernel}", follows=f"attempt {n + 1} of {kernel} follows",
-                     request={"role": "kernel_writer", "kernel": kernel, "attempt": n + 1})
-
-    if tw == "NOT_RUN" or tw is None:
-        return stop("not_run -> stop", f"gpu_test {tw or 'missing'}: {test_v.get('summary', '')}")
-    if tw not in TEST_PASSED + ("FAIL", "ERROR", "BLOCKED"):
-        return stop("unknown -> stop",
-                    f"gpu_test verdict {tw!r} is not one gpu_test writes: {test_v.get('summary', '')}")
-    if bw not in (None, "DONE", "NOT_RUN", "BELOW_THRESHOLD", "FAIL", "ERROR", "BLOCKED"):
-        return stop("unknown -> stop", f"bench verdict {bw!r} is not one bench writes: {bench_v.get('summary', '')}")
-    if tw not in TEST_PASSED:       # FAITHFUL_REF_DEFECT: the port is faithful, as ALL_PASS
-        fc = test_v.get("fail_class") or test_v.get("owner") or "kernel"
-        return to_owner(fc, test_v, "", _failing_kernel(test_v, attempts))
-    if bw in ("DONE", "NOT_RUN"):
-        return {**out, "next": "accept", "route": "accept",
-                "reason": f"gpu_test {tw}; bench {bw}: {bench_v.get('summary', '')}"[:1500], "feedback": ""}
-    if bw == "BELOW_THRESHOLD":
-        if perf_v.get("verdict") != "FAIL":
-            return stop("below_threshold -> stop",
-                        f"bench below threshold, perf diagnosis {perf_v.get('verdict')}: "
-                        f"{perf_v.get('summary', '')}")
-        return to_owner(perf_v.get("owner") or "kernel", perf_v, "below_threshold -> perf_diagnose -> ",
-                        _slowest_kernel(perf_v, bench_v, attempts))
-    fc = bench_v.get("fail_class") or bench_v.get("owner") or "kernel"
-    return to_owner(fc, {**bench_v, "stage": bench_v.get("stage", "bench")}, "",
-                    _failing_kernel(test_v, attempts))
-
-
-def ir_notes(root, op: str, kernels: list[str]) -> dict[str, dict[str, list[str]]]:
-    """{kernel: {variant: notes}} from the round's IR diffs (their warn/info findings: what the
-    structural diff let pass) and IR diagnoses under ``root/<op>/``: the deterministic IR
-    diagnoser's view of a kernel whose output was wrong although its Tile IR matched."""
-    out: dict[str, dict[str, list[str]]] = {}
-    for k in kernels:
-        per: dict[str, list[str]] = {}
-        for sub in ("ir_diff", "diagnosis"):
-            for f in sorted((Path(root) / op / sub / k).glob("*.json")):
-                try:
-                    d = read(f)
-                except VerdictError:
-                    continue
-                if sub == "ir_diff":
-                    notes = [x["message"] for x in d.get("findings", []) if x.get("severity") in ("warn", "info")]
-                else:
-                    notes = [d["summary"]] if d["verdict"] == "FAIL" else []
-                per.setdefault(f.stem, []).extend(notes[:4])
-        out[k] = per
-    return out
-
-
-def _notes_for(notes: dict[str, list[str]] | list[str], variants: list[str]) -> list[str]:
-    """The IR notes of the variants that failed (all variants' when none is named), each note once."""
-    if isinstance(notes, list):
-        return notes[:12]
-    pick = [v for v in variants if v in notes] or sorted(notes)
-    out: dict[str, list[str]] = {}
-    for v in pick:
-        for msg in notes[v]:
-            out.setdefault(msg, []).append(v)
-    return [f"{msg} (variant{'s' if len(vs) > 1 else ''} {', '.join(vs)})" for msg, vs in out.items()][:12]
-
-
-def gpu_route(results, op: str, r: int, kernels: list[str], out_json, *, writer: str, writer_cap: int,
-              host_builder: str = "deterministic", host_cap: int = 1, diagnoser: dict | None = None,
-              op_dir=None) -> dict:
-    """Stage ``gpu_route`` (a Snakemake checkpoint): :func:`decide_gpu` on GPU round ``r``'s
-    verdicts under :func:`round_root`, written to ``out_json``. The writer attempt each kernel
-    had in that round is read from the round's ``write_kernel/<kernel>.json``; unreadable
-    verdicts count as missing (``stop`` naming them), never raise. ``diagnoser``: the IR
-    diagnoser role (:func:`tileport.core.agents.role_config`); when it is an LLM and a numerics
-    failure goes back to the writer, it is asked about the first failing variant
-    (:func:`llm_diagnosis`, transcript ``ir_diagnose/<kernel>/attempt-<n>.json`` of the tested
-    attempt n) and its advice joins the feedback (``llm_diagnoser``: its answer)."""
-    root = round_root(results, op, r)
-    if op_dir:
-        # verdicts copied back from a GPU node: keep them, so a GPU-less rerun of gpu_test/bench
-        # (a config change upstream) restores them instead of writing NOT_RUN
-        Kept(root, op, op_dir).snapshot()
-    docs, missing = {}, []
-    for name, rel in (("test", "test.json"), ("bench", "bench.json"), ("perf", "perf_diagnosis.json")):
-        try:
-            docs[name] = read(root / op / rel)
-        except VerdictError as exc:
-            docs[name] = {"stage": name, "verdict": None, "summary": str(exc)}
-            missing.append(str(exc))
-    attempts, writers = {}, {}
-    for k in kernels:
-        try:
-            wk = read(root / op / "write_kernel" / f"{k}.json")
-            attempts[k] = int(wk.get("attempt") or 1)
-            writers[k] = str(_dict(wk.get("details")).get("backend") or "")
-        except VerdictError as exc:
-            attempts[k] = 1
-            missing.append(str(exc))
-    if missing and docs["test"]["verdict"] is not None and docs["test"]["verdict"] != "NOT_RUN":
-        d = {"round": r, "attempts": attempts, "next": "stop", "route": "unreadable -> stop",
-             "reason": f"unreadable verdict(s): {'; '.join(missing)}"[:1500], "feedback": ""}
-    else:
-        # the host builder's attempts so far: round 1's shim plus one per earlier request
-        host_attempt = 1 + sum(1 for x in gpu_history(results, op)[:r - 1]
-                               if (x.get("request") or {}).get("role") == "host_builder")
-        d = decide_gpu(docs["test"], docs["bench"], docs["perf"], attempts, r, writer=writer,
-                       writer_cap=writer_cap, host_builder=host_builder, host_attempt=host_attempt,
-                       host_cap=host_cap, writers=writers, ir_notes=ir_notes(root, op, kernels))
-        req = d.get("request") or {}
-        if (diagnoser or {}).get("backend", "deterministic") != "deterministic" and op_dir \
-                and d["route"] == "kernel -> ir_diagnose -> kernel_writer" and req.get("kernel"):
-            d = _gpu_llm_diagnosis(d, root, op, req["kernel"], docs["test"], diagnoser, op_dir)
-    atomic_write_text(out_json, json.dumps(d, indent=1) + "\n")
-    return d
-
-
-def _gpu_llm_diagnosis(d: dict, root: Path, op: str, kernel: str, test_v: dict, diagnoser: dict,
-                       op_dir) -> dict:
-    """The LLM IR diagnoser on a GPU numerics failure (see :func:`gpu_route`); never raises."""
-    n = d["attempts"][kernel]
-    bad = sorted(key.split("/", 1)[1] for key, w in ((test_v.get("details") or {}).get("variants") or {}).items()
-                 if w == "FAIL" and key.startswith(f"{kernel}/"))
-    if not bad:
-        return d
-    try:
-        diff = read(root / op / "ir_diff" / kernel / f"{bad[0]}.json")
-    except VerdictError as exc:
-        return {**d, "llm_diagnoser": {"backend": diagnoser["backend"], "error": str(exc), "fail_class": "env"}}
-    crit = [f["message"] for f in test_v.get("findings", []) if f.get("severity") == "critical"][:6]
-    det = {"summary": (f"the Tile IR matched the reference ({diff['verdict']}: {diff['summary']}) but the GPU "
-                       f"test failed: {test_v['summary']}; " + "; ".join(crit))[:3000]}
-    transcripts = Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel
-    agents.retire_transcript(transcripts / f"attempt-{n}.json")
-    got = llm_diagnosis(op_dir, op, kernel, n, bad[0], diff, det,
-                        root / op / "rust" / "src" / f"{kernel}.rs", diagnoser)
-    out = {**d, "llm_diagnoser": got}
-    if got.get("advice"):
-        out["feedback"] = d["feedback"] + f"\n- LLM IR diagnoser, variant {bad[0]}: {got['advice']}"
-    return out
 
 
 def final(results, op: str, out_json) -> dict:
