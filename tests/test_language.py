@@ -50,7 +50,7 @@ def test_ir_of_the_kinds(ported):
     """What each kind is in cuTile Python's IR, so the PASS above compares the right thing:
     `**` with an int exponent is fpowi; the separate mul/add statements are one fma; the f32
     accumulator's product contracts only where the variant is f32; the batched mma and matmul
-    are rank-3 mmaf."""
+    are rank-3 mmaf; the spin lock's atomic_cas is inside the loop it exits."""
     f16, f32 = ported["f16-TILE1024-BM16"], ported[KEPT]
     assert f32["pow_kernel"][1].read_text().count("= fpowi ") == 4
     for v in (f16, f32):
@@ -58,6 +58,14 @@ def test_ir_of_the_kinds(ported):
     assert " fma " not in f16["promote_acc_kernel"][1].read_text()
     assert "= fma " in f32["promote_acc_kernel"][1].read_text()
     assert len(re.findall(r"= mmaf .*: tile<2x16x16xf32>, tile<2x16x16xf32>", f32["bmm3_kernel"][1].read_text())) == 2
+    for side in f32["spin_lock_kernel"][1:]:
+        # the spin lock: the atomic_cas runs again in each iteration of a loop that breaks when
+        # it did not find the lock taken; the release comes after the loop
+        text = side.read_text()
+        loop = text[text.index("= loop iter_values"):]
+        loop = loop[:loop.index("    continue ")]
+        assert "atomic_cas_tko acquire device" in loop and "break " in loop, side
+        assert "xchg" not in loop and "atomic_rmw_tko release device" in text
 
 
 def test_enum_modules_are_cuda_tiles_own():

@@ -61,6 +61,7 @@ class LoopCtx:
     region: int
     parallel: set = field(default_factory=set)
     parent: dict = field(default_factory=dict)
+    carried: dict = field(default_factory=dict)
 
 
 # the key of the last acquiring op's token (``ACQUIRE_TOKEN_KEY``): every later op waits for it
@@ -282,10 +283,23 @@ class TokenRules:
         carried = self._carry(self._carried_keys(effects))
         self.tok_map.update(carried)
         self.out.emit(head, line)
-        self._in_region(rid, lambda: self._loop_body(rid, run_body, LoopCtx(rid, parallel, parent)))
+        self._in_region(rid, lambda: self._loop_body(rid, run_body, LoopCtx(rid, parallel, parent, carried)))
         self._yield_carried(carried)
         self.out.emit("}", line)
         self.tok_map = {**parent, **carried}
+
+    def carry_before_exit(self):
+        """Before a ``break`` in the body of the innermost loop (a ``while`` whose test touches
+        memory: :meth:`ControlRules.while_loop`): its carried token variables take the current
+        tokens, which the ``break`` yields (cuTile Python's ``break`` yields the tokens of that
+        point), and the ops after it read them from those variables."""
+        ctx = self.loop_ctx
+        for key, name in (ctx.carried if ctx is not None else {}).items():
+            cur = self.tok_map.get(key)
+            if cur is not None and cur != name:
+                idx = self.out.emit(f"{name} = {cur};", self.line)
+                self.tok_pure[idx] = name
+                self.tok_map[key] = name
 
     def _loop_body(self, rid: int, run_body, ctx: LoopCtx | None):
         saved = self.loop_ctx
