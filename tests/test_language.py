@@ -95,3 +95,62 @@ def test_module_level_numpy_constant():
     tree = ast.parse("import numpy as np\nimport cuda.tile as ct\nA = -np.inf\nB = np.pi / 2\nC = np.float32\n")
     got = constants.module_constants(tree)
     assert got["A"] == float("-inf") and got["B"] == 3.141592653589793 / 2 and "C" not in got
+
+
+# ---- list-of-arrays parameters (tests/data/operators/lists) ----------------------------------
+LISTS = Path(__file__).parent / "data" / "operators" / "lists"
+
+
+def _cutile_line(crate: str, rel: str, line: int) -> str:
+    import glob
+    hits = [Path(r) / crate / rel for r in glob.glob(str(Path.home() / ".cargo/registry/src/*"))
+            if (Path(r) / crate / rel).is_file()]
+    if not hits:
+        pytest.skip(f"{crate} source not fetched (a cargo build fetches it)")
+    return hits[0].read_text().splitlines()[line - 1]
+
+
+def test_list_of_arrays_blocked_with_cutile_evidence():
+    """A list-of-arrays parameter is BLOCKED (owner tool) for the real reason, quoting cutile
+    0.5.0's lines (the old claim, 'an entry takes no pointer parameters', was wrong: cutile
+    entries take pointers, and it has int_to_ptr and make_tensor_view), and those lines say so."""
+    with pytest.raises(Unsupported) as exc:
+        translate_kernel(LISTS, "group_scale_kernel")
+    why = exc.value.reason
+    assert getattr(exc.value, "owner", "tool") == "tool"      # the translator's limit, not the kernel's
+    for cite in ("cutile-0.5.0 src/_core.rs:2415", "cutile-ir-0.5.0 src/bytecode/op_writer.rs:158-160",
+                 "cutile-compiler-0.5.0 src/compiler/compile_intrinsic.rs:2106", "int_to_ptr", "make_tensor_view"):
+        assert cite in why, cite
+    assert 'name = "cuda_tile.trunci"' in _cutile_line("cutile-0.5.0", "src/_core.rs", 2415)
+    assert "overflow={None: ," in _cutile_line("cutile-0.5.0", "src/_core.rs", 2415)
+    assert "TruncI" in _cutile_line("cutile-ir-0.5.0", "src/bytecode/op_writer.rs", 158)
+    assert 'write_inline_attr(op, "overflow"' in _cutile_line("cutile-ir-0.5.0", "src/bytecode/op_writer.rs", 160)
+    assert '("i64", "i32")' in _cutile_line("cutile-compiler-0.5.0", "src/compiler/compile_intrinsic.rs", 2106)
+
+
+def test_list_of_arrays_lowering_but_for_the_flagless_trunci(tmp_path, monkeypatch):
+    """With the real compilers: the port of As[g] / len(As) (the table's int64 rows, extract,
+    trunci, int_to_ptr, make_tensor_view; pointer entry parameters) differs from cuTile Python's
+    Tile IR only in the trunci's overflow flag where cutile can write one (no_signed_wrap), and
+    cutile cannot write the flagless trunci at all ('missing attribute overflow'): the block's
+    cause, measured."""
+    from tileport.cpu import rust_ir, write_kernel
+    from tileport.translate import memory
+    k, v = "group_scale_kernel", "f32-TILE1024"
+    monkeypatch.setattr(memory, "LIST_TRUNCI_OVERFLOW", "overflow::NoSignedWrap")
+    diff, ref, port = run_kernels(LISTS, tmp_path / "nsw", "lists", [k], v)[k]
+    assert diff["verdict"] == "FAIL"
+    critical = [f["message"] for f in diff["findings"] if f["severity"] == "critical"]
+    assert len(critical) == 2, critical
+    assert all("ref 'trunci'" in m and "overflow<no_signed_wrap>" in m for m in critical), critical
+    assert ref.read_text().count("= int_to_ptr ") == port.read_text().count("= int_to_ptr ") == 2
+    monkeypatch.setattr(memory, "LIST_TRUNCI_OVERFLOW", "overflow::None")
+    root = tmp_path / "none"
+    crate = root / "rust"
+    wk = write_kernel.run(LISTS, k, crate / "src" / f"{k}.rs", root / "wk.json", "lists")
+    assert wk["verdict"] == "PASS", wk["summary"]
+    b = rust_ir.build("lists", crate, {k: root / "wk.json"}, root / "build.json")
+    assert b["verdict"] == "PASS", b["summary"]
+    d = rust_ir.dump(LISTS, "lists", k, v, root / "build.json", root / "p.tileirbc", root / "p.tileir",
+                     root / "p.json")
+    assert d["verdict"] != "PASS" and "missing attribute 'overflow' on op TruncI" in d["summary"], d["summary"]

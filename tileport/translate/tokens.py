@@ -120,7 +120,12 @@ class TokenRules:
         ``make_token``, when nothing touched it yet)."""
         self._tok_init()
         arr = self.tok_root(arr)
-        return self.tok_map.get((arr, role), f"get_tensor_token({arr})")
+        return self.tok_map.get((arr, role), self.first_token(arr))
+
+    def first_token(self, arr: str) -> str:
+        """The token of ``arr`` before any op on it: the tensor's own, or for a list of arrays
+        (no tensor: :meth:`MemoryRules.list_element`) the fresh token bound for it."""
+        return getattr(self, "list_tokens", {}).get(arr, f"get_tensor_token({arr})")
 
     def _tok_let(self, expr: str, pure: bool = True) -> str:
         self.tok_seq += 1                # a counter of its own: other names stay as they were
@@ -177,7 +182,7 @@ class TokenRules:
                             acquire))
         ctx = self.loop_ctx
         if ctx is not None and id(node) in ctx.parallel:
-            before = ctx.parent.get((arr, "op"), f"get_tensor_token({arr})")
+            before = ctx.parent.get((arr, "op"), self.first_token(arr))
             acq = self.tok_map.get(ACQUIRE)
             if acq is not None and acq != before:
                 return self._tok_let(f"join_tokens(&[{before}, {acq}])")
