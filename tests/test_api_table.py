@@ -2,7 +2,8 @@
 cuda.tile: every public name has a row, and each row's evidence holds.
 
 - PASS: the rule is a method of the translator, the construct kernel (tests/data/operators/
-  constructs or int_ids, compiled to IR PASS by tests/test_constructs.py) spells the name in its
+  constructs or int_ids, compiled to IR PASS by tests/test_constructs.py; api, by this file;
+  lang, by tests/test_language.py) spells the name in its
   source, and the named mutant is one of that kernel's in tests/test_mutations.py (which checks
   the IR diff catches it);
 - BLOCKED: the quoted text is on the named line of the cutile 0.5.0 source;
@@ -22,7 +23,7 @@ from conftest import run_kernels
 from tileport.model import api_table
 
 DATA = Path(__file__).parent / "data" / "operators"
-KERNEL_OPS = ("constructs", "int_ids", "api")
+KERNEL_OPS = ("constructs", "int_ids", "api", "lang")
 API = DATA / "api"
 IR = Path(__file__).parent / "data" / "ir" / "constructs"
 API_KERNELS = list(yaml.safe_load((API / "manifest.yaml").read_text())["kernels"])

@@ -398,6 +398,9 @@ MUTANTS = [
     ("fma_stmt_kernel", "v + u -> v + v", lambda t: sub(t, "%4 = addf %3, %2 ", "%4 = addf %3, %3 "), "math"),
     ("bmm3_kernel", "batched mma of t, not of its transpose", lambda t: sub(t, "%2 = mmaf %tile, %1, %cst_0_f32 ", "%2 = mmaf %tile, %tile, %cst_0_f32 "), "math"),
     ("bmm3_kernel", "batched matmul operands swapped with the mma's", lambda t: sub(t, "%3 = mmaf %tile, %tile, %cst_0_f32_16 ", "%3 = mmaf %tile, %1, %cst_0_f32_16 "), "math"),
+    ("spin_lock_kernel", "the lock's atomic_cas acquire -> relaxed", lambda t: sub(t, "atomic_cas_tko acquire device %5,", "atomic_cas_tko relaxed device %5,"), "memory"),
+    ("spin_lock_kernel", "the lock released before the critical section's store", lambda t: sub(t, "%16 = join_tokens %6#0, %1, %6#1, %11 :", "%16 = join_tokens %6#0, %1, %6#1 :"), "memory"),
+    ("spin_lock_kernel", "the spin loop leaves while the lock is taken", lambda t: sub(t, "%18 = cmpi equal %result_16, %cst_1_i32_6,", "%18 = cmpi not_equal %result_16, %cst_1_i32_6,"), "math"),
 ]
 
 

@@ -257,13 +257,15 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
 
 def variant_args(kinfo: dict, variant: manifest.Variant) -> tuple[list[str], str]:
     """Generics (element type, then int constexprs in parameter order) and the stride spec
-    (innermost stride 1, the others dynamic = -1) for one variant."""
+    (innermost stride 1, the others dynamic = -1) for one variant; a list of arrays has none."""
     generics = [variant.dtype]
     strides = []
     for p in kinfo["params"]:
         if p["kind"] == "constexpr" and p.get("ctype", "int") == "int":
             generics.append(str(variant.constexprs[p["name"]]))
-        elif p["kind"] == "array":
+        elif p["kind"] == "array" and not p.get("list"):
+            # (a list of arrays is a pointer to its table: no strides; its elements' innermost
+            # stride is 1 in the port's own tensor views, translate.memory.list_element)
             dims = ["-1"] * (p["ndim"] - 1) + ["1"]
             name = constructs.rust_ident(p["name"])
             strides.append(f"{name}={','.join(dims)}")

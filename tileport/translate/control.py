@@ -359,17 +359,36 @@ class ControlRules:
         self.out.indent -= 1
 
     def while_loop(self, s: ast.While):
-        """``while cond:`` -> a Rust ``while`` (cutile's ``loop`` with a ``break`` when the test
-        fails, as cuTile Python builds it); the test must be one Rust expression (a comparison
-        of scalars) since it is evaluated at every iteration."""
+        """``while cond:`` -> cutile's ``loop`` op with an ``if`` that ``break``s when the test
+        fails, at the top of each iteration, as cuTile Python builds it. A test on scalars only
+        (a comparison of int32 scalars) is one Rust expression: a Rust ``while``, which cutile
+        0.5.0 lowers to that loop (cutile-compiler compile_expression.rs, ``Expr::While``). A
+        test that touches memory (``while ct.atomic_cas(locks, i, 0, 1) == 1:``, a spin lock:
+        the 0-d tile the atomic returns compared with a scalar) is computed again on every
+        iteration: ``loop { <test>; if c {} else { break; } <body> }`` (:meth:`exit_test`)."""
         if s.orelse:
             self.fail(s, "while ... else", "a while loop's else is not translated")
+        if self.touches_memory(s.test):
+            def looped():
+                self.__dict__.setdefault("cont", []).append(("loop", s.body))
+                try:
+                    self.out.indent += 1
+                    self.scopes.append({})
+                    self.exit_test(s)
+                    self.block(s.body)
+                    self.scopes.pop()
+                    self.out.indent -= 1
+                finally:
+                    self.cont.pop()
+            self.tokened_loop("loop {", looped, s.lineno)
+            return
         mark = len(self.out.lines)
         c, cty = self.expr(s.test)
         if (cty.kind != "bool" or len(self.out.lines) != mark + 1
                 or not self.out.lines[-1][1].startswith(f"let {c}: bool = ")):
             self.fail(s, "while " + ast.unparse(s.test), "the condition must be a comparison of "
-                                                         "int32 scalars")
+                                                         "int32 scalars, or of an atomic's or a "
+                                                         "load's 0-d result")
         cond = self.out.lines.pop()[1][len(f"let {c}: bool = "):-1]
         def body():
             self.__dict__.setdefault("cont", []).append(("loop", s.body))
@@ -378,6 +397,30 @@ class ControlRules:
             finally:
                 self.cont.pop()
         self.tokened_loop(f"while {cond} {{", body, s.lineno)
+
+    def touches_memory(self, test) -> bool:
+        """Does ``test`` call a cuTile memory op (an atomic, ``ct.load``, ``ct.gather``)?"""
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and self.is_ct(n.func)
+                   and (n.func.attr in constructs.ATOMICS or n.func.attr in ("load", "gather"))
+                   for n in ast.walk(test))
+
+    def exit_test(self, s: ast.While):
+        """The top of a ``loop`` iteration for ``while s.test:``: the test's value (a bool
+        scalar, or a 0-d bool tile as :meth:`condition` reads it), the loop's carried tokens
+        updated to the test's own (its atomic's token orders the body and what follows the
+        loop), then ``if c {} else { break; }``."""
+        c, cty = self.condition(s.test)
+        if cty.kind != "bool":
+            self.fail(s, "while " + ast.unparse(s.test), "the condition must be a bool: a comparison "
+                                                         "of an atomic's or a load's 0-d result with "
+                                                         "a scalar")
+        self.carry_before_exit()
+        self.out.emit(f"if {c} {{", s.lineno)
+        self.out.emit("} else {", s.lineno)
+        self.out.indent += 1
+        self.out.emit("break;", s.lineno)
+        self.out.indent -= 1
+        self.out.emit("}", s.lineno)
 
     def if_expr(self, node: ast.IfExp) -> tuple[str, Ty]:
         """``a if c else b``: the branch a constexpr test takes, or a Rust ``if`` expression

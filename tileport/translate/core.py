@@ -60,8 +60,9 @@ class Ty:
 
     kind: 'tile' (dtype: Rust element type or 'E'; shape: tuple of Rust const exprs),
     'i32', 'f32', 'bool' (scalars), 'lit' (a Python literal, folded), 'arr' (ndim), 'dtype',
-    'member' (value: a :class:`Member` of a cuda.tile enum). 'arr', 'dtype' and 'member' exist
-    at compile time only (:data:`COMPILE_TIME`): a name bound to one is an alias, no Rust value.
+    'member' (value: a :class:`Member` of a cuda.tile enum), 'list' (a list-of-arrays
+    parameter: dtype and ndim of its elements). 'arr', 'dtype', 'member' and 'list' exist at
+    compile time only (:data:`COMPILE_TIME`): a name bound to one is an alias, no Rust value.
     """
 
     kind: str
@@ -88,7 +89,7 @@ class Var:
 
 
 # kinds of values that exist at compile time only (no Rust value; a name bound to one aliases it)
-COMPILE_TIME = ("arr", "dtype", "member")
+COMPILE_TIME = ("arr", "dtype", "member", "list")
 
 
 @dataclass
@@ -384,6 +385,9 @@ class TranslatorBase:
                 return self.ndim_attribute(node)
         if isinstance(node, ast.Subscript) and frontend.is_shape_subscript(node):
             return self.shape_dim(node)
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                and self.lookup(node.value.id) is not None and self.lookup(node.value.id).ty.kind == "list"):
+            return self.list_element(node)            # As[g]: a tensor view (memory)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Call) and self.is_ct(node.func):
@@ -397,6 +401,9 @@ class TranslatorBase:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in ("min", "max") and self.lookup(node.func.id) is None):
             return self.builtin_minmax(node)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
+                and self.lookup("len") is None):
+            return self.list_len(node)
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in self.module_functions and self.lookup(node.func.id) is None):
             return self.inline_call(node)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tileport.model import constructs, frontend, manifest
 
+from . import memory
 from .arith import ArithRules
 from .control import ControlRules
 from .core import CONSTEXPR, DTYPE_KEY, NeedConst, NeedDtype, TranslatorBase, Ty, Unsupported, Var, module_constants
@@ -41,9 +42,17 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
     def translate(self) -> tuple[str, list]:
         """Returns (entry function source, source map [(rust line in fn, py line)])."""
         generics, args = ["E: ElementType"], []
+        self.list_params: list = []
         for p in self.params:
             rn = self.rname(p["name"])
-            if p["kind"] == "array":
+            if p["kind"] == "array" and p.get("list"):
+                # a list of arrays: its table's address and its length (MemoryRules.list_table)
+                args += [f"{rn}: *mut i64", f"{rn}__len: i32"]
+                elem = self.array_dtypes.get(p["name"], "E")
+                self.scopes[0][p["name"]] = Var(rn, Ty("list", dtype=elem, ndim=p["ndim"]), None, 0)
+                self.list_params.append((p["name"], rn, p["ndim"]))
+                self.__dict__.setdefault("list_tokens", {})[rn] = f"{rn}__tok"
+            elif p["kind"] == "array":
                 # -1: a run-time extent; a one-element array's constant [1] (frontend.unit_array)
                 dims = ", ".join(str(d) for d in p.get("static_shape") or [-1] * p["ndim"])
                 elem = self.array_dtypes.get(p["name"], "E")   # an array of its own dtype
@@ -89,6 +98,9 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
             self.block(body)
         self.prune_tokens()
         head = []
+        for name, rn, nd in self.list_params:
+            if any(ln[1] is not None and f"{rn}__" in ln[1] for ln in self.out.lines):
+                head += [[2, ln, self.fn.lineno] for ln in self.list_table(name, rn, nd)]
         if self.need_pid:
             head.append([2, "let __pid: (i32, i32, i32) = get_tile_block_id();", self.fn.lineno])
         if self.need_nblk:
@@ -448,7 +460,8 @@ def alias_conflicts(kinfo: dict, tr, kfile: str) -> None:
 def manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
     """Manifest forms of a parameter the translator has no rule for raise :class:`Unsupported`
     (owner ``tool``: the translator or cutile lacks the rule, the kernel is valid), each with
-    the evidence: an array dtype without a cutile element type, a ``list`` of arrays,
+    the evidence: an array dtype without a cutile element type, a ``list`` of arrays (while
+    :data:`memory.LIST_TRUNCI_OVERFLOW` is None: cutile 0.5.0 writes no flagless ``trunci``),
     ``index_dtype`` i64
     (``ct.IndexedWithInt64``), an i64 scalar, a variant dtype outside f16/bf16/f32. Arrays of
     their own dtype (an f32 Rstd, an int32 index array) and aliasing read-only arrays are
@@ -466,12 +479,14 @@ def manifest_forms_without_rule(kinfo: dict, kfile: str) -> None:
         if p["kind"] == "array" and codes - set(RUST_ELEMENT):
             why = (f"the manifest gives it the dtype {p['dtype']}; cutile 0.5.0 has no element type "
                    f"the translator maps {sorted(codes - set(RUST_ELEMENT))[0]} to")
-        elif p["kind"] == "array" and p.get("list"):
-            why = ("a list of arrays: a cutile 0.5.0 entry takes tensor references, MappedPartitionMut, "
-                   "element-type scalars and pointers only (cutile-compiler-0.5.0 "
-                   "src/kernel_entry_generator.rs, the parameter match of its entry generator); its "
-                   "DeviceVec<Tensor<T>> is a host-side tensor of i64 addresses, with no shape, "
-                   "strides or views per element")
+        elif p["kind"] == "array" and p.get("list") and memory.LIST_TRUNCI_OVERFLOW is None:
+            why = ("a list of arrays: cuTile Python 1.7.0 passes it as an int64 table (address, extents, "
+                   "strides per element) and truncates each extent to int32 with a `trunci` that has no "
+                   "overflow flag; cutile 0.5.0 expresses the rest (int_to_ptr, make_tensor_view, pointer "
+                   "entry parameters) but cannot write that trunci: cutile-0.5.0 src/_core.rs:2415 maps "
+                   "overflow::None to no attribute, which cutile-ir-0.5.0 src/bytecode/op_writer.rs:158-160 "
+                   "requires ('missing attribute 'overflow' on op TruncI'), and an i64 -> i32 convert_tile "
+                   "is 'not yet implemented' (cutile-compiler-0.5.0 src/compiler/compile_intrinsic.rs:2106)")
         elif p["kind"] == "array" and p.get("index_dtype") == "i64":
             why = ("an array indexed with int64 (ct.IndexedWithInt64): cutile 0.5.0 tensors have i32 "
                    "shapes and strides (src/_core.rs: Tensor<E, const D: [i32; N]>, Shape { dims: "

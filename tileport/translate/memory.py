@@ -59,6 +59,20 @@ PADDED_GATHER_HELPER = """    /// Tile IR's load_ptr_tko with its padding operan
 """  # noqa: E501 (Rust emitted verbatim: load_ptr_tko_padded's signature is one line)
 
 
+# A list element's extents and strides are int64 words of the list's table truncated to int32:
+# cuTile Python's Tile IR has ``trunci`` without an overflow flag. cutile 0.5.0 writes no such
+# trunci: its ``trunci`` maps ``overflow::None`` to no attribute (cutile-0.5.0 src/_core.rs:2415,
+# ``static_params = ["overflow={None: , ...``), which its bytecode writer requires
+# (cutile-ir-0.5.0 src/bytecode/op_writer.rs:158-160, ``TruncI`` -> ``write_inline_attr(op,
+# "overflow", ...)``: "missing attribute 'overflow' on op TruncI"), ``convert_tile`` of an i64
+# tile to i32 is "not yet implemented" (cutile-compiler-0.5.0 src/compiler/compile_intrinsic.rs:2106)
+# and a scalar ``as`` cast allows no i64 -> i32. A flag it can write (``no_signed_wrap``) is a
+# different Tile IR op. So list parameters are BLOCKED (translate.driver.manifest_forms_without_rule)
+# while this is None; tests/test_language.py sets it to show the rest of the lowering equal to
+# cuTile Python's and the block's cause real.
+LIST_TRUNCI_OVERFLOW: str | None = None
+
+
 class MemoryRules:
     """Rules for arrays, partition views and pointer tiles (mixed into the driver's translator)."""
 
@@ -66,6 +80,10 @@ class MemoryRules:
              **{n: "atomic" for n in constructs.ATOMICS}}
 
     def array_arg(self, node) -> Var:
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                and self.lookup(node.value.id) is not None and self.lookup(node.value.id).ty.kind == "list"):
+            e, ty = self.list_element(node)              # As[g] named in the call itself
+            return Var(e, ty, None, len(self.scopes) - 1, alias=True)
         if not isinstance(node, ast.Name) or self.lookup(node.id) is None or self.lookup(node.id).ty.kind != "arr":
             self.fail(node, ast.unparse(node), "expected an array parameter")
         return self.lookup(node.id)
@@ -357,6 +375,87 @@ class MemoryRules:
         self.out.emit(f"let {ref} = &{tv};", self.line)
         self.share_tokens(ref, arr.rust)
         return ref, Ty("arr", dtype=el, shape=tuple(shape), ndim=nd)
+
+    # ---- lists of arrays: As[g], len(As) ---------------------------------------------
+    @staticmethod
+    def list_row(ndim: int) -> tuple[int, int]:
+        """(columns, loaded width) of one row of a list's table: cuTile Python 1.7.0 passes a
+        ``list[Array]`` of rank ``ndim`` as a pointer to an int64 table, one row per element
+        holding its base address, its ``ndim`` extents and ``ndim`` strides (shape ``[len,
+        1 + 2 ndim]``, strides ``[1 + 2 ndim, 1]``), and its length; a row is loaded as one
+        tile of the next power of two (seen in its Tile IR: ``tile=(1x4)`` for rank 1)."""
+        cols = 1 + 2 * ndim
+        return cols, 1 << (cols - 1).bit_length()
+
+    def list_table(self, name: str, rn: str, ndim: int) -> list[str]:
+        """The entry's lines for list parameter ``rn`` (Rust ``rn: *mut i64``, ``rn__len:
+        i32``): its table's tensor view and partition view (each row one tile), and the
+        list's first token (a ``make_token``: the list is one alias set, as in cuTile Python).
+        cutile 0.5.0 ``pointer_to_tile``, ``make_tensor_view`` (src/_core.rs), as its own
+        ``load_tensor`` reads a tensor's address from a table."""
+        cols, width = self.list_row(ndim)
+        return [f"let {rn}__tok: Token = new_token_unordered();",
+                f"let {rn}__base: PointerTile<*mut i64, {{[]}}> = pointer_to_tile({rn});",
+                f"let {rn}__shape: Shape<{{[-1, {cols}]}}> = Shape::<{{[-1, {cols}]}}> {{ dims: &[{rn}__len] }};",
+                f"let {rn}__strides: Array<{{[{cols}, 1]}}> = Array::<{{[{cols}, 1]}}> {{ dims: &[] }};",
+                f"let {rn}__tv: Tensor<i64, {{[-1, {cols}]}}> = make_tensor_view({rn}__base, {rn}__shape, "
+                f"{rn}__strides, new_token_unordered());",
+                f"let {rn}__rows: Partition<i64, {{[1, {width}]}}> = make_partition_view(&{rn}__tv, "
+                f"shape![1, {width}], padding::None, dim_map::Identity, new_token_unordered());"]
+
+    def list_len(self, node: ast.Call) -> tuple[str, Ty]:
+        """``len(As)`` of a list-of-arrays parameter: its length, an int32 entry argument."""
+        if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Name):
+            self.fail(node, ast.unparse(node), "len() of a list-of-arrays parameter only")
+        var = self.lookup(node.args[0].id)
+        if var is None or var.ty.kind != "list":
+            self.fail(node, ast.unparse(node), "len() of a list-of-arrays parameter only")
+        return f"{var.rust}__len", Ty("i32")
+
+    def list_element(self, node: ast.Subscript) -> tuple[str, Ty]:
+        """``As[g]`` (``g`` an int32: a constexpr, a loop variable, any scalar): element ``g``
+        of a list-of-arrays parameter, built as cuTile Python 1.7.0 builds it (its Tile IR):
+        row ``g`` of the list's table loaded as one int64 tile, each needed column extracted
+        (``extract`` + ``reshape`` to 0-d), the extents and the outer strides truncated to
+        int32 (``trunci``), the address made a pointer (``int_to_ptr``), and a tensor view
+        (``make_tensor_view``) with the innermost stride 1 as the reference's signature fixes
+        it. cutile 0.5.0: ``int_to_ptr`` (src/_core.rs, cuda_tile.int_to_ptr) and
+        ``make_tensor_view`` (src/_core.rs, cuda_tile.make_tensor_view). The view orders its
+        ops with the list's tokens. Returns an ``arr`` value (a name bound to it is an
+        alias)."""
+        lst = self.lookup(node.value.id)
+        nd, el = lst.ty.ndim, lst.ty.dtype
+        g = self.int_expr(node.slice)
+        _, width = self.list_row(nd)
+        row = self.fresh("row")
+        self.out.emit(f"let {row}: Tile<i64, {{[1, {width}]}}> = load_view_tko(&{lst.rust}__rows, [{g}, 0i32], "
+                      f"ordering::Weak, scope::TileBlock, None, tma::Enabled);", self.line)
+
+        zero = self.bind("scalar_to_tile(0i32)", Ty("tile", "i32", ()))[0]
+
+        def column(k: int) -> str:
+            kk = zero if k == 0 else self.bind(f"scalar_to_tile({k}i32)", Ty("tile", "i32", ()))[0]
+            c = self.bind(f"extract({row}, [{zero}, {kk}])", Ty("tile", "i64", ("1", "1")))[0]
+            return self.bind(f"{c}.reshape(shape![])", Ty("tile", "i64", ()))[0]
+
+        cols = [column(k) for k in range(1 + nd + (nd - 1))]
+        narrow = [self.bind(f"trunci({c}, {LIST_TRUNCI_OVERFLOW})", Ty("tile", "i32", ()))[0] for c in cols[1:]]
+        ptr = self.fresh("base")
+        self.out.emit(f"let {ptr}: PointerTile<*mut {el}, {{[]}}> = int_to_ptr({cols[0]});", self.line)
+        dims = [self.bind(f"tile_to_scalar({s})", Ty("i32"))[0] for s in narrow[:nd]]
+        strides = [self.bind(f"tile_to_scalar({s})", Ty("i32"))[0] for s in narrow[nd:]]
+        sh, sd = ", ".join(["-1"] * nd), ", ".join(["-1"] * (nd - 1) + ["1"])
+        tv, ref = self.fresh("view_t"), self.fresh("elem")
+        shp, std = self.fresh("shape"), self.fresh("strides")
+        self.out.emit(f"let {shp}: Shape<{{[{sh}]}}> = Shape::<{{[{sh}]}}> {{ dims: &[{', '.join(dims)}] }};",
+                      self.line)
+        self.out.emit(f"let {std}: Array<{{[{sd}]}}> = Array::<{{[{sd}]}}> {{ dims: &[{', '.join(strides)}] }};",
+                      self.line)
+        self.out.emit(f"let {tv}: Tensor<{el}, {{[{sh}]}}> = make_tensor_view({ptr}, {shp}, {std}, "
+                      f"{self.first_token(lst.rust)});", self.line)
+        self.out.emit(f"let {ref} = &{tv};", self.line)
+        self.share_tokens(ref, lst.rust)
+        return ref, Ty("arr", dtype=el, ndim=nd)
 
     def compile_time_int(self, node) -> bool:
         """Is ``node`` built of int literals, int constexprs and module constants only?"""

@@ -61,6 +61,7 @@ class LoopCtx:
     region: int
     parallel: set = field(default_factory=set)
     parent: dict = field(default_factory=dict)
+    carried: dict = field(default_factory=dict)
 
 
 # the key of the last acquiring op's token (``ACQUIRE_TOKEN_KEY``): every later op waits for it
@@ -119,7 +120,12 @@ class TokenRules:
         ``make_token``, when nothing touched it yet)."""
         self._tok_init()
         arr = self.tok_root(arr)
-        return self.tok_map.get((arr, role), f"get_tensor_token({arr})")
+        return self.tok_map.get((arr, role), self.first_token(arr))
+
+    def first_token(self, arr: str) -> str:
+        """The token of ``arr`` before any op on it: the tensor's own, or for a list of arrays
+        (no tensor: :meth:`MemoryRules.list_element`) the fresh token bound for it."""
+        return getattr(self, "list_tokens", {}).get(arr, f"get_tensor_token({arr})")
 
     def _tok_let(self, expr: str, pure: bool = True) -> str:
         self.tok_seq += 1                # a counter of its own: other names stay as they were
@@ -176,7 +182,7 @@ class TokenRules:
                             acquire))
         ctx = self.loop_ctx
         if ctx is not None and id(node) in ctx.parallel:
-            before = ctx.parent.get((arr, "op"), f"get_tensor_token({arr})")
+            before = ctx.parent.get((arr, "op"), self.first_token(arr))
             acq = self.tok_map.get(ACQUIRE)
             if acq is not None and acq != before:
                 return self._tok_let(f"join_tokens(&[{before}, {acq}])")
@@ -282,10 +288,23 @@ class TokenRules:
         carried = self._carry(self._carried_keys(effects))
         self.tok_map.update(carried)
         self.out.emit(head, line)
-        self._in_region(rid, lambda: self._loop_body(rid, run_body, LoopCtx(rid, parallel, parent)))
+        self._in_region(rid, lambda: self._loop_body(rid, run_body, LoopCtx(rid, parallel, parent, carried)))
         self._yield_carried(carried)
         self.out.emit("}", line)
         self.tok_map = {**parent, **carried}
+
+    def carry_before_exit(self):
+        """Before a ``break`` in the body of the innermost loop (a ``while`` whose test touches
+        memory: :meth:`ControlRules.while_loop`): its carried token variables take the current
+        tokens, which the ``break`` yields (cuTile Python's ``break`` yields the tokens of that
+        point), and the ops after it read them from those variables."""
+        ctx = self.loop_ctx
+        for key, name in (ctx.carried if ctx is not None else {}).items():
+            cur = self.tok_map.get(key)
+            if cur is not None and cur != name:
+                idx = self.out.emit(f"{name} = {cur};", self.line)
+                self.tok_pure[idx] = name
+                self.tok_map[key] = name
 
     def _loop_body(self, rid: int, run_body, ctx: LoopCtx | None):
         saved = self.loop_ctx

@@ -75,3 +75,17 @@ def bmm3_kernel(a, b, BM: ConstInt):
     t = ct.load(a, index=(0, 0, 0), shape=(2, BM, BM), padding_mode=ct.PaddingMode.ZERO)
     acc = ct.mma(t, ct.permute(t, (0, 2, 1)), ct.zeros((2, BM, BM), dtype=ct.float32))
     ct.store(b, index=(0, 0, 0), tile=ct.astype(acc, b.dtype) + ct.matmul(t, t))
+
+
+@ct.kernel
+def spin_lock_kernel(x, locks, y, TILE: ConstInt):
+    """A spin lock, as split-K matmul and layer-norm backward take one: a run-time while on
+    atomic_cas's 0-d result (acquire), the critical section (every block adds its tile into
+    y's first tile), then atomic_xchg releases it."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    while ct.atomic_cas(locks, 0, 0, 1, memory_order=ct.MemoryOrder.ACQUIRE) == 1:
+        pass
+    acc = ct.load(y, index=(0,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(0,), tile=acc + t)
+    ct.atomic_xchg(locks, 0, 0, memory_order=ct.MemoryOrder.RELEASE)
