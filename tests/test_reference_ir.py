@@ -167,8 +167,9 @@ def scaled_kernel(a, a_s, b, b_s, c, TILE: ct.Constant[int]):
 
 def test_advice_never_contradicts_the_dtype_cutile_asks_for(tmp_path):
     """cuTile: "supported scale dtypes are float8_e8m0fnu" for u8 scales. The advice used to be
-    "write b_s: {ndim: 1, ...}" (a rank got past the line); a dtype message gets no rank advice,
-    and a dtype the manifest cannot name is tileport's limit (owner tool), said as such."""
+    "write b_s: {ndim: 1, ...}" (a rank got past the line); a dtype message gets no rank advice.
+    f8e8m0fnu is a manifest dtype now (issue 34 item 2 f): the manifest chose u8, so the
+    manifest owns it, and the advice is the dtype cuTile asks for, tried on both scales."""
     manifest = RANK_MANIFEST.replace("op: rank", "op: scaled").split("kernels:")[0] + '''kernels:
   scaled_kernel:
     arrays:
@@ -190,13 +191,15 @@ tolerance:
 '''
     d = make_op(tmp_path, "scaled", SCALED_KERNEL, manifest)
     v = _ref(d, "scaled_kernel", "f8e4m3fn-TILE64", tmp_path, "scaled")
-    assert v["verdict"] == "ERROR" and v["owner"] == "tool", v["summary"]
-    assert "supported scale dtypes are float8_e8m0fnu; it asks for float8_e8m0fnu, which the manifest has no " \
-           "dtype for yet" in v["summary"]
-    assert "ndim" not in v["summary"] and "write" not in v["summary"]
-    assert reference_ir.unnameable_dtypes("Unsupported scale dtype uint8 ..., supported scale dtypes are "
-                                          "float8_e8m0fnu") == ["float8_e8m0fnu"]
-    assert reference_ir.unnameable_dtypes("supported dtypes are float16, float8_e8m0fnu") == []
+    assert v["verdict"] == "ERROR" and v["owner"] == "manifest", v["summary"]
+    assert "with b_s, a_s as f8e8m0fnu cuTile compiles this variant: write dtype: f8e8m0fnu on b_s, a_s" \
+        in v["summary"]
+    assert "ndim" not in v["summary"]
+    assert reference_ir.supported_dtypes("Unsupported scale dtype uint8 ..., supported scale dtypes are "
+                                         "float8_e8m0fnu") == ["f8e8m0fnu"]
+    # a format the manifest still cannot name stays tileport's limit
+    assert reference_ir.unnameable_dtypes("..., supported dtypes are float8_e5m3fnu") == ["float8_e5m3fnu"]
+    assert reference_ir.unnameable_dtypes("supported scale dtypes are float8_e8m0fnu") == []
 
 
 def test_a_module_the_kernel_body_names_is_not_advised_into_the_launch_function(tmp_path):

@@ -219,6 +219,19 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
     named = [by_name[w] for w in re.findall(r"[a-z0-9_]+", message) if w in by_name]
     dtypes = [d for d in dict.fromkeys(named + list(_TRIED)) if d != variant.dtype]
     dtype_trials = [(a, "dtype", d) for a in defaulted for d in dtypes]
+    # a dtype the manifest stated (u8 scales) and cuTile refuses, naming the one it supports
+    # (float8_e8m0fnu): the manifest chose the failing value; trial the supported one
+    stated = [a for a in reach if arrays[a].get("dtype") not in ("{dtype}", None)
+              and not isinstance(arrays[a].get("dtype"), dict)]
+    asked = supported_dtypes(message)
+    asked_trials = []
+    for d in asked:       # those of one stated dtype together (a's and b's scales), then each alone
+        alone = [a for a in stated if arrays[a]["dtype"] != d]
+        together = {arrays[a]["dtype"]: [b for b in alone if arrays[b]["dtype"] == arrays[a]["dtype"]]
+                    for a in alone}
+        asked_trials += [(", ".join(g), "dtype", d) for g in together.values() if len(g) > 1]
+        asked_trials += [(a, "dtype", d) for a in alone]
+    dtype_trials = asked_trials + dtype_trials
     # an array whose tensor in the manifest has as many dimensions as its ndim is launched with
     # that rank: the manifest did not choose it, so another rank is no repair to offer
     tensors = manifest.kernel_tensors(model.manifest, kernel) or {}
@@ -236,6 +249,11 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
         return None           # no change the manifest could make helps: the kernel's own error
     name, field, value, passed = fix
     got = "compiles this variant" if passed else f"gets past line {line}"
+    if field == "dtype" and name.split(", ")[0] not in defaulted:
+        was = arrays[name.split(", ")[0]]["dtype"]
+        return (f"the manifest gives {name} the dtype {was} (kernels/{kernel}/arrays); cuTile supports "
+                f"{', '.join(asked)} there, and with {name} as {value} cuTile {got}: write dtype: {value} on "
+                f"{name} under kernels/{kernel}/arrays (and on the tensor(s) bound to it)")
     if field == "dtype":
         names = ", ".join(defaulted)
         return (f"the array(s) {names} reach that line and took the variant's dtype {variant.dtype} because "
@@ -244,6 +262,17 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
                 f"dtype: {value} on the tensor bound to it)")
     return (f"the manifest gives {name} ndim {arrays[name]['ndim']} (kernels/{kernel}/arrays/{name}); with ndim "
             f"{value} cuTile {got}: write {name}: {{ndim: {value}, ...}}")
+
+
+def supported_dtypes(message: str) -> list[str]:
+    """The manifest codes of the dtypes a cuTile compiler message names as supported
+    ("..., supported scale dtypes are float8_e8m0fnu" -> ``['f8e8m0fnu']``), in its order;
+    empty when it names none (cuda-tile 1.7.0 TypeCheckingError wording)."""
+    first = message.splitlines()[0] if message else ""      # the rest quotes the source line
+    m = re.search(r"\bsupported\b", first)
+    by_name = {cute: code for code, (cute, _, _) in manifest.DTYPES.items()}
+    return list(dict.fromkeys(by_name[w] for w in re.findall(r"[a-z0-9_]+", first[m.end():] if m else "")
+                              if w in by_name))
 
 
 def unnameable_dtypes(message: str) -> list[str]:
@@ -279,7 +308,7 @@ def _trial_fix(op_dir, kernel, params, variant, trials, line, limit: int = 10):
         return None
     with tempfile.TemporaryDirectory() as tmp:
         for name, field, value in trials[:limit]:
-            trial = [dict(p, **{field: value}) if p["name"] == name else p for p in params]
+            trial = [dict(p, **{field: value}) if p["name"] in name.split(", ") else p for p in params]
             try:
                 export_kernel(fn, [signature_for(trial, variant)], f"{tmp}/t.bc", output_format="tileir_bytecode")
             except Exception as exc:  # noqa: BLE001 - refused again: where?
