@@ -17,17 +17,19 @@ from pathlib import Path
 
 from tileport.core import source, toolchain
 from tileport.core.verdict import Finding, Verdict, atomic_write_text, loc, write
-from tileport.model import frontend, manifest
+from tileport.model import frontend, manifest, torch_uses
 
 
 def load_module(kernel_py: str | Path):
-    """Import ``kernel.py`` from its path under a private module name."""
+    """Import ``kernel.py`` from its path under a private module name, as cuTile compiles it
+    (torch / cupy / numpy dtypes in kernel bodies as cuTile's own:
+    :func:`tileport.model.torch_uses.exec_kernel_module`)."""
     kernel_py = Path(kernel_py)
     name = f"tileport_ref_{kernel_py.parent.name}"
     spec = importlib.util.spec_from_file_location(name, kernel_py)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    torch_uses.exec_kernel_module(mod, kernel_py)
     return mod
 
 
