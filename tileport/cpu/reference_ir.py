@@ -134,14 +134,16 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     atomic_write_text(out_txt, text)
 
 
-def cutile_refusal(op_dir: str | Path, kernel: str, model=None, limit: int = 4) -> dict | None:
+def cutile_refusal(op_dir: str | Path, kernel: str, model=None, limit: int = 4,
+                   only: list[str] | None = None) -> dict | None:
     """Whether cuTile Python itself refuses ``kernel``: its variants (at most ``limit``) are
     compiled to Tile IR as :func:`export` compiles them (nothing is written); the first
     refusal is returned as ``{"variant", "line" (kernel.py, or None), "message"}`` (cuTile's
     words, first line), None when every variant tried compiles or the refusal is not the
     kernel's (a missing module, a dtype the manifest cannot name, a value traced to the
     manifest: :func:`run` says those). For the analyser: a kernel the translator cannot port
-    and cuTile refuses is the kernel's to fix, not a rule the translator lacks."""
+    and cuTile refuses is the kernel's to fix, not a rule the translator lacks. ``only``: the
+    variant ids to try (default: the kernel's first ``limit``)."""
     import tempfile
 
     from cuda.tile.compilation import export_kernel
@@ -156,7 +158,8 @@ def cutile_refusal(op_dir: str | Path, kernel: str, model=None, limit: int = 4) 
     except BaseException:  # noqa: BLE001 - an unimportable kernel.py: reference_ir says why
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        for v in manifest.variants(model.manifest, kernel)[:limit]:
+        tried = [v for v in manifest.variants(model.manifest, kernel) if only is None or v.id in only]
+        for v in tried[:limit]:
             try:
                 export_kernel(kernel_object(mod, kernel, v), [signature_for(params, v)], f"{tmp}/k.bc",
                               output_format="tileir_bytecode")

@@ -3,6 +3,7 @@ specialisation (the construct families are mixed into :class:`KernelTranslator` 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 from tileport.model import constructs, frontend, manifest
@@ -271,6 +272,13 @@ def compile_time_locals(fn: ast.FunctionDef, cnames: set, consts: set) -> dict[s
     return out
 
 
+def translate_entries_per_variant(op_dir: str | Path, kernel: str, target: str = "sm_90"
+                                  ) -> tuple[tuple[str, list, dict], dict[str, Unsupported]]:
+    """:func:`translate_per_variant` of the operator's front-end model (raises as
+    :func:`translate_entries`)."""
+    return translate_per_variant(frontend.load(op_dir), kernel, target)
+
+
 def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
     """Translate one kernel of an operator into one Rust module: :func:`translate_model` of the
     operator's front-end model (:func:`tileport.model.frontend.load`).
@@ -282,7 +290,41 @@ def translate_entries(op_dir: str | Path, kernel: str, target: str = "sm_90") ->
     return translate_model(frontend.load(op_dir), kernel, target)
 
 
-def translate_model(model: frontend.OperatorModel, kernel: str, target: str = "sm_90") -> tuple[str, list, dict]:
+def translate_per_variant(model: frontend.OperatorModel, kernel: str, target: str = "sm_90"
+                          ) -> tuple[tuple[str, list, dict], dict[str, Unsupported]]:
+    """:func:`translate_model`, blocking per variant (issue 34 item 3): when the kernel's
+    variants together cannot be translated, each is translated alone; those the translator
+    cannot handle (an f8 sibling of an f16 launch, a constexpr value a rule lacks) are left out
+    and the others translated together.
+
+    Returns ((Rust source, source map, {variant id: entry}) of the translated variants,
+    {blocked variant id: its :class:`Unsupported`}).
+
+    Raises:
+        Unsupported: as :func:`translate_model` when no variant can be translated, when the
+            failure is not any one variant's (every variant alone translates), or for a manifest
+            finding on the kernel (owner not ``tool``: it concerns every variant).
+    """
+    try:
+        return translate_model(model, kernel, target), {}
+    except Unsupported as exc:
+        km = model.kernel(kernel)
+        if (getattr(exc, "owner", None) or "tool") != "tool" or km is None or len(km.variants) < 2:
+            raise
+        blocked: dict[str, Unsupported] = {}
+        for v in km.variants:
+            try:
+                translate_model(model, kernel, target, only=[v["id"]])
+            except Unsupported as one:
+                blocked[v["id"]] = one
+        ok = [v["id"] for v in km.variants if v["id"] not in blocked]
+        if not blocked or not ok:
+            raise
+        return translate_model(model, kernel, target, only=ok), blocked
+
+
+def translate_model(model: frontend.OperatorModel, kernel: str, target: str = "sm_90",
+                    only: list[str] | None = None) -> tuple[str, list, dict]:
     """Translate one kernel of an operator's front-end model into one Rust module.
 
     A kernel whose code depends on constexpr ``if``s or float/bool constexprs becomes one
@@ -295,6 +337,7 @@ def translate_model(model: frontend.OperatorModel, kernel: str, target: str = "s
 
     ``target``: the GPU architecture the port is compiled for (config ``gpu_target``): the
     entry's hints are keyed by it, and a ``ct.ByTarget`` hint takes its value for it.
+    ``only``: the variant ids to translate (default: all of the kernel's).
 
     Returns (Rust source of ``src/<kernel>.rs``, source map ``[(rust_line, py_line)]`` (1-based),
     ``{variant id: entry name}``).
@@ -314,6 +357,8 @@ def translate_model(model: frontend.OperatorModel, kernel: str, target: str = "s
     km = model.kernel(kernel)
     if km is None:
         raise Unsupported(kfile, 1, f"kernel {kernel}", "not found in the analysis")
+    if only is not None:
+        km = dataclasses.replace(km, variants=[v for v in km.variants if v["id"] in only])
     kinfo = km.info()
     manifest_forms_without_rule(kinfo, kfile)
     tree, fn, alias = model.tree, km.fn, model.alias
