@@ -82,3 +82,20 @@ def test_summary_rows_block_only_their_variant(tmp_path):
         row = analysis_for_kernel(a, K, v)
         assert row["verdict"] == "BLOCKED" and row["owner"] == "tool", row
         assert f"variant {v} of {K} is BLOCKED" in row["summary"] and why in row["summary"], row["summary"]
+
+
+def test_host_shim_has_no_function_for_a_blocked_variant(tmp_path):
+    """The host shim binds only the translated variants' entries (a blocked variant has none to
+    call: without the filter its variants fell back to an entry named like the kernel)."""
+    from tileport.host import shim as host
+
+    r = tmp_path / "results" / "pervariant"
+    analyze.run(OP, r / "analysis.json", "pervariant")
+    (r / "write_kernel").mkdir(parents=True)
+    w = write_kernel.run(OP, K, r / "rust" / "src" / f"{K}.rs", r / "write_kernel" / f"{K}.json", "pervariant")
+    assert w["verdict"] == "PASS"
+    host.write_shim("pervariant", r / "analysis.json", r, r / "host" / "ffi.rs", r / "host" / "ffi.json",
+                    r / "host" / "shim.json")
+    fns = json.loads((r / "host" / "ffi.json").read_text())["functions"]
+    ids = [v for f in fns for v in f["variants"]]
+    assert ids == [OK], fns
