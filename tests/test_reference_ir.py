@@ -221,3 +221,48 @@ def test_a_module_the_kernel_body_names_is_not_advised_into_the_launch_function(
     d = make_op(tmp_path, "rank2", launch, RANK_MANIFEST.replace("op: rank", "op: rank2"))
     v = _ref(d, "rank_kernel", "f16-TILE64", tmp_path, "rank2")
     assert "import it inside the launch function" in v["summary"], v["summary"]
+
+
+TWO_RANKS_KERNEL = '''import cuda.tile as ct
+
+
+@ct.kernel
+def rank_kernel(x, y, FOUR: ct.Constant[bool], TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    if FOUR:
+        t = ct.load(x, index=(0, 0, bid, 0), shape=(1, 1, 1, TILE))
+        ct.store(y, index=(bid, 0), tile=ct.reshape(t, (1, TILE)))
+    else:
+        t = ct.load(x, index=(bid, 0), shape=(1, TILE))
+        ct.store(y, index=(bid, 0), tile=t)
+'''
+TWO_RANKS_MANIFEST = '''op: tworanks
+kernels:
+  rank_kernel:
+    arrays: {x: {ndim: 2, role: input}, y: {ndim: 2, role: output}}
+    grid: "(M, 1, 1)"
+    variants:
+      - {dtype: f16, constexprs: {FOUR: false, TILE: 64}}
+      - {dtype: f16, constexprs: {FOUR: true, TILE: 64}}
+shape_names: [M]
+test_shapes: [[4]]
+perf_shapes: [[4]]
+fits: "True"
+tolerance:
+  f16: {rtol: 0.001, atol: 0.001}
+'''
+
+
+def test_an_array_launched_with_two_ranks_is_tileports_limit_not_a_manifest_edit(tmp_path):
+    """One array launched with rank 2 in one configuration and rank 4 in another (issue 34 item
+    2 f): the manifest has one ndim per array of a kernel. The advice used to be "write x:
+    {ndim: 4}", which breaks the rank-2 variant; the verdict now names both variants and says
+    no manifest edit serves both (owner tool)."""
+    d = make_op(tmp_path, "tworanks", TWO_RANKS_KERNEL, TWO_RANKS_MANIFEST)
+    assert _ref(d, "rank_kernel", "f16-FOURfalse-TILE64", tmp_path, "tworanks")["verdict"] == "PASS"
+    v = _ref(d, "rank_kernel", "f16-FOURtrue-TILE64", tmp_path, "tworanks")
+    assert v["verdict"] == "ERROR" and v["owner"] == "tool", v["summary"]
+    assert ("x is launched with rank 4 in variant f16-FOURtrue-TILE64" in v["summary"]
+            and "rank 2 in variant f16-FOURfalse-TILE64" in v["summary"]
+            and "no manifest edit serves both" in v["summary"]), v["summary"]
+    assert "write x: {ndim: 4" not in v["summary"]

@@ -265,8 +265,53 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
                 f"the manifest gives them none (kernels/{kernel}/arrays); with {name} as {value} cuTile {got}: "
                 f"write {name}: {{ndim: ..., role: ..., dtype: {value}}} under kernels/{kernel}/arrays (and "
                 f"dtype: {value} on the tensor bound to it)")
+    other = _rank_conflict(op_dir, kernel, model.manifest, kinfo["params"], variant, name, value)
+    if other:
+        # the rank that serves this variant refuses another: no single ndim serves both
+        return Traced(f"{name} is launched with rank {value} in variant {variant.id} (cuTile {got} with ndim "
+                      f"{value}) and rank {arrays[name]['ndim']} in variant {other} (which ndim {value} breaks); "
+                      f"the manifest has one ndim per array of a kernel (kernels/{kernel}/arrays/{name}): a limit "
+                      f"of tileport, no manifest edit serves both", owner="tool")
     return (f"the manifest gives {name} ndim {arrays[name]['ndim']} (kernels/{kernel}/arrays/{name}); with ndim "
             f"{value} cuTile {got}: write {name}: {{ndim: {value}, ...}}")
+
+
+class Traced(str):
+    """A :func:`traced_to_manifest` answer whose owner is not the manifest's (``owner``)."""
+
+    def __new__(cls, text: str, owner: str = "manifest"):
+        obj = super().__new__(cls, text)
+        obj.owner = owner
+        return obj
+
+
+def _rank_conflict(op_dir, kernel: str, man: dict, params: list, variant, name: str, ndim: int,
+                   limit: int = 3) -> str | None:
+    """The id of another variant of ``kernel`` that cuTile compiles with the manifest's ``ndim``
+    of array ``name`` and refuses with ``ndim`` (the array is launched with two ranks), or None;
+    at most ``limit`` variants, two compiles each."""
+    import tempfile
+
+    from cuda.tile.compilation import export_kernel
+
+    try:
+        mod = load_module(source.kernel_py(op_dir))
+    except BaseException:  # noqa: BLE001
+        return None
+    trial = [dict(p, ndim=ndim) if p["name"] == name else p for p in params]
+    others = [v for v in manifest.variants(man, kernel) if v.id != variant.id][:limit]
+    with tempfile.TemporaryDirectory() as tmp:
+        for v in others:
+            fn = kernel_object(mod, kernel, v)
+            try:
+                export_kernel(fn, [signature_for(params, v)], f"{tmp}/a.bc", output_format="tileir_bytecode")
+            except Exception:  # noqa: BLE001 - refused as the manifest stands: no evidence
+                continue
+            try:
+                export_kernel(fn, [signature_for(trial, v)], f"{tmp}/b.bc", output_format="tileir_bytecode")
+            except Exception:  # noqa: BLE001 - refused with the other rank: the conflict
+                return v.id
+    return None
 
 
 def supported_dtypes(message: str) -> list[str]:
@@ -395,8 +440,9 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
         if why:
             msg = (f"{kpy}:{line}: cuTile Python refused variant {variant_id} of {kernel}: "
                    f"{text.splitlines()[0]}; {why}")
-            return write(Verdict(**base, verdict="ERROR", owner="manifest", summary=msg[:1500],
-                                 findings=[Finding("manifest", "critical", "manifest", msg[:3000],
+            owner = getattr(why, "owner", "manifest")
+            return write(Verdict(**base, verdict="ERROR", owner=owner, summary=msg[:1500],
+                                 findings=[Finding("manifest", "critical", owner, msg[:3000],
                                                    ref=loc(kpy, line))],
                                  details={"traceback": tb, "compiler_message": text[:3000]}), out_json)
         msg = f"{kpy}:{line or '?'}: cuTile Python compile failed: {text}"
