@@ -198,9 +198,10 @@ def analysis_for_kernel(an: dict | None, kernel: str, variant: str | None = None
         mine = [i for i in own_v if items[i]["variant"] == variant]
         if mine:
             f = findings[mine[0]]
+            why = f["message"].removeprefix(f"variant {variant} BLOCKED: ")
             return {**an, "owner": f.get("owner") or an.get("owner"),
                     "summary": f"variant {variant} of {kernel} is BLOCKED (the kernel's other variants go on): "
-                               f"{f['message']}"}
+                               f"{why}"}
         keep = [i for i in range(len(items)) if i not in own_v]
         if not keep:
             return {**an, "verdict": "PASS", "owner": None,
