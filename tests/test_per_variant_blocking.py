@@ -99,3 +99,19 @@ def test_host_shim_has_no_function_for_a_blocked_variant(tmp_path):
     fns = json.loads((r / "host" / "ffi.json").read_text())["functions"]
     ids = [v for f in fns for v in f["variants"]]
     assert ids == [OK], fns
+
+
+def test_gpu_test_counts_a_blocked_variant_as_no_failure():
+    """gpu_test: a variant the writer left out is BLOCKED (no port to call), not a failure of
+    the operator (it was a port call error, fail_class host, before)."""
+    from tileport.gpu import test as gpu_test
+
+    ok = {"kernel": K, "variant": OK, "shape": [1000], "port": {"ok": True}, "ref": {"ok": True},
+          "launches": {"ref": 1, "port": 1, "torch": 1}}
+    blocked = {"kernel": K, "variant": "i16-TILE256-FLOORfalse", "shape": [1000], "blocked": "the translator lacks"}
+    v = gpu_test.verdict_of("pervariant", [ok, blocked])
+    assert v.verdict == "ALL_PASS", v.summary
+    assert v.details["variants"] == {f"{K}/{OK}": "PASS", f"{K}/i16-TILE256-FLOORfalse": "BLOCKED"}
+    assert "1 variant(s) BLOCKED" in v.summary
+    only = gpu_test.verdict_of("pervariant", [blocked])
+    assert only.verdict == "BLOCKED" and only.owner == "tool"
