@@ -23,7 +23,7 @@ from conftest import run_kernels
 from tileport.model import api_table
 
 DATA = Path(__file__).parent / "data" / "operators"
-KERNEL_OPS = ("constructs", "int_ids", "api", "lang")
+KERNEL_OPS = ("constructs", "int_ids", "api", "lang", "dtypes8")
 API = DATA / "api"
 IR = Path(__file__).parent / "data" / "ir" / "constructs"
 API_KERNELS = list(yaml.safe_load((API / "manifest.yaml").read_text())["kernels"])

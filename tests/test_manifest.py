@@ -309,3 +309,20 @@ def test_a_dtype_of_another_format_is_not_corrected_to_a_near_spelling(tmp_path,
     cutile 0.5, not a typo of an e4m3 float."""
     msg, _ = _err(tmp_path, "dtype: f32}", new)
     assert words in msg and never not in msg, msg
+
+
+def test_e8m0_block_scales_are_a_manifest_dtype(tmp_path):
+    """f8e8m0fnu (cuda.tile's float8_e8m0fnu, block scales) is a manifest dtype (issue 34 item
+    2 f): an array and a tensor of it load; randn cannot make it (no sign), uniform can."""
+    base = pick_manifest()
+    ok = (base.replace("stat: {ndim: 1, role: output, dtype: f32}", "stat: {ndim: 1, role: output, dtype: f32}\n"
+                       "      sc: {ndim: 1, role: input, dtype: f8e8m0fnu}")
+          .replace("  stat: {shape: [N], role: output, dtype: f32}",
+                   "  stat: {shape: [N], role: output, dtype: f32}\n"
+                   "  sc: {shape: [N], role: input, dtype: f8e8m0fnu, init: {uniform: [0.25, 4.0]}}"))
+    assert ok != base and "sc: {ndim" in ok and "sc: {shape" in ok
+    man = tp_manifest.load(make_op(tmp_path / "ok", manifest=ok) / "manifest.yaml")
+    assert man["kernels"]["pick"]["arrays"]["sc"]["dtype"] == "f8e8m0fnu"
+    assert "float8_e8m0fnu" not in tp_manifest.OTHER_CUTILE_DTYPES
+    msg, _ = _err(tmp_path / "bad", "init: {uniform: [0.25, 4.0]}", "init: randn", base=ok)
+    assert "block-scale dtype f8e8m0fnu" in msg and "uniform" in msg, msg

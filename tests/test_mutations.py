@@ -388,6 +388,13 @@ MUTANTS = [
     # cuTile Python's language beyond TileGym's dialect (tests/data/operators/lang, f32 variant)
     ("np_const_kernel", "np.pi -> 3.0", lambda t: sub(t, "<f32: 3.14159274>", "<f32: 3.000000e+00>"), "constant"),
     ("np_const_kernel", "-np.inf in the where -> +inf", lambda t: sub(t, "%cst_f32_5 = constant <f32: 0xFF800000>", "%cst_f32_5 = constant <f32: 0x7F800000>"), "constant"),
+    # variant dtypes f64 / f8 and e8m0 block scales (tests/data/operators/dtypes8)
+    ("f64_axpy_kernel", "the f64 constant 3.0 -> 2.0", lambda t: sub(t, "<f64: 3.000000e+00>", "<f64: 2.000000e+00>"), "constant"),
+    ("f64_axpy_kernel", "fma's addend not negated", lambda t: sub(t, "%2 = fma %tile, %bcast, %1 ", "%2 = fma %tile, %bcast, %bcast_4 "), "math"),
+    ("f8_mm_kernel", "the B tile read at (k, bid 0), not (k, bid 1)", lambda t: sub(t, "%pview_17[%loopIdx, %blockId_y_13]", "%pview_17[%loopIdx, %blockId_x]"), "memory"),
+    ("f8_mm_kernel", "the mma's operands swapped", lambda t: sub(t, "%3 = mmaf %tile, %tile_19,", "%3 = mmaf %tile_19, %tile,"), "math"),
+    ("e8m0_scale_kernel", "the e8m0 scale not applied", lambda t: sub(t, "%2 = mulf %tile, %bcast ", "%2 = addf %tile, %bcast "), "math"),
+    ("e8m0_scale_kernel", "float8_e8m0fnu scales read at block 0", lambda t: sub(t, "%pview_6[%blockId_x]", "%pview_6[%cst_1_i32]"), "memory"),
     ("rm_alias_kernel", "exp RM.APPROX -> the default (FULL)", lambda t: sub(t, "%1 = exp %tile rounding<approx>", "%1 = exp %tile"), "math"),
     ("rm_alias_kernel", "truediv RM.APPROX dropped", lambda t: sub(t, "%3 = divf %1, %2 rounding<approx>", "%3 = divf %1, %2"), "math"),
     ("pow_kernel", "t ** 2 -> t ** 3", lambda t: sub(t, "%cst_2_i32 = constant <i32: 2> : tile<1024xi32>", "%cst_2_i32 = constant <i32: 3> : tile<1024xi32>"), "constant"),

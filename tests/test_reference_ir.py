@@ -167,8 +167,9 @@ def scaled_kernel(a, a_s, b, b_s, c, TILE: ct.Constant[int]):
 
 def test_advice_never_contradicts_the_dtype_cutile_asks_for(tmp_path):
     """cuTile: "supported scale dtypes are float8_e8m0fnu" for u8 scales. The advice used to be
-    "write b_s: {ndim: 1, ...}" (a rank got past the line); a dtype message gets no rank advice,
-    and a dtype the manifest cannot name is tileport's limit (owner tool), said as such."""
+    "write b_s: {ndim: 1, ...}" (a rank got past the line); a dtype message gets no rank advice.
+    f8e8m0fnu is a manifest dtype now (issue 34 item 2 f): the manifest chose u8, so the
+    manifest owns it, and the advice is the dtype cuTile asks for, tried on both scales."""
     manifest = RANK_MANIFEST.replace("op: rank", "op: scaled").split("kernels:")[0] + '''kernels:
   scaled_kernel:
     arrays:
@@ -190,13 +191,15 @@ tolerance:
 '''
     d = make_op(tmp_path, "scaled", SCALED_KERNEL, manifest)
     v = _ref(d, "scaled_kernel", "f8e4m3fn-TILE64", tmp_path, "scaled")
-    assert v["verdict"] == "ERROR" and v["owner"] == "tool", v["summary"]
-    assert "supported scale dtypes are float8_e8m0fnu; it asks for float8_e8m0fnu, which the manifest has no " \
-           "dtype for yet" in v["summary"]
-    assert "ndim" not in v["summary"] and "write" not in v["summary"]
-    assert reference_ir.unnameable_dtypes("Unsupported scale dtype uint8 ..., supported scale dtypes are "
-                                          "float8_e8m0fnu") == ["float8_e8m0fnu"]
-    assert reference_ir.unnameable_dtypes("supported dtypes are float16, float8_e8m0fnu") == []
+    assert v["verdict"] == "ERROR" and v["owner"] == "manifest", v["summary"]
+    assert "with b_s, a_s as f8e8m0fnu cuTile compiles this variant: write dtype: f8e8m0fnu on b_s, a_s" \
+        in v["summary"]
+    assert "ndim" not in v["summary"]
+    assert reference_ir.supported_dtypes("Unsupported scale dtype uint8 ..., supported scale dtypes are "
+                                         "float8_e8m0fnu") == ["f8e8m0fnu"]
+    # a format the manifest still cannot name stays tileport's limit
+    assert reference_ir.unnameable_dtypes("..., supported dtypes are float8_e5m3fnu") == ["float8_e5m3fnu"]
+    assert reference_ir.unnameable_dtypes("supported scale dtypes are float8_e8m0fnu") == []
 
 
 def test_a_module_the_kernel_body_names_is_not_advised_into_the_launch_function(tmp_path):
@@ -205,13 +208,61 @@ def test_a_module_the_kernel_body_names_is_not_advised_into_the_launch_function(
     kernel = RANK_KERNEL.replace("import cuda.tile as ct\n", "import cuda.tile as ct\nimport cupy as cp\n").replace(
         "    t = ct.load(x, index=(bid, 0), shape=(1, TILE))",
         "    t = ct.astype(ct.load(x, index=(bid, 0, 0, 0), shape=(1, 1, 1, TILE)), cp.float32)")
+    # the launch code needs cupy too, so its import stays (a body-only cp.float32 is read as
+    # ct.float32 and the import blanked: tests/test_foreign_dtypes.py)
+    kernel += "\n\ndef launch(x):\n    return cp.asarray(x)\n"
     d = make_op(tmp_path, "rank", kernel, RANK_MANIFEST)
     v = _ref(d, "rank_kernel", "f16-TILE64", tmp_path, "rank")
     assert v["verdict"] == "ERROR" and v["owner"] == "env", v["summary"]
     assert "kernel.py:8: the kernel body names cp.float32 of the module 'cupy'" in v["summary"], v["summary"]
     assert "launch function" not in v["summary"] and v["findings"][0]["ref"]["line"] == 8
     # a module only the launch code needs keeps the old advice
-    launch = kernel.replace("cp.float32)", "ct.float32)") + "\n\ndef launch(x):\n    return cp.asarray(x)\n"
+    launch = kernel.replace("cp.float32)", "ct.float32)")
     d = make_op(tmp_path, "rank2", launch, RANK_MANIFEST.replace("op: rank", "op: rank2"))
     v = _ref(d, "rank_kernel", "f16-TILE64", tmp_path, "rank2")
     assert "import it inside the launch function" in v["summary"], v["summary"]
+
+
+TWO_RANKS_KERNEL = '''import cuda.tile as ct
+
+
+@ct.kernel
+def rank_kernel(x, y, FOUR: ct.Constant[bool], TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    if FOUR:
+        t = ct.load(x, index=(0, 0, bid, 0), shape=(1, 1, 1, TILE))
+        ct.store(y, index=(bid, 0), tile=ct.reshape(t, (1, TILE)))
+    else:
+        t = ct.load(x, index=(bid, 0), shape=(1, TILE))
+        ct.store(y, index=(bid, 0), tile=t)
+'''
+TWO_RANKS_MANIFEST = '''op: tworanks
+kernels:
+  rank_kernel:
+    arrays: {x: {ndim: 2, role: input}, y: {ndim: 2, role: output}}
+    grid: "(M, 1, 1)"
+    variants:
+      - {dtype: f16, constexprs: {FOUR: false, TILE: 64}}
+      - {dtype: f16, constexprs: {FOUR: true, TILE: 64}}
+shape_names: [M]
+test_shapes: [[4]]
+perf_shapes: [[4]]
+fits: "True"
+tolerance:
+  f16: {rtol: 0.001, atol: 0.001}
+'''
+
+
+def test_an_array_launched_with_two_ranks_is_tileports_limit_not_a_manifest_edit(tmp_path):
+    """One array launched with rank 2 in one configuration and rank 4 in another (issue 34 item
+    2 f): the manifest has one ndim per array of a kernel. The advice used to be "write x:
+    {ndim: 4}", which breaks the rank-2 variant; the verdict now names both variants and says
+    no manifest edit serves both (owner tool)."""
+    d = make_op(tmp_path, "tworanks", TWO_RANKS_KERNEL, TWO_RANKS_MANIFEST)
+    assert _ref(d, "rank_kernel", "f16-FOURfalse-TILE64", tmp_path, "tworanks")["verdict"] == "PASS"
+    v = _ref(d, "rank_kernel", "f16-FOURtrue-TILE64", tmp_path, "tworanks")
+    assert v["verdict"] == "ERROR" and v["owner"] == "tool", v["summary"]
+    assert ("x is launched with rank 4 in variant f16-FOURtrue-TILE64" in v["summary"]
+            and "rank 2 in variant f16-FOURfalse-TILE64" in v["summary"]
+            and "no manifest edit serves both" in v["summary"]), v["summary"]
+    assert "write x: {ndim: 4" not in v["summary"]

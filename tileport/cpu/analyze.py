@@ -50,7 +50,7 @@ from tileport.model.frontend import (  # noqa: F401
 from tileport.model.frontend import is_ct as _is_ct  # noqa: F401
 from tileport.model.frontend import is_shape_subscript as _is_shape_subscript  # noqa: F401
 from tileport.model.frontend import kw as _kw  # noqa: F401
-from tileport.translate import Unsupported, translate_model
+from tileport.translate import Unsupported, translate_per_variant
 
 
 def analyse(op_dir: str | Path, target: str = "sm_90") -> dict:
@@ -77,7 +77,21 @@ def analyse(op_dir: str | Path, target: str = "sm_90") -> dict:
         if model.findings_of(k.name):
             continue            # the manifest must agree with the kernel before it is translated
         try:
-            translate_model(model, k.name, target)
+            (_, _, entries), blocked = translate_per_variant(model, k.name, target)
+            details.setdefault("translated_variants", {})[k.name] = list(entries)
+            for vid, exc in blocked.items():
+                # blocking is per variant: this one is left out, the kernel's others go on
+                refused = reference_ir.cutile_refusal(op_dir, k.name, model, only=[vid])
+                if refused:
+                    details["unsupported"].append({
+                        "construct": k.name, "file": details["kernel_file"], "line": refused["line"] or exc.line,
+                        "reason": f"cuTile Python itself refuses variant {vid}: {refused['message']}",
+                        "owner": "kernel", "category": "build", "kernel": k.name, "variant": vid})
+                else:
+                    details["unsupported"].append({
+                        "construct": exc.construct, "file": exc.file, "line": exc.line, "reason": exc.reason,
+                        "owner": getattr(exc, "owner", None) or "tool", "category": "unsupported",
+                        "kernel": k.name, "variant": vid})
         except Unsupported as exc:
             owner = getattr(exc, "owner", None) or "tool"
             refused = reference_ir.cutile_refusal(op_dir, k.name, model) if owner == "tool" else None
@@ -125,8 +139,10 @@ def run(op_dir: str | Path, out_json: str | Path, op: str, target: str = "sm_90"
                                  cat, "critical", exc.owner, str(exc), ref=_loc_from_msg(str(exc)))]),
                      out_json)
     findings = [Finding(u.get("category", "unsupported"), "critical", u.get("owner", "kernel"),
-                        ((f"{LACKS_RULE}: " if u.get("category") == "unsupported" and u.get("owner") == "tool"
-                          else "") + f"{u['file']}:{u['line']}: {u['construct']}: {u['reason']}"),
+                        (f"variant {u['variant']} BLOCKED: " if u.get("variant") and u.get("category") == "unsupported"
+                         else "")
+                        + ((f"{LACKS_RULE}: " if u.get("category") == "unsupported" and u.get("owner") == "tool"
+                           else "") + f"{u['file']}:{u['line']}: {u['construct']}: {u['reason']}"),
                         ref=loc(u["file"], u["line"], u["construct"]))
                 for u in details["unsupported"]]
     undescribable = [u for u in details["unsupported"] if u.get("kind") == "undescribable"]
@@ -144,6 +160,13 @@ def run(op_dir: str | Path, out_json: str | Path, op: str, target: str = "sm_90"
                  f"{n_ref} kernel(s) cuTile Python itself refuses" if n_ref else "",
                  f"{n_un} unsupported construct(s)" if n_un else ""]
         summary = f"{'; '.join(x for x in parts if x)}; first: {findings[0].message}"
+        partial = {u["kernel"] for u in details["unsupported"] if u.get("variant")} & set(
+            details.get("translated_variants", {}))
+        if partial:
+            # blocking is per variant: say which variants of those kernels go on
+            summary = ("blocked per variant, the others go on ("
+                       + "; ".join(f"{k}: {', '.join(details['translated_variants'][k])}" for k in sorted(partial))
+                       + f"); {summary}")
         owner = findings[0].owner
     else:
         summary, owner = f"{len(details['kernels'])} kernel(s), {n} variant(s)", None

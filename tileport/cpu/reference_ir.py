@@ -17,17 +17,19 @@ from pathlib import Path
 
 from tileport.core import source, toolchain
 from tileport.core.verdict import Finding, Verdict, atomic_write_text, loc, write
-from tileport.model import frontend, manifest
+from tileport.model import frontend, manifest, torch_uses
 
 
 def load_module(kernel_py: str | Path):
-    """Import ``kernel.py`` from its path under a private module name."""
+    """Import ``kernel.py`` from its path under a private module name, as cuTile compiles it
+    (torch / cupy / numpy dtypes in kernel bodies as cuTile's own:
+    :func:`tileport.model.torch_uses.exec_kernel_module`)."""
     kernel_py = Path(kernel_py)
     name = f"tileport_ref_{kernel_py.parent.name}"
     spec = importlib.util.spec_from_file_location(name, kernel_py)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    torch_uses.exec_kernel_module(mod, kernel_py)
     return mod
 
 
@@ -132,14 +134,16 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     atomic_write_text(out_txt, text)
 
 
-def cutile_refusal(op_dir: str | Path, kernel: str, model=None, limit: int = 4) -> dict | None:
+def cutile_refusal(op_dir: str | Path, kernel: str, model=None, limit: int = 4,
+                   only: list[str] | None = None) -> dict | None:
     """Whether cuTile Python itself refuses ``kernel``: its variants (at most ``limit``) are
     compiled to Tile IR as :func:`export` compiles them (nothing is written); the first
     refusal is returned as ``{"variant", "line" (kernel.py, or None), "message"}`` (cuTile's
     words, first line), None when every variant tried compiles or the refusal is not the
     kernel's (a missing module, a dtype the manifest cannot name, a value traced to the
     manifest: :func:`run` says those). For the analyser: a kernel the translator cannot port
-    and cuTile refuses is the kernel's to fix, not a rule the translator lacks."""
+    and cuTile refuses is the kernel's to fix, not a rule the translator lacks. ``only``: the
+    variant ids to try (default: the kernel's first ``limit``)."""
     import tempfile
 
     from cuda.tile.compilation import export_kernel
@@ -154,7 +158,8 @@ def cutile_refusal(op_dir: str | Path, kernel: str, model=None, limit: int = 4) 
     except BaseException:  # noqa: BLE001 - an unimportable kernel.py: reference_ir says why
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        for v in manifest.variants(model.manifest, kernel)[:limit]:
+        tried = [v for v in manifest.variants(model.manifest, kernel) if only is None or v.id in only]
+        for v in tried[:limit]:
             try:
                 export_kernel(kernel_object(mod, kernel, v), [signature_for(params, v)], f"{tmp}/k.bc",
                               output_format="tileir_bytecode")
@@ -219,6 +224,19 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
     named = [by_name[w] for w in re.findall(r"[a-z0-9_]+", message) if w in by_name]
     dtypes = [d for d in dict.fromkeys(named + list(_TRIED)) if d != variant.dtype]
     dtype_trials = [(a, "dtype", d) for a in defaulted for d in dtypes]
+    # a dtype the manifest stated (u8 scales) and cuTile refuses, naming the one it supports
+    # (float8_e8m0fnu): the manifest chose the failing value; trial the supported one
+    stated = [a for a in reach if arrays[a].get("dtype") not in ("{dtype}", None)
+              and not isinstance(arrays[a].get("dtype"), dict)]
+    asked = supported_dtypes(message)
+    asked_trials = []
+    for d in asked:       # those of one stated dtype together (a's and b's scales), then each alone
+        alone = [a for a in stated if arrays[a]["dtype"] != d]
+        together = {arrays[a]["dtype"]: [b for b in alone if arrays[b]["dtype"] == arrays[a]["dtype"]]
+                    for a in alone}
+        asked_trials += [(", ".join(g), "dtype", d) for g in together.values() if len(g) > 1]
+        asked_trials += [(a, "dtype", d) for a in alone]
+    dtype_trials = asked_trials + dtype_trials
     # an array whose tensor in the manifest has as many dimensions as its ndim is launched with
     # that rank: the manifest did not choose it, so another rank is no repair to offer
     tensors = manifest.kernel_tensors(model.manifest, kernel) or {}
@@ -236,14 +254,75 @@ def traced_to_manifest(op_dir: str | Path, kernel: str, variant_id: str, line: i
         return None           # no change the manifest could make helps: the kernel's own error
     name, field, value, passed = fix
     got = "compiles this variant" if passed else f"gets past line {line}"
+    if field == "dtype" and name.split(", ")[0] not in defaulted:
+        was = arrays[name.split(", ")[0]]["dtype"]
+        return (f"the manifest gives {name} the dtype {was} (kernels/{kernel}/arrays); cuTile supports "
+                f"{', '.join(asked)} there, and with {name} as {value} cuTile {got}: write dtype: {value} on "
+                f"{name} under kernels/{kernel}/arrays (and on the tensor(s) bound to it)")
     if field == "dtype":
         names = ", ".join(defaulted)
         return (f"the array(s) {names} reach that line and took the variant's dtype {variant.dtype} because "
                 f"the manifest gives them none (kernels/{kernel}/arrays); with {name} as {value} cuTile {got}: "
                 f"write {name}: {{ndim: ..., role: ..., dtype: {value}}} under kernels/{kernel}/arrays (and "
                 f"dtype: {value} on the tensor bound to it)")
+    other = _rank_conflict(op_dir, kernel, model.manifest, kinfo["params"], variant, name, value)
+    if other:
+        # the rank that serves this variant refuses another: no single ndim serves both
+        return Traced(f"{name} is launched with rank {value} in variant {variant.id} (cuTile {got} with ndim "
+                      f"{value}) and rank {arrays[name]['ndim']} in variant {other} (which ndim {value} breaks); "
+                      f"the manifest has one ndim per array of a kernel (kernels/{kernel}/arrays/{name}): a limit "
+                      f"of tileport, no manifest edit serves both", owner="tool")
     return (f"the manifest gives {name} ndim {arrays[name]['ndim']} (kernels/{kernel}/arrays/{name}); with ndim "
             f"{value} cuTile {got}: write {name}: {{ndim: {value}, ...}}")
+
+
+class Traced(str):
+    """A :func:`traced_to_manifest` answer whose owner is not the manifest's (``owner``)."""
+
+    def __new__(cls, text: str, owner: str = "manifest"):
+        obj = super().__new__(cls, text)
+        obj.owner = owner
+        return obj
+
+
+def _rank_conflict(op_dir, kernel: str, man: dict, params: list, variant, name: str, ndim: int,
+                   limit: int = 3) -> str | None:
+    """The id of another variant of ``kernel`` that cuTile compiles with the manifest's ``ndim``
+    of array ``name`` and refuses with ``ndim`` (the array is launched with two ranks), or None;
+    at most ``limit`` variants, two compiles each."""
+    import tempfile
+
+    from cuda.tile.compilation import export_kernel
+
+    try:
+        mod = load_module(source.kernel_py(op_dir))
+    except BaseException:  # noqa: BLE001
+        return None
+    trial = [dict(p, ndim=ndim) if p["name"] == name else p for p in params]
+    others = [v for v in manifest.variants(man, kernel) if v.id != variant.id][:limit]
+    with tempfile.TemporaryDirectory() as tmp:
+        for v in others:
+            fn = kernel_object(mod, kernel, v)
+            try:
+                export_kernel(fn, [signature_for(params, v)], f"{tmp}/a.bc", output_format="tileir_bytecode")
+            except Exception:  # noqa: BLE001 - refused as the manifest stands: no evidence
+                continue
+            try:
+                export_kernel(fn, [signature_for(trial, v)], f"{tmp}/b.bc", output_format="tileir_bytecode")
+            except Exception:  # noqa: BLE001 - refused with the other rank: the conflict
+                return v.id
+    return None
+
+
+def supported_dtypes(message: str) -> list[str]:
+    """The manifest codes of the dtypes a cuTile compiler message names as supported
+    ("..., supported scale dtypes are float8_e8m0fnu" -> ``['f8e8m0fnu']``), in its order;
+    empty when it names none (cuda-tile 1.7.0 TypeCheckingError wording)."""
+    first = message.splitlines()[0] if message else ""      # the rest quotes the source line
+    m = re.search(r"\bsupported\b", first)
+    by_name = {cute: code for code, (cute, _, _) in manifest.DTYPES.items()}
+    return list(dict.fromkeys(by_name[w] for w in re.findall(r"[a-z0-9_]+", first[m.end():] if m else "")
+                              if w in by_name))
 
 
 def unnameable_dtypes(message: str) -> list[str]:
@@ -279,7 +358,7 @@ def _trial_fix(op_dir, kernel, params, variant, trials, line, limit: int = 10):
         return None
     with tempfile.TemporaryDirectory() as tmp:
         for name, field, value in trials[:limit]:
-            trial = [dict(p, **{field: value}) if p["name"] == name else p for p in params]
+            trial = [dict(p, **{field: value}) if p["name"] in name.split(", ") else p for p in params]
             try:
                 export_kernel(fn, [signature_for(trial, variant)], f"{tmp}/t.bc", output_format="tileir_bytecode")
             except Exception as exc:  # noqa: BLE001 - refused again: where?
@@ -361,8 +440,9 @@ def run(op_dir, kernel, variant_id, out_bc, out_txt, out_json, op) -> dict:
         if why:
             msg = (f"{kpy}:{line}: cuTile Python refused variant {variant_id} of {kernel}: "
                    f"{text.splitlines()[0]}; {why}")
-            return write(Verdict(**base, verdict="ERROR", owner="manifest", summary=msg[:1500],
-                                 findings=[Finding("manifest", "critical", "manifest", msg[:3000],
+            owner = getattr(why, "owner", "manifest")
+            return write(Verdict(**base, verdict="ERROR", owner=owner, summary=msg[:1500],
+                                 findings=[Finding("manifest", "critical", owner, msg[:3000],
                                                    ref=loc(kpy, line))],
                                  details={"traceback": tb, "compiler_message": text[:3000]}), out_json)
         msg = f"{kpy}:{line or '?'}: cuTile Python compile failed: {text}"

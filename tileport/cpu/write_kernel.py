@@ -14,7 +14,7 @@ from pathlib import Path
 from tileport.core import agents, source
 from tileport.core.verdict import LACKS_RULE, TRANSLATOR, Finding, Verdict, atomic_write_text, loc, write
 from tileport.cpu import analyze, reference_ir
-from tileport.translate import Unsupported, display_path, translate_entries
+from tileport.translate import Unsupported, display_path, translate_entries_per_variant
 
 
 def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1, target: str = "sm_90") -> dict:
@@ -29,7 +29,7 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1, target: str = "s
     written only if none exists, so downstream rules can still run and report BLOCKED)."""
     out_rs = Path(out_rs)
     try:
-        src, smap, entries = translate_entries(op_dir, kernel, target)
+        (src, smap, entries), blocked = translate_entries_per_variant(op_dir, kernel, target)
     except Unsupported as exc:
         if not out_rs.exists():
             atomic_write_text(out_rs, f"// BLOCKED: {exc}\n")
@@ -63,11 +63,38 @@ def run(op_dir, kernel, out_rs, out_json, op, attempt: int = 1, target: str = "s
     atomic_write_text(str(out_rs) + ".map.json", json.dumps(
         {"rust": str(out_rs), "python": display_path(source.kernel_py(op_dir)),
          "lines": [[r, p] for r, p in smap], "entries": entries}) + "\n")
+    details, findings = {"backend": "translator"}, []
+    summary = f"translated {kernel} ({src.count(chr(10))} lines)"
+    if blocked:
+        details["blocked_variants"] = blocked_variants(op_dir, kernel, blocked)
+        findings = [Finding("unsupported" if b["owner"] == "tool" else "build", "warn", b["owner"],
+                            f"variant {v} BLOCKED: {b['summary']}", ref=b["ref"])
+                    for v, b in details["blocked_variants"].items()]
+        summary += (f"; {len(blocked)} variant(s) BLOCKED, the other {len(entries)} translated: "
+                    f"{', '.join(blocked)} (first: {findings[0].message})")
     return write(Verdict(stage="write_kernel", op=op, kernel=kernel, verdict="PASS", owner=None,
-                         attempt=attempt, summary=f"translated {kernel} ({src.count(chr(10))} lines)",
-                         details={"backend": "translator"},
+                         attempt=attempt, summary=summary[:2000], details=details, findings=findings,
                          artifacts={"rust": str(out_rs), "source_map": str(out_rs) + ".map.json"}),
                  out_json)
+
+
+def blocked_variants(op_dir, kernel: str, blocked: dict) -> dict[str, dict]:
+    """``{variant id: {"owner", "summary", "ref"}}`` for the variants the translator left out
+    (:func:`tileport.translate.translate_per_variant`): owner ``tool`` with "the translator
+    lacks a rule: file:line: construct: reason", or ``kernel`` quoting cuTile when cuTile Python
+    itself refuses that variant (:func:`tileport.cpu.reference_ir.cutile_refusal`)."""
+    out = {}
+    for v, exc in blocked.items():
+        refused = reference_ir.cutile_refusal(op_dir, kernel, only=[v])
+        if refused:
+            kpy = source.kernel_py(op_dir)
+            out[v] = {"owner": "kernel", "ref": loc(kpy, refused["line"] or exc.line),
+                      "summary": (f"{kpy}:{refused['line'] or exc.line}: cuTile Python itself refuses variant "
+                                  f"{v}: {refused['message']}")}
+        else:
+            out[v] = {"owner": "tool", "ref": loc(exc.file, exc.line, exc.construct),
+                      "summary": f"{LACKS_RULE}: {exc}"}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

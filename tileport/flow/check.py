@@ -51,7 +51,19 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
     for s in VARIANT_STAGES:
         shutil.rmtree(dirs[s], ignore_errors=True)         # a rerun of this attempt's check
         dirs[s].mkdir(parents=True)
+    # variants the writer left out (blocking is per variant): BLOCKED in each per-variant stage
+    # with the writer's reason and owner; the others are dumped, diffed and diagnosed
+    wblocked = ((wv.get("details") or {}).get("blocked_variants") or {}) if wv["verdict"] == "PASS" else {}
     for v in variants:
+        if v in wblocked:
+            wb = wblocked[v]
+            for s, stage_name in (("rust_ir", "rust_ir"), ("ir_diff", "ir_diff"), ("diagnosis", "ir_diagnose")):
+                write(Verdict(stage=stage_name, op=op, kernel=kernel, variant=v, verdict="BLOCKED", owner=wb["owner"],
+                              attempt=int(n), summary=f"write_kernel left variant {v} out: {wb['summary']}"[:1500],
+                              findings=[Finding("unsupported" if wb["owner"] == "tool" else "build", "critical",
+                                                wb["owner"], wb["summary"][:3000], ref=wb.get("ref"))]),
+                      dirs[s] / f"{v}.json")
+            continue
         r = dirs["rust_ir"]
         dumps[v] = rust_ir.dump(op_dir, op, kernel, v, adir / "build.json", r / f"{v}.tileirbc", r / f"{v}.tileir",
                                 r / f"{v}.json", target=target)
@@ -70,7 +82,7 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
         return write(Verdict(**base, verdict=wv["verdict"], owner=wv["owner"] or "kernel", fail_class=fc,
                              summary=f"write_kernel {wv['verdict']}: {wv['summary']}"[:1500],
                              findings=[Finding(**f) for f in wv.get("findings", [])][:20]), out_json)
-    for v in variants:
+    for v in [v for v in variants if v not in wblocked]:
         try:
             rv = read(Path(ref_dir) / f"{v}.json")
         except VerdictError as exc:
@@ -95,6 +107,9 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
         agents.retire_transcript(Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel
                            / f"attempt-{int(n)}.json")
     for v in variants:
+        if v in wblocked:
+            per[v] = "BLOCKED"
+            continue
         d = dumps[v]
         if d["verdict"] != "PASS":
             per[v] = d["verdict"]
@@ -118,13 +133,23 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
                                 diagnoser)
             if llm.get("advice"):
                 advice[v] = f"LLM IR diagnoser: {llm['advice']} | deterministic: {dg['summary']}"
-    bad = [v for v, w in per.items() if w not in ("PASS", "PASS_WITH_NOTES")]
+    bad = [v for v, w in per.items() if w not in ("PASS", "PASS_WITH_NOTES", "BLOCKED")]
     details = {"variants": per, "diagnoses": advice}
+    if wblocked:
+        details["blocked_variants"] = {v: {"owner": wb["owner"], "summary": wb["summary"]}
+                                       for v, wb in wblocked.items() if v in variants}
     if llm is not None:
         details["llm_diagnoser"] = llm
     if not bad:
-        return write(Verdict(**base, verdict="PASS", owner=None, details=details,
-                             summary=f"attempt {n}: all {len(per)} variant(s) match the reference Tile IR"),
+        nb = len(details.get("blocked_variants", {}))
+        summary = (f"attempt {n}: all {len(per)} variant(s) match the reference Tile IR" if not nb else
+                   f"attempt {n}: {len(per) - nb} variant(s) match the reference Tile IR; {nb} BLOCKED "
+                   f"({', '.join(details['blocked_variants'])}; first: "
+                   f"{next(iter(details['blocked_variants'].values()))['summary']})")
+        return write(Verdict(**base, verdict="PASS", owner=None, details=details, summary=summary[:2000],
+                             findings=[Finding("unsupported" if wb["owner"] == "tool" else "build", "warn", wb["owner"],
+                                               f"variant {v} BLOCKED: {wb['summary']}"[:3000])
+                                       for v, wb in details.get("blocked_variants", {}).items()]),
                      out_json)
     return write(Verdict(**base, verdict="FAIL", owner="kernel", fail_class="kernel", details=details,
                          findings=findings[:20],

@@ -40,6 +40,7 @@ from pathlib import Path
 from tileport.core.source import kernel_py
 from tileport.host import ffi as host_ffi
 from tileport.model import manifest as tp_manifest
+from tileport.model import torch_uses
 from tileport.model.manifest import base_env
 from tileport.nvidia.ffi import NvError
 
@@ -86,7 +87,10 @@ def load_module(path: str | Path, name: str):
         raise HarnessError(f"{path}: no such file")
     mod = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(mod)
+        if path.name == "kernel.py":     # torch / cupy dtypes in kernel bodies as cuTile's own
+            torch_uses.exec_kernel_module(mod, path)
+        else:
+            spec.loader.exec_module(mod)
     except Exception as exc:  # user code: any failure is a named error
         line = ""
         tb = exc.__traceback__

@@ -128,6 +128,21 @@ def library_for(op: str, results: Path, host_build: Path, keeper: Kept | None = 
     return str(results / "host" / host_shim.LIB_NAME), None
 
 
+def blocked_variants(results: Path, op: str) -> dict[tuple[str, str], str]:
+    """``{(kernel, variant id): reason}`` of the variants the kernel writer left out
+    (``results/<op>/write_kernel/<kernel>.json`` ``details.blocked_variants``: blocking is per
+    variant); unreadable verdicts contribute none."""
+    out = {}
+    for f in sorted((results / op / "write_kernel").glob("*.json")):
+        try:
+            v = read(f)
+        except VerdictError:
+            continue
+        for vid, b in ((v.get("details") or {}).get("blocked_variants") or {}).items():
+            out[f.stem, vid] = b.get("summary", "")
+    return out
+
+
 def upstream_owner(results: Path, op: str) -> str:
     """Who must act when an operator has no port in the host library because no kernel was
     translated or its port crate did not build: the owner of the first such upstream verdict
@@ -325,7 +340,13 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_json: str | Path, 
     except harness.HarnessError as exc:
         return write(input_error(op, exc, attempt), out_json)
     rows, counted, dead = [], set(), None
+    left_out = blocked_variants(results, op)
     for kernel, variant, shape in todo:
+        if (kernel, variant.id) in left_out:
+            # blocking is per variant: the writer left this one out, there is no port to call
+            rows.append({"kernel": kernel, "variant": variant.id, "shape": list(shape),
+                         "blocked": left_out[kernel, variant.id][:800]})
+            continue
         if dead:
             rows.append({"kernel": kernel, "variant": variant.id, "shape": list(shape),
                          "not_run": f"CUDA context lost earlier: {dead}"})
@@ -427,6 +448,14 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
     for r in rows:
         key = f"{r['kernel']}/{r['variant']}"
         where = f"{key} shape {tuple(r['shape'])}"
+        if "blocked" in r:
+            # a variant the kernel writer left out (blocking is per variant): no port to call,
+            # no failure of the others; its reason is the writer's
+            if key not in variants:
+                findings.append(Finding("unsupported", "info", "tool", f"{key}: BLOCKED, not translated: "
+                                                                       f"{r['blocked']}"))
+            variants[key] = "BLOCKED"
+            continue
         if "not_run" in r:
             variants.setdefault(key, "NOT_RUN")
             findings.append(Finding("environment", "warn", "env", f"{where}: not run: {r['not_run']}"))
@@ -504,12 +533,20 @@ def verdict_of(op: str, rows: list[dict], attempt: int = 1, secs: float = 0.0, e
     if defects:
         details["known_defects"] = known
         details["stale_defects"] = stale
-    n_fail = sum(1 for v in variants.values() if v not in VARIANT_PASSED)
+    n_fail = sum(1 for v in variants.values() if v not in VARIANT_PASSED + ("BLOCKED",))
+    n_blocked = sum(1 for v in variants.values() if v == "BLOCKED")
     if not rows:        # the manifest's test_shapes / fits: no writer or host builder can act
         return Verdict(stage="gpu_test", op=op, verdict="BLOCKED", owner="manifest", fail_class=None,
                        attempt=attempt, summary="no test shape fits any variant", details=details)
     tail = (f"; {len(stale)} declared known defect(s) did not show: stale ({stale[0]['declared']})"
             if stale else "")
+    if n_blocked:
+        tail += f"; {n_blocked} variant(s) BLOCKED, not translated (not tested)"
+    if rows and n_blocked == len(variants):
+        return Verdict(stage="gpu_test", op=op, verdict="BLOCKED", owner="tool", fail_class=None, attempt=attempt,
+                       summary=(f"every variant a test shape fits is BLOCKED, not translated: "
+                                f"{rows[0]['blocked']}")[:1500],
+                       findings=findings, details=details)
     if n_fail == 0 and known:
         first = next(iter(known.values()))
         n_def = sum(1 for v in variants.values() if v == VARIANT_WORD)

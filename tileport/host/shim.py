@@ -318,7 +318,10 @@ def write_shim(op: str, analysis_json: str | Path, results_op: str | Path, out_r
             continue
         # arrays whose strides the port reads by dimension (memory.STRIDES_HELPER)
         strided = sorted(set(re.findall(r"\btensor_strides\((\w+)\)", port)))
-        for entry, fam in families(kinfo, entries, kinfo.get("variants", det.get("variants", []))).items():
+        # variants the writer left out (blocking is per variant) have no entry to call
+        left_out = set((wk.get("details") or {}).get("blocked_variants") or {})
+        kvars = [v for v in kinfo.get("variants", det.get("variants", [])) if v["id"] not in left_out]
+        for entry, fam in families(kinfo, entries, kvars).items():
             spec = function_spec(op, kinfo, entry, fam) | ({"strided": strided} if strided else {})
             unread = unread_arrays(port, entry, [a["name"] for a in spec["arrays"]])
             specs.append(spec | ({"unread": unread} if unread else {}))

@@ -106,6 +106,7 @@ DTYPE_ATTRS = {
     "uint64": ("u64", "u64"),
     "float8_e4m3fn": ("f8e4m3fn", "f8e4m3fn"),
     "float8_e5m2": ("f8e5m2", "f8e5m2"),
+    "float8_e8m0fnu": ("f8e8m0fnu", "f8e8m0fnu"),
     # tf32 has no manifest code (no array holds it): a compute type of ct.astype / ct.mma
     "tfloat32": (None, "tf32"),
 }
@@ -113,9 +114,9 @@ DTYPE_ATTRS = {
 RUST_DTYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
 
 # element types the frontend treats as unrestricted floats (fma contraction applies); 'E' is
-# the variant dtype, always one of f16/bf16/f32 here (write_kernel says BLOCKED, owner tool, for
-# a variant of another manifest dtype)
-FLOAT_TILE_DTYPES = {"E", "f16", "bf16", "f32"}
+# the variant dtype, always one of f16/bf16/f32 here (an f64 or f8 variant's arrays get their
+# concrete element type instead: tileport.translate.driver.CONCRETE_VARIANT_DTYPES)
+FLOAT_TILE_DTYPES = {"E", "f16", "bf16", "f32", "f64"}
 
 RUST_KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "extern", "false",
                  "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",

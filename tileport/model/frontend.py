@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tileport.core import source
-from tileport.model import constructs
+from tileport.model import constructs, torch_uses
 from tileport.model import manifest as tp_manifest
 from tileport.model.constants import is_ct, module_constants
 
@@ -359,6 +359,8 @@ def load(op_dir: str | Path) -> OperatorModel:
         src = kpath.read_text()
     except OSError as exc:
         raise AnalysisError(f"{kpath}: cannot read: {exc.strerror}") from None
+    # torch.int32 / cp.float32 in a kernel body: read as cuTile compiles them (ct.int32, ...)
+    src, _ = torch_uses.plain_kernel_text(src)
     try:
         tree = ast.parse(src, filename=str(kpath))
     except SyntaxError as exc:

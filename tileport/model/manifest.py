@@ -42,6 +42,8 @@ DTYPES: dict[str, tuple[str, str, str]] = {
     "f64": ("float64", "float64", "float"),
     "f8e4m3fn": ("float8_e4m3fn", "float8_e4m3fn", "float8"),
     "f8e5m2": ("float8_e5m2", "float8_e5m2", "float8"),
+    # the block-scale format: an 8-bit exponent, no sign, no mantissa (a power of two, or NaN)
+    "f8e8m0fnu": ("float8_e8m0fnu", "float8_e8m0fnu", "scale"),
     "i8": ("int8", "int8", "int"),
     "i16": ("int16", "int16", "int"),
     "i32": ("int32", "int32", "int"),
@@ -242,8 +244,7 @@ def _describe(value, integer: bool = False) -> str:
 #: cuda.tile 1.7.0 dtypes that have no manifest code (yet): cuTile name -> the code they would
 #: have. Each is a format of its own (an e8m0 scale is no e4m3 float): a manifest that names one
 #: is never offered another format as a near miss (cuda/tile/__init__.py ``__all__``)
-OTHER_CUTILE_DTYPES = {"float8_e8m0fnu": "f8e8m0fnu", "float8_e5m3fnu": "f8e5m3fnu",
-                       "float4_e2m1fn": "f4e2m1fn", "tfloat32": "tf32"}
+OTHER_CUTILE_DTYPES = {"float8_e5m3fnu": "f8e5m3fnu", "float4_e2m1fn": "f4e2m1fn", "tfloat32": "tf32"}
 # a float format's code or cuTile name: f<bits>e<exponent bits>m<mantissa bits>[flags]
 _FLOAT_FORMAT = re.compile(r"^(f|fp|float)(\d+)_?e(\d+)m(\d+)([a-z]*)$")
 
@@ -749,7 +750,11 @@ def _check_tensors(tensors: dict, base: list, at: _Where, variant_dtypes: list |
             raise at(kp + ["init"], f"init {kind} makes integers but tensor '{name}' has the float dtype "
                                     f"{t.get('dtype', 'of the variant')}; write dtype: i32 (or i64) for an "
                                     f"index tensor")
-        if fam not in ("float", "float8") and kind in ("randn", "uniform"):
+        if fam == "scale" and kind not in ("uniform", "full"):
+            raise at(kp + ["init"], f"tensor '{name}' has the block-scale dtype {dts[0]} (an unsigned power of "
+                                    f"two: randn's negative values have no e8m0 value); write init: "
+                                    f"{{uniform: [0.25, 4.0]}} or {{full: 1.0}}")
+        if fam not in ("float", "float8", "scale") and kind in ("randn", "uniform"):
             raise at(kp + ["init"], f"init {kind} makes floats but tensor '{name}' has the dtype "
                                     f"{dts[0]}; write init: {{randint: [low, high]}} or another integer "
                                     f"generator")

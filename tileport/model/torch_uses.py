@@ -46,6 +46,7 @@ column) in the reference Tile IR map one to one onto the wheel's text through th
 from __future__ import annotations
 
 import ast
+import linecache
 import symtable
 from dataclasses import dataclass
 
@@ -59,6 +60,16 @@ TORCH_DTYPES = {
     "float16": "float16", "float32": "float32", "float64": "float64", "bfloat16": "bfloat16",
     "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2", "float8_e8m0fnu": "float8_e8m0fnu",
 }
+
+# numpy's dtype types -> the cuTile dtype cuTile's foreign-dtype registry maps them to (cuda-tile
+# 1.7.0: _cext.classify_constant gives ConstantKind.ForeignDType and
+# foreign_dtype_object_to_native the dtype of the same name for each, checked against the
+# installed cuTile by tests/test_foreign_dtypes.py). cupy's dtype attributes are numpy's own types
+# (cupy/__init__.py: ``from numpy import float32``, ...), so ``cp.float32`` is ``np.float32``.
+NUMPY_DTYPES = {n: n for n in ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                               "uint64", "float16", "float32", "float64")}
+#: modules whose dtype attributes a plain kernel.py may name inside a cuTile-only body
+FOREIGN_DTYPE_MODULES = {"torch": TORCH_DTYPES, "numpy": NUMPY_DTYPES, "cupy": NUMPY_DTYPES}
 
 # calls whose arguments cuTile evaluates as Python (cuda/tile/_passes/ast2hir.py:
 # _KEYWORD_LIKE_FUNC_NAMES, _call_static_eval); a `raise` is evaluated like static_exception
@@ -186,14 +197,17 @@ def _starts(stmt: ast.stmt) -> list[tuple[int, int]]:
             if n is not stmt and hasattr(n, "lineno") and hasattr(n, "col_offset")]
 
 
-def plan(stmt: ast.stmt, lines: list[str], torch: set[str], cutile: str | None
-         ) -> tuple[list[Rewrite], list[Refusal]]:
+def plan(stmt: ast.stmt, lines: list[str], torch: set[str], cutile: str | None,
+         dtypes: dict[str, str] | None = None) -> tuple[list[Rewrite], list[Refusal]]:
     """The rewrites and refusals for every use of a torch-bound name in the top-level ``stmt``
     of a module whose text is ``lines``.
 
     ``torch``: the module's names bound by ``import torch`` (``{"torch"}``); ``cutile``: how the
     module spells ``cuda.tile`` (``"ct"``), None when it binds no name to it. Whether the
-    function's body is run by cuTile only is the caller's to check (a dtype rewrite needs it)."""
+    function's body is run by cuTile only is the caller's to check (a dtype rewrite needs it).
+    ``dtypes``: the module's attribute -> cuTile dtype table (:data:`TORCH_DTYPES` by default;
+    :data:`NUMPY_DTYPES` for numpy and cupy)."""
+    dtypes = TORCH_DTYPES if dtypes is None else dtypes
     parents = _parents(stmt)
     py = python_positions(stmt)
     fname = getattr(stmt, "name", "")
@@ -245,21 +259,22 @@ def plan(stmt: ast.stmt, lines: list[str], torch: set[str], cutile: str | None
         elif id(parent) in py:
             refusals.append(Refusal(node.lineno, text, f"{text} is in {py[id(parent)]}; there it is "
                                     f"torch's own object, which kernel.py cannot have"))
-        elif parent.attr not in TORCH_DTYPES or not isinstance(parent.ctx, ast.Load):
-            refusals.append(Refusal(node.lineno, text, f"{text} is not one of the torch dtypes that "
-                                    f"cuTile maps to its own ({', '.join(sorted(TORCH_DTYPES))})"))
+        elif parent.attr not in dtypes or not isinstance(parent.ctx, ast.Load):
+            label = "torch" if dtypes is TORCH_DTYPES else node.id
+            refusals.append(Refusal(node.lineno, text, f"{text} is not one of the {label} dtypes that "
+                                    f"cuTile maps to its own ({', '.join(sorted(dtypes))})"))
         elif cutile is None:
             refusals.append(Refusal(node.lineno, text, f"{text} could become cuTile's own dtype, but "
                                     f"the module binds no name to cuda.tile to spell it with"))
         elif shadow is not None:
             refusals.append(Refusal(node.lineno, text, f"{text} could become "
-                                    f"{cutile}.{TORCH_DTYPES[parent.attr]}, but '{cutile.split('.')[0]}' "
+                                    f"{cutile}.{dtypes[parent.attr]}, but '{cutile.split('.')[0]}' "
                                     f"is a local name in '{shadow}'"))
         elif parent.lineno != parent.end_lineno:
             refusals.append(Refusal(node.lineno, text, f"{text} spans lines"))
         else:
             rewrite("dtype", parent.lineno, parent.col_offset, parent.end_col_offset,
-                    f"{cutile}.{TORCH_DTYPES[parent.attr]}")
+                    f"{cutile}.{dtypes[parent.attr]}")
     return sorted(rewrites, key=lambda r: (r.line, r.col)), refusals
 
 
@@ -269,3 +284,85 @@ def apply(text: str, rewrites: list[Rewrite]) -> str:
     for r in sorted(rewrites, key=lambda r: r.col, reverse=True):
         data = data[:r.col] + r.replacement.encode() + data[r.end_col:]
     return data.decode()
+
+
+def _cutile_only(stmt: ast.stmt, cutile: str) -> bool:
+    """Is the top-level ``stmt`` a function whose body only cuTile runs (``@ct.kernel`` or
+    ``@ct.function``, with or without arguments)?"""
+    if not isinstance(stmt, ast.FunctionDef):
+        return False
+    for d in stmt.decorator_list:
+        f = d.func if isinstance(d, ast.Call) else d
+        if isinstance(f, ast.Attribute) and f.attr in ("kernel", "function") and ast.unparse(f.value) == cutile:
+            return True
+    return False
+
+
+def plain_kernel_text(text: str) -> tuple[str, list[Rewrite]]:
+    """``operators/<op>/kernel.py`` as cuTile compiles it (issue 34 item 2 a): the dtype
+    attributes of torch, cupy and numpy (:data:`FOREIGN_DTYPE_MODULES`) that a ``@ct.kernel`` /
+    ``@ct.function`` body names become ``ct.<dtype>``, as :func:`plan` rewrites a wheel's kernels
+    (same evidence: cuTile maps them to its own dtypes), and a module-level ``import torch`` /
+    ``import cupy as cp`` whose names nothing else reads any more is blanked, so that kernel.py
+    loads without torch or cupy on the CPU side. Lines keep their numbers and, where something
+    follows a rewrite, their columns. Returns (text, rewrites); the text unchanged and no
+    rewrites when there is nothing to rewrite, cuda.tile is not imported under a plain name, the
+    text does not parse, or a use of such a module in a cuTile body would stay (:class:`Refusal`:
+    the caller's errors then name it as before)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return text, []
+    cutile = next((a.asname or a.name for st in tree.body if isinstance(st, ast.Import)
+                   for a in st.names if a.name == "cuda.tile"), None)
+    foreign: dict[str, str] = {}        # bound name -> module
+    for st in tree.body:
+        if isinstance(st, ast.Import):
+            for a in st.names:
+                if a.name in FOREIGN_DTYPE_MODULES:
+                    foreign[a.asname or a.name] = a.name
+    if cutile is None or "." in cutile or not foreign:
+        return text, []
+    lines = text.splitlines()
+    rewrites: list[Rewrite] = []
+    for st in tree.body:
+        if not _cutile_only(st, cutile):
+            continue
+        for name, module in foreign.items():
+            rw, refused = plan(st, lines, {name}, cutile, FOREIGN_DTYPE_MODULES[module])
+            rw = [r for r in rw if r.kind == "dtype"]
+            if refused or not rw:
+                continue
+            rewrites += rw
+    if not rewrites:
+        return text, []
+    by_line: dict[int, list[Rewrite]] = {}
+    for r in rewrites:
+        by_line.setdefault(r.line, []).append(r)
+    out = [apply(ln, by_line[i]) if i in by_line else ln for i, ln in enumerate(lines, 1)]
+    # an import of torch / cupy that nothing reads any more is blanked (the CPU side has neither)
+    new_tree = ast.parse("\n".join(out))
+    read = {n.id for n in ast.walk(new_tree) if isinstance(n, ast.Name)}
+    for st in tree.body:
+        if (isinstance(st, ast.Import) and all(a.name in ("torch", "cupy") for a in st.names)
+                and not read & {a.asname or a.name for a in st.names}):
+            for i in range(st.lineno, st.end_lineno + 1):
+                out[i - 1] = ""
+    return "\n".join(out) + ("\n" if text.endswith("\n") else ""), sorted(rewrites, key=lambda r: (r.line, r.col))
+
+
+def exec_kernel_module(mod, path) -> list[Rewrite]:
+    """Run kernel.py at ``path`` into the module object ``mod`` as :func:`plain_kernel_text`
+    rewrites it. cuTile reads a kernel's source through :mod:`inspect` (``findsource``, which
+    asks :mod:`linecache`), so a rewritten text is entered in linecache under the file's own
+    name (an entry without mtime, which ``linecache.checkcache`` keeps): cuTile parses the text
+    it runs, and its debug locations keep naming kernel.py's lines. Returns the rewrites; raises
+    what running the text raises."""
+    path = str(path)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    new, rewrites = plain_kernel_text(text)
+    if rewrites:
+        linecache.cache[path] = (len(new), None, new.splitlines(True), path)
+    exec(compile(new, path, "exec"), mod.__dict__)  # noqa: S102 - the operator's own kernel.py
+    return rewrites

@@ -178,19 +178,36 @@ def _word(doc: dict | None) -> str:
     return doc["verdict"] if doc else "missing"
 
 
-def analysis_for_kernel(an: dict | None, kernel: str) -> dict | None:
+def analysis_for_kernel(an: dict | None, kernel: str, variant: str | None = None) -> dict | None:
     """The operator's analysis verdict as one kernel's rows tell it. Its summary names the
     operator's first finding, which may lie in another kernel: a BLOCKED row names its own
     kernel's first finding (with its owner); a kernel with no finding of its own while every
     finding names another kernel is PASS for its rows (its later stages ran: write_kernel
     translates a kernel unless a finding is its own or the operator's). Other verdicts are
-    returned unchanged."""
+    returned unchanged. Blocking is per variant: where all of the kernel's own findings name a
+    variant (``variant`` of an unsupported item), the row of ``variant`` is BLOCKED only by its
+    own, and the rows of the kernel's other variants read as if the kernel had none."""
     if not an or an.get("verdict") != "BLOCKED":
         return an
     items = (an.get("details") or {}).get("unsupported") or []
     findings = an.get("findings") or []
     if len(items) != len(findings) or not any(u.get("kernel") for u in items):
         return an
+    own_v = [i for i, u in enumerate(items) if u.get("kernel") == kernel]
+    if variant is not None and own_v and all(items[i].get("variant") for i in own_v):
+        mine = [i for i in own_v if items[i]["variant"] == variant]
+        if mine:
+            f = findings[mine[0]]
+            why = f["message"].removeprefix(f"variant {variant} BLOCKED: ")
+            return {**an, "owner": f.get("owner") or an.get("owner"),
+                    "summary": f"variant {variant} of {kernel} is BLOCKED (the kernel's other variants go on): "
+                               f"{why}"}
+        keep = [i for i in range(len(items)) if i not in own_v]
+        if not keep:
+            return {**an, "verdict": "PASS", "owner": None,
+                    "summary": f"variant {variant} of {kernel} goes on; {len(own_v)} other variant(s) of it are "
+                               f"BLOCKED (first: {findings[own_v[0]]['message']})"}
+        items, findings = [items[i] for i in keep], [findings[i] for i in keep]
     own = [i for i, u in enumerate(items) if u.get("kernel") == kernel]
     if own and own[0] == 0:
         return an
@@ -270,7 +287,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
         # the analyser's BLOCKED is not this row's problem, the later stages' verdicts are
         llm_ported = (wk or {}).get("verdict") == "PASS" and \
             ((wk or {}).get("details") or {}).get("backend") in ("anthropic", "replay")
-        an_k = analysis_for_kernel(an, kernel)
+        an_k = analysis_for_kernel(an, kernel, variant)
         for d in ((imp,) if imp else ()) + (an_k, ref, wk, build, rir, dif):
             if d is an_k and llm_ported and d is not None and d["verdict"] == "BLOCKED":
                 continue

@@ -37,9 +37,12 @@ from .driver import (
                      display_path,
                      specialisation_keys,
                      translate_entries,
+                     translate_entries_per_variant,
                      translate_kernel,
                      translate_model,
+                     translate_per_variant,
 )
 
 __all__ = ["KernelTranslator", "Ty", "Unsupported", "display_path", "specialisation_keys",
-           "translate_entries", "translate_kernel", "translate_model"]
+           "translate_entries", "translate_entries_per_variant", "translate_kernel", "translate_model",
+           "translate_per_variant"]

@@ -31,16 +31,16 @@ from .core import CONSTEXPR, DTYPE_KEY, NeedConst, NeedDtype, Ty
 # manifest dtype code -> Rust element type of cutile 0.5.0 (src/_core.rs `impl ElementType`)
 RUST_ELEMENT = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i8": "i8", "i16": "i16",
                 "i32": "i32", "i64": "i64", "u8": "u8", "u16": "u16", "u32": "u32", "u64": "u64",
-                "bool": "bool", "f8e4m3fn": "f8e4m3fn", "f8e5m2": "f8e5m2"}
+                "bool": "bool", "f8e4m3fn": "f8e4m3fn", "f8e5m2": "f8e5m2", "f8e8m0fnu": "f8e8m0fnu"}
 # Rust element type -> (category, bit width, signed); categories ordered as cuTile's
 # NumericDTypeCategory: bool < int < float
 _INFO = {"bool": (0, 1, False), "i8": (1, 8, True), "i16": (1, 16, True), "i32": (1, 32, True),
          "i64": (1, 64, True), "u8": (1, 8, False), "u16": (1, 16, False), "u32": (1, 32, False),
          "u64": (1, 64, False), "f16": (2, 16, True), "bf16": (2, 16, True), "f32": (2, 32, True),
          "f64": (2, 64, True), "tf32": (2, 32, True), "f8e4m3fn": (2, 8, True),
-         "f8e5m2": (2, 8, True)}
+         "f8e5m2": (2, 8, True), "f8e8m0fnu": (2, 8, False)}
 # restricted floats: cuTile refuses to promote them implicitly (cast explicitly)
-_RESTRICTED = {"tf32", "f8e4m3fn", "f8e5m2"}
+_RESTRICTED = {"tf32", "f8e4m3fn", "f8e5m2", "f8e8m0fnu"}
 
 
 class PromotionError(ValueError):

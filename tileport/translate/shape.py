@@ -251,6 +251,10 @@ class ShapeRules:
                 return self.f32_constant(ty.value, shape)[0]       # inf / NaN: a constant tile
             if dtype == "f32":
                 e = self.f32_lit(ty.value)
+            elif dtype == "f64" and math.isfinite(ty.value):
+                # cutile reads an f64 literal's decimal as the f64 Python holds (cutile-compiler
+                # 0.5.0 encode_literal_bytes: F64 -> parse_float_or_hex(..).to_le_bytes())
+                e = f"{float(ty.value)!r}f64"
             elif dtype in ("i32", "i64") and isinstance(ty.value, int) and not isinstance(ty.value, bool):
                 bits = 32 if dtype == "i32" else 64
                 if not -2 ** (bits - 1) <= ty.value < 2 ** (bits - 1):
