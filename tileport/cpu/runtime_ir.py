@@ -120,13 +120,18 @@ class _Work:
             self.counts["tile_ir_s"] += time.monotonic() - t0
         return self.ir[key]
 
-    def port(self, entry: str, generics: list[str], strides: str, spec: str, hints: str) -> Path:
-        key = "port-" + _sha([entry, generics, strides, spec, hints, self.target])[:16]
+    def port(self, entry: str, generics: list[str], strides: str, spec: str, hints: str,
+             target: str | None = None) -> Path:
+        """The port's bytecode, compiled by cutile for ``target`` (default: the job's): its
+        hints are keyed by the target it is compiled for, as cutile's JIT compiles for the GPU
+        it launches on."""
+        target = target or self.target
+        key = "port-" + _sha([entry, generics, strides, spec, hints, target])[:16]
         if key not in self.ir:
             t0 = time.monotonic()
             bc = self.art / "ir" / f"{key}.tileirbc"
             bc.parent.mkdir(parents=True, exist_ok=True)
-            cmd = [self.binary, self.kernel, entry, str(bc), self.target, ",".join(generics), strides, spec, hints]
+            cmd = [self.binary, self.kernel, entry, str(bc), target, ",".join(generics), strides, spec, hints]
             proc = subprocess.run(cmd, capture_output=True, text=True,
                                   env=toolchain.cargo_env(toolchain.default_target_dir()))
             if proc.returncode != 0:
@@ -280,10 +285,12 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
             for arch in archs:
                 try:
                     r = work.sass_of(rbc, "ref", arch, opt)
-                    p = work.sass_of(pbc, "port", arch, opt)
-                except (sass.SassError, FileNotFoundError) as exc:
+                    p = work.sass_of(pbc if arch == target else work.port(entry, generics, strides, spec, hint, arch),
+                                     "port", arch, opt)
+                except (sass.SassError, FileNotFoundError, RuntimeError) as exc:
                     out["sass"][arch] = {"verdict": "ERROR", "message": str(exc)[:800],
-                                         "owner": "env" if isinstance(exc, FileNotFoundError) else "compiler"}
+                                         "owner": "env" if isinstance(exc, FileNotFoundError)
+                                         else "compiler" if isinstance(exc, sass.SassError) else "tool"}
                     errors += 1
                     continue
                 cmp = sass.compare(r["instructions"], p["instructions"])

@@ -31,6 +31,10 @@ ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "f8e4m3fn": 1, "f8e5m2": 1,
 #: allocator hands out blocks of 512). Only ``min(alignment, 16)`` reaches either launcher.
 ALLOC_ALIGN = 256
 
+#: ``num_sms`` for manifest expressions (tg_rms_norm sizes a partial-sums tensor by it): the H200
+#: of docs/results/h200 has 132 SMs (NVIDIA's H200 datasheet; torch reports 132 there)
+NUM_SMS = 132
+
 
 class LaunchFactsError(ValueError):
     """A manifest binding this module cannot follow without a GPU (an operation :class:`Shaped`
@@ -302,14 +306,13 @@ def call_arrays(man: dict, kernel: str, params: list[dict], variant: manifest.Va
     list of Shaped}, {scalar: value})``. ``params``: ``analysis.json``'s parameter list.
     Tensors are fresh and contiguous (as ``tileport.gpu.harness.build_call`` makes them, on a
     GPU); ``bind`` expressions are evaluated over them with the shape names, constexprs and
-    hints. ``num_sms`` is not known without a GPU: an expression that reads it raises.
+    hints; ``num_sms`` is :data:`NUM_SMS` (the GPU of the published figures).
 
     Raises:
         LaunchFactsError: a binding or shape this module cannot evaluate (names file and key).
     """
     mpath = man["_path"]
-    env = manifest.base_env(man, list(shape), variant.constexprs, 0)
-    env.pop("num_sms")
+    env = manifest.base_env(man, list(shape), variant.constexprs, NUM_SMS)
     tensors = manifest.kernel_tensors(man, kernel)
     base = f"kernels/{kernel}/tensors" if "tensors" in man["kernels"][kernel] else "tensors"
     space = dict(env)
