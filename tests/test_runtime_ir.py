@@ -226,3 +226,24 @@ def test_summary_columns_from_a_runtime_verdict():
     assert summary.runtime_columns(None) == {}
     assert {"runtime_ir", "sass_sm_90", "sass_sm_100"} <= set(summary.COLUMNS)
     json.dumps(cols)
+
+
+def test_stage_findings_are_valid_verdict_findings(tmp_path):
+    from tileport.core.verdict import Verdict, read, write
+
+    rec = {"variant": "f16-A", "shape": [37, 1000], "readings": {
+        "launched": {"ir_diff": {"facts_differ": [["x.shape[1]", None, "div_by<8>"]]}, "sass": {}},
+        "matched": {"sass": {"sm_100": {"verdict": "DIFFERENT", "ref_instructions": 2, "port_instructions": 3,
+                                        "delta": {"MOV": 1}}}}}}
+    fs = runtime_ir._case_findings([rec, {**rec, "shape": [64, 1000]}], ("sm_90", "sm_100"))
+    assert [f.category for f in fs] == ["launch_facts", "performance", "performance"]
+    assert "x.shape[1]: ct.launch states none, cutile's launcher div_by<8> (2 case(s)" in fs[0].message
+    write(Verdict(stage="runtime_ir", op="o", kernel="k", verdict="PASS_WITH_NOTES", owner="tool", summary="s",
+                  findings=fs), tmp_path / "v.json")
+    assert read(tmp_path / "v.json")["findings"][0]["owner"] == "tool"
+
+
+def test_stage_without_a_port_build_is_blocked(tmp_path):
+    op = REPO / "operators" / "relu"
+    d = runtime_ir.run(op, "relu", "relu_kernel", tmp_path / "missing.json", {}, tmp_path / "v.json", tmp_path / "a")
+    assert d["verdict"] == "BLOCKED" and "no Rust build" in d["summary"]

@@ -279,7 +279,8 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
             if _RANK[d["verdict"]] > _RANK[worst]:
                 worst = d["verdict"]
             if d["verdict"] == "FAIL":
-                findings.append(Finding("ir", "critical", d["owner"] or "tool",
+                cat = next((f.category for f in d["findings"] if f.severity == "critical"), "signature")
+                findings.append(Finding(cat, "critical", d["owner"] or "tool",
                                         f"{variant.id} {tuple(shape)} {reading}: {d['summary']}"[:1500]))
             out["sass"] = {}
             for arch in archs:
@@ -297,6 +298,7 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
                 cmp["ref"] = _link(r["file"], sdir / f"{reading}.ref.{arch}.sass")
                 cmp["port"] = _link(p["file"], sdir / f"{reading}.port.{arch}.sass")
                 out["sass"][arch] = cmp
+    findings += _case_findings(records, archs)
     cpu1 = os.times()
     cost = {**work.counts, "cases": len(records), "wall_s": round(time.monotonic() - t_start, 2),
             "cpu_s": round(sum(cpu1[:4]) - sum(cpu0[:4]), 2),
@@ -319,6 +321,31 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
                f"compilations; " + "; ".join(f"{k}: {v}" for k, v in tally.items()))
     return write(Verdict(**base, verdict=worst, owner=owner, summary=summary[:1500], findings=findings,
                          details=details), out_json)
+
+
+def _case_findings(records: list[dict], archs) -> list[Finding]:
+    """The stage's own findings: each launch fact that differs as launched (one per (fact, ref,
+    port), with the cases it holds in; owner ``tool``: the launchers derive it), and each SASS that
+    differs although both sides had the same facts (matched reading: the Tile IR's form, owner
+    ``tool``)."""
+    facts: dict[tuple, list] = {}
+    out = []
+    for r in records:
+        where = f"{r['variant']} {'x'.join(map(str, r['shape']))}"
+        for label, a, b in (r["readings"].get("launched", {}).get("ir_diff") or {}).get("facts_differ", []):
+            facts.setdefault((label, a, b), []).append(where)
+        for arch in archs:
+            s = (r["readings"].get("matched", {}).get("sass") or {}).get(arch) or {}
+            if s.get("verdict") == "DIFFERENT":
+                out.append(Finding("performance", "warn", "tool",
+                                   f"{where} matched {arch}: same launch facts, other SASS: ref "
+                                   f"{s['ref_instructions']}, port {s['port_instructions']} instructions "
+                                   f"({sass.delta_text(s['delta'])})"))
+    head = [Finding("launch_facts", "warn", "tool",
+                    f"{label}: ct.launch states {a or 'none'}, cutile's launcher {b or 'none'} "
+                    f"({len(w)} case(s): {', '.join(w[:3])}{' ...' if len(w) > 3 else ''})")
+            for (label, a, b), w in facts.items()]
+    return (head + out)[:40]
 
 
 def _tally(records: list[dict], archs) -> dict:
