@@ -247,3 +247,28 @@ def test_stage_without_a_port_build_is_blocked(tmp_path):
     op = REPO / "operators" / "relu"
     d = runtime_ir.run(op, "relu", "relu_kernel", tmp_path / "missing.json", {}, tmp_path / "v.json", tmp_path / "a")
     assert d["verdict"] == "BLOCKED" and "no Rust build" in d["summary"]
+
+
+def test_a_constant_extent_on_one_side_is_a_launch_fact_not_a_failure(tmp_path):
+    # ct.launch makes an extent of 1 a constant (tensor_view<?x1x...>); cutile never does: the
+    # structural diff sees another tensor view type, the run-time diff names the launch fact
+    from cuda.tile.compilation import export_kernel
+
+    from tileport.core import toolchain
+
+    (tmp_path / "kernel.py").write_text(COPY)
+    fn = reference_ir.load_module(tmp_path / "kernel.py").copy2d
+    a = lf.Shaped.fresh("f32", (4096, 1))
+    ref = lf.reference_facts(a)
+    assert ref.shape_const == (None, 1)
+    port = lf.ArrayFacts(ref.shape_div, ref.stride_div, (None, None), ref.stride_const, ref.base_div)
+    text = {}
+    for name, fx in (("ref", ref), ("port", port)):
+        sig = runtime_ir.ref_signature(COPY_PARAMS, _variant("f32", BM=16, BN=1), {"x": fx, "y": fx})
+        export_kernel(fn, [sig], str(tmp_path / f"{name}.bc"), output_format="tileir_bytecode")
+        text[name] = toolchain.disassemble(tmp_path / f"{name}.bc")
+    assert diff_ir(text["ref"], text["port"]).verdict == "FAIL"
+    d = entry_facts.diff_runtime_pair(text["ref"], text["port"], COPY_PARAMS)
+    assert d["verdict"] == "PASS_WITH_NOTES" and d["owner"] == "tool"
+    assert ["x.shape[1]", "const 1", None] in d["facts_differ"] and ["y.shape[1]", "const 1", None] in d["facts_differ"]
+    assert all(f.severity != "critical" for f in d["findings"])

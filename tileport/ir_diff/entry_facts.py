@@ -47,11 +47,12 @@ def arg_divisors(text: str) -> dict[str, int]:
 
 
 def _body_div_by(text: str) -> int:
-    """How many ``div_by`` assumes of ``text`` are not rooted at an entry argument (a kernel's
-    own ``ct.assume_divisible_by`` on a computed value)."""
+    """How many ``div_by`` assumes of ``text`` are not rooted at an entry argument or a constant
+    (a kernel's own ``ct.assume_divisible_by`` on a computed value; cuda-tile restates a unit
+    stride's divisor on the constant it becomes)."""
     parent = {m["res"]: m["src"] for m in _ASSUME.finditer(text)}
     return sum(1 for m in _ASSUME.finditer(text)
-               if m["pred"].startswith("div_by") and not re.fullmatch(r"arg\d+", _root(m["res"], parent)))
+               if m["pred"].startswith("div_by") and not re.fullmatch(r"arg\d+|cst\w*", _root(m["res"], parent)))
 
 
 def entry_facts(text: str, params: list[dict]) -> dict[str, str]:
@@ -93,14 +94,19 @@ def entry_facts(text: str, params: list[dict]) -> dict[str, str]:
         if not base.endswith(".base"):
             continue
         arr = base[:-len(".base")]
+        # a constant extent or stride is an integer operand (or, in the view's type, a number)
         dims = [d for d in v["ty"].split("x")[:-1]]
-        for d, e in enumerate(dims):
-            if e != "?":
-                out[f"{arr}.shape[{d}]"] = f"const {e}"
-        for d, e in enumerate((v["tstrides"] or "").split(",")):
-            e = e.strip()
-            if e and e != "?":
-                out[f"{arr}.stride[{d}]"] = f"const {e}"
+        tstrides = (v["tstrides"] or "").split(",")
+        for kind, ops, ty in (("shape", v["shape"], dims), ("stride", v["strides"] or "", tstrides)):
+            # an operand that is a constant, directly or through assumes (``%assume_cst_1_i32``)
+            ops = [o.strip() for o in ops.split(",") if o.strip()]
+            ops = [(m.group(1) if (m := re.fullmatch(r"cst_(-?\d+)_[a-z]\w*?(?:_\d+)?",
+                                                     _root(o.lstrip("%"), parent))) else o) for o in ops]
+            for d in range(max(len(ops), len(ty))):
+                e = ops[d] if d < len(ops) and re.fullmatch(r"-?\d+", ops[d]) else \
+                    (ty[d].strip() if d < len(ty) else "?")
+                if re.fullmatch(r"-?\d+", e):
+                    out[f"{arr}.{kind}[{d}]"] = f"const {e}"
     return dict(sorted(out.items()))
 
 
@@ -136,6 +142,15 @@ def diff_runtime_pair(ref_text: str, port_text: str, params: list[dict], ref_pat
     findings = [f for f in res.findings
                 if not (f.category == "hint" and (f.message.startswith("assume ops are transparent")
                                                   or (entry_only and "assumes `div_by<" in f.message)))]
+    consts = [k for k, a, b in differ if (a or "").startswith("const") or (b or "").startswith("const")]
+    if consts:
+        # a tensor view whose type differs only because one launcher makes an extent or a stride
+        # a constant (cuda-tile: extent 1; both: unit strides) is that launch fact, not a change
+        # of meaning: the value is the same at run time
+        findings = [Finding("launch_facts", "warn", owner,
+                            f"the tensor view differs by a launch-time constant ({', '.join(consts)}): "
+                            + f.message[:300], f.ref, f.port)
+                    if f.severity == "critical" and "make_tensor_view" in f.message else f for f in findings]
     for label, a, b in differ:
         findings.append(Finding(
             "launch_facts", "warn", owner,
