@@ -141,7 +141,8 @@ def copy_ir(tmp_path_factory):
 def test_entry_facts_read_each_sides_assumes(copy_ir):
     f = entry_facts.entry_facts(copy_ir["plain"], COPY_PARAMS)
     assert f == {"x.base": "div_by<16>", "x.stride[0]": "div_by<8>", "x.stride[1]": "const 1",
-                 "y.base": "div_by<16>", "y.stride[0]": "div_by<8>", "y.stride[1]": "const 1"}
+                 "y.base": "div_by<16>", "y.stride[0]": "div_by<8>", "y.stride[1]": "const 1",
+                 "x.view": "tensor view", "y.view": "tensor view"}
     assert entry_facts.entry_facts(copy_ir["hinted"], COPY_PARAMS)["x.shape[1]"] == "div_by<8>"
 
 
@@ -170,7 +171,13 @@ def test_entry_facts_follow_assume_chains_and_scalars():
             "tensor_view<?xf16, strides=[1]>\n}\n")
     params = [{"name": "x", "kind": "array", "ndim": 1}, {"name": "n", "kind": "scalar_i32", "dtype": "i32"}]
     assert entry_facts.entry_facts(text, params) == {
-        "n": "div_by<4>", "x.base": "div_by<16>", "x.shape[0]": "div_by<8>", "x.stride[0]": "const 1"}
+        "n": "div_by<4>", "x.base": "div_by<16>", "x.shape[0]": "div_by<8>", "x.stride[0]": "const 1",
+        "x.view": "tensor view"}
+    # an array the other side reads by gather (no tensor view): its folded unit stride is no difference
+    gathered = {"n": "div_by<4>", "x.base": "div_by<16>", "x.shape[0]": "div_by<8>"}
+    assert entry_facts.compare(gathered, entry_facts.entry_facts(text, params)) == []
+    wider = {**gathered, "x.shape[0]": "div_by<16>"}
+    assert entry_facts.compare(wider, gathered) == [("x.shape[0]", "div_by<16>", "div_by<8>")]
 
 
 # -- SASS ------------------------------------------------------------------------------------

@@ -95,7 +95,8 @@ def compare(ref: list[str], port: list[str]) -> dict:
 
 
 def delta_text(delta: dict, limit: int = 6) -> str:
-    """``LDG.E.U16 -32, LDG.E.128 +4, ...`` (largest changes first)."""
-    items = sorted(delta.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
+    """``LDG.E.U16 -32, LDG.E.128 +4, ...``: loads and stores first, then the largest changes."""
+    # memory instructions first (the launch facts decide their width), then by size
+    items = sorted(delta.items(), key=lambda kv: (not re.match(r"(LD|ST|UTMA|UBLKCP)", kv[0]), -abs(kv[1]), kv[0]))
     s = ", ".join(f"{k} {v:+d}" for k, v in items[:limit])
     return s + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
