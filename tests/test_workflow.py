@@ -209,12 +209,12 @@ def test_touching_one_operator_reruns_only_its_chain(workdir):
     k.write_text(k.read_text() + "# edited\n")
     jobs = planned(wd)
     # softmax: 1 analysis, 6 reference + 6 rust IR + 6 diffs, 1 kernel (written, checked,
-    # routed, accepted), 1 build, its shim, the
+    # routed, accepted), 1 build, its run-time IR / SASS job, its shim, the
     # shared host library, its GPU test/bench/perf diagnosis; + the summary. relu's GPU stages
     # do not rerun although the library they load is rebuilt.
     assert jobs == {"analyze": 1, "reference_ir": 6, "write_kernel": 1, "check_kernel": 1, "route": 1,
                     "accept_kernel": 1, "rust_build": 1,
-                    "rust_ir": 6, "ir_diff": 6, "ir_diagnose": 6, "host_shim": 1, "host_build": 1,
+                    "rust_ir": 6, "ir_diff": 6, "ir_diagnose": 6, "runtime_ir": 1, "host_shim": 1, "host_build": 1,
                     "gpu_test": 1, "bench": 1, "perf_diagnose": 1, "gpu_route": 1, "final_round": 1,
                     "summary": 1}
     p = snakemake(wd, "-n", "results/summary.csv")
