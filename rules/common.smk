@@ -454,13 +454,18 @@ def final_inputs(wildcards):
 
 
 def summary_inputs(wildcards):
-    """What summary.csv reads: each operator's final round (or, for a broken manifest, its analysis)."""
+    """What summary.csv reads: each operator's final round (or, for a broken manifest, its analysis) and
+    each kernel's run-time Tile IR / SASS verdict (rule runtime_ir)."""
     check_route_files()
-    return [
-        t
-        for op in OPS
-        for t in (stage_targets(op) if op in MANIFEST_ERRORS else [f"results/{op}/final.json"] + nv_targets(op))
-    ] + (["results/host/build.json"] if GPU_OPS else [])
+    return (
+        [
+            t
+            for op in OPS
+            for t in (stage_targets(op) if op in MANIFEST_ERRORS else [f"results/{op}/final.json"] + nv_targets(op))
+        ]
+        + [f"results/{op}/runtime/{k}.json" for op in OPS if op not in MANIFEST_ERRORS for k in kernels_of(op)]
+        + (["results/host/build.json"] if GPU_OPS else [])
+    )
 
 
 def code(script, *modules):

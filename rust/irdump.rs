@@ -3,12 +3,18 @@
 //! (`main_with_modules`: each op's own `#[cutile::module]`, e.g. `matmul_module`).
 //!
 //! Usage: irdump-<op> <kernel> <entry> <out.tileirbc> <gpu target> <generics,comma,separated> <strides>
+//!        [<spec args> <scalar hints>]
 //! (<kernel> names the module table entry, <entry> the `#[cutile::entry()]` function.)
-//! where <strides> is `name=s0,s1;name2=...` (element strides, -1 = dynamic).
+//! where <strides> is `name=s0,s1;name2=...` (element strides, -1 = dynamic);
+//! <spec args> is `name=shape divisors|stride divisors|stride is one (0/1)|base pointer divisor;...`
+//! (a cutile `SpecializationBits` per tensor: what its launcher derives from a tensor, divisors
+//! in elements, the pointer's in bytes) and <scalar hints> `name=divisor;...` (a `DivHint` per
+//! integer scalar). Without them the kernel is compiled free of launch-time facts.
 //! Compiles the kernel's captured module AST with cutile's `KernelCompiler` (no GPU, no
 //! driver) and writes Tile IR bytecode; exits 2 on bad arguments, 1 on a compile error.
 
 use cutile::cutile_compiler::ast::Module;
+use cutile::cutile_compiler::specialization::{DivHint, SpecializationBits};
 
 pub type ModuleFn = fn() -> Module;
 
@@ -34,18 +40,70 @@ fn parse_strides(spec: &str) -> Result<Vec<(String, Vec<i32>)>, String> {
     Ok(out)
 }
 
+fn parse_ints(part: &str, what: &str) -> Result<Vec<i32>, String> {
+    part.split(',')
+        .filter(|v| !v.is_empty())
+        .map(|v| v.trim().parse::<i32>().map_err(|e| format!("{what} '{v}': {e}")))
+        .collect()
+}
+
+fn parse_specs(spec: &str) -> Result<Vec<(String, SpecializationBits)>, String> {
+    let mut out = Vec::new();
+    for part in spec.split(';').filter(|p| !p.is_empty()) {
+        let (name, vals) = part
+            .split_once('=')
+            .ok_or_else(|| format!("spec '{part}' is not name=shape|stride|one|ptr"))?;
+        let fields: Vec<&str> = vals.split('|').collect();
+        if fields.len() != 4 {
+            return Err(format!("spec '{part}': want 4 fields separated by '|'"));
+        }
+        let hint = |d: i32| DivHint { divisor: d, max: 16 };
+        let ptr = parse_ints(fields[3], "pointer divisor")?;
+        out.push((
+            name.to_string(),
+            SpecializationBits {
+                shape_div: parse_ints(fields[0], "shape divisor")?.into_iter().map(hint).collect(),
+                stride_div: parse_ints(fields[1], "stride divisor")?.into_iter().map(hint).collect(),
+                stride_one: parse_ints(fields[2], "stride one")?.into_iter().map(|v| v == 1).collect(),
+                base_ptr_div: hint(*ptr.first().ok_or_else(|| format!("spec '{part}': no pointer divisor"))?),
+                elements_disjoint: true,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+fn parse_hints(spec: &str) -> Result<Vec<(String, DivHint)>, String> {
+    let mut out = Vec::new();
+    for part in spec.split(';').filter(|p| !p.is_empty()) {
+        let (name, val) = part.split_once('=').ok_or_else(|| format!("hint '{part}' is not name=divisor"))?;
+        let d = val.trim().parse::<i32>().map_err(|e| format!("hint '{part}': {e}"))?;
+        out.push((name.to_string(), DivHint { divisor: d, max: 16 }));
+    }
+    Ok(out)
+}
+
 fn compile(lookup: &Lookup, args: &[String]) -> Result<(), (i32, String)> {
-    if args.len() != 7 {
-        return Err((2, format!("usage: {} <kernel> <entry> <out> <target> <generics> <strides>", args[0])));
+    if args.len() != 7 && args.len() != 9 {
+        return Err((
+            2,
+            format!("usage: {} <kernel> <entry> <out> <target> <generics> <strides> [<spec args> <scalar hints>]", args[0]),
+        ));
     }
     let (kernel, entry, out, target) = (&args[1], &args[2], &args[3], &args[4]);
     let generics: Vec<String> = args[5].split(',').filter(|s| !s.is_empty()).map(String::from).collect();
     let strides = parse_strides(&args[6]).map_err(|e| (2, e))?;
     let stride_refs: Vec<(&str, &[i32])> = strides.iter().map(|(n, s)| (n.as_str(), s.as_slice())).collect();
+    let specs = if args.len() == 9 { parse_specs(&args[7]).map_err(|e| (2, e))? } else { Vec::new() };
+    let hints = if args.len() == 9 { parse_hints(&args[8]).map_err(|e| (2, e))? } else { Vec::new() };
+    let spec_refs: Vec<(&str, SpecializationBits)> = specs.iter().map(|(n, s)| (n.as_str(), s.clone())).collect();
+    let hint_refs: Vec<(&str, DivHint)> = hints.iter().map(|(n, h)| (n.as_str(), *h)).collect();
     let (module, module_fn) = lookup(kernel).ok_or_else(|| (2, format!("no kernel '{kernel}' in this crate")))?;
     let artifacts = cutile::compile_api::KernelCompiler::new(module_fn, module, entry)
         .generics(generics)
         .strides(&stride_refs)
+        .spec_args(&spec_refs)
+        .scalar_hints(&hint_refs)
         .target(target)
         .compile()
         .map_err(|e| (1, format!("cutile compile error: {e}")))?;
@@ -138,20 +196,27 @@ fn module_from_file(path: &str, file_name: &str, module_path: &str) -> Result<Mo
 }
 
 /// One compile job of [`main_from_sources`]: `<kernel .rs> <file name for locations> <module path>
-/// <entry> <out.tileirbc> <gpu target> <generics> <strides>`, tab-separated.
+/// <entry> <out.tileirbc> <gpu target> <generics> <strides> [<spec args> <scalar hints>]`,
+/// tab-separated (the last two as for `compile`: the launch-time specialisation).
 fn compile_from_source(line: &str) -> Result<(), (i32, String)> {
     let f: Vec<&str> = line.split('\t').collect();
-    if f.len() != 8 {
-        return Err((2, format!("job line has {} tab-separated fields, not 8", f.len())));
+    if f.len() != 8 && f.len() != 10 {
+        return Err((2, format!("job line has {} tab-separated fields, not 8 or 10", f.len())));
     }
+    let specs = if f.len() == 10 { parse_specs(f[8]).map_err(|e| (2, e))? } else { Vec::new() };
+    let hints = if f.len() == 10 { parse_hints(f[9]).map_err(|e| (2, e))? } else { Vec::new() };
+    let spec_refs: Vec<(&str, SpecializationBits)> = specs.iter().map(|(n, s)| (n.as_str(), s.clone())).collect();
     let module = module_from_file(f[0], f[1], f[2]).map_err(|e| (2, e))?;
     let generics: Vec<String> = f[6].split(',').filter(|s| !s.is_empty()).map(String::from).collect();
     let strides = parse_strides(f[7]).map_err(|e| (2, e))?;
     let stride_refs: Vec<(&str, &[i32])> = strides.iter().map(|(n, s)| (n.as_str(), s.as_slice())).collect();
+    let hint_refs: Vec<(&str, DivHint)> = hints.iter().map(|(n, h)| (n.as_str(), *h)).collect();
     let name = module.name().to_string();
     let artifacts = cutile::compile_api::KernelCompiler::new(move || module.clone(), &name, f[3])
         .generics(generics)
         .strides(&stride_refs)
+        .spec_args(&spec_refs)
+        .scalar_hints(&hint_refs)
         .target(f[5])
         .compile()
         .map_err(|e| (1, format!("cutile compile error: {e}")))?;

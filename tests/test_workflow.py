@@ -210,11 +210,11 @@ def test_touching_one_operator_reruns_only_its_chain(workdir):
     jobs = planned(wd)
     # softmax: 1 analysis, its kernel's reference Tile IR (one job, 6 variants), 1 kernel
     # (written, checked: its 6 variants' Tile IR, diffs and diagnoses; routed, accepted:
-    # published), 1 build, its shim, the shared host library, its GPU test/bench/perf
+    # published), 1 build, its run-time IR / SASS job, its shim, the shared host library, its GPU test/bench/perf
     # diagnosis; + the summary. relu's GPU stages do not rerun although the library they load
     # is rebuilt.
     assert jobs == {"analyze": 1, "reference_ir": 1, "write_kernel": 1, "check_kernel": 1, "route": 1,
-                    "accept_kernel": 1, "rust_build": 1, "host_shim": 1, "host_build": 1,
+                    "accept_kernel": 1, "rust_build": 1, "runtime_ir": 1, "host_shim": 1, "host_build": 1,
                     "gpu_test": 1, "bench": 1, "perf_diagnose": 1, "gpu_route": 1, "final_round": 1,
                     "summary": 1}
     p = snakemake(wd, "-n", "results/summary.csv")

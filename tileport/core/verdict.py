@@ -61,7 +61,7 @@ SEVERITIES = ("critical", "warn", "info")
 CATEGORIES = (
     "memory", "reduction", "math", "cast", "control_flow", "constant", "signature",
     "hint", "syntax", "unsupported", "manifest", "build", "environment", "input",
-    "numerics", "launch", "performance",
+    "numerics", "launch", "performance", "launch_facts",
 )
 
 _LOC = {

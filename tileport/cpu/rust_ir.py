@@ -318,11 +318,9 @@ def dump(op_dir, op, kernel, variant_id, build_json, out_bc, out_txt, out_json, 
     out_bc.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_bc.with_name(out_bc.name + ".tmp")
     entry = entry_for(crate / "src" / f"{kernel}.rs.map.json", kernel, variant_id)
-    job = [str(crate / "src" / f"{kernel}.rs"), f"src/{kernel}.rs",
-           f"tileport_port_{crate_ident(crate, op)}::{kernel}::port", entry, str(tmp), target,
-           ",".join(generics), strides]
+    job = dump_job(crate, op, kernel, entry, tmp, target, generics, strides)
     cmd = [b["details"]["binary"]]
-    proc = _run_dumper(cmd, job)
+    proc = run_dumper(cmd, job)
     # who wrote the port: a failure of the translator's port is the translator's (owner tool)
     writer = (b["details"].get("writers") or {}).get(kernel)
     if proc.returncode != 0:
@@ -358,7 +356,20 @@ def dump(op_dir, op, kernel, variant_id, build_json, out_bc, out_txt, out_json, 
                          artifacts={"bytecode": str(out_bc), "text": str(out_txt)}), out_json)
 
 
-def _run_dumper(cmd: list[str], job: list[str]) -> subprocess.CompletedProcess:
+def dump_job(crate: Path, op: str, kernel: str, entry: str, out_bc, target: str, generics: list[str],
+             strides: str, spec: str | None = None, hints: str | None = None) -> list[str]:
+    """The dumper's job fields (``rust/irdump.rs`` ``compile_from_source``) that compile ``entry``
+    of ``<crate>/src/<kernel>.rs`` into ``out_bc``: the file, its name as rustc gives it in
+    locations, the module path cutile's macro would record, then the compile arguments; ``spec``
+    and ``hints`` (cutile's spec_args and scalar_hints, :mod:`tileport.cpu.runtime_ir`) together
+    or neither."""
+    job = [str(Path(crate) / "src" / f"{kernel}.rs"), f"src/{kernel}.rs",
+           f"tileport_port_{crate_ident(Path(crate), op)}::{kernel}::port", entry, str(out_bc), target,
+           ",".join(generics), strides]
+    return job + ([spec or "", hints or ""] if spec is not None or hints is not None else [])
+
+
+def run_dumper(cmd: list[str], job: list[str]) -> subprocess.CompletedProcess:
     """Run the dumper on one job (its tab-separated line on stdin, see ``rust/irdump.rs``
     ``main_from_sources``); the reply line ``ok`` / ``error <code> <message>`` becomes the exit
     status and stderr of the returned process, as a dumper per kernel would give them."""

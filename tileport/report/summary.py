@@ -42,6 +42,12 @@ holds the timed numbers of a variant even when a timed output of it missed (FAIL
 column, not ``ratio``, says whether the benchmark passed. A FAIL reads DONE on a variant whose
 own configs all passed (bench.json ``details.failed_variants`` lists the others).
 
+``runtime_ir,sass_sm_90,sass_sm_100`` (rule ``runtime_ir``, :mod:`tileport.cpu.runtime_ir`): over
+the variant's perf shapes, the worst IR diff of the run-time pair (each side compiled with its
+launcher's facts; PASS_WITH_NOTES when the facts differ) and the worst SASS verdict per
+architecture (IDENTICAL / SAME_OPCODE_COUNTS / DIFFERENT with a shape and the opcode delta),
+as launched, then ``| matched`` with both sides given the port's facts.
+
 The ``owner``/``note`` of a row are its first failure's, in pipeline order (a stage's verdict,
 the host library leaving the operator out, a declared defect of the kernel, then the GPU test's
 or the benchmark's failure); a row with none carries its notes instead (an IR diff's
@@ -76,6 +82,7 @@ from pathlib import Path
 
 from tileport.core import source, stats
 from tileport.core.verdict import TEST_PASSED, VARIANT_WORD, VerdictError, atomic_write_text, read
+from tileport.cpu import runtime_ir
 from tileport.flow.route import gpu_history, round_root
 from tileport.gpu import harness
 from tileport.gpu.fold import BENCH_MEASURED, mark_implausible, positive
@@ -87,7 +94,7 @@ COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
            "ref_us", "port_us", "torch_us", "vs_torch", "llm_calls", "tokens_in", "tokens_out",
            "cost_usd", "round", "gpu_route", "source", "loop_ratio", "ref_vs_torch", "nv_ir_diff",
-           "nv_us", "vs_nv", "bench"]
+           "nv_us", "vs_nv", "bench", "runtime_ir", "sass_sm_90", "sass_sm_100"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
                "llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict",
                "ref_host_us", "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided"]
@@ -275,6 +282,7 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
     out = []
     # a kernel's LLM use: its writer attempts and the IR diagnoser's calls on them
     usage = {k: kernel_usage(results, op, k, root) for k in {k for k, _ in variants}}
+    runtime = {k: runtime_columns(_v(r / "runtime" / f"{k}.json")) for k in {k for k, _ in variants}}
     for kernel, variant in variants:
         wk = _v(q / "write_kernel" / f"{kernel}.json")
         ref = _v(r / "ref" / kernel / f"{variant}.json")
@@ -334,7 +342,32 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
             "rust_build": _word(build), "owner": owner, "note": note.replace("\n", " ")[:300],
             "diagnosis": diag[:500], **gpu, **usage[kernel], "round": rnd, "gpu_route": groute,
             "source": source.source_name(op_dir, kernel),
+            **runtime[kernel].get(variant, runtime[kernel].get("*", _RUNTIME0)),
         })
+    return out
+
+
+_RUNTIME0 = {"runtime_ir": "", "sass_sm_90": "", "sass_sm_100": ""}
+
+
+def runtime_columns(doc: dict | None) -> dict[str, dict]:
+    """``runtime_ir,sass_sm_90,sass_sm_100`` of each variant from one kernel's ``runtime_ir``
+    verdict (:func:`tileport.cpu.runtime_ir.variant_rows`), keyed by variant id; key ``*`` holds
+    what a variant it does not list shows: ``not_run (<why>)`` (the stage's verdict and summary,
+    or the variant's reason: not at IR PASS, no perf shape), blank when there is no verdict."""
+    if doc is None:
+        return {}
+    out = runtime_ir.variant_rows(doc)
+    det = doc.get("details") or {}
+    for vid, why in (det.get("not_run") or {}).items():
+        out.setdefault(vid, {c: f"not_run ({why})"[:200] for c in _RUNTIME0})
+    if doc["verdict"] in ("ERROR", "BLOCKED"):
+        word = f"{doc['verdict']} ({doc.get('owner') or ''}: {doc['summary']})"[:200]
+        out = {vid: {c: (v if v and not v.startswith(("ERROR", "not_run")) else word) for c, v in cols.items()}
+               for vid, cols in out.items()}
+        out["*"] = dict.fromkeys(_RUNTIME0, word)
+    else:
+        out["*"] = dict.fromkeys(_RUNTIME0, "not_run (no perf shape fits this variant)")
     return out
 
 

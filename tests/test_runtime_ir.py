@@ -1,0 +1,281 @@
+"""Issue 31 items 1-2: each launcher's facts, the run-time IR diff, SASS parity (stage runtime_ir)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from tileport.cpu import reference_ir, runtime_ir, sass
+from tileport.gpu import harness
+from tileport.ir_diff import entry_facts
+from tileport.ir_diff.graph_diff import diff_ir
+from tileport.model import frontend, manifest
+from tileport.model import launch_facts as lf
+from tileport.report import summary
+
+REPO = Path(__file__).resolve().parents[1]
+
+# a tile copy written for these tests: each block copies one (BM, BN) tile of x to y
+COPY = '''import cuda.tile as ct
+
+
+@ct.kernel
+def copy2d(x, y, BM: ct.Constant[int], BN: ct.Constant[int]):
+    t = ct.load(x, index=(ct.bid(0), ct.bid(1)), shape=(BM, BN), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(ct.bid(0), ct.bid(1)), tile=t)
+'''
+COPY_PARAMS = [{"name": "x", "kind": "array", "ndim": 2, "role": "input", "dtype": "{dtype}"},
+               {"name": "y", "kind": "array", "ndim": 2, "role": "output", "dtype": "{dtype}"},
+               {"name": "BM", "kind": "constexpr", "ctype": "int"},
+               {"name": "BN", "kind": "constexpr", "ctype": "int"}]
+
+
+def _variant(dtype="f16", **cx):
+    return manifest.Variant(dtype=dtype, constexprs=cx)
+
+
+# -- layouts of bound arrays (torch's rules, without torch) ------------------------------------
+
+def test_shaped_follows_torch_views_and_slices():
+    y = lf.Shaped.fresh("bf16", (64, 24))                    # tg_mhc's y: M x (N*N + 2N), N = 4
+    post = y[:, 4:8]
+    assert (post.shape, post.strides, post.offset) == ((64, 4), (24, 1), 4)
+    res = y[:, 8:24].view(64, 4, 4)
+    assert (res.shape, res.strides, res.offset) == ((64, 4, 4), (24, 4, 1), 8)
+    assert lf.Shaped.fresh("f16", (3, 5)).view(-1).shape == (15,)
+    t = lf.Shaped.fresh("f32", (37, 1000)).t()
+    assert t.strides == (1, 1000) and t.contiguous().strides == (37, 1)
+    with pytest.raises(lf.LaunchFactsError, match="refuses"):
+        t.view(-1)                                          # torch: view of a non-contiguous tensor
+    assert t.reshape(-1).strides == (1,)
+
+
+# -- cuda-tile 1.7.0's ct.launch: the published kernel names decode to exactly these facts -------
+
+@pytest.mark.parametrize("dtype,name", [
+    ("f16", "copy2d_Kt1_A2f16_1v8l0_2t1_p16_A2f16_1l0_2t1_p16_I64_I64"),
+    ("f32", "copy2d_Kt1_A2f32_1v4l0_2t1_p16_A2f32_1l0_2t1_p16_I64_I64"),
+])
+def test_reference_facts_reproduce_ct_launch_names(dtype, name):
+    # docs/results/h200/ops/tg_transpose/bench.json: _transpose_kernel_Kt1_A2f16_1v8l0_2t1_p16_A2f16_1l0_2t1_p16_...
+    # for input (37, 1000) and output (1000, 37): only input's stride 1000 is divisible by 16 bytes
+    from cuda.tile.compilation._name_mangling import mangle_kernel_name
+
+    facts = {"x": lf.reference_facts(lf.Shaped.fresh(dtype, (37, 1000))),
+             "y": lf.reference_facts(lf.Shaped.fresh(dtype, (1000, 37)))}
+    sig = runtime_ir.ref_signature(COPY_PARAMS, _variant(dtype, BM=64, BN=64), facts)
+    assert mangle_kernel_name("copy2d", sig) == name
+
+
+def test_reference_facts_unit_extent_offset_and_16_multiples():
+    # tg_mhc bench.json: bf16 Y_post = y[:, N:2N] (8 bytes in) has no p16, its f32 twin has;
+    # extents divisible by 16 are i16; an extent of 1 is constant (s1) and needs calling convention v2
+    y = lf.Shaped.fresh("bf16", (64, 24))
+    assert lf.reference_facts(y[:, 4:8]).base_div == 1
+    assert lf.reference_facts(lf.Shaped.fresh("f32", (64, 24))[:, 4:8]).base_div == 16
+    f = lf.reference_facts(lf.Shaped.fresh("f32", (4096, 1)))
+    assert f.shape_div == (16, 1) and f.shape_const == (None, 1) and f.stride_const == (1, 1)
+    from cuda.tile.compilation._name_mangling import mangle_kernel_name
+
+    sig = runtime_ir.ref_signature(COPY_PARAMS, _variant("f32", BM=16, BN=1), {"x": f, "y": f})
+    assert mangle_kernel_name("k", sig).startswith("k_Kt2_A2f32_1i16_2s1_3t1_p16")
+
+
+def test_port_facts_are_compute_spec():
+    # cutile 0.5.0 compute_spec: largest power-of-two divisor up to 16, in elements; pointer in bytes
+    assert [lf.pow2_divisor(v) for v in (1000, 37000, 24, 37, 0, 4096)] == [8, 8, 8, 1, 16, 16]
+    f = lf.port_facts(lf.Shaped.fresh("f16", (37, 1000)))
+    assert f.shape_div == (1, 8) and f.stride_div == (8, 1) and f.stride_const == (None, 1) and f.base_div == 16
+    assert lf.port_facts(lf.Shaped.fresh("bf16", (64, 24))[:, 4:8]).base_div == 8
+    assert lf.port_scalar_hint(24) == 8 and lf.port_scalar_hint(37) == 1
+
+
+def test_matched_facts_are_the_ports_on_both_sides():
+    a = lf.Shaped.fresh("f16", (37, 1000))
+    m = lf.matched_facts(lf.port_facts(a), None)
+    assert (m.shape_div, m.stride_div, m.base_div) == ((1, 8), (8, 1), 16) and m.shape_const == (None, None)
+
+
+@pytest.mark.parametrize("op", ["tg_transpose", "relu", "tg_mhc", "tg_layer_norm_legacy"])
+def test_perf_cases_equal_the_benchmarks(op):
+    man = manifest.load(REPO / "operators" / op / "manifest.yaml")
+    for k in man["kernels"]:
+        mine = [(v.id, s) for v, s in lf.perf_cases(man, k)]
+        theirs = [(v.id, s) for kk, v, s in harness.cases(man, "perf") if kk == k]
+        assert mine == theirs
+
+
+def test_call_arrays_evaluate_bindings():
+    man = manifest.load(REPO / "operators" / "tg_mhc" / "manifest.yaml")
+    params = frontend.load(REPO / "operators" / "tg_mhc").kernel("_mhc_apply_residual_kernel").info()["params"]
+    v, shape = lf.perf_cases(man, "_mhc_apply_residual_kernel")[0]
+    arrays, _ = lf.call_arrays(man, "_mhc_apply_residual_kernel", params, v, shape)
+    assert arrays["Y_post"].offset == 4 and arrays["Y_res"].strides[1:] == (4, 1)
+
+
+# -- the run-time IR diff ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def copy_ir(tmp_path_factory):
+    """Tile IR text of copy2d f16 for (37, 1000) -> (37, 1000) with ct.launch's facts and with
+    one more fact: x's extent 1000 divisible by 8 (what cutile's launcher adds)."""
+    from cuda.tile.compilation import export_kernel
+
+    from tileport.core import toolchain
+
+    d = tmp_path_factory.mktemp("copy")
+    (d / "kernel.py").write_text(COPY)
+    fn = reference_ir.load_module(d / "kernel.py").copy2d
+    a = lf.Shaped.fresh("f16", (37, 1000))
+    plain = lf.reference_facts(a)
+    hinted = lf.ArrayFacts((1, 8), plain.stride_div, plain.shape_const, plain.stride_const, plain.base_div)
+    out = {}
+    for name, fx in (("plain", plain), ("hinted", hinted)):
+        sig = runtime_ir.ref_signature(COPY_PARAMS, _variant("f16", BM=64, BN=64), {"x": fx, "y": plain})
+        bc = d / f"{name}.tileirbc"
+        export_kernel(fn, [sig], str(bc), output_format="tileir_bytecode")
+        out[name] = toolchain.disassemble(bc)
+        out[name + "_bc"] = bc
+    return out
+
+
+def test_entry_facts_read_each_sides_assumes(copy_ir):
+    f = entry_facts.entry_facts(copy_ir["plain"], COPY_PARAMS)
+    assert f == {"x.base": "div_by<16>", "x.stride[0]": "div_by<8>", "x.stride[1]": "const 1",
+                 "y.base": "div_by<16>", "y.stride[0]": "div_by<8>", "y.stride[1]": "const 1",
+                 "x.view": "tensor view", "y.view": "tensor view"}
+    assert entry_facts.entry_facts(copy_ir["hinted"], COPY_PARAMS)["x.shape[1]"] == "div_by<8>"
+
+
+def test_runtime_pair_names_a_one_sided_assume_div_by(copy_ir):
+    # the hint-free diff sees through assume: no finding names the launch fact
+    old = diff_ir(copy_ir["plain"], copy_ir["hinted"])
+    assert old.verdict in ("PASS", "PASS_WITH_NOTES")
+    assert not [f for f in old.findings if f.category == "launch_facts"]
+    d = entry_facts.diff_runtime_pair(copy_ir["plain"], copy_ir["hinted"], COPY_PARAMS)
+    assert d["verdict"] == "PASS_WITH_NOTES" and d["owner"] == "tool"
+    assert d["facts_differ"] == [["x.shape[1]", None, "div_by<8>"]]
+    named = [f for f in d["findings"] if f.category == "launch_facts"]
+    assert len(named) == 1 and named[0].owner == "tool" and "x.shape[1]: ref none, port div_by<8>" in named[0].message
+    same = entry_facts.diff_runtime_pair(copy_ir["hinted"], copy_ir["hinted"], COPY_PARAMS)
+    assert same["verdict"] == "PASS" and same["facts_differ"] == []
+
+
+def test_entry_facts_follow_assume_chains_and_scalars():
+    # cutile's entry: an assume chain on an argument, and an integer scalar with its hint
+    text = ("entry @k(%arg0: tile<ptr<f16>>, %arg1: tile<i32>, %arg2: tile<i32>, %arg3: tile<i32>) {\n"
+            "  %assume = assume bounded<0, ?>, %arg1 : tile<i32>\n"
+            "  %assume_assume = assume div_by<8>, %assume : tile<i32>\n"
+            "  %assume_2 = assume div_by<4>, %arg3 : tile<i32>\n"
+            "  %assume_1 = assume div_by<16>, %arg0 : tile<ptr<f16>>\n"
+            "  %tview = make_tensor_view %assume_1, shape = [%assume_assume], strides = [1] : tile<i32> -> "
+            "tensor_view<?xf16, strides=[1]>\n}\n")
+    params = [{"name": "x", "kind": "array", "ndim": 1}, {"name": "n", "kind": "scalar_i32", "dtype": "i32"}]
+    assert entry_facts.entry_facts(text, params) == {
+        "n": "div_by<4>", "x.base": "div_by<16>", "x.shape[0]": "div_by<8>", "x.stride[0]": "const 1",
+        "x.view": "tensor view"}
+    # an array the other side reads by gather (no tensor view): its folded unit stride is no difference
+    gathered = {"n": "div_by<4>", "x.base": "div_by<16>", "x.shape[0]": "div_by<8>"}
+    assert entry_facts.compare(gathered, entry_facts.entry_facts(text, params)) == []
+    wider = {**gathered, "x.shape[0]": "div_by<16>"}
+    assert entry_facts.compare(wider, gathered) == [("x.shape[0]", "div_by<16>", "div_by<8>")]
+
+
+# -- SASS ------------------------------------------------------------------------------------
+
+SASS_A = """
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                  /* 0x00000a00ff017b82 */
+        /*0010*/              @!P0 BRA 0x60 ;                               /* 0x0 */
+        /*0020*/                   LDG.E.128 R4, desc[UR4][R2.64] ;        /* 0x0 */
+        /*0030*/                   EXIT ;                                  /* 0x0 */
+"""
+
+
+def test_sass_modulo_registers_and_targets():
+    renamed = SASS_A.replace("R4,", "R8,").replace("R1,", "R3,").replace("0x60", "0x90").replace("UR4", "UR6")
+    assert sass.compare(sass.instructions(SASS_A), sass.instructions(renamed))["verdict"] == "IDENTICAL"
+    lines = SASS_A.strip().splitlines()
+    swapped = "\n".join([lines[0], lines[2], lines[1], lines[3]])
+    assert sass.compare(sass.instructions(SASS_A), sass.instructions(swapped))["verdict"] == "SAME_OPCODE_COUNTS"
+    narrow = SASS_A.replace("LDG.E.128", "LDG.E.U16")
+    got = sass.compare(sass.instructions(SASS_A), sass.instructions(narrow))
+    assert got["verdict"] == "DIFFERENT" and got["delta"] == {"LDG.E.128": -1, "LDG.E.U16": 1}
+    assert sass.opcode("@!P BRA ADDR") == "BRA"
+
+
+def test_sass_of_the_launchers_facts_differs_and_matched_is_identical(copy_ir, tmp_path):
+    # the issue's measurement on our own copy kernel: without x's extent divisor the loads stay narrow
+    out = {}
+    for name in ("plain", "hinted"):
+        cub = sass.cubin(copy_ir[name + "_bc"], tmp_path / f"{name}.cubin", "sm_90", "ref")
+        out[name] = sass.instructions(sass.disassemble(cub))
+    got = sass.compare(out["plain"], out["hinted"])
+    assert got["verdict"] == "DIFFERENT" and got["delta"].get("LDG.E.128", 0) > 0
+    assert sass.compare(out["hinted"], list(out["hinted"]))["verdict"] == "IDENTICAL"
+
+
+# -- summary columns -------------------------------------------------------------------------
+
+def test_summary_columns_from_a_runtime_verdict():
+    def case(shape, ir, s90, delta=None):
+        sass_ = {"verdict": s90, "delta": delta or {}}
+        return {"variant": "f16-A", "shape": shape, "readings": {
+            "launched": {"ir_diff": {"verdict": ir}, "sass": {"sm_90": sass_, "sm_100": sass_}},
+            "matched": {"ir_diff": {"verdict": "PASS"}, "sass": {"sm_90": {"verdict": "IDENTICAL"},
+                                                                 "sm_100": {"verdict": "IDENTICAL"}}}}}
+    doc = {"verdict": "PASS_WITH_NOTES", "owner": "tool", "summary": "",
+           "details": {"archs": ["sm_90", "sm_100"], "not_run": {"f32-B": "ir_diff FAIL: x"},
+                       "cases": [case([8192, 8192], "PASS_WITH_NOTES", "IDENTICAL"),
+                                 case([37, 1000], "PASS_WITH_NOTES", "DIFFERENT", {"LDG.E.U16": -32, "LDG.E.128": 4})]}}
+    cols = summary.runtime_columns(doc)
+    assert cols["f16-A"]["runtime_ir"] == "PASS_WITH_NOTES | matched PASS"
+    assert cols["f16-A"]["sass_sm_90"] == "DIFFERENT 37x1000 (LDG.E.U16 -32, LDG.E.128 +4) | matched IDENTICAL"
+    assert cols["f32-B"]["sass_sm_100"].startswith("not_run (ir_diff FAIL")
+    assert summary.runtime_columns(None) == {}
+    assert {"runtime_ir", "sass_sm_90", "sass_sm_100"} <= set(summary.COLUMNS)
+    json.dumps(cols)
+
+
+def test_stage_findings_are_valid_verdict_findings(tmp_path):
+    from tileport.core.verdict import Verdict, read, write
+
+    rec = {"variant": "f16-A", "shape": [37, 1000], "readings": {
+        "launched": {"ir_diff": {"facts_differ": [["x.shape[1]", None, "div_by<8>"]]}, "sass": {}},
+        "matched": {"sass": {"sm_100": {"verdict": "DIFFERENT", "ref_instructions": 2, "port_instructions": 3,
+                                        "delta": {"MOV": 1}}}}}}
+    fs = runtime_ir._case_findings([rec, {**rec, "shape": [64, 1000]}], ("sm_90", "sm_100"))
+    assert [f.category for f in fs] == ["launch_facts", "performance", "performance"]
+    assert "x.shape[1]: ct.launch states none, cutile's launcher div_by<8> (2 case(s)" in fs[0].message
+    write(Verdict(stage="runtime_ir", op="o", kernel="k", verdict="PASS_WITH_NOTES", owner="tool", summary="s",
+                  findings=fs), tmp_path / "v.json")
+    assert read(tmp_path / "v.json")["findings"][0]["owner"] == "tool"
+
+
+def test_stage_without_a_port_build_is_blocked(tmp_path):
+    op = REPO / "operators" / "relu"
+    d = runtime_ir.run(op, "relu", "relu_kernel", tmp_path / "missing.json", {}, tmp_path / "v.json", tmp_path / "a")
+    assert d["verdict"] == "BLOCKED" and "no Rust build" in d["summary"]
+
+
+def test_a_constant_extent_on_one_side_is_a_launch_fact_not_a_failure(tmp_path):
+    # ct.launch makes an extent of 1 a constant (tensor_view<?x1x...>); cutile never does: the
+    # structural diff sees another tensor view type, the run-time diff names the launch fact
+    from cuda.tile.compilation import export_kernel
+
+    from tileport.core import toolchain
+
+    (tmp_path / "kernel.py").write_text(COPY)
+    fn = reference_ir.load_module(tmp_path / "kernel.py").copy2d
+    a = lf.Shaped.fresh("f32", (4096, 1))
+    ref = lf.reference_facts(a)
+    assert ref.shape_const == (None, 1)
+    port = lf.ArrayFacts(ref.shape_div, ref.stride_div, (None, None), ref.stride_const, ref.base_div)
+    text = {}
+    for name, fx in (("ref", ref), ("port", port)):
+        sig = runtime_ir.ref_signature(COPY_PARAMS, _variant("f32", BM=16, BN=1), {"x": fx, "y": fx})
+        export_kernel(fn, [sig], str(tmp_path / f"{name}.bc"), output_format="tileir_bytecode")
+        text[name] = toolchain.disassemble(tmp_path / f"{name}.bc")
+    assert diff_ir(text["ref"], text["port"]).verdict == "FAIL"
+    d = entry_facts.diff_runtime_pair(text["ref"], text["port"], COPY_PARAMS)
+    assert d["verdict"] == "PASS_WITH_NOTES" and d["owner"] == "tool"
+    assert ["x.shape[1]", "const 1", None] in d["facts_differ"] and ["y.shape[1]", "const 1", None] in d["facts_differ"]
+    assert all(f.severity != "critical" for f in d["findings"])

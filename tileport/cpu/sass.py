@@ -1,0 +1,102 @@
+"""SASS of a Tile IR program without a GPU: tileiras to a cubin, cuobjdump to text, and the
+comparison of two instruction streams.
+
+tileiras (``nvidia-cuda-tileiras``) runs on the CPU for any ``--gpu-name`` (sm_90, sm_100, ...);
+``cuobjdump -sass`` (``nvidia-cuda-cuobjdump``) prints the cubin's instructions. Both come from
+the pinned wheels (``tileport.core.toolchain.tool``). Each runtime calls tileiras its own way:
+cuda-tile 1.7.0 ``cuda/tile/_compile.py`` ``compile_cubin``: ``--gpu-name <sm> -O<opt_level>
+--lineinfo`` (opt_level 3 unless the kernel's ``opt_level`` hint says otherwise); cutile 0.5.0
+``cutile-compiler/src/cuda_tile_runtime_utils.rs``: ``--gpu-name <sm> --opt-level 3``
+(``DEFAULT_OPT_LEVEL``). :data:`FLAGS` holds both.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from tileport.core import toolchain
+
+#: tileiras flags each side's launcher passes (see the module doc), by side, for an opt level
+FLAGS = {"ref": lambda opt: [f"-O{opt}", "--lineinfo"], "port": lambda opt: ["--opt-level", str(opt)]}
+
+#: the architectures compared: Hopper (the H200 of the published figures) and Blackwell (B200)
+ARCHS = ("sm_90", "sm_100")
+
+
+class SassError(RuntimeError):
+    """tileiras or cuobjdump failed; the message carries the command and its stderr."""
+
+
+def _env() -> dict:
+    env = toolchain.cargo_env(toolchain.default_target_dir())   # CUDA_HOME unset, tools on PATH
+    return env
+
+
+def cubin(bytecode: str | Path, out: str | Path, arch: str, side: str, opt_level: int = 3) -> Path:
+    """Compile Tile IR bytecode to a cubin for ``arch`` with ``side``'s launcher flags
+    (:data:`FLAGS`). Raises :class:`SassError` (tileiras' stderr) or FileNotFoundError (no
+    tileiras)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [toolchain.tool("tileiras"), "--gpu-name", arch, *FLAGS[side](opt_level), "-o", str(out), str(bytecode)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+    if proc.returncode != 0:
+        raise SassError(f"{' '.join(cmd)}: exit {proc.returncode}: {proc.stderr.strip()[:1500]}")
+    return out
+
+
+def disassemble(cubin_path: str | Path) -> str:
+    """``cuobjdump -sass`` of a cubin. Raises :class:`SassError`."""
+    cmd = [toolchain.tool("cuobjdump"), "-sass", str(cubin_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+    if proc.returncode != 0:
+        raise SassError(f"{' '.join(cmd)}: exit {proc.returncode}: {proc.stderr.strip()[:1500]}")
+    return proc.stdout
+
+
+_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?P<ins>[^;]*?)\s*;", re.M)
+
+
+def instructions(sass_text: str) -> list[str]:
+    """The instruction stream of cuobjdump's text, normalised: no addresses, encodings or
+    symbols; register numbers (``R12``, ``UR4``, ``P0``, ``UP1``, barriers ``B2``) and branch
+    targets replaced by their class. Opcodes, modifiers, immediates and constant-bank offsets
+    (the parameter layout, equal on both sides) stay."""
+    out = []
+    for m in _INSTR.finditer(sass_text):
+        ins = m["ins"]
+        ins = re.sub(r"`\([^)]*\)", "SYM", ins)                       # symbol references
+        ins = re.sub(r"\b(U?R|U?P|B|SB)(\d+)\b", r"\1", ins)            # register numbers
+        if re.match(r"(@!?U?P\w*\s+)?(BRA|BRX|JMP|JMX|CALL|BSSY|SSY|PBK|PCNT|BREAK)\b", ins):
+            ins = re.sub(r"0x[0-9a-f]+\s*$", "ADDR", ins)              # branch targets
+        out.append(re.sub(r"\s+", " ", ins).strip())
+    return out
+
+
+def opcode(ins: str) -> str:
+    """The mnemonic with its modifiers (``LDG.E.128``), without a guard predicate."""
+    parts = ins.split()
+    if parts and parts[0].startswith("@"):
+        parts = parts[1:]
+    return parts[0] if parts else ""
+
+
+def compare(ref: list[str], port: list[str]) -> dict:
+    """Verdict of two normalised instruction streams (:func:`instructions`): ``IDENTICAL`` (the
+    same sequence), ``SAME_OPCODE_COUNTS`` (another order or other operands, the same multiset
+    of opcodes) or ``DIFFERENT``; with both counts and ``delta`` = port count - ref count per
+    opcode where they differ."""
+    rc, pc = Counter(map(opcode, ref)), Counter(map(opcode, port))
+    delta = {k: pc[k] - rc[k] for k in sorted(set(rc) | set(pc)) if pc[k] != rc[k]}
+    verdict = "IDENTICAL" if ref == port else "SAME_OPCODE_COUNTS" if not delta else "DIFFERENT"
+    return {"verdict": verdict, "ref_instructions": len(ref), "port_instructions": len(port), "delta": delta}
+
+
+def delta_text(delta: dict, limit: int = 6) -> str:
+    """``LDG.E.U16 -32, LDG.E.128 +4, ...``: loads and stores first, then the largest changes."""
+    # memory instructions first (the launch facts decide their width), then by size
+    items = sorted(delta.items(), key=lambda kv: (not re.match(r"(LD|ST|UTMA|UBLKCP)", kv[0]), -abs(kv[1]), kv[0]))
+    s = ", ".join(f"{k} {v:+d}" for k, v in items[:limit])
+    return s + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
