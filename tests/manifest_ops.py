@@ -91,3 +91,26 @@ def make_op(root: Path, name: str = "pick", kernel: str = PICK_KERNEL, manifest:
     (d / "kernel.py").write_text(kernel)
     (d / "manifest.yaml").write_text(manifest if manifest is not None else pick_manifest(name))
     return d
+
+
+def checkout_op(root: Path, op: str) -> Path:
+    """A copy of the checkout's ``operators/<op>`` under ``root``, its kernels imported from the
+    installed wheel when the manifest names a ``source:`` (what rule import_source does), so a
+    test needs no ``results/`` of the checkout. Skips the test when the import does not pass."""
+    import shutil
+
+    import pytest
+
+    from tileport.core import source
+    from tileport.cpu import importer
+
+    repo = Path(__file__).resolve().parent.parent
+    d = Path(root) / "operators" / op
+    shutil.copytree(repo / "operators" / op, d)
+    if source.source_of(d) is not None:
+        k = source.imported_kernel_py(d)
+        doc = importer.run(d, k, str(k) + ".map.json", k.parent / "import.json", op,
+                           repo / "requirements-sources.txt")
+        if doc["verdict"] not in ("PASS", "PASS_WITH_NOTES"):
+            pytest.skip(f"{op}: the import did not pass ({doc['summary']}): nothing to analyse")
+    return d

@@ -2,13 +2,12 @@
 kernel model, so they cannot disagree. Run over every operator of the checkout: the own ones and
 the TileGym ones (their kernels imported from the installed wheel by the importer). CPU only,
 no cargo: about 15 s on 2 cores."""
-import shutil
 from pathlib import Path
 
 import pytest
+from manifest_ops import checkout_op
 
-from tileport.core import source
-from tileport.cpu import analyze, importer
+from tileport.cpu import analyze
 from tileport.model import frontend, manifest
 from tileport.translate import Unsupported, translate_entries, translate_model
 
@@ -17,15 +16,7 @@ OPS = sorted(p.name for p in (REPO / "operators").iterdir() if (p / "manifest.ya
 
 
 def _operator(tmp_path: Path, op: str) -> Path:
-    """A copy of operators/<op> under tmp_path, with its kernels imported when it has `source:`."""
-    d = tmp_path / "operators" / op
-    shutil.copytree(REPO / "operators" / op, d)
-    if source.source_of(d) is not None:
-        k = source.imported_kernel_py(d)
-        doc = importer.run(d, k, str(k) + ".map.json", k.parent / "import.json", op, REPO / "requirements-sources.txt")
-        if doc["verdict"] not in ("PASS", "PASS_WITH_NOTES"):
-            pytest.skip(f"{op}: the import did not pass ({doc['summary']}): nothing to analyse")
-    return d
+    return checkout_op(tmp_path, op)
 
 
 @pytest.mark.parametrize("op", OPS)

@@ -385,7 +385,8 @@ def test_bench_fold_and_summary_carry_nvidia_columns(tmp_path):
     cols = SM._gpu_columns({"verdict": "ALL_PASS", "details": {"variants": {"k/f16": "PASS"}}},
                            {"verdict": "DONE", "details": {"variants": var and {"k/f16": var}}}, "k/f16")
     assert (cols["nv_us"], cols["vs_nv"]) == ("28.28", "2.828")
-    assert (SM.COLUMNS[-4:-1] == ["nv_ir_diff", "nv_us", "vs_nv"]
+    i = SM.COLUMNS.index("nv_ir_diff")
+    assert (SM.COLUMNS[i:i + 3] == ["nv_ir_diff", "nv_us", "vs_nv"]
             and SM.OPS_COLUMNS[-4:-2] == ["vs_nv", "configs_pending"])
     write(Verdict(stage="nv_ir_diff", op="o", kernel="k", variant="f16", verdict="FAIL", owner="kernel",
                   summary="x"), tmp_path / "o" / "nv_ir_diff" / "k" / "f16.json")

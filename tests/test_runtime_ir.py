@@ -3,6 +3,7 @@ import json
 from pathlib import Path
 
 import pytest
+from manifest_ops import checkout_op
 
 from tileport.cpu import reference_ir, runtime_ir, sass
 from tileport.gpu import harness
@@ -104,9 +105,10 @@ def test_perf_cases_equal_the_benchmarks(op):
         assert mine == theirs
 
 
-def test_call_arrays_evaluate_bindings():
-    man = manifest.load(REPO / "operators" / "tg_mhc" / "manifest.yaml")
-    params = frontend.load(REPO / "operators" / "tg_mhc").kernel("_mhc_apply_residual_kernel").info()["params"]
+def test_call_arrays_evaluate_bindings(tmp_path):
+    d = checkout_op(tmp_path, "tg_mhc")
+    man = manifest.load(d / "manifest.yaml")
+    params = frontend.load(d).kernel("_mhc_apply_residual_kernel").info()["params"]
     v, shape = lf.perf_cases(man, "_mhc_apply_residual_kernel")[0]
     arrays, _ = lf.call_arrays(man, "_mhc_apply_residual_kernel", params, v, shape)
     assert arrays["Y_post"].offset == 4 and arrays["Y_res"].strides[1:] == (4, 1)

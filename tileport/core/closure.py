@@ -47,6 +47,19 @@ def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
     return [base] + [f"{base}.{a.name}" for a in node.names]
 
 
+def _nodes(path: Path) -> list[ast.AST]:
+    """Every node of the module at ``path``, parsed once per process and file version (the import
+    graph and the data files walk the same trees: parsing each module twice was half of the
+    Snakefile's start)."""
+    st = path.stat()
+    return _nodes_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=None)
+def _nodes_cached(path: str, mtime_ns: int, size: int) -> list[ast.AST]:
+    return list(ast.walk(ast.parse(Path(path).read_text(), filename=path)))
+
+
 def import_graph(pkg_dir: str | Path) -> dict[str, set[str]]:
     """``{module: {tileport modules it imports}}`` for the package in ``pkg_dir``.
 
@@ -58,8 +71,7 @@ def import_graph(pkg_dir: str | Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for m, path in mods.items():
         edges = set()
-        tree = ast.parse(path.read_text(), filename=str(path))
-        for node in ast.walk(tree):
+        for node in _nodes(path):
             for name in _imported(node, m, path.name == "__init__.py"):
                 while name and name not in mods:
                     name = name.rpartition(".")[0]
@@ -116,7 +128,7 @@ def data_files(path: Path, root: Path) -> set[Path]:
     """The files under :data:`DATA_DIRS` of ``root`` that the module at ``path`` names as a path
     built with ``/`` from string constants (``... / "schemas" / "x.yaml"``) and that exist."""
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in _nodes(path):
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
             continue
         parts, n = [], node

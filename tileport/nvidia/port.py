@@ -69,6 +69,10 @@ CUTILE_CRATES = ("cutile", "cutile-macro", "cutile-compiler", "cutile-ir", "cuda
 WHEEL_DIR = "tilegym/ops/cutile_rs/"
 IRDUMP_PKG, IRDUMP_BIN = "tileport-nv-irdump", "nv-irdump"
 
+#: yaml.safe_load's loader, with libyaml's parser where PyYAML has it (every Snakefile start
+#: reads each manifest here: the pure-Python parser took most of a second for 48 of them)
+_SAFE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class NvPortError(RuntimeError):
     """NVIDIA's crate cannot be read, copied or mapped; the message names the file and the cause."""
@@ -148,7 +152,7 @@ def manifest_source(manifest_path: str | Path) -> tuple[str, list[str]] | None:
     stages report that). ``kernels`` may be a list of names, a list of ``{name: ...}`` mappings or
     a mapping; absent, the manifest's ``kernels`` keys are the functions."""
     try:
-        doc = yaml.safe_load(Path(manifest_path).read_text())
+        doc = yaml.load(Path(manifest_path).read_text(), Loader=_SAFE)  # libyaml: see _SAFE
     except (OSError, yaml.YAMLError):
         return None
     src = doc.get("source") if isinstance(doc, dict) else None
