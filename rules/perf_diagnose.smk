@@ -1,10 +1,15 @@
 rule perf_diagnose:
-    """Perf diagnoser (deterministic): likely cause + evidence when an operator is below threshold."""
+    """Perf diagnoser (deterministic): likely cause + evidence when an operator is below threshold, and a cause for every config outside +-3 % either way."""
     input:
         bench="{root}/{op}/bench.json",
         # one folder per kernel, a verdict per variant inside
         ir_diffs=lambda wc: [f"{wc.root}/{wc.op}/ir_diff/{k}" for k in kernels_of(wc.op)],
         kernels=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
+        # the run-time Tile IR and SASS of the first round's ports (a GPU round rewrites no IR of
+        # its own here): the evidence an outlier's cause is named from
+        runtime=lambda wc: (
+            [f"results/{wc.op}/runtime/{k}.json" for k in kernels_of(wc.op)] if wc.root == "results" else []
+        ),
         prompt=lambda wc: (
             []
             if config["roles"]["perf_diagnoser"] == "deterministic"

@@ -17,5 +17,5 @@ with stage.guarded(snakemake, "perf_diagnose"):
     d = perf_diagnose.diagnose(w.op, i.bench, diffs, snakemake.output.verdict,
                                threshold=snakemake.params.threshold,
                                loop_threshold=snakemake.params.loop_threshold,
-                               attempt=snakemake.resources.attempt, role=role)
+                               attempt=snakemake.resources.attempt, role=role, runtime=list(i.runtime))
     print(d["verdict"], d["summary"])

@@ -24,7 +24,7 @@ def brow(ratio, kernel="k", variant="f16-T1", shape="64x128", port_us=10.0, vs_t
          "loop_ratio": (ref_us + 5) / (port_us + 6), "loop_calls": 100,
          "ref_host_us": 5.0, "port_host_us": 6.0, "torch_host_us": 7.0,
          "port_host_overhead_us": 6.0, "ref_host_overhead_us": 5.0,
-         "checked": checked, "error": error,
+         "checked": checked, "error": error, "harness": bench.HARNESS,
          "samples": {"ref": [ref_us], "port": [port_us], "torch": [torch_us]},
          "kernel_names": {"ref": ["a"], "port": ["b"], "torch": ["c"]}}
     r.update(kw)
@@ -494,8 +494,9 @@ def test_loop_gate_says_below_only_where_the_interval_does():
 
 def test_a_published_bench_json_without_intervals_still_reads(tmp_path):
     """bench.json rows timed before the loop interval (no loop_ratio_lo/hi, loop_cycles,
-    loop_ratio_prev, timed_at): re-folded as they are, their loop ratio judged alone, and the CSV
-    gets the new columns empty."""
+    loop_ratio_prev, timed_at) and before the symmetric harness (no ``harness``): re-folded as
+    they are, device figures kept, never loop-gated; given the current harness their loop ratio is
+    judged alone; the CSV gets the new columns empty."""
     import json
 
     from conftest import REPO
@@ -504,15 +505,47 @@ def test_a_published_bench_json_without_intervals_still_reads(tmp_path):
     new = bench.COLUMNS[bench.COLUMNS.index("loop_ratio_lo"):] + ["loop_design"]
     rows = [{k: v for k, v in r.items() if k not in new} for r in doc["details"]["rows"] if not r.get("error")]
     assert rows
+    old = bench.fold("tg_matmul", rows, 0.95, loop_threshold=0.97).details
+    assert "loop" not in old and old["geomean_ratio"] == pytest.approx(stats.geomean([r["ratio"] for r in rows]))
+    rows = [{**r, "harness": bench.HARNESS} for r in rows]
     loop = bench.fold("tg_matmul", rows, 0.95, loop_threshold=0.97).details["loop"]
     assert loop["geomean"] == pytest.approx(stats.geomean([r["loop_ratio"] for r in rows]))
     assert [(r["variant"], r["shape"]) for r in loop["below"]] == [
         (r["variant"], r["shape"]) for r in sorted(rows, key=lambda r: r["loop_ratio"]) if r["loop_ratio"] < 0.97]
-    assert loop["undecided"] == []
+    assert loop["undecided"] == [] and loop["other_harness"] == 0
     bench.write_csv(rows[:1], tmp_path / "b.csv")
     head, row = read_csv(tmp_path / "b.csv")[:2]
-    assert head[-5:] == ["loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at"]
-    assert row[-5:] == [""] * 5 and head[:len(bench.COLUMNS) - 5] == bench.COLUMNS[:-5]
+    i, j = head.index("loop_ratio_lo"), head.index("timed_at")
+    assert head[i:j + 1] == ["loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at"]
+    assert row[i:j + 1] == [""] * 5 and head[:i] == bench.COLUMNS[:i]
+
+
+def test_loop_gate_counts_rows_of_the_current_harness_only():
+    """A row of an older harness (the reference looked its stream up per call; ``harness`` absent
+    or another number) keeps its device figures but is never gated: counted in other_harness."""
+    rows = [brow(1.0, shape="a", loop_ratio=0.5), brow(1.0, shape="b", loop_ratio=1.2),
+            {**brow(1.0, shape="c", loop_ratio=0.4), "harness": None},
+            {**brow(1.0, shape="d", loop_ratio=0.4), "harness": "1"}]
+    v = bench.fold("op", rows, threshold=0.95, loop_threshold=0.97)
+    loop = v.details["loop"]
+    assert loop["configs"] == 2 and loop["other_harness"] == 2 and [r["shape"] for r in loop["below"]] == ["a"]
+    assert loop["geomean"] == pytest.approx((0.5 * 1.2) ** 0.5) and v.details["configs"] == 4
+    assert bench.loop_class({**rows[0], "harness": "2.0"}, 0.97) == "below"
+    assert bench.fold("op", rows[2:], 0.95, loop_threshold=0.97).details.get("loop") is None
+
+
+def test_matched_reading_geomeans_and_a_wrong_matched_output():
+    rows = [brow(1.2, shape="a", ratio_matched=1.0, matched_checked="ok"),
+            brow(1.1, shape="b", ratio_matched=1.02, matched_checked="ok"),
+            brow(1.0, shape="c", ratio_matched=0.5, matched_checked="MISMATCH", matched_mismatch="x: 3 of 9"),
+            brow(1.0, shape="d", matched_error="CompileError: boom")]
+    v = bench.fold("op", rows, threshold=0.95)
+    assert v.details["matched_configs"] == 2
+    assert v.details["geomean_ratio_matched"] == pytest.approx((1.0 * 1.02) ** 0.5)
+    assert v.details["variants"]["k/f16-T1"]["ratio_matched"] == pytest.approx((1.0 * 1.02) ** 0.5)
+    warn = [f for f in v.findings if "matched reference" in f.message]
+    assert [(f.owner, f.severity) for f in warn] == [("tool", "warn")] * 2 and v.verdict == "DONE"
+    assert "is outside tolerance: x: 3 of 9" in warn[0].message and "failed: CompileError: boom" in warn[1].message
 
 
 def test_rows_without_loop_times_have_no_loop_gate():

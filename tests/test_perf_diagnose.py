@@ -3,6 +3,7 @@ import pytest
 
 from tileport.core.verdict import Finding, Verdict, read, write
 from tileport.gpu import bench
+from tileport.gpu.fold import HARNESS  # noqa: E402
 from tileport.gpu.perf_diagnose import diagnose
 
 
@@ -18,7 +19,7 @@ def brow(ratio, variant="f16-T1", shape="64x128", grid="64x1x1", port_us=10.0, r
             "loop_ratio": (ref_us + ref_ho) / (port_us + port_ho), "loop_calls": 100,
             "ref_host_us": ref_host, "port_host_us": port_host, "torch_host_us": 2.0,
             "port_host_overhead_us": port_ho, "ref_host_overhead_us": ref_ho, "checked": "ok",
-            "error": error}
+            "error": error, "harness": HARNESS}
 
 
 def bench_json(path, rows, threshold=0.95, loop_threshold=0.97):
@@ -44,8 +45,50 @@ def test_done_is_pass(tmp_path):
     bench_json(tmp_path / "bench.json", [brow(1.2, ref_ho=6.0)])
     d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json", attempt=2)
     assert d["verdict"] == "PASS" and d["stage"] == "perf_diagnose" and d["attempt"] == 2
-    assert d["summary"].startswith("nothing to diagnose: geomean ratio 1.200")
+    assert d["summary"].startswith("no slow port to diagnose: geomean ratio 1.200")
+    assert d["summary"].endswith("1 config(s) outside +-3%: unexplained 1")
+    assert d["details"]["outliers"][0]["evidence"] == "no matched reading; no run-time SASS verdict for this config"
     assert read(tmp_path / "perf.json") == d
+
+
+def _case(variant, shape, launched, matched, delta=None):
+    """A runtime_ir case record: sm_90 SASS verdicts as launched and matched."""
+    sass = lambda v: {"sm_90": {"verdict": v, **({"delta": delta} if v == "DIFFERENT" else {})}}  # noqa: E731
+    return {"variant": variant, "shape": shape,
+            "readings": {"launched": {"ir_diff": {"verdict": "PASS"}, "sass": sass(launched)},
+                         "matched": {"ir_diff": {"verdict": "PASS"}, "sass": sass(matched)}}}
+
+
+def test_outliers_either_way_get_a_cause(tmp_path):
+    """Issue 31 item 6: a port faster than its reference beyond +-3 % is explained too; the
+    matched reading and the run-time SASS name the cause."""
+    rows = [brow(1.3, shape="37x1000"), brow(1.41, shape="4096"), brow(0.75, shape="64"), brow(1.01, shape="128"),
+            brow(1.2, shape="256", ref_launches=1, port_launches=2), brow(1.0, shape="512")]
+    rows[0].update(ratio_matched=1.004, matched_gain=1.295)
+    rows[1].update(ratio_matched=1.40, matched_gain=1.0)
+    rows[2].update(ratio_matched=0.81)
+    rows[5].update(ratio_matched=0.9, matched_gain=1.11)        # inside as launched, outside matched
+    bench_json(tmp_path / "bench.json", rows)
+    write(Verdict(stage="runtime_ir", op="op", kernel="k", verdict="PASS", summary="rt",
+                  details={"cases": [_case("f16-T1", [37, 1000], "DIFFERENT", "IDENTICAL", {"LDG.E.U16": -32}),
+                                     _case("f16-T1", [4096], "DIFFERENT", "DIFFERENT", {"FFMA": -64, "FMUL": 64}),
+                                     _case("f16-T1", [64], "IDENTICAL", "IDENTICAL")]}),
+          tmp_path / "rt.json")
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json", runtime=[tmp_path / "rt.json"])
+    got = {o["shape"]: o for o in d["details"]["outliers"]}
+    assert list(got) == ["4096", "37x1000", "64", "256", "512"]         # farthest from 1 first
+    assert got["37x1000"]["cause"] == "launcher specialisation"
+    assert "SASS as launched DIFFERENT (LDG.E.U16 -32), matched IDENTICAL" in got["37x1000"]["evidence"]
+    assert got["4096"]["cause"] == "IR difference" and "FFMA -64" in got["4096"]["evidence"]
+    assert got["256"]["cause"] == "launch count"
+    assert got["64"]["cause"] == "unexplained" and "matched IDENTICAL" in got["64"]["evidence"]
+    assert got["512"]["cause"] == "unexplained" and "no run-time SASS verdict" in got["512"]["evidence"]
+    assert "5 config(s) outside +-3%: launcher specialisation 1, IR difference 1, launch count 1, unexplained 2" \
+        in [f["message"] for f in d["findings"]]
+    # an unreadable run-time verdict is no evidence, not an error
+    (tmp_path / "rt.json").write_text("{")
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json", runtime=[tmp_path / "rt.json"])
+    assert {o["shape"]: o["cause"] for o in d["details"]["outliers"]}["4096"] == "unexplained"
 
 
 def test_not_run_passes_the_reason_through(tmp_path):

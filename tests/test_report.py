@@ -14,6 +14,7 @@ from conftest import REPO
 from scipy import stats
 
 from tileport.core import provenance
+from tileport.gpu.fold import HARNESS
 from tileport.report import build, tables
 from tileport.report import data as report_data
 from tileport.report.interval import SEED, geomean_interval
@@ -242,7 +243,7 @@ def test_loop_timing_is_carried_when_present(h200, tmp_path):
     relu = report_data.configs(tmp_path, tmp_path / "summary.csv")
     assert len(relu) == 12 and set(relu["loop_ratio"]) == {0.97} and set(relu["port_loop_us"]) == {20.5}
     cfg = pd.read_csv(data / "configs.csv")
-    cfg["loop_ratio"] = cfg["ratio"] * 0.98
+    cfg["loop_ratio"], cfg["harness"] = cfg["ratio"] * 0.98, HARNESS
     ops = report_data.operators(cfg, res / "summary_ops.csv").set_index("op")
     assert ops.loc["relu", "loop_geomean"] == pytest.approx(ops.loc["relu", "geomean_ratio"] * 0.98)
     df, _, _ = tables.operators(ops.reset_index())
@@ -377,7 +378,7 @@ def loop_row(variant, ratio, lo=None, hi=None, prev=None, timed_at=None, op="tg_
             "ref_loop_us": 10.0, "port_loop_us": 10.0 / ratio, "torch_loop_us": 12.0, "loop_ratio": ratio,
             "loop_ratio_lo": nan if lo is None else lo, "loop_ratio_hi": nan if hi is None else hi,
             "ref_host_us": 6.5, "port_host_us": 8.25, "loop_ratio_prev": nan if prev is None else prev,
-            "timed_at": nan if timed_at is None else timed_at}
+            "timed_at": nan if timed_at is None else timed_at, "harness": HARNESS}
 
 
 LOOP_ROWS = [loop_row("below", 0.90, 0.88, 0.92, timed_at="2026-12-01T10:11:12+00:00"),
@@ -498,7 +499,7 @@ def test_configs_carry_the_loop_gate_fields(h200, tmp_path):
     for i, r in enumerate(doc["details"]["rows"]):
         r.update(loop_ratio=0.95 + 0.01 * i, loop_ratio_lo=0.94, loop_ratio_hi=0.96 + 0.01 * i,
                  ref_loop_us=10.0, port_loop_us=10.0, ref_host_us=6.0, port_host_us=7.0,
-                 timed_at="2026-12-01T10:00:00+00:00")
+                 timed_at="2026-12-01T10:00:00+00:00", harness=HARNESS)
     doc["details"]["rows"][0]["loop_ratio_prev"] = 0.93
     (tmp_path / "relu" / "bench.json").write_text(json.dumps(doc))
     s = pd.read_csv(res / "summary.csv", dtype=str, keep_default_na=False)

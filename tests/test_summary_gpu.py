@@ -275,7 +275,7 @@ def test_loop_columns(tmp_path):
                       "ref_us": 10.0, "port_us": 10.0, "torch_us": 5.0, "vs_torch": 0.5,
                       "ref_vs_torch": 0.5, "loop_ratio": loop, "ref_loop_us": 10.0, "port_loop_us": 10.0 / loop,
                       "ref_host_us": 4.0, "port_host_us": {"a": 20.0, "b": 6.0}[shape], "checked": "ok",
-                      "error": ""})
+                      "error": "", "harness": bench.HARNESS})
     v = bench.fold("op", brows, 0.95, loop_threshold=0.97)
     v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in brows]
     write(v, results / "op" / "bench.json")

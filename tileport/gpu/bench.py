@@ -9,9 +9,17 @@ variant that failed its functional test is not timed (``details.not_benchmarked`
 1. one untimed call per side (JIT compilation), then warm-up calls for ``warmup_ms``;
 2. ``reps`` rounds sized from ``rep_ms`` (clamped to ``[min_reps, max_reps]``); each round
    calls ref, port, torch in turn -- interleaved, pair by pair -- each call preceded by an L2
-   flush (``l2_flush_mib`` of memset, outside the measured range); the device time of a call is
+   flush (``l2_flush_mib`` of memset, outside the measured range; a memset leaves dirty lines
+   that the timed kernel may partly write back: a read-only flush moved 25-80 µs kernels by
+   1-5 µs on the H200: docs/gpu-stages.md); the device time of a call is
    the sum of the CUPTI kernel durations it launched (:func:`tileport.gpu.cupti.profile`);
-3. median and spread per side; ratio = ref median / port median (> 1: the port is faster),
+3. median and spread per side; ratio = ref median / port median (> 1: the port is faster):
+   each side as its runtime launches it, what a user gets. The *matched reading* sits beside it:
+   ``ref_matched`` is the same reference kernel compiled under the launch facts cutile gives the
+   port (:mod:`tileport.gpu.matched`; a side of the same interleaved CUPTI rounds, not of the
+   loops), ``ratio_matched`` = ref_matched median / port median (parity is judged on it),
+   ``matched_gain`` = ref median / ref_matched median (what the launchers' facts alone are
+   worth), ``matched_notes`` what could not be matched, ``matched_symbol`` the compiled name;
    the median of the per-round paired ratios next to it; vs_torch = torch median / port median
    (none where torch launched no kernel: ``torch_note``). A ref or port median under the
    hardware's floor (:func:`tileport.gpu.fold.time_floor`) is profiled once more, and still
@@ -19,7 +27,11 @@ variant that failed its functional test is not timed (``details.not_benchmarked`
 4. time per call in a loop, the other speed users feel (:func:`loop_times`): per loop, ``n``
    calls of one side enqueued back to back (no L2 flush), one synchronisation; loop time per
    call = (enqueue + drain) / n, host time per call = the enqueue alone / n (the CPU cost of a
-   call while the device keeps up). ``n`` = ``loop_ms`` of device time (at least 3 calls, at
+   call while the device keeps up). Both kernel sides launch on one stream fetched once when the
+   call is built (:func:`tileport.gpu.harness.build_call`), so their host paths differ only by the
+   launchers; the loops run L2-warm (no flush between calls: the data of the previous call stays
+   in L2 where it fits). Rows carry ``harness`` (:data:`tileport.gpu.fold.HARNESS`); only rows of
+   the current harness are loop-gated. ``n`` = ``loop_ms`` of device time (at least 3 calls, at
    most 200), the same for ref and port (from the shorter of the two), torch's and NVIDIA's
    from their own. The loops run in *cycles* of carry-over-balanced rounds
    (:func:`tileport.core.stats.balanced_rounds`: over a cycle every side runs right after every other
@@ -92,10 +104,13 @@ from tileport.gpu import cupti, harness
 from tileport.gpu.fold import (  # noqa: F401 - loop_class, loop_gate, NV_COLUMNS, time_floor re-exported
     COLUMNS,
     DEFAULTS,
+    HARNESS,
     LAUNCH_FLOOR_US,
     MEASURED,
+    NO_MATCHED,
     NV_COLUMNS,
     ROW_EXTRAS,
+    current_harness,
     fold,
     implausible,
     implausible_text,
@@ -276,6 +291,14 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
 
     sides = [("ref", c.ref), ("port", c.port), ("torch", c.torch)]
     first_calls(sides, torch.cuda.synchronize)      # JIT compile / cuBLAS heuristics, untimed
+    matched_error = "" if getattr(c, "ref_matched", None) is not None else NO_MATCHED
+    if not matched_error:                   # the matched reading: a side only if it compiles and runs
+        try:
+            c.ref_matched()
+            torch.cuda.synchronize()
+            sides.insert(1, ("ref_matched", c.ref_matched))
+        except Exception as exc:  # noqa: BLE001 - the matched reading's failure is a note of its own
+            matched_error = f"{type(exc).__name__}: {exc}"[:600]
     nv_error = c.nv_note if c.nv is None else ""
     if c.nv is not None:                    # NVIDIA's port: a side only if its first call works
         try:
@@ -327,10 +350,17 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
                        else None)
     row["ref_vs_torch"] = (row["torch_us"] / row["ref_us"] if positive(row["torch_us"]) and positive(row["ref_us"])
                            else None)
+    if "ref_matched" in labels:
+        row["ratio_matched"] = (row["ref_matched_us"] / row["port_us"] if positive(row["port_us"])
+                                and positive(row["ref_matched_us"]) else None)
+        row["matched_gain"] = (row["ref_us"] / row["ref_matched_us"] if positive(row["ref_matched_us"])
+                               and positive(row["ref_us"]) else None)
     del flush_buf
     n = loop_calls(min(row["ref_us"], row["port_us"]), cfg["loop_ms"])     # ref and port alike
-    ns = {s: n if s in ("ref", "port") else loop_calls(row[f"{s}_us"] or 0.0, cfg["loop_ms"]) for s in labels}
-    loops = loop_times(sides, ns, torch.cuda.synchronize, min_cycles=int(cfg["loop_min_cycles"]),
+    loop_sides = [(label, fn) for label, fn in sides if label != "ref_matched"]
+    ns = {s: n if s in ("ref", "port") else loop_calls(row[f"{s}_us"] or 0.0, cfg["loop_ms"])
+          for s, _ in loop_sides}
+    loops = loop_times(loop_sides, ns, torch.cuda.synchronize, min_cycles=int(cfg["loop_min_cycles"]),
                        max_cycles=int(cfg["loop_max_cycles"]), width=float(cfg["loop_ci_width"]),
                        max_s=float(cfg["loop_max_s"]))
     row["loop_calls"] = n
@@ -342,13 +372,23 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
     row["loop_cycles"] = iv["cycles"]
     row["ref_host_overhead_us"] = max(0.0, row["ref_loop_us"] - row["ref_us"])
     row["port_host_overhead_us"] = max(0.0, row["port_loop_us"] - row["port_us"])
+    expected = c.expected()
+    if "ref_matched" in labels:         # the matched reference's own output, then the reference's
+        c.reset()
+        c.ref_matched()
+        torch.cuda.synchronize()
+        bad = [r for r in (harness.compare(a, e, tol["rtol"], tol["atol"])
+                           for a, e in zip(c.outputs["ref"], expected)) if not r["ok"]]
+        row["matched_checked"] = "ok" if not bad else "MISMATCH"
+        row["matched_mismatch"] = harness.mismatch_text(bad[0], "ref") if bad else ""
+        if not c.in_place:
+            c.ref()
     if c.in_place:          # outputs with given first values: check one call on those values
         c.reset()
         for label, fn in sides:
-            if label != "torch":
+            if label not in ("torch", "ref_matched"):
                 fn()
-        torch.cuda.synchronize()
-    expected = c.expected()
+    torch.cuda.synchronize()
     for side, col in (("port", "checked"), ("ref", "ref_checked")):
         bad = [r for r in (harness.compare(a, e, tol["rtol"], tol["atol"])
                            for a, e in zip(c.outputs[side], expected)) if not r["ok"]]
@@ -364,6 +404,11 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
     if ev:
         row["implausible"] = ev
     row["nv_error"] = nv_error
+    row["matched_error"] = matched_error
+    if getattr(c, "matched", None) is not None:
+        row["matched_notes"] = "; ".join(c.matched.notes)
+        row["matched_symbol"] = " ".join(dict.fromkeys(c.matched.symbols))
+    row["harness"] = HARNESS
     if "nv" in labels and positive(row["nv_us"]) and positive(row["port_us"]) and positive(row["ref_us"]):
         row["vs_nv"] = row["nv_us"] / row["port_us"]
         row["ref_vs_nv"] = row["nv_us"] / row["ref_us"]
@@ -372,7 +417,7 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
         row["nv_checked"] = "ok" if all(harness.compare(a, e, tol["rtol"], tol["atol"])["ok"]
                                         for a, e in zip(c.outputs["nv"], expected)) else "MISMATCH"
     row["samples"] = {s: dev[s] for s in labels}
-    row["loop_samples"] = {s: loops[s]["loop_us"] for s in labels}
+    row["loop_samples"] = {s: loops[s]["loop_us"] for s, _ in loop_sides}
     row["loop_design"] = {"order": loops["order"], "warmup": loops["warmup"], "per_cycle": loops["per_cycle"],
                           "calls": loops["n"], "stop": loops["stop"]}
     row["kernel_names"] = {s: sorted({n for k in prof["kernels"][s] for n, _ in k}) for s in labels}
@@ -543,7 +588,8 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     """Stage entry point (see module doc). Returns the verdict written to ``out_json``.
     ``nv_build``: NVIDIA's build verdict (default ``<results>/nvidia/shipped/build.json``).
     ``pending_only``: time only the perf configs that no kept row still valid covers
-    (:meth:`tileport.gpu.kept.Kept.bench`: ``out_json`` or the ``.measured`` copy, reconciled) and write
+    (:meth:`tileport.gpu.kept.Kept.bench`: ``out_json`` or the ``.measured`` copy, reconciled; a
+    row of an older harness, :func:`tileport.gpu.fold.current_harness`, is timed again) and write
     them merged with the kept rows (bench.json and bench.csv in manifest order; geomeans over all
     valid rows); with no valid kept verdict, or one measured on another device
     (:func:`tileport.gpu.kept.other_device`), it times every config. ``budget_s``: wall seconds for the timing
@@ -661,8 +707,11 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
             if f"{kernel}/{variant.id}" not in passed and f"{kernel}/{variant.id}" not in perf_only:
                 continue
             key = config_key(kernel, variant.id, shape)
-            if key in kept and key not in retime and not kept[key].get("implausible"):
-                continue            # a kept row stands (one timed under the hardware's floor is timed again)
+            if (key in kept and key not in retime and not kept[key].get("implausible")
+                    and (selective or current_harness(kept[key]))):
+                # a kept row stands (one timed under the hardware's floor is timed again, and with
+                # --pending-only one of an older harness: its loop ratio is not gated)
+                continue
             if selective and key not in kept and not pending_only and not (configs and selected(key, configs)):
                 continue            # not selected: stays pending
             spent = time.monotonic() - t0

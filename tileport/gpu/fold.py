@@ -44,6 +44,13 @@ DEFAULTS = {"threshold": 0.95, "warmup_ms": 20, "rep_ms": 150, "min_reps": 10, "
             "loop_max_cycles": 30, "loop_ci_width": 0.01, "loop_max_s": 3.0}
 
 
+#: the version of the measurement a row comes from (``harness`` in bench.csv): 2 = every side
+#: launches on one stream fetched once per call object (the reference used to look it up per
+#: call), loops with an interval over carry-over-balanced cycles, the matched reading beside the
+#: launched one. Rows of another version (or none: older harnesses) are listed, never gated
+#: (:func:`loop_gate`)
+HARNESS = 2
+
 #: bench.csv's columns, one row per perf config (times in µs; ratios reference / port)
 COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_us", "torch_us",
            "ref_iqr_us", "port_iqr_us", "torch_iqr_us", "ratio", "paired_ratio", "vs_torch",
@@ -53,7 +60,10 @@ COLUMNS = ["op", "kernel", "variant", "shape", "grid", "reps", "ref_us", "port_u
            "port_host_overhead_us", "ref_host_overhead_us", "checked", "ref_checked",
            "port_mismatch", "ref_mismatch", "error",
            "nv_us", "nv_iqr_us", "vs_nv", "ref_vs_nv", "nv_launches", "nv_loop_us", "nv_checked",
-           "nv_error", "loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at"]
+           "nv_error", "loop_ratio_lo", "loop_ratio_hi", "loop_cycles", "loop_ratio_prev", "timed_at",
+           "harness", "ref_matched_us", "ref_matched_iqr_us", "ref_matched_launches", "ratio_matched",
+           "matched_gain", "matched_checked", "matched_mismatch", "matched_error", "matched_notes",
+           "matched_symbol"]
 #: the per-side columns of NVIDIA's port (empty when it is not a side of the config)
 NV_COLUMNS = COLUMNS[COLUMNS.index("nv_us"):COLUMNS.index("nv_error") + 1]
 
@@ -168,20 +178,42 @@ def routed(owner: str) -> str | None:
     return owner if owner in FAIL_CLASSES else None
 
 
+def current_harness(row: dict) -> bool:
+    """Whether ``row`` was timed by this benchmark's harness (``harness`` == :data:`HARNESS`; a
+    CSV's text or float reads the same). Rows of older harnesses looked the stream up per
+    reference call and some used another loop estimator: their loop ratios are not comparable."""
+    try:
+        return int(float(row.get("harness"))) == HARNESS
+    except (TypeError, ValueError):
+        return False
+
+
 def loop_class(row: dict, loop_threshold: float) -> str | None:
     """One config's side of the loop gate (the one definition :func:`loop_gate`, the summary and
     the report use): None when ``row`` has no loop time (``loop_ratio`` not a number), ``pass``
     when ``loop_ratio`` >= ``loop_threshold`` (config.yaml ``bench.loop_threshold``), ``below``
     when it is under it and its 95 % interval says so (``loop_ratio_hi`` < threshold; a row
     without an interval, timed before the benchmark had one, by its loop ratio alone), else
-    ``undecided`` (under it, the interval reaching it: within the measurement's noise)."""
+    ``undecided`` (under it, the interval reaching it: within the measurement's noise). A row of
+    another harness (:func:`current_harness`) is not gated: None."""
     ratio = row.get("loop_ratio")
-    if not isinstance(ratio, (int, float)):
+    if not isinstance(ratio, (int, float)) or not current_harness(row):
         return None
     if ratio >= loop_threshold:
         return "pass"
     hi = row.get("loop_ratio_hi")
     return "below" if not isinstance(hi, (int, float)) or hi < loop_threshold else "undecided"
+
+
+#: bench's matched_error for a call that has no matched side (a call object of a tool)
+NO_MATCHED = "no matched reference in this call"
+
+
+def matched_rows(rows: list[dict]) -> list[dict]:
+    """The rows with a matched reading: ``ratio_matched`` a positive number and the matched
+    reference's output within tolerance (``matched_checked`` not MISMATCH)."""
+    return [r for r in rows if isinstance(r.get("ratio_matched"), (int, float)) and r["ratio_matched"] > 0
+            and r.get("matched_checked") != "MISMATCH"]
 
 
 def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
@@ -192,15 +224,18 @@ def loop_gate(rows: list[dict], loop_threshold: float) -> dict | None:
     before the benchmark had one, by its loop ratio alone -- lowest first, with its loop and host
     times per call), ``undecided`` (loop ratio under the threshold, interval reaching it: the
     measurement cannot tell; the same fields): per config :func:`loop_class`;
-    ``port_host_us`` / ``ref_host_us`` (medians over the configs of the host time per call, µs)."""
-    timed = [r for r in rows if isinstance(r.get("loop_ratio"), (int, float))]
+    ``port_host_us`` / ``ref_host_us`` (medians over the configs of the host time per call, µs).
+    Only rows of the current harness count (:func:`current_harness`); ``other_harness``: how many
+    rows with a loop time came from another."""
+    timed = [r for r in rows if loop_class(r, loop_threshold) is not None]
     if not timed:
         return None
     g = stats.geomean([r["loop_ratio"] for r in timed])
     under = sorted((r for r in timed if r["loop_ratio"] < loop_threshold), key=lambda r: r["loop_ratio"])
     keys = ("kernel", "variant", "shape", "loop_ratio", "loop_ratio_lo", "loop_ratio_hi", "ref_loop_us",
             "port_loop_us", "ref_host_us", "port_host_us", "ref_us", "port_us")
-    return {"geomean": g, "threshold": loop_threshold, "configs": len(timed),
+    other = sum(1 for r in rows if isinstance(r.get("loop_ratio"), (int, float)) and not current_harness(r))
+    return {"geomean": g, "threshold": loop_threshold, "configs": len(timed), "other_harness": other,
             "verdict": "DONE" if g >= loop_threshold else "BELOW_THRESHOLD",
             **{c: [{k: r.get(k) for k in keys} for r in under if loop_class(r, loop_threshold) == c]
                for c in ("below", "undecided")},
@@ -312,6 +347,15 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                          f"{r['kernel']}/{r['variant']} {r['shape']}: {r['error']}; time it again: python -m "
                          f"tileport.gpu.bench --op {op} --configs '{r['kernel']}/{r['variant']}/{r['shape']}'"
                          [:1500]) for r in odd]
+    # the matched reading (the reference under the port's launch facts): its failure or a wrong
+    # output is tileport's (the facts are derived from the call's own tensors), never the port's
+    findings += [Finding("performance", "warn", "tool",
+                         (f"{r['kernel']}/{r['variant']} {r['shape']}: the matched reference "
+                          + (f"failed: {r['matched_error']}" if r.get("matched_error") else
+                             f"is outside tolerance: {r.get('matched_mismatch') or 'mismatch'}")
+                          + ": no matched reading for this config")[:1500])
+                 for r in ok if r.get("matched_error") and r.get("matched_error") != NO_MATCHED
+                 or r.get("matched_checked") == "MISMATCH"]
     torchless = [r for r in ok if not torch_timed(r)]
     findings += [Finding("performance", "info", "tool",
                          f"{r['kernel']}/{r['variant']} {r['shape']}: {r.get('torch_note') or 'PyTorch not timed'}: "
@@ -341,6 +385,9 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
             variants[key]["torch_configs"] = len(ts)
         if all(isinstance(r.get("loop_ratio"), (int, float)) for r in rs):
             variants[key]["loop_ratio"] = stats.geomean([r["loop_ratio"] for r in rs])
+        mt = matched_rows(rs)
+        if mt:          # the matched reading, over the configs that have it
+            variants[key].update(matched_configs=len(mt), ratio_matched=stats.geomean([r["ratio_matched"] for r in mt]))
         nv = [r for r in rs if isinstance(r.get("nv_us"), (int, float))]
         if nv:          # NVIDIA's port, over the configs where it was a side
             variants[key].update(nv_configs=len(nv), nv_us=stats.geomean([r["nv_us"] for r in nv]),
@@ -375,6 +422,10 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                                        if timed_torch else None)
         details["geomean_ref_vs_torch"] = (stats.geomean([r["ref_vs_torch"] for r in timed_torch])
                                            if timed_torch else None)
+        mt = matched_rows(ok)
+        if mt:
+            details["matched_configs"] = len(mt)
+            details["geomean_ratio_matched"] = stats.geomean([r["ratio_matched"] for r in mt])
         nv = [r for r in ok if isinstance(r.get("vs_nv"), (int, float))]
         if nv:
             details["nv_configs"] = len(nv)

@@ -10,9 +10,13 @@ before it, see :func:`derive`), a tensor with ``count`` being a list; the kernel
 parameters to tensors, views (``x[:, :N]``) and scalars (``1.0 / N``, cast to the scalar's
 type); the kernel's ``grid`` expression gives the launch grid. The *same* grid, arguments and
 input memory go to three sides (four where NVIDIA ported the kernel), each writing its own output
-buffers (filled with the tensor's ``init`` when it has one, else NaN):
+buffers (filled with the tensor's ``init`` when it has one, else NaN); the kernel sides launch on
+one stream fetched once when the call is built (the current torch stream then), so their host
+paths per call are alike:
 
 * ``ref``  -- the cuTile Python kernel, ``ct.launch`` on the current torch stream;
+* ``ref_matched`` -- the same kernel and launch, compiled under the port's launch facts about the
+  call's tensors (:mod:`tileport.gpu.matched`; the benchmark's matched reading);
 * ``port`` -- the cuTile Rust kernel through its C shim (:class:`tileport.host.ffi.HostLibrary`);
 * ``torch`` -- ``reference.torch_impl`` (PyTorch's native-dtype ATen/cuBLAS path; falls back to
   ``reference.reference``);
@@ -355,6 +359,10 @@ class Call:
     # what port() hands the host library: (arrays, scalars, constexprs, grid, device), for tools
     # that time the host path in parts (tileport.gpu.hostbench)
     port_args: tuple = ()
+    # the reference under the port's launch facts (tileport.gpu.matched; the benchmark's matched
+    # reading) and its kernel object (.notes: what could not be matched, .symbols: what compiled)
+    ref_matched: callable = None
+    matched: object = None
 
 
 def copy_sources(plan: list[dict], tensors_in: dict) -> dict:
@@ -551,8 +559,18 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     ref_args = tuple(ref_args)
     import cuda.tile as ct
 
+    from tileport.gpu.matched import matched_kernel
+
+    # every side launches on this stream, fetched once here: no side pays a stream lookup per
+    # call in a loop (torch.cuda.current_stream() costs ~4.8 µs on the H200: toolchain notes)
+    stream = torch.cuda.current_stream(dev)
+    mk = matched_kernel(kfn, ref_args, kernel_params)
+
     def ref():
-        ct.launch(torch.cuda.current_stream(), grid, kfn, ref_args)
+        ct.launch(stream, grid, kfn, ref_args)
+
+    def ref_matched():
+        ct.launch(stream, grid, mk, ref_args)
 
     pa, ps = args_for("port")
     # the bound shim, looked up once (a loop of calls pays no lookup); an unknown symbol goes
@@ -562,11 +580,11 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
 
     def port():
         if shim is not None:
-            shim(pa, ps, cx, grid, None, device)
+            shim(pa, ps, cx, grid, stream, device)
         elif lib is None:
             raise RuntimeError("no host library")
         else:
-            lib.call(symbol, pa, ps, cx, grid, device=device)
+            lib.call(symbol, pa, ps, cx, grid, stream=stream, device=device)
 
     ins = [tensors_in[sp["name"]] for sp in plan if sp["role"] == "input"]
     ref_name = kman.get("reference", "reference")
@@ -600,7 +618,8 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
 
         na, ns = args_for("nv")
         try:
-            nv_fn = nv.bind({**na, **ns}, variant.constexprs, grid, variant.dtype, device=device)
+            nv_fn = nv.bind({**na, **ns}, variant.constexprs, grid, variant.dtype, device=device,
+                            stream=stream.cuda_stream)
         except NvError as exc:
             nv_note = f"NVIDIA's port not run: {exc}"[:600]
             outputs.pop("nv", None)
@@ -617,7 +636,8 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
                 inputs=ins, outputs=flat_outputs, ref=ref, port=port, torch=torch_side,
                 expected=expected, symbol=symbol, notes=notes, nv=nv_fn, nv_note=nv_note,
                 reset=reset, in_place=bool(restore),
-                port_args=(pa, ps, variant.constexprs, grid, device))
+                port_args=(pa, ps, variant.constexprs, grid, device),
+                ref_matched=ref_matched, matched=mk)
 
 
 def mismatch_text(res: dict, side: str = "port") -> str:

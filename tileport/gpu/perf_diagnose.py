@@ -121,9 +121,90 @@ def _loop_findings(loop: dict) -> tuple[list[Finding], str, str]:
     return [Finding("performance", "critical", owner, cause[:1500])], owner, cause
 
 
+#: a config whose ratio (either reading) lies outside 1 +- OUTLIER_BAND is an outlier whose cause
+#: is named (issue 31 item 6: a port faster than its reference is explained as a slow one is)
+OUTLIER_BAND = 0.03
+#: the causes :func:`outlier_cause` names, in the order the summary counts them
+CAUSES = ("launcher specialisation", "IR difference", "launch count", "unexplained")
+
+
+def _inside(x, band: float) -> bool:
+    return isinstance(x, (int, float)) and abs(x - 1.0) <= band
+
+
+def _sass_text(reading: dict, arch: str) -> str:
+    got = (reading.get("sass") or {}).get(arch) or {}
+    v = got.get("verdict") or "not compiled"
+    delta = got.get("delta") or {}
+    return v + (" (" + ", ".join(f"{k} {n:+d}" for k, n in sorted(delta.items(), key=lambda kv: -abs(kv[1]))[:4])
+                + ")" if v == "DIFFERENT" and delta else "")
+
+
+def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float = OUTLIER_BAND) -> dict:
+    """The cause of one bench row's ratio lying outside ``1 +- band`` (either way).
+
+    ``case``: the row's (variant, shape) record of the kernel's ``runtime_ir`` verdict
+    (``details.cases``), or None. Causes (:data:`CAUSES`), first that holds:
+    ``launch count`` (the sides launch a different number of kernels per call);
+    ``launcher specialisation`` (the matched reading, the reference compiled under the port's
+    launch facts, is inside the band: the launchers' facts alone made the difference);
+    ``IR difference`` (the matched reading is outside the band and the matched pair's ``arch``
+    SASS or run-time Tile IR differ); ``unexplained`` (no matched reading, or the same SASS runs
+    on both sides). Returns ``{"kernel", "variant", "shape", "ratio", "ratio_matched",
+    "matched_gain", "cause", "evidence"}`` (evidence: one line of text)."""
+    out = {k: row.get(k) for k in ("kernel", "variant", "shape", "ratio", "ratio_matched", "matched_gain")}
+    rm = row.get("ratio_matched")
+    readings = (case or {}).get("readings") or {}
+    launched, matched = readings.get("launched") or {}, readings.get("matched") or {}
+    sass_l, sass_m = _sass_text(launched, arch), _sass_text(matched, arch)
+    ir_m = (matched.get("ir_diff") or {}).get("verdict")
+    if str(row.get("port_launches")) != str(row.get("ref_launches")):
+        cause, ev = "launch count", f"port {row.get('port_launches')} vs reference {row.get('ref_launches')} launches"
+    elif _inside(rm, band):
+        cause = "launcher specialisation"
+        ev = (f"matched reading {rm:.3f}: the reference under the port's launch facts runs "
+              f"{row.get('matched_gain') or float('nan'):.3f}x faster; {arch} SASS as launched {sass_l}, "
+              f"matched {sass_m}")
+    elif isinstance(rm, (int, float)) and (sass_m.startswith("DIFFERENT") or ir_m in ("FAIL", "PASS_WITH_NOTES")):
+        cause = "IR difference"
+        ev = f"matched reading {rm:.3f}; matched {arch} SASS {sass_m}; run-time Tile IR diff {ir_m or 'none'}"
+    else:
+        cause = "unexplained"
+        ev = ("no matched reading" + (f" ({row['matched_error']})" if row.get("matched_error") else "")
+              if not isinstance(rm, (int, float)) else f"matched reading {rm:.3f}")
+        ev += (f"; {arch} SASS as launched {sass_l}, matched {sass_m}" if case else
+               "; no run-time SASS verdict for this config")
+    return {**out, "cause": cause, "evidence": ev[:600]}
+
+
+def outliers(rows: list[dict], runtime_docs: list[dict], band: float = OUTLIER_BAND) -> list[dict]:
+    """:func:`outlier_cause` of every row (without ``error``) whose ``ratio`` or ``ratio_matched``
+    lies outside ``1 +- band``, farthest from 1 first; ``runtime_docs``: the operator's
+    ``runtime_ir`` verdicts (one per kernel; their ``details.cases``)."""
+    cases = {}
+    for d in runtime_docs:
+        kernel = d.get("kernel")
+        for c in (d.get("details") or {}).get("cases", []):
+            cases[(kernel, c.get("variant"), "x".join(map(str, c.get("shape") or [])))] = c
+    def inside(r):
+        return _inside(r["ratio"], band) and (r.get("ratio_matched") is None or _inside(r["ratio_matched"], band))
+
+    odd = [r for r in rows if not r.get("error") and isinstance(r.get("ratio"), (int, float)) and not inside(r)]
+    odd.sort(key=lambda r: -abs(r["ratio"] - 1.0))
+    return [outlier_cause(r, cases.get((r.get("kernel"), r.get("variant"), r.get("shape")))) for r in odd]
+
+
+def outlier_text(outl: list[dict], band: float = OUTLIER_BAND) -> str:
+    """One line: how many configs lie outside the band, by cause (empty when none)."""
+    if not outl:
+        return ""
+    n = {c: sum(1 for o in outl if o["cause"] == c) for c in CAUSES}
+    return (f"{len(outl)} config(s) outside +-{band:.0%}: " + ", ".join(f"{k} {v}" for k, v in n.items() if v))
+
+
 def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_json: str | Path,
              attempt: int = 1, threshold: float | None = None, role: dict | None = None,
-             loop_threshold: float | None = None) -> dict:
+             loop_threshold: float | None = None, runtime: list[str | Path] = ()) -> dict:
     """Stage entry point (see module doc). ``ir_diffs``: the operator's ir_diff verdict files;
     ``threshold``, ``loop_threshold``: config.yaml's (None: the ones the benchmark used); a
     benchmark DONE on device time but below the loop gate gets a loop diagnosis (FAIL, owner
@@ -134,6 +215,9 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
     ``results/<op>/transcripts/perf_diagnose/attempt-<n>.json``) whose cause and owner are
     recorded in ``details.llm``; its owner replaces the deterministic one only when tileport
     found no critical evidence, and an LLM failure leaves the deterministic verdict as it is.
+    ``runtime``: the operator's ``runtime_ir`` verdicts; every verdict that read timings carries
+    ``details.outliers`` (:func:`outliers`: the configs outside +-3 % either way, with a cause) and
+    an info finding counting them, whatever the device-time verdict.
     Returns the verdict written to ``out_json``; unreadable inputs end in BLOCKED, never raise."""
     base = dict(stage="perf_diagnose", op=op, attempt=attempt)
     try:
@@ -146,6 +230,15 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
     if bench["verdict"] == "NOT_RUN":
         return write(Verdict(**base, verdict="NOT_RUN", summary=bench["summary"]), out_json)
     loop = loop_judged(bench, loop_threshold)
+    docs = []
+    for p in runtime:
+        try:
+            docs.append(read(p))
+        except VerdictError:
+            continue        # no run-time verdict: its configs' causes say so
+    outl = outliers([r for r in (bench.get("details") or {}).get("rows", [])], docs)
+    odd = outlier_text(outl)
+    odd_f = [Finding("performance", "info", "tool", odd)] if odd else []
     if bench["verdict"] == "DONE":
         g = bench["details"].get("geomean_ratio")
         if loop is not None and loop["verdict"] == "BELOW_THRESHOLD":
@@ -154,12 +247,14 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
             return write(Verdict(**base, verdict="FAIL", owner=acting(owner, bench_json, op, slow), fail_class=owner,
                                  summary=f"device time met (geomean ratio {g:.3f} >= "
                                          f"{bench['details'].get('threshold')}); below the loop gate: "
-                                         f"{cause}"[:1000], findings=findings,
-                                 details={"evidence": {"geomean_ratio": g, "loop": loop}}), out_json)
+                                         f"{cause}"[:1000], findings=findings + odd_f,
+                                 details={"evidence": {"geomean_ratio": g, "loop": loop}, "outliers": outl}),
+                         out_json)
         more = f"; loop ratio {loop['geomean']:.3f} >= {loop['threshold']}" if loop else ""
-        return write(Verdict(**base, verdict="PASS",
-                             summary=f"nothing to diagnose: geomean ratio {g:.3f} >= threshold "
-                                     f"{bench['details'].get('threshold')}{more}"), out_json)
+        return write(Verdict(**base, verdict="PASS", findings=odd_f, details={"outliers": outl},
+                             summary=(f"no slow port to diagnose: geomean ratio {g:.3f} >= threshold "
+                                      f"{bench['details'].get('threshold')}{more}" + (f"; {odd}" if odd else ""))
+                             [:1000]), out_json)
     if bench["verdict"] != "BELOW_THRESHOLD":
         # the benchmark's owner must act (FAIL, BLOCKED); tileport when it names none
         return write(Verdict(**base, verdict="BLOCKED", owner=bench.get("owner") or "tool",
@@ -233,7 +328,8 @@ def diagnose(op: str, bench_json: str | Path, ir_diffs: list[str | Path], out_js
     if not hint_msgs and not extra:
         cause = (f"same IR hints, launch grid, constexprs and launch counts; the port's device code "
                  f"is slower: {cause}" + (f" (IR notes: {inserted[0][:200]})" if inserted else ""))
-    details = {"evidence": evidence}
+    details = {"evidence": evidence, "outliers": outl}
+    findings += odd_f
     backend = (role or {}).get("backend", "deterministic")
     critical = any(f.severity == "critical" for f in findings)
     if backend != "deterministic" and (backend != "auto" or not critical):

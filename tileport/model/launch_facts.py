@@ -237,12 +237,18 @@ def port_facts(a: Shaped) -> ArrayFacts:
     ``kernel_launcher_generator.rs``, ``spec().stride_one``) compiles as static strides of 1;
     extents are never constants. ``cutile-compiler/src/kernel_entry_generator.rs`` emits an
     ``assume div_by`` for each divisor above 1 on the dynamic extents, strides and pointer."""
+    return port_facts_at(a.shape, a.strides, ALLOC_ALIGN + base_address(a))
+
+
+def port_facts_at(shape, strides, address: int) -> ArrayFacts:
+    """:func:`port_facts` of an array given by its extents, strides (elements) and the byte
+    ``address`` of its first element (a real tensor's ``data_ptr()``: what the launcher reads)."""
     return ArrayFacts(
-        shape_div=tuple(pow2_divisor(d) for d in a.shape),
-        stride_div=tuple(1 if s == 1 else pow2_divisor(s) for s in a.strides),
-        shape_const=tuple(None for _ in a.shape),
-        stride_const=tuple(1 if s == 1 else None for s in a.strides),
-        base_div=pow2_divisor(ALLOC_ALIGN + base_address(a)))
+        shape_div=tuple(pow2_divisor(d) for d in shape),
+        stride_div=tuple(1 if s == 1 else pow2_divisor(s) for s in strides),
+        shape_const=tuple(None for _ in shape),
+        stride_const=tuple(1 if s == 1 else None for s in strides),
+        base_div=pow2_divisor(address))
 
 
 def port_scalar_hint(value: int) -> int:

@@ -25,9 +25,10 @@ CONFIG_COLUMNS = ["op", "kernel", "variant", "shape", "reps", "ref_us", "port_us
                   "port_host_overhead_us"]
 # loop timing (per-call time of back-to-back calls): drawn when the benchmark recorded it; the
 # loop ratio's 95 % interval and cycles (rows timed before it existed have none), the host time
-# per call (the enqueue alone, µs), the loop ratio before a selective re-timing (details.retimed)
+# per call (the enqueue alone, µs), the loop ratio before a selective re-timing (details.retimed),
+# the harness version (only the current one's rows are gated: tileport.gpu.fold.current_harness)
 LOOP_COLUMNS = ["ref_loop_us", "port_loop_us", "torch_loop_us", "loop_ratio", "loop_ratio_lo",
-                "loop_ratio_hi", "loop_cycles", "ref_host_us", "port_host_us", "loop_ratio_prev"]
+                "loop_ratio_hi", "loop_cycles", "ref_host_us", "port_host_us", "loop_ratio_prev", "harness"]
 # ... and the row's own date (UTC, ISO 8601; rows timed before it existed have none)
 LOOP_TEXT = ["timed_at"]
 # stages of the coverage matrix: summary.csv column -> stage name shown
@@ -120,7 +121,7 @@ def loop_classes(cfg: pd.DataFrame, loop_threshold: float) -> pd.Series:
     """Each config's side of the loop gate (``pass``, ``below``, ``undecided``; None without loop
     timing): :func:`tileport.gpu.fold.loop_class`, the benchmark's and the summary's one definition,
     against ``loop_threshold`` (config.yaml ``bench.loop_threshold``), on :func:`configs`' rows."""
-    rows = pd.DataFrame({c: _col(cfg, c) for c in ("loop_ratio", "loop_ratio_hi")}).to_dict("records")
+    rows = pd.DataFrame({c: _col(cfg, c) for c in ("loop_ratio", "loop_ratio_hi", "harness")}).to_dict("records")
     return pd.Series([loop_class({k: v for k, v in r.items() if pd.notna(v)}, loop_threshold) for r in rows],
                      index=cfg.index, dtype=object)
 
