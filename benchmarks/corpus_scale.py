@@ -12,7 +12,8 @@ It times, each as a whole process (wall seconds, ``time.monotonic``):
               its content hash): ``snakemake`` up to its new published IR verdicts
               (results/relu/ir_diff/relu_kernel/), the rest of the DAG not run
   make_test   ``make test``
-and prints one line per figure with the job count Snakemake planned, the date and the commit.
+and prints one line per figure with the job count Snakemake planned, the date and the commit;
+after ``make run``, each rule's jobs and their summed wall seconds (from Snakemake's log).
 The edit is undone at the end.
 """
 from __future__ import annotations
@@ -46,6 +47,46 @@ def jobs(out: str) -> int:
     return sum(int(n) for n in m)
 
 
+STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
+
+
+def rule_seconds(log: str) -> dict[str, tuple[int, float]]:
+    """Per rule, (jobs, wall seconds summed over its jobs) from a Snakemake log: a job runs from
+    the time stamp above its ``rule``/``localrule`` header to the one above ``Finished jobid``
+    (whole seconds, as Snakemake stamps them)."""
+    now, start, rule_of, out = None, {}, {}, {}
+    pending_rule = None
+    for line in log.splitlines():
+        m = STAMP.match(line.strip())
+        if m:
+            now = datetime.datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+            continue
+        m = re.match(r"^(?:local)?(?:rule|checkpoint) (\w+):$", line.strip())
+        if m:
+            pending_rule = m.group(1)
+            continue
+        m = re.match(r"^jobid: (\d+)$", line.strip())
+        if m and pending_rule:
+            start[m.group(1)], rule_of[m.group(1)], pending_rule = now, pending_rule, None
+            continue
+        m = re.match(r"^Finished jobid: (\d+)", line.strip())
+        if m and m.group(1) in start and now is not None:
+            r = rule_of[m.group(1)]
+            n, secs = out.get(r, (0, 0.0))
+            out[r] = (n + 1, secs + (now - start[m.group(1)]).total_seconds())
+    return out
+
+
+def breakdown() -> None:
+    """Print :func:`rule_seconds` of the newest Snakemake log of the checkout, busiest rule first."""
+    logs = sorted((ROOT / ".snakemake" / "log").glob("*.snakemake.log"))
+    if not logs:
+        return
+    per = rule_seconds(logs[-1].read_text())
+    for r, (n, secs) in sorted(per.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {r:16s} {n:5d} jobs {secs:8.0f} job-s  ({secs / n:6.1f} s per job)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip", nargs="*", default=[], choices=["make_run", "noop", "edit", "make_test"])
@@ -55,7 +96,8 @@ def main() -> int:
     print(f"# {datetime.date.today()} commit {commit}, {Path('/proc/cpuinfo').read_text().count('processor')} cores")
     if "make_run" not in args.skip:
         secs, out = timed(["make", "run"])
-        print(f"make_run   {secs:8.1f} s  jobs {jobs(out)}")
+        print(f"make_run   {secs:8.1f} s  jobs {jobs(out)}; job wall seconds by rule (2 run at a time):")
+        breakdown()
     if "noop" not in args.skip:
         secs, out = timed(SMK + ["results/summary.csv"])
         print(f"noop       {secs:8.1f} s  jobs {jobs(out)}")
