@@ -25,7 +25,7 @@ def brow(ratio, variant="f16-T1", shape="64x128", grid="64x1x1", port_us=10.0, r
 def bench_json(path, rows, threshold=0.95, loop_threshold=0.97):
     """bench.json as bench.run writes it: fold's verdict plus details.rows."""
     v = bench.fold("op", [r for r in rows], threshold, loop_threshold=loop_threshold)
-    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in rows]
+    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS + bench.ROW_EXTRAS} for r in rows]
     write(v, path)
     return v
 
@@ -68,6 +68,10 @@ def test_outliers_either_way_get_a_cause(tmp_path):
     rows[1].update(ratio_matched=1.40, matched_gain=1.0)
     rows[2].update(ratio_matched=0.81)
     rows[5].update(ratio_matched=0.9, matched_gain=1.11)        # inside as launched, outside matched
+    # the matched reading just outside the band, its interval inside it, the facts worth nothing
+    rows.append({**brow(0.968, shape="1024"), "ratio_matched": 0.969, "matched_gain": 0.999,
+                 "samples": {"ref_matched": [9.6, 9.7, 9.69, 9.71, 9.68, 9.7, 9.8, 10.0],
+                             "port": [10.0] * 8}})
     bench_json(tmp_path / "bench.json", rows)
     write(Verdict(stage="runtime_ir", op="op", kernel="k", verdict="PASS", summary="rt",
                   details={"cases": [_case("f16-T1", [37, 1000], "DIFFERENT", "IDENTICAL", {"LDG.E.U16": -32}),
@@ -76,14 +80,17 @@ def test_outliers_either_way_get_a_cause(tmp_path):
           tmp_path / "rt.json")
     d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json", runtime=[tmp_path / "rt.json"])
     got = {o["shape"]: o for o in d["details"]["outliers"]}
-    assert list(got) == ["4096", "37x1000", "64", "256", "512"]         # farthest from 1 first
+    assert list(got) == ["4096", "37x1000", "64", "256", "1024", "512"]         # farthest from 1 first
     assert got["37x1000"]["cause"] == "launcher specialisation"
     assert "SASS as launched DIFFERENT (LDG.E.U16 -32), matched IDENTICAL" in got["37x1000"]["evidence"]
     assert got["4096"]["cause"] == "IR difference" and "FFMA -64" in got["4096"]["evidence"]
     assert got["256"]["cause"] == "launch count"
     assert got["64"]["cause"] == "unexplained" and "matched IDENTICAL" in got["64"]["evidence"]
     assert got["512"]["cause"] == "unexplained" and "no run-time SASS verdict" in got["512"]["evidence"]
-    assert "5 config(s) outside +-3%: launcher specialisation 1, IR difference 1, launch count 1, unexplained 2" \
+    assert got["1024"]["cause"] == "within noise" and "0.969 [0.960, 1.000] reaches the band" in got["1024"]["evidence"]
+    assert (got["1024"]["ratio_matched_lo"], got["1024"]["ratio_matched_hi"]) == pytest.approx((0.96, 1.0))
+    assert "6 config(s) outside +-3%: launcher specialisation 1, IR difference 1, launch count 1, within noise 1, " \
+        "unexplained 2" \
         in [f["message"] for f in d["findings"]]
     # an unreadable run-time verdict is no evidence, not an error
     (tmp_path / "rt.json").write_text("{")
@@ -230,7 +237,7 @@ def test_host_overhead_reported_but_never_decides(tmp_path):
 def test_error_rows_are_ignored(tmp_path):
     rows = [brow(0.8, shape="a"), {**brow(0.1, shape="z", port_launches=9), "error": "boom"}]
     v = bench.fold("op", [rows[0]], 0.95)                     # BELOW_THRESHOLD, then add both rows
-    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in rows]
+    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS + bench.ROW_EXTRAS} for r in rows]
     write(v, tmp_path / "bench.json")
     d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json")
     assert d["owner"] == "kernel"                         # the error row's launch count is not used

@@ -190,3 +190,13 @@ def test_loop_ratio_interval_pairs_loops_within_cycles():
         stats.loop_ratio_interval([1.0, 0.0], [1.0, 1.0], 1)
     with pytest.raises(ValueError):
         stats.loop_ratio_interval([1.0, 1.0], [1.0], 1)
+
+
+def test_median_interval_is_the_order_statistic_interval():
+    """Distribution-free 95 % interval of a median (Conover 1999, 3.2): ranks 2 and 9 of 10,
+    40 and 61 of 100; too few values for 95 % give the range."""
+    assert stats.median_interval([float(x) for x in range(10, 0, -1)]) == (5.5, 2.0, 9.0)
+    assert stats.median_interval(list(range(1, 101))) == (50.5, 40, 61)
+    assert stats.median_interval([3.0, 1.0, 2.0, 5.0, 4.0]) == (3.0, 1.0, 5.0)
+    with pytest.raises(ValueError):
+        stats.median_interval([])

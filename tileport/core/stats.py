@@ -50,6 +50,24 @@ def paired_ratios(ref: list[float], port: list[float]) -> list[float]:
     return [r / p for r, p in zip(ref, port)]
 
 
+def median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """``(median, lo, hi)``: the median of ``xs`` and its distribution-free confidence interval
+    of at least ``level``: order statistics x(j) and x(n+1-j) with j the largest rank whose
+    two-sided binomial(n, 1/2) tail stays within 1 - level (Conover, Practical Nonparametric
+    Statistics, 3rd ed., 1999, section 3.2). ``lo = min, hi = max`` when n is too small for
+    ``level`` (n < 6 at 95 %). Raises ValueError on no values."""
+    if not xs:
+        raise ValueError("median_interval of no values")
+    v, n = sorted(xs), len(xs)
+    j, tail = 0, 0.0
+    while True:         # grow j while P(B <= j) on both sides stays within 1 - level
+        nxt = tail + math.comb(n, j) / 2 ** n
+        if 2 * nxt > 1 - level or j + 1 > n // 2:
+            break
+        tail, j = nxt, j + 1
+    return statistics.median(v), v[max(j - 1, 0)] if j else v[0], v[n - j] if j else v[-1]
+
+
 def reps_for(est_us: float, budget_ms: float, lo: int, hi: int) -> int:
     """Repetitions that fit ``budget_ms`` at ``est_us`` per repetition, clamped to [lo, hi]."""
     if est_us <= 0:

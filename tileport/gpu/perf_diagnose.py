@@ -125,7 +125,7 @@ def _loop_findings(loop: dict) -> tuple[list[Finding], str, str]:
 #: is named (issue 31 item 6: a port faster than its reference is explained as a slow one is)
 OUTLIER_BAND = 0.03
 #: the causes :func:`outlier_cause` names, in the order the summary counts them
-CAUSES = ("launcher specialisation", "IR difference", "launch count", "unexplained")
+CAUSES = ("launcher specialisation", "IR difference", "launch count", "within noise", "unexplained")
 
 
 def _inside(x, band: float) -> bool:
@@ -147,34 +147,59 @@ def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float
     (``details.cases``), or None. Causes (:data:`CAUSES`), first that holds:
     ``launch count`` (the sides launch a different number of kernels per call);
     ``launcher specialisation`` (the matched reading, the reference compiled under the port's
-    launch facts, is inside the band: the launchers' facts alone made the difference);
+    launch facts, is inside the band or its 95 % interval, :func:`matched_interval`, reaches
+    into it, and the launchers' facts change the reference's own time by more than the band:
+    they alone made the difference); ``within noise`` (the matched reading's interval reaches the
+    band and the facts change nothing);
     ``IR difference`` (the matched reading is outside the band and the matched pair's ``arch``
     SASS or run-time Tile IR differ); ``unexplained`` (no matched reading, or the same SASS runs
     on both sides). Returns ``{"kernel", "variant", "shape", "ratio", "ratio_matched",
     "matched_gain", "cause", "evidence"}`` (evidence: one line of text)."""
     out = {k: row.get(k) for k in ("kernel", "variant", "shape", "ratio", "ratio_matched", "matched_gain")}
     rm = row.get("ratio_matched")
+    iv = matched_interval(row)
+    if iv is not None:
+        out["ratio_matched_lo"], out["ratio_matched_hi"] = iv
+    shown = (f"{rm:.3f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")) if isinstance(rm, (int, float)) else ""
+    # inside the band, or its 95 % interval reaching into it: the measurement cannot tell it from parity
+    near = _inside(rm, band) or (iv is not None and iv[0] <= 1 + band and iv[1] >= 1 - band)
     readings = (case or {}).get("readings") or {}
     launched, matched = readings.get("launched") or {}, readings.get("matched") or {}
     sass_l, sass_m = _sass_text(launched, arch), _sass_text(matched, arch)
     ir_m = (matched.get("ir_diff") or {}).get("verdict")
     if str(row.get("port_launches")) != str(row.get("ref_launches")):
         cause, ev = "launch count", f"port {row.get('port_launches')} vs reference {row.get('ref_launches')} launches"
-    elif _inside(rm, band):
+    elif near and not _inside(row.get("matched_gain"), band):
         cause = "launcher specialisation"
-        ev = (f"matched reading {rm:.3f}: the reference under the port's launch facts runs "
+        ev = (f"matched reading {shown}: the reference under the port's launch facts runs "
               f"{row.get('matched_gain') or float('nan'):.3f}x faster; {arch} SASS as launched {sass_l}, "
               f"matched {sass_m}")
+    elif near:
+        cause = "within noise"
+        ev = (f"matched reading {shown} reaches the band; the launchers' facts change the reference's time by "
+              f"{row.get('matched_gain') or float('nan'):.3f}x; {arch} SASS matched {sass_m}")
     elif isinstance(rm, (int, float)) and (sass_m.startswith("DIFFERENT") or ir_m in ("FAIL", "PASS_WITH_NOTES")):
         cause = "IR difference"
-        ev = f"matched reading {rm:.3f}; matched {arch} SASS {sass_m}; run-time Tile IR diff {ir_m or 'none'}"
+        ev = f"matched reading {shown}; matched {arch} SASS {sass_m}; run-time Tile IR diff {ir_m or 'none'}"
     else:
         cause = "unexplained"
         ev = ("no matched reading" + (f" ({row['matched_error']})" if row.get("matched_error") else "")
-              if not isinstance(rm, (int, float)) else f"matched reading {rm:.3f}")
+              if not isinstance(rm, (int, float)) else f"matched reading {shown}")
         ev += (f"; {arch} SASS as launched {sass_l}, matched {sass_m}" if case else
                "; no run-time SASS verdict for this config")
     return {**out, "cause": cause, "evidence": ev[:600]}
+
+
+def matched_interval(row: dict) -> tuple[float, float] | None:
+    """The 95 % interval of the matched reading's median paired ratio (ref_matched / port per
+    interleaved CUPTI round, the row's ``samples``; :func:`tileport.core.stats.median_interval`),
+    or None without both sides' samples."""
+    smp = row.get("samples") or {}
+    a, b = smp.get("ref_matched"), smp.get("port")
+    if not a or not b or len(a) != len(b) or any(not (x > 0) for x in b):
+        return None
+    _, lo, hi = stats.median_interval(stats.paired_ratios(a, b))
+    return lo, hi
 
 
 def outliers(rows: list[dict], runtime_docs: list[dict], band: float = OUTLIER_BAND) -> list[dict]:
