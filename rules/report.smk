@@ -111,8 +111,10 @@ rule report_provenance:
 
 
 rule figure_ratio:
+    """The per-config ratio's distribution (ECDF), as launched and matched, with the +-1 % and
+    +-2 % bands."""
     input:
-        data=f"{RDATA}/operators.csv",
+        data=f"{RDATA}/configs.csv",
         provenance=f"{RDATA}/provenance.json",
     output:
         pdf=f"{FIG}/ratio.pdf",
@@ -131,7 +133,6 @@ rule figure_ratio:
     params:
         # the code the job runs (its import closure), by content: an edit reruns it
         code=code("report", "report.figures.ratio"),
-        threshold=config["bench"]["threshold"],
     script:
         "../scripts/report.py"
 
@@ -288,6 +289,31 @@ rule table_loop_gate:
         "../scripts/report.py"
 
 
+rule table_outliers:
+    """Every config outside parity +-3 % on either reading, with the cause perf_diagnose named."""
+    input:
+        data=f"{RDATA}/configs.csv",
+        provenance=f"{RDATA}/provenance.json",
+    output:
+        tex=f"{PAPER}/outliers.tex",
+        csv=f"{PAPER}/outliers.csv",
+        html=report(
+            f"results/report/tables/outliers.html",
+            caption="../report/table_outliers.rst",
+            category=GPU_CAT,
+            subcategory="tables",
+            labels={"table": "outliers", "format": "HTML (LaTeX, CSV in results/paper/)"},
+        ),
+    log:
+        "results/logs/report/table_outliers.log",
+    conda:
+        "../envs/tileport.yaml"
+    params:
+        code=REPORT_CODE,
+    script:
+        "../scripts/report.py"
+
+
 rule table_coverage:
     input:
         data=f"{RDATA}/coverage.csv",
@@ -345,10 +371,13 @@ rule paper:
         ),
         expand(
             f"{PAPER}/{{name}}.{{ext}}",
-            name=["operators", "loop_gate", "coverage", "provenance"],
+            name=["operators", "loop_gate", "outliers", "coverage", "provenance"],
             ext=["tex", "csv"],
         ),
-        expand("results/report/tables/{name}.html", name=["operators", "loop_gate", "coverage", "provenance"]),
+        expand(
+            "results/report/tables/{name}.html",
+            name=["operators", "loop_gate", "outliers", "coverage", "provenance"],
+        ),
 
 
 # cheap (seconds each): on a cluster they run on the submit host
@@ -366,5 +395,6 @@ localrules:
     figure_llm_roles,
     table_operators,
     table_loop_gate,
+    table_outliers,
     table_coverage,
     table_provenance,

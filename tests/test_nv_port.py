@@ -73,7 +73,7 @@ def test_every_entry_matches_the_wheel_and_its_reference():
         for entry, e in spec["entries"].items():
             ent = mods[op]["entries"][entry]
             params = reference_params(e["reference"])
-            env = {"dtype": "f16", "grid": (4, 2, 1)}
+            env = {"dtype": "f16", "grid": (4, 2, 1), "num_ctas": 2, "occupancy": 1}
             for name, kind in params:
                 env[name] = (True if kind.endswith("bool") else 64 if kind.startswith("constexpr")
                              else 3 if kind == "scalar" else FakeTensor((8, 8)))
@@ -305,7 +305,8 @@ def _stub_side(op, entry):
     lib = type("Lib", (), {})()
     lib.sigs = {sym: nv_ffi.signature(mods[op]["symbols"][sym]["params"], sym)}
     lib.lib = type("CDLL", (), {sym: fn})()
-    return nv_ffi.NvSide(lib, op, entry, spec["entries"][entry], sym), seen, fn
+    side = nv_ffi.NvSide(lib, op, entry, spec["entries"][entry], sym)
+    return side.with_options({"num_ctas": nv_ffi.AUTO_OPTION, "occupancy": nv_ffi.AUTO_OPTION}), seen, fn
 
 
 def test_nv_side_maps_a_matmul_launch_onto_cutile_matmul():
@@ -336,6 +337,127 @@ def test_nv_side_refuses_what_nvidia_would_misread():
     sp, _, _ = _stub_side("matmul", "static_persistent_matmul_kernel")
     with pytest.raises(nv_ffi.NvError, match="does not implement"):
         sp.bind({}, {"TRANSPOSE_A": True, "TRANSPOSE_B": False}, (1, 1, 1), "f16", stream=1)
+
+
+def _wheel_kernel(module: str, name: str):
+    """A ``@ct.kernel`` object carrying a TileGym kernel's decorator as the installed wheel writes it
+    (``@ct.kernel`` or ``@ct.kernel(occupancy=2)``, read with ast) over an empty body: its compiler
+    options, without importing the module."""
+    import cuda.tile as ct
+
+    tree = ast.parse((WHEEL.root.parent / "cutile" / f"{module}.py").read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    dec = next(d for d in fn.decorator_list if "kernel" in ast.unparse(d))
+    space = {"ct": ct}
+    exec(f"@{ast.unparse(dec)}\ndef {name}(x):\n    pass\n", space)
+    return space[name]
+
+
+# every reference kernel NVIDIA ported: (operator, kernel, TileGym module, NVIDIA op, entry, the
+# (num_cta_in_cga, occupancy) pairs its variants bind). From the wheel's kernels and the manifests:
+# tg_matmul's 256x256x64 variants and every persistent one carry num_ctas 2 (compiler_hints),
+# attention_sink's @ct.kernel occupancy 2 (its num_ctas 1 / occupancy 1 variant overrides it),
+# swiglu forward's occupancy 1; silu_and_mul and _bmm_kernel set none (-1: the compiler's default)
+LINKED = [("tg_matmul", "_matmul_kernel", "matmul", "non_persistent_matmul_kernel", {(1, 1), (2, 1)}),
+          ("tg_matmul", "_static_persistent_matmul_kernel", "matmul", "static_persistent_matmul_kernel", {(2, 1)}),
+          ("tg_bmm", "_bmm_kernel", "bmm", "non_persistent_bmm_kernel", {(-1, -1)}),
+          ("tg_bmm", "_static_persistent_bmm_kernel", "bmm", "static_persistent_bmm_kernel", {(2, 1)}),
+          ("tg_silu_and_mul", "_silu_and_mul_kernel_row_wise", "silu_and_mul", "silu_and_mul_kernel", {(-1, -1)}),
+          ("tg_swiglu", "_swiglu_forward_kernel", "swiglu", "swiglu_forward_kernel", {(-1, 1)}),
+          ("tg_attention_sink", "_attention_sink_kernel", "attention_sink", "attention_sink_kernel",
+           {(-1, 2), (1, 1)})]
+
+
+@pytest.mark.parametrize("op, kernel, nv_op, entry, pairs", LINKED)
+def test_nvidia_compiles_with_the_reference_variants_cga_size_and_occupancy(op, kernel, nv_op, entry, pairs):
+    """Every variant of every reference kernel NVIDIA ported: its C function gets the CGA size and
+    occupancy the reference compiles with (the wheel kernel's @ct.kernel options under the
+    manifest's compiler_hints, as harness.build_call's replace_hints), -1 where neither sets one.
+    A binding that drops the variant's num_ctas (tg_matmul 256x256x64, tg_bmm's persistent
+    variants: 2) or the decorator's occupancy fails here."""
+    from conftest import REPO
+
+    from tileport.model import manifest as tp_manifest
+
+    mpath = REPO / "operators" / op / "manifest.yaml"
+    assert nv_port.links(mpath, PORTS)[kernel] == (nv_op, entry)
+    spec = PORTS[nv_op]["entries"][entry]
+    kfn = _wheel_kernel(spec["reference"].rsplit(".", 2)[1], kernel)
+    sym = PORTS[nv_op]["symbol"]
+    sig = nv_ffi.signature(nv_port.workspace_files(FILES, "shipped")[1]["modules"][nv_op]["symbols"][sym]["params"],
+                           sym)
+    bound = set()
+    for v in tp_manifest.kernel_variants(tp_manifest.load(mpath))[kernel]:
+        if not nv_port.supported(spec, v.dtype, v.constexprs, v.id):
+            continue
+        compiled = (kfn.replace_hints(**v.hints) if v.hints else kfn)._compiler_options
+        opts = nv_ffi.reference_options(kfn, v.hints, "sm_90")
+        assert opts == {k: -1 if getattr(compiled, k) is None else getattr(compiled, k)
+                        for k in ("num_ctas", "occupancy")}, v.id
+        assert all(opts[k] == v.hints[k] for k in ("num_ctas", "occupancy") if k in v.hints), v.id
+        env = {"dtype": v.dtype, "grid": (4, 2, 1), **opts}
+        for name, kind in reference_params(spec["reference"]):
+            env[name] = (v.constexprs[name] if kind.startswith("constexpr") else 3 if kind == "scalar"
+                         else FakeTensor((1,), "torch.int32") if name == "Start_q" else FakeTensor((8, 8)))
+        vals = {n: x for n, _, x in nv_ffi.call_values(spec, sig, env, v.id)}
+        bound.add((vals["num_cta_in_cga"], vals["occupancy"]))
+        assert (vals["num_cta_in_cga"], vals["occupancy"]) == (opts["num_ctas"], opts["occupancy"]), v.id
+    assert bound == pairs
+
+
+def test_reference_options_follow_replace_hints_and_the_target():
+    """ByTarget values resolve for the device's target (else their default); a variant's hint
+    replaces the decorator's whole value, as replace_hints does; a non-kernel is refused."""
+    import cuda.tile as ct
+
+    @ct.kernel(occupancy=ct.ByTarget(sm_90=3, default=2), num_ctas=ct.ByTarget(sm_100=4))
+    def k(x):
+        pass
+
+    assert nv_ffi.reference_options(k, {}, "sm_90") == {"num_ctas": -1, "occupancy": 3}
+    assert nv_ffi.reference_options(k, {}, "sm_100") == {"num_ctas": 4, "occupancy": 2}
+    assert nv_ffi.reference_options(k, {"occupancy": 1, "num_ctas": 2}, "sm_90") == {"num_ctas": 2, "occupancy": 1}
+    with pytest.raises(nv_ffi.NvError, match="no cuTile compiler options"):
+        nv_ffi.reference_options(object(), {}, "sm_90")
+
+
+def test_gpu_stages_bind_nvidia_with_the_variants_options(monkeypatch):
+    """gpu_test / bench get NVIDIA's side through OpContext.call: bound with the variant's
+    num_ctas / occupancy (here num_ctas 2 from compiler_hints over a bare @ct.kernel), or, where
+    they cannot be read, without them and the binding names why (no silent -1)."""
+    from types import SimpleNamespace as NS
+
+    import cuda.tile as ct
+
+    from tileport.gpu import harness
+    from tileport.gpu import test as gpu_test
+    from tileport.model.manifest import Variant
+
+    @ct.kernel
+    def _matmul_kernel(A):
+        pass
+
+    side, seen, _ = _stub_side("matmul", "non_persistent_matmul_kernel")
+    ctx = object.__new__(gpu_test.OpContext)
+    ctx.nv, ctx._targets = {"_matmul_kernel": side.with_options(None)}, {0: "sm_90"}
+    ctx.kmod = NS(_matmul_kernel=_matmul_kernel)
+    ctx.lib, ctx.params, ctx.op_dir, ctx.man, ctx.rmod = NS(for_variant=lambda k, v: {"symbol": "s"}), {
+        "_matmul_kernel": []}, None, None, None
+    got = {}
+    monkeypatch.setattr(harness, "build_call", lambda *a, nv=None, **kw: got.setdefault("nv", nv))
+    v = Variant("f16", {"TILE_SIZE_M": 256, "TILE_SIZE_N": 256, "TILE_SIZE_K": 64}, {"num_ctas": 2, "occupancy": 1})
+    ctx.call("_matmul_kernel", v, (512, 512, 64), nv=True)
+    assert got["nv"].options == {"num_ctas": 2, "occupancy": 1}
+    A, B, C = FakeTensor((512, 64), ptr=0xA0), FakeTensor((64, 512), ptr=0xB0), FakeTensor((512, 512), ptr=0xC0)
+    got["nv"].bind({"A": A, "B": B, "C": C}, v.constexprs, (4, 1, 1), "f16", stream=7)()
+    assert seen[-1][8:10] == [2, 1]                       # num_cta_in_cga, occupancy
+    assert gpu_test.OpContext.nv_side(ctx, "other", v) is None
+    ctx.kmod = NS(_matmul_kernel=object())               # not a cuTile kernel: options unknown
+    s2 = ctx.nv_side("_matmul_kernel", v)
+    with pytest.raises(nv_ffi.NvError, match="num_ctas / occupancy are not known: .*no cuTile compiler options"):
+        s2.bind({"A": A, "B": B, "C": C}, v.constexprs, (4, 1, 1), "f16", stream=7)
+    with pytest.raises(nv_ffi.NvError, match=r"\['occupancy'\] name both"):
+        side.bind({"A": A, "B": B, "C": C, "occupancy": 1}, v.constexprs, (4, 1, 1), "f16", stream=7)
 
 
 def test_call_mapping_errors():
@@ -387,7 +509,7 @@ def test_bench_fold_and_summary_carry_nvidia_columns(tmp_path):
     assert (cols["nv_us"], cols["vs_nv"]) == ("28.28", "2.828")
     i = SM.COLUMNS.index("nv_ir_diff")
     assert (SM.COLUMNS[i:i + 3] == ["nv_ir_diff", "nv_us", "vs_nv"]
-            and SM.OPS_COLUMNS[-4:-2] == ["vs_nv", "configs_pending"])
+            and SM.OPS_COLUMNS[-5:-3] == ["vs_nv", "configs_pending"] and SM.OPS_COLUMNS[-1] == "vs_nv_configs")
     write(Verdict(stage="nv_ir_diff", op="o", kernel="k", variant="f16", verdict="FAIL", owner="kernel",
                   summary="x"), tmp_path / "o" / "nv_ir_diff" / "k" / "f16.json")
     row = SM.rows_for(tmp_path, "o", [("k", "f16"), ("k", "bf16")], None)
@@ -520,6 +642,7 @@ def test_every_entry_calls_the_real_library_up_to_the_device(nv_builds):
                                             "torch.int32" if name == "Start_q" else "torch.float16")
                 else:
                     cx[name] = False if kind.endswith("bool") else 64
-            launch = side.bind(args, cx, (2, 2, 1), "f16", device=-1, stream=0)
+            launch = side.with_options({"num_ctas": 2, "occupancy": 1}).bind(args, cx, (2, 2, 1), "f16",
+                                                                            device=-1, stream=0)
             with pytest.raises(nv_ffi.NvError, match=r"returned -4: device init failed"):
                 launch()

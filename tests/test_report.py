@@ -14,6 +14,7 @@ from conftest import REPO
 from scipy import stats
 
 from tileport.core import provenance
+from tileport.core.verdict import Verdict, write
 from tileport.gpu.fold import HARNESS
 from tileport.report import build, tables
 from tileport.report import data as report_data
@@ -303,18 +304,21 @@ def test_provenance_table_from_the_verdicts(h200):
 def test_latex_tables_compile(h200, tmp_path):
     """The tables, as the report rules write them, in a minimal pdfLaTeX document: those of the
     published verdicts (no loop timing: the loop gate table's one row says so) and the loop gate
-    table of synthetic rows (below, undecided, no interval, re-timed: the counts line spans it)."""
+    table of synthetic rows (below, undecided, no interval, re-timed: the counts line spans it), the
+    outlier table of both (the published rows have no matched reading and no named cause)."""
     need("pdflatex")
     _, data = h200
     cfg = pd.DataFrame(LOOP_ROWS)
     cfg.loc[4, ["loop_ratio", "loop_ratio_lo", "loop_ratio_hi"]] = [0.955, 0.945, 0.965]
     cfg.to_csv(tmp_path / "loop_configs.csv", index=False)
     src = {"loop_gate": data / "configs.csv", "loop_rows": tmp_path / "loop_configs.csv"}
-    names = ("operators", "loop_gate", "loop_rows", "coverage", "provenance")
+    pd.DataFrame(OUTLIER_ROWS).to_csv(tmp_path / "outlier_configs.csv", index=False)
+    src |= {"outliers": data / "configs.csv", "outlier_rows": tmp_path / "outlier_configs.csv"}
+    names = ("operators", "loop_gate", "loop_rows", "outliers", "outlier_rows", "coverage", "provenance")
     for name in names:
         inp = {"provenance": data / "provenance.json"} | (
             {"data": src.get(name, data / f"{name}.csv")} if name != "provenance" else {})
-        build.table("loop_gate" if name == "loop_rows" else name, inp,
+        build.table({"loop_rows": "loop_gate", "outlier_rows": "outliers"}.get(name, name), inp,
                     {e: tmp_path / f"{name}.{e}" for e in ("tex", "csv", "html")})
     assert "no config has loop timing" in (tmp_path / "loop_gate.tex").read_text()
     (tmp_path / "paper.tex").write_text(
@@ -346,7 +350,7 @@ def test_report_before_any_gpu_measurement(h200, tmp_path):
     assert set(df["configs"]) == {"0"} and set(df["geomean_ratio"]) == {""}
     assert df.iloc[0]["verdict"].startswith("not_run (no GPU")
     assert report_data.measured_ops(tmp_path / "summary.csv") == []
-    for fig in (ratio.draw(ops, 0.95), times.draw(cfg)):
+    for fig in (ratio.draw(cfg), times.draw(cfg)):
         assert "not_run" in fig.axes[0].texts[0].get_text()
         figures.save(fig, {e: tmp_path / f"f.{e}" for e in ("pdf", "svg", "png")}, "t", "d")
 
@@ -511,3 +515,119 @@ def test_configs_carry_the_loop_gate_fields(h200, tmp_path):
     _, counts = report_data.loop_gate(cfg, 0.97)
     # ratios 0.95, 0.96, ...: the first (hi 0.96) below, the second (hi 0.97) reaches it
     assert (counts["below"], counts["undecided"], counts["pass"], counts["retimed"]) == (1, 1, 10, 1)
+
+
+# --- the per-config ratio distribution and the outliers ---------------------------------------
+
+def outlier_row(variant, ratio, matched=None, cause=None, op="tg_x", shape="4096"):
+    """A configs.csv row: ratio (as launched), ratio_matched (NaN: none), the named cause."""
+    nan = float("nan")
+    return {"op": op, "kernel": "_k", "variant": variant, "shape": shape, "ratio": ratio,
+            "vs_torch": 1.0, "ref_vs_torch": 1.0, "ratio_matched": nan if matched is None else matched,
+            "cause": nan if cause is None else cause}
+
+
+# far_launch: the launchers' facts (matched inside); far_ir: outside on both; slow: a slow port;
+# matched_only: inside as launched, outside matched; edge: 0.97 exactly (inside); old: no matched
+OUTLIER_ROWS = [outlier_row("inside", 1.004, 1.015), outlier_row("far_launch", 2.74, 1.002, "launcher specialisation"),
+                outlier_row("far_ir", 1.41, 1.43, "IR difference", op="tg_y"), outlier_row("slow", 0.95, 0.949),
+                outlier_row("matched_only", 1.015, 0.96, "unexplained"), outlier_row("edge", 0.97, 1.03),
+                outlier_row("old", 1.121, shape="16384x1000")]
+
+
+def test_outliers_are_every_config_outside_3_percent_on_either_reading():
+    rows, counts = report_data.outliers(pd.DataFrame(OUTLIER_ROWS))
+    assert rows["variant"].tolist() == ["far_launch", "far_ir", "old", "slow", "matched_only"]   # farthest first
+    assert rows.set_index("variant")["cause"].to_dict() == {
+        "far_launch": "launcher specialisation", "far_ir": "IR difference", "old": "not diagnosed",
+        "slow": "not diagnosed", "matched_only": "unexplained"}
+    assert pd.isna(rows.set_index("variant").loc["old", "ratio_matched"])
+    assert counts == {"configs": 7, "matched": 6, "outside": 5, "outside_ratio": 4, "outside_matched": 3,
+                      "causes": {"launcher specialisation": 1, "IR difference": 1, "not diagnosed": 2,
+                                 "unexplained": 1}}
+    df, tex, heads, fmt, line = tables.outliers(rows, counts, 0.03)
+    assert list(df.columns) == ["op", "kernel", "variant", "shape", "ratio", "ratio_matched", "cause"]
+    assert df.iloc[0].tolist() == ["tg_x", "_k", "far_launch", "4096", "2.74", "1.00", "launcher specialisation"]
+    assert df.set_index("variant").loc["old", ["ratio", "ratio_matched"]].tolist() == ["1.12", ""]   # blank
+    assert line == ("5 of 7 config(s) outside ±3%: 4 as launched, 3 matched (6 with a matched reading); "
+                    "causes: not diagnosed 2, IR difference 1, launcher specialisation 1, unexplained 1")
+    assert df.iloc[-1].tolist() == ["ALL"] + [""] * 5 + [line]
+    assert tex["config"].tolist()[1] == "tg_y / _k / far_ir / 4096" and len(tex) == 5
+    assert fmt == r"p{0.5\linewidth}rrp{0.22\linewidth}" and len(fmt.replace(r"\linewidth", "")) > 0
+
+
+def test_outliers_without_a_matched_reading_or_causes():
+    """Rows published before the matched reading and the causes existed: no such columns at all."""
+    cfg = pd.DataFrame(OUTLIER_ROWS).drop(columns=["ratio_matched", "cause"])
+    rows, counts = report_data.outliers(cfg)
+    assert rows["variant"].tolist() == ["far_launch", "far_ir", "old", "slow"]
+    assert set(rows["cause"]) == {"not diagnosed"} and rows["ratio_matched"].isna().all()
+    assert (counts["matched"], counts["outside_matched"], counts["outside_ratio"]) == (0, 0, 4)
+    df, _, _, _, line = tables.outliers(rows, counts, 0.03)
+    assert set(df["ratio_matched"]) == {""}
+    assert line.startswith("4 of 7 config(s) outside ±3%: 4 as launched, 0 matched")
+    inside = pd.DataFrame([OUTLIER_ROWS[0]])
+    r2, c2 = report_data.outliers(inside)
+    assert r2.empty and tables.outliers(r2, c2, 0.03)[4] == ("every config within ±3% of parity: 1 as launched, "
+                                                             "1 with a matched reading")
+    assert tables.outliers(*report_data.outliers(inside.iloc[:0]), 0.03)[4] == "no config timed"
+
+
+def test_configs_take_the_matched_reading_and_the_diagnosed_cause(h200, tmp_path):
+    """configs.csv: ratio_matched from bench.json's rows, cause from the row or else from
+    perf_diagnosis.json's details.outliers; neither column where no row has it."""
+    res, data = h200
+    assert not {"ratio_matched", "cause"} & set(pd.read_csv(data / "configs.csv").columns)
+    shutil.copytree(res / "relu", tmp_path / "relu")
+    doc = json.loads((tmp_path / "relu" / "bench.json").read_text())
+    rows = doc["details"]["rows"]
+    rows[0]["ratio_matched"], rows[1]["ratio_matched"], rows[1]["cause"] = 1.001, 0.9, "IR difference"
+    (tmp_path / "relu" / "bench.json").write_text(json.dumps(doc))
+    key = ("kernel", "variant", "shape")
+    write(Verdict(stage="perf_diagnose", op="relu", verdict="PASS", summary="x", details={"outliers": [
+        {k: rows[0][k] for k in key} | {"cause": "launcher specialisation"},
+        {k: rows[1][k] for k in key} | {"cause": "unexplained"}]}), tmp_path / "relu" / "perf_diagnosis.json")
+    s = pd.read_csv(res / "summary.csv", dtype=str, keep_default_na=False)
+    s[s["op"] == "relu"].to_csv(tmp_path / "summary.csv", index=False)
+    cfg = report_data.configs(tmp_path, tmp_path / "summary.csv")
+    assert cfg["ratio_matched"].tolist()[:2] == [1.001, 0.9] and cfg["ratio_matched"].notna().sum() == 2
+    # the row's own cause wins over the diagnosis; a config neither names has none
+    assert cfg["cause"].tolist()[:2] == ["launcher specialisation", "IR difference"]
+    assert cfg["cause"].notna().sum() == 2
+    assert report_data.diagnosed_causes(tmp_path / "nowhere.json") == {}
+
+
+def test_ratio_distribution_figure_with_and_without_the_matched_reading(tmp_path):
+    """The ECDF: one step curve per reading present, the ±1 % and ±2 % bands shaded, the legend
+    counting configs and the share inside each band; it draws from rows lacking ratio_matched."""
+    from matplotlib.patches import Polygon, Rectangle
+
+    from tileport.report import figures
+    from tileport.report.figures import ratio
+
+    cfg = pd.DataFrame(OUTLIER_ROWS)
+    fig = ratio.draw(cfg)
+    ax, zoom = fig.axes
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels[:2] == ["parity ±1%", "parity ±2%"]
+    assert labels[2] == "as launched: 7 configs, 14% within ±1%, 29% within ±2%"
+    assert labels[3] == "matched specialisation: 6 configs, 17% within ±1%, 33% within ±2%"
+    def span(p):              # axvspan: a Rectangle (matplotlib >= 3.9) or a Polygon, x in data units
+        if isinstance(p, Rectangle):
+            return round(p.get_x(), 6), round(p.get_x() + p.get_width(), 6)
+        return round(float(p.get_xy()[:, 0].min()), 6), round(float(p.get_xy()[:, 0].max()), 6)
+
+    bands = [span(p) for p in ax.patches if isinstance(p, (Polygon, Rectangle))]
+    assert (0.99, 1.01) in bands and (0.98, 1.02) in bands
+    launched = ax.get_lines()[0]
+    assert launched.get_ydata()[-1] == 1.0 and launched.get_xdata()[-1] == pytest.approx(2.74)
+    assert ax.get_xscale() == "log" and zoom.get_xlim() == pytest.approx((0.9, 1.1))
+    out = {e: tmp_path / f"r.{e}" for e in ("pdf", "svg", "png")}
+    figures.save(fig, out, "ratio", "d")
+    old = cfg.drop(columns=["ratio_matched"])
+    fig2 = ratio.draw(old)
+    assert [t.get_text() for t in fig2.legends[0].get_texts()][2:] == [
+        "as launched: 7 configs, 14% within ±1%, 29% within ±2%"]
+    assert len(fig2.axes[0].get_lines()) == 2                  # one curve and the parity line
+    assert len(ratio.draw(cfg.assign(ratio_matched=float("nan"))).legends[0].get_texts()) == 3
+    assert ratio.within([0.99, 1.0, 1.01, 1.02, 1.5], 0.01) == 0.6          # the band's edges inside

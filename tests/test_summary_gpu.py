@@ -53,7 +53,7 @@ def summarize(tmp_path, ops, variants=None):
     # the LLM usage columns are checked in test_llm_usage_columns, the loop gate's in
     # test_loop_columns, NVIDIA's vs_nv in test_nv_port; here: the device-time ones
     llm = ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict", "ref_host_us",
-           "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided")
+           "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided", "vs_nv_configs")
     ops_rows = [{k: v for k, v in r.items() if k not in llm} for r in csv.DictReader(open(ops_csv))]
     return list(csv.DictReader(open(out))), ops_rows
 
@@ -468,6 +468,31 @@ def test_a_corrupt_gpu_verdict_is_unreadable_not_missing(tmp_path):
         assert r["note"].startswith("bench: unreadable verdict file results/op/bench.json:"), r["note"]
     assert ops[0]["verdict"].startswith("ERROR (env: unreadable verdict file ") and "bench.json" in ops[0]["verdict"]
     assert ops[1]["verdict"] == "not_run (no config measured); 1 operator(s): ERROR 1"
+
+
+def test_vs_nv_names_the_configs_it_is_a_geomean_over(tmp_path):
+    """vs_nv covers only the configs where NVIDIA's port ran: each row, and the ALL row beside its
+    ``configs`` of every operator, says how many (issue 31: ALL's 1.237 stood beside 513 configs
+    and covered 55)."""
+    results = tmp_path / "results"
+    nv = [{"nv_us": 20.0, "vs_nv": 2.0, "ref_vs_nv": 2.0}, {"nv_us": 80.0, "vs_nv": 8.0, "ref_vs_nv": 8.0},
+          {"nv_error": "not ported"}]
+    for op, extra in (("a", nv), ("b", [{}, {}, {}])):
+        cpu_stages(results, op)
+        write_test_json(results, op, variants={"k/f16-T1": "PASS"})
+        rows = [{**bench_row(1.0, 1.0, 1.0, shape=str(i)), "ref_us": 10.0, "port_us": 10.0, "torch_us": 10.0,
+                 "checked": "ok", **x} for i, x in enumerate(extra)]
+        fold = bench.fold(op, rows, 0.95)
+        assert ("nv_configs" in fold.details) == (op == "a")
+        fold.details["rows"] = rows             # as the bench stage keeps them
+        write(fold, results / op / "bench.json")
+    _, ops = summarize(tmp_path, ["a", "b"], {"a": [("k", "f16-T1")], "b": [("k", "f16-T1")]})
+    full = {r["op"]: r for r in csv.DictReader(open(results / "summary_ops.csv"))}
+    assert [o["op"] for o in ops] == ["a", "b", "ALL"]
+    assert (full["a"]["vs_nv"], full["a"]["vs_nv_configs"]) == ("4.000", "2")
+    assert (full["b"]["vs_nv"], full["b"]["vs_nv_configs"]) == ("", "")
+    assert (full["ALL"]["configs"], full["ALL"]["vs_nv"], full["ALL"]["vs_nv_configs"]) == ("6", "4.000", "2")
+    assert tp_summary.OPS_COLUMNS[-1] == "vs_nv_configs"
 
 
 def test_the_all_row_leaves_out_torch_less_and_implausible_configs(tmp_path):

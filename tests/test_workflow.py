@@ -319,13 +319,13 @@ def test_report_from_copied_measurements(workdir):
         pytest.skip("chromium not installed (make test-deps)")
     shot = REPO / "results" / "report" / "browser-check.png"
     seen = browser.check(wd / "results" / "report.html", shot, show="results/paper/figures/ratio.svg")
-    assert seen["title"] == "Snakemake Report" and seen["results"] == 9
+    assert seen["title"] == "Snakemake Report" and seen["results"] == 10
     assert {"GPU stages (gpu_test, bench)", "Coverage (analyze ... bench)", "Provenance"} <= set(seen["categories"])
     assert "GPU stages" in seen["app_text"]                      # the page rendered its menu
     assert len(seen["images"]) == 5
     for path, img in seen["images"].items():
         assert img["width"] > 100 and img["height"] > 100 and "error" not in img, (path, img)
-    assert len(seen["tables"]) == 4 and all(t["rows"] > 2 for t in seen["tables"].values())
+    assert len(seen["tables"]) == 5 and all(t["rows"] > 2 for t in seen["tables"].values())
     assert shot.stat().st_size > 10_000
     # each figure is its own rule: editing one figure's code redraws that figure only
     f = wd / "tileport" / "report" / "figures" / "llm.py"

@@ -58,7 +58,7 @@ from tileport.host import shim as host_shim
 from tileport.host.ffi import FfiError, HostLibrary
 from tileport.model import defects as tp_defects
 from tileport.model import manifest as tp_manifest
-from tileport.nvidia.ffi import gpu_binding
+from tileport.nvidia.ffi import NvError, device_target, gpu_binding, reference_options
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -203,14 +203,34 @@ class OpContext:
         self.lib = HostLibrary(library, [results / op / "host" / "ffi.json"])
         # NVIDIA's port of each kernel it ported ({} and a reason when its library is unusable)
         self.nv, self.nv_note = gpu_binding(op_dir, results, nv_build)
+        self._targets: dict[int, str] = {}        # device -> sm_XY, read once
 
     def call(self, kernel, variant, shape, seed=0, nv=False):
         """The :class:`tileport.gpu.harness.Call`; with ``nv``, NVIDIA's port is bound as its fourth
-        side where it ported the kernel."""
+        side where it ported the kernel, with the CGA size and occupancy the reference variant
+        compiles with on device 0 (:meth:`nv_side`)."""
         spec = self.lib.for_variant(kernel, variant.id)
         return harness.build_call(self.op_dir, self.man, self.kmod, self.rmod, self.params[kernel],
                             kernel, variant, shape, self.lib, spec["symbol"], seed=seed,
-                            nv=self.nv.get(kernel) if nv else None)
+                            nv=self.nv_side(kernel, variant) if nv else None)
+
+    def nv_side(self, kernel, variant, device: int = 0):
+        """NVIDIA's side of ``kernel`` for ``variant`` (None where NVIDIA did not port it), its C
+        function's ``num_cta_in_cga`` / ``occupancy`` bound to the reference's: the kernel's
+        ``@ct.kernel`` options under the variant's hints, for ``device``'s target
+        (:func:`tileport.nvidia.ffi.reference_options`). Options that cannot be read leave the
+        side without them: its binding then fails with the reason, and the call runs without
+        NVIDIA's side (``Call.nv_note``)."""
+        side = self.nv.get(kernel)
+        if side is None:
+            return None
+        try:
+            if device not in self._targets:
+                self._targets[device] = device_target(device)
+            opts = reference_options(getattr(self.kmod, kernel), variant.hints, self._targets[device])
+        except NvError as exc:
+            return side.with_options(None, str(exc))
+        return side.with_options(opts)
 
 
 def input_error(op: str, exc: Exception, attempt: int = 1, stage: str = "gpu_test") -> Verdict:

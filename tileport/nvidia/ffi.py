@@ -8,11 +8,16 @@ f32 scalars, and last ``device_id: i32`` and ``raw_stream: u64``; it returns 0 o
 returns when the kernel is done). ``nv_build`` parsed every signature out of ffi.rs
 (:func:`tileport.nvidia.port.parse_ffi`); :class:`NvLibrary` types the functions from them and
 :class:`NvSide` binds one entry to a reference launch through ``rust/nvidia/ports.yaml``'s ``call``
-mapping (every C argument named, checked). No cffi: ctypes is enough for this ABI.
+mapping (every C argument named, checked), with the CGA size and occupancy the reference variant
+compiles with (:func:`reference_options`, set per call by :meth:`NvSide.with_options`), as
+NVIDIA's own wrappers (``tilegym/ops/cutile_rs/matmul.py``, ``bmm.py``) forward their configs'
+``NUM_CTAS`` / ``OCCUPANCY`` to ``num_cta_in_cga`` / ``occupancy``. No cffi: ctypes is enough for
+this ABI.
 """
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +34,12 @@ DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2, "i32": 3, "i64": 4, "f8e5m2": 5, "
 #: torch dtype name -> dtype name above
 TORCH_NAMES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
                "float8_e5m2": "f8e5m2", "uint8": "f4e2m1fnx2", "float8_e4m3fn": "f8e4m3fn"}
+#: the compiler options NVIDIA's C functions take as arguments (ffi.rs ``num_cta_in_cga``,
+#: ``occupancy``), by cuda.tile's hint names: what ports.yaml's ``call`` expressions may name
+LAUNCH_OPTIONS = ("num_ctas", "occupancy")
+#: ffi_util.rs ``compile_options!``: a value <= 0 leaves cutile's default (the wrappers'
+#: ``_AUTO_COMPILE_OPTION``); the value bound where the reference sets no such option
+AUTO_OPTION = -1
 #: ffi_util.rs rc codes
 RETURN_CODES = {0: "ok", -2: "unsupported dtype", -3: "kernel launch failed", -4: "device init failed",
                 -5: "null tensor pointer", -6: "invalid arguments"}
@@ -128,6 +139,42 @@ def call_values(spec: dict, sig: list[tuple[str, object]], env: dict, where: str
     return out
 
 
+def reference_options(kernel, hints: dict, target: str) -> dict[str, int]:
+    """The CGA size and occupancy a cuTile Python kernel compiles with for ``target``:
+    ``{"num_ctas": n, "occupancy": n}``, :data:`AUTO_OPTION` (-1) for one neither the kernel
+    nor ``hints`` sets (the compiler's default on both sides).
+
+    ``kernel``: the ``@ct.kernel`` object (its ``_compiler_options``, a ``CompilerOptions``:
+    cuda-tile 1.7.0 ``_execution.py``); ``hints``: the variant's compiler hints
+    (:attr:`tileport.model.manifest.Variant.hints`), applied over the decorator's as
+    ``kernel.replace_hints(**hints)`` applies them (``dataclasses.replace``); ``target``:
+    ``sm_<major><minor>`` of the device. A ``ct.ByTarget`` value gives its entry for ``target``,
+    else its default, as ``CompilerOptions.hints_by_target`` keys it for tileiras.
+
+    Raises:
+        NvError: ``kernel`` has no compiler options (not a cuda-tile 1.7.0 kernel) or cuda-tile
+            refuses ``hints``.
+    """
+    opts = getattr(kernel, "_compiler_options", None)
+    if opts is None or not dataclasses.is_dataclass(opts):
+        raise NvError(f"{kernel!r} has no cuTile compiler options (_compiler_options of cuda-tile 1.7.0)")
+    try:
+        by_target = dataclasses.replace(opts, **hints).hints_by_target()
+    except (TypeError, ValueError) as exc:
+        raise NvError(f"compiler hints {hints}: {exc}") from None
+    merged = {**by_target.get("default", {}), **by_target.get(target, {})}
+    return {k: AUTO_OPTION if merged.get(k) is None else int(merged[k]) for k in LAUNCH_OPTIONS}
+
+
+def device_target(device: int = 0) -> str:
+    """``sm_<major><minor>`` of a CUDA device (torch's compute capability; cuda-tile 1.7.0
+    ``format_sm_arch`` names the target so)."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}"
+
+
 class NvLibrary:
     """NVIDIA's ``libcutile_kernels.so`` loaded with ctypes, its C functions typed from the
     signatures ``nv_build`` parsed out of ffi.rs (``details.modules[op].symbols``).
@@ -164,33 +211,55 @@ class NvLibrary:
 
 @dataclass
 class NvSide:
-    """One NVIDIA entry as a side of a GPU call (:meth:`bind` gives the callable)."""
+    """One NVIDIA entry as a side of a GPU call (:meth:`bind` gives the callable). ``options``:
+    the reference variant's :func:`reference_options` (None until :meth:`with_options` set them;
+    ``options_note`` then says why they are not known)."""
 
     lib: NvLibrary
     nv_op: str
     entry: str
     spec: dict
     symbol: str
+    options: dict | None = None
+    options_note: str = ""
+
+    def with_options(self, options: dict | None, note: str = "") -> "NvSide":
+        """This side for one reference variant: ``options`` (:func:`reference_options`) bound by
+        name in the ``call`` expressions, or None with the ``note`` saying why they are unknown."""
+        return dataclasses.replace(self, options=None if options is None else dict(options), options_note=note)
 
     def bind(self, args: dict, constexprs: dict, grid: tuple, dtype: str, device: int = 0,
              stream=None):
         """A zero-argument callable launching the C function for one reference launch.
 
         ``args``: the reference kernel's tensor and scalar arguments by parameter name (this side's
-        own output tensors); ``constexprs``: the variant's; ``grid``: the launch grid. Checks each
-        tensor's dtype against what the FFI reads it as (the variant dtype, or ``tensor_dtypes``).
+        own output tensors); ``constexprs``: the variant's; ``grid``: the launch grid. The ``call``
+        expressions also see :data:`LAUNCH_OPTIONS` (``num_ctas``, ``occupancy``) from
+        :attr:`options`, so NVIDIA's kernel compiles with the reference's CGA size and occupancy.
+        Checks each tensor's dtype against what the FFI reads it as (the variant dtype, or
+        ``tensor_dtypes``).
         The descriptors are packed per call, as TileGym's wrapper does; the call blocks until the
         kernel is done (NVIDIA's ffi.rs launches with ``sync_on``).
 
         Raises:
-            NvError: the variant is not supported, an argument is missing or of the wrong kind or
-                dtype. The callable raises NvError with the return code's meaning.
+            NvError: the variant is not supported, the reference's options are not known (no
+                :meth:`with_options`) or shadow an argument or constexpr of the same name, an
+                argument is missing or of the wrong kind or dtype. The callable raises NvError
+                with the return code's meaning.
         """
         where = f"{PORTS.relative_to(REPO)}: {self.nv_op}/{self.entry}"
         if not supported(self.spec, dtype, constexprs, where):
             raise NvError(f"NVIDIA's {self.entry} does not implement this variant "
                           f"(supports: {self.spec['supports']})")
+        if self.options is None:
+            raise NvError(f"{where}: the reference variant's {' / '.join(LAUNCH_OPTIONS)} are not known"
+                          + (f": {self.options_note}" if self.options_note else
+                             " (a side bound without NvSide.with_options)"))
         env = {**args, **constexprs, "dtype": dtype, "grid": tuple(grid)}
+        clash = sorted(set(self.options) & set(env))
+        if clash:
+            raise NvError(f"{where}: {clash} name both a compiler option and an argument or constexpr")
+        env.update(self.options)
         sig = self.lib.sigs[self.symbol]
         values = call_values(self.spec, sig, env, where)
         want = self.spec.get("tensor_dtypes", {})

@@ -16,7 +16,7 @@ from tileport.core.verdict import atomic_write_text
 from tileport.gpu.bench import DEFAULTS
 from tileport.report import data, figures, tables
 
-TABLES = ("operators", "loop_gate", "coverage", "provenance")
+TABLES = ("operators", "loop_gate", "outliers", "coverage", "provenance")
 
 
 def _csv(df: pd.DataFrame, path) -> None:
@@ -53,19 +53,20 @@ def _prov(path) -> dict:
     return json.loads(Path(path).read_text())
 
 
-TITLES = {"ratio": "Port vs reference: geomean ratio per operator",
+TITLES = {"ratio": "Port vs reference: the ratio of every config (ECDF)",
           "times": "Device time per perf config",
           "host_overhead": "Host overhead per call",
           "coverage_matrix": "Coverage: kernels x stages",
           "llm_roles": "Where the LLM roles ran"}
-#: figure -> its module under tileport/report/figures/ (each has ``draw(df)``; ratio ``draw(df, threshold)``)
+#: figure -> its module under tileport/report/figures/ (each has ``draw(df)``)
 FIGURE_MODULES = {"ratio": "ratio", "times": "times", "host_overhead": "host", "coverage_matrix": "coverage",
                   "llm_roles": "llm"}
 
 
 def figure(name: str, inputs: dict, threshold: float, out: dict) -> None:
     """Draw figure ``name`` (:data:`FIGURE_MODULES`) from ``inputs`` (``data``: its data CSV,
-    ``provenance``: provenance.json) into ``out`` (``pdf``, ``svg``, ``png``)."""
+    ``provenance``: provenance.json) into ``out`` (``pdf``, ``svg``, ``png``). ``threshold``
+    (config.yaml ``bench.threshold``) is kept for the rules' signature; no figure draws it now."""
     import importlib
 
 
@@ -73,7 +74,7 @@ def figure(name: str, inputs: dict, threshold: float, out: dict) -> None:
     # and this one (rules/report.smk), so editing one figure redraws that figure alone
     draw = importlib.import_module(f"tileport.report.figures.{FIGURE_MODULES[name]}").draw
     df = pd.read_csv(inputs["data"])
-    fig = draw(df, threshold) if name == "ratio" else draw(df)
+    fig = draw(df)
     figures.save(fig, out, TITLES[name], data.short_provenance(_prov(inputs["provenance"])))
 
 
@@ -89,6 +90,12 @@ CAPTIONS = {
                   "a row timed before the interval existed is judged by its ratio alone (no interval). Config: "
                   "operator / kernel / variant / shape; loop and host (enqueue) time per call in µs; timed: "
                   "the row's own date."),
+    "outliers": ("Every config whose ratio of reference to port device time lies outside parity ±{band:.0%} "
+                 "(below {lo:g} or above {hi:g}) as each runtime launches its kernel (as launched) or with both "
+                 "sides compiled under the port's launch facts (matched; blank where the config has no matched "
+                 "reading), farthest from parity first, with the cause perf_diagnose named (launcher "
+                 "specialisation: the matched reading is within the band; IR difference; launch count; "
+                 "unexplained) or 'not diagnosed'. Config: operator / kernel / variant / shape."),
     "coverage": ("Coverage per operator family: kernels, kernels whose every variant passes the "
                  "Tile IR diff (IR PASS), kernels whose every variant passes the GPU test (GPU PASS)."),
     "provenance": "Provenance of the measurements and of this report.",
@@ -122,6 +129,11 @@ def table(name: str, inputs: dict, out: dict, loop_threshold: float | None = Non
         rows, counts = data.loop_gate(pd.read_csv(inputs["data"]), lthr)
         df, tex_df, heads, fmt, foot = tables.loop_gate(rows, counts, lthr)
         cap = CAPTIONS[name].format(thr=lthr) + (RETIMED_NOTE if counts["retimed"] else "")
+    elif name == "outliers":
+        rows, counts = data.outliers(pd.read_csv(inputs["data"]), data.OUTLIER_BAND)
+        df, tex_df, heads, fmt, foot = tables.outliers(rows, counts, data.OUTLIER_BAND)
+        b = data.OUTLIER_BAND
+        cap = CAPTIONS[name].format(band=b, lo=round(1 - b, 6), hi=round(1 + b, 6))
     elif name == "coverage":
         df, heads, fmt = tables.coverage(data.coverage_families(pd.read_csv(inputs["data"], keep_default_na=False)))
         cap = CAPTIONS[name]

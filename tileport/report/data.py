@@ -15,6 +15,7 @@ import pandas as pd
 
 from tileport.core.verdict import VerdictError, read
 from tileport.gpu.fold import DEFAULTS, MEASURED, loop_class
+from tileport.gpu.perf_diagnose import OUTLIER_BAND
 from tileport.report.summary import bench_failure, current_bench, last_round
 
 from .interval import geomean_interval
@@ -31,6 +32,14 @@ LOOP_COLUMNS = ["ref_loop_us", "port_loop_us", "torch_loop_us", "loop_ratio", "l
                 "loop_ratio_hi", "loop_cycles", "ref_host_us", "port_host_us", "loop_ratio_prev", "harness"]
 # ... and the row's own date (UTC, ISO 8601; rows timed before it existed have none)
 LOOP_TEXT = ["timed_at"]
+# the matched reading (reference / port device time, the reference compiled under the port's
+# launch facts: tileport.gpu.matched; rows timed before it existed have none) and the cause
+# perf_diagnose named for a config outside its band (the row's own ``cause``, else
+# perf_diagnosis.json ``details.outliers``): columns only when some row has them
+MATCHED_COLUMNS = ["ratio_matched"]
+CAUSE_TEXT = ["cause"]
+#: the outlier table's text where no cause was named
+NOT_DIAGNOSED = "not diagnosed"
 # stages of the coverage matrix: summary.csv column -> stage name shown
 STAGES = {"analyze": "analyze", "reference_ir": "reference_ir", "write_kernel": "write_kernel",
           "rust_ir": "rust_ir", "ir_diff": "ir_diff", "test": "gpu_test", "ratio": "bench"}
@@ -67,11 +76,14 @@ def _round_root(results: Path, op: str) -> Path:
 def configs(results: str | Path, summary_csv: str | Path) -> pd.DataFrame:
     """One row per benchmarked config (kernel x variant x perf shape) of every operator:
     :data:`CONFIG_COLUMNS` (+ :data:`LOOP_COLUMNS` and :data:`LOOP_TEXT` when any row has loop
-    timing) and ``round``, from ``details.rows`` of the operator's last GPU round's
-    ``bench.json``. Only variants whose ``summary.csv`` ratio is a number count (a stale, not-run
-    or failed measurement is not a result), and only configs that ran without error.
+    timing, ``ratio_matched`` when any row has the matched reading, ``cause`` when any config has
+    one) and ``round``, from ``details.rows`` of the operator's last GPU round's ``bench.json``.
+    Only variants whose ``summary.csv`` ratio is a number count (a stale, not-run or failed
+    measurement is not a result), and only configs that ran without error.
     ``loop_ratio_prev`` is set only on a row that a selective run (``--configs``,
-    ``--configs-below-loop``; ``details.retimed``) timed again over a kept loop ratio."""
+    ``--configs-below-loop``; ``details.retimed``) timed again over a kept loop ratio. ``cause``:
+    the row's own field, else the cause the round's ``perf_diagnosis.json`` names for the config
+    (``details.outliers``, :func:`tileport.gpu.perf_diagnose.outliers`); empty for the others."""
     results = Path(results)
     summ = read_csv(summary_csv)
     measured = {(r.op, r.kernel, r.variant) for r in summ.itertuples() if number(r.ratio) is not None}
@@ -87,17 +99,34 @@ def configs(results: str | Path, summary_csv: str | Path) -> pd.DataFrame:
             continue
         rnd = 1 if root == results else int(root.name)
         loops = _csv_loops(root / op / "bench.csv")
+        causes = diagnosed_causes(root / op / "perf_diagnosis.json")
         for r in (b.get("details") or {}).get("rows") or []:
             if r.get("error") or (op, r.get("kernel"), r.get("variant")) not in measured:
                 continue
-            row = {**{c: r.get(c) for c in CONFIG_COLUMNS + LOOP_COLUMNS + LOOP_TEXT}, "op": op, "round": rnd}
-            for c, v in loops.get((r.get("kernel"), r.get("variant"), r.get("shape")), {}).items():
+            key = (r.get("kernel"), r.get("variant"), r.get("shape"))
+            row = {**{c: r.get(c) for c in CONFIG_COLUMNS + LOOP_COLUMNS + LOOP_TEXT + MATCHED_COLUMNS},
+                   "cause": r.get("cause") or causes.get(key), "op": op, "round": rnd}
+            for c, v in loops.get(key, {}).items():
                 row[c] = v if row[c] is None else row[c]
             rows.append(row)
-    df = pd.DataFrame(rows, columns=CONFIG_COLUMNS + LOOP_COLUMNS + LOOP_TEXT + ["round"])
+    df = pd.DataFrame(rows, columns=CONFIG_COLUMNS + LOOP_COLUMNS + LOOP_TEXT + MATCHED_COLUMNS + CAUSE_TEXT
+                      + ["round"])
     if df[LOOP_COLUMNS].isna().all().all():        # no loop timing recorded (or no row)
         df = df.drop(columns=LOOP_COLUMNS + LOOP_TEXT)
-    return df
+    df["ratio_matched"] = pd.to_numeric(df["ratio_matched"], errors="coerce")
+    return df.drop(columns=[c for c in MATCHED_COLUMNS + CAUSE_TEXT if df[c].isna().all()])
+
+
+def diagnosed_causes(path: Path) -> dict:
+    """``{(kernel, variant, shape): cause}`` of the configs a ``perf_diagnosis.json`` names
+    outside its band (``details.outliers``: :func:`tileport.gpu.perf_diagnose.outliers`); ``{}``
+    for a missing or unreadable file and for a diagnosis written before outliers existed."""
+    v = _verdict(path) if path.is_file() else None
+    out = {}
+    for o in ((v or {}).get("details") or {}).get("outliers") or []:
+        if isinstance(o, dict) and o.get("cause"):
+            out[(o.get("kernel"), o.get("variant"), o.get("shape"))] = str(o["cause"])
+    return out
 
 
 def _csv_loops(path: Path) -> dict:
@@ -179,6 +208,42 @@ def loop_gate(cfg: pd.DataFrame, loop_threshold: float) -> tuple[pd.DataFrame, d
                      _order=gate.map({"below": 0, "undecided": 1}), _ratio=_col(cfg, "loop_ratio"))
     out = out[out["_order"].notna()].sort_values(["_order", "_ratio"], kind="stable")
     return out.drop(columns=["_order", "_ratio"]).reset_index(drop=True), counts
+
+
+def outside(x, band: float = OUTLIER_BAND) -> bool:
+    """``x`` is a ratio below ``1 - band`` or above ``1 + band`` (False for a missing value)."""
+    v = number(x)
+    return v is not None and (v < 1 - band or v > 1 + band)
+
+
+def outliers(cfg: pd.DataFrame, band: float = OUTLIER_BAND) -> tuple[pd.DataFrame, dict]:
+    """Every config whose ``ratio`` (reference / port device time, as each runtime launches its
+    kernel) or ``ratio_matched`` (the matched reading, where the row has one) lies outside
+    ``1 +- band`` (:data:`tileport.gpu.perf_diagnose.OUTLIER_BAND`, 3 %: perf_diagnose names
+    a cause for these), from :func:`configs`' frame, farthest from parity first (by the
+    larger ``|log ratio|`` of the two readings). Returns (rows: ``op, kernel, variant, shape,
+    ratio, ratio_matched`` (NaN where absent), ``cause`` (:data:`NOT_DIAGNOSED` where none was
+    named); counts: ``configs``, ``matched`` (configs with a matched reading), ``outside``,
+    ``outside_ratio``, ``outside_matched`` and ``causes`` ({cause: configs})). A frame without
+    the ``ratio_matched`` or ``cause`` column reads as every row lacking them."""
+    rm, cause = _col(cfg, "ratio_matched"), _col(cfg, "cause")
+    out_r = cfg["ratio"].map(lambda x: outside(x, band)) if len(cfg) else pd.Series(dtype=bool)
+    out_m = rm.map(lambda x: outside(x, band)) if len(cfg) else pd.Series(dtype=bool)
+    pick = out_r | out_m
+
+    def far(r):
+        return max(abs(math.log(x)) for x in (r["ratio"], r["ratio_matched"]) if number(x) and x > 0)
+
+    rows = cfg.loc[pick, ["op", "kernel", "variant", "shape", "ratio"]].assign(
+        ratio_matched=rm[pick], cause=[c if isinstance(c, str) and c.strip() else NOT_DIAGNOSED
+                                       for c in cause[pick]])
+    if len(rows):
+        rows = rows.assign(_far=rows.apply(far, axis=1)).sort_values("_far", ascending=False, kind="stable")
+    rows = rows.drop(columns=["_far"], errors="ignore").reset_index(drop=True)
+    counts = {"configs": len(cfg), "matched": int(rm.notna().sum()), "outside": int(pick.sum()),
+              "outside_ratio": int(out_r.sum()), "outside_matched": int(out_m.sum()),
+              "causes": {str(c): int(n) for c, n in rows["cause"].value_counts(sort=False).items()}}
+    return rows, counts
 
 
 def _col(df: pd.DataFrame, name: str) -> pd.Series:

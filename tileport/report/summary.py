@@ -56,16 +56,19 @@ PASS_WITH_NOTES, its first divergence), owner blank.
 ``summary_ops.csv``: one row per operator (``op,configs,geomean_ratio,verdict,vs_torch,
 ref_vs_torch`` and its LLM calls, tokens and cost over all stages, then the loop gate:
 ``loop_ratio`` (geomean of the configs' loop ratios), ``loop_verdict`` (DONE / BELOW_THRESHOLD
-against ``bench.loop_threshold``), ``ref_host_us,port_host_us`` (median host time per call,
-µs), ``loop_below`` (configs whose loop ratio is under the threshold, its 95 % interval too),
-``loop_undecided`` (loop ratio under it, interval reaching it: within the measurement's noise))
-and a last row ``ALL`` over every config of every operator. Every folder under
-``operators/`` has a row in both files: an operator whose manifest is malformed has verdict
-``ERROR (manifest: <file:line: cause>)``, a folder that cannot be an operator ``not_run (<why>)``;
-the ``ALL`` row's verdict counts the operators by verdict. ``configs_pending``: the operator's perf
-configs no valid bench row covers yet (perf shapes added since the benchmark, configs a GPU session
-did not reach: ``python -m tileport.gpu.bench --op <op> --pending-only`` times them); ``configs``
-counts the timed ones, and every geomean is over those.
+against ``bench.loop_threshold``), ``ref_host_us,port_host_us`` (median host time per call, µs),
+``loop_below`` (configs whose loop ratio is under the threshold, its 95 % interval too),
+``loop_undecided`` (loop ratio under it, interval reaching it: within the measurement's noise)),
+``vs_nv`` (geomean of NVIDIA's time / the port's) with ``vs_nv_configs``, the configs it is a
+geomean over (those where NVIDIA's port ran; blank where none did), and a last row ``ALL`` over
+every config of every operator (its ``vs_nv`` over its own ``vs_nv_configs``, not ``configs``).
+Every folder under ``operators/`` has a row in both files: an operator whose manifest is malformed
+has verdict ``ERROR (manifest: <file:line: cause>)``, a folder that cannot be an operator
+``not_run (<why>)``; the ``ALL`` row's verdict counts the operators by verdict.
+``configs_pending``: the operator's perf configs no valid bench row covers yet (perf shapes added
+since the benchmark, configs a GPU session did not reach: ``python -m tileport.gpu.bench --op <op>
+--pending-only`` times them); ``configs`` counts the timed ones, and every geomean is over those
+(``vs_nv`` over the ``vs_nv_configs`` of them).
 
 The GPU verdicts read here are taken as they stand against the operator's files now
 (:mod:`tileport.gpu.kept`): test.json holds while its sources and the test-relevant inputs
@@ -97,7 +100,8 @@ COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel",
            "nv_us", "vs_nv", "bench", "runtime_ir", "sass_sm_90", "sass_sm_100"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
                "llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict",
-               "ref_host_us", "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided"]
+               "ref_host_us", "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided",
+               "vs_nv_configs"]
 _LOOP0 = {"loop_ratio": "", "loop_verdict": "", "ref_host_us": "", "port_host_us": "", "loop_below": "",
           "loop_undecided": ""}
 _LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
@@ -487,7 +491,7 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
         if op in unusable:
             rows.append({"op": op, "configs": 0, "geomean_ratio": "", "verdict": unusable[op],
                          "vs_torch": "", "ref_vs_torch": "", **_LLM0, **_LOOP0, "vs_nv": "",
-                         "configs_pending": ""})
+                         "vs_nv_configs": "", "configs_pending": ""})
             continue
         root = last_round(results, op)[1]
         b = Kept(results, op, Path(results).resolve().parent / "operators" / op).verdict(
@@ -501,7 +505,7 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                                f"{b['verdict']} ({b.get('owner')}: {_first_line(b['summary'])})"
                                if (b.get("details") or {}).get("unreadable") else b["verdict"]),
                          "vs_torch": "", "ref_vs_torch": "", **op_usage(results, op, root), **_LOOP0,
-                         "vs_nv": "",
+                         "vs_nv": "", "vs_nv_configs": "",
                          "configs_pending": ((b or {}).get("details") or {}).get("configs_pending", "")})
             all_pending += int(((b or {}).get("details") or {}).get("configs_pending") or 0)
             continue
@@ -528,7 +532,9 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                          "port_host_us": _fmt(loop["port_host_us"], 2),
                          "loop_below": len(loop.get("below") or []),
                          "loop_undecided": len(loop.get("undecided") or [])}),
-                     "vs_nv": _fmt(d.get("geomean_vs_nv")), "configs_pending": d.get("configs_pending", 0)})
+                     "vs_nv": _fmt(d.get("geomean_vs_nv")),
+                     "vs_nv_configs": d.get("nv_configs", "") if d.get("geomean_vs_nv") is not None else "",
+                     "configs_pending": d.get("configs_pending", 0)})
         all_pending += int(d.get("configs_pending") or 0)
     counts: dict[str, int] = {}
     for r in rows:
@@ -542,7 +548,8 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                  "ref_vs_torch": _fmt(stats.geomean(all_rvt)) if all_rvt else "",
                  **_total_llm(rows), **_LOOP0,
                  "loop_ratio": _fmt(stats.geomean(all_loop)) if all_loop else "",
-                 "vs_nv": _fmt(stats.geomean(all_vn)) if all_vn else "", "configs_pending": all_pending,
+                 "vs_nv": _fmt(stats.geomean(all_vn)) if all_vn else "", "vs_nv_configs": len(all_vn) or "",
+                 "configs_pending": all_pending,
                  **({k: sum(r[k] for r in rows if isinstance(r.get(k), int)) for k in ("loop_below", "loop_undecided")}
                     if all_loop else {})})
     return rows

@@ -53,13 +53,13 @@ def interval(lo, hi) -> str:
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
         "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
-        "µ": r"\textmu{}", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$", "–": "--", "…": r"\dots{}"}
+        "µ": r"\textmu{}", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$", "±": r"$\pm$", "–": "--", "…": r"\dots{}"}
 
 
 def tex_escape(text) -> str:
     """``text`` as LaTeX source for a pdfLaTeX document with only ``booktabs`` loaded: the ten
     special characters and ``<``, ``>``, ``|`` (not in the default OT1 font encoding) escaped,
-    µ, ×, ≥, ≤, – and … spelled as commands, ``--`` kept two hyphens; other non-ASCII
+    µ, ×, ≥, ≤, ±, – and … spelled as commands, ``--`` kept two hyphens; other non-ASCII
     characters are replaced by ``?`` (they would not compile without inputenc tables)."""
     out = []
     text = str(text)
@@ -222,6 +222,40 @@ def loop_gate(rows: pd.DataFrame, counts: dict,
              "port_host_us": two("port host", r"\textmu{}s"), "timed_at": two("timed", "(UTC)"),
              "loop_ratio_prev": two("before", "re-timing")}
     fmt = r"p{0.3\linewidth}" + "rrrcl" + "rr" + "".join("l" if k == "timed_at" else "r" for k in opt)
+    return df, tex, heads, fmt, line
+
+
+def outliers(rows: pd.DataFrame, counts: dict, band: float) -> tuple[pd.DataFrame, pd.DataFrame, dict, str, str]:
+    """The outlier table from :func:`tileport.report.data.outliers`' (configs outside ``1 +- band``
+    on either reading, counts): (rows for CSV / HTML, rows for LaTeX, LaTeX headers, column
+    format, the counts line). Columns ``op, kernel, variant, shape, ratio, ratio_matched, cause``
+    (ratios reference / port device time, :func:`sig3`; ``ratio_matched`` blank where the row has
+    no matched reading; ``cause`` as perf_diagnose named it, or ``not diagnosed``). In LaTeX, op /
+    kernel / variant / shape share one wrapping column. The counts line (configs, outside on each
+    reading, configs with a matched reading, causes) is the CSV's last row (op ``ALL``, the text
+    under ``cause``) and the LaTeX table's last line; with no config outside it is the one row."""
+    c = counts
+    causes = ", ".join(f"{k} {n}" for k, n in sorted(c["causes"].items(), key=lambda kv: (-kv[1], kv[0])))
+    line = (f"{c['outside']} of {c['configs']} config(s) outside ±{band:.0%}: {c['outside_ratio']} as launched, "
+            f"{c['outside_matched']} matched ({c['matched']} with a matched reading)"
+            + (f"; causes: {causes}" if causes else ""))
+    if not c["configs"]:
+        line = "no config timed"
+    elif not c["outside"]:
+        line = (f"every config within ±{band:.0%} of parity: {c['configs']} as launched, "
+                f"{c['matched']} with a matched reading")
+    cols = ["op", "kernel", "variant", "shape", "ratio", "ratio_matched", "cause"]
+    text = lambda x: "" if x is None or x != x else str(x)        # noqa: E731 (NaN -> "")
+    df = pd.DataFrame([{**{k: text(r[k]) for k in ("op", "kernel", "variant", "shape", "cause")},
+                        "ratio": sig3(r["ratio"]), "ratio_matched": sig3(r["ratio_matched"])}
+                       for r in rows.to_dict("records")], columns=cols)
+    tex = df.drop(columns=["op", "kernel", "variant", "shape"])
+    tex.insert(0, "config", [" / ".join(r) for r in df[["op", "kernel", "variant", "shape"]].values.tolist()])
+    df = pd.concat([df, pd.DataFrame([{k: "" for k in cols} | {"op": "ALL", "cause": line}])], ignore_index=True)
+    two = lambda a, b: rf"\shortstack{{{a}\\{b}}}"        # noqa: E731
+    heads = {"config": "config", "ratio": two("ref/port", "as launched"), "ratio_matched": two("ref/port", "matched"),
+             "cause": "cause"}
+    fmt = r"p{0.5\linewidth}" + "rr" + r"p{0.22\linewidth}"
     return df, tex, heads, fmt, line
 
 
