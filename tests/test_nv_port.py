@@ -509,7 +509,7 @@ def test_bench_fold_and_summary_carry_nvidia_columns(tmp_path):
     assert (cols["nv_us"], cols["vs_nv"]) == ("28.28", "2.828")
     i = SM.COLUMNS.index("nv_ir_diff")
     assert (SM.COLUMNS[i:i + 3] == ["nv_ir_diff", "nv_us", "vs_nv"]
-            and SM.OPS_COLUMNS[-5:-3] == ["vs_nv", "configs_pending"] and SM.OPS_COLUMNS[-1] == "vs_nv_configs")
+            and SM.OPS_COLUMNS[-7:-5] == ["vs_nv", "configs_pending"] and SM.OPS_COLUMNS[-3] == "vs_nv_configs")
     write(Verdict(stage="nv_ir_diff", op="o", kernel="k", variant="f16", verdict="FAIL", owner="kernel",
                   summary="x"), tmp_path / "o" / "nv_ir_diff" / "k" / "f16.json")
     row = SM.rows_for(tmp_path, "o", [("k", "f16"), ("k", "bf16")], None)

@@ -235,6 +235,12 @@ def test_summary_columns_from_a_runtime_verdict():
     assert summary.runtime_columns(None) == {}
     assert {"runtime_ir", "sass_sm_90", "sass_sm_100"} <= set(summary.COLUMNS)
     json.dumps(cols)
+    # a launched FAIL that the same facts make PASS is the launchers' (the stage marks it)
+    fail = case([1, 32], "FAIL", "DIFFERENT", {"MOV": -3})
+    doc["details"]["cases"].append(fail)
+    assert summary.runtime_columns(doc)["f16-A"]["runtime_ir"] == "FAIL | matched PASS"
+    fail["readings"]["launched"]["ir_diff"]["by_launch_facts"] = True
+    assert summary.runtime_columns(doc)["f16-A"]["runtime_ir"] == "FAIL (launch facts) | matched PASS"
 
 
 def test_stage_findings_are_valid_verdict_findings(tmp_path):

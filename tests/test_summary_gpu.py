@@ -53,7 +53,8 @@ def summarize(tmp_path, ops, variants=None):
     # the LLM usage columns are checked in test_llm_usage_columns, the loop gate's in
     # test_loop_columns, NVIDIA's vs_nv in test_nv_port; here: the device-time ones
     llm = ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict", "ref_host_us",
-           "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided", "vs_nv_configs")
+           "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided", "vs_nv_configs",
+           "geomean_ratio_matched", "matched_configs")
     ops_rows = [{k: v for k, v in r.items() if k not in llm} for r in csv.DictReader(open(ops_csv))]
     return list(csv.DictReader(open(out))), ops_rows
 
@@ -492,7 +493,7 @@ def test_vs_nv_names_the_configs_it_is_a_geomean_over(tmp_path):
     assert (full["a"]["vs_nv"], full["a"]["vs_nv_configs"]) == ("4.000", "2")
     assert (full["b"]["vs_nv"], full["b"]["vs_nv_configs"]) == ("", "")
     assert (full["ALL"]["configs"], full["ALL"]["vs_nv"], full["ALL"]["vs_nv_configs"]) == ("6", "4.000", "2")
-    assert tp_summary.OPS_COLUMNS[-1] == "vs_nv_configs"
+    assert tp_summary.OPS_COLUMNS[-3] == "vs_nv_configs"
 
 
 def test_the_all_row_leaves_out_torch_less_and_implausible_configs(tmp_path):
@@ -509,3 +510,27 @@ def test_the_all_row_leaves_out_torch_less_and_implausible_configs(tmp_path):
     all_ = ops[-1]
     assert (all_["configs"], all_["geomean_ratio"], all_["vs_torch"], all_["ref_vs_torch"]) == \
         ("2", f"{2 ** 0.5:.3f}", "2.000", "2.000")
+
+
+def test_matched_reading_columns(tmp_path):
+    """ratio_matched per variant, geomean_ratio_matched over matched_configs per operator and in
+    ALL; a config without a matched reading (or whose matched output missed) is left out."""
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write_test_json(results, "op", variants={"k/f16-T1": "PASS", "k/f32-T1": "PASS"})
+    brows = []
+    for variant, shape, rm, chk in (("f16-T1", "a", 1.0, "ok"), ("f16-T1", "b", 0.98, "ok"),
+                                    ("f32-T1", "a", None, None), ("f32-T1", "b", 0.5, "MISMATCH")):
+        brows.append({"op": "op", "kernel": "k", "variant": variant, "shape": shape, "ratio": 1.3,
+                      "ref_us": 13.0, "port_us": 10.0, "torch_us": 5.0, "vs_torch": 0.5, "ref_vs_torch": 0.4,
+                      "checked": "ok", "error": "", "ratio_matched": rm, "matched_checked": chk})
+    v = bench.fold("op", brows, 0.95)
+    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in brows]
+    write(v, results / "op" / "bench.json")
+    out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
+    tp_summary.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
+    rows, ops = list(csv.DictReader(open(out))), list(csv.DictReader(open(ops_csv)))
+    assert [(r["variant"], r["ratio"], r["ratio_matched"]) for r in rows] == [
+        ("f16-T1", "1.300", f"{0.98 ** 0.5:.3f}"), ("f32-T1", "1.300", "")]
+    assert [(o["op"], o["geomean_ratio_matched"], o["matched_configs"]) for o in ops] == [
+        ("op", f"{0.98 ** 0.5:.3f}", "2"), ("ALL", f"{0.98 ** 0.5:.3f}", "2")]

@@ -401,6 +401,10 @@ def variant_rows(doc: dict) -> dict[str, dict]:
         for reading in READINGS:
             vs = [c["readings"].get(reading, {}).get("ir_diff", {}).get("verdict") or "ERROR" for c in row["cases"]]
             ir[reading] = max(vs, key=lambda v: _RANK.get(v, 3))
+        if ir["launched"] == "FAIL" and all((c["readings"].get("launched", {}).get("ir_diff") or {}).get(
+                "by_launch_facts") for c in row["cases"]
+                if (c["readings"].get("launched", {}).get("ir_diff") or {}).get("verdict") == "FAIL"):
+            ir["launched"] = "FAIL (launch facts)"     # the same facts give the same IR: the launchers'
         cols["runtime_ir"] = f"{ir['launched']} | matched {ir['matched']}"
         for arch in (doc.get("details") or {}).get("archs", sass.ARCHS):
             parts = []

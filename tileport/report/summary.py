@@ -68,7 +68,9 @@ has verdict ``ERROR (manifest: <file:line: cause>)``, a folder that cannot be an
 ``configs_pending``: the operator's perf configs no valid bench row covers yet (perf shapes added
 since the benchmark, configs a GPU session did not reach: ``python -m tileport.gpu.bench --op <op>
 --pending-only`` times them); ``configs`` counts the timed ones, and every geomean is over those
-(``vs_nv`` over the ``vs_nv_configs`` of them).
+(``vs_nv`` over the ``vs_nv_configs`` of them); ``geomean_ratio_matched`` over its
+``matched_configs``: the matched reading (the reference under the port's launch facts,
+:mod:`tileport.gpu.matched`), as ``ratio_matched`` per variant in summary.csv.
 
 The GPU verdicts read here are taken as they stand against the operator's files now
 (:mod:`tileport.gpu.kept`): test.json holds while its sources and the test-relevant inputs
@@ -88,7 +90,7 @@ from tileport.core.verdict import TEST_PASSED, VARIANT_WORD, VerdictError, atomi
 from tileport.cpu import runtime_ir
 from tileport.flow.route import gpu_history, round_root
 from tileport.gpu import harness
-from tileport.gpu.fold import BENCH_MEASURED, mark_implausible, positive
+from tileport.gpu.fold import BENCH_MEASURED, mark_implausible, matched_rows, positive
 from tileport.gpu.kept import Kept
 from tileport.gpu.perf_diagnose import judged, loop_judged
 from tileport.model import manifest as tp_manifest
@@ -97,11 +99,11 @@ COLUMNS = ["op", "kernel", "variant", "analyze", "reference_ir", "write_kernel",
            "ir_diff", "attempts", "test", "ratio", "rust_build", "owner", "note", "diagnosis",
            "ref_us", "port_us", "torch_us", "vs_torch", "llm_calls", "tokens_in", "tokens_out",
            "cost_usd", "round", "gpu_route", "source", "loop_ratio", "ref_vs_torch", "nv_ir_diff",
-           "nv_us", "vs_nv", "bench", "runtime_ir", "sass_sm_90", "sass_sm_100"]
+           "nv_us", "vs_nv", "bench", "runtime_ir", "sass_sm_90", "sass_sm_100", "ratio_matched"]
 OPS_COLUMNS = ["op", "configs", "geomean_ratio", "verdict", "vs_torch", "ref_vs_torch",
                "llm_calls", "tokens_in", "tokens_out", "cost_usd", "loop_ratio", "loop_verdict",
                "ref_host_us", "port_host_us", "vs_nv", "configs_pending", "loop_below", "loop_undecided",
-               "vs_nv_configs"]
+               "vs_nv_configs", "geomean_ratio_matched", "matched_configs"]
 _LOOP0 = {"loop_ratio": "", "loop_verdict": "", "ref_host_us": "", "port_host_us": "", "loop_below": "",
           "loop_undecided": ""}
 _LLM0 = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": ""}
@@ -428,7 +430,7 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
                 out.update(ratio=_fmt(v["ratio"]), ref_us=_fmt(v["ref_us"], 2),
                            port_us=_fmt(v["port_us"], 2), torch_us=_fmt(v["torch_us"], 2),
                            vs_torch=_fmt(v["vs_torch"]), loop_ratio=_fmt(v.get("loop_ratio")),
-                           ref_vs_torch=_fmt(v.get("ref_vs_torch")))
+                           ref_vs_torch=_fmt(v.get("ref_vs_torch")), ratio_matched=_fmt(v.get("ratio_matched")))
                 if v.get("nv_us") is not None:
                     out.update(nv_us=_fmt(v["nv_us"], 2), vs_nv=_fmt(v["vs_nv"]))
             else:
@@ -485,7 +487,7 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
     ``not_run (...)``); they get their row too, in ``ops`` order or after it. The ``ALL``
     row's verdict counts the operators by verdict (``19 operators: DONE 5, ERROR 6, ...``)."""
     unusable = unusable or {}
-    rows, all_ratios, all_vt, all_rvt, all_loop, all_vn = [], [], [], [], [], []
+    rows, all_ratios, all_vt, all_rvt, all_loop, all_vn, all_m = [], [], [], [], [], [], []
     all_pending = 0
     for op in list(ops) + [o for o in unusable if o not in ops]:
         if op in unusable:
@@ -520,6 +522,7 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
         all_rvt += [r["ref_vs_torch"] for r in good if positive(r.get("ref_vs_torch"))]
         all_loop += [r["loop_ratio"] for r in good if isinstance(r.get("loop_ratio"), (int, float))]
         all_vn += [r["vs_nv"] for r in good if isinstance(r.get("vs_nv"), (int, float))]
+        all_m += [r["ratio_matched"] for r in matched_rows(good)]
         d = b["details"]
         loop = loop_judged(b, loop_threshold)
         rows.append({"op": op, "configs": d.get("configs", 0),
@@ -534,6 +537,8 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                          "loop_undecided": len(loop.get("undecided") or [])}),
                      "vs_nv": _fmt(d.get("geomean_vs_nv")),
                      "vs_nv_configs": d.get("nv_configs", "") if d.get("geomean_vs_nv") is not None else "",
+                     "geomean_ratio_matched": _fmt(d.get("geomean_ratio_matched")),
+                     "matched_configs": d.get("matched_configs", "") if d.get("geomean_ratio_matched") else "",
                      "configs_pending": d.get("configs_pending", 0)})
         all_pending += int(d.get("configs_pending") or 0)
     counts: dict[str, int] = {}
@@ -549,6 +554,8 @@ def ops_rows(results: str | Path, ops: list, threshold: float | None = None,
                  **_total_llm(rows), **_LOOP0,
                  "loop_ratio": _fmt(stats.geomean(all_loop)) if all_loop else "",
                  "vs_nv": _fmt(stats.geomean(all_vn)) if all_vn else "", "vs_nv_configs": len(all_vn) or "",
+                 "geomean_ratio_matched": _fmt(stats.geomean(all_m)) if all_m else "",
+                 "matched_configs": len(all_m) or "",
                  "configs_pending": all_pending,
                  **({k: sum(r[k] for r in rows if isinstance(r.get(k), int)) for k in ("loop_below", "loop_undecided")}
                     if all_loop else {})})
