@@ -215,6 +215,21 @@ def test_sass_of_the_launchers_facts_differs_and_matched_is_identical(copy_ir, t
     assert sass.compare(out["hinted"], list(out["hinted"]))["verdict"] == "IDENTICAL"
 
 
+def test_sass_text_is_cached_by_content(copy_ir, tmp_path, monkeypatch):
+    """The same bytecode, arch, flags and tools give the cached text; other flags or another
+    bytecode miss; TILEPORT_SASS_CACHE=off compiles (and stores nothing)."""
+    bc, cache = copy_ir["plain_bc"], tmp_path / "cache"
+    text, hit = sass.sass_text(bc, "sm_90", "ref", 3, cache_dir=cache)
+    assert not hit and sass.instructions(text)
+    assert sass.sass_text(bc, "sm_90", "ref", 3, cache_dir=cache) == (text, True)
+    assert not sass.sass_text(bc, "sm_90", "port", 3, cache_dir=cache)[1]            # other flags
+    assert not sass.sass_text(copy_ir["hinted_bc"], "sm_90", "ref", 3, cache_dir=cache)[1]
+    assert len(list(cache.rglob("*.sass"))) == 3
+    monkeypatch.setenv("TILEPORT_SASS_CACHE", "off")
+    assert sass.sass_text(bc, "sm_90", "ref", 3, cache_dir=tmp_path / "none") == (text, False)
+    assert not (tmp_path / "none").exists()
+
+
 # -- summary columns -------------------------------------------------------------------------
 
 def test_summary_columns_from_a_runtime_verdict():

@@ -100,7 +100,7 @@ class _Work:
         self.crate, self.op = crate, op
         self.ir: dict[str, Path] = {}
         self.sass: dict[str, dict] = {}
-        self.counts = {"tile_ir": 0, "sass": 0, "tile_ir_s": 0.0, "sass_s": 0.0}
+        self.counts = {"tile_ir": 0, "sass": 0, "sass_cached": 0, "tile_ir_s": 0.0, "sass_s": 0.0}
         self._mod = None
 
     def ref(self, variant: manifest.Variant, sig) -> Path:
@@ -147,14 +147,13 @@ class _Work:
         key = f"{digest}.{side}.O{opt}.{arch}"
         if key not in self.sass:
             t0 = time.monotonic()
-            cub = self.art / "sass" / f"{key}.cubin"
-            sass.cubin(bc, cub, arch, side, opt)
-            text = sass.disassemble(cub)
+            text, hit = sass.sass_text(bc, arch, side, opt)
             out = self.art / "sass" / f"{key}.sass"
+            out.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(out, text)
-            cub.unlink()
             self.sass[key] = {"file": out, "instructions": sass.instructions(text)}
             self.counts["sass"] += 1
+            self.counts["sass_cached"] += int(hit)
             self.counts["sass_s"] += time.monotonic() - t0
         return self.sass[key]
 

@@ -11,12 +11,17 @@ cuda-tile 1.7.0 ``cuda/tile/_compile.py`` ``compile_cubin``: ``--gpu-name <sm> -
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import subprocess
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 from tileport.core import toolchain
+from tileport.core.verdict import atomic_write_text
 
 #: tileiras flags each side's launcher passes (see the module doc), by side, for an opt level
 FLAGS = {"ref": lambda opt: [f"-O{opt}", "--lineinfo"], "port": lambda opt: ["--opt-level", str(opt)]}
@@ -54,6 +59,37 @@ def disassemble(cubin_path: str | Path) -> str:
     if proc.returncode != 0:
         raise SassError(f"{' '.join(cmd)}: exit {proc.returncode}: {proc.stderr.strip()[:1500]}")
     return proc.stdout
+
+
+def _tool_id(name: str) -> list:
+    """What identifies a tool binary for the cache: its resolved path, size and mtime (ns)."""
+    p = Path(toolchain.tool(name)).resolve()
+    st = p.stat()
+    return [str(p), st.st_size, st.st_mtime_ns]
+
+
+def sass_text(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
+              cache_dir: str | Path | None = None) -> tuple[str, bool]:
+    """cuobjdump's text of ``bytecode`` compiled for ``arch`` with ``side``'s flags
+    (:func:`cubin` then :func:`disassemble`), and whether it came from the cache.
+
+    The cache (``cache_dir``, default ``tileport.core.toolchain.cache_root()/sass``; env
+    ``TILEPORT_SASS_CACHE=off`` bypasses it) is keyed by the SHA-256 of the bytecode's bytes, the
+    arch, the flags and both tools' identity (path, size, mtime): the same inputs to the same
+    binaries give the same text, so a rerun recompiles nothing it has compiled. Raises
+    :class:`SassError` or FileNotFoundError as :func:`cubin` does; a failure is never cached."""
+    off = os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no")
+    key = hashlib.sha256(Path(bytecode).read_bytes() + json.dumps(
+        [arch, FLAGS[side](opt_level), _tool_id("tileiras"), _tool_id("cuobjdump")]).encode()).hexdigest()
+    cached = Path(cache_dir or toolchain.cache_root() / "sass") / key[:2] / f"{key}.sass"
+    if not off and cached.is_file():
+        return cached.read_text(), True
+    with tempfile.TemporaryDirectory(prefix="tileport-sass-") as tmp:
+        text = disassemble(cubin(bytecode, Path(tmp) / "k.cubin", arch, side, opt_level))
+    if not off:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(cached, text)
+    return text, False
 
 
 _INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?P<ins>[^;]*?)\s*;", re.M)
