@@ -264,6 +264,17 @@ def test_reads_what_the_stages_write(tmp_path):
     assert ops[1]["geomean_ratio"] == ops[0]["geomean_ratio"]
 
 
+def summarised(results, brows, loop_threshold=0.97):
+    """Fold ``brows`` into op's bench.json (details.rows as the benchmark writes them) and write
+    summary.csv / summary_ops.csv; returns the verdict and both files' rows."""
+    v = bench.fold("op", brows, 0.95, loop_threshold=loop_threshold)
+    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in brows]
+    write(v, results / "op" / "bench.json")
+    out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
+    tp_summary.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
+    return v, list(csv.DictReader(open(out))), list(csv.DictReader(open(ops_csv)))
+
+
 def test_loop_columns(tmp_path):
     """loop_ratio / ref_vs_torch per variant, the loop gate per operator (re-judged under the
     configured loop_threshold), the loop geomean over every config in ALL."""
@@ -277,12 +288,8 @@ def test_loop_columns(tmp_path):
                       "ref_vs_torch": 0.5, "loop_ratio": loop, "ref_loop_us": 10.0, "port_loop_us": 10.0 / loop,
                       "ref_host_us": 4.0, "port_host_us": {"a": 20.0, "b": 6.0}[shape], "checked": "ok",
                       "error": "", "harness": bench.HARNESS})
-    v = bench.fold("op", brows, 0.95, loop_threshold=0.97)
-    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in brows]
-    write(v, results / "op" / "bench.json")
+    v, rows, ops = summarised(results, brows)
     out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
-    tp_summary.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
-    rows, ops = list(csv.DictReader(open(out))), list(csv.DictReader(open(ops_csv)))
     assert [(r["variant"], r["loop_ratio"], r["ref_vs_torch"]) for r in rows] == [
         ("f16-T1", f"{0.5 ** 0.5:.3f}", "0.500"), ("f32-T1", "1.500", "0.500")]
     g = f"{0.75 ** (1 / 3):.3f}"
@@ -524,12 +531,7 @@ def test_matched_reading_columns(tmp_path):
         brows.append({"op": "op", "kernel": "k", "variant": variant, "shape": shape, "ratio": 1.3,
                       "ref_us": 13.0, "port_us": 10.0, "torch_us": 5.0, "vs_torch": 0.5, "ref_vs_torch": 0.4,
                       "checked": "ok", "error": "", "ratio_matched": rm, "matched_checked": chk})
-    v = bench.fold("op", brows, 0.95)
-    v.details["rows"] = [{k: r.get(k) for k in bench.COLUMNS} for r in brows]
-    write(v, results / "op" / "bench.json")
-    out, ops_csv = results / "summary.csv", results / "summary_ops.csv"
-    tp_summary.write_summary(results, ["op"], {"op": VARIANTS}, {}, out, ops_csv=ops_csv)
-    rows, ops = list(csv.DictReader(open(out))), list(csv.DictReader(open(ops_csv)))
+    _, rows, ops = summarised(results, brows)
     assert [(r["variant"], r["ratio"], r["ratio_matched"]) for r in rows] == [
         ("f16-T1", "1.300", f"{0.98 ** 0.5:.3f}"), ("f32-T1", "1.300", "")]
     assert [(o["op"], o["geomean_ratio_matched"], o["matched_configs"]) for o in ops] == [

@@ -65,7 +65,8 @@ def median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float,
         if 2 * nxt > 1 - level or j + 1 > n // 2:
             break
         tail, j = nxt, j + 1
-    return statistics.median(v), v[max(j - 1, 0)] if j else v[0], v[n - j] if j else v[-1]
+    lo, hi = (v[j - 1], v[n - j]) if j else (v[0], v[-1])
+    return statistics.median(v), lo, hi
 
 
 def reps_for(est_us: float, budget_ms: float, lo: int, hi: int) -> int:

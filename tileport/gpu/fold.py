@@ -205,10 +205,6 @@ def loop_class(row: dict, loop_threshold: float) -> str | None:
     return "below" if not isinstance(hi, (int, float)) or hi < loop_threshold else "undecided"
 
 
-#: bench's matched_error for a call that has no matched side (a call object of a tool)
-NO_MATCHED = "no matched reference in this call"
-
-
 def matched_rows(rows: list[dict]) -> list[dict]:
     """The rows with a matched reading: ``ratio_matched`` a positive number and the matched
     reference's output within tolerance (``matched_checked`` not MISMATCH)."""
@@ -354,8 +350,7 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                           + (f"failed: {r['matched_error']}" if r.get("matched_error") else
                              f"is outside tolerance: {r.get('matched_mismatch') or 'mismatch'}")
                           + ": no matched reading for this config")[:1500])
-                 for r in ok if r.get("matched_error") and r.get("matched_error") != NO_MATCHED
-                 or r.get("matched_checked") == "MISMATCH"]
+                 for r in ok if r.get("matched_error") or r.get("matched_checked") == "MISMATCH"]
     torchless = [r for r in ok if not torch_timed(r)]
     findings += [Finding("performance", "info", "tool",
                          f"{r['kernel']}/{r['variant']} {r['shape']}: {r.get('torch_note') or 'PyTorch not timed'}: "

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tileport.core.source import kernel_py
+from tileport.gpu.matched import matched_kernel
 from tileport.host import ffi as host_ffi
 from tileport.model import manifest as tp_manifest
 from tileport.model import torch_uses
@@ -559,10 +560,8 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     ref_args = tuple(ref_args)
     import cuda.tile as ct
 
-    from tileport.gpu.matched import matched_kernel
-
     # every side launches on this stream, fetched once here: no side pays a stream lookup per
-    # call in a loop (torch.cuda.current_stream() costs ~4.8 µs on the H200: toolchain notes)
+    # call in a loop (torch.cuda.current_stream() costs ~4.8 µs on the H200: docs/gpu-stages.md)
     stream = torch.cuda.current_stream(dev)
     mk = matched_kernel(kfn, ref_args, kernel_params)
 

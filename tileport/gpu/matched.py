@@ -16,10 +16,9 @@ launcher makes a constant stays one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from tileport.model import launch_facts as lf
-
-_CLASS: list = []
 
 
 def tensor_facts(x) -> lf.ArrayFacts | None:
@@ -61,11 +60,10 @@ def matched_signature(signature, facts: list):
     return KernelSignature(params, signature.calling_convention)
 
 
+@functools.cache
 def _matched_class():
     """The ``ct.kernel`` subclass whose compilation step applies :func:`matched_signature`
     (made once; cuda.tile is imported only here)."""
-    if _CLASS:
-        return _CLASS[0]
     import cuda.tile as ct
 
     class MatchedKernel(ct.kernel):
@@ -83,7 +81,6 @@ def _matched_class():
             self.symbols.append(out[1])
             return out
 
-    _CLASS.append(MatchedKernel)
     return MatchedKernel
 
 

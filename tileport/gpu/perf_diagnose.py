@@ -36,6 +36,7 @@ from pathlib import Path
 
 from tileport.core import agents, stats
 from tileport.core.verdict import Finding, Verdict, VerdictError, port_fault, read, write
+from tileport.cpu import sass
 from tileport.gpu.fold import loop_gate
 
 
@@ -136,8 +137,7 @@ def _sass_text(reading: dict, arch: str) -> str:
     got = (reading.get("sass") or {}).get(arch) or {}
     v = got.get("verdict") or "not compiled"
     delta = got.get("delta") or {}
-    return v + (" (" + ", ".join(f"{k} {n:+d}" for k, n in sorted(delta.items(), key=lambda kv: -abs(kv[1]))[:4])
-                + ")" if v == "DIFFERENT" and delta else "")
+    return v + (f" ({sass.delta_text(delta, 4)})" if v == "DIFFERENT" and delta else "")
 
 
 def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float = OUTLIER_BAND) -> dict:
