@@ -230,6 +230,37 @@ def test_sass_text_is_cached_by_content(copy_ir, tmp_path, monkeypatch):
     assert not (tmp_path / "none").exists()
 
 
+def test_sass_cache_key_leaves_out_the_kernel_files_path(copy_ir, tmp_path):
+    """The same kernel exported from two folders: the bytecodes differ (each carries its
+    kernel.py's absolute path), the SASS texts are the same, and so is the key once the paths
+    are named; another program keeps another key."""
+    from cuda.tile.compilation import export_kernel
+
+    from tileport.core import toolchain
+
+    a = lf.Shaped.fresh("f16", (37, 1000))
+    sig = runtime_ir.ref_signature(COPY_PARAMS, _variant("f16", BM=64, BN=64),
+                                   {"x": lf.reference_facts(a), "y": lf.reference_facts(a)})
+    bcs, paths = [], []
+    for name in ("one", "another-checkout"):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "kernel.py").write_text(COPY)
+        bc = d / "k.tileirbc"
+        export_kernel(reference_ir.load_module(d / "kernel.py").copy2d, [sig], str(bc), output_format="tileir_bytecode")
+        bcs.append(bc)
+        paths.append([str(d / "kernel.py"), str(d)])   # cuda_tile.di_file<"kernel.py" in "<dir>">
+    assert bcs[0].read_bytes() != bcs[1].read_bytes()
+    assert sass.cache_key(bcs[0], "sm_90", "ref") != sass.cache_key(bcs[1], "sm_90", "ref")
+    key = [sass.cache_key(bc, "sm_90", "ref", source_paths=p, ir_text=toolchain.disassemble(bc))
+           for bc, p in zip(bcs, paths)]
+    assert key[0] == key[1]
+    assert sass.cache_key(copy_ir["hinted_bc"], "sm_90", "ref", source_paths=paths[0],
+                          ir_text=copy_ir["hinted"]) != key[0]
+    texts = [sass.disassemble(sass.cubin(bc, bc.with_suffix(".cubin"), "sm_90", "ref")) for bc in bcs]
+    assert texts[0] == texts[1] and sass.instructions(texts[0])
+
+
 # -- summary columns -------------------------------------------------------------------------
 
 def test_summary_columns_from_a_runtime_verdict():

@@ -102,6 +102,10 @@ class _Work:
         self.sass: dict[str, dict] = {}
         self.counts = {"tile_ir": 0, "sass": 0, "sass_cached": 0, "tile_ir_s": 0.0, "sass_s": 0.0}
         self._mod = None
+        kpy = source.kernel_py(op_dir)
+        #: the file names in the reference's debug locations (left out of the SASS cache key)
+        self.source_paths = tuple(str(x) for f in (Path(kpy), Path(kpy).resolve(), Path(kpy).absolute())
+                                  for x in (f, f.parent))
 
     def ref(self, variant: manifest.Variant, sig) -> Path:
         key = "ref-" + _sha([variant.id, variant.hints, repr(sig)])[:16]
@@ -147,7 +151,8 @@ class _Work:
         key = f"{digest}.{side}.O{opt}.{arch}"
         if key not in self.sass:
             t0 = time.monotonic()
-            text, hit = sass.sass_text(bc, arch, side, opt)
+            text, hit = sass.sass_text(bc, arch, side, opt, source_paths=self.source_paths,
+                                       ir_text=bc.with_suffix(".tileir").read_text())
             out = self.art / "sass" / f"{key}.sass"
             out.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(out, text)

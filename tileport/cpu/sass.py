@@ -68,19 +68,41 @@ def _tool_id(name: str) -> list:
     return [str(p), st.st_size, st.st_mtime_ns]
 
 
+def cache_key(bytecode: str | Path, arch: str, side: str, opt_level: int = 3, source_paths=(),
+              ir_text: str | None = None) -> str:
+    """The SASS cache key of ``bytecode`` (hex SHA-256) for ``arch`` with ``side``'s flags and
+    both tools' identity (path, size, mtime).
+
+    The program is named by its bytes, or, when ``ir_text`` (its tileirdisasm text) is given, by
+    that text with every ``source_paths`` string blanked: the file names of the debug locations
+    (cuda-tile 1.7.0 records the kernel file's absolute path and its folder in ``di_file``;
+    cutile a crate-relative path). They
+    reach the cubin's line table only, never cuobjdump's instruction text, so the same program
+    from another checkout shares its entry (tests/test_runtime_ir.py compiles one kernel from two
+    folders: different bytes, the same text). Bytes alone cannot do it: the bytecode's string
+    table stores lengths and offsets."""
+    if ir_text is None:
+        blob = b"bytes:" + Path(bytecode).read_bytes()
+    else:
+        for s in sorted({str(x) for x in source_paths if str(x)}, key=len, reverse=True):
+            ir_text = ir_text.replace(s, "")
+        blob = b"text:" + ir_text.encode() + json.dumps(_tool_id("tileirdisasm")).encode()
+    return hashlib.sha256(blob + json.dumps(
+        [arch, FLAGS[side](opt_level), _tool_id("tileiras"), _tool_id("cuobjdump")]).encode()).hexdigest()
+
+
 def sass_text(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
-              cache_dir: str | Path | None = None) -> tuple[str, bool]:
+              cache_dir: str | Path | None = None, source_paths=(), ir_text: str | None = None) -> tuple[str, bool]:
     """cuobjdump's text of ``bytecode`` compiled for ``arch`` with ``side``'s flags
     (:func:`cubin` then :func:`disassemble`), and whether it came from the cache.
 
     The cache (``cache_dir``, default ``tileport.core.toolchain.cache_root()/sass``; env
-    ``TILEPORT_SASS_CACHE=off`` bypasses it) is keyed by the SHA-256 of the bytecode's bytes, the
-    arch, the flags and both tools' identity (path, size, mtime): the same inputs to the same
-    binaries give the same text, so a rerun recompiles nothing it has compiled. Raises
-    :class:`SassError` or FileNotFoundError as :func:`cubin` does; a failure is never cached."""
+    ``TILEPORT_SASS_CACHE=off`` bypasses it) is keyed by :func:`cache_key`: the same program to
+    the same binaries gives the same text, so a rerun, or a fresh clone on the same machine,
+    recompiles nothing already compiled. Raises :class:`SassError` or FileNotFoundError as
+    :func:`cubin` does; a failure is never cached."""
     off = os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no")
-    key = hashlib.sha256(Path(bytecode).read_bytes() + json.dumps(
-        [arch, FLAGS[side](opt_level), _tool_id("tileiras"), _tool_id("cuobjdump")]).encode()).hexdigest()
+    key = cache_key(bytecode, arch, side, opt_level, source_paths, ir_text)
     cached = Path(cache_dir or toolchain.cache_root() / "sass") / key[:2] / f"{key}.sass"
     if not off and cached.is_file():
         return cached.read_text(), True
