@@ -261,6 +261,48 @@ def test_sass_cache_key_leaves_out_the_kernel_files_path(copy_ir, tmp_path):
     assert texts[0] == texts[1] and sass.instructions(texts[0])
 
 
+def test_reference_tile_ir_is_kept_across_jobs_and_clones(tmp_path, monkeypatch):
+    """A second job, in another folder holding the same kernel.py, takes the reference's Tile IR
+    from the machine's cache (the same bytes: the export names kernel.py relative to the working
+    directory); another signature or an edited kernel.py compiles again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    a = lf.Shaped.fresh("f16", (37, 1000))
+    plain = lf.reference_facts(a)
+    hinted = lf.ArrayFacts((1, 8), plain.stride_div, plain.shape_const, plain.stride_const, plain.base_div)
+    sig = {n: runtime_ir.ref_signature(COPY_PARAMS, _variant("f16", BM=64, BN=64), {"x": fx, "y": plain})
+           for n, fx in (("plain", plain), ("hinted", hinted))}
+    v = _variant("f16", BM=64, BN=64)
+
+    def job(folder, text=COPY):
+        op = Path.cwd() / folder
+        op.mkdir(exist_ok=True)
+        (op / "kernel.py").write_text(text)
+        return runtime_ir._Work(Path(folder), "copy2d", op / "art", None, "sm_90", None, "copy")
+
+    one = job("one")
+    first = one.ref(v, sig["plain"]).read_bytes()
+    assert one.counts["tile_ir_cached"] == 0 and b"one/kernel.py" in first and str(tmp_path).encode() not in first
+    two = job("one-again")
+    assert two.ref(v, sig["plain"]).read_bytes() != first          # another folder is another program text
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    monkeypatch.chdir(clone)                                          # the same relative layout elsewhere
+    again = job("one")
+    assert again.ref(v, sig["plain"]).read_bytes() == first and again.counts["tile_ir_cached"] == 1
+    assert again.ref(v, sig["plain"]).with_suffix(".tileir").read_text() == \
+        one.ref(v, sig["plain"]).with_suffix(".tileir").read_text()
+    again.ref(v, sig["hinted"])
+    assert again.counts == {**again.counts, "tile_ir": 2, "tile_ir_cached": 1}
+    edited = job("one", COPY + "\n# an edit\n")
+    edited.ref(v, sig["plain"])
+    assert edited.counts["tile_ir_cached"] == 0
+    monkeypatch.setenv("TILEPORT_TILEIR_CACHE", "off")
+    off = job("one")
+    off.ref(v, sig["plain"])
+    assert off.counts["tile_ir_cached"] == 0
+
+
 # -- summary columns -------------------------------------------------------------------------
 
 def test_summary_columns_from_a_runtime_verdict():

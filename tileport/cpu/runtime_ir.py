@@ -14,12 +14,17 @@ One job per (operator, kernel). For every variant at IR PASS and every perf shap
 Each pair gets the run-time IR diff (:func:`tileport.ir_diff.entry_facts.diff_runtime_pair`) and,
 per architecture of :data:`tileport.cpu.sass.ARCHS`, a SASS comparison
 (:func:`tileport.cpu.sass.compare`). Every distinct compilation runs once: Tile IR keyed by what
-it is compiled from, SASS by the bytecode's sha256, so shapes that share a specialisation share
-the work.
+it is compiled from, SASS by the program (:func:`tileport.cpu.sass.cache_key`), so shapes that
+share a specialisation share the work. Both are also kept across jobs, runs and clones of one
+machine under ``tileport.core.toolchain.cache_root()`` (``tileir/``, ``sass/``; env
+``TILEPORT_TILEIR_CACHE=off`` / ``TILEPORT_SASS_CACHE=off`` bypass them): the reference is
+exported from kernel.py's path relative to the working directory (the repository root in a
+Snakemake job), so its bytecode names no checkout.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -100,30 +105,63 @@ class _Work:
         self.crate, self.op = crate, op
         self.ir: dict[str, Path] = {}
         self.sass: dict[str, dict] = {}
-        self.counts = {"tile_ir": 0, "sass": 0, "sass_cached": 0, "tile_ir_s": 0.0, "sass_s": 0.0}
+        self.counts = {"tile_ir": 0, "tile_ir_cached": 0, "sass": 0, "sass_cached": 0, "tile_ir_s": 0.0,
+                       "sass_s": 0.0}
         self._mod = None
         kpy = source.kernel_py(op_dir)
+        # exported from its path relative to the working directory where it lies below it: the
+        # bytecode's debug locations then name no checkout (the Tile IR cache is shared by clones)
+        rel = os.path.relpath(Path(kpy).absolute())
+        self.kpy = Path(rel) if not rel.startswith("..") else Path(kpy).absolute()
+        self.kpy_text = Path(kpy).read_text() if Path(kpy).is_file() else ""
         #: the file names in the reference's debug locations (left out of the SASS cache key)
         self.source_paths = tuple(str(x) for f in (Path(kpy), Path(kpy).resolve(), Path(kpy).absolute())
                                   for x in (f, f.parent))
 
+    def _compiled(self, key: str, inputs: list, compile_to) -> Path:
+        """The bytecode (and its tileirdisasm text beside it) of ``key``: from this job, from the
+        machine's Tile IR cache (keyed by ``inputs``: everything the program is compiled from),
+        or compiled by ``compile_to(bytecode_path)`` and then kept there."""
+        if key in self.ir:
+            return self.ir[key]
+        t0 = time.monotonic()
+        bc = self.art / "ir" / f"{key}.tileirbc"
+        bc.parent.mkdir(parents=True, exist_ok=True)
+        off = os.environ.get("TILEPORT_TILEIR_CACHE", "").lower() in ("off", "0", "no")
+        digest = hashlib.sha256(json.dumps(inputs, default=str).encode()).hexdigest()
+        kept = toolchain.cache_root() / "tileir" / digest[:2] / digest
+        if not off and kept.with_suffix(".tileir").is_file() and kept.with_suffix(".tileirbc").is_file():
+            shutil.copyfile(kept.with_suffix(".tileirbc"), bc)
+            atomic_write_text(bc.with_suffix(".tileir"), kept.with_suffix(".tileir").read_text())
+            self.counts["tile_ir_cached"] += 1
+        else:
+            compile_to(bc)
+            text = toolchain.disassemble(bc)
+            atomic_write_text(bc.with_suffix(".tileir"), text)
+            if not off:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+                shutil.copyfile(bc, tmp)
+                os.replace(tmp, kept.with_suffix(".tileirbc"))
+                atomic_write_text(kept.with_suffix(".tileir"), text)    # written last: marks the entry whole
+        self.ir[key] = bc
+        self.counts["tile_ir"] += 1
+        self.counts["tile_ir_s"] += time.monotonic() - t0
+        return bc
+
     def ref(self, variant: manifest.Variant, sig) -> Path:
         key = "ref-" + _sha([variant.id, variant.hints, repr(sig)])[:16]
-        if key not in self.ir:
-            t0 = time.monotonic()
+
+        def export(bc: Path) -> None:
             if self._mod is None:
-                self._mod = reference_ir.load_module(source.kernel_py(self.op_dir))
+                self._mod = reference_ir.load_module(self.kpy)
             from cuda.tile.compilation import export_kernel
 
-            bc = self.art / "ir" / f"{key}.tileirbc"
-            bc.parent.mkdir(parents=True, exist_ok=True)
             export_kernel(reference_ir.kernel_object(self._mod, self.kernel, variant), [sig], str(bc),
                           output_format="tileir_bytecode")
-            atomic_write_text(bc.with_suffix(".tileir"), toolchain.disassemble(bc))
-            self.ir[key] = bc
-            self.counts["tile_ir"] += 1
-            self.counts["tile_ir_s"] += time.monotonic() - t0
-        return self.ir[key]
+
+        return self._compiled(key, ["ref", self.kpy_text, str(self.kpy), self.kernel, repr(variant), repr(sig),
+                                    importlib.metadata.version("cuda-tile"), sass.tool_id("tileirdisasm")], export)
 
     def port(self, entry: str, generics: list[str], strides: str, spec: str, hints: str,
              target: str | None = None) -> Path:
@@ -132,19 +170,18 @@ class _Work:
         it launches on."""
         target = target or self.target
         key = "port-" + _sha([entry, generics, strides, spec, hints, target])[:16]
-        if key not in self.ir:
-            t0 = time.monotonic()
-            bc = self.art / "ir" / f"{key}.tileirbc"
-            bc.parent.mkdir(parents=True, exist_ok=True)
+        rs = Path(self.crate) / "src" / f"{self.kernel}.rs"
+
+        def dump(bc: Path) -> None:
             job = rust_ir.dump_job(self.crate, self.op, self.kernel, entry, bc, target, generics, strides, spec, hints)
             proc = rust_ir.run_dumper([self.binary], job)
             if proc.returncode != 0:
                 raise RuntimeError(f"cutile compile ({' | '.join(job)}): {proc.stderr.strip()[:1500]}")
-            atomic_write_text(bc.with_suffix(".tileir"), toolchain.disassemble(bc))
-            self.ir[key] = bc
-            self.counts["tile_ir"] += 1
-            self.counts["tile_ir_s"] += time.monotonic() - t0
-        return self.ir[key]
+
+        # the dumper compiles the kernel's file at run time (rust_ir.dump_job): its text, the job's
+        # arguments and the dumper binary (cutile and irdump.rs, by its path, size and mtime)
+        return self._compiled(key, ["port", rs.read_text(), self.kernel, entry, generics, strides, spec, hints,
+                                    target, sass.tool_id(self.binary)], dump)
 
     def sass_of(self, bc: Path, side: str, arch: str, opt: int) -> dict:
         digest = hashlib.sha256(bc.read_bytes()).hexdigest()[:16]

@@ -61,9 +61,10 @@ def disassemble(cubin_path: str | Path) -> str:
     return proc.stdout
 
 
-def _tool_id(name: str) -> list:
-    """What identifies a tool binary for the cache: its resolved path, size and mtime (ns)."""
-    p = Path(toolchain.tool(name)).resolve()
+def tool_id(name: str) -> list:
+    """What identifies a tool binary for a cache: its resolved path, size and mtime (ns).
+    ``name``: a tool of :func:`tileport.core.toolchain.tool` or a path to a binary."""
+    p = Path(name if os.sep in str(name) else toolchain.tool(name)).resolve()
     st = p.stat()
     return [str(p), st.st_size, st.st_mtime_ns]
 
@@ -86,9 +87,9 @@ def cache_key(bytecode: str | Path, arch: str, side: str, opt_level: int = 3, so
     else:
         for s in sorted({str(x) for x in source_paths if str(x)}, key=len, reverse=True):
             ir_text = ir_text.replace(s, "")
-        blob = b"text:" + ir_text.encode() + json.dumps(_tool_id("tileirdisasm")).encode()
+        blob = b"text:" + ir_text.encode() + json.dumps(tool_id("tileirdisasm")).encode()
     return hashlib.sha256(blob + json.dumps(
-        [arch, FLAGS[side](opt_level), _tool_id("tileiras"), _tool_id("cuobjdump")]).encode()).hexdigest()
+        [arch, FLAGS[side](opt_level), tool_id("tileiras"), tool_id("cuobjdump")]).encode()).hexdigest()
 
 
 def sass_text(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
