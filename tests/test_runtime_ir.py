@@ -213,6 +213,20 @@ def test_sass_of_the_launchers_facts_differs_and_matched_is_identical(copy_ir, t
     got = sass.compare(out["plain"], out["hinted"])
     assert got["verdict"] == "DIFFERENT" and got["delta"].get("LDG.E.128", 0) > 0
     assert sass.compare(out["hinted"], list(out["hinted"]))["verdict"] == "IDENTICAL"
+    res = sass.resources(tmp_path / "plain.cubin")
+    assert res["registers"] > 0 and res["threads"] in (32, 64, 128, 256) and res["local"] == 0
+    assert 1 <= sass.ctas_per_sm(res) <= sass.SM90["ctas"]
+
+
+def test_ctas_per_sm_is_the_occupancy_arithmetic():
+    # _ce_online_kernel f16 4096x32768 on sm_90 (docs/results/h100-matched-2026-12-05): 142
+    # registers x 128 threads -> 144 x 32 = 4608 per warp, 18432 per CTA: 3 fit in 65536; 128 -> 4
+    assert sass.ctas_per_sm({"registers": 142, "threads": 128, "shared": 1040}) == 3
+    assert sass.ctas_per_sm({"registers": 128, "threads": 128, "shared": 1040}) == 4
+    assert sass.ctas_per_sm({"registers": 177, "threads": 128, "shared": 1040}) == 2
+    assert sass.ctas_per_sm({"registers": 32, "threads": 128, "shared": 100 * 1024}) == 2     # shared bound
+    assert sass.ctas_per_sm({"registers": 16, "threads": 32, "shared": 0}) == 32              # CTA cap
+    assert sass.ctas_per_sm({"registers": 142, "threads": None}) is None
 
 
 def test_sass_text_is_cached_by_content(copy_ir, tmp_path, monkeypatch):

@@ -61,6 +61,45 @@ def disassemble(cubin_path: str | Path) -> str:
     return proc.stdout
 
 
+#: per-SM limits of sm_90 (CUDA C++ Programming Guide, "Technical Specifications per Compute
+#: Capability", 9.0): 32-bit registers, resident warps and CTAs, shared memory (bytes); registers
+#: are allocated per warp in units of 256 (per thread: a multiple of 8)
+SM90 = {"registers": 65536, "warps": 64, "ctas": 32, "shared": 228 * 1024, "reg_unit": 256}
+
+
+def resources(cubin_path: str | Path) -> dict:
+    """Resource use of a one-kernel cubin from ``cuobjdump -res-usage`` and ``-elf``:
+    ``{"registers": REG per thread, "shared": SHARED bytes, "local": LOCAL bytes (spills),
+    "threads": threads per CTA from EIATTR_REQNTID, or None}``. Raises :class:`SassError`."""
+    out = {}
+    for flag in ("-res-usage", "-elf"):
+        cmd = [toolchain.tool("cuobjdump"), flag, str(cubin_path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+        if proc.returncode != 0:
+            raise SassError(f"{' '.join(cmd)}: exit {proc.returncode}: {proc.stderr.strip()[:1500]}")
+        out[flag] = proc.stdout
+    use = dict((k, int(v)) for k, v in re.findall(r"\b(REG|SHARED|LOCAL):(\d+)", out["-res-usage"]))
+    ntid = re.search(r"EIATTR_REQNTID\s+Format:[^\n]*\s+Value:\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)",
+                     out["-elf"])
+    return {"registers": use.get("REG"), "shared": use.get("SHARED"), "local": use.get("LOCAL"),
+            "threads": int(ntid[1], 16) * int(ntid[2], 16) * int(ntid[3], 16) if ntid else None}
+
+
+def ctas_per_sm(res: dict, limits: dict = SM90) -> int | None:
+    """Resident CTAs per SM that registers, warps and shared memory allow for ``res``
+    (:func:`resources`); None without a thread count. The occupancy calculator's arithmetic."""
+    if not res.get("threads") or res.get("registers") is None:
+        return None
+    warps = -(-res["threads"] // 32)
+    regs_warp = -(-res["registers"] * 32 // limits["reg_unit"]) * limits["reg_unit"]
+    caps = [limits["ctas"], limits["warps"] // warps]
+    if regs_warp:
+        caps.append(limits["registers"] // (regs_warp * warps))
+    if res.get("shared"):
+        caps.append(limits["shared"] // res["shared"])
+    return min(caps)
+
+
 def tool_id(name: str) -> list:
     """What identifies a tool binary for a cache: its resolved path, size and mtime (ns).
     ``name``: a tool of :func:`tileport.core.toolchain.tool` or a path to a binary."""
