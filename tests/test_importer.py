@@ -764,9 +764,18 @@ def test_coverage_table_lists_every_kernel_with_its_furthest_stage(site, tmp_pat
             def kf(x):
                 pass
             return kf
-        """), "tilegym/ops/cutile/common.py": "TWO = 2.0\n"})
+        """), "tilegym/ops/cutile/common.py": "TWO = 2.0\n",
+        **{f"tilegym/suites/{d}__init__.py": "" for d in ("", "liger/", "liger/cutile/")},
+        "tilegym/suites/liger/cutile/b.py": KERNEL.format(name="kb"),
+        "tilegym/transformers/__init__.py": "", "tilegym/transformers/m.py": KERNEL.format(name="km")})
     inv = coverage.inventory("tilegym.ops.cutile")
     assert [(k["function"], k.get("factory")) for k in inv] == [("ka", None), ("kf", "factory")]
+    everything = coverage.inventory("tilegym")          # the census: every subtree of the wheel
+    everything = [k for k in everything if k["module"].startswith(("tilegym.ops.cutile", "tilegym.suites",
+                                                                   "tilegym.transformers"))]
+    assert sorted((coverage.subtree(k["module"]), k["function"]) for k in everything) == [
+        ("ops/cutile", "ka"), ("ops/cutile", "kf"), ("suites/liger", "kb"), ("transformers", "km")]
+    assert coverage.subtree("tilegym.ops.fused") == "ops"
     base = {c: "PASS" for c in SUM.COLUMNS}
     rows = [base | {"op": "tg_a", "kernel": "ka", "variant": "f16-T1", "test": "not_run (no GPU: x)",
                     "ratio": "not_run (no GPU: x)", "note": "", "source": "tilegym.ops.cutile.a:ka"},
@@ -780,7 +789,11 @@ def test_coverage_table_lists_every_kernel_with_its_furthest_stage(site, tmp_pat
         w = csv.DictWriter(fh, fieldnames=SUM.COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    text = coverage.table(out, inv, tmp_path / "operators")
+    text = coverage.table(out, inv, tmp_path / "operators", package="tilegym.ops.cutile")
+    block = coverage.readme_block(out, everything, tmp_path / "operators")
+    assert "| `ops/cutile` | 2 | 1 | 1 | 0 | 0 | 0 |" in block      # ka: f32 at ir_diff FAIL
+    assert "| `suites/liger` | 1 | 0 | 0 | 0 | 0 | 0 |" in block and "| **all** | 4 | 1 |" in block
+    assert "4 `@ct.kernel` functions in `tilegym`" in block and "docs/coverage.md" in block
     lines = text.splitlines()
     ka = next(ln for ln in lines if ln.startswith("| `a:ka`"))
     assert ka.split(" | ")[1:7] == ["tg_a", "2", "2/2", "1/2", "ir_diff", "FAIL"]

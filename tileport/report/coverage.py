@@ -1,5 +1,6 @@
-"""The coverage table: every ``@ct.kernel`` of an installed package (TileGym's
-``tilegym.ops.cutile``) and how far tileport got with it, from ``results/summary.csv``.
+"""The coverage table: every ``@ct.kernel`` of an installed package (all of TileGym:
+``ops/cutile``, ``suites/*``, ``transformers``) and how far tileport got with it, from
+``results/summary.csv``, per subtree and per kernel.
 
 One row per kernel of the package (found by :func:`inventory` in the installed wheel's text,
 never imported), matched to summary.csv rows by their ``source`` column
@@ -10,9 +11,10 @@ the imported kernel.py and, in brackets, the wheel module's line). A kernel no o
 is listed as such.
 
     python -m tileport.report.coverage results/summary.csv                    # print the table
-    python -m tileport.report.coverage results/summary.csv --readme README.md # rewrite it in the README
+    python -m tileport.report.coverage results/summary.csv --readme README.md --out docs/coverage.md
 
-The README's table lies between ``<!-- coverage:begin -->`` and ``<!-- coverage:end -->``.
+The README's subtree table lies between ``<!-- coverage:begin -->`` and ``<!-- coverage:end -->``;
+the per-kernel table is written by ``--out`` (``make run``: results/coverage.md).
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from tileport.core import source, wheels
 from tileport.cpu import importer
 from tileport.report.summary import NO_TEST_SHAPE, bench_failure, from_checkout
 
-PACKAGE = "tilegym.ops.cutile"
+PACKAGE = "tilegym"
 BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
 # summary.csv's stage columns in pipeline order (the import's verdict heads each row's note)
 CPU_STAGES = ("analyze", "reference_ir", "write_kernel", "rust_build", "rust_ir", "ir_diff")
@@ -92,11 +94,21 @@ def _stop(row: dict) -> tuple[int, str, str]:
     return len(CPU_STAGES) + 3, "bench", row.get("bench") or "DONE"
 
 
-def table(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Path | None = None) -> str:
-    """The markdown coverage table of ``kernels`` (:func:`inventory`) from ``summary_csv``.
+def subtree(module: str, package: str = PACKAGE) -> str:
+    """The part of the wheel a kernel's module lies in, relative to ``package``: two levels under
+    ``ops`` and ``suites`` (``ops/cutile``, ``suites/liger``), one elsewhere (``transformers``)."""
+    parts = module[len(package) + 1:].split(".") if module.startswith(package + ".") else module.split(".")
+    return "/".join(parts[:2] if parts[0] in ("ops", "suites") and len(parts) > 2 else parts[:1])
 
-    ``operators_dir`` (default: ``operators/`` beside ``results/``) attributes a one-row operator
-    (kernel ``-``: a malformed manifest) to the kernels its manifest's ``source:`` names.
+
+def kernel_rows(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Path | None = None,
+                package: str = PACKAGE) -> list[dict]:
+    """One record per kernel of ``kernels`` (:func:`inventory`) with how far summary.csv says it
+    got: ``name`` (module relative to ``package``, wheel line), ``subtree`` (:func:`subtree`),
+    ``ops``, ``variants``, ``ref`` / ``ir`` (variants at reference_ir / ir_diff PASS),
+    ``tested`` / ``timed`` (every variant past gpu_test / benchmarked), ``stage``, ``verdict``,
+    ``cause``. ``operators_dir`` (default: ``operators/`` beside ``results/``) attributes a one-row
+    operator (kernel ``-``: a malformed manifest) to the kernels its manifest's ``source:`` names.
 
     Raises:
         OSError: ``summary_csv`` cannot be read.
@@ -120,40 +132,84 @@ def table(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Pat
                 by_kernel.setdefault(f"{src}:{k}", []).append(r)
         elif src:
             by_kernel.setdefault(src, []).append(r)
-    lines = ["| kernel (wheel line) | operator | variants | reference_ir PASS | ir_diff PASS | "
-             "stopped at | verdict | cause |",
-             "|---|---|---|---|---|---|---|---|"]
-    done = {"ref": 0, "ir": 0, "covered": 0}
+    out = []
     for k in kernels:
-        key = f"{k['module']}:{k['function']}"
-        short = k["module"][len(PACKAGE) + 1:] if k["module"].startswith(PACKAGE + ".") else k["module"]
-        name = f"`{short}:{k['function']}` ({k['line']})"
-        rs = by_kernel.get(key, [])
+        short = k["module"][len(package) + 1:] if k["module"].startswith(package + ".") else k["module"]
+        rec = {"name": f"`{short}:{k['function']}` ({k['line']})", "subtree": subtree(k["module"], package),
+               "ops": "", "variants": 0, "ref": 0, "ir": 0, "tested": False, "timed": False}
+        rs = by_kernel.get(f"{k['module']}:{k['function']}", [])
         if not rs:
             why = (k["reason"].replace("|", "\\|") if k.get("factory") else
                    "no operator's manifest names it in `source:`")
-            lines.append(f"| {name} | - | 0 | - | - | no operator | - | {why} |")
+            out.append({**rec, "stage": "no operator", "verdict": "-", "cause": why})
             continue
-        done["covered"] += 1
-        ops = ", ".join(sorted({r["op"] for r in rs}))
         var = [r for r in rs if r.get("variant") != "-"]
-        n_ref = sum(r["reference_ir"] in PASSING for r in var)
-        n_ir = sum(r["ir_diff"] in PASSING for r in var)
-        done["ref"] += bool(var) and n_ref == len(var)
-        done["ir"] += bool(var) and n_ir == len(var)
+        rank, stage, verdict = _stop(min(rs, key=lambda r: _stop(r)[0]))
         worst = min(rs, key=lambda r: _stop(r)[0])
-        _, stage, verdict = _stop(worst)
         # paths from the checkout's root, so the table reads the same in every clone (a summary
         # written before summary.csv did so itself names this machine's or a GPU node's)
         cause = from_checkout(worst.get("note") or "").replace("|", "\\|").replace("\n", " ")[:240]
-        lines.append(f"| {name} | {ops} | {len(var)} | {n_ref}/{len(var)} | {n_ir}/{len(var)} | "
-                     f"{stage} | {verdict} | {cause} |")
-    lines.append("")
-    lines.append(f"{len(kernels)} `@ct.kernel` functions in `{PACKAGE}`; {done['covered']} imported "
-                 f"by an operator; reference_ir PASS on every variant: {done['ref']}; ir_diff PASS "
-                 f"on every variant: {done['ir']}. Generated from `{summary_csv.name}` by "
-                 f"`python -m tileport.report.coverage`.")
+        out.append({**rec, "ops": ", ".join(sorted({r["op"] for r in rs})), "variants": len(var),
+                    "ref": sum(r["reference_ir"] in PASSING for r in var),
+                    "ir": sum(r["ir_diff"] in PASSING for r in var),
+                    "tested": bool(var) and rank > len(CPU_STAGES) + 1,
+                    "timed": bool(var) and rank == len(CPU_STAGES) + 3,
+                    "stage": stage, "verdict": verdict, "cause": cause})
+    return out
+
+
+def subtree_table(records: list[dict]) -> str:
+    """Markdown: per subtree of the wheel, its ``@ct.kernel`` count from the census, how many an
+    operator imports, how many reach reference_ir / ir_diff PASS on every variant, pass the GPU
+    test and are benchmarked (:func:`kernel_rows` records)."""
+    lines = ["| subtree | `@ct.kernel`s | imported | reference_ir PASS | ir_diff PASS | GPU-tested | benchmarked |",
+             "|---|---|---|---|---|---|---|"]
+    groups: dict[str, list[dict]] = {}
+    for r in records:
+        groups.setdefault(r["subtree"], []).append(r)
+    for name, rs in [*sorted(groups.items()), ("all", records)]:
+        full = [r for r in rs if r["variants"]]
+        cells = [len(rs), sum(bool(r["ops"]) for r in rs), sum(r["ref"] == r["variants"] for r in full),
+                 sum(r["ir"] == r["variants"] for r in full), sum(r["tested"] for r in rs), sum(r["timed"] for r in rs)]
+        label = f"**{name}**" if name == "all" else f"`{name}`"
+        lines.append(f"| {label} | " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines) + "\n"
+
+
+def table(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Path | None = None,
+          package: str = PACKAGE) -> str:
+    """The markdown coverage of ``kernels`` (:func:`inventory`) from ``summary_csv``: the subtree
+    table (:func:`subtree_table`), then one row per kernel. Raises as :func:`kernel_rows`."""
+    records = kernel_rows(summary_csv, kernels, operators_dir, package)
+    lines = ["| kernel (wheel line) | operator | variants | reference_ir PASS | ir_diff PASS | "
+             "stopped at | verdict | cause |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        if not r["ops"]:
+            lines.append(f"| {r['name']} | - | 0 | - | - | no operator | - | {r['cause']} |")
+        else:
+            lines.append(f"| {r['name']} | {r['ops']} | {r['variants']} | {r['ref']}/{r['variants']} | "
+                         f"{r['ir']}/{r['variants']} | {r['stage']} | {r['verdict']} | {r['cause']} |")
+    return subtree_table(records) + "\n" + _total(records, package, Path(summary_csv).name) + "\n\n" + \
+        "\n".join(lines) + "\n"
+
+
+def _total(records: list[dict], package: str, csv_name: str) -> str:
+    full = [r for r in records if r["variants"]]
+    return (f"{len(records)} `@ct.kernel` functions in `{package}`; {sum(bool(r['ops']) for r in records)} "
+            f"imported by an operator; reference_ir PASS on every variant: "
+            f"{sum(r['ref'] == r['variants'] for r in full)}; ir_diff PASS on every variant: "
+            f"{sum(r['ir'] == r['variants'] for r in full)}. Generated from `{csv_name}` by "
+            f"`python -m tileport.report.coverage`.")
+
+
+def readme_block(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Path | None = None,
+                 package: str = PACKAGE, full_table: str = "docs/coverage.md") -> str:
+    """What the README shows between the coverage markers: the subtree table and the totals,
+    pointing to ``full_table`` for the per-kernel rows. Raises as :func:`kernel_rows`."""
+    records = kernel_rows(summary_csv, kernels, operators_dir, package)
+    return (subtree_table(records) + "\n" + _total(records, package, Path(summary_csv).name)
+            + f" Every kernel, with where it stopped and why: [{full_table}]({full_table}).\n")
 
 
 def replace_block(text: str, block: str) -> str:
@@ -171,20 +227,24 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tileport.report.coverage", description=__doc__.split("\n\n")[0])
     ap.add_argument("summary", help="results/summary.csv")
     ap.add_argument("--package", default=PACKAGE, help=f"package whose kernels are listed ({PACKAGE})")
-    ap.add_argument("--readme", help="rewrite the table between the coverage markers of this file")
-    ap.add_argument("--out", help="also write the table to this file")
+    ap.add_argument("--readme", help="rewrite the subtree table between the coverage markers of this file")
+    ap.add_argument("--out", help="also write the whole table (subtrees, then every kernel) to this file")
+    ap.add_argument("--full-table", default="docs/coverage.md",
+                    help="where the README's block says the whole table is (docs/coverage.md)")
     a = ap.parse_args(argv)
     try:
-        text = table(a.summary, inventory(a.package))
+        kernels = inventory(a.package)
+        text = table(a.summary, kernels, package=a.package)
+        block = readme_block(a.summary, kernels, package=a.package, full_table=a.full_table) if a.readme else ""
     except (OSError, ValueError, wheels.ImportFailed) as exc:
         print(f"tileport.report.coverage: {exc}", file=sys.stderr)
         return 1
     if a.out:
-        Path(a.out).write_text(text)
+        Path(a.out).write_text("# Coverage of TileGym's kernels\n\n" + text)
     if a.readme:
         p = Path(a.readme)
         try:
-            p.write_text(replace_block(p.read_text(), text))
+            p.write_text(replace_block(p.read_text(), block))
         except (OSError, ValueError) as exc:
             print(f"tileport.report.coverage: {p}: {exc}", file=sys.stderr)
             return 1
