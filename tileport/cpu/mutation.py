@@ -54,7 +54,7 @@ from tileport.model import launch_facts as lf
 #: kinds that change speed hints only: the right verdict is a note (PASS_WITH_NOTES), not a FAIL
 HINT_KINDS = ("latency_hint", "tma_hint")
 DETECTORS = ("ir_diff", "runtime_ir", "sass", "grep_count")
-DEFAULTS = {"seed": 0, "per_kind": 4, "max_mutants": 48, "max_variants": 2, "max_shapes": 1,
+DEFAULTS = {"seed": 0, "per_kind": 4, "max_mutants": 48, "max_variants": 1, "max_shapes": 1,
             "archs": ["sm_90"]}
 BASE = "m000"
 
