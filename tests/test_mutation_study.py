@@ -27,6 +27,7 @@ pub mod port {
         }
         let y: Tile<f32, {[T]}> = fma(a, b, c, rounding::NearestEven, ftz::Disabled);
         let z: Tile<f32, {[T]}> = constant(0.044715f32, shape![T]);
+        let q_t: Tile<E, {[T, T]}> = permute(q, const_array![1, 0]);
     }
 
 }
@@ -34,15 +35,16 @@ pub mod port {
 
 
 def test_entries_and_candidates_keep_every_other_line():
-    assert mutate.entries(PORT) == {"k__f16": (6, 17)}
+    assert mutate.entries(PORT) == {"k__f16": (6, 18)}
     cands = mutate.candidates(PORT)
     kinds = {c.kind for c in cands}
     assert {"cdiv_floor", "int_div_trunc", "loop_bound", "tma_hint", "latency_hint", "operand_swap",
-            "fma_split", "constant_digit", "index_offset"} <= kinds
+            "fma_split", "constant_digit", "index_offset", "transpose"} <= kinds
     for c in cands:
         out = mutate.apply(PORT, c)
         assert out != PORT and len(out.split("\n")) == len(PORT.split("\n"))
         assert [a for a, b in zip(out.split("\n"), PORT.split("\n"), strict=True) if a != b] == [c.after]
+    assert any(c.after.strip() == "let q_t: Tile<E, {[T, T]}> = q;" for c in cands)
     digit = next(c for c in cands if c.kind == "constant_digit")
     assert "0.044716f32" in digit.after
     with pytest.raises(ValueError):

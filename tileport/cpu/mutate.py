@@ -96,7 +96,7 @@ OPERATORS = [
     ("operand_swap", _sub(r"divf\((\w+), (\w+), ", r"divf(\2, \1, ", "operands of a division swapped")),
     ("transpose", _sub(r"(load_view_tko\(&\w+, )\[(\w+), (\w+)\]", r"\1[\3, \2]",
                        "tile index of a 2-D load swapped (a missing transpose)")),
-    ("transpose", _sub(r"= permute\((\w+), [^)]*\)\);", r"= \1;", "transpose (permute) dropped")),
+    ("transpose", _sub(r"= permute\((\w+), const_array!\[[^\]]*\]\);", r"= \1;", "transpose (permute) dropped")),
     # reductions: axis, combiner, identity of a running accumulator
     ("reduction_axis", _sub(r"(reduce_(?:sum|max|min|prod)\(\w+, )0\)", r"\g<1>1)", "reduction axis 0 became 1")),
     ("reduction_axis", _sub(r"(reduce_(?:sum|max|min|prod)\(\w+, )1\)", r"\g<1>0)", "reduction axis 1 became 0")),
