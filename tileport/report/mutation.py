@@ -2,9 +2,10 @@
 verdicts (:mod:`tileport.cpu.mutation`, :mod:`tileport.gpu.mutation_test`).
 
 ``summary.csv``: one row per mutant. ``study.json``: counts per kernel, catch rate per detector
-(over compiling mutants) and per kind, the mutants exactly one detector catches, the mutants
-none catches, and each detector's false-positive rate (flagged variants of the unmutated ports
-over all such variants). The LaTeX table and the figure show the rates per kind; the GPU column
+(over compiling mutants) and per kind, the mutants exactly one detector catches, those only
+tileport's two IR diffs catch (no SASS, grep or GPU check does), the mutants none catches, and
+each detector's false-positive rate (flagged variants of the unmutated ports over all such
+variants). The LaTeX table and the figure show the rates per kind; the GPU column
 shows what ``mutation_gpu`` measured, ``not run`` where it measured nothing.
 """
 from __future__ import annotations
@@ -76,6 +77,11 @@ def aggregate(df: pd.DataFrame, kernels: list[dict]) -> dict:
     hits = ok.assign(n=sum(caught(ok, k).astype(int) for k in dets)) if len(ok) else ok
     only = {k: hits[(hits["n"] == 1) & caught(hits, k)][["op", "kernel", "id", "kind", "description"]]
             .to_dict("records") for k in dets} if len(ok) else {}
+    # what only tileport's IR checks see: caught by the hint-free or run-time diff, by no other
+    ir_only = hits[(caught(hits, "ir_diff") | caught(hits, "runtime_ir"))
+                   & ~caught(hits, "sass") & ~caught(hits, "grep_count")
+                   & (~caught(hits, GPU) if GPU in dets else True)][["op", "kernel", "id", "kind", "description",
+                                                                      "after"]].to_dict("records") if len(ok) else []
     none = hits[hits["n"] == 0][["op", "kernel", "id", "kind", "description", "ir_identical", "after"]] \
         .to_dict("records") if len(ok) else []
     fp = {}
@@ -88,7 +94,7 @@ def aggregate(df: pd.DataFrame, kernels: list[dict]) -> dict:
                               .value_counts().items()} if len(df) else {},
             "per_kernel": per_kernel, "catch_rate": {k: rate(ok, k) for k in dets},
             "catch_rate_semantic": {k: rate(ok[ok["semantic"] == True], k) for k in dets} if len(ok) else {},  # noqa: E712
-            "per_kind": per_kind, "only_one_detector": only, "caught_by_none": none,
+            "per_kind": per_kind, "only_one_detector": only, "only_tileport_ir": ir_only, "caught_by_none": none,
             "false_positive": fp, "gpu_measured": gpu_measured,
             "verdicts": {kr["op"] + ":" + kr["kernel"]: kr["verdict"] for kr in kernels}}
 
