@@ -35,6 +35,7 @@ include: "rules/bench.smk"
 include: "rules/perf_diagnose.smk"
 include: "rules/summary.smk"
 include: "rules/report.smk"
+include: "rules/mutation.smk"
 
 
 # cheap and many (verdict collection): on a cluster they run on the submit host, not as jobs

@@ -384,3 +384,27 @@ def run_dumper(cmd: list[str], job: list[str]) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(cmd, 0, "", proc.stderr)
     _, code, msg = (reply.split(" ", 2) + ["", ""])[:3]
     return subprocess.CompletedProcess(cmd, int(code) if code.isdigit() else 1, "", msg.replace("\\n", "\n"))
+
+
+def run_dumper_batch(binary: str, jobs: list[list[str]]) -> list[tuple[int, str]]:
+    """Run the dumper once on many jobs (one line each, :func:`run_dumper`'s protocol): per job
+    ``(0, "")`` or ``(exit code, message)``. A job field with a tab or newline fails alone; a
+    dumper that dies fails every job it did not answer."""
+    good = [j for j in jobs if not any("\t" in f or "\n" in f for f in j)]
+    proc = subprocess.run([binary], input="".join("\t".join(j) + "\n" for j in good), capture_output=True,
+                          text=True, env=toolchain.cargo_env(toolchain.default_target_dir()))
+    replies = iter(proc.stdout.splitlines())
+    out = []
+    for j in jobs:
+        if j not in good:
+            out.append((2, f"a dump job field holds a tab or newline: {j}"))
+            continue
+        reply = next(replies, None)
+        if reply is None:
+            out.append((proc.returncode or 1, proc.stderr.strip()[-1500:] or "the dumper gave no reply"))
+        elif reply == "ok":
+            out.append((0, ""))
+        else:
+            _, code, msg = (reply.split(" ", 2) + ["", ""])[:3]
+            out.append((int(code) if code.isdigit() else 1, msg.replace("\\n", "\n")))
+    return out

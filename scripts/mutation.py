@@ -1,0 +1,14 @@
+# Thin wrapper: rule mutation -> tileport.cpu.mutation.run
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from tileport.core import stage
+from tileport.cpu import mutation
+
+w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
+with stage.guarded(snakemake, "mutation"):
+    d = mutation.run(p.op_dir, w.op, w.kernel, i.build, i.ref, i.runtime, p.variants, snakemake.output.verdict,
+                     snakemake.output.work, settings=p.settings, target=p.target)
+    print(d["verdict"], d["summary"])
+    print("cost:", (d.get("details") or {}).get("cost"))

@@ -1,0 +1,143 @@
+"""The mutation study (issue 36): the generator, the grep-count detector, the study of a real
+small kernel (relu, through the workflow on the CPU) and its report."""
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import copy_workflow
+
+from tileport.cpu import mutate, mutation
+from tileport.ir_diff import grep_count
+from tileport.report import mutation as report
+
+PORT = """#[cutile::module]
+pub mod port {
+    use cutile::core::*;
+
+    #[cutile::entry()]
+    pub unsafe fn k__f16<E: ElementType, const T: i32>(
+        x: &Tensor<E, {[-1]}>,
+    ) {
+        let __pid: (i32, i32, i32) = get_tile_block_id();
+        let __t3: Tile<i32, {[]}> = divi(__t1, __t2, rounding::PositiveInf);
+        for k in 0i32..n {
+            let a: Tile<E, {[T]}> = load_view_tko(&__v, [k], ordering::Weak, scope::TileBlock, None, tma::Enabled);
+            let __t9: Tile<f32, {[T, T]}> = mma(a, b, acc);
+        }
+        let y: Tile<f32, {[T]}> = fma(a, b, c, rounding::NearestEven, ftz::Disabled);
+        let z: Tile<f32, {[T]}> = constant(0.044715f32, shape![T]);
+        let q_t: Tile<E, {[T, T]}> = permute(q, const_array![1, 0]);
+    }
+
+}
+"""
+
+
+def test_entries_and_candidates_keep_every_other_line():
+    assert mutate.entries(PORT) == {"k__f16": (6, 18)}
+    cands = mutate.candidates(PORT)
+    kinds = {c.kind for c in cands}
+    assert {"cdiv_floor", "int_div_trunc", "loop_bound", "tma_hint", "latency_hint", "operand_swap",
+            "fma_split", "constant_digit", "index_offset", "transpose"} <= kinds
+    for c in cands:
+        out = mutate.apply(PORT, c)
+        assert out != PORT and len(out.split("\n")) == len(PORT.split("\n"))
+        assert [a for a, b in zip(out.split("\n"), PORT.split("\n"), strict=True) if a != b] == [c.after]
+    assert any(c.after.strip() == "let q_t: Tile<E, {[T, T]}> = q;" for c in cands)
+    digit = next(c for c in cands if c.kind == "constant_digit")
+    assert "0.044716f32" in digit.after
+    with pytest.raises(ValueError):
+        mutate.apply(PORT.replace("rounding::PositiveInf", "rounding::Zero"),
+                     next(c for c in cands if c.kind == "cdiv_floor"))
+
+
+def test_sampling_is_deterministic_and_bounded():
+    cands = mutate.candidates(PORT)
+    a = mutate.sample(cands, "k", seed=0, per_kind=1, max_mutants=5)
+    assert a == mutate.sample(cands, "k", seed=0, per_kind=1, max_mutants=5)
+    assert len(a) == 5 and [m.id for m in a] == ["m001", "m002", "m003", "m004", "m005"]
+    assert len(mutate.sample(cands, "k", seed=0, per_kind=9, max_mutants=100)) == len(
+        {(c.kind, c.before.strip(), c.after.strip()) for c in cands})
+
+
+REF_IR = """  %v = make_partition_view %t : partition_view<tile=(1024), padding_value = zero, tensor_view<?xf32>>
+  %a, %tok = load_view_tko weak %v[%i] : tile<1024xf32>
+  %s = subf %a, %b : tile<1024xf32>
+  %r = reduce %s dim=0 identities=[0.000000e+00 : f32] : tile<1024xf32> -> tile<f32>
+"""
+
+
+def test_grep_count_sees_counts_and_attributes_not_dataflow():
+    assert grep_count.compare(REF_IR, REF_IR)["verdict"] == "PASS"
+    swapped = REF_IR.replace("subf %a, %b", "subf %b, %a")
+    assert grep_count.compare(REF_IR, swapped)["verdict"] == "PASS"          # its blind spot
+    padded = grep_count.compare(REF_IR, REF_IR.replace("padding_value = zero", "padding_value = neg_inf"))
+    assert padded["verdict"] == "FAIL" and padded["differ"]["attr:padding_value=zero"] == [1, 0]
+    axis = grep_count.compare(REF_IR, REF_IR.replace("dim=0", "dim=1"))
+    assert axis["differ"] == {"attr:dim=0": [1, 0], "attr:dim=1": [0, 1]}
+    assert grep_count.counts(REF_IR)["op:load_view_tko"] == 1
+
+
+def test_without_locations_drops_debug_info_only():
+    a = '  %x = addf %a, %b : tile<f32> loc(#loc3)\n#loc3 = loc("k.rs":12:4)\n'
+    b = '  %x = addf %a, %b : tile<f32> loc(#loc9)\n#loc9 = loc("k.rs":12:40)\n'
+    assert mutation.without_locations(a) == mutation.without_locations(b) == "  %x = addf %a, %b : tile<f32>"
+    assert mutation.without_locations(a) != mutation.without_locations(a.replace("addf", "subf"))
+
+
+@pytest.fixture(scope="module")
+def relu_study(tmp_path_factory):
+    """relu's CPU stages and its mutation study, run by Snakemake in a copy of the workflow."""
+    root = copy_workflow(tmp_path_factory.mktemp("mut"), ["relu"])
+    cfg = root / "config.yaml"
+    cfg.write_text(cfg.read_text().replace("operators: []", "operators: [relu]"))
+    targets = ["results/mutation/relu/relu_kernel.json", "results/mutation/relu/relu_kernel.gpu.json"]
+    proc = subprocess.run([sys.executable, "-m", "snakemake", *targets, "--cores", "1", "--config", "gpu=off"],
+                          cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root
+
+
+def test_relu_study_catches_what_grep_misses_and_flags_no_correct_port(relu_study):
+    d = json.loads((relu_study / "results/mutation/relu/relu_kernel.json").read_text())
+    det = d["details"]
+    assert d["verdict"] in ("PASS", "PASS_WITH_NOTES")
+    assert det["false_positives"]["ir_diff"] == [] and det["false_positives"]["runtime_ir"] == []
+    by_kind = {m["kind"]: m for m in det["mutants"]}
+    # relu's max(x, 0) became min(x, 0): the IR diff fails it, the op counts stay the same
+    flip = by_kind["arith_op"]
+    assert flip["compiles"] and flip["caught"]["ir_diff"] and flip["caught"]["runtime_ir"]
+    assert not flip["caught"]["grep_count"]
+    # a speed hint is a note for the IR diff, never a FAIL
+    tma = by_kind["tma_hint"]
+    assert tma["caught"]["ir_diff"] and not tma["semantic"]
+    assert all(e["ir_diff"]["verdict"] != "FAIL" for e in tma["evidence"].values())
+    gpu = json.loads((relu_study / "results/mutation/relu/relu_kernel.gpu.json").read_text())
+    assert gpu["verdict"] == "NOT_RUN"
+
+
+def test_a_mutant_rustc_rejects_is_counted_apart(relu_study, monkeypatch, tmp_path):
+    monkeypatch.chdir(relu_study)
+    bad = ("cast_width", mutate._sub(r"max_tile\((\w+), (\w+)\)", r"max_tile(\1, 1u8)", "a u8 where a tile goes"))
+    monkeypatch.setattr(mutate, "OPERATORS", [bad] + mutate.OPERATORS)
+    vs = [p.stem for p in sorted((relu_study / "results/relu/ir_diff/relu_kernel").glob("*.json"))]
+    d = mutation.run("operators/relu", "relu", "relu_kernel", "results/relu/rust/build.json",
+                     "results/relu/ref/relu_kernel", "results/relu/runtime/relu_kernel.json", vs,
+                     tmp_path / "m.json", tmp_path / "work", {"max_shapes": 1, "max_variants": 1})
+    rej = [m for m in d["details"]["mutants"] if not m["compiles"]]
+    assert [m["rejected_by"]["stage"] for m in rej] == ["rustc"] and "caught" not in rej[0]
+    assert all(m["compiles"] for m in d["details"]["mutants"] if m is not rej[0])
+    assert str(len(d["details"]["mutants"]) - 1) + " compile" in d["summary"]
+
+
+def test_report_tables_from_the_relu_study(relu_study, tmp_path):
+    r = relu_study / "results/mutation/relu"
+    agg = report.build([r / "relu_kernel.json"], [r / "relu_kernel.gpu.json"], tmp_path / "s.csv",
+                       tmp_path / "s.json", tmp_path / "m.tex", tmp_path / "m.svg")
+    assert agg["compiling"] == agg["mutants"] and agg["catch_rate"]["ir_diff"] == 1.0
+    assert agg["catch_rate"]["grep_count"] < 1.0 and not agg["gpu_measured"]
+    assert agg["false_positive"]["ir_diff"]["rate"] == 0.0
+    tex = (tmp_path / "m.tex").read_text()
+    assert "grep count" in tex and "not run" in tex and "tab:mutation" in tex
+    assert (tmp_path / "m.svg").stat().st_size > 1000
