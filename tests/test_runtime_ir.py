@@ -275,6 +275,16 @@ def test_sass_cache_key_leaves_out_the_kernel_files_path(copy_ir, tmp_path):
     assert texts[0] == texts[1] and sass.instructions(texts[0])
 
 
+def test_tool_identity_is_its_bytes_not_its_path(tmp_path):
+    """Two clones' virtualenvs hold the same pinned tileiras at two paths: one cache identity;
+    another build of the tool is another."""
+    for d, body in (("venv-a", b"tool v1"), ("venv-b", b"tool v1"), ("venv-c", b"tool v2")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "tileiras").write_bytes(body)
+    ids = [sass.tool_id(str(tmp_path / d / "tileiras")) for d in ("venv-a", "venv-b", "venv-c")]
+    assert ids[0] == ids[1] != ids[2] and ids[0][0] == "tileiras"
+
+
 def test_reference_tile_ir_is_kept_across_jobs_and_clones(tmp_path, monkeypatch):
     """A second job, in another folder holding the same kernel.py, takes the reference's Tile IR
     from the machine's cache (the same bytes: the export names kernel.py relative to the working

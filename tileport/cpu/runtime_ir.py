@@ -115,8 +115,8 @@ class _Work:
         self.kpy = Path(rel) if not rel.startswith("..") else Path(kpy).absolute()
         self.kpy_text = Path(kpy).read_text() if Path(kpy).is_file() else ""
         #: the file names in the reference's debug locations (left out of the SASS cache key)
-        self.source_paths = tuple(str(x) for f in (Path(kpy), Path(kpy).resolve(), Path(kpy).absolute())
-                                  for x in (f, f.parent))
+        forms = (Path(kpy), Path(kpy).resolve(), Path(kpy).absolute(), self.kpy)
+        self.source_paths = tuple(str(x) for f in forms for x in (f, f.parent) if len(str(x)) > 2)
 
     def _compiled(self, key: str, inputs: list, compile_to) -> Path:
         """The bytecode (and its tileirdisasm text beside it) of ``key``: from this job, from the
@@ -179,7 +179,7 @@ class _Work:
                 raise RuntimeError(f"cutile compile ({' | '.join(job)}): {proc.stderr.strip()[:1500]}")
 
         # the dumper compiles the kernel's file at run time (rust_ir.dump_job): its text, the job's
-        # arguments and the dumper binary (cutile and irdump.rs, by its path, size and mtime)
+        # arguments and the dumper binary (cutile and irdump.rs, by its bytes: sass.tool_id)
         return self._compiled(key, ["port", rs.read_text(), self.kernel, entry, generics, strides, spec, hints,
                                     target, sass.tool_id(self.binary)], dump)
 

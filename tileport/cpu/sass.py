@@ -11,6 +11,7 @@ cuda-tile 1.7.0 ``cuda/tile/_compile.py`` ``compile_cubin``: ``--gpu-name <sm> -
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -101,17 +102,29 @@ def ctas_per_sm(res: dict, limits: dict = SM90) -> int | None:
 
 
 def tool_id(name: str) -> list:
-    """What identifies a tool binary for a cache: its resolved path, size and mtime (ns).
-    ``name``: a tool of :func:`tileport.core.toolchain.tool` or a path to a binary."""
+    """What identifies a tool binary for a cache: its file name and the SHA-256 of its bytes
+    (:func:`_file_sha`), never its path, so that every clone's virtualenv holding the same pinned
+    wheel shares the caches. ``name``: a tool of :func:`tileport.core.toolchain.tool` or a path."""
     p = Path(name if os.sep in str(name) else toolchain.tool(name)).resolve()
     st = p.stat()
-    return [str(p), st.st_size, st.st_mtime_ns]
+    return [p.name, _file_sha(str(p), st.st_size, st.st_mtime_ns)]
+
+
+@functools.lru_cache(maxsize=None)
+def _file_sha(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 of a file, once per process for a given (path, size, mtime): tileiras (about
+    100 MB) takes about 0.3 s."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def cache_key(bytecode: str | Path, arch: str, side: str, opt_level: int = 3, source_paths=(),
               ir_text: str | None = None) -> str:
     """The SASS cache key of ``bytecode`` (hex SHA-256) for ``arch`` with ``side``'s flags and
-    both tools' identity (path, size, mtime).
+    both tools' identity (:func:`tool_id`).
 
     The program is named by its bytes, or, when ``ir_text`` (its tileirdisasm text) is given, by
     that text with every ``source_paths`` string blanked: the file names of the debug locations
