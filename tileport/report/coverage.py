@@ -144,8 +144,8 @@ def kernel_rows(summary_csv: str | Path, kernels: list[dict], operators_dir: str
             out.append({**rec, "stage": "no operator", "verdict": "-", "cause": why})
             continue
         var = [r for r in rs if r.get("variant") != "-"]
-        rank, stage, verdict = _stop(min(rs, key=lambda r: _stop(r)[0]))
         worst = min(rs, key=lambda r: _stop(r)[0])
+        rank, stage, verdict = _stop(worst)
         # paths from the checkout's root, so the table reads the same in every clone (a summary
         # written before summary.csv did so itself names this machine's or a GPU node's)
         cause = from_checkout(worst.get("note") or "").replace("|", "\\|").replace("\n", " ")[:240]
@@ -177,10 +177,11 @@ def subtree_table(records: list[dict]) -> str:
 
 
 def table(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Path | None = None,
-          package: str = PACKAGE) -> str:
+          package: str = PACKAGE, records: list[dict] | None = None) -> str:
     """The markdown coverage of ``kernels`` (:func:`inventory`) from ``summary_csv``: the subtree
-    table (:func:`subtree_table`), then one row per kernel. Raises as :func:`kernel_rows`."""
-    records = kernel_rows(summary_csv, kernels, operators_dir, package)
+    table (:func:`subtree_table`), then one row per kernel. ``records``: :func:`kernel_rows`
+    already read (else read here). Raises as :func:`kernel_rows`."""
+    records = records if records is not None else kernel_rows(summary_csv, kernels, operators_dir, package)
     lines = ["| kernel (wheel line) | operator | variants | reference_ir PASS | ir_diff PASS | "
              "stopped at | verdict | cause |",
              "|---|---|---|---|---|---|---|---|"]
@@ -204,10 +205,12 @@ def _total(records: list[dict], package: str, csv_name: str) -> str:
 
 
 def readme_block(summary_csv: str | Path, kernels: list[dict], operators_dir: str | Path | None = None,
-                 package: str = PACKAGE, full_table: str = "docs/coverage.md") -> str:
+                 package: str = PACKAGE, full_table: str = "docs/coverage.md",
+                 records: list[dict] | None = None) -> str:
     """What the README shows between the coverage markers: the subtree table and the totals,
-    pointing to ``full_table`` for the per-kernel rows. Raises as :func:`kernel_rows`."""
-    records = kernel_rows(summary_csv, kernels, operators_dir, package)
+    pointing to ``full_table`` for the per-kernel rows. ``records`` as for :func:`table`.
+    Raises as :func:`kernel_rows`."""
+    records = records if records is not None else kernel_rows(summary_csv, kernels, operators_dir, package)
     return (subtree_table(records) + "\n" + _total(records, package, Path(summary_csv).name)
             + f" Every kernel, with where it stopped and why: [{full_table}]({full_table}).\n")
 
@@ -234,8 +237,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         kernels = inventory(a.package)
-        text = table(a.summary, kernels, package=a.package)
-        block = readme_block(a.summary, kernels, package=a.package, full_table=a.full_table) if a.readme else ""
+        records = kernel_rows(a.summary, kernels, package=a.package)      # summary.csv read once
+        text = table(a.summary, kernels, package=a.package, records=records)
+        block = readme_block(a.summary, kernels, package=a.package, full_table=a.full_table,
+                             records=records) if a.readme else ""
     except (OSError, ValueError, wheels.ImportFailed) as exc:
         print(f"tileport.report.coverage: {exc}", file=sys.stderr)
         return 1
