@@ -244,35 +244,32 @@ def test_sass_text_is_cached_by_content(copy_ir, tmp_path, monkeypatch):
     assert not (tmp_path / "none").exists()
 
 
-def test_sass_cache_key_leaves_out_the_kernel_files_path(copy_ir, tmp_path):
-    """The same kernel exported from two folders: the bytecodes differ (each carries its
-    kernel.py's absolute path), the SASS texts are the same, and so is the key once the paths
-    are named; another program keeps another key."""
+def test_sass_cache_key_is_shared_by_clones(tmp_path, monkeypatch):
+    """The same kernel exported by runtime_ir in two clones (Tile IR cache off): the same bytes and
+    SASS key, as the export names kernel.py by its path relative to the clone; exported from each
+    clone's absolute path, the bytes (cuda-tile's di_file and locations) and the keys differ."""
     from cuda.tile.compilation import export_kernel
 
-    from tileport.core import toolchain
-
+    monkeypatch.setenv("TILEPORT_TILEIR_CACHE", "off")
     a = lf.Shaped.fresh("f16", (37, 1000))
-    sig = runtime_ir.ref_signature(COPY_PARAMS, _variant("f16", BM=64, BN=64),
-                                   {"x": lf.reference_facts(a), "y": lf.reference_facts(a)})
-    bcs, paths = [], []
-    for name in ("one", "another-checkout"):
-        d = tmp_path / name
-        d.mkdir()
-        (d / "kernel.py").write_text(COPY)
-        bc = d / "k.tileirbc"
-        export_kernel(reference_ir.load_module(d / "kernel.py").copy2d, [sig], str(bc), output_format="tileir_bytecode")
-        bcs.append(bc)
-        paths.append([str(d / "kernel.py"), str(d)])   # cuda_tile.di_file<"kernel.py" in "<dir>">
-    assert bcs[0].read_bytes() != bcs[1].read_bytes()
-    assert sass.cache_key(bcs[0], "sm_90", "ref") != sass.cache_key(bcs[1], "sm_90", "ref")
-    key = [sass.cache_key(bc, "sm_90", "ref", source_paths=p, ir_text=toolchain.disassemble(bc))
-           for bc, p in zip(bcs, paths)]
-    assert key[0] == key[1]
-    assert sass.cache_key(copy_ir["hinted_bc"], "sm_90", "ref", source_paths=paths[0],
-                          ir_text=copy_ir["hinted"]) != key[0]
-    texts = [sass.disassemble(sass.cubin(bc, bc.with_suffix(".cubin"), "sm_90", "ref")) for bc in bcs]
-    assert texts[0] == texts[1] and sass.instructions(texts[0])
+    v = _variant("f16", BM=64, BN=64)
+    sig = runtime_ir.ref_signature(COPY_PARAMS, v, {"x": lf.reference_facts(a), "y": lf.reference_facts(a)})
+    rel, absolute = [], []
+    for clone in ("clone-a", "clone-b"):
+        op = tmp_path / clone / "operators" / "copy"
+        op.mkdir(parents=True)
+        (op / "kernel.py").write_text(COPY)
+        monkeypatch.chdir(tmp_path / clone)
+        work = runtime_ir._Work(Path("operators/copy"), "copy2d", tmp_path / clone / "art", None, "sm_90", None, "copy")
+        rel.append(work.ref(v, sig))
+        bc = tmp_path / clone / "abs.tileirbc"
+        export_kernel(reference_ir.load_module(op / "kernel.py").copy2d, [sig], str(bc),
+                      output_format="tileir_bytecode")
+        absolute.append(bc)
+    assert rel[0].read_bytes() == rel[1].read_bytes()
+    assert sass.cache_key(rel[0], "sm_90", "ref") == sass.cache_key(rel[1], "sm_90", "ref")
+    assert absolute[0].read_bytes() != absolute[1].read_bytes()
+    assert sass.cache_key(absolute[0], "sm_90", "ref") != sass.cache_key(absolute[1], "sm_90", "ref")
 
 
 def test_tool_identity_is_its_bytes_not_its_path(tmp_path):

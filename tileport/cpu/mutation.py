@@ -273,7 +273,7 @@ def run(op_dir, op: str, kernel: str, build_json, ref_dir, runtime_json, variant
                         try:
                             opt = int((manifest.variant_by_id(model.manifest, vid, kernel).hints or {}).get(
                                 "opt_level", 3))
-                            ptext, _ = sass.sass_text(jobs[akey][4], arch, "port", opt, ir_text=ir_text[akey])
+                            ptext, _ = sass.sass_text(jobs[akey][4], arch, "port", opt)
                             cmp = sass.compare(sass.instructions(Path(ref_sass).read_text()),
                                                sass.instructions(ptext))
                         except (sass.SassError, FileNotFoundError, OSError) as exc:

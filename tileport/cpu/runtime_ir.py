@@ -14,7 +14,7 @@ One job per (operator, kernel). For every variant at IR PASS and every perf shap
 Each pair gets the run-time IR diff (:func:`tileport.ir_diff.entry_facts.diff_runtime_pair`) and,
 per architecture of :data:`tileport.cpu.sass.ARCHS`, a SASS comparison
 (:func:`tileport.cpu.sass.compare`). Every distinct compilation runs once: Tile IR keyed by what
-it is compiled from, SASS by the program (:func:`tileport.cpu.sass.cache_key`), so shapes that
+it is compiled from, SASS by the bytecode (:func:`tileport.cpu.sass.cache_key`), so shapes that
 share a specialisation share the work. Both are also kept across jobs, runs and clones of one
 machine under ``tileport.core.toolchain.cache_root()`` (``tileir/``, ``sass/``; env
 ``TILEPORT_TILEIR_CACHE=off`` / ``TILEPORT_SASS_CACHE=off`` bypass them): the reference is
@@ -114,9 +114,6 @@ class _Work:
         rel = os.path.relpath(Path(kpy).absolute())
         self.kpy = Path(rel) if not rel.startswith("..") else Path(kpy).absolute()
         self.kpy_text = Path(kpy).read_text() if Path(kpy).is_file() else ""
-        #: the file names in the reference's debug locations (left out of the SASS cache key)
-        forms = (Path(kpy), Path(kpy).resolve(), Path(kpy).absolute(), self.kpy)
-        self.source_paths = tuple(str(x) for f in forms for x in (f, f.parent) if len(str(x)) > 2)
 
     def _compiled(self, key: str, inputs: list, compile_to) -> Path:
         """The bytecode (and its tileirdisasm text beside it) of ``key``: from this job, from the
@@ -188,8 +185,7 @@ class _Work:
         key = f"{digest}.{side}.O{opt}.{arch}"
         if key not in self.sass:
             t0 = time.monotonic()
-            text, hit = sass.sass_text(bc, arch, side, opt, source_paths=self.source_paths,
-                                       ir_text=bc.with_suffix(".tileir").read_text())
+            text, hit = sass.sass_text(bc, arch, side, opt)
             out = self.art / "sass" / f"{key}.sass"
             out.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(out, text)

@@ -121,31 +121,17 @@ def _file_sha(path: str, size: int, mtime_ns: int) -> str:
     return h.hexdigest()
 
 
-def cache_key(bytecode: str | Path, arch: str, side: str, opt_level: int = 3, source_paths=(),
-              ir_text: str | None = None) -> str:
-    """The SASS cache key of ``bytecode`` (hex SHA-256) for ``arch`` with ``side``'s flags and
-    both tools' identity (:func:`tool_id`).
-
-    The program is named by its bytes, or, when ``ir_text`` (its tileirdisasm text) is given, by
-    that text with every ``source_paths`` string blanked: the file names of the debug locations
-    (cuda-tile 1.7.0 records the kernel file's absolute path and its folder in ``di_file``;
-    cutile a crate-relative path). They
-    reach the cubin's line table only, never cuobjdump's instruction text, so the same program
-    from another checkout shares its entry (tests/test_runtime_ir.py compiles one kernel from two
-    folders: different bytes, the same text). Bytes alone cannot do it: the bytecode's string
-    table stores lengths and offsets."""
-    if ir_text is None:
-        blob = b"bytes:" + Path(bytecode).read_bytes()
-    else:
-        for s in sorted({str(x) for x in source_paths if str(x)}, key=len, reverse=True):
-            ir_text = ir_text.replace(s, "")
-        blob = b"text:" + ir_text.encode() + json.dumps(tool_id("tileirdisasm")).encode()
-    return hashlib.sha256(blob + json.dumps(
+def cache_key(bytecode: str | Path, arch: str, side: str, opt_level: int = 3) -> str:
+    """The SASS cache key of ``bytecode`` (hex SHA-256 of its bytes, ``arch``, ``side``'s flags
+    and both tools' identity, :func:`tool_id`). A reference bytecode names its kernel file by the
+    path it was exported from: ``runtime_ir`` exports from the repository-relative path, so the
+    same program in another clone has the same bytes and key."""
+    return hashlib.sha256(Path(bytecode).read_bytes() + json.dumps(
         [arch, FLAGS[side](opt_level), tool_id("tileiras"), tool_id("cuobjdump")]).encode()).hexdigest()
 
 
 def sass_text(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
-              cache_dir: str | Path | None = None, source_paths=(), ir_text: str | None = None) -> tuple[str, bool]:
+              cache_dir: str | Path | None = None) -> tuple[str, bool]:
     """cuobjdump's text of ``bytecode`` compiled for ``arch`` with ``side``'s flags
     (:func:`cubin` then :func:`disassemble`), and whether it came from the cache.
 
@@ -155,7 +141,7 @@ def sass_text(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
     recompiles nothing already compiled. Raises :class:`SassError` or FileNotFoundError as
     :func:`cubin` does; a failure is never cached."""
     off = os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no")
-    key = cache_key(bytecode, arch, side, opt_level, source_paths, ir_text)
+    key = cache_key(bytecode, arch, side, opt_level)
     cached = Path(cache_dir or toolchain.cache_root() / "sass") / key[:2] / f"{key}.sass"
     if not off and cached.is_file():
         return cached.read_text(), True
