@@ -87,13 +87,29 @@ def breakdown() -> None:
         print(f"  {r:16s} {n:5d} jobs {secs:8.0f} job-s  ({secs / n:6.1f} s per job)")
 
 
+def slurm_probe() -> str:
+    """What Snakemake's Slurm executor plugin meets when it is imported (it runs ``scontrol show
+    config``, 10 s timeout; docs/configuration.md): "no scontrol", or its exit status and seconds.
+    A slow probe is paid once per Snakemake process, so it goes beside every figure below."""
+    import shutil
+    if shutil.which("scontrol") is None:
+        return "no scontrol"
+    t0 = time.monotonic()
+    try:
+        rc = subprocess.run(["scontrol", "show", "config"], capture_output=True, timeout=10).returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout"
+    return f"scontrol show config: exit {rc} in {time.monotonic() - t0:.1f} s"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip", nargs="*", default=[], choices=["make_run", "noop", "edit", "make_test"])
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    print(f"# {datetime.date.today()} commit {commit}, {Path('/proc/cpuinfo').read_text().count('processor')} cores")
+    print(f"# {datetime.date.today()} commit {commit}, {Path('/proc/cpuinfo').read_text().count('processor')} cores; "
+          f"Slurm plugin's probe: {slurm_probe()}")
     if "make_run" not in args.skip:
         secs, out = timed(["make", "run"])
         print(f"make_run   {secs:8.1f} s  jobs {jobs(out)}; job wall seconds by rule (2 run at a time):")

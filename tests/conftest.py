@@ -38,6 +38,23 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "slurm: needs a running Slurm cluster (make test-slurm)")
     config.addinivalue_line("markers", "nvidia: builds NVIDIA's cutile 0.2.0 crate (make test-nvidia)")
+    if not config.getoption("--slurm"):
+        _without_slurm_controller_probe()
+
+
+def _without_slurm_controller_probe():
+    """Every Snakemake process imports its executor plugins; snakemake-executor-plugin-slurm 2.8.0
+    runs ``scontrol show config`` while importing (``job_status_query.get_min_job_age``, 10 s
+    timeout). On a machine with Slurm's client but no controller up (after ``make test-slurm``
+    stops its cluster), that costs about 9 s per Snakemake command, dozens of times per test run.
+    Outside the cluster tests, an ``scontrol`` that fails at once goes first on PATH: the plugin
+    then reads "no MinJobAge", as on a machine without Slurm (docs/configuration.md)."""
+    import os
+    import tempfile
+    stub = Path(tempfile.mkdtemp(prefix="tileport-no-slurm-"))
+    (stub / "scontrol").write_text("#!/bin/sh\necho 'tileport tests: no Slurm controller probed' >&2\nexit 1\n")
+    (stub / "scontrol").chmod(0o755)
+    os.environ["PATH"] = f"{stub}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 def pytest_collection_modifyitems(config, items):
