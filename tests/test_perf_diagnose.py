@@ -98,6 +98,33 @@ def test_outliers_either_way_get_a_cause(tmp_path):
     assert {o["shape"]: o["cause"] for o in d["details"]["outliers"]}["4096"] == "unexplained"
 
 
+def test_an_ir_difference_names_the_occupancy_it_costs(tmp_path):
+    """_ce_online_kernel f16 4096x32768 (docs/results/h100-matched-2026-12-05): the matched pair's
+    SASS differs and tileiras gave the reference 142 registers per thread, the port 128: 3 and 4
+    resident CTAs per SM; the evidence says so. Equal resources add nothing."""
+    rows = [brow(1.25, shape="4096x32768"), brow(1.1, shape="256x2048")]
+    rows[0].update(ratio_matched=1.249, matched_gain=1.0)
+    rows[1].update(ratio_matched=1.1, matched_gain=1.0)
+    slow = _case("f16-T1", [4096, 32768], "DIFFERENT", "DIFFERENT", {"MOV": -93})
+    slow["readings"]["matched"]["sass"]["sm_90"]["resources"] = {
+        "ref": {"registers": 142, "threads": 128, "local": 0, "shared": 1040, "ctas_per_sm": 3},
+        "port": {"registers": 128, "threads": 128, "local": 0, "shared": 1040, "ctas_per_sm": 4}}
+    same = _case("f16-T1", [256, 2048], "DIFFERENT", "DIFFERENT", {"MOV": -3})
+    same["readings"]["matched"]["sass"]["sm_90"]["resources"] = {
+        "ref": {"registers": 110, "threads": 128, "local": 0, "shared": 1040, "ctas_per_sm": 4},
+        "port": {"registers": 110, "threads": 128, "local": 0, "shared": 1040, "ctas_per_sm": 4}}
+    bench_json(tmp_path / "bench.json", rows)
+    write(Verdict(stage="runtime_ir", op="op", kernel="k", verdict="PASS", summary="rt",
+                  details={"cases": [slow, same]}), tmp_path / "rt.json")
+    d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json", runtime=[tmp_path / "rt.json"])
+    got = {o["shape"]: o for o in d["details"]["outliers"]}
+    assert got["4096x32768"]["cause"] == "IR difference"
+    assert got["4096x32768"]["evidence"].endswith(
+        "occupancy: ref 3, port 4 resident CTAs per SM (142 / 128 registers per thread, 128 / 128 threads per CTA)")
+    assert got["256x2048"]["cause"] == "IR difference" and "occupancy" not in got["256x2048"]["evidence"]
+    assert "resources" not in got["256x2048"]["evidence"]
+
+
 def test_not_run_passes_the_reason_through(tmp_path):
     write(Verdict(stage="bench", op="op", verdict="NOT_RUN", summary="not_run (gpu: off)"),
           tmp_path / "bench.json")

@@ -229,6 +229,16 @@ def test_ctas_per_sm_is_the_occupancy_arithmetic():
     assert sass.ctas_per_sm({"registers": 142, "threads": None}) is None
 
 
+def test_occupancy_text_names_what_differs():
+    base = {"registers": 128, "threads": 128, "local": 0, "shared": 1040, "ctas_per_sm": 4}
+    assert sass.occupancy_text({"ref": base, "port": dict(base)}) == ""
+    assert sass.occupancy_text({"ref": base}) == "" and sass.occupancy_text(None) == ""
+    got = sass.occupancy_text({"ref": {**base, "registers": 142, "ctas_per_sm": 3}, "port": base})
+    assert got.startswith("occupancy: ref 3, port 4 resident CTAs per SM (142 / 128 registers")
+    got = sass.occupancy_text({"ref": {**base, "registers": 120, "local": 64}, "port": base})
+    assert got == "resources ref / port: registers 120 / 128, local 64 / 0 (both 4 CTAs per SM)"
+
+
 def test_sass_text_is_cached_by_content(copy_ir, tmp_path, monkeypatch):
     """The same bytecode, arch, flags and tools give the cached text; other flags or another
     bytecode miss; TILEPORT_SASS_CACHE=off compiles (and stores nothing)."""
@@ -239,6 +249,13 @@ def test_sass_text_is_cached_by_content(copy_ir, tmp_path, monkeypatch):
     assert not sass.sass_text(bc, "sm_90", "port", 3, cache_dir=cache)[1]            # other flags
     assert not sass.sass_text(copy_ir["hinted_bc"], "sm_90", "ref", 3, cache_dir=cache)[1]
     assert len(list(cache.rglob("*.sass"))) == 3
+    # the resources are kept beside the text: an entry without them is compiled again
+    text2, res, hit = sass.compiled(bc, "sm_90", "ref", 3, cache_dir=cache)
+    assert (text2, hit) == (text, True) and res["registers"] > 0
+    assert res["ctas_per_sm"] == sass.ctas_per_sm(res, sass.SM90)
+    next(cache.rglob("*.res.json")).unlink()
+    assert sum(not sass.compiled(b, "sm_90", s, 3, cache_dir=cache)[2]
+               for b, s in ((bc, "ref"), (bc, "port"), (copy_ir["hinted_bc"], "ref"))) == 1
     monkeypatch.setenv("TILEPORT_SASS_CACHE", "off")
     assert sass.sass_text(bc, "sm_90", "ref", 3, cache_dir=tmp_path / "none") == (text, False)
     assert not (tmp_path / "none").exists()

@@ -185,11 +185,11 @@ class _Work:
         key = f"{digest}.{side}.O{opt}.{arch}"
         if key not in self.sass:
             t0 = time.monotonic()
-            text, hit = sass.sass_text(bc, arch, side, opt)
+            text, res, hit = sass.compiled(bc, arch, side, opt)
             out = self.art / "sass" / f"{key}.sass"
             out.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(out, text)
-            self.sass[key] = {"file": out, "instructions": sass.instructions(text)}
+            self.sass[key] = {"file": out, "instructions": sass.instructions(text), "resources": res}
             self.counts["sass"] += 1
             self.counts["sass_cached"] += int(hit)
             self.counts["sass_s"] += time.monotonic() - t0
@@ -338,6 +338,7 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
                     errors += 1
                     continue
                 cmp = sass.compare(r["instructions"], p["instructions"])
+                cmp["resources"] = {"ref": r["resources"], "port": p["resources"]}
                 cmp["ref"] = _link(r["file"], sdir / f"{reading}.ref.{arch}.sass")
                 cmp["port"] = _link(p["file"], sdir / f"{reading}.port.{arch}.sass")
                 out["sass"][arch] = cmp
@@ -393,10 +394,11 @@ def _case_findings(records: list[dict], archs) -> list[Finding]:
         for arch in archs:
             s = (r["readings"].get("matched", {}).get("sass") or {}).get(arch) or {}
             if s.get("verdict") == "DIFFERENT":
+                occ = sass.occupancy_text(s.get("resources"))
                 out.append(Finding("performance", "warn", "tool",
                                    f"{where} matched {arch}: same launch facts, other SASS: ref "
                                    f"{s['ref_instructions']}, port {s['port_instructions']} instructions "
-                                   f"({sass.delta_text(s['delta'])})"))
+                                   f"({sass.delta_text(s['delta'])})" + (f"; {occ}" if occ else "")))
     head = [Finding("launch_facts", "warn", "tool",
                     f"{label}: ct.launch states {a or 'none'}, cutile's launcher {b or 'none'} "
                     f"({len(w)} case(s): {', '.join(w[:3])}{' ...' if len(w) > 3 else ''})")

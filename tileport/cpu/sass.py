@@ -66,6 +66,10 @@ def disassemble(cubin_path: str | Path) -> str:
 #: Capability", 9.0): 32-bit registers, resident warps and CTAs, shared memory (bytes); registers
 #: are allocated per warp in units of 256 (per thread: a multiple of 8)
 SM90 = {"registers": 65536, "warps": 64, "ctas": 32, "shared": 228 * 1024, "reg_unit": 256}
+#: sm_100 (the same table, compute capability 10.0): the same four limits as 9.0
+SM100 = dict(SM90)
+#: per-SM limits by the architectures :data:`ARCHS` compiles for
+LIMITS = {"sm_90": SM90, "sm_100": SM100}
 
 
 def resources(cubin_path: str | Path) -> dict:
@@ -121,6 +125,23 @@ def _file_sha(path: str, size: int, mtime_ns: int) -> str:
     return h.hexdigest()
 
 
+def occupancy_text(resources: dict | None) -> str:
+    """One line naming what differs in two compilations' resource use (``{"ref": ..., "port":
+    ...}`` of :func:`compiled`): resident CTAs per SM with the registers per
+    thread behind them, or the registers or local (spill) bytes alone; "" when nothing differs
+    or a side was not measured."""
+    r, p = (resources or {}).get("ref") or {}, (resources or {}).get("port") or {}
+    if not r or not p:
+        return ""
+    if r.get("ctas_per_sm") != p.get("ctas_per_sm"):
+        return (f"occupancy: ref {r.get('ctas_per_sm')}, port {p.get('ctas_per_sm')} resident CTAs per SM "
+                f"({r.get('registers')} / {p.get('registers')} registers per thread, {r.get('threads')} / "
+                f"{p.get('threads')} threads per CTA)")
+    parts = [f"{k} {r.get(k)} / {p.get(k)}" for k in ("registers", "local", "shared") if r.get(k) != p.get(k)]
+    return ("resources ref / port: " + ", ".join(parts) + f" (both {r.get('ctas_per_sm')} CTAs per SM)"
+            if parts else "")
+
+
 def cache_key(bytecode: str | Path, arch: str, side: str, opt_level: int = 3) -> str:
     """The SASS cache key of ``bytecode`` (hex SHA-256 of its bytes, ``arch``, ``side``'s flags
     and both tools' identity, :func:`tool_id`). A reference bytecode names its kernel file by the
@@ -130,27 +151,41 @@ def cache_key(bytecode: str | Path, arch: str, side: str, opt_level: int = 3) ->
         [arch, FLAGS[side](opt_level), tool_id("tileiras"), tool_id("cuobjdump")]).encode()).hexdigest()
 
 
-def sass_text(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
-              cache_dir: str | Path | None = None) -> tuple[str, bool]:
-    """cuobjdump's text of ``bytecode`` compiled for ``arch`` with ``side``'s flags
-    (:func:`cubin` then :func:`disassemble`), and whether it came from the cache.
+def compiled(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
+             cache_dir: str | Path | None = None) -> tuple[str, dict, bool]:
+    """``bytecode`` compiled for ``arch`` with ``side``'s flags (:func:`cubin`): cuobjdump's SASS
+    text (:func:`disassemble`), the kernel's resource use (:func:`resources`, plus
+    ``ctas_per_sm`` for ``arch`` from :data:`LIMITS`, None for another arch) and whether both came
+    from the cache.
 
     The cache (``cache_dir``, default ``tileport.core.toolchain.cache_root()/sass``; env
     ``TILEPORT_SASS_CACHE=off`` bypasses it) is keyed by :func:`cache_key`: the same program to
     the same binaries gives the same text, so a rerun, or a fresh clone on the same machine,
-    recompiles nothing already compiled. Raises :class:`SassError` or FileNotFoundError as
+    recompiles nothing already compiled. An entry is the text and its resources (``.res.json``);
+    one without the second is compiled again. Raises :class:`SassError` or FileNotFoundError as
     :func:`cubin` does; a failure is never cached."""
     off = os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no")
     key = cache_key(bytecode, arch, side, opt_level)
     cached = Path(cache_dir or toolchain.cache_root() / "sass") / key[:2] / f"{key}.sass"
-    if not off and cached.is_file():
-        return cached.read_text(), True
+    res_file = cached.with_suffix(".res.json")
+    if not off and cached.is_file() and res_file.is_file():
+        return cached.read_text(), json.loads(res_file.read_text()), True
     with tempfile.TemporaryDirectory(prefix="tileport-sass-") as tmp:
-        text = disassemble(cubin(bytecode, Path(tmp) / "k.cubin", arch, side, opt_level))
+        cub = cubin(bytecode, Path(tmp) / "k.cubin", arch, side, opt_level)
+        text, res = disassemble(cub), resources(cub)
+    res["ctas_per_sm"] = ctas_per_sm(res, LIMITS[arch]) if arch in LIMITS else None
     if not off:
         cached.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(cached, text)
-    return text, False
+        atomic_write_text(res_file, json.dumps(res, sort_keys=True))
+    return text, res, False
+
+
+def sass_text(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
+              cache_dir: str | Path | None = None) -> tuple[str, bool]:
+    """:func:`compiled` without the resources: (SASS text, from the cache)."""
+    text, _, hit = compiled(bytecode, arch, side, opt_level, cache_dir)
+    return text, hit
 
 
 _INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?P<ins>[^;]*?)\s*;", re.M)

@@ -180,7 +180,9 @@ def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float
               f"{row.get('matched_gain') or float('nan'):.3f}x; {arch} SASS matched {sass_m}")
     elif isinstance(rm, (int, float)) and (sass_m.startswith("DIFFERENT") or ir_m in ("FAIL", "PASS_WITH_NOTES")):
         cause = "IR difference"
-        ev = f"matched reading {shown}; matched {arch} SASS {sass_m}; run-time Tile IR diff {ir_m or 'none'}"
+        occ = sass.occupancy_text(((matched.get("sass") or {}).get(arch) or {}).get("resources"))
+        ev = (f"matched reading {shown}; matched {arch} SASS {sass_m}; run-time Tile IR diff {ir_m or 'none'}"
+              + (f"; {occ}" if occ else ""))
     else:
         cause = "unexplained"
         ev = ("no matched reading" + (f" ({row['matched_error']})" if row.get("matched_error") else "")
