@@ -510,6 +510,23 @@ def test_constant_finding_names_both_values():
 # hints, fma, regions (HINTS_IR / LOOP_IR)
 # ---------------------------------------------------------------------------------
 
+def test_an_fma_split_by_hand_around_a_negation_is_the_fma_minus_one_rounding():
+    """fma(a, b, -c) and mulf + addf(.., negf(c)) in either operand order: the same dataflow
+    (x + (-y) is x - y in IEEE 754), so only the fma contraction note; dropping the negation
+    FAILs."""
+    neg = "  %n = negf %1  : tile<1024xf32>\n"
+    ref = HINTS_IR.replace("  %2 = fma %1, %1, %1  : tile<1024xf32>\n",
+                           neg + "  %2 = fma %1, %1, %n  : tile<1024xf32>\n")
+    for add in ("addf %m, %n", "addf %n, %m"):
+        port = HINTS_IR.replace("  %2 = fma %1, %1, %1  : tile<1024xf32>\n",
+                                neg + f"  %m = mulf %1, %1  : tile<1024xf32>\n  %2 = {add}  : tile<1024xf32>\n")
+        assert port != HINTS_IR
+        assert_pass_but_fma(diff_ir(ref, port))
+    dropped = HINTS_IR.replace("  %2 = fma %1, %1, %1  : tile<1024xf32>\n",
+                               "  %m = mulf %1, %1  : tile<1024xf32>\n  %2 = addf %m, %1  : tile<1024xf32>\n")
+    assert diff_ir(ref, dropped).verdict == "FAIL"
+
+
 def test_op_hint_difference_is_a_warning():
     res = diff_ir(HINTS_IR, HINTS_IR.replace("latency = 3", "latency = 5"))
     assert res.verdict == "PASS_WITH_NOTES"

@@ -44,7 +44,8 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   ``splat(x, T)`` (every element equals ``x``); a splat of a rank-0 ``constant`` is that
   constant at type ``T``.  Frontends differ in how they materialise scalars.
 * ``fma a, b, negf(c)`` is ``subf(mulf(a, b), c)`` (IEEE 754 defines x - y as x + (-y)); the
-  Python frontend contracts ``a*b - c`` that way.
+  Python frontend contracts ``a*b - c`` that way. Likewise ``addf(x, negf(y))`` (either operand
+  order) is ``subf(x, y)``.
 * ``fma a, b, c`` is ``addf(mulf(a, b), c)`` carrying the fma's rounding / flush-to-zero
   flags: the Python frontend contracts ``a*b+c`` itself, the Rust frontend leaves the
   contraction to the translator; an unfused pair rounds twice and tileiras does not

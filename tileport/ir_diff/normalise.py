@@ -343,6 +343,7 @@ class _Normaliser:
         self.guard_returns()      # after if_forwarding: a guard's token result is gone by then
         self.assumes()
         self.fma()
+        self.negated_addends()
         self.constants()
         self.comparisons()
         self.shapes()
@@ -580,6 +581,20 @@ class _Normaliser:
                 inner = _adopt(body[:-1] if last is not None else [], n.parent)
                 nodes[k:k + 1] = inner
                 k += len(inner)
+
+    def negated_addends(self) -> None:
+        """``addf(x, negf(y))`` and ``addf(negf(y), x)`` are ``subf(x, y)`` with the addf's flags:
+        IEEE 754-2008 5.4.1 defines x - y as x + (-y) and addition commutes, so the three are
+        one value bit for bit. An fma split by hand into ``mulf`` + ``addf(.., negf(c))`` then
+        meets the ``subf`` the fma rule makes of ``fma(a, b, negf(c))`` (issue 36's mutants)."""
+        for n in self.s.walk():
+            if n.opname != "addf" or len(n.operands) != 2:
+                continue
+            for i in (1, 0):
+                neg = _producer(n.operands[i])
+                if neg is not None and neg.opname == "negf" and len(neg.operands) == 1:
+                    n.opname, n.operands = "subf", [n.operands[1 - i], neg.operands[0]]
+                    break
 
     def comparisons(self) -> None:
         """``a > b`` is ``b < a`` and ``a >= b`` is ``b <= a`` (``cmpi``/``cmpf``, same
