@@ -52,6 +52,33 @@ def test_entries_and_candidates_keep_every_other_line():
                      next(c for c in cands if c.kind == "cdiv_floor"))
 
 
+FUSE = """#[cutile::module]
+pub mod port {
+    #[cutile::entry()]
+    pub unsafe fn k<const T: i32>() {
+        let p: Tile<f32, {[T]}> = a * b;
+        let q: Tile<f32, {[T]}> = c + p;
+        let a: Tile<f32, {[T]}> = a.reshape(shape![T]);
+        let r: Tile<f32, {[T]}> = p + c;
+        let s: Tile<f32, {[T]}> = s * t;
+        let u: Tile<f32, {[T]}> = s + c;
+        let w: Tile<f32, {[1, T]}> = x * y;
+        let v: Tile<f32, {[T]}> = w + c;
+    }
+}
+"""
+
+
+def test_fma_fuse_fuses_a_product_an_add_reads_as_written():
+    """The reverse of fma_split: q = c + p with p = a * b becomes fma(a, b, c); once a is bound
+    again (r), or where the product is of its own name (s = s * t) or another tile type (w, v),
+    no mutant."""
+    got = [m for m in mutate.candidates(FUSE) if m.kind == "fma_fuse"]
+    assert [(m.line, m.after.strip()) for m in got] == [
+        (6, "let q: Tile<f32, {[T]}> = fma(a, b, c, rounding::NearestEven, ftz::Disabled);")]
+    assert "fma_fuse" in mutate.KINDS and got[0].description == "a * b + c fused into one fma"
+
+
 def test_sampling_is_deterministic_and_bounded():
     cands = mutate.candidates(PORT)
     a = mutate.sample(cands, "k", seed=0, per_kind=1, max_mutants=5)

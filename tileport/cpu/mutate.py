@@ -145,7 +145,40 @@ OPERATORS = [
                             "integer constant {old} became {new}")),
 ]
 
-KINDS = sorted({k for k, _ in OPERATORS})
+_PRODUCT = re.compile(r"^\s*let (?:mut )?(?P<p>\w+): Tile<(?P<t>f32|f16|bf16), (?P<s>\{[^}]*\})> = "
+                      r"(?P<a>\w+) \* (?P<b>\w+);")
+_SUM = re.compile(r"= (?P<x>\w+) \+ (?P<y>\w+);")
+_BINDS = re.compile(r"^\s*(?:let (?:mut )?)?(?P<n>\w+)(?::[^=]*)? = ")
+
+
+def _fma_fuse(lines: list[str], first: int, last: int):
+    """``fma_fuse``: the reverse of ``fma_split``. A float product ``let p: Tile<T, S> = a * b;``
+    whose value a later line of the same entry adds (``= p + c;`` or ``= c + p;``, same tile
+    type) becomes ``fma(a, b, c, ...)`` on that line: one rounding where the reference has two.
+    Yields (line number, new line, description); the product's own line stays."""
+    products: dict[str, tuple[str, str, str]] = {}
+    for n in range(first + 1, last):
+        line = lines[n - 1]
+        s = _SUM.search(line)
+        for p, c in ((s["x"], s["y"]), (s["y"], s["x"])) if s else ():
+            if p in products and f": {products[p][0]} =" in line:
+                _, a, b = products[p]
+                new = line[:s.start()] + f"= fma({a}, {b}, {c}, rounding::NearestEven, ftz::Disabled);" + line[s.end():]
+                yield n, new, f"{a} * {b} + {c} fused into one fma"
+                break
+        bound = _BINDS.match(line)
+        if bound:      # a name bound again: products of it or named by it no longer read as written
+            name = bound["n"]
+            products = {p: v for p, v in products.items() if p != name and name not in v[1:]}
+        m = _PRODUCT.match(line)
+        if m and m["p"] not in (m["a"], m["b"]):
+            products[m["p"]] = (f"Tile<{m['t']}, {m['s']}>", m["a"], m["b"])
+
+
+#: kinds whose edit reads other lines of the entry: (kind, fn(lines, first, last) -> (line, new, description))
+CONTEXT_OPERATORS = [("fma_fuse", _fma_fuse)]
+
+KINDS = sorted({k for k, _ in OPERATORS} | {k for k, _ in CONTEXT_OPERATORS})
 
 _ENTRY = re.compile(r"^\s*pub unsafe fn (\w+)\s*<")
 
@@ -183,6 +216,12 @@ def candidates(text: str, only_entries=None) -> list[Mutant]:
             for kind, op in OPERATORS:
                 for new, desc in op(line):
                     out.append(Mutant("", kind, n, entry, line, new, desc))
+        for kind, op in CONTEXT_OPERATORS:
+            for n, new, desc in op(lines, a, b):
+                if not lines[n - 1].lstrip().startswith("//"):
+                    out.append(Mutant("", kind, n, entry, lines[n - 1], new, desc))
+    order = {e: i for i, e in enumerate(entries(text))}
+    out.sort(key=lambda c: (order[c.entry], c.line))        # file order, as the line operators give it
     return out
 
 
