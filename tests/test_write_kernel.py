@@ -184,6 +184,36 @@ def test_fma_contraction_of_c_minus_product(op_copy):
     assert re.search(r"let __t(\d+): Tile<f32, \{\[TILE\]\}> = negf\(inner\);\n\s+let r: .* = fma\(__t\1, t, t,", src)
 
 
+def test_fma_contraction_through_a_compile_time_if(op_copy):
+    """A product rebound by an add inside an ``if`` on a constexpr is one fma where the branch
+    is taken: cuTile Python inlines the taken branch before it counts the product's uses
+    (Liger's DyT forward: ``y = tanh_x * gamma`` then ``if HAVE_BETA: y = y + beta``, whose
+    reference IR has the fma). A run-time ``if`` keeps them apart (the product may be read on
+    the other path)."""
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    body = k.read_text().replace(
+        "def relu_kernel(x, y, TILE: ConstInt):",
+        "def relu_kernel(x, y, TILE: ConstInt, BIAS: ConstInt):").replace(
+        "    ct.store(y, index=(bid,), tile=ct.maximum(t, zero))",
+        "    s = ct.astype(t, ct.float32) * 2.0\n"
+        "    if BIAS:\n"
+        "        if TILE > 0:\n"
+        "            pass\n"
+        "        s = s + 1.5\n"
+        "    ct.store(y, index=(bid,), tile=ct.astype(s, y.dtype))")
+    k.write_text(body)
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("  - {TILE: 1024}\n  - {TILE: 2048}", "  - {TILE: 1024, BIAS: 1}\n"
+                                       "  - {TILE: 1024, BIAS: 0}"))
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert src.count("= fma(") == 1, src          # the BIAS 1 entry only
+    k.write_text(body.replace("    if BIAS:", "    if bid > 0:"))
+    m.write_text(m.read_text().replace("  - {TILE: 1024, BIAS: 0}\n", ""))
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert "fma(" not in src
+
+
 def test_rounding_ftz_nan_keywords_end_to_end(repo, tmp_path):
     """ct.truediv/exp2/sqrt/maximum/mul/add/sub/rsqrt/astype with rounding_mode=,
     flush_to_zero=, propagate_nan= translate to the same Tile IR (real compilers), including

@@ -72,10 +72,9 @@ class ControlRules:
         """'read', 'write' or None: what ``stmts`` (in order) first do with ``name``
         (compile-time ``if``s: the branch taken)."""
         for st in stmts:
-            if isinstance(st, ast.If) and self.is_static_test(st.test):
-                taken = eval(compile(ast.Expression(st.test), self.file, "eval"),  # noqa: S307
-                             {"__builtins__": {}}, self.static_env())
-                ev = self.first_event(name, st.body if taken else st.orelse)
+            kept = self.static_branch(st)
+            if kept is not None:
+                ev = self.first_event(name, kept)
                 if ev is not None:
                     return ev
                 continue
@@ -90,6 +89,16 @@ class ControlRules:
                                                   t.elts if isinstance(t, ast.Tuple) else [])):
                 return "write"
         return None
+
+    def static_branch(self, st) -> list | None:
+        """The statements this entry keeps of a compile-time ``if`` (its test reads constexprs,
+        module constants and literals only): the body or the ``else``; None for any other
+        statement. cuTile Python inlines that branch where the ``if`` stands."""
+        if not (isinstance(st, ast.If) and self.is_static_test(st.test)):
+            return None
+        taken = eval(compile(ast.Expression(st.test), self.file, "eval"),  # noqa: S307
+                     {"__builtins__": {}}, self.static_env())
+        return st.body if taken else st.orelse
 
     def stmt(self, s):
         if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)

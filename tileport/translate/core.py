@@ -181,9 +181,14 @@ class TranslatorBase:
         that rebinds ``name`` (``s = ct.add(s, c)`` reads the old value, then shadows it).
         cuTile Python counts uses per SSA value before its fma contraction, so
         ``s = ct.mul(a, b); s = ct.add(s, c)`` is one fma (cuda-tile 1.7.0
-        ``_passes/rewrite_patterns.py``). Where a branch or loop in between rebinds ``name``, or
-        the block ends with the value still live inside a loop or branch, this is
-        :meth:`name_uses` (every read of the name: no contraction unless that is 1)."""
+        ``_passes/rewrite_patterns.py``). A compile-time ``if`` (on constexprs) is no block of
+        its own there: cuTile Python keeps only the branch taken, inline, before it counts
+        (``y = t * g`` then ``if HAVE_BETA: y = y + beta`` is one fma where HAVE_BETA is
+        true, Liger's DyT), so such an ``if`` is read as the statements of its taken branch,
+        and a block that is that branch continues after the ``if``. Where a run-time branch or
+        loop in between rebinds ``name``, or the block ends with the value still live inside a
+        loop or run-time branch, this is :meth:`name_uses` (every read of the name: no
+        contraction unless that is 1)."""
         fn = self.module_functions.get(self.inlining[-1]) if self.inlining else self.fn
         cache = self.__dict__.setdefault("_blocks", {})
         if fn.name not in cache:
@@ -193,28 +198,44 @@ class TranslatorBase:
                     block = getattr(n, field_, None)
                     if isinstance(block, list):
                         for i, st in enumerate(block):
-                            where[id(st)] = (block, i, n is fn)
+                            where[id(st)] = (block, i, n)
             cache[fn.name] = where
-        hit = cache[fn.name].get(id(stmt))
+        where = cache[fn.name]
+        hit = where.get(id(stmt))
         if hit is None:
             return self.name_uses(name)
-        block, i, top = hit
 
         def reads(node) -> int:
             return sum(1 for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name
                        and isinstance(n.ctx, ast.Load))
 
+        def inline(stmts):
+            for st in stmts:
+                kept = self.static_branch(st)
+                if kept is None:
+                    yield st
+                else:
+                    yield from inline(kept)
+
         count = 0
-        for st in block[i + 1:]:
-            if isinstance(st, ast.Assign) and [ast.unparse(t) for t in st.targets] == [name]:
-                return count + reads(st.value)
-            if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id == name:
-                return count + 1 + reads(st.value)
-            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                   for n in ast.walk(st)):
-                return self.name_uses(name)
-            count += reads(st)
-        return count if top else self.name_uses(name)
+        while True:
+            block, i, owner = hit
+            for st in inline(block[i + 1:]):
+                if isinstance(st, ast.Assign) and [ast.unparse(t) for t in st.targets] == [name]:
+                    return count + reads(st.value)
+                if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id == name:
+                    return count + 1 + reads(st.value)
+                if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                       for n in ast.walk(st)):
+                    return self.name_uses(name)
+                count += reads(st)
+            if owner is fn:
+                return count
+            # the end of a compile-time if's taken branch: the statements after the if follow
+            if self.static_branch(owner) is block and id(owner) in where:
+                hit = where[id(owner)]
+                continue
+            return self.name_uses(name)
 
     def fail(self, node, construct: str, reason: str):
         raise Unsupported(self.file, getattr(node, "lineno", self.line), construct, reason)
