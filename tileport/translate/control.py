@@ -561,6 +561,16 @@ class ControlRules:
                 and 1 <= len(it.args) <= 3 and not it.keywords and isinstance(s.target, ast.Name)
                 and not s.orelse):
             self.fail(s, "for " + ast.unparse(it), "only `for <name> in range(...)` is translated")
+        bounds = [self.const_value(a) for a in it.args]
+        self.specialise_empty_range(it.args, bounds)
+        if all(type(b) is int for b in bounds) and (len(bounds) < 3 or bounds[2] != 0) \
+                and not range(*bounds):
+            # a range empty at compile time (Liger's KL-div with N_FULL_CHUNKS 0: `for ci in
+            # range(0)`): cuTile Python emits no loop at all, and the names it carries keep
+            # their values; cutile would write the loop with an index assumed in [0, -1],
+            # which the Tile IR verifier refuses
+            self.out.emit(f"// for {ast.unparse(s.target)} in {ast.unparse(it)}: empty for this entry", s.lineno)
+            return
         args = [self.int_expr(a) for a in it.args]
         var = self.local_prefix + self.rname(s.target.id)
         split = self.loop_split(s)
@@ -574,6 +584,24 @@ class ControlRules:
         else:
             head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
         self.emit_for(s, head, var)
+
+    def specialise_empty_range(self, args, bounds) -> None:
+        """A ``range`` bound that is an int constexpr kept as a const generic, under which some
+        variant of this entry gets an empty range: the entries are specialised on it
+        (:class:`NeedConst`), so that the empty one is known to be (cuTile Python emits no loop
+        there)."""
+        if all(type(b) is int for b in bounds):
+            return
+        names = [a.id if isinstance(a, ast.Name) and b is None else None for a, b in zip(args, bounds)]
+        variants = getattr(self, "entry_constexprs", [])
+        for cx in variants:
+            vals = [b if type(b) is int else cx.get(n) for b, n in zip(bounds, names)]
+            if all(type(v) is int for v in vals) and (len(vals) < 3 or vals[2] != 0) and not range(*vals):
+                for a, n in zip(args, names):
+                    var = self.lookup(n) if n is not None else None
+                    if var is not None:
+                        self.need_constexpr_value(var.ty, a)
+                return
 
     # ---- loop splitting (cuTile Python's loop_split pass) ------------------------------
     FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}

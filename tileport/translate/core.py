@@ -162,18 +162,24 @@ class TranslatorBase:
     def name_uses(self, name: str) -> int:
         """How often the function being translated reads ``name``: the kernel, or the helper
         being inlined (a helper's names are its own; cuTile Python inlines it before its fma
-        contraction counts a product's uses)."""
-        if not self.inlining:
-            return self.uses.get(name, 0)
-        fn = self.module_functions[self.inlining[-1]]
-        cache = self.__dict__.setdefault("helper_uses", {})
-        if fn.name not in cache:
-            counts: dict[str, int] = {}
-            for n in ast.walk(fn):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                    counts[n.id] = counts.get(n.id, 0) + 1
-            cache[fn.name] = counts
-        return cache[fn.name].get(name, 0)
+        contraction counts a product's uses). Reads in the branch a compile-time ``if`` drops
+        for this entry do not count (cuTile Python never sees them: Liger's TVD reads
+        ``tv_loss`` in both branches of ``if reduction == NONE``)."""
+        fn = self.module_functions[self.inlining[-1]] if self.inlining else self.fn
+
+        def reads(nodes) -> int:
+            count = 0
+            for n in nodes:
+                kept = self.static_branch(n) if isinstance(n, ast.If) else None
+                if kept is not None:
+                    count += reads(kept)
+                    continue
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id == name:
+                    count += 1
+                count += reads(ast.iter_child_nodes(n))
+            return count
+
+        return reads(fn.body)
 
     def binding_uses(self, stmt, name: str) -> int:
         """How often the value that statement ``stmt`` binds to ``name`` is read: the reads of
