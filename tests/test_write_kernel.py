@@ -244,20 +244,22 @@ def _relu_variant(op_copy, body: str, configs: str):
     return d
 
 
-def test_empty_compile_time_range_emits_no_loop(op_copy):
-    """``for i in range(K)`` with K 0 in an entry: cuTile Python emits no loop (Liger's KL-div,
-    N_FULL_CHUNKS 0); cutile would write one whose index it assumes in [0, -1], which the Tile
-    IR verifier refuses. K 2 keeps its loop."""
+def test_empty_compile_time_range_is_blocked_with_cutiles_line(op_copy):
+    """``for i in range(K)`` with K 0 in an entry: cuTile Python keeps the zero-trip loop (Liger's
+    KL-div, N_FULL_CHUNKS 0), which cutile 0.5.0 cannot write (it assumes the index in [0, -1]):
+    that entry is BLOCKED with cutile's line; K 2 keeps its loop, a generic K not split."""
+    from tileport.translate import Unsupported
     body = ("    acc = ct.astype(t, ct.float32)\n"
             "    for i in range(K):\n"
             "        acc = acc + 1.0\n"
             "    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n")
-    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 0}\n  - {TILE: 1024, K: 2}\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 0}\n")
+    with pytest.raises(Unsupported, match="compile_expression.rs:2538"):
+        translate.translate_kernel(d, "relu_kernel")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("  - {TILE: 1024, K: 0}\n", "  - {TILE: 1024, K: 2}\n  - {TILE: 1024, K: 3}\n"))
     src, _ = translate.translate_kernel(d, "relu_kernel")
-    entries = src.split("pub unsafe fn")[1:]
-    empty = next(e for e in entries if e.startswith(" relu_kernel__K0"))
-    assert "for i in 0i32" not in empty and "empty for this entry" in empty
-    assert "for i in 0i32..2i32" in next(e for e in entries if e.startswith(" relu_kernel__K2"))
+    assert "for i in 0i32..K {" in src and "relu_kernel__K" not in src
 
 
 def test_fma_counts_no_reads_in_a_dropped_branch(op_copy):

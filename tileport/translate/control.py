@@ -17,6 +17,19 @@ from tileport.model import constructs, frontend
 from .core import COMPILE_TIME, Ty, Unsupported, Var
 
 
+#: a ``for`` over a range empty at compile time: cuTile Python 1.7.0 emits the zero-trip loop
+#: (``for %i in (%c0 to %c0, step %c1)``); cutile 0.5.0 writes every loop whose bounds are
+#: constants with ``assume bounded<start, end - 1>`` on its index
+#: (cutile-compiler-0.5.0 src/compiler/compile_expression.rs:2538-2541 ``Bounds::new(
+#: iterand_lower_const.start, iterand_upper_const.end - 1)``, emitted at 2557-2563 as
+#: ``assume_bounds``), here ``bounded<0, -1>``, which the Tile IR verifier refuses ("expects lower
+#: bound to be less than or equal to upper bound"); without it the IR diff would find the loop
+#: missing (a control-flow FAIL)
+EMPTY_RANGE = ("a range empty at compile time: cuTile Python keeps the zero-trip loop, but cutile 0.5.0 "
+               "assumes a constant-bounded loop's index in [start, end - 1] (cutile-compiler-0.5.0 "
+               "src/compiler/compile_expression.rs:2538-2541, emitted at 2557-2563), here [0, -1], which "
+               "the Tile IR verifier refuses ('bounded' expects lower bound <= upper bound)")
+
 class ControlRules:
     """Rules for statements and the launch grid (mixed into the driver's translator)."""
 
@@ -566,11 +579,9 @@ class ControlRules:
         if all(type(b) is int for b in bounds) and (len(bounds) < 3 or bounds[2] != 0) \
                 and not range(*bounds):
             # a range empty at compile time (Liger's KL-div with N_FULL_CHUNKS 0: `for ci in
-            # range(0)`): cuTile Python emits no loop at all, and the names it carries keep
-            # their values; cutile would write the loop with an index assumed in [0, -1],
-            # which the Tile IR verifier refuses
-            self.out.emit(f"// for {ast.unparse(s.target)} in {ast.unparse(it)}: empty for this entry", s.lineno)
-            return
+            # range(0)`): cuTile Python keeps the zero-trip `for`, which cutile 0.5.0 cannot
+            # write: it assumes a constant-bounded loop's index in [start, end - 1]
+            self.fail(s, f"for {ast.unparse(s.target)} in {ast.unparse(it)}", EMPTY_RANGE)
         args = [self.int_expr(a) for a in it.args]
         var = self.local_prefix + self.rname(s.target.id)
         split = self.loop_split(s)
@@ -588,8 +599,8 @@ class ControlRules:
     def specialise_empty_range(self, args, bounds) -> None:
         """A ``range`` bound that is an int constexpr kept as a const generic, under which some
         variant of this entry gets an empty range: the entries are specialised on it
-        (:class:`NeedConst`), so that the empty one is known to be (cuTile Python emits no loop
-        there)."""
+        (:class:`NeedConst`), so that only the entries whose range is empty are BLOCKED
+        (:data:`EMPTY_RANGE`)."""
         if all(type(b) is int for b in bounds):
             return
         names = [a.id if isinstance(a, ast.Name) and b is None else None for a, b in zip(args, bounds)]
