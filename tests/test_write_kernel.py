@@ -281,6 +281,28 @@ def test_fma_counts_no_reads_in_a_dropped_branch(op_copy):
     assert "= fma(" not in next(e for e in entries if e.startswith(" relu_kernel__K0"))
 
 
+def test_fma_of_a_loop_value_the_code_after_rebinds(op_copy):
+    """A product made and added in a loop body, its name bound again after the loop before any
+    read (Liger's KL-div: ``loss`` in the chunk loop and in the tail chunk): the loop's value
+    is read once, so cuTile Python contracts both adds. A read after the loop (the value the
+    last iteration left) keeps the loop's product apart."""
+    body = ("    acc = ct.zeros((TILE,), dtype=ct.float32)\n"
+            "    for i in range(2):\n"
+            "        s = ct.astype(t, ct.float32) * 2.0\n"
+            "        acc = acc + s\n"
+            "    s = ct.astype(t, ct.float32) * 3.0\n"
+            "    acc = acc + s\n"
+            "    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
+    k = d / "kernel.py"
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert src.count("= fma(") == 2, src
+    k.write_text(k.read_text().replace("    s = ct.astype(t, ct.float32) * 3.0\n", "").replace(
+        "    for i in range(2):\n", "    s = ct.zeros((TILE,), dtype=ct.float32)\n    for i in range(2):\n"))
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert src.count("= fma(") == 0, src
+
+
 def test_fma_through_a_widening_cast_of_the_variant_dtype(op_copy):
     """``acc + ct.astype(t * t, ct.float32)`` (t of the variant's dtype): where that dtype is f32
     the cast is nothing and cuTile Python contracts the add into an fma (Liger's RMSNorm

@@ -241,6 +241,16 @@ class TranslatorBase:
             if self.static_branch(owner) is block and id(owner) in where:
                 hit = where[id(owner)]
                 continue
+            # the end of a loop body: the value is dead where the next iteration and the code
+            # after the loop rebind the name before they read it (cuTile Python's SSA: no loop
+            # result, no block argument reads it; Liger's KL-div rebinds `loss` in its loop and
+            # in the tail chunk after it)
+            if isinstance(owner, (ast.For, ast.While)) and block is owner.body and id(owner) in where \
+                    and self.first_event(name, owner.body) == "write":
+                after, j, up = where[id(owner)]
+                event = self.first_event(name, after[j + 1:])
+                if event == "write" or (event is None and up is fn):
+                    return count
             return self.name_uses(name)
 
     def fail(self, node, construct: str, reason: str):
