@@ -374,6 +374,8 @@ MUTANTS = [
     ("api_views_kernel", "sum without keepdims broadcast along the rows", lambda t: sub(t, "%reduce = reduce %8 dim=1", "%reduce = reduce %8 dim=0"), "reduction"),
     ("api_more_kernel", "int8 cast made unsigned", lambda t: sub(t, "%5 = ftoi %tile signed  : tile<1024xf16> -> tile<1024xi8>", "%5 = ftoi %tile unsigned  : tile<1024xf16> -> tile<1024xi8>"), "cast"),
     ("api_more_kernel", "uint16 cast made signed", lambda t: sub(t, "%10 = ftoi %tile unsigned  : tile<1024xf16> -> tile<1024xi16>", "%10 = ftoi %tile signed  : tile<1024xf16> -> tile<1024xi16>"), "cast"),
+    ("api_neg_kernel", "ct.negative dropped", lambda t: sub(t, "%14 = mulf %13, %bcast_13 ", "%14 = mulf %9, %bcast_13 "), "math"),
+    ("api_neg_kernel", "scalar store of 0.0 -> 1.0", lambda t: sub(t, "constant <f16: 0.000000e+00> : tile<f16> loc(#loc24)", "constant <f16: 1.000000e+00> : tile<f16> loc(#loc24)"), "constant"),
     ("api_more_kernel", "uint64 term dropped", lambda t: sub(t, "%18 = addf %15, %17 ", "%18 = addf %15, %14 "), "math"),
     ("api_more_kernel", "float64 -> float32 rounding RZ dropped", lambda t: sub(t, "%20 = ftof %19 rounding<zero> :", "%20 = ftof %19  :"), "cast"),
     ("api_more_kernel", "float8_e5m2 round trip dropped", lambda t: sub(t, "%24 = ftof %23  : tile<1024xf8E5M2>", "%24 = ftof %22  : tile<1024xbf16>"), "cast"),

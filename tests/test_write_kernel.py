@@ -184,6 +184,139 @@ def test_fma_contraction_of_c_minus_product(op_copy):
     assert re.search(r"let __t(\d+): Tile<f32, \{\[TILE\]\}> = negf\(inner\);\n\s+let r: .* = fma\(__t\1, t, t,", src)
 
 
+def test_fma_contraction_through_a_compile_time_if(op_copy):
+    """A product rebound by an add inside an ``if`` on a constexpr is one fma where the branch
+    is taken: cuTile Python inlines the taken branch before it counts the product's uses
+    (Liger's DyT forward: ``y = tanh_x * gamma`` then ``if HAVE_BETA: y = y + beta``, whose
+    reference IR has the fma). A run-time ``if`` keeps them apart (the product may be read on
+    the other path)."""
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    body = k.read_text().replace(
+        "def relu_kernel(x, y, TILE: ConstInt):",
+        "def relu_kernel(x, y, TILE: ConstInt, BIAS: ConstInt):").replace(
+        "    ct.store(y, index=(bid,), tile=ct.maximum(t, zero))",
+        "    s = ct.astype(t, ct.float32) * 2.0\n"
+        "    if BIAS:\n"
+        "        if TILE > 0:\n"
+        "            pass\n"
+        "        s = s + 1.5\n"
+        "    ct.store(y, index=(bid,), tile=ct.astype(s, y.dtype))")
+    k.write_text(body)
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("  - {TILE: 1024}\n  - {TILE: 2048}", "  - {TILE: 1024, BIAS: 1}\n"
+                                       "  - {TILE: 1024, BIAS: 0}"))
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert src.count("= fma(") == 1, src          # the BIAS 1 entry only
+    k.write_text(body.replace("    if BIAS:", "    if bid > 0:"))
+    m.write_text(m.read_text().replace("  - {TILE: 1024, BIAS: 0}\n", ""))
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert "fma(" not in src
+
+
+def test_suite_constructs_translate(repo):
+    """What TileGym's Liger / Unsloth suites spell (tests/data/operators/api api_neg_kernel,
+    IR PASS with the real compilers in tests/test_api_table.py): ct.negative is the unary minus;
+    ct.astype of a Python float is a 0-d constant of the target dtype; .item() of a gather at a
+    scalar index (already a scalar here) cast to its own type is that scalar; check_bounds= the
+    negation of a local comparing two constexprs specialises the entry on them and folds."""
+    src, _ = translate.translate_kernel(repo / "tests" / "data" / "operators" / "api", "api_neg_kernel")
+    assert "negf(t)" in src
+    assert re.search(r"let k: f32 = tile_to_scalar\(__g\d+\);", src)
+    assert re.search(r"Tile<E, \{\[\]\}> = constant\(E::ZERO, shape!\[\]\);", src), src
+    assert "pub unsafe fn api_neg_kernel__TILE1024<" in src      # specialised on TILE
+    # not padded (TILE == 1024): both accesses of x and y are bounds-checked (a mask each)
+    assert src.count("cmpi(") >= 3
+
+
+def _relu_variant(op_copy, body: str, configs: str):
+    """relu's operator with its kernel's body (after ``t = ct.load(...)``) replaced and its
+    configs set: a small kernel for one translator rule."""
+    d = op_copy("relu")
+    k = d / "kernel.py"
+    text = k.read_text()
+    head = text[:text.index("    zero = ct.zeros")]
+    tail = text[text.index("\n\ndef launch("):]
+    k.write_text(head.replace("def relu_kernel(x, y, TILE: ConstInt):",
+                              "def relu_kernel(x, y, TILE: ConstInt, K: ConstInt):") + body + tail)
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("  - {TILE: 1024}\n  - {TILE: 2048}\n", configs))
+    return d
+
+
+def test_empty_compile_time_range_is_blocked_with_cutiles_line(op_copy):
+    """``for i in range(K)`` with K 0 in an entry: cuTile Python keeps the zero-trip loop (Liger's
+    KL-div, N_FULL_CHUNKS 0), which cutile 0.5.0 cannot write (it assumes the index in [0, -1]):
+    that entry is BLOCKED with cutile's line; K 2 keeps its loop, a generic K not split."""
+    from tileport.translate import Unsupported
+    body = ("    acc = ct.astype(t, ct.float32)\n"
+            "    for i in range(K):\n"
+            "        acc = acc + 1.0\n"
+            "    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 0}\n")
+    with pytest.raises(Unsupported, match="compile_expression.rs:2538"):
+        translate.translate_kernel(d, "relu_kernel")
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("  - {TILE: 1024, K: 0}\n", "  - {TILE: 1024, K: 2}\n  - {TILE: 1024, K: 3}\n"))
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert "for i in 0i32..K {" in src and "relu_kernel__K" not in src
+
+
+def test_fma_counts_no_reads_in_a_dropped_branch(op_copy):
+    """In a loop body a product read in both branches of a compile-time ``if`` is read once
+    where the entry keeps one branch: cuTile Python contracts ``acc + s`` there (Liger's TVD,
+    ``tv_loss`` under ``if reduction == NONE``)."""
+    body = ("    acc = ct.zeros((TILE,), dtype=ct.float32)\n"
+            "    for i in range(2):\n"
+            "        s = ct.astype(t, ct.float32) * 2.0\n"
+            "        if K == 1:\n"
+            "            acc = acc + s\n"
+            "        else:\n"
+            "            ct.store(y, index=(bid,), tile=ct.astype(s, y.dtype))\n"
+            "    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n  - {TILE: 1024, K: 0}\n")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    entries = src.split("pub unsafe fn")[1:]
+    assert "= fma(" in next(e for e in entries if e.startswith(" relu_kernel__K1"))
+    assert "= fma(" not in next(e for e in entries if e.startswith(" relu_kernel__K0"))
+
+
+def test_fma_of_a_loop_value_the_code_after_rebinds(op_copy):
+    """A product made and added in a loop body, its name bound again after the loop before any
+    read (Liger's KL-div: ``loss`` in the chunk loop and in the tail chunk): the loop's value
+    is read once, so cuTile Python contracts both adds. A read after the loop (the value the
+    last iteration left) keeps the loop's product apart."""
+    body = ("    acc = ct.zeros((TILE,), dtype=ct.float32)\n"
+            "    for i in range(2):\n"
+            "        s = ct.astype(t, ct.float32) * 2.0\n"
+            "        acc = acc + s\n"
+            "    s = ct.astype(t, ct.float32) * 3.0\n"
+            "    acc = acc + s\n"
+            "    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
+    k = d / "kernel.py"
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert src.count("= fma(") == 2, src
+    k.write_text(k.read_text().replace("    s = ct.astype(t, ct.float32) * 3.0\n", "").replace(
+        "    for i in range(2):\n", "    s = ct.zeros((TILE,), dtype=ct.float32)\n    for i in range(2):\n"))
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert src.count("= fma(") == 0, src
+
+
+def test_fma_through_a_widening_cast_of_the_variant_dtype(op_copy):
+    """``acc + ct.astype(t * t, ct.float32)`` (t of the variant's dtype): where that dtype is f32
+    the cast is nothing and cuTile Python contracts the add into an fma (Liger's RMSNorm
+    backward, dW += astype(dy * xs, f32)); for f16 / bf16 the cast keeps them apart: one entry
+    per dtype."""
+    body = ("    acc = ct.zeros((TILE,), dtype=ct.float32)\n"
+            "    acc = acc + ct.astype(t * t, ct.float32)\n"
+            "    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    fmas = {e.split("<")[0].strip(): e.count("= fma(") for e in src.split("pub unsafe fn")[1:]}
+    assert len(fmas) == 3 and sorted(fmas.values()) == [0, 0, 1], fmas
+
+
 def test_rounding_ftz_nan_keywords_end_to_end(repo, tmp_path):
     """ct.truediv/exp2/sqrt/maximum/mul/add/sub/rsqrt/astype with rounding_mode=,
     flush_to_zero=, propagate_nan= translate to the same Tile IR (real compilers), including

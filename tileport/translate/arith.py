@@ -24,7 +24,7 @@ class ArithRules:
     CALLS = {**{n: "arith_call" for n in constructs.ARITH}, **{n: "flagged_math" for n in constructs.FLAGGED_MATH},
              **{n: "unary_math" for n in constructs.UNARY_MATH}, **{n: "binary_math" for n in constructs.BINARY_MATH},
              **{n: "tile_constant" for n in constructs.TILE_CREATION - {"arange"}}, "astype": "astype",
-             "arange": "arange", "where": "where", "cdiv": "cdiv",
+             "arange": "arange", "where": "where", "cdiv": "cdiv", "negative": "negative",
              **{f"bitwise_{k}": "bitwise_call" for k in ("and", "or", "xor", "lshift", "rshift", "not")}}
 
     _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
@@ -212,6 +212,14 @@ class ArithRules:
             flags = (fl["rounding"] or self.DEFAULT_FLAGS[0], fl["ftz"] or self.DEFAULT_FLAGS[1])
         return self.arith(constructs.ARITH[name], node.args[0], node.args[1], node, flags)
 
+    def negative(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.negative(x)``: "same as ``-x``" (cuda/tile/_stub.py), the unary minus of
+        :meth:`expr` (``negf`` of a tile, a negated scalar or literal)."""
+        self.check_kwargs(node, set())
+        if len(node.args) != 1:
+            self.fail(node, "ct.negative", "expects one positional operand")
+        return self.expr(ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=node.args[0]), node))
+
     def flagged_math(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.exp2/rsqrt/sqrt`` with their rounding / flush-to-zero keywords."""
         e, ty = self.tile_expr(node.args[0])
@@ -281,13 +289,32 @@ class ArithRules:
         when the types agree once E is known; it retypes the value for rustc); with a rounding
         mode between different types an ``ftof`` with it, so an E side needs the entry's
         concrete element type."""
-        e, ty = self.tile_expr(node.args[0])
         d, dty = self.expr(node.args[1] if len(node.args) > 1 else self._kw(node, "dtype"))
         if dty.kind != "dtype":
             self.fail(node, "ct.astype", "second argument must be a dtype")
+        v = self.const_value(node.args[0])
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not self._kw(node, "rounding_mode"):
+            # a Python number (``ct.astype(0.0, LOSS.dtype)``, Liger's TVD): cuTile Python makes
+            # it a loosely typed constant and the cast a 0-d constant of the target dtype
+            return self.constant_tile(v, dty.dtype, (), node)
+        e, ty = self.expr(node.args[0])
+        if ty.kind in ("i32", "f32") and dty.dtype == ty.kind:
+            return e, ty        # a 0-d value (``ct.gather(r, row).item()``) cast to its own type
+        if ty.kind != "tile":
+            self.fail(node.args[0], ast.unparse(node.args[0]), f"expected a tile, got {ty.kind}")
         fl = self.flags_of(node, rounding=True, ftz=False)
         if ty.dtype == dty.dtype:
             return e, ty
+        if e in self.muls and not fl["rounding"] and ty.dtype == "E" and dty.dtype == "f32":
+            # a pending product of the variant's dtype widened to f32 (``ct.astype(dy * xs,
+            # ct.float32)`` then accumulated, Liger's RMSNorm backward): where E is f32 the cast
+            # is nothing and cuTile Python contracts the add into an fma, elsewhere the cast
+            # keeps them apart -- one entry per dtype, as for the implicit cast
+            # (ShapeRules.promoted)
+            same = self.decide([a == b for a, b in zip(self.concretes(ty.dtype), self.concretes(dty.dtype))],
+                               node, "a cast of a product (whether it contracts into an fma)")
+            if same:
+                return self.product_as(e, ty, dty.dtype, node)
         if fl["rounding"] and not self.same_dtype(ty.dtype, dty.dtype):
             other = dty.dtype if ty.dtype == "E" else ty.dtype
             if ("E" in (ty.dtype, dty.dtype) and DTYPE_KEY not in self.spec

@@ -17,6 +17,19 @@ from tileport.model import constructs, frontend
 from .core import COMPILE_TIME, Ty, Unsupported, Var
 
 
+#: a ``for`` over a range empty at compile time: cuTile Python 1.7.0 emits the zero-trip loop
+#: (``for %i in (%c0 to %c0, step %c1)``); cutile 0.5.0 writes every loop whose bounds are
+#: constants with ``assume bounded<start, end - 1>`` on its index
+#: (cutile-compiler-0.5.0 src/compiler/compile_expression.rs:2538-2541 ``Bounds::new(
+#: iterand_lower_const.start, iterand_upper_const.end - 1)``, emitted at 2557-2563 as
+#: ``assume_bounds``), here ``bounded<0, -1>``, which the Tile IR verifier refuses ("expects lower
+#: bound to be less than or equal to upper bound"); without it the IR diff would find the loop
+#: missing (a control-flow FAIL)
+EMPTY_RANGE = ("a range empty at compile time: cuTile Python keeps the zero-trip loop, but cutile 0.5.0 "
+               "assumes a constant-bounded loop's index in [start, end - 1] (cutile-compiler-0.5.0 "
+               "src/compiler/compile_expression.rs:2538-2541, emitted at 2557-2563), here [0, -1], which "
+               "the Tile IR verifier refuses ('bounded' expects lower bound <= upper bound)")
+
 class ControlRules:
     """Rules for statements and the launch grid (mixed into the driver's translator)."""
 
@@ -72,10 +85,9 @@ class ControlRules:
         """'read', 'write' or None: what ``stmts`` (in order) first do with ``name``
         (compile-time ``if``s: the branch taken)."""
         for st in stmts:
-            if isinstance(st, ast.If) and self.is_static_test(st.test):
-                taken = eval(compile(ast.Expression(st.test), self.file, "eval"),  # noqa: S307
-                             {"__builtins__": {}}, self.static_env())
-                ev = self.first_event(name, st.body if taken else st.orelse)
+            kept = self.static_branch(st)
+            if kept is not None:
+                ev = self.first_event(name, kept)
                 if ev is not None:
                     return ev
                 continue
@@ -90,6 +102,16 @@ class ControlRules:
                                                   t.elts if isinstance(t, ast.Tuple) else [])):
                 return "write"
         return None
+
+    def static_branch(self, st) -> list | None:
+        """The statements this entry keeps of a compile-time ``if`` (its test reads constexprs,
+        module constants and literals only): the body or the ``else``; None for any other
+        statement. cuTile Python inlines that branch where the ``if`` stands."""
+        if not (isinstance(st, ast.If) and self.is_static_test(st.test)):
+            return None
+        taken = eval(compile(ast.Expression(st.test), self.file, "eval"),  # noqa: S307
+                     {"__builtins__": {}}, self.static_env())
+        return st.body if taken else st.orelse
 
     def stmt(self, s):
         if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
@@ -552,6 +574,14 @@ class ControlRules:
                 and 1 <= len(it.args) <= 3 and not it.keywords and isinstance(s.target, ast.Name)
                 and not s.orelse):
             self.fail(s, "for " + ast.unparse(it), "only `for <name> in range(...)` is translated")
+        bounds = [self.const_value(a) for a in it.args]
+        self.specialise_empty_range(it.args, bounds)
+        if all(type(b) is int for b in bounds) and (len(bounds) < 3 or bounds[2] != 0) \
+                and not range(*bounds):
+            # a range empty at compile time (Liger's KL-div with N_FULL_CHUNKS 0: `for ci in
+            # range(0)`): cuTile Python keeps the zero-trip `for`, which cutile 0.5.0 cannot
+            # write: it assumes a constant-bounded loop's index in [start, end - 1]
+            self.fail(s, f"for {ast.unparse(s.target)} in {ast.unparse(it)}", EMPTY_RANGE)
         args = [self.int_expr(a) for a in it.args]
         var = self.local_prefix + self.rname(s.target.id)
         split = self.loop_split(s)
@@ -565,6 +595,24 @@ class ControlRules:
         else:
             head = f"for {var} in ({args[0]}..{args[1]}).step_by(({args[2]}) as usize) {{"
         self.emit_for(s, head, var)
+
+    def specialise_empty_range(self, args, bounds) -> None:
+        """A ``range`` bound that is an int constexpr kept as a const generic, under which some
+        variant of this entry gets an empty range: the entries are specialised on it
+        (:class:`NeedConst`), so that only the entries whose range is empty are BLOCKED
+        (:data:`EMPTY_RANGE`)."""
+        if all(type(b) is int for b in bounds):
+            return
+        names = [a.id if isinstance(a, ast.Name) and b is None else None for a, b in zip(args, bounds)]
+        variants = getattr(self, "entry_constexprs", [])
+        for cx in variants:
+            vals = [b if type(b) is int else cx.get(n) for b, n in zip(bounds, names)]
+            if all(type(v) is int for v in vals) and (len(vals) < 3 or vals[2] != 0) and not range(*vals):
+                for a, n in zip(args, names):
+                    var = self.lookup(n) if n is not None else None
+                    if var is not None:
+                        self.need_constexpr_value(var.ty, a)
+                return
 
     # ---- loop splitting (cuTile Python's loop_split pass) ------------------------------
     FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}

@@ -162,18 +162,24 @@ class TranslatorBase:
     def name_uses(self, name: str) -> int:
         """How often the function being translated reads ``name``: the kernel, or the helper
         being inlined (a helper's names are its own; cuTile Python inlines it before its fma
-        contraction counts a product's uses)."""
-        if not self.inlining:
-            return self.uses.get(name, 0)
-        fn = self.module_functions[self.inlining[-1]]
-        cache = self.__dict__.setdefault("helper_uses", {})
-        if fn.name not in cache:
-            counts: dict[str, int] = {}
-            for n in ast.walk(fn):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                    counts[n.id] = counts.get(n.id, 0) + 1
-            cache[fn.name] = counts
-        return cache[fn.name].get(name, 0)
+        contraction counts a product's uses). Reads in the branch a compile-time ``if`` drops
+        for this entry do not count (cuTile Python never sees them: Liger's TVD reads
+        ``tv_loss`` in both branches of ``if reduction == NONE``)."""
+        fn = self.module_functions[self.inlining[-1]] if self.inlining else self.fn
+
+        def reads(nodes) -> int:
+            count = 0
+            for n in nodes:
+                kept = self.static_branch(n) if isinstance(n, ast.If) else None
+                if kept is not None:
+                    count += reads(kept)
+                    continue
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id == name:
+                    count += 1
+                count += reads(ast.iter_child_nodes(n))
+            return count
+
+        return reads(fn.body)
 
     def binding_uses(self, stmt, name: str) -> int:
         """How often the value that statement ``stmt`` binds to ``name`` is read: the reads of
@@ -181,9 +187,14 @@ class TranslatorBase:
         that rebinds ``name`` (``s = ct.add(s, c)`` reads the old value, then shadows it).
         cuTile Python counts uses per SSA value before its fma contraction, so
         ``s = ct.mul(a, b); s = ct.add(s, c)`` is one fma (cuda-tile 1.7.0
-        ``_passes/rewrite_patterns.py``). Where a branch or loop in between rebinds ``name``, or
-        the block ends with the value still live inside a loop or branch, this is
-        :meth:`name_uses` (every read of the name: no contraction unless that is 1)."""
+        ``_passes/rewrite_patterns.py``). A compile-time ``if`` (on constexprs) is no block of
+        its own there: cuTile Python keeps only the branch taken, inline, before it counts
+        (``y = t * g`` then ``if HAVE_BETA: y = y + beta`` is one fma where HAVE_BETA is
+        true, Liger's DyT), so such an ``if`` is read as the statements of its taken branch,
+        and a block that is that branch continues after the ``if``. Where a run-time branch or
+        loop in between rebinds ``name``, or the block ends with the value still live inside a
+        loop or run-time branch, this is :meth:`name_uses` (every read of the name: no
+        contraction unless that is 1)."""
         fn = self.module_functions.get(self.inlining[-1]) if self.inlining else self.fn
         cache = self.__dict__.setdefault("_blocks", {})
         if fn.name not in cache:
@@ -193,28 +204,54 @@ class TranslatorBase:
                     block = getattr(n, field_, None)
                     if isinstance(block, list):
                         for i, st in enumerate(block):
-                            where[id(st)] = (block, i, n is fn)
+                            where[id(st)] = (block, i, n)
             cache[fn.name] = where
-        hit = cache[fn.name].get(id(stmt))
+        where = cache[fn.name]
+        hit = where.get(id(stmt))
         if hit is None:
             return self.name_uses(name)
-        block, i, top = hit
 
         def reads(node) -> int:
             return sum(1 for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name
                        and isinstance(n.ctx, ast.Load))
 
+        def inline(stmts):
+            for st in stmts:
+                kept = self.static_branch(st)
+                if kept is None:
+                    yield st
+                else:
+                    yield from inline(kept)
+
         count = 0
-        for st in block[i + 1:]:
-            if isinstance(st, ast.Assign) and [ast.unparse(t) for t in st.targets] == [name]:
-                return count + reads(st.value)
-            if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id == name:
-                return count + 1 + reads(st.value)
-            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                   for n in ast.walk(st)):
-                return self.name_uses(name)
-            count += reads(st)
-        return count if top else self.name_uses(name)
+        while True:
+            block, i, owner = hit
+            for st in inline(block[i + 1:]):
+                if isinstance(st, ast.Assign) and [ast.unparse(t) for t in st.targets] == [name]:
+                    return count + reads(st.value)
+                if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id == name:
+                    return count + 1 + reads(st.value)
+                if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                       for n in ast.walk(st)):
+                    return self.name_uses(name)
+                count += reads(st)
+            if owner is fn:
+                return count
+            # the end of a compile-time if's taken branch: the statements after the if follow
+            if self.static_branch(owner) is block and id(owner) in where:
+                hit = where[id(owner)]
+                continue
+            # the end of a loop body: the value is dead where the next iteration and the code
+            # after the loop rebind the name before they read it (cuTile Python's SSA: no loop
+            # result, no block argument reads it; Liger's KL-div rebinds `loss` in its loop and
+            # in the tail chunk after it)
+            if isinstance(owner, (ast.For, ast.While)) and block is owner.body and id(owner) in where \
+                    and self.first_event(name, owner.body) == "write":
+                after, j, up = where[id(owner)]
+                event = self.first_event(name, after[j + 1:])
+                if event == "write" or (event is None and up is fn):
+                    return count
+            return self.name_uses(name)
 
     def fail(self, node, construct: str, reason: str):
         raise Unsupported(self.file, getattr(node, "lineno", self.line), construct, reason)

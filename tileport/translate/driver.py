@@ -436,6 +436,7 @@ def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, 
             tr = KernelTranslator(fn, kinfo["params"], alias, kfile, spec, name,
                                   tuple(dict.fromkeys(v["dtype"] for v in mine)), target, tree, arrays)
             tr.launch_hints = hints
+            tr.entry_constexprs = [v["constexprs"] for v in mine]
             try:
                 bodies.append(tr.translate())
             except NeedDtype:

@@ -92,16 +92,38 @@ class HintRules:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             v = self.const_value(node.operand)
             return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            # ``check_bounds=not no_padding`` with ``no_padding = TILE_N == n_cols`` (Unsloth's
+            # norms): Python evaluates it on the compile-time bool
+            v = self.const_value(node.operand)
+            return (not v) if isinstance(v, bool) else None
         if isinstance(node, ast.Name) and node.id in self.spec:
             return self.spec[node.id]
         if isinstance(node, ast.Name) and self.lookup(node.id) is not None:
             var = self.lookup(node.id)           # a name bound to a compile-time value
+            if var.ty.kind == "bool" and var.ty.value is None:
+                self.specialise_compared(node.id)
             return var.ty.value if var.ty.kind == "lit" else None
         if isinstance(node, ast.Name) and self.lookup(node.id) is None:
             return self.module_consts.get(node.id)
         if isinstance(node, ast.Name) and self.lookup(node.id).ty.kind == "lit":
             return self.lookup(node.id).ty.value      # a name bound to a compile-time value
         return None
+
+    def specialise_compared(self, name: str) -> None:
+        """``name`` holds a bool that a compile-time keyword needs: where the function being
+        translated binds it to a comparison of int constexprs (``no_padding = TILE_N == n_cols``,
+        Unsloth's norms; cuTile Python compares the two constants when it compiles), the
+        entries are specialised on those constexprs (:meth:`need_constexpr_value` raises
+        :class:`NeedConst`), so that the comparison folds to a literal."""
+        fn = self.module_functions.get(self.inlining[-1]) if self.inlining else self.fn
+        for st in ast.walk(fn):
+            if (isinstance(st, ast.Assign) and [ast.unparse(t) for t in st.targets] == [name]
+                    and isinstance(st.value, ast.Compare)):
+                for n in ast.walk(st.value):
+                    var = self.lookup(n.id) if isinstance(n, ast.Name) else None
+                    if var is not None:
+                        self.need_constexpr_value(var.ty, n)
 
     def latency_arg(self, call) -> str:
         """``latency=`` of a load/store as cutile's ``Option<i32>`` argument."""

@@ -34,7 +34,13 @@ class ShapeRules:
         self.check_kwargs(node, set())
         if len(node.args) != 1:
             self.fail(node, ast.unparse(node), "item() takes no arguments")
-        e, ty = self.tile_expr(node.args[0])
+        e, ty = self.expr(node.args[0])
+        if ty.kind in ("i32", "f32"):
+            # already that scalar: a gather at a scalar index (``ct.gather(r, row).item()``,
+            # Liger's RMSNorm backward) is a 0-d tile, which this translator holds as one
+            return e, ty
+        if ty.kind != "tile":
+            self.fail(node.args[0], ast.unparse(node.args[0]), f"expected a tile, got {ty.kind}")
         if any(d != "1" for d in ty.shape):
             self.fail(node, ast.unparse(node), f"item() of a tile of shape {ty.shape}: only a tile of "
                                                f"one element (all axes 1) has one")

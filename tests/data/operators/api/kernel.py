@@ -109,3 +109,18 @@ def api_more_kernel(x, flags, y, TILE: ConstInt):
     e = ct.atomic_min(flags, offs, d, check_bounds=False)
     w = ct.atomic_xchg(flags, offs, e, memory_order=ct.MemoryOrder.RELAXED, memory_scope=ct.MemoryScope.BLOCK)
     ct.scatter(y, offs, ct.astype(h, y.dtype) + ct.astype(w, y.dtype), latency=2)
+
+
+@ct.kernel
+def api_neg_kernel(x, s, y, TILE: ConstInt):
+    """ct.negative of a tile; ct.astype of a Python float (a 0-d constant of y's dtype) scattered
+    at a scalar index; .item() of a gather at a scalar index (a 0-d f32 value) cast to f32;
+    check_bounds= the negation of a local bool that compares two constexprs (Unsloth's
+    ``no_padding = TILE_N == n_cols``)."""
+    bid = ct.bid(0)
+    padded = TILE != 1024
+    offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
+    t = ct.astype(ct.gather(x, offs, check_bounds=not padded, padding_value=0.0), ct.float32)
+    k = ct.astype(ct.gather(s, bid, check_bounds=False).item(), ct.float32)
+    ct.scatter(y, offs, ct.astype(ct.negative(t) * k, y.dtype), check_bounds=not padded)
+    ct.scatter(y, bid, ct.astype(0.0, y.dtype))
