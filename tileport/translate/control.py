@@ -16,7 +16,6 @@ from tileport.model import constructs, frontend
 
 from .core import COMPILE_TIME, Ty, Unsupported, Var
 
-
 #: a ``for`` over a range empty at compile time: cuTile Python 1.7.0 emits the zero-trip loop
 #: (``for %i in (%c0 to %c0, step %c1)``); cutile 0.5.0 writes every loop whose bounds are
 #: constants with ``assume bounded<start, end - 1>`` on its index
