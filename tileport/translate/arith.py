@@ -24,7 +24,7 @@ class ArithRules:
     CALLS = {**{n: "arith_call" for n in constructs.ARITH}, **{n: "flagged_math" for n in constructs.FLAGGED_MATH},
              **{n: "unary_math" for n in constructs.UNARY_MATH}, **{n: "binary_math" for n in constructs.BINARY_MATH},
              **{n: "tile_constant" for n in constructs.TILE_CREATION - {"arange"}}, "astype": "astype",
-             "arange": "arange", "where": "where", "cdiv": "cdiv",
+             "arange": "arange", "where": "where", "cdiv": "cdiv", "negative": "negative",
              **{f"bitwise_{k}": "bitwise_call" for k in ("and", "or", "xor", "lshift", "rshift", "not")}}
 
     _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
@@ -211,6 +211,19 @@ class ArithRules:
         if fl["rounding"] or fl["ftz"]:
             flags = (fl["rounding"] or self.DEFAULT_FLAGS[0], fl["ftz"] or self.DEFAULT_FLAGS[1])
         return self.arith(constructs.ARITH[name], node.args[0], node.args[1], node, flags)
+
+    def negative(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.negative(x)`` on a float tile: ``negf``, as ``-x`` (cuTile Python compiles both to
+        ``unary("neg", ...)``: constructs.NEGATION). An int tile (``negi`` with an overflow mode) and a
+        scalar operand (which cuTile Python makes a 0-d tile) are not translated."""
+        self.check_kwargs(node, set())
+        if len(node.args) != 1:
+            self.fail(node, "ct.negative", "expects one positional operand")
+        e, ty = self.tile_expr(node.args[0])
+        if ty.dtype not in constructs.FLOAT_TILE_DTYPES:
+            self.fail(node, ast.unparse(node), f"ct.negative of a {ty.dtype} tile (negi) is not translated; "
+                                               f"float tiles only")
+        return self.bind(f"negf({e})", ty)
 
     def flagged_math(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.exp2/rsqrt/sqrt`` with their rounding / flush-to-zero keywords."""
