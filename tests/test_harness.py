@@ -66,7 +66,7 @@ def test_every_operator_has_a_harness(repo):
             assert f"def {km.get('reference', 'reference')}(" in ref, (d, k)
             assert f"def {km['torch_impl']}(" in ref if "torch_impl" in km else True, (d, k)
         n_impl = ref.count("def torch_impl(")
-        assert n_impl == 1 if not d.name.startswith("tg_") else n_impl <= 1, d
+        assert n_impl == 1 if not d.name.startswith(("tg_", "tf_")) else n_impl <= 1, d
         assert harness.cases(man, "test"), d
         perf = harness.cases(man, "perf")
         total += len(perf)
