@@ -156,6 +156,10 @@ def test_the_key_is_checked_by_the_schema(site, tmp_path):
 @pytest.mark.parametrize("op, definition", [
     ("tf_qwen3_5_sigmoid_mul", "qwen3_5/kernel_definitions/qwen3_5_sigmoid_mul.json"),
     ("tf_qwen3_5_silu_and_mul_separate", "qwen3_5/kernel_definitions/qwen3_5_silu_and_mul_separate.json"),
+    ("tf_qwen3_5_residual_add_rms_norm", "qwen3_5/kernel_definitions/qwen3_5_residual_add_gemma_rms_norm.json"),
+    ("tf_qwen3_5_rms_norm_gated", "qwen3_5/kernel_definitions/qwen3_5_rms_norm_gated_silu.json"),
+    ("tf_olmo3_dual_rms_norm", "olmo3/kernel_definitions/olmo3_dual_rms_norm.json"),
+    ("tf_olmo3_rms_norm_residual_add", "olmo3/kernel_definitions/olmo3_rms_norm_residual_add.json"),
 ])
 def test_the_transformers_operators_read_the_pinned_wheel(repo, op, definition):
     man = manifest.load(repo / "operators" / op / "manifest.yaml")
