@@ -160,6 +160,8 @@ def test_the_key_is_checked_by_the_schema(site, tmp_path):
     ("tf_qwen3_5_rms_norm_gated", "qwen3_5/kernel_definitions/qwen3_5_rms_norm_gated_silu.json"),
     ("tf_olmo3_dual_rms_norm", "olmo3/kernel_definitions/olmo3_dual_rms_norm.json"),
     ("tf_olmo3_rms_norm_residual_add", "olmo3/kernel_definitions/olmo3_rms_norm_residual_add.json"),
+    ("tf_olmoe_dual_rms_norm", "olmoe/kernel_definitions/olmoe_dual_rms_norm.json"),
+    ("tf_olmoe_residual_add_rms_norm", "olmoe/kernel_definitions/olmoe_residual_add_rms_norm.json"),
 ])
 def test_the_transformers_operators_read_the_pinned_wheel(repo, op, definition):
     man = manifest.load(repo / "operators" / op / "manifest.yaml")
