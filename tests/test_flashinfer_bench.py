@@ -162,6 +162,7 @@ def test_the_key_is_checked_by_the_schema(site, tmp_path):
     ("tf_olmo3_rms_norm_residual_add", "olmo3/kernel_definitions/olmo3_rms_norm_residual_add.json"),
     ("tf_olmoe_dual_rms_norm", "olmoe/kernel_definitions/olmoe_dual_rms_norm.json"),
     ("tf_olmoe_residual_add_rms_norm", "olmoe/kernel_definitions/olmoe_residual_add_rms_norm.json"),
+    ("tf_qwen3_5_gdr_preprocess", "qwen3_5/kernel_definitions/qwen3_5_gdr_preprocess.json"),
 ])
 def test_the_transformers_operators_read_the_pinned_wheel(repo, op, definition):
     man = manifest.load(repo / "operators" / op / "manifest.yaml")
@@ -181,3 +182,16 @@ def test_a_bound_scalar_must_be_the_workloads_value(site, tmp_path):
     with pytest.raises(manifest.ManifestError, match=r"manifest.yaml:6: key 'kernels/k/bind/eps': eps is bound to "
                                                      r"1e-05, but workload line 1 .* passes the scalar eps = 1e-06"):
         manifest.load(path)
+
+
+def test_mixed_dtypes_give_no_dtypes_but_the_tolerance_of_the_manifests(site, tmp_path):
+    mixed = json.loads(json.dumps(DEFINITION))
+    mixed["inputs"]["w"]["dtype"] = "float32"
+    install(site, {"fibgym/__init__.py": "", DEF: json.dumps(mixed, indent=2), WL: "\n".join(WORKLOADS) + "\n"})
+    path = write(tmp_path, base=BASE.replace("w: {shape: [D], role: input}", "w: {shape: [D], role: input, dtype: f32}"))
+    with pytest.raises(manifest.ManifestError, match="lacks the key 'tolerance'"):
+        manifest.load(path)                      # no dtypes: the definition's tensors have two
+    man = manifest.load(write(tmp_path, "dtypes: [bf16]\n",
+                              base=BASE.replace("w: {shape: [D], role: input}",
+                                                "w: {shape: [D], role: input, dtype: f32}")))
+    assert man["tolerance"] == {"bf16": {"rtol": 0.02, "atol": 0.01}}

@@ -17,7 +17,8 @@ What a manifest takes from them (:func:`derive`):
   same dtype; none otherwise (the manifest then writes its own);
 * ``tolerance``: for that dtype, the strictest of the workloads' (the smallest ``max_atol`` and the
   smallest ``max_rtol``, each over all workloads): a port tested at the strictest tolerance meets every
-  workload's.
+  workload's. A definition of mixed dtypes gives the same for each of the manifest's own ``dtypes``
+  that one of its tensors has.
 
 Every error names the wheel file, the line and the cause (:class:`FlashInferError`).
 """
@@ -213,10 +214,12 @@ def manifest_files(op_dir: str | Path) -> list[str]:
     return files(spec["definition"], w if isinstance(w, str) else None)
 
 
-def derive(d: Definition, shape_names: list[str] | None, dtype_codes: dict[str, str]) -> dict:
+def derive(d: Definition, shape_names: list[str] | None, dtype_codes: dict[str, str],
+           dtypes: list[str] | None = None) -> dict:
     """What the manifest takes from ``d`` (see the module docstring): ``shape_names``, ``perf_shapes``,
     ``test_shapes`` (the smallest workload), and where every tensor shares one dtype ``dtypes`` and
-    ``tolerance`` (keyed by that dtype). ``shape_names``: the order to use (the manifest's, a permutation of
+    ``tolerance`` (keyed by that dtype); where the tensors' dtypes differ (bf16 data, f32 parameters),
+    ``tolerance`` keyed by each of the manifest's own ``dtypes`` when every one is a dtype of a tensor. ``shape_names``: the order to use (the manifest's, a permutation of
     the var axes), else the definition's. ``dtype_codes``: torch spelling -> tileport code.
 
     Raises:
@@ -238,11 +241,13 @@ def derive(d: Definition, shape_names: list[str] | None, dtype_codes: dict[str, 
             raise FlashInferError(f"{d.rel}:1: tensor '{name}' has the dtype {dt!r}, which tileport has no "
                                   f"code for")
         codes.add(dtype_codes[dt])
+    tol = {"rtol": min(w[3] for w in d.workloads), "atol": min(w[2] for w in d.workloads)}
     if len(codes) == 1:
         code = codes.pop()
         out["dtypes"] = [code]
-        out["tolerance"] = {code: {"rtol": min(w[3] for w in d.workloads),
-                                   "atol": min(w[2] for w in d.workloads)}}
+        out["tolerance"] = {code: dict(tol)}
+    elif dtypes and all(dt in codes for dt in dtypes):
+        out["tolerance"] = {dt: dict(tol) for dt in dtypes}
     return out
 
 

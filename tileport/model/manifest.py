@@ -624,7 +624,8 @@ def _flashinfer_bench(doc: Any, path: Path, text: str) -> flashinfer.Definition 
         raise at(["shape_names"], f"shape_names {names} are not the var axes {d.var_axes} of {d.rel} (in "
                                   f"{d.wheel}); write them in any order, or drop shape_names to take them")
     try:
-        derived = flashinfer.derive(d, names, _TORCH_CODES)
+        own = doc.get("dtypes") if isinstance(doc.get("dtypes"), list) else None
+        derived = flashinfer.derive(d, names, _TORCH_CODES, own)
     except flashinfer.FlashInferError as exc:
         raise at(["flashinfer_bench", "definition"], str(exc)) from None
     lines = ", ".join(str(w[0]) for w in d.workloads)
