@@ -188,10 +188,8 @@ def test_mixed_dtypes_give_no_dtypes_but_the_tolerance_of_the_manifests(site, tm
     mixed = json.loads(json.dumps(DEFINITION))
     mixed["inputs"]["w"]["dtype"] = "float32"
     install(site, {"fibgym/__init__.py": "", DEF: json.dumps(mixed, indent=2), WL: "\n".join(WORKLOADS) + "\n"})
-    path = write(tmp_path, base=BASE.replace("w: {shape: [D], role: input}", "w: {shape: [D], role: input, dtype: f32}"))
+    base = BASE.replace("w: {shape: [D], role: input}", "w: {shape: [D], role: input, dtype: f32}")
     with pytest.raises(manifest.ManifestError, match="lacks the key 'tolerance'"):
-        manifest.load(path)                      # no dtypes: the definition's tensors have two
-    man = manifest.load(write(tmp_path, "dtypes: [bf16]\n",
-                              base=BASE.replace("w: {shape: [D], role: input}",
-                                                "w: {shape: [D], role: input, dtype: f32}")))
+        manifest.load(write(tmp_path, base=base))       # no dtypes: the definition's tensors have two
+    man = manifest.load(write(tmp_path, "dtypes: [bf16]\n", base=base))
     assert man["tolerance"] == {"bf16": {"rtol": 0.02, "atol": 0.01}}

@@ -219,8 +219,9 @@ def derive(d: Definition, shape_names: list[str] | None, dtype_codes: dict[str, 
     """What the manifest takes from ``d`` (see the module docstring): ``shape_names``, ``perf_shapes``,
     ``test_shapes`` (the smallest workload), and where every tensor shares one dtype ``dtypes`` and
     ``tolerance`` (keyed by that dtype); where the tensors' dtypes differ (bf16 data, f32 parameters),
-    ``tolerance`` keyed by each of the manifest's own ``dtypes`` when every one is a dtype of a tensor. ``shape_names``: the order to use (the manifest's, a permutation of
-    the var axes), else the definition's. ``dtype_codes``: torch spelling -> tileport code.
+    ``tolerance`` keyed by each of the manifest's own ``dtypes`` when every one is a dtype of a tensor.
+    ``shape_names``: the order to use (the manifest's, a permutation of the var axes), else the
+    definition's. ``dtype_codes``: torch spelling -> tileport code.
 
     Raises:
         FlashInferError: a tensor dtype tileport has no code for.
