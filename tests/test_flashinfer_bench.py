@@ -164,12 +164,14 @@ def test_the_key_is_checked_by_the_schema(site, tmp_path):
     ("tf_olmoe_residual_add_rms_norm", "olmoe/kernel_definitions/olmoe_residual_add_rms_norm.json"),
     ("tf_qwen3_5_gdr_preprocess", "qwen3_5/kernel_definitions/qwen3_5_gdr_preprocess.json"),
     ("tf_qwen3_5_causal_conv1d_update_silu", "qwen3_5/kernel_definitions/qwen3_5_causal_conv1d_update_silu.json"),
+    ("tf_qwen3_5_causal_conv1d_prefill_silu", "qwen3_5/kernel_definitions/qwen3_5_causal_conv1d_prefill_silu.json"),
 ])
 def test_the_transformers_operators_read_the_pinned_wheel(repo, op, definition):
     man = manifest.load(repo / "operators" / op / "manifest.yaml")
     fib = man["_flashinfer_bench"]
     assert fib["definition"] == f"tilegym/transformers/{definition}" and fib["wheel"] == "tilegym 1.5.1"
-    assert man["perf_shapes"] == ([[64]] if "conv1d_update" in op else [[3, 64]]) and man["dtypes"] == ["bf16"]
+    want = {"tf_qwen3_5_causal_conv1d_update_silu": [[64]], "tf_qwen3_5_causal_conv1d_prefill_silu": [[64, 5, 8]]}
+    assert man["perf_shapes"] == want.get(op, [[3, 64]]) and man["dtypes"] == ["bf16"]
     assert man["tolerance"] == {"bf16": {"rtol": 0.02, "atol": 0.02}}
 
 
