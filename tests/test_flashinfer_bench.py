@@ -165,12 +165,15 @@ def test_the_key_is_checked_by_the_schema(site, tmp_path):
     ("tf_qwen3_5_gdr_preprocess", "qwen3_5/kernel_definitions/qwen3_5_gdr_preprocess.json"),
     ("tf_qwen3_5_causal_conv1d_update_silu", "qwen3_5/kernel_definitions/qwen3_5_causal_conv1d_update_silu.json"),
     ("tf_qwen3_5_causal_conv1d_prefill_silu", "qwen3_5/kernel_definitions/qwen3_5_causal_conv1d_prefill_silu.json"),
+    ("tf_lfm2_moe_causal_conv1d_update", "lfm2_moe/kernel_definitions/lfm2_moe_causal_conv1d_update.json"),
+    ("tf_lfm2_moe_causal_conv1d_prefill", "lfm2_moe/kernel_definitions/lfm2_moe_causal_conv1d_prefill.json"),
 ])
 def test_the_transformers_operators_read_the_pinned_wheel(repo, op, definition):
     man = manifest.load(repo / "operators" / op / "manifest.yaml")
     fib = man["_flashinfer_bench"]
     assert fib["definition"] == f"tilegym/transformers/{definition}" and fib["wheel"] == "tilegym 1.5.1"
-    want = {"tf_qwen3_5_causal_conv1d_update_silu": [[64]], "tf_qwen3_5_causal_conv1d_prefill_silu": [[64, 5, 8]]}
+    want = {"tf_qwen3_5_causal_conv1d_update_silu": [[64]], "tf_qwen3_5_causal_conv1d_prefill_silu": [[64, 5, 8]],
+            "tf_lfm2_moe_causal_conv1d_update": [[2048]], "tf_lfm2_moe_causal_conv1d_prefill": [[2048, 128]]}
     assert man["perf_shapes"] == want.get(op, [[3, 64]]) and man["dtypes"] == ["bf16"]
     assert man["tolerance"] == {"bf16": {"rtol": 0.02, "atol": 0.02}}
 
