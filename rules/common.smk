@@ -201,14 +201,19 @@ IMPORTED_OPS = [op for op in OPS if tp_source.source_of(OPERATORS_DIR / op) is n
 
 def source_files(wildcards):
     """The installed wheel's files that importing the operator's kernels reads (its module and
-    the sibling modules its kept definitions come from): a new wheel reruns exactly the
+    the sibling modules its kept definitions come from, and the FlashInfer-Bench files of its
+    manifest's flashinfer_bench key): a new wheel reruns exactly the
     operators whose files changed (Snakemake compares their checksums when a reinstall gives
     them a new mtime)."""
     from tileport.cpu import importer as tp_importer
 
+    from tileport.model import flashinfer as tp_flashinfer
+
     src = tp_source.source_of(OPERATORS_DIR / wildcards.op) or {}
     kernels = src.get("kernels") or [k for k, _ in VARIANTS.get(wildcards.op, [])]
-    return tp_importer.module_files(src.get("module", ""), sorted(set(kernels)))
+    # and the FlashInfer-Bench definition / workloads its manifest's shapes and tolerances come from
+    return (tp_importer.module_files(src.get("module", ""), sorted(set(kernels)))
+            + tp_flashinfer.manifest_files(OPERATORS_DIR / wildcards.op))
 
 
 def content_of(*inputs):

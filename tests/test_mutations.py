@@ -349,6 +349,7 @@ MUTANTS = [
     ("api_math_kernel", "ct.add rounding RP -> RM", lambda t: sub(t, "%17 = addf %9, %12 rounding<positive_inf>", "%17 = addf %9, %12 rounding<negative_inf>"), "math"),
     ("api_math_kernel", "ct.sub operands swapped", lambda t: sub(t, "%18 = subf %17, %15 rounding<negative_inf>", "%18 = subf %15, %17 rounding<negative_inf>"), "math"),
     ("api_math_kernel", "ct.mul without flush_to_zero", lambda t: sub(t, "%19 = mulf %18, %16  flush_to_zero :", "%19 = mulf %18, %16  :"), "math"),
+    ("api_math_kernel", "ct.negative -> ct.abs", lambda t: sub(t, "%20 = negf %19 :", "%20 = absf %19 :"), "math"),
     ("api_minmax_kernel", "ct.maximum without propagate_nan", lambda t: sub(t, "%2 = maxf %1, %bcast propagate_nan :", "%2 = maxf %1, %bcast :"), "math"),
     ("api_minmax_kernel", "ct.minimum -> maximum", lambda t: sub(t, "%3 = minf %1, %bcast_9 flush_to_zero", "%3 = maxf %1, %bcast_9 flush_to_zero"), "math"),
     ("api_minmax_kernel", "ct.min over axis 0, not 1", lambda t: sub(t, "%reduce = reduce %4 dim=1", "%reduce = reduce %4 dim=0"), "reduction"),

@@ -1108,3 +1108,46 @@ def test_a_construct_cutile_refuses_is_the_kernels(op_copy, tmp_path):
     assert "cuTile Python itself refuses variant f16-BM16-TILE1024: UnsupportedSyntaxError" in v["summary"]
     line = next(i for i, x in enumerate(src.splitlines()) if loop in x) + 1
     assert v["findings"][0]["owner"] == "kernel" and v["findings"][0]["ref"]["line"] == line
+
+
+def test_ct_negative_is_negf_like_unary_minus(op_copy, tmp_path):
+    """ct.negative(x) of a float tile is `negf`, as -x (cuTile Python compiles both to unary "neg":
+    TileGym's Qwen3.5 sigmoid_mul writes 1 / (1 + exp(ct.negative(g)))); the IR diff against cuTile
+    Python's own Tile IR passes (real compilers). An int tile (negi) is BLOCKED, not mistranslated."""
+    from conftest import run_chain
+
+    d = op_copy("gelu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("r = 0.5 * t * (1.0 + ct.tanh(inner))",
+                                       "r = ct.truediv(1.0, ct.add(1.0, ct.exp(ct.negative(inner)))) * t"))
+    src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
+    assert re.search(r"= negf\(inner\);", src), src
+    diff, _, _ = run_chain(d, tmp_path, "gelu", "gelu_tanh_kernel", "f32-TILE1024")
+    assert diff["verdict"] == "PASS", diff["summary"]
+    k.write_text(k.read_text().replace("ct.negative(inner)", "ct.negative(ct.arange(TILE, dtype=ct.int32))"))
+    with pytest.raises(translate.Unsupported, match="ct.negative of a i32 tile"):
+        translate.translate_kernel(d, "gelu_tanh_kernel")
+
+
+def test_a_load_no_one_reads_is_dropped_as_cutile_python_drops_it(op_copy, tmp_path):
+    """A ct.load / ct.gather (cast) whose tile is never read: cuTile Python's dead code elimination
+    removes it and its token (TileGym's LFM2 causal_conv1d_update reads the state column it then
+    overwrites and never uses it: ir_diff FAILed on the extra token join); the port emits nothing
+    for it and the IR diff passes (real compilers). A load read later is kept."""
+    from conftest import run_chain
+
+    d = op_copy("gelu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace(
+        "    r = 0.5 * t * (1.0 + ct.tanh(inner))",
+        "    dead = ct.astype(ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO), ct.float32)\n"
+        "    gone = ct.gather(x, bid * TILE + ct.arange(TILE, dtype=ct.int32))\n"
+        "    r = 0.5 * t * (1.0 + ct.tanh(inner))"))
+    src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
+    assert "let dead" not in src and "let gone" not in src, src
+    diff, _, _ = run_chain(d, tmp_path, "gelu", "gelu_tanh_kernel", "f32-TILE1024")
+    assert diff["verdict"] == "PASS", diff["summary"]
+    used = "r = 0.5 * t * (1.0 + ct.tanh(inner))"
+    k.write_text(k.read_text().replace(used, used + " + gone"))
+    src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
+    assert "let dead" not in src and "let gone" in src, src

@@ -48,6 +48,9 @@ FLAGGED_MATH = {
 ROUNDED_MATH = {"exp": "exp_with_rounding({x}, rounding::{r})",
                 "tanh": "tanh_with_rounding({x}, rounding::{r})"}
 ROUNDED_MATH_MODES = {"FULL", "APPROX"}
+# ct.negative(x): "Same as `-x`" (cuda/tile/_stub.py); both are _ir/ops.py's unary("neg", UNARY_INT_FLOAT, ...)
+# on a tile (ct.negative through ops.unary_impl, -x through arithmetic_ops._neg_tensorlike_impl): negf on floats
+NEGATION = {"negative"}
 # ct.add/sub/mul/truediv (with rounding_mode=, flush_to_zero=) -> the operator they spell
 ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 BINARY_MATH = {"maximum": "max_tile", "minimum": "min_tile"}
@@ -77,7 +80,8 @@ STATIC = {"static_assert"}
 TILE_METHODS = {"astype", "reshape", "permute", "transpose", "extract", "item", "insert"}
 
 SUPPORTED_CALLS = (MEMORY | ATOMICS | STATIC | set(REDUCTIONS) | set(SCANS) | set(UNARY_MATH) | set(FLAGGED_MATH)
-                   | set(ARITH) | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION | INT_ARITH)
+                   | set(ARITH) | NEGATION | set(BINARY_MATH) | TILE_CREATION | SHAPE_OPS | GRID | SELECTION
+                   | INT_ARITH)
 
 PADDING = {
     # cuda.tile PaddingMode member -> cuTile Rust padding marker

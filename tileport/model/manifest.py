@@ -29,7 +29,7 @@ import jsonschema
 import yaml
 
 from tileport.core import yamlio
-from tileport.model import defects
+from tileport.model import defects, flashinfer
 from tileport.model.constructs import RESERVED_KERNEL_NAMES
 
 #: dtype code -> (cuda.tile attribute, torch attribute, family). Codes are tileport's; the
@@ -493,6 +493,7 @@ def load(path: str | Path) -> dict:
     if not isinstance(doc, dict):
         raise ManifestError(f"{path}:1: the manifest must be a mapping (key: value lines), not "
                             f"{_describe(doc)}; start with `op: {path.parent.name}`")
+    fib = _flashinfer_bench(doc, path, text)
     errors = list(_STRICT_VALIDATOR(MANIFEST_SCHEMA, format_checker=_FORMATS).iter_errors(doc))
     if errors:
         # the most specific complaint first: wrong values before missing keys, deep before shallow
@@ -587,8 +588,108 @@ def load(path: str | Path) -> dict:
                                      f"generates (a file module per kernel, `pub mod {k};`, and the host shim's "
                                      f"#[no_mangle] extern \"C\" fn tp_{doc['op']}__{k}) take ASCII names only "
                                      f"(rustc error E0754)", ToolLimitError)
+    if fib is not None:
+        _check_flashinfer_tensors(doc, fib, at)
+        doc["_flashinfer_bench"] = {"definition": fib.rel, "workloads": fib.workloads_rel, "wheel": fib.wheel,
+                                    "files": dict(fib.files)}
     doc["_path"] = str(path)
     return doc
+
+
+#: torch's dtype spelling (FlashInfer-Bench's) -> tileport's code
+_TORCH_CODES = {torch: code for code, (_, torch, _) in DTYPES.items()}
+
+
+def _flashinfer_bench(doc: Any, path: Path, text: str) -> flashinfer.Definition | None:
+    """Fill ``doc`` from its ``flashinfer_bench`` definition and workloads (:mod:`tileport.model.flashinfer`:
+    shape_names, perf_shapes, dtypes and tolerance, and test_shapes when the manifest gives none). A key
+    the manifest also writes must equal the derived value (shape_names: the same var axes in any order,
+    which then orders the shapes); otherwise a ManifestError at that key naming the wheel file and line.
+    None (and ``doc`` unchanged) without the key, or with a malformed one (the schema then reports it).
+    Several workloads' tolerances combine to the strictest: the smallest max_atol, the smallest max_rtol."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("flashinfer_bench"), dict):
+        return None
+    spec = doc["flashinfer_bench"]
+    if not isinstance(spec.get("definition"), str) or not isinstance(spec.get("workloads", ""), str):
+        return None
+    at = _Where(path, text)
+    pin = path.resolve().parent.parent.parent / defects.PIN_FILE
+    try:
+        d = flashinfer.read(spec["definition"], spec.get("workloads"), pin if pin.is_file() else None)
+    except flashinfer.FlashInferError as exc:
+        raise at(["flashinfer_bench", "definition"], str(exc)) from None
+    names = doc.get("shape_names")
+    if names is not None and (not isinstance(names, list) or sorted(map(str, names)) != sorted(d.var_axes)
+                              or len(set(map(str, names))) != len(names)):
+        raise at(["shape_names"], f"shape_names {names} are not the var axes {d.var_axes} of {d.rel} (in "
+                                  f"{d.wheel}); write them in any order, or drop shape_names to take them")
+    try:
+        own = doc.get("dtypes") if isinstance(doc.get("dtypes"), list) else None
+        derived = flashinfer.derive(d, names, _TORCH_CODES, own)
+    except flashinfer.FlashInferError as exc:
+        raise at(["flashinfer_bench", "definition"], str(exc)) from None
+    lines = ", ".join(str(w[0]) for w in d.workloads)
+    for key in ("perf_shapes", "dtypes", "tolerance"):
+        if key not in derived:
+            continue
+        if key not in doc:
+            doc[key] = derived[key]
+            continue
+        if doc[key] == derived[key]:
+            continue
+        if key == "perf_shapes":
+            cause = (f"the workloads of {d.workloads_rel} (lines {lines}) give the perf shapes "
+                     f"{derived[key]} over {derived['shape_names']}")
+        elif key == "dtypes":
+            cause = f"every tensor of {d.rel} has the dtype {derived[key][0]}"
+        else:
+            (code, tol), = derived[key].items()
+            atol_ln = next(w[0] for w in d.workloads if w[2] == tol["atol"])
+            rtol_ln = next(w[0] for w in d.workloads if w[3] == tol["rtol"])
+            cause = (f"the strictest workload tolerance of {d.workloads_rel} is {code}: {{rtol: {tol['rtol']}, "
+                     f"atol: {tol['atol']}}} (max_rtol of line {rtol_ln}, max_atol of line {atol_ln})")
+        raise at([key], f"{key} {doc[key]} disagrees with the wheel's FlashInfer-Bench data ({d.wheel}): "
+                        f"{cause}; write the same or drop {key} to take it from there")
+    doc["shape_names"] = derived["shape_names"]
+    doc.setdefault("test_shapes", derived["test_shapes"])
+    return d
+
+
+def _check_flashinfer_tensors(doc: dict, d: flashinfer.Definition, at: _Where) -> None:
+    """A kernel's ``bind`` of a number to a parameter named as a scalar input of the definition (eps) equals
+    the value every workload passes; the operator's ``tensors`` carry every tensor input and output of the
+    definition by name, with its role, its shape (a ``const`` axis as its value) and dtype."""
+    for k, km in doc["kernels"].items():
+        for name, v in km.get("bind", {}).items():
+            seen = d.scalars.get(name)
+            if not seen or isinstance(v, str) or isinstance(v, bool):
+                continue
+            for ln, want in seen:
+                if want != v:
+                    raise at(["kernels", k, "bind", name],
+                             f"{name} is bound to {v}, but workload line {ln} of {d.workloads_rel} passes the scalar "
+                             f"{name} = {want}; bind the value the workloads pass")
+    tensors = doc.get("tensors")
+    if not tensors:
+        return
+    for name, (role, dt, shape) in d.tensors.items():
+        if shape is None:
+            continue
+        t = tensors.get(name)
+        if t is None:
+            raise at(["tensors"], f"the definition {d.rel} has the {role} tensor '{name}', which tensors lacks"
+                                  f"{_suggest(name, list(tensors))}; name reference.py's tensors as it does")
+        want = [d.const_axes.get(a, a) for a in shape]
+        got = [str(e) if isinstance(e, str) else e for e in t["shape"]]
+        if got != want or t["role"] != role:
+            raise at(["tensors", name], f"tensor '{name}' is {t['role']} {t['shape']}, the definition {d.rel} "
+                                        f"has it as {role} {want}; write shape: {want}, role: {role}")
+        code = _TORCH_CODES.get(dt)
+        spec = t.get("dtype")
+        have = {resolve_dtype(spec, v) for v in doc.get("dtypes", [])} if not isinstance(spec, str) else {spec}
+        if code is not None and have and have != {code}:
+            raise at(["tensors", name], f"tensor '{name}' has the dtype {', '.join(sorted(have))}, the "
+                                        f"definition {d.rel} {code} ({dt})")
 
 
 def _check_variant_sources(doc: dict, at: _Where) -> None:

@@ -218,7 +218,12 @@ class ArithRules:
         self.check_kwargs(node, set())
         if len(node.args) != 1:
             self.fail(node, "ct.negative", "expects one positional operand")
-        return self.expr(ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=node.args[0]), node))
+        e, ty = self.expr(ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=node.args[0]), node))
+        if ty.kind == "tile" and ty.dtype not in constructs.FLOAT_TILE_DTYPES:
+            # negi carries an overflow mode cutile's unary minus does not spell the same way
+            self.fail(node, ast.unparse(node), f"ct.negative of a {ty.dtype} tile (negi) is not translated; "
+                                               f"float tiles only")
+        return e, ty
 
     def flagged_math(self, node: ast.Call) -> tuple[str, Ty]:
         """``ct.exp2/rsqrt/sqrt`` with their rounding / flush-to-zero keywords."""

@@ -80,6 +80,26 @@ class ControlRules:
                 return False
         return False
 
+    #: calls a dead load statement may consist of: the weak loads (no side effect but their token), the
+    #: casts / reshapes of what they read and the index tiles (ct.arange) of a gather
+    PURE_LOAD_CALLS = {"gather", "load", "astype", "reshape", "arange"}
+
+    def is_dead_load(self, s: ast.Assign) -> bool:
+        """``name = <a ct.gather / ct.load, cast or reshaped>`` whose value no later statement reads
+        (:meth:`live_after`): cuTile Python's dead code elimination removes the load and, with it, its
+        token from the memory order of later stores to that array (TileGym's LFM2 causal_conv1d_update
+        reads the state column s0 it then overwrites, and never uses it), so the port emits nothing."""
+        calls = [n for n in ast.walk(s.value) if isinstance(n, ast.Call)]
+        if not calls or not any(isinstance(c.func, ast.Attribute) and c.func.attr in ("gather", "load")
+                                and self.is_ct(c.func) for c in calls):
+            return False
+        for c in calls:
+            f = c.func
+            if not (isinstance(f, ast.Attribute) and f.attr in self.PURE_LOAD_CALLS
+                    and (self.is_ct(f) or f.attr in ("astype", "reshape"))):
+                return False
+        return not self.live_after(s.targets[0].id)
+
     def first_event(self, name: str, stmts) -> str | None:
         """'read', 'write' or None: what ``stmts`` (in order) first do with ``name``
         (compile-time ``if``s: the branch taken)."""
@@ -122,6 +142,8 @@ class ControlRules:
             if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
                 self.fail(s, ast.unparse(s).split("=")[0].strip(), "only `name = expr` and "
                                                                    "`a, b = x, y` assignments")
+            if self.is_dead_load(s):
+                return          # cuTile Python's dead code elimination drops it: so does the port
             self.assign(s.targets[0].id, s.value, s)
         elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
             self.assign(s.target.id, ast.BinOp(left=ast.Name(s.target.id, ast.Load()), op=s.op,

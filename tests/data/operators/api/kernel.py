@@ -12,7 +12,7 @@ ZERO = ct.PaddingMode.ZERO
 def api_math_kernel(x, y, TILE: ConstInt):
     """Unary math of cuda.tile on an f32 tile (abs, ceil, floor, sin, cos, log, log2) and the
     flagged forms: rsqrt / exp2 with flush_to_zero=, sqrt with rounding_mode= and
-    flush_to_zero=, ct.add / ct.sub / ct.mul with rounding_mode= and flush_to_zero=."""
+    flush_to_zero=, ct.add / ct.sub / ct.mul with rounding_mode= and flush_to_zero=, ct.negative."""
     bid = ct.bid(0)
     t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ZERO), ct.float32)
     a = ct.abs(t) + ct.ceil(t) - ct.floor(t)
@@ -23,7 +23,7 @@ def api_math_kernel(x, y, TILE: ConstInt):
     f = ct.add(b, c, rounding_mode=ct.RoundingMode.RP, flush_to_zero=True)
     g = ct.sub(f, d, rounding_mode=ct.RoundingMode.RM)
     h = ct.mul(g, e, flush_to_zero=True)
-    ct.store(y, index=(bid,), tile=ct.astype(h, y.dtype))
+    ct.store(y, index=(bid,), tile=ct.astype(ct.negative(h), y.dtype))
 
 
 @ct.kernel
