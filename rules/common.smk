@@ -212,8 +212,9 @@ def source_files(wildcards):
     src = tp_source.source_of(OPERATORS_DIR / wildcards.op) or {}
     kernels = src.get("kernels") or [k for k, _ in VARIANTS.get(wildcards.op, [])]
     # and the FlashInfer-Bench definition / workloads its manifest's shapes and tolerances come from
-    return (tp_importer.module_files(src.get("module", ""), sorted(set(kernels)))
-            + tp_flashinfer.manifest_files(OPERATORS_DIR / wildcards.op))
+    return tp_importer.module_files(src.get("module", ""), sorted(set(kernels))) + tp_flashinfer.manifest_files(
+        OPERATORS_DIR / wildcards.op
+    )
 
 
 def content_of(*inputs):
