@@ -14,6 +14,34 @@ WORKFLOW_FILES = ["Snakefile", "config.yaml", "envs", "requirements.lock", "requ
                   "rust/host-template", "rust/host", "rust/nvidia"]
 
 
+def install_distribution(site: Path, name: str, version: str, files: dict) -> str:
+    """Write a fake installed distribution ``name`` ``version`` into ``site`` (replacing an
+    earlier one, as pip does on a new pin): ``files`` = {path: text} (dedented), each listed in
+    its RECORD with its sha256. Returns the wheel sha256 to pin (a digest of the files: the fake
+    has no wheel file)."""
+    import hashlib
+    import textwrap
+
+    from tileport.core.wheels import record_digest
+
+    for d in site.glob(f"{name}-*.dist-info"):
+        shutil.rmtree(d)
+    shutil.rmtree(site / name, ignore_errors=True)
+    record = []
+    for rel, text in files.items():
+        p = site / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        data = textwrap.dedent(text).encode()
+        p.write_bytes(data)
+        record.append(f"{rel},sha256={record_digest(data)},{len(data)}")
+    di = site / f"{name}-{version}.dist-info"
+    di.mkdir(parents=True)
+    (di / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (di / "top_level.txt").write_text(f"{name}\n")
+    (di / "RECORD").write_text("\n".join(record + [f"{di.name}/METADATA,,", f"{di.name}/RECORD,,"]) + "\n")
+    return hashlib.sha256("".join(sorted(record)).encode()).hexdigest()
+
+
 def copy_workflow(dst: Path, ops=()) -> Path:
     """Copy the workflow (WORKFLOW_FILES) and the named operators of this checkout into ``dst``."""
     for rel in WORKFLOW_FILES:

@@ -2,12 +2,11 @@
 and its workloads that an installed wheel ships (tileport.model.flashinfer), here a synthetic distribution
 ``fibgym`` in a temporary site directory (package files + .dist-info with a RECORD of sha256 digests, as
 pip leaves one), found through sys.path and never imported."""
-import base64
-import hashlib
 import json
 import textwrap
 
 import pytest
+from conftest import install_distribution
 
 from tileport.core import wheels
 from tileport.model import manifest
@@ -35,19 +34,7 @@ WORKLOADS = [workload(8, 128, 0.02, 0.03), workload(3, 64, 0.01, 0.05), workload
 
 def install(site, files):
     """A fake installed distribution fibgym 1.0 in ``site``: ``files`` = {path: text}."""
-    record = []
-    for rel, text in files.items():
-        p = site / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        data = text.encode()
-        p.write_bytes(data)
-        dig = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{rel},sha256={dig},{len(data)}")
-    di = site / "fibgym-1.0.dist-info"
-    di.mkdir(parents=True, exist_ok=True)
-    (di / "METADATA").write_text("Metadata-Version: 2.1\nName: fibgym\nVersion: 1.0\n")
-    (di / "top_level.txt").write_text("fibgym\n")
-    (di / "RECORD").write_text("\n".join(record + [f"{di.name}/METADATA,,", f"{di.name}/RECORD,,"]) + "\n")
+    install_distribution(site, "fibgym", "1.0", files)
 
 
 @pytest.fixture

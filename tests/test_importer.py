@@ -5,19 +5,16 @@ METADATA and a RECORD of sha256 digests), as pip leaves an installed wheel; they
 through ``sys.path`` like the real ``tilegym`` (never imported).
 """
 import ast
-import base64
-import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import copy_workflow
+from conftest import copy_workflow, install_distribution
 
 from tileport.core import source as tp_source
 from tileport.core import wheels
@@ -25,28 +22,7 @@ from tileport.core.verdict import Finding, Verdict, read, write
 from tileport.cpu import importer
 from tileport.model.torch_uses import TORCH_DTYPES
 
-
-def install(site, name, version, files):
-    """Write a fake installed distribution ``name`` ``version`` into ``site`` (replacing an
-    earlier one, as pip does on a new pin): ``files`` = {path: text}. Returns the wheel sha256
-    to pin (a digest of the files: the fake has no wheel file)."""
-    for d in site.glob(f"{name}-*.dist-info"):
-        shutil.rmtree(d)
-    shutil.rmtree(site / name, ignore_errors=True)
-    record = []
-    for rel, text in files.items():
-        p = site / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        data = textwrap.dedent(text).encode()
-        p.write_bytes(data)
-        dig = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{rel},sha256={dig},{len(data)}")
-    di = site / f"{name}-{version}.dist-info"
-    di.mkdir(parents=True)
-    (di / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    (di / "top_level.txt").write_text(f"{name}\n")
-    (di / "RECORD").write_text("\n".join(record + [f"{di.name}/METADATA,,", f"{di.name}/RECORD,,"]) + "\n")
-    return hashlib.sha256("".join(sorted(record)).encode()).hexdigest()
+install = install_distribution
 
 
 def pin(path, name, version, sha):

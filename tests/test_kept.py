@@ -23,7 +23,7 @@ def count_inputs(monkeypatch, results, op_dir):
     """Counters of what one stage job reads: calls of the hashing and loading functions, and
     reads of each input file (``Path.read_bytes`` / ``read_text``), by file name. The job starts
     cold: :func:`tileport.core.source.source_of`'s cache of the manifest's ``source:`` cleared."""
-    source._source_key.cache_clear()
+    source._manifest_doc.cache_clear()
     calls, reads = collections.Counter(), collections.Counter()
     for mod, name in ((harness, "operator_files"), (host_shim, "sources_sha"), (tp_manifest, "load"),
                       (kept, "_manifest_part")):

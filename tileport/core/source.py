@@ -14,6 +14,7 @@ a text ``.../src/kernel.py:27`` becomes ``.../src/kernel.py:27 [tilegym/ops/cuti
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -51,19 +52,30 @@ def source_of(op_dir: str | Path) -> dict | None:
         st = p.stat()
     except OSError:
         return None
-    src = _source_key(str(p), st.st_mtime_ns, st.st_size)
-    return dict(src) if src is not None else None
+    src = _manifest_doc(str(p), st.st_mtime_ns, st.st_size).get("source")
+    return dict(src) if isinstance(src, dict) and isinstance(src.get("module"), str) else None
+
+
+def manifest_key(op_dir: str | Path, key: str):
+    """The top-level ``key`` of ``op_dir``'s manifest.yaml as parsed (a copy), or None (also when
+    the manifest cannot be read: the manifest loader reports that). Parsed once per manifest
+    version, as for :func:`source_of`."""
+    p = Path(op_dir) / "manifest.yaml"
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return copy.deepcopy(_manifest_doc(str(p), st.st_mtime_ns, st.st_size).get(key))
 
 
 @lru_cache(maxsize=256)
-def _source_key(path: str, mtime_ns: int, size: int) -> dict | None:
+def _manifest_doc(path: str, mtime_ns: int, size: int) -> dict:
     # read once per manifest version (every rule's input function asks, for every job)
     try:
         doc = yaml.load(Path(path).read_text(), Loader=_SAFE)  # libyaml: see _SAFE
     except (OSError, yaml.YAMLError, ValueError):
-        return None
-    src = doc.get("source") if isinstance(doc, dict) else None
-    return src if isinstance(src, dict) and isinstance(src.get("module"), str) else None
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def results_dir(op_dir: str | Path) -> Path:

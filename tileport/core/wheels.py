@@ -7,6 +7,8 @@ the coverage census counts their ``@ct.kernel`` functions.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib.metadata as md
 import re
 from dataclasses import dataclass
@@ -34,6 +36,29 @@ class Wheel:
     root: Path
     record: dict[str, str]
     top: str
+
+    def modified(self, rel: str, data: bytes) -> bool:
+        """Whether ``data``, read from the file ``rel`` of the site directory, differs from the
+        sha256 the RECORD lists for it (False for a file the RECORD does not list)."""
+        return rel in self.record and self.record[rel] != record_digest(data)
+
+    def modified_message(self, path: str | Path) -> str:
+        """The cause :meth:`modified` stands for, naming ``path``."""
+        return (f"{path}: differs from the hash in the RECORD of {self.name} {self.version}: the installed "
+                f"file was modified (run make install)")
+
+
+def record_digest(data: bytes) -> str:
+    """A RECORD entry's digest of ``data``: urlsafe base64 of its sha256, unpadded (the wheel format,
+    PEP 376 / 627)."""
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def checkout_pin(manifest: str | Path) -> Path | None:
+    """The pin file (:data:`PIN_FILE`) of the checkout holding ``operators/<op>/manifest.yaml``, or
+    None where there is none (a manifest outside a checkout: any installed version is taken)."""
+    pin = Path(manifest).resolve().parent.parent.parent / PIN_FILE
+    return pin if pin.is_file() else None
 
 
 def read_pin(pin_file: str | Path, name: str) -> tuple[str | None, list[str]]:

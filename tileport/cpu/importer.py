@@ -39,7 +39,6 @@ one, or an installed file differs from the hash in the distribution's RECORD.
 from __future__ import annotations
 
 import ast
-import base64
 import builtins
 import hashlib
 import json
@@ -78,10 +77,6 @@ class ImportBlocked(Exception):
     def __init__(self, message: str, file: str, line: int | None, owner: str = "tool", name: str = ""):
         super().__init__(message)
         self.file, self.line, self.owner, self.name = file, line, owner, name
-
-
-def _digest(data: bytes) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 # ---------------------------------------------------------------------------------- modules
@@ -154,9 +149,8 @@ class Loader:
         else:
             return None
         data, tree = _parsed(str(path), *_stamp(path))
-        if self.check_record and rel in self.wheel.record and self.wheel.record[rel] != _digest(data):
-            raise ImportFailed(f"{path}: differs from the hash in the RECORD of {self.wheel.name} "
-                               f"{self.wheel.version}: the installed file was modified (run make install)")
+        if self.check_record and self.wheel.modified(rel, data):
+            raise ImportFailed(self.wheel.modified_message(path))
         self.files[rel] = hashlib.sha256(data).hexdigest()
         text = data.decode()
         if isinstance(tree, SyntaxError):

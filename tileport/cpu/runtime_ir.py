@@ -181,11 +181,11 @@ class _Work:
                                     target, sass.tool_id(self.binary)], dump)
 
     def sass_of(self, bc: Path, side: str, arch: str, opt: int) -> dict:
-        digest = hashlib.sha256(bc.read_bytes()).hexdigest()[:16]
-        key = f"{digest}.{side}.O{opt}.{arch}"
+        data = bc.read_bytes()
+        key = f"{hashlib.sha256(data).hexdigest()[:16]}.{side}.O{opt}.{arch}"
         if key not in self.sass:
             t0 = time.monotonic()
-            text, res, hit = sass.compiled(bc, arch, side, opt)
+            text, res, hit = sass.compiled(bc, arch, side, opt, data=data)
             out = self.art / "sass" / f"{key}.sass"
             out.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(out, text)

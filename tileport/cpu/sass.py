@@ -142,17 +142,18 @@ def occupancy_text(resources: dict | None) -> str:
             if parts else "")
 
 
-def cache_key(bytecode: str | Path, arch: str, side: str, opt_level: int = 3) -> str:
+def cache_key(bytecode: str | Path, arch: str, side: str, opt_level: int = 3, data: bytes | None = None) -> str:
     """The SASS cache key of ``bytecode`` (hex SHA-256 of its bytes, ``arch``, ``side``'s flags
     and both tools' identity, :func:`tool_id`). A reference bytecode names its kernel file by the
     path it was exported from: ``runtime_ir`` exports from the repository-relative path, so the
-    same program in another clone has the same bytes and key."""
-    return hashlib.sha256(Path(bytecode).read_bytes() + json.dumps(
+    same program in another clone has the same bytes and key. ``data``: the bytecode's bytes where
+    the caller has read them already."""
+    return hashlib.sha256((Path(bytecode).read_bytes() if data is None else data) + json.dumps(
         [arch, FLAGS[side](opt_level), tool_id("tileiras"), tool_id("cuobjdump")]).encode()).hexdigest()
 
 
 def compiled(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
-             cache_dir: str | Path | None = None) -> tuple[str, dict, bool]:
+             cache_dir: str | Path | None = None, data: bytes | None = None) -> tuple[str, dict, bool]:
     """``bytecode`` compiled for ``arch`` with ``side``'s flags (:func:`cubin`): cuobjdump's SASS
     text (:func:`disassemble`), the kernel's resource use (:func:`resources`, plus
     ``ctas_per_sm`` for ``arch`` from :data:`LIMITS`, None for another arch) and whether both came
@@ -163,9 +164,9 @@ def compiled(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
     the same binaries gives the same text, so a rerun, or a fresh clone on the same machine,
     recompiles nothing already compiled. An entry is the text and its resources (``.res.json``);
     one without the second is compiled again. Raises :class:`SassError` or FileNotFoundError as
-    :func:`cubin` does; a failure is never cached."""
+    :func:`cubin` does; a failure is never cached. ``data``: as for :func:`cache_key`."""
     off = os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no")
-    key = cache_key(bytecode, arch, side, opt_level)
+    key = cache_key(bytecode, arch, side, opt_level, data)
     cached = Path(cache_dir or toolchain.cache_root() / "sass") / key[:2] / f"{key}.sass"
     res_file = cached.with_suffix(".res.json")
     if not off and cached.is_file() and res_file.is_file():

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileport.core.source import IMPORT_DIR, MAP_SUFFIX, results_dir, source_lines
-from tileport.core.wheels import PIN_FILE, find_wheel
+from tileport.core.wheels import checkout_pin, find_wheel
 
 #: the prose fields, left out of the test-relevant hash (tileport.gpu.kept)
 PROSE = ("effect", "evidence")
@@ -123,8 +123,7 @@ def source_file(doc: dict, path: Path) -> tuple[str, str | None, set | None]:
     rel = src["module"].replace(".", "/") + ".py"
     try:
         # the version the checkout pins (another one installed: its lines are not the ones meant)
-        pin = path.resolve().parent.parent.parent / PIN_FILE
-        root = find_wheel(src["module"], pin if pin.is_file() else None).root
+        root = find_wheel(src["module"], checkout_pin(path)).root
         for cand in (rel, rel[:-3] + "/__init__.py"):
             if (root / cand).is_file():
                 return cand, (root / cand).read_text(), None

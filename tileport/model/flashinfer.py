@@ -24,13 +24,14 @@ Every error names the wheel file, the line and the cause (:class:`FlashInferErro
 """
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tileport.core.wheels import ImportFailed, find_wheel
+from tileport.core import source
+from tileport.core.wheels import ImportFailed, Wheel, find_wheel
 
 
 class FlashInferError(ValueError):
@@ -58,19 +59,15 @@ class Definition:
     scalars: dict[str, list] = field(default_factory=dict)
 
 
-def _digest(data: bytes) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
 def default_workloads(definition_rel: str) -> str:
     """``<pkg>/kernel_definitions/<name>.json`` -> ``<pkg>/kernel_workloads/<name>/workload.jsonl``."""
     p = Path(definition_rel)
     return str(p.parent.parent / "kernel_workloads" / p.stem / "workload.jsonl")
 
 
-def _read(root: Path, record: dict[str, str], rel: str, wheel: str) -> tuple[Path, str]:
-    path = root / rel
-    if rel not in record:
+def _read(w: Wheel, rel: str) -> tuple[Path, str]:
+    path, wheel = w.root / rel, f"{w.name} {w.version}"
+    if rel not in w.record:
         raise FlashInferError(f"{path}:1: not a file of {wheel} (its RECORD does not list {rel}); name a file "
                               f"the wheel ships, relative to its site directory")
     try:
@@ -78,9 +75,8 @@ def _read(root: Path, record: dict[str, str], rel: str, wheel: str) -> tuple[Pat
     except OSError as exc:
         raise FlashInferError(f"{path}:1: cannot read it ({exc.strerror}): {wheel}'s RECORD lists it; "
                               f"reinstall the wheel (make install)") from None
-    if _digest(data) != record[rel]:
-        raise FlashInferError(f"{path}:1: differs from the hash in the RECORD of {wheel}: the installed file "
-                              f"was modified (run make install)")
+    if w.modified(rel, data):
+        raise FlashInferError(w.modified_message(f"{path}:1"))
     return path, data.decode()
 
 
@@ -111,7 +107,7 @@ def read(definition_rel: str, workloads_rel: str | None = None, pin_file: str | 
         raise FlashInferError(f"{definition_rel}:1: {exc}") from None
     wheel = f"{w.name} {w.version}"
     workloads_rel = workloads_rel or default_workloads(definition_rel)
-    dpath, dtext = _read(w.root, w.record, definition_rel, wheel)
+    dpath, dtext = _read(w, definition_rel)
     try:
         d = json.loads(dtext)
     except ValueError as exc:
@@ -142,7 +138,7 @@ def read(definition_rel: str, workloads_rel: str | None = None, pin_file: str | 
                 raise FlashInferError(f"{dpath}:{_line_of(dtext, name)}: {role} '{name}' has the shape entry "
                                       f"{bad[0]!r}, which is no axis of the definition ({', '.join(d['axes'])})")
             tensors[name] = (role, dtype, shape)
-    wpath, wtext = _read(w.root, w.record, workloads_rel, wheel)
+    wpath, wtext = _read(w, workloads_rel)
     workloads, scalars = [], {}
     for ln, line in enumerate(wtext.splitlines(), 1):
         if not line.strip():
@@ -201,13 +197,7 @@ def files(definition_rel: str, workloads_rel: str | None = None) -> list[str]:
 def manifest_files(op_dir: str | Path) -> list[str]:
     """:func:`files` of the ``flashinfer_bench`` key of ``op_dir``'s manifest (``[]`` without one, or when the
     manifest cannot be read: the manifest loader reports that)."""
-    import yaml
-
-    try:
-        doc = yaml.safe_load((Path(op_dir) / "manifest.yaml").read_text())
-    except (OSError, yaml.YAMLError, ValueError):
-        return []
-    spec = doc.get("flashinfer_bench") if isinstance(doc, dict) else None
+    spec = source.manifest_key(op_dir, "flashinfer_bench")
     if not isinstance(spec, dict) or not isinstance(spec.get("definition"), str):
         return []
     w = spec.get("workloads")
@@ -232,7 +222,7 @@ def derive(d: Definition, shape_names: list[str] | None, dtype_codes: dict[str, 
         s = [vals[a] for a in names]
         if s not in shapes:
             shapes.append(s)
-    smallest = min(shapes, key=lambda s: (_prod(s), s))
+    smallest = min(shapes, key=lambda s: (math.prod(s), s))
     out = {"shape_names": names, "perf_shapes": shapes, "test_shapes": [smallest]}
     codes = set()
     for name, (_, dt, shape) in d.tensors.items():
@@ -250,10 +240,3 @@ def derive(d: Definition, shape_names: list[str] | None, dtype_codes: dict[str, 
     elif dtypes and all(dt in codes for dt in dtypes):
         out["tolerance"] = {dt: dict(tol) for dt in dtypes}
     return out
-
-
-def _prod(s: list[int]) -> int:
-    p = 1
-    for v in s:
-        p *= v
-    return p

@@ -29,6 +29,7 @@ import jsonschema
 import yaml
 
 from tileport.core import yamlio
+from tileport.core.wheels import checkout_pin
 from tileport.model import defects, flashinfer
 from tileport.model.constructs import RESERVED_KERNEL_NAMES
 
@@ -613,9 +614,8 @@ def _flashinfer_bench(doc: Any, path: Path, text: str) -> flashinfer.Definition 
     if not isinstance(spec.get("definition"), str) or not isinstance(spec.get("workloads", ""), str):
         return None
     at = _Where(path, text)
-    pin = path.resolve().parent.parent.parent / defects.PIN_FILE
     try:
-        d = flashinfer.read(spec["definition"], spec.get("workloads"), pin if pin.is_file() else None)
+        d = flashinfer.read(spec["definition"], spec.get("workloads"), checkout_pin(path))
     except flashinfer.FlashInferError as exc:
         raise at(["flashinfer_bench", "definition"], str(exc)) from None
     names = doc.get("shape_names")
