@@ -9,6 +9,7 @@ from test_host import built  # noqa: F401  (module fixture: results tree + built
 from tileport.host import ffi
 from tileport.host import shim as host
 from tileport.host.ffi import FfiError, HostLibrary, descriptor
+from tileport.model import launch_facts
 
 
 class FakeTensor:
@@ -444,6 +445,8 @@ def test_compiled_strides_address_what_the_caller_s_layout_does(lib, shape, stri
 
     rc, st, dynamic = _compiled_strides(lib, shape, strides)
     assert rc == 0, lib.last_error()
+    # runtime_ir compiles the port as the shim launches it: its Python mirror agrees
+    assert launch_facts.shim_strides(shape, strides) == (st, frozenset(dynamic))
     hint = [1 if s == 1 and k not in dynamic else -1 for k, s in enumerate(st)]
     held = [s for s, h in zip(st, hint) if h == -1]          # the kernel's strides metadata
     n = len(shape)

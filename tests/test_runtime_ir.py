@@ -90,6 +90,28 @@ def test_port_facts_are_compute_spec():
     assert lf.port_scalar_hint(24) == 8 and lf.port_scalar_hint(37) == 1
 
 
+def test_port_facts_of_an_array_the_port_reads_by_dimension_are_the_shims():
+    # lg_dyt's da_partial (132, 1), strides (1, 1): cutile's launcher alone would compile both
+    # strides as static 1s, leaving the port's get_shape_dim(tensor_strides(t), 0) an empty list
+    # (cutile panicked: "removal index (is 0) should be < len (is 0)"); the shim keeps the outer
+    # unit stride dynamic, so runtime_ir must compile what the shim launches
+    da = lf.Shaped.fresh("f32", (132, 1))
+    assert lf.port_facts(da).stride_const == (1, 1)
+    assert lf.shim_strides((132, 1), (1, 1)) == ((1, 1), frozenset({0}))
+    assert lf.port_facts_shimmed(da).stride_const == (None, 1)
+    # an extent-1 dimension's stride is the contiguous one, at least 2 (tg_flash_decode's LSE_Out)
+    assert lf.shim_strides((1, 8, 4, 1), (32, 4, 1, 1)) == ((32, 4, 1, 1), frozenset({2}))
+    assert lf.shim_strides((1, 8), (1, 1)) == ((8, 1), frozenset())
+    assert lf.port_facts_shimmed(lf.Shaped.fresh("f16", (1, 1))).stride_div == (2, 1)
+    with pytest.raises(lf.LaunchFactsError, match="innermost stride"):
+        lf.shim_strides((4, 8), (1, 4))
+    facts = runtime_ir.port_launch_facts({"da_partial": da, "x": lf.Shaped.fresh("f32", (132, 1))},
+                                         {"da_partial"})
+    assert facts["da_partial"].stride_const == (None, 1) and facts["x"].stride_const == (1, 1)
+    params = [{"kind": "array", "name": "da_partial"}, {"kind": "array", "name": "x"}]
+    assert runtime_ir.port_spec(params, facts, {})[0] == "da_partial=-1,1;x=1,1"
+
+
 def test_matched_facts_are_the_ports_on_both_sides():
     a = lf.Shaped.fresh("f16", (37, 1000))
     m = lf.matched_facts(lf.port_facts(a), None)

@@ -476,7 +476,10 @@ def test_values_casts_methods_and_hints_end_to_end(repo, tmp_path):
     assert entries == {"f16-TILE1024": "fidelity_kernel__f16", "f32-TILE1024": "fidelity_kernel__f32"}
     f16, f32 = src.split("fn fidelity_kernel__f32")
     assert "ftof(f, rounding::Zero)" in f16 and "rounding::" not in f32
-    assert src.count("#[cutile::entry(optimization_hints = (sm_90 = (occupancy = 2, num_cta_in_cga = 2,),))]") == 2
+    # keyed as cuTile Python keys them: plain values and the ByTarget default under default, the
+    # ByTarget's sm_80 value under sm_80 (the IR diff resolves both for the target)
+    assert src.count("#[cutile::entry(optimization_hints = (default = (occupancy = 2, num_cta_in_cga = 2,), "
+                     "sm_80 = (num_cta_in_cga = 1,),))]") == 2
     # an E constant is made at rank 0, then broadcast: in the f16 entry the bits of its f16
     # value bitcast to E, in the f32 entry an f32 constant
     assert "constant(-0.0f32, shape![])" in f32 and "constant(f32::INFINITY, shape![TILE])" in src
@@ -528,16 +531,19 @@ def test_e_constants_split_entries_only_when_rounding_via_f32_would_change_them(
 
 
 @pytest.mark.parametrize("decorator,want", [
-    ("@ct.kernel(occupancy=ct.ByTarget(sm_90=3, default=4))", "(sm_90 = (occupancy = 3,),)"),
+    ("@ct.kernel(occupancy=ct.ByTarget(sm_90=3, default=4))",
+     "(default = (occupancy = 4,), sm_90 = (occupancy = 3,),)"),
     ("@ct.kernel(occupancy=ct.ByTarget(sm_100=3, default=4), num_worker_warps=8)",
-     "(sm_90 = (occupancy = 4, num_worker_warps_per_cta = 8,),)"),
-    ("@ct.kernel(occupancy=ct.ByTarget(sm_100=3))", "#[cutile::entry()]"),
+     "(default = (occupancy = 4, num_worker_warps_per_cta = 8,), sm_100 = (occupancy = 3,),)"),
+    ("@ct.kernel(occupancy=ct.ByTarget(sm_100=3))",
+     "#[cutile::entry(optimization_hints = (sm_100 = (occupancy = 3,),))]"),
+    ("@ct.kernel(occupancy=ct.ByTarget(gfx90a=3))", "neither 'default' nor an sm_* architecture"),
     ("@ct.kernel(opt_level=3)", "#[cutile::entry()]"),
     ("@ct.kernel(opt_level=2)", "optimisation level only as a launch option"),
     ("@ct.kernel(occupancy=x)", "module-level constant"),
     ("@ct.kernel(occupancy=2, max_regs=3)", "kernel option 'max_regs' not translated"),
 ])
-def test_kernel_hints_for_the_target(op_copy, decorator, want):
+def test_kernel_hints_keyed_as_cutile_python_keys_them(op_copy, decorator, want):
     d = op_copy("relu")
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("@ct.kernel\n", decorator + "\n"))
@@ -666,7 +672,7 @@ def test_manifest_compiler_hints_are_the_entry_hints(op_copy):
     m.write_text(m.read_text().replace('    grid: "(cdiv(numel, TILE), 1, 1)"\n',
                                        '    grid: "(cdiv(numel, TILE), 1, 1)"\n    compiler_hints: {occupancy: 9}\n'))
     src, _, entries = translate.translate_entries(d, "relu_kernel")
-    assert "#[cutile::entry(optimization_hints = (sm_90 = (occupancy = 9,),))]" in src
+    assert "#[cutile::entry(optimization_hints = (default = (occupancy = 9,),))]" in src
     assert set(entries.values()) == {"relu_kernel"}
     m.write_text(m.read_text().replace("    compiler_hints: {occupancy: 9}\n", "").replace(
         "configs:\n  - {TILE: 1024}\n  - {TILE: 2048}\n",
@@ -764,8 +770,8 @@ def test_launch_compiler_hints_are_carried_per_entry(op_copy):
     assert entries == {"f16-TILE1024-occupancy2": "relu_kernel__occupancy2",
                        "f32-TILE1024-occupancy2": "relu_kernel__occupancy2",
                        "f16-TILE1024-num_ctas2": "relu_kernel__num_ctas2"}
-    assert "optimization_hints = (sm_90 = (occupancy = 2,),)" in src
-    assert "optimization_hints = (sm_90 = (occupancy = 4, num_cta_in_cga = 2,),)" in src
+    assert "optimization_hints = (default = (occupancy = 2,),)" in src
+    assert "optimization_hints = (default = (occupancy = 4, num_cta_in_cga = 2,),)" in src
 
 
 def test_e_constant_tiles_are_converted_at_rank_0_then_broadcast(op_copy):

@@ -7,7 +7,9 @@ One job per (operator, kernel). For every variant at IR PASS and every perf shap
 * ``launched``: the reference exported with ``ct.launch``'s facts in its ``KernelSignature``
   (cuda-tile 1.7.0 ``ArrayConstraint`` ``shape_divisible_by`` / ``stride_divisible_by`` /
   ``shape_constant`` / ``stride_constant`` / ``base_addr_divisible_by``), the port compiled with
-  cutile's ``spec_args`` and ``scalar_hints`` (``rust/irdump.rs`` drives ``KernelCompiler``);
+  cutile's ``spec_args`` and ``scalar_hints`` (``rust/irdump.rs`` drives ``KernelCompiler``) as
+  tileport's host shim launches it (an array the port reads the strides of by dimension in the
+  layout it was compiled for: :func:`port_launch_facts`);
 * ``matched``: both with the port's array facts (:func:`launch_facts.matched_facts`); integer
   scalar hints, which a cuda-tile signature cannot state, are left out of the port too.
 
@@ -38,6 +40,7 @@ from tileport.ir_diff.entry_facts import diff_runtime_pair
 from tileport.ir_diff.parse import IRParseError
 from tileport.model import constructs, frontend, manifest
 from tileport.model import launch_facts as lf
+from tileport.translate import memory
 
 READINGS = ("launched", "matched")
 _RANK = {"PASS": 0, "PASS_WITH_NOTES": 1, "FAIL": 2, "ERROR": 3}
@@ -77,6 +80,17 @@ def ref_signature(params: list[dict], variant: manifest.Variant, facts: dict[str
             out.append(ScalarConstraint(getattr(ct, manifest.DTYPES[p["dtype"]][0])))
     cc = CallingConvention.cutile_python_v2() if v2 else CallingConvention.cutile_python_v1()
     return KernelSignature(out, calling_convention=cc)
+
+
+def port_launch_facts(arrays: dict, strided) -> dict[str, lf.ArrayFacts]:
+    """cutile's launch facts for each array of one call (``arrays``: name -> ``Shaped``) as
+    tileport's host shim launches the port: an array in ``strided`` (Rust names of the arrays
+    the port reads the strides of by dimension, ``memory.strided_arrays``) in the layout the port
+    was compiled for (:func:`launch_facts.port_facts_shimmed`: a unit stride on a dimension of
+    extent 1, or on an outer one, is not compiled as a static 1), every other one as cutile's
+    launcher derives them (:func:`launch_facts.port_facts`). Errors: ``LaunchFactsError``."""
+    return {n: (lf.port_facts_shimmed if constructs.rust_ident(n) in strided else lf.port_facts)(a)
+            for n, a in arrays.items()}
 
 
 def port_spec(params: list[dict], facts: dict[str, lf.ArrayFacts], hints: dict[str, int]) -> tuple[str, str, str]:
@@ -259,6 +273,8 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
                              summary=f"nothing to compile: {why}",
                              details={"not_run": skipped, "cases": []}), out_json)
     work = _Work(Path(op_dir), kernel, art, binary, target, crate, op)
+    # arrays whose strides the port reads by dimension: launched in the shim's layout
+    strided = set(memory.strided_arrays((Path(crate) / "src" / f"{kernel}.rs").read_text()))
     kpy = source.kernel_py(op_dir)
     records, findings, worst, errors = [], [], "PASS", 0
     for variant, shape in todo:
@@ -270,7 +286,7 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
             lists = [n for n, a in arrays.items() if isinstance(a, list)]
             if lists:
                 raise lf.LaunchFactsError(f"array list(s) {', '.join(lists)}: launch facts of a list not derived")
-            port_f = {n: lf.port_facts(a) for n, a in arrays.items()}
+            port_f = port_launch_facts(arrays, strided)
             statics = {p["name"]: p.get("static_shape") for p in params if p["kind"] == "array"}
             ints = {p["name"]: lf.port_scalar_hint(scalars[p["name"]]) for p in params
                     if p["kind"].startswith("scalar") and p.get("dtype", "f32")[0] in "iu" and p["name"] in scalars}

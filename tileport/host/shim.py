@@ -46,6 +46,7 @@ from pathlib import Path
 
 from tileport.core import agents, toolchain
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, brief, loc, read, write
+from tileport.translate import memory
 
 REPO = Path(__file__).resolve().parents[2]
 HOST_TEMPLATE = REPO / "rust" / "host-template"
@@ -316,8 +317,8 @@ def write_shim(op: str, analysis_json: str | Path, results_op: str | Path, out_r
         except (OSError, ValueError, KeyError) as exc:
             blocked[k] = f"source map or port unreadable: {exc}"
             continue
-        # arrays whose strides the port reads by dimension (memory.STRIDES_HELPER)
-        strided = sorted(set(re.findall(r"\btensor_strides\((\w+)\)", port)))
+        # arrays whose strides the port reads by dimension
+        strided = memory.strided_arrays(port)
         # variants the writer left out (blocking is per variant) have no entry to call
         left_out = set((wk.get("details") or {}).get("blocked_variants") or {})
         kvars = [v for v in kinfo.get("variants", det.get("variants", [])) if v["id"] not in left_out]

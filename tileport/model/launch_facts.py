@@ -251,6 +251,48 @@ def port_facts_at(shape, strides, address: int) -> ArrayFacts:
         base_div=pow2_divisor(address))
 
 
+def shim_strides(shape, strides) -> tuple[tuple, frozenset]:
+    """The strides tileport's host shim hands cutile for an array whose strides the port reads
+    by dimension (the translator's ``tensor_strides``), and the dimensions whose unit stride it
+    keeps dynamic: a Python mirror of ``as_compiled_strides`` + ``cutile_strides``
+    (rust/host/abi.rs; tests/test_ffi.py checks both against the real library).
+
+    An extent-1 dimension's stride is free: 1 innermost, else the C-contiguous stride of the
+    extents after it, at least 2; a unit stride on a non-innermost dimension of extent > 1 stays
+    1 but dynamic. So the port always runs compiled for strides ``[-1, ..., -1, 1]``, the layout
+    its Tile IR was checked in. Raises :class:`LaunchFactsError` for an innermost stride other
+    than 1 on an extent > 1 (the shim refuses it; ``host.ffi.restage_strides`` copies it first)."""
+    shape, out = tuple(int(d) for d in shape), [int(s) for s in strides]
+    n = len(shape)
+    if n == 0:
+        return (), frozenset()
+    if shape[-1] <= 1:
+        out[-1] = 1
+    if out[-1] != 1:
+        raise LaunchFactsError(f"extents {shape}, strides {tuple(strides)}: innermost stride other than 1, "
+                               "which the host shim refuses for an array the port reads by dimension")
+    contiguous, dynamic = 1, set()
+    for k in range(n - 2, -1, -1):
+        contiguous *= max(shape[k + 1], 1)
+        if out[k] == 1:
+            if shape[k] == 1:
+                out[k] = max(contiguous, 2)
+            else:
+                dynamic.add(k)
+    return tuple(out), frozenset(dynamic)
+
+
+def port_facts_shimmed(a: Shaped) -> ArrayFacts:
+    """:func:`port_facts` of an array the port reads by dimension, as tileport's host shim launches
+    it (:func:`shim_strides`): no unit stride but the innermost is static, so cutile's
+    ``get_shape_dim(tensor_strides(t), k)`` reads dimension k's stride. Errors: as
+    :func:`shim_strides`."""
+    strides, dynamic = shim_strides(a.shape, a.strides)
+    f = port_facts_at(a.shape, strides, ALLOC_ALIGN + base_address(a))
+    return ArrayFacts(f.shape_div, f.stride_div, f.shape_const,
+                      tuple(None if k in dynamic else c for k, c in enumerate(f.stride_const)), f.base_div)
+
+
 def port_scalar_hint(value: int) -> int:
     """The divisor cutile 0.5.0's launcher hints on an integer scalar argument
     (``cutile-macro`` ``kernel_launcher_generator.rs``: ``DivHint::from_value(v as i32)`` for

@@ -7,16 +7,16 @@
   no hint, as cuTile Python emits none for ``True``);
 * ``@ct.kernel(occupancy=, num_ctas=, num_worker_warps=)``, and the manifest's
   ``compiler_hints`` of the entry's variants over them (the launch code's ``replace_hints``) -> the entry's
-  ``optimization_hints = (<gpu_target> = (occupancy = .., num_cta_in_cga = ..,
-  num_worker_warps_per_cta = ..))``; a ``ct.ByTarget(...)`` value gives the configured target's
-  value, else its ``default`` (cuTile Python's ``CompilerOptions.hints_by_target``, cuda-tile
-  1.7.0). ``opt_level`` is no Tile IR hint but a compile option of tileiras, which cutile 0.5.0
+  ``optimization_hints = (default = (occupancy = .., num_cta_in_cga = ..,
+  num_worker_warps_per_cta = ..))``; a ``ct.ByTarget(...)`` value under each of its
+  architectures and its default, as cuTile Python keys them (``CompilerOptions.hints_by_target``,
+  cuda-tile 1.7.0). ``opt_level`` is no Tile IR hint but a compile option of tileiras, which cutile 0.5.0
   takes only at launch (``CompileOptions::opt_level``): a kernel that sets another level than
   the default 3 is BLOCKED rather than ported with the default.
 
-Both frontends then print the same ``optimization_hints`` on the op; cutile keys them by the
-compile target (``<sm_90 = {...}>``) where cuTile Python writes ``<default = {...}>``
-(cutile-compiler 0.5.0 ``build_load_store_hints``), which the IR diff resolves for the target.
+Both frontends then print the same ``optimization_hints`` on the entry (``<default = {...},
+sm_90 = {...}>``), which the IR diff resolves for the target; cutile keys the per-op load /
+store hints by the compile target (cutile-compiler 0.5.0 ``build_load_store_hints``).
 """
 from __future__ import annotations
 
@@ -38,20 +38,26 @@ class HintRules:
     launch_hints: dict = {}
 
     def entry_attribute(self) -> str:
-        """``#[cutile::entry(...)]`` carrying the kernel's hints for the target: the
-        ``@ct.kernel(...)`` options, overridden by :attr:`launch_hints` as cuTile Python's
-        ``replace_hints`` overrides them (cuda-tile 1.7.0: the reference is compiled so)."""
+        """``#[cutile::entry(...)]`` carrying the kernel's hints keyed as cuTile Python keys them:
+        the ``@ct.kernel(...)`` options, overridden by :attr:`launch_hints` as cuTile Python's
+        ``replace_hints`` overrides them (cuda-tile 1.7.0: the reference is compiled so). A plain
+        value goes under ``default``, a ``ct.ByTarget`` under each of its architectures and its
+        default (cuda-tile 1.7.0 ``CompilerOptions.hints_by_target``), so the port compiled for
+        another architecture than the configured one (the sm_100 SASS of ``runtime_ir``) has the
+        hints the reference has there; cutile 0.5.0 accepts ``default`` and ``sm_*`` keys
+        (cutile-compiler ``hints.rs`` ``OptimizationHints::parse``)."""
         dec = next((d for d in self.fn.decorator_list
                     if isinstance(d, ast.Call) and self.is_ct(d.func, "kernel")), None)
         values = {}
         for k in dec.keywords if dec is not None else ():
             what = f"@{self.alias}.kernel({k.arg}={ast.unparse(k.value)})"
-            values[k.arg] = (self.by_target(k.value, what), dec, what)
+            values[k.arg] = (self.by_key(k.value, what), dec, what)
         for k, v in self.launch_hints.items():
-            values[k] = (v, self.fn, f"compiler_hints {k}: {v!r} (the manifest's, as the launch sets it)")
-        items = []
-        for k, (v, node, what) in values.items():
+            values[k] = ({"default": v}, self.fn, f"compiler_hints {k}: {v!r} (the manifest's, as the launch sets it)")
+        groups: dict[str, list[str]] = {}
+        for k, (per_key, node, what) in values.items():
             if k == "opt_level":
+                v = per_key.get(self.target, per_key.get("default"))
                 if v is not None and v != DEFAULT_OPT_LEVEL:
                     self.fail(node, what, "cutile 0.5.0 takes the tileiras optimisation level only "
                                           "as a launch option (CompileOptions::opt_level), not in "
@@ -60,11 +66,29 @@ class HintRules:
             if k not in ENTRY_HINTS:
                 self.fail(node, what, f"kernel option '{k}' not translated (translated: "
                                       f"{sorted(ENTRY_HINTS)}, opt_level={DEFAULT_OPT_LEVEL})")
-            if v is not None:
-                items.append(f"{ENTRY_HINTS[k]} = {v}")
-        if not items:
+            for key, v in per_key.items():
+                if v is not None:
+                    groups.setdefault(key, []).append(f"{ENTRY_HINTS[k]} = {v}")
+        if not groups:
             return "#[cutile::entry()]"
-        return f"#[cutile::entry(optimization_hints = ({self.target} = ({', '.join(items)},),))]"
+        keys = sorted(groups, key=lambda key: (key != "default", key))
+        body = ", ".join(f"{key} = ({', '.join(groups[key])},)" for key in keys)
+        return f"#[cutile::entry(optimization_hints = ({body},))]"
+
+    def by_key(self, node, what: str) -> dict:
+        """A kernel option's values by hint key: ``{"default": v}`` for a plain value, a
+        ``ct.ByTarget(sm_XX=.., default=..)``'s values by architecture plus its default (none
+        when it has none: the option's default is unset), each as :meth:`by_target` reads it."""
+        if isinstance(node, ast.Call) and self.is_ct(node.func, "ByTarget"):
+            kws = {k.arg: k.value for k in node.keywords}
+            if node.args or None in kws:
+                self.fail(node, what, "ct.ByTarget takes keyword values only")
+            bad = [k for k in kws if k != "default" and not k.startswith("sm_")]
+            if bad:
+                self.fail(node, what, f"ct.ByTarget key '{bad[0]}' is neither 'default' nor an sm_* "
+                                      "architecture (cutile 0.5.0 takes no other hint key)")
+            return {k: self.by_target(v, what) for k, v in kws.items()}
+        return {"default": self.by_target(node, what)}
 
     def by_target(self, node, what: str):
         """The value of a kernel option for the configured target: an int (literal or

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 
 from tileport.core import floats
 from tileport.model import constructs, frontend
@@ -35,6 +36,15 @@ STRIDES_HELPER = """    /// The element strides of a tensor, from its type metad
     }
 
 """
+
+
+def strided_arrays(rust: str) -> list[str]:
+    """The Rust names of the arrays a port reads the strides of by dimension (its calls of
+    :data:`STRIDES_HELPER`'s ``tensor_strides``), sorted: the host shim launches them in the
+    layout the port was compiled for (rust/host/abi.rs ``as_compiled_strides``) and
+    ``runtime_ir`` compiles them so (``launch_facts.port_facts_shimmed``)."""
+    return sorted(set(re.findall(r"\btensor_strides\((\w+)\)", rust)))
+
 
 # a module-level declaration of Tile IR's load_ptr_tko whose padding operand is a tile of the
 # result's shape (see MemoryRules.gather)
