@@ -379,6 +379,8 @@ MUTANTS = [
     ("api_neg_kernel", "scalar store of 0.0 -> 1.0", lambda t: sub(t, "constant <f16: 0.000000e+00> : tile<f16> loc(#loc24)", "constant <f16: 1.000000e+00> : tile<f16> loc(#loc24)"), "constant"),
     ("api_fold_kernel", "scalar cast to f16 dropped (shift added as f32)", lambda t: sub(sub(t, "%reshape_8 = reshape %4 : tile<f16> -> tile<1xf16>", "%reshape_8 = reshape %arg6 : tile<f32> -> tile<1xf32>"), "%bcast_9 = broadcast %reshape_8 : tile<1xf16> -> tile<1024xf16>", "%bcast_9 = broadcast %reshape_8 : tile<1xf32> -> tile<1024xf32>"), "cast"),
     ("api_fold_kernel", "folded 1 / (3 TILE) -> 1 / (2 TILE)", lambda t: sub(t, "constant <f32: 3.25520843E-4> : tile<f32>", "constant <f32: 4.88281250E-4> : tile<f32>"), "constant"),
+    ("api_nested_fma_kernel", "nested loop's fma addend not negated", lambda t: sub(t, "%19 = fma %9, %bcast_17, %18 ", "%19 = fma %9, %bcast_17, %iterArg0_25 "), "math"),
+    ("api_nested_fma_kernel", "first loop's second product term doubled the sum instead", lambda t: sub(t, "%19 = addf %18, %10 ", "%19 = addf %18, %18 "), "math"),
     ("api_more_kernel", "uint64 term dropped", lambda t: sub(t, "%18 = addf %15, %17 ", "%18 = addf %15, %14 "), "math"),
     ("api_more_kernel", "float64 -> float32 rounding RZ dropped", lambda t: sub(t, "%20 = ftof %19 rounding<zero> :", "%20 = ftof %19  :"), "cast"),
     ("api_more_kernel", "float8_e5m2 round trip dropped", lambda t: sub(t, "%24 = ftof %23  : tile<1024xf8E5M2>", "%24 = ftof %22  : tile<1024xbf16>"), "cast"),

@@ -244,6 +244,17 @@ def test_scalar_cast_and_constexpr_float_fold_translate(repo):
     assert "convert_scalar(" not in src and "divf" not in src and " / " not in src
 
 
+def test_product_in_nested_loop_contracts(repo):
+    """A product bound in a loop nested in a loop and read once there contracts into an fma
+    (tests/data/operators/api api_nested_fma_kernel, IR PASS with the real compilers in
+    tests/test_api_table.py), though an earlier loop binds the same name and reads it twice
+    (no fma there): cuTile Python counts uses per value (Liger's GroupNorm backward ``wdy``)."""
+    src, _ = translate.translate_kernel(repo / "tests" / "data" / "operators" / "api", "api_nested_fma_kernel")
+    assert src.count("fma(") == 1, src
+    assert re.search(r"= negf\(acc\);\n\s*let __t\d+: Tile<f32, \{\[TILE\]\}> = fma\(t, ", src), src
+    assert re.search(r"= acc \+ w;\n\s*let __t\d+: Tile<f32, \{\[TILE\]\}> = __t\d+ \+ w;", src), src
+
+
 def _relu_variant(op_copy, body: str, configs: str):
     """relu's operator with its kernel's body (after ``t = ct.load(...)``) replaced and its
     configs set: a small kernel for one translator rule."""

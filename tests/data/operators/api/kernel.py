@@ -139,3 +139,22 @@ def api_fold_kernel(x, y, shift: float, TILE: ConstInt):
     o = ct.astype(shift, y.dtype)
     t = ct.gather(x, offs) + o
     ct.scatter(y, offs, ct.astype(ct.astype(t, ct.float32) * inv, y.dtype))
+
+
+@ct.kernel
+def api_nested_fma_kernel(x, y, TILE: ConstInt):
+    """A product bound in a loop nested in a loop and read once there is one fma, though an
+    earlier loop binds and reads the same name twice (no fma there): cuTile Python counts the
+    uses of each value (Liger's GroupNorm backward ``wdy``)."""
+    bid = ct.bid(0)
+    offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
+    t = ct.astype(ct.gather(x, offs), ct.float32)
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for i in range(2):
+        w = t * 3.0
+        acc = acc + w + w
+    for j in range(2):
+        for k in range(2):
+            w = t * 5.0
+            acc = w - acc
+    ct.scatter(y, offs, ct.astype(acc, y.dtype))
