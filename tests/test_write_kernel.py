@@ -229,6 +229,32 @@ def test_suite_constructs_translate(repo):
     assert src.count("cmpi(") >= 3
 
 
+def test_scalar_cast_and_constexpr_float_fold_translate(repo):
+    """What Liger's modulated RMSNorm and GroupNorm spell (tests/data/operators/api
+    api_fold_kernel, IR PASS with the real compilers in tests/test_api_table.py): ct.astype of a
+    run-time f32 scalar to the array's dtype is the cast of its 0-d tile; 1.0 / an int computed
+    from a constexpr (``n = TILE * 3``) specialises the entry on TILE and folds to a constant,
+    as cuTile Python folds the Python float."""
+    src, _ = translate.translate_kernel(repo / "tests" / "data" / "operators" / "api", "api_fold_kernel")
+    m = re.search(r"let (__t\d+): Tile<f32, \{\[\]\}> = scalar_to_tile\(shift\);", src)
+    assert m, src
+    assert f"let o: Tile<E, {{[]}}> = convert_tile({m.group(1)});" in src
+    assert "pub unsafe fn api_fold_kernel__TILE1024<" in src      # specialised on TILE
+    assert "broadcast_scalar(0.0003255208333333333f32, shape![1024])" in src     # 1 / 3072
+    assert "convert_scalar(" not in src and "divf" not in src and " / " not in src
+
+
+def test_product_in_nested_loop_contracts(repo):
+    """A product bound in a loop nested in a loop and read once there contracts into an fma
+    (tests/data/operators/api api_nested_fma_kernel, IR PASS with the real compilers in
+    tests/test_api_table.py), though an earlier loop binds the same name and reads it twice
+    (no fma there): cuTile Python counts uses per value (Liger's GroupNorm backward ``wdy``)."""
+    src, _ = translate.translate_kernel(repo / "tests" / "data" / "operators" / "api", "api_nested_fma_kernel")
+    assert src.count("fma(") == 1, src
+    assert re.search(r"= negf\(acc\);\n\s*let __t\d+: Tile<f32, \{\[TILE\]\}> = fma\(t, ", src), src
+    assert re.search(r"= acc \+ w;\n\s*let __t\d+: Tile<f32, \{\[TILE\]\}> = __t\d+ \+ w;", src), src
+
+
 def _relu_variant(op_copy, body: str, configs: str):
     """relu's operator with its kernel's body (after ``t = ct.load(...)``) replaced and its
     configs set: a small kernel for one translator rule."""

@@ -305,6 +305,11 @@ class ArithRules:
         e, ty = self.expr(node.args[0])
         if ty.kind in ("i32", "f32") and dty.dtype == ty.kind:
             return e, ty        # a 0-d value (``ct.gather(r, row).item()``) cast to its own type
+        if ty.kind in ("i32", "f32"):
+            # a run-time scalar cast to another dtype (``ct.astype(offset, x.dtype)`` of an f32
+            # parameter, Liger's modulated RMSNorm): cuTile Python's scalar is a 0-d tile, and
+            # the cast is that tile's (an ``ftof`` where the types differ, nothing where E is f32)
+            e, ty = self.bind(f"scalar_to_tile({e})", Ty("tile", ty.kind, ()))
         if ty.kind != "tile":
             self.fail(node.args[0], ast.unparse(node.args[0]), f"expected a tile, got {ty.kind}")
         fl = self.flags_of(node, rounding=True, ftz=False)

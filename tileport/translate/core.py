@@ -197,7 +197,8 @@ class TranslatorBase:
         contraction unless that is 1)."""
         fn = self.module_functions.get(self.inlining[-1]) if self.inlining else self.fn
         cache = self.__dict__.setdefault("_blocks", {})
-        if fn.name not in cache:
+
+        def blocks() -> dict:
             where = {}
             for n in ast.walk(fn):
                 for field_ in ("body", "orelse", "finalbody"):
@@ -205,8 +206,15 @@ class TranslatorBase:
                     if isinstance(block, list):
                         for i, st in enumerate(block):
                             where[id(st)] = (block, i, n)
-            cache[fn.name] = where
+            return where
+
+        if fn.name not in cache:
+            cache[fn.name] = blocks()
         where = cache[fn.name]
+        if id(stmt) in where and id(where[id(stmt)][2]) not in where and where[id(stmt)][2] is not fn:
+            # the loop around stmt was rewritten since the table was made (a loop nested in a
+            # loop is translated more than once): make it again
+            cache[fn.name] = where = blocks()
         hit = where.get(id(stmt))
         if hit is None:
             return self.name_uses(name)
@@ -246,12 +254,43 @@ class TranslatorBase:
             # result, no block argument reads it; Liger's KL-div rebinds `loss` in its loop and
             # in the tail chunk after it)
             if isinstance(owner, (ast.For, ast.While)) and block is owner.body and id(owner) in where \
-                    and self.first_event(name, owner.body) == "write":
+                    and self.loop_event(name, owner.body) == "write":
                 after, j, up = where[id(owner)]
                 event = self.first_event(name, after[j + 1:])
                 if event == "write" or (event is None and up is fn):
                     return count
+                if event is None and isinstance(up, (ast.For, ast.While)):
+                    # the inner loop ends its enclosing loop's body: the value is dead there too
+                    # where that loop rebinds the name first (Liger's GroupNorm backward binds
+                    # `wdy` in a loop nested in a loop, read once there: one fma)
+                    hit = where[id(owner)]
+                    continue
             return self.name_uses(name)
+
+    def loop_event(self, name: str, stmts) -> str | None:
+        """:meth:`first_event` that looks into run-time loops in order: a loop whose body
+        writes ``name`` before any read is no read (it runs zero times or rebinds first), so
+        the statements after it decide; 'write' where no path from the top reads the value
+        before rebinding it (a loop nested in a loop that binds ``name`` first: Liger's
+        GroupNorm backward)."""
+        wrote = False
+        for st in stmts:
+            kept = self.static_branch(st)
+            if kept is not None:
+                ev = self.loop_event(name, kept)
+            elif isinstance(st, (ast.For, ast.While)) and not st.orelse:
+                head = st.iter if isinstance(st, ast.For) else st.test
+                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(head)):
+                    return "read"
+                ev = self.loop_event(name, st.body)
+                if ev == "write":
+                    wrote = True
+                    continue
+            else:
+                ev = self.first_event(name, [st])
+            if ev is not None:
+                return ev
+        return "write" if wrote else None
 
     def fail(self, node, construct: str, reason: str):
         raise Unsupported(self.file, getattr(node, "lineno", self.line), construct, reason)

@@ -26,7 +26,7 @@ import ast
 
 from tileport.model import constructs
 
-from .core import CONSTEXPR, DTYPE_KEY, NeedConst, NeedDtype, Ty
+from .core import CONSTEXPR, DTYPE_KEY, JIT_INT, NeedConst, NeedDtype, Ty
 
 # manifest dtype code -> Rust element type of cutile 0.5.0 (src/_core.rs `impl ElementType`)
 RUST_ELEMENT = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i8": "i8", "i16": "i16",
@@ -168,6 +168,16 @@ class DtypeRules:
                     name = a.value.split(":", 1)[1]
                     raise NeedConst(self.file, getattr(node, "lineno", self.line), name,
                                     "a constexpr mixed with a non-int32 value is folded as a Python number")
+            if a.kind == "i32" and isinstance(a.value, str) and a.value.startswith(JIT_INT + ":"):
+                # arithmetic on int constexprs (``N = CHANNELS_PER_GROUP * TOTAL_HIDDEN_SIZE``
+                # then ``1.0 / N``, Liger's GroupNorm) is a Python int in cuTile Python, folded
+                # with the float: the entries are specialised on each constexpr it reads
+                other = self.dtype_of(b) or loose_dtype(b.value)
+                names = [n for n in a.value.split(":", 1)[1].split(",") if n]
+                if other not in ("i32", "bool") and names:
+                    raise NeedConst(self.file, getattr(node, "lineno", self.line), names[0],
+                                    "arithmetic on constexprs mixed with a non-int32 value is folded "
+                                    "as a Python number")
         da, db = self.dtype_of(lt), self.dtype_of(rt)
         if da is not None and db is not None:
             return self.common_dtype(da, db, node)

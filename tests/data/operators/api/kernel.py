@@ -124,3 +124,37 @@ def api_neg_kernel(x, s, y, TILE: ConstInt):
     k = ct.astype(ct.gather(s, bid, check_bounds=False).item(), ct.float32)
     ct.scatter(y, offs, ct.astype(ct.negative(t) * k, y.dtype), check_bounds=not padded)
     ct.scatter(y, bid, ct.astype(0.0, y.dtype))
+
+
+@ct.kernel
+def api_fold_kernel(x, y, shift: float, TILE: ConstInt):
+    """A run-time f32 scalar cast to y's dtype (cuTile Python's 0-d tile and its ftof: Liger's
+    modulated RMSNorm ``ct.astype(offset, x.dtype)``) added to a tile; 1.0 / an int computed
+    from a constexpr (a Python float cuTile Python folds to a constant: Liger's GroupNorm
+    ``inv_N = 1.0 / (CHANNELS_PER_GROUP * TOTAL_HIDDEN_SIZE)``)."""
+    bid = ct.bid(0)
+    n = TILE * 3
+    inv = 1.0 / n
+    offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
+    o = ct.astype(shift, y.dtype)
+    t = ct.gather(x, offs) + o
+    ct.scatter(y, offs, ct.astype(ct.astype(t, ct.float32) * inv, y.dtype))
+
+
+@ct.kernel
+def api_nested_fma_kernel(x, y, TILE: ConstInt):
+    """A product bound in a loop nested in a loop and read once there is one fma, though an
+    earlier loop binds and reads the same name twice (no fma there): cuTile Python counts the
+    uses of each value (Liger's GroupNorm backward ``wdy``)."""
+    bid = ct.bid(0)
+    offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
+    t = ct.astype(ct.gather(x, offs), ct.float32)
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for i in range(2):
+        w = t * 3.0
+        acc = acc + w + w
+    for j in range(2):
+        for k in range(2):
+            w = t * 5.0
+            acc = w - acc
+    ct.scatter(y, offs, ct.astype(acc, y.dtype))
