@@ -1183,3 +1183,22 @@ def test_a_load_no_one_reads_is_dropped_as_cutile_python_drops_it(op_copy, tmp_p
     k.write_text(k.read_text().replace(used, used + " + gone"))
     src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
     assert "let dead" not in src and "let gone" in src, src
+
+
+def test_a_constexpr_rebound_to_a_run_time_value_gets_its_own_rust_name(op_copy, tmp_path):
+    """An int constexpr parameter rebound in the body to a run-time value (Liger's RoPE:
+    ``cos_bs: ConstInt``, then ``cos_bs = COS.shape[0]``): Rust cannot shadow the const generic
+    with a ``let`` (E0158), so the local gets a name of its own, the generic stays, and the port
+    reaches IR PASS (real compilers); the reads after the rebinding read the local."""
+    from conftest import run_chain
+
+    body = ("    K = x.shape[0]\n"
+            "    j = bid if K > 1 else 0\n"
+            "    ct.store(y, index=(j,), tile=ct.maximum(t, ct.zeros((TILE,), dtype=x.dtype)))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert "const K: i32" in src and "let K:" not in src, src
+    local = re.search(r"let (__K_\d+): i32 = get_shape_dim\(x\.shape\(\), 0i32\);", src)
+    assert local and f"{local.group(1)} > 1i32" in src, src
+    diff, _, _ = run_chain(d, tmp_path, "relu", "relu_kernel", "f32-TILE1024-K1")
+    assert diff["verdict"] == "PASS", diff["summary"]

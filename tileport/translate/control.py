@@ -226,6 +226,8 @@ class ControlRules:
             self.fail(node, name, "rebinding a kernel parameter or a compile-time value inside a "
                                   "loop or branch is not translated")
         rn = self.local_prefix + self.rname(name)
+        if rn in self.const_generic_names():
+            rn = self.fresh(f"{rn}_")
         # a rebinding shadows the Rust name: a multiply it held before is not this value (an
         # fma contraction must not see `acc = a * b; acc = mma(..); acc + x * y` as a*b + ...)
         self.muls.pop(rn, None)
@@ -246,6 +248,15 @@ class ControlRules:
         else:
             idx = self.out.emit(f"let {rn}: {ty.rust()} = {expr};", self.line)
         self.scopes[-1][name] = Var(rn, ty, idx, depth)
+
+    def const_generic_names(self) -> set[str]:
+        """Rust names of the entry's const generics (its int constexpr parameters). A kernel
+        may rebind such a parameter to a run-time value (Liger's RoPE: ``cos_bs: ConstInt``,
+        then ``cos_bs = COS.shape[0]``); Rust cannot shadow a const generic with a ``let``
+        (error E0158: the name in a pattern is the constant), so the new binding gets a Rust
+        name of its own (:meth:`assign`)."""
+        return {self.rname(p["name"]) for p in self.params
+                if p["kind"] == "constexpr" and p.get("ctype", "int") == "int"}
 
     def carried_names(self) -> set[str]:
         """Names the function being translated (the kernel, or the helper being inlined)
