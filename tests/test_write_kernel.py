@@ -1156,3 +1156,21 @@ def test_a_load_no_one_reads_is_dropped_as_cutile_python_drops_it(op_copy, tmp_p
     k.write_text(k.read_text().replace(used, used + " + gone"))
     src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
     assert "let dead" not in src and "let gone" in src, src
+
+
+def test_an_int64_narrowed_to_int32_is_blocked_with_cutiles_line(op_copy):
+    """``ct.astype(<int64 tile>, ct.int32)`` (Liger's cross-entropy narrows its int64 target):
+    cuTile Python writes a flagless trunci, which cutile 0.5.0 cannot write (its bytecode writer
+    requires the overflow attribute): BLOCKED naming cutile's lines, not a port that fails in
+    rust_ir; a widening (exti) still translates."""
+    from tileport.translate import Unsupported
+    body = ("    w = ct.astype(ct.astype(t, ct.int32), ct.int64)\n"
+            "    n = ct.astype(w, ct.int32)\n"
+            "    ct.store(y, index=(bid,), tile=ct.astype(n, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
+    with pytest.raises(Unsupported, match="op_writer.rs:158-160"):
+        translate.translate_kernel(d, "relu_kernel")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("    n = ct.astype(w, ct.int32)\n", "    n = w\n"))
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert "exti(" in src and "trunci(" not in src

@@ -25,7 +25,9 @@ class ArithRules:
              **{n: "unary_math" for n in constructs.UNARY_MATH}, **{n: "binary_math" for n in constructs.BINARY_MATH},
              **{n: "tile_constant" for n in constructs.TILE_CREATION - {"arange"}}, "astype": "astype",
              "arange": "arange", "where": "where", "cdiv": "cdiv", "negative": "negative",
-             **{f"bitwise_{k}": "bitwise_call" for k in ("and", "or", "xor", "lshift", "rshift", "not")}}
+             **{f"bitwise_{k}": "bitwise_call" for k in ("and", "or", "xor", "lshift", "rshift", "not")},
+             **{k: "compare_call" for k in ("equal", "not_equal", "less", "less_equal", "greater",
+                                            "greater_equal")}}
 
     _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
@@ -533,6 +535,22 @@ class ArithRules:
             order = "Unordered" if pred == "NotEqual" else "Ordered"
             return self.bind(f"cmpf({le}, {re_}, predicate::{pred}, cmp_ordering::{order})", ty)
         return self.bind(f"cmpi({le}, {re_}, predicate::{pred})", ty)
+
+    CMP_CALLS = {"equal": ast.Eq, "not_equal": ast.NotEq, "less": ast.Lt, "less_equal": ast.LtE,
+                 "greater": ast.Gt, "greater_equal": ast.GtE}
+
+    def compare_call(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.equal(x, y)`` (``not_equal``, ``less``, ``less_equal``, ``greater``,
+        ``greater_equal``): the comparison ``x == y`` (...), which is what ``Tile.__eq__`` (...)
+        calls in cuda-tile 1.7.0 (``_stub.py``: ``def __eq__(self, other): return equal(self,
+        other)``): :meth:`compare`."""
+        self.check_kwargs(node, set())
+        name = node.func.attr
+        if len(node.args) != 2:
+            self.fail(node, f"ct.{name}", "expects (x, y) positionally")
+        cmp = ast.copy_location(ast.Compare(left=node.args[0], ops=[self.CMP_CALLS[name]()],
+                                            comparators=[node.args[1]]), node)
+        return self.compare(cmp)
 
     RUST_CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
