@@ -1109,3 +1109,20 @@ def test_a_zero_trip_for_is_its_inits():
     assert fused != ZERO_TRIP_REF
     res = diff_ir(fused, port)
     assert res.verdict == "PASS" and not [f for f in res.findings if f.category == "math"], res.findings
+
+
+def test_a_bitcast_to_its_own_type_is_its_operand():
+    """cutile's bitcast of an int64 tile to u64 (one Tile IR type, i64) before it indexes a
+    gather; the reference uses the value itself: the same graph. A bitcast to another type (the
+    bits of an i32 read as f32) changes the value: FAIL."""
+    ref = DIV_IR
+    port = DIV_IR.replace("%idx = addi %blockId_x, %q : tile<i32>",
+                          "%idx0 = addi %blockId_x, %q : tile<i32>\n"
+                          "  %idx = bitcast %idx0 : tile<i32> -> tile<i32>")
+    assert port != ref
+    assert diff_ir(ref, port).verdict == "PASS"
+    other = DIV_IR.replace("%idx = addi %blockId_x, %q : tile<i32>",
+                           "%idx0 = addi %blockId_x, %q : tile<i32>\n"
+                           "  %f = bitcast %idx0 : tile<i32> -> tile<f32>\n"
+                           "  %idx = bitcast %f : tile<f32> -> tile<i32>")
+    assert diff_ir(ref, other).verdict == "FAIL"

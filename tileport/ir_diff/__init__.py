@@ -31,6 +31,9 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   reference does); the rule is for ports written by an LLM or by hand, where cutile's
   idiomatic checked ``Partition::load`` / ``store`` add partition bounds checks that the
   Python frontend never emits.  [_Normaliser.asserts]
+* A ``bitcast`` whose result type is its operand's type is its operand (the same bits read as
+  the same type; cutile writes one to use an int64 tile as its ``u64``, the same Tile IR
+  ``i64``).  [_Normaliser.identity_bitcasts]
 * Dead pure ops are removed (liveness from side effects): an op whose results nobody
   reads and that has no effect cannot change the kernel's outputs.  Loads are kept
   (counted as memory traffic) even when dead.  [_Normaliser.dce]

@@ -355,6 +355,7 @@ class _Normaliser:
 
     def run(self) -> None:
         self.asserts()
+        self.identity_bitcasts()
         self.single_pass_loops()
         self.if_forwarding()
         self.guard_returns()      # after if_forwarding: a guard's token result is gone by then
@@ -376,6 +377,18 @@ class _Normaliser:
     def asserts(self) -> None:
         doomed = {n for n in self.s.walk() if n.opname == "assert"}
         self.s.n_asserts = len(doomed)
+        _remove(self.s.all_lists(), doomed)
+
+    def identity_bitcasts(self) -> None:
+        """A ``bitcast`` to its operand's own type is its operand: it reads the same bits as the
+        same type. cutile writes one to use an int64 tile as its u64 (the same Tile IR ``i64``:
+        Unsloth's int64 label as a gather index), cuTile Python uses the value itself."""
+        doomed = set()
+        for n in self.s.walk():
+            if (n.opname == "bitcast" and len(n.operands) == 1 and len(n.results) == 1
+                    and _ws(n.operands[0].resolve().type) == _ws(n.result_types[0])):
+                n.results[0].alias = n.operands[0].resolve()
+                doomed.add(n)
         _remove(self.s.all_lists(), doomed)
 
     def single_pass_loops(self) -> None:

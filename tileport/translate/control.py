@@ -209,6 +209,12 @@ class ControlRules:
                 # an int32 known when cutile compiles the entry (a constexpr expression, its
                 # ``value`` marks it) changed in a loop: a plain int32 from here on
                 var.ty = ty = Ty("i32")
+            if var.ty.kind in ("f32", "i32") and ty.kind == "tile" and ty.shape == () \
+                    and ty.dtype == var.ty.kind:
+                # a 0-d tile bound to a name a Python number held (Unsloth's `loss_val = 0.0`,
+                # then `loss_val = -1.0 * x` in a branch): one Tile IR type, tile<f32>, in
+                # cuTile Python; the Rust binding keeps its scalar type (no op in the IR)
+                expr, ty = self.bind(f"tile_to_scalar({expr})", var.ty)
             if var.ty != ty:
                 self.fail(node, name, f"reassigned in a loop with type {ty.rust()} but bound "
                                       f"outside as {var.ty.rust()}")

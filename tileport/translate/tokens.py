@@ -70,7 +70,8 @@ ACQUIRE = "acquire"
 # translation state that a dry run may read but never changes (shared, not restored)
 _STATIC_STATE = {"fn", "params", "module_functions", "uses", "module_consts", "maths", "spec",
                  "dtypes", "file", "alias", "target", "entry", "cont",
-                 "guard_tails"}       # guard_tails: AST lists, matched by identity (control.block)
+                 "guard_tails",       # guard_tails: AST lists, matched by identity (control.block)
+                 "_blocks"}           # _blocks: core.binding_uses' map of AST statements, by identity
 
 
 class TokenRules:
