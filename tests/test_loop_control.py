@@ -53,3 +53,17 @@ def test_an_empty_range_entry_leaves_the_loop_out(tmp_path):
         assert bool(zero) == (variant == "f16-K0-TILE128"), diff["findings"]
         assert ("for %" in port.read_text()) == (variant == "f16-K2-TILE128")
         assert "for %" in ref.read_text()
+
+
+def test_a_float_scalar_compared_in_an_if(tmp_path):
+    """``if s != 0.0`` / ``if s > 1.5`` on a run-time f32 parameter (Liger's GRPO: ``if delta !=
+    0.0``): cmpf on 0-d tiles, unordered for ``!=`` as cuTile Python writes it (cutile's own
+    ``!=`` on f32 is ordered); the reference's ``!=`` made ordered (NaN then takes the other
+    branch) fails."""
+    diff, ref, port = run_kernels(OP, tmp_path, "loopctl", ["float_scalar_if_kernel"],
+                                  "f16-TILE128")["float_scalar_if_kernel"]
+    _ok(diff)
+    r = ref.read_text()
+    assert "not_equal unordered" in r and "not_equal unordered" in port.read_text()
+    mutant = r.replace("not_equal unordered", "not_equal ordered", 1)
+    assert diff_ir(mutant, port.read_text()).verdict == "FAIL"

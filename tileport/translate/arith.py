@@ -556,14 +556,29 @@ class ArithRules:
 
     def scalar_compare(self, node: ast.Compare, le, lt, re_, rt) -> tuple[str, Ty]:
         """A comparison of int32 scalars: a Rust ``bool`` (cutile's ``cmpi`` on 0-d tiles);
-        literals fold."""
+        of an f32 scalar with a number or another: a 0-d bool tile (``cmpf``); literals fold."""
         op = type(node.ops[0])
         if lt.kind == "lit" and rt.kind == "lit":
             v = eval(f"{lt.value!r} {self.RUST_CMP[op]} {rt.value!r}")  # noqa: S307 (two literals)
             return repr(v), Ty("lit", value=v)
+        if {lt.kind, rt.kind} - {"lit"} == {"f32"}:
+            # an f32 scalar (a run-time float parameter: Liger's GRPO `if delta != 0.0`): cuTile
+            # Python compares 0-d tiles with cmpf, unordered for `!=`; cutile's `!=` on f32
+            # scalars is always ordered (cutile-compiler-0.5.0 compile_binary_op.rs:543), so the
+            # comparison is made on 0-d tiles with the ordering written out (a 0-d bool tile,
+            # read as a bool by an `if`)
+            if lt.kind == "f32":
+                le, lt = self.bind(f"scalar_to_tile({le})", Ty("tile", "f32", ()))
+            if rt.kind == "f32":
+                re_, rt = self.bind(f"scalar_to_tile({re_})", Ty("tile", "f32", ()))
+            le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node)
+            pred = constructs.COMPARISONS[op.__name__]
+            order = "Unordered" if pred == "NotEqual" else "Ordered"
+            return self.bind(f"cmpf({le}, {re_}, predicate::{pred}, cmp_ordering::{order})",
+                             Ty("tile", "bool", shape))
         if {lt.kind, rt.kind} - {"lit"} != {"i32"}:
             self.fail(node, ast.unparse(node), f"a comparison of {lt.kind}/{rt.kind} scalars is not "
-                                               f"translated (int32 only)")
+                                               f"translated (int32 or f32 only)")
         a, b = (self.scalar_as(e, t, "i32", node) for e, t in ((le, lt), (re_, rt)))
         return self.bind(f"{a} {self.RUST_CMP[op]} {b}", Ty("bool"))
 

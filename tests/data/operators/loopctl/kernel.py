@@ -28,3 +28,16 @@ def empty_range_kernel(x, y, K: ConstInt, TILE: ConstInt):
     for k in range(K):
         acc = acc + ct.astype(ct.load(x, index=(bid + k,), shape=(TILE,)), ct.float32)
     ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def float_scalar_if_kernel(x, y, s, TILE: ConstInt):
+    """A run-time f32 scalar compared with numbers (Liger's GRPO: ``if delta != 0.0``): cuTile
+    Python's cmpf on 0-d tiles (unordered for ``!=``), an ``if`` on each."""
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float32)
+    if s != 0.0:
+        t = ct.minimum(t, ct.full((TILE,), s, dtype=ct.float32))
+    if s > 1.5:
+        t = t * 2.0
+    ct.store(y, index=(bid,), tile=ct.astype(t, y.dtype))
