@@ -1059,3 +1059,70 @@ def test_a_one_element_view_with_a_run_time_stride_matches_a_static_one():
     assert [f.severity for f in res.findings if f.category == "memory"] == ["info"]
     assert_fail(diff_ir(UNIT_VIEW_REF, port.replace("load_view_tko weak %pview[%cst_0_i32]",
                                                     "load_view_tko weak %pview[%cst_1_i32]")), "constant")
+
+
+ZERO_TRIP_REF = """\
+entry @z(%arg0: tile<ptr<f32>>, %arg1: tile<i32>) {
+  %0 = make_token : token
+  %tview = make_tensor_view %arg0, shape = [%arg1], strides = [1] : tile<i32> -> tensor_view<?xf32, strides=[1]>
+  %blockId_x, %blockId_y, %blockId_z = get_tile_block_id : tile<i32>
+  %pview = make_partition_view %tview : partition_view<tile=(1024), tensor_view<?xf32, strides=[1]>>
+  %tile, %tok = load_view_tko weak %pview[%blockId_x] token = %0 : partition_view<tile=(1024), tensor_view<?xf32, strides=[1]>>, tile<i32> -> tile<1024xf32>, token
+  %c0 = constant <i32: 0> : tile<i32>
+  %c1 = constant <i32: 1> : tile<i32>
+  %for:2 = for %loopIdx in (%c0 to %c0, step %c1) : tile<i32> iter_values(%iterArg0 = %tile, %iterArg1 = %tok) -> (tile<1024xf32>, token) {
+    %2 = addf %iterArg0, %iterArg0  : tile<1024xf32>
+    %3 = store_view_tko weak %2, %pview[%loopIdx] token = %iterArg1 : tile<1024xf32>, partition_view<tile=(1024), tensor_view<?xf32, strides=[1]>>, tile<i32> -> token
+    continue %2, %3 : tile<1024xf32>, token
+  }
+  %4 = store_view_tko weak %for#0, %pview[%blockId_x] token = %for#1 : tile<1024xf32>, partition_view<tile=(1024), tensor_view<?xf32, strides=[1]>>, tile<i32> -> token
+  return
+}
+"""
+
+
+def test_a_zero_trip_for_is_its_inits():
+    """``for i in range(0)`` carrying a tile and a token (cuTile Python keeps it: Liger's KL-div
+    with N_FULL_CHUNKS 0; cutile 0.5.0 cannot write it): its results are its inits and its
+    body's store never runs (Tile IR spec 8.5.4), so the port without the loop matches, with an
+    info note. The loop over 0..1 runs once: the port without it fails."""
+    port = re.sub(r"  %c0 = .*?\n  }\n", "", ZERO_TRIP_REF, flags=re.S).replace(
+        "%for#0, %pview[%blockId_x] token = %for#1", "%tile, %pview[%blockId_x] token = %tok")
+    assert "for %loopIdx" not in port and "%for" not in port
+    res = diff_ir(ZERO_TRIP_REF, port)
+    assert res.verdict == "PASS", [f.message for f in res.findings]
+    assert any(f.severity == "info" and "zero-trip" in f.message and "ref 1, port 0" in f.message
+               for f in res.findings)
+    assert diff_ir(ZERO_TRIP_REF, ZERO_TRIP_REF).verdict == "PASS"
+    # stop > start: the loop runs (once), its add and store are missing from the port
+    once = ZERO_TRIP_REF.replace("(%c0 to %c0, step %c1)", "(%c0 to %c1, step %c1)")
+    assert diff_ir(once, port).verdict == "FAIL"
+    # a bound that is no constant: the loop may run
+    dyn = ZERO_TRIP_REF.replace("(%c0 to %c0, step %c1)", "(%c0 to %arg1, step %c1)")
+    assert diff_ir(dyn, port).verdict == "FAIL"
+    # stop < start runs no iteration either
+    back = ZERO_TRIP_REF.replace("(%c0 to %c0, step %c1)", "(%c1 to %c0, step %c1)")
+    assert diff_ir(back, port).verdict == "PASS"
+    # an fma in the body that never runs is no contraction the port lacks (no math warning)
+    fused = ZERO_TRIP_REF.replace("%2 = addf %iterArg0, %iterArg0  : tile<1024xf32>",
+                                  "%2 = fma %iterArg0, %iterArg0, %iterArg0  : tile<1024xf32>")
+    assert fused != ZERO_TRIP_REF
+    res = diff_ir(fused, port)
+    assert res.verdict == "PASS" and not [f for f in res.findings if f.category == "math"], res.findings
+
+
+def test_a_bitcast_to_its_own_type_is_its_operand():
+    """cutile's bitcast of an int64 tile to u64 (one Tile IR type, i64) before it indexes a
+    gather; the reference uses the value itself: the same graph. A bitcast to another type (the
+    bits of an i32 read as f32) changes the value: FAIL."""
+    ref = DIV_IR
+    port = DIV_IR.replace("%idx = addi %blockId_x, %q : tile<i32>",
+                          "%idx0 = addi %blockId_x, %q : tile<i32>\n"
+                          "  %idx = bitcast %idx0 : tile<i32> -> tile<i32>")
+    assert port != ref
+    assert diff_ir(ref, port).verdict == "PASS"
+    other = DIV_IR.replace("%idx = addi %blockId_x, %q : tile<i32>",
+                           "%idx0 = addi %blockId_x, %q : tile<i32>\n"
+                           "  %f = bitcast %idx0 : tile<i32> -> tile<f32>\n"
+                           "  %idx = bitcast %f : tile<f32> -> tile<i32>")
+    assert diff_ir(ref, other).verdict == "FAIL"

@@ -31,6 +31,9 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   reference does); the rule is for ports written by an LLM or by hand, where cutile's
   idiomatic checked ``Partition::load`` / ``store`` add partition bounds checks that the
   Python frontend never emits.  [_Normaliser.asserts]
+* A ``bitcast`` whose result type is its operand's type is its operand (the same bits read as
+  the same type; cutile writes one to use an int64 tile as its ``u64``, the same Tile IR
+  ``i64``).  [_Normaliser.identity_bitcasts]
 * Dead pure ops are removed (liveness from side effects): an op whose results nobody
   reads and that has no effect cannot change the kernel's outputs.  Loads are kept
   (counted as memory traffic) even when dead.  [_Normaliser.dce]
@@ -97,6 +100,13 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   stop <= start + step) is the constant ``start``: it takes no other value.  cutile knows
   the range and folds ``j * TILE`` to 0 there; cuTile Python keeps the ``muli``.
   [_Normaliser._single_trip]
+* A ``for`` with constant bounds, stop <= start and a positive step never runs its body: its
+  results are its init values and it has no effect (Tile IR spec 8.5.4, ``cuda_tile.for``:
+  the body runs for each index in ``[lowerBound, upperBound)``, the results are the carried
+  variables' last values, the op has an effect only through its region).  cuTile Python
+  keeps ``range(0)`` of a constexpr; cutile 0.5.0 cannot write it (it assumes the index in
+  ``[0, -1]``), so the port leaves it out.  A removal on one side only is an ``info`` note.
+  [_Normaliser.zero_trip_loops]
 * Commutative ops (addf, mulf, maxf, minf, addi, muli, maxi, mini, andi, ori, xori)
   compare their two operands as an unordered pair; everything else keeps order.
 * Loop-invariant code motion does not matter: an op's signature does not depend on the

@@ -520,6 +520,11 @@ class _Differ:
                 "control_flow", "info", "compiler",
                 f"removed assert ops (bounds checks, no value computed): ref {ref.n_asserts}, "
                 f"port {port.n_asserts}"))
+        if ref.n_zero_trip != port.n_zero_trip:
+            self.findings.append(Finding(
+                "control_flow", "info", "compiler",
+                f"removed zero-trip for loops (constant bounds, stop <= start: the results are "
+                f"the inits): ref {ref.n_zero_trip}, port {port.n_zero_trip}"))
         # where (not only how many) fmas were contracted: the expanded add's signature names
         # the dataflow it sits in
         rf = Counter(self.r.sig.node[n] for n in ref.fma_adds if n in self.r.sig.node)

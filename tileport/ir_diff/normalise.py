@@ -210,6 +210,7 @@ class _Side:
         self.body = self._build(entry.body, None)
         self.n_ops_before = sum(1 for _ in _iter_ops(entry.body))
         self.n_asserts = 0
+        self.n_zero_trip = 0            # ``for`` loops removed by zero_trip_loops
         self.n_fma = 0
         self.fma_adds: list = []        # the addf/subf and mulf nodes that stand for an fma
         self.assumes: list[tuple[str, _Val]] = []
@@ -319,6 +320,22 @@ def _adopt(nodes: list[_Node], parent: "_Region | None") -> list[_Node]:
     return nodes
 
 
+def _walk_nodes(nodes: list[_Node]) -> Iterator[_Node]:
+    """``nodes`` and every node in their regions, pre-order."""
+    for n in nodes:
+        yield n
+        for r in n.regions:
+            yield from _walk_nodes(r.nodes)
+
+
+def _ancestors(n: _Node) -> Iterator[_Node]:
+    """The ops whose regions hold ``n``, innermost first."""
+    r = n.parent
+    while r is not None:
+        yield r.owner
+        r = r.owner.parent
+
+
 def _remove(lists: Iterable[list[_Node]], doomed: set) -> None:
     for nodes in lists:
         nodes[:] = [n for n in nodes if n not in doomed]
@@ -338,6 +355,7 @@ class _Normaliser:
 
     def run(self) -> None:
         self.asserts()
+        self.identity_bitcasts()
         self.single_pass_loops()
         self.if_forwarding()
         self.guard_returns()      # after if_forwarding: a guard's token result is gone by then
@@ -349,6 +367,7 @@ class _Normaliser:
         self.shapes()
         self.permuted_scans()
         self.constants()          # again: ops on the splatted constants shapes() made
+        self.zero_trip_loops()    # after constants(): bounds computed from constants are folded
         self.constant_ifs()       # after constants(): a one-trip loop's index is its start by then
         self.tokens()
         self.masked_loads()
@@ -358,6 +377,18 @@ class _Normaliser:
     def asserts(self) -> None:
         doomed = {n for n in self.s.walk() if n.opname == "assert"}
         self.s.n_asserts = len(doomed)
+        _remove(self.s.all_lists(), doomed)
+
+    def identity_bitcasts(self) -> None:
+        """A ``bitcast`` to its operand's own type is its operand: it reads the same bits as the
+        same type. cutile writes one to use an int64 tile as its u64 (the same Tile IR ``i64``:
+        Unsloth's int64 label as a gather index), cuTile Python uses the value itself."""
+        doomed = set()
+        for n in self.s.walk():
+            if (n.opname == "bitcast" and len(n.operands) == 1 and len(n.results) == 1
+                    and _ws(n.operands[0].resolve().type) == _ws(n.result_types[0])):
+                n.results[0].alias = n.operands[0].resolve()
+                doomed.add(n)
         _remove(self.s.all_lists(), doomed)
 
     def single_pass_loops(self) -> None:
@@ -553,6 +584,36 @@ class _Normaliser:
         start, stop, step = _loop_bounds(n)
         if None not in (start, stop, step) and step > 0 and start < stop <= start + step:
             n.regions[0].args[0].alias = n.operands[0].resolve()
+
+    def zero_trip_loops(self) -> None:
+        """A ``for`` whose start and stop are constants (folded: program order) with stop <= start
+        (signed, or unsigned where the loop says ``unsigned``) and a positive constant step never
+        runs its body: its results are its init values and it has no effect. Tile IR's ``for``
+        (spec 8.5.4, cuda_tile.for) iterates over ``[lowerBound, upperBound)``, the first
+        iteration receives ``initValues``, each result is the last value of its carried variable,
+        and the op has an effect only if its region's ops do. cuTile Python 1.7.0 keeps such a loop
+        (``range(0)`` of a constexpr: Liger's KL-div with N_FULL_CHUNKS 0); cutile 0.5.0 cannot
+        write it (it assumes the index in ``[start, stop - 1]``), so the port leaves it out."""
+        doomed = set()
+        for n in self.s.walk():
+            if n.opname != "for" or any(p in doomed for p in _ancestors(n)):
+                continue
+            start, stop, step = _loop_bounds(n)
+            if None in (start, stop, step) or step <= 0 or stop > start:
+                continue
+            inits = n.operands[3:]
+            if len(inits) != len(n.results):
+                continue
+            for r, v in zip(n.results, inits):
+                r.alias = v.resolve()
+            doomed.add(n)
+        self.s.n_zero_trip += len(doomed)
+        # an fma of a body that never runs is no contraction of the kernel's
+        gone = {id(c) for n in doomed for r in n.regions for c in _walk_nodes(r.nodes)}
+        adds = self.s.fma_adds[0::2]
+        self.s.n_fma -= sum(1 for a in adds if id(a) in gone)
+        self.s.fma_adds = [n for n in self.s.fma_adds if id(n) not in gone]
+        _remove(self.s.all_lists(), doomed)
 
     def constant_ifs(self) -> None:
         """An ``if`` whose condition is a constant (folded: a one-trip loop's index compared with

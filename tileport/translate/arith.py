@@ -25,7 +25,9 @@ class ArithRules:
              **{n: "unary_math" for n in constructs.UNARY_MATH}, **{n: "binary_math" for n in constructs.BINARY_MATH},
              **{n: "tile_constant" for n in constructs.TILE_CREATION - {"arange"}}, "astype": "astype",
              "arange": "arange", "where": "where", "cdiv": "cdiv", "negative": "negative",
-             **{f"bitwise_{k}": "bitwise_call" for k in ("and", "or", "xor", "lshift", "rshift", "not")}}
+             **{f"bitwise_{k}": "bitwise_call" for k in ("and", "or", "xor", "lshift", "rshift", "not")},
+             **{k: "compare_call" for k in ("equal", "not_equal", "less", "less_equal", "greater",
+                                            "greater_equal")}}
 
     _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
@@ -539,18 +541,49 @@ class ArithRules:
             return self.bind(f"cmpf({le}, {re_}, predicate::{pred}, cmp_ordering::{order})", ty)
         return self.bind(f"cmpi({le}, {re_}, predicate::{pred})", ty)
 
+    CMP_CALLS = {"equal": ast.Eq, "not_equal": ast.NotEq, "less": ast.Lt, "less_equal": ast.LtE,
+                 "greater": ast.Gt, "greater_equal": ast.GtE}
+
+    def compare_call(self, node: ast.Call) -> tuple[str, Ty]:
+        """``ct.equal(x, y)`` (``not_equal``, ``less``, ``less_equal``, ``greater``,
+        ``greater_equal``): the comparison ``x == y`` (...), which is what ``Tile.__eq__`` (...)
+        calls in cuda-tile 1.7.0 (``_stub.py``: ``def __eq__(self, other): return equal(self,
+        other)``): :meth:`compare`."""
+        self.check_kwargs(node, set())
+        name = node.func.attr
+        if len(node.args) != 2:
+            self.fail(node, f"ct.{name}", "expects (x, y) positionally")
+        cmp = ast.copy_location(ast.Compare(left=node.args[0], ops=[self.CMP_CALLS[name]()],
+                                            comparators=[node.args[1]]), node)
+        return self.compare(cmp)
+
     RUST_CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
     def scalar_compare(self, node: ast.Compare, le, lt, re_, rt) -> tuple[str, Ty]:
         """A comparison of int32 scalars: a Rust ``bool`` (cutile's ``cmpi`` on 0-d tiles);
-        literals fold."""
+        of an f32 scalar with a number or another: a 0-d bool tile (``cmpf``); literals fold."""
         op = type(node.ops[0])
         if lt.kind == "lit" and rt.kind == "lit":
             v = eval(f"{lt.value!r} {self.RUST_CMP[op]} {rt.value!r}")  # noqa: S307 (two literals)
             return repr(v), Ty("lit", value=v)
+        if {lt.kind, rt.kind} - {"lit"} == {"f32"}:
+            # an f32 scalar (a run-time float parameter: Liger's GRPO `if delta != 0.0`): cuTile
+            # Python compares 0-d tiles with cmpf, unordered for `!=`; cutile's `!=` on f32
+            # scalars is always ordered (cutile-compiler-0.5.0 compile_binary_op.rs:543), so the
+            # comparison is made on 0-d tiles with the ordering written out (a 0-d bool tile,
+            # read as a bool by an `if`)
+            if lt.kind == "f32":
+                le, lt = self.bind(f"scalar_to_tile({le})", Ty("tile", "f32", ()))
+            if rt.kind == "f32":
+                re_, rt = self.bind(f"scalar_to_tile({re_})", Ty("tile", "f32", ()))
+            le, re_, dtype, shape = self.broadcast_operands(le, lt, re_, rt, node)
+            pred = constructs.COMPARISONS[op.__name__]
+            order = "Unordered" if pred == "NotEqual" else "Ordered"
+            return self.bind(f"cmpf({le}, {re_}, predicate::{pred}, cmp_ordering::{order})",
+                             Ty("tile", "bool", shape))
         if {lt.kind, rt.kind} - {"lit"} != {"i32"}:
             self.fail(node, ast.unparse(node), f"a comparison of {lt.kind}/{rt.kind} scalars is not "
-                                               f"translated (int32 only)")
+                                               f"translated (int32 or f32 only)")
         a, b = (self.scalar_as(e, t, "i32", node) for e, t in ((le, lt), (re_, rt)))
         return self.bind(f"{a} {self.RUST_CMP[op]} {b}", Ty("bool"))
 

@@ -16,18 +16,14 @@ from tileport.model import constructs, frontend
 
 from .core import COMPILE_TIME, Ty, Unsupported, Var
 
-#: a ``for`` over a range empty at compile time: cuTile Python 1.7.0 emits the zero-trip loop
-#: (``for %i in (%c0 to %c0, step %c1)``); cutile 0.5.0 writes every loop whose bounds are
-#: constants with ``assume bounded<start, end - 1>`` on its index
-#: (cutile-compiler-0.5.0 src/compiler/compile_expression.rs:2538-2541 ``Bounds::new(
-#: iterand_lower_const.start, iterand_upper_const.end - 1)``, emitted at 2557-2563 as
-#: ``assume_bounds``), here ``bounded<0, -1>``, which the Tile IR verifier refuses ("expects lower
-#: bound to be less than or equal to upper bound"); without it the IR diff would find the loop
-#: missing (a control-flow FAIL)
-EMPTY_RANGE = ("a range empty at compile time: cuTile Python keeps the zero-trip loop, but cutile 0.5.0 "
-               "assumes a constant-bounded loop's index in [start, end - 1] (cutile-compiler-0.5.0 "
-               "src/compiler/compile_expression.rs:2538-2541, emitted at 2557-2563), here [0, -1], which "
-               "the Tile IR verifier refuses ('bounded' expects lower bound <= upper bound)")
+#: a ``for`` over a range empty at compile time is left out of the port: cuTile Python 1.7.0 emits
+#: the zero-trip loop (``for %i in (%c0 to %c0, step %c1)``), which cutile 0.5.0 cannot write (it
+#: puts ``assume bounded<start, end - 1>`` on the index of every loop whose bounds are constants,
+#: cutile-compiler-0.5.0 src/compiler/compile_expression.rs:2538-2541, emitted at 2557-2563; here
+#: ``bounded<0, -1>``, which the Tile IR verifier refuses); the IR diff removes such a loop on
+#: both sides, its results being its inits (ir_diff normalise ``zero_trip_loops``).
+EMPTY_RANGE_NOTE = "range empty for this entry: the loop never runs (cuTile Python's zero-trip `for`)"
+
 
 class ControlRules:
     """Rules for statements and the launch grid (mixed into the driver's translator)."""
@@ -170,6 +166,8 @@ class ControlRules:
             pass
         elif isinstance(s, ast.Return) and s.value is None and not self.inlining:
             self.early_return(s)
+        elif isinstance(s, ast.Continue):
+            self.loop_continue(s)
         elif isinstance(s, ast.For):
             self.for_loop(s)
         elif isinstance(s, ast.While):
@@ -211,6 +209,12 @@ class ControlRules:
                 # an int32 known when cutile compiles the entry (a constexpr expression, its
                 # ``value`` marks it) changed in a loop: a plain int32 from here on
                 var.ty = ty = Ty("i32")
+            if var.ty.kind in ("f32", "i32") and ty.kind == "tile" and ty.shape == () \
+                    and ty.dtype == var.ty.kind:
+                # a 0-d tile bound to a name a Python number held (Unsloth's `loss_val = 0.0`,
+                # then `loss_val = -1.0 * x` in a branch): one Tile IR type, tile<f32>, in
+                # cuTile Python; the Rust binding keeps its scalar type (no op in the IR)
+                expr, ty = self.bind(f"tile_to_scalar({expr})", var.ty)
             if var.ty != ty:
                 self.fail(node, name, f"reassigned in a loop with type {ty.rust()} but bound "
                                       f"outside as {var.ty.rust()}")
@@ -556,6 +560,21 @@ class ControlRules:
                                    "inside a for (compile_block.rs: !ctx.inside_for)")
         self.out.emit("return;", s.lineno)
 
+    def loop_continue(self, s: ast.Continue):
+        """``continue`` in a loop body: Rust's ``continue``, which cutile 0.5.0 lowers to Tile IR's
+        ``continue`` yielding the loop's carried values (cutile-compiler-0.5.0
+        src/compiler/compile_block.rs:354-367), as cuTile Python ends the branch (Liger's TVD:
+        ``if lbl == ignore_index: ...; continue``); the loop's carried tokens take the current
+        ones first (:meth:`carry_before_exit`). Inside a run-time ``if`` cutile yields the
+        ``if``'s captured names with it (compile_expression.rs:2989-2998, the loop's carried
+        names first): a branch that assigns a Rust variable declared in the loop body would yield
+        more values than the loop carries (not checked here: rust_ir reports the Tile IR
+        verifier's error, owner ``tool``)."""
+        if not getattr(self, "loop_kinds", []) or self.inlining:
+            self.fail(s, "continue", "a continue outside a loop body of the kernel is not translated")
+        self.carry_before_exit()
+        self.out.emit("continue;", s.lineno)
+
     def static_assert(self, call: ast.Call):
         """``ct.static_assert(condition, message)``: evaluated for this entry's constexpr values
         as cuTile Python evaluates it when it compiles a variant (its constexprs are
@@ -611,9 +630,10 @@ class ControlRules:
         if all(type(b) is int for b in bounds) and (len(bounds) < 3 or bounds[2] != 0) \
                 and not range(*bounds):
             # a range empty at compile time (Liger's KL-div with N_FULL_CHUNKS 0: `for ci in
-            # range(0)`): cuTile Python keeps the zero-trip `for`, which cutile 0.5.0 cannot
-            # write: it assumes a constant-bounded loop's index in [start, end - 1]
-            self.fail(s, f"for {ast.unparse(s.target)} in {ast.unparse(it)}", EMPTY_RANGE)
+            # range(0)`): the body never runs, every name keeps its value (EMPTY_RANGE_NOTE)
+            self.out.emit(f"// for {ast.unparse(s.target)} in {ast.unparse(it)}: {EMPTY_RANGE_NOTE}",
+                          s.lineno)
+            return
         args = [self.int_expr(a) for a in it.args]
         var = self.local_prefix + self.rname(s.target.id)
         split = self.loop_split(s)
@@ -631,8 +651,8 @@ class ControlRules:
     def specialise_empty_range(self, args, bounds) -> None:
         """A ``range`` bound that is an int constexpr kept as a const generic, under which some
         variant of this entry gets an empty range: the entries are specialised on it
-        (:class:`NeedConst`), so that only the entries whose range is empty are BLOCKED
-        (:data:`EMPTY_RANGE`)."""
+        (:class:`NeedConst`), so that only the entries whose range is empty leave the loop out
+        (cutile 0.5.0 cannot write it: see :data:`EMPTY_RANGE_NOTE`)."""
         if all(type(b) is int for b in bounds):
             return
         names = [a.id if isinstance(a, ast.Name) and b is None else None for a, b in zip(args, bounds)]

@@ -249,6 +249,20 @@ class TranslatorBase:
             if self.static_branch(owner) is block and id(owner) in where:
                 hit = where[id(owner)]
                 continue
+            # the end of a run-time if's branch: the value goes on past the if only where the code
+            # after it reads the name first (the if then yields it: a use); rebound first, it is
+            # dead there; neither, the enclosing block decides (Unsloth's chunked cross-entropy:
+            # `x = SOFTCAP * tanh(..)` then `loss_val = -1.0 * x` in `if label_idx != -100`)
+            if isinstance(owner, ast.If) and (block is owner.body or block is owner.orelse) \
+                    and id(owner) in where and self.static_branch(owner) is None:
+                after, j, _ = where[id(owner)]
+                event = self.first_event(name, after[j + 1:])
+                if event == "write":
+                    return count
+                if event is None:
+                    hit = where[id(owner)]
+                    continue
+                return self.name_uses(name)
             # the end of a loop body: the value is dead where the next iteration and the code
             # after the loop rebind the name before they read it (cuTile Python's SSA: no loop
             # result, no block argument reads it; Liger's KL-div rebinds `loss` in its loop and

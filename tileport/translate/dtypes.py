@@ -43,6 +43,19 @@ _INFO = {"bool": (0, 1, False), "i8": (1, 8, True), "i16": (1, 16, True), "i32":
 _RESTRICTED = {"tf32", "f8e4m3fn", "f8e5m2", "f8e8m0fnu"}
 
 
+#: an int narrowing (``ct.astype`` of an int64 tile to int32: Liger's cross-entropy narrows its
+#: int64 target): cuTile Python 1.7.0 writes ``trunci`` without an overflow flag; cutile 0.5.0's
+#: ``trunci`` maps ``overflow::None`` to no attribute (cutile-0.5.0 src/_core.rs:2415), which its
+#: bytecode writer requires (cutile-ir-0.5.0 src/bytecode/op_writer.rs:158-160: "missing
+#: attribute 'overflow' on op TruncI"); a flag it can write (no_signed_wrap) is another op
+#: (poison on overflow), and an i64 -> i32 ``convert_tile`` is "not yet implemented"
+#: (cutile-compiler-0.5.0 src/compiler/compile_intrinsic.rs:2111)
+FLAGLESS_TRUNCI = ("narrowing {src} to {dst}: cuTile Python writes a trunci without an overflow flag, which "
+                   "cutile 0.5.0 cannot write (src/_core.rs:2415 maps overflow::None to no attribute; "
+                   "cutile-ir-0.5.0 src/bytecode/op_writer.rs:158-160 requires it: 'missing attribute "
+                   "overflow on op TruncI'; a no_signed_wrap trunci is another op)")
+
+
 class PromotionError(ValueError):
     """cuTile Python refuses to promote these dtypes implicitly."""
 
@@ -211,7 +224,8 @@ class DtypeRules:
                                                             f"is not translated")
                 return self.bind(f"exti({e})", out)
             if ws > wd:
-                return self.bind(f"trunci({e}, overflow::None)", out)
+                # cuTile Python narrows with a flagless trunci, which cutile 0.5.0 cannot write
+                self.fail(node, ast.unparse(node)[:80], FLAGLESS_TRUNCI.format(src=src, dst=dst))
             return self.bind(f"bitcast({e})", out)
         if kinds == {(0, 1)}:
             # bool -> int: cuTile Python zero-extends (exti unsigned); cutile's exti infers the

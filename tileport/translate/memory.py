@@ -744,8 +744,9 @@ class MemoryRules:
             ie, it = self.expr(e)
             if it.kind == "lit" and isinstance(it.value, int) and not isinstance(it.value, bool):
                 ie, it = f"{it.value}i32", Ty("i32")
-            if not ((it.kind == "tile" and it.dtype == "i32") or it.kind == "i32"):
-                self.fail(e, ast.unparse(e), "a gather/scatter index must be an int32 tile or scalar")
+            if not ((it.kind == "tile" and it.dtype in ("i32", "i64")) or it.kind == "i32"):
+                self.fail(e, ast.unparse(e), "a gather/scatter index must be an int32 or int64 tile or "
+                                             "an int32 scalar")
             idx.append((ie, it))
         shape: tuple = ()
         for _, it in idx:
@@ -797,9 +798,14 @@ class MemoryRules:
 
     def widened(self, e: str, ty: Ty, shape: tuple) -> str:
         """An int32 index (tile or scalar) as cutile's u64 (Tile IR ``exti`` signed to i64)
-        broadcast to ``shape``."""
+        broadcast to ``shape``; an int64 index tile (Unsloth's label ``.item()`` of an int64
+        gather), which cuTile Python uses as it is, as cutile's ``bitcast`` to u64 (the same
+        Tile IR type: the IR diff reads a bitcast to its own type as its operand)."""
         if ty.kind == "i32":
             e, ty = self.bind(f"scalar_to_tile({e})", Ty("tile", "i32", ()))
+        if ty.kind == "tile" and ty.dtype == "i64":
+            w, wty = self.bind(f"bitcast({e})", Ty("tile", "u64", ty.shape))
+            return self.as_tile(w, wty, "u64", shape, None)
         w, wty = self.bind(f"exti({e})", Ty("tile", "u64", ty.shape))
         return self.as_tile(w, wty, "u64", shape, None)
 

@@ -70,7 +70,8 @@ ACQUIRE = "acquire"
 # translation state that a dry run may read but never changes (shared, not restored)
 _STATIC_STATE = {"fn", "params", "module_functions", "uses", "module_consts", "maths", "spec",
                  "dtypes", "file", "alias", "target", "entry", "cont",
-                 "guard_tails"}       # guard_tails: AST lists, matched by identity (control.block)
+                 "guard_tails",       # guard_tails: AST lists, matched by identity (control.block)
+                 "_blocks"}           # _blocks: core.binding_uses' map of AST statements, by identity
 
 
 class TokenRules:
@@ -266,8 +267,8 @@ class TokenRules:
     def _yield_carried(self, carried: dict, before: dict | None = None):
         """At the end of a loop body or branch: the carried variables take the current tokens
         (``before``: a branch's starting tokens, which its variable holds already)."""
-        if self.out.lines and self.out.lines[-1][1] == "return;":
-            return                        # the branch returned: it yields nothing
+        if self.out.lines and self.out.lines[-1][1] in ("return;", "continue;"):
+            return                        # the branch returned or went to the next iteration: it yields nothing
         self.out.indent += 1
         for key, name in carried.items():
             cur = self.tok_map.get(key)
@@ -295,9 +296,10 @@ class TokenRules:
 
     def carry_before_exit(self):
         """Before a ``break`` in the body of the innermost loop (a ``while`` whose test touches
-        memory: :meth:`ControlRules.while_loop`): its carried token variables take the current
-        tokens, which the ``break`` yields (cuTile Python's ``break`` yields the tokens of that
-        point), and the ops after it read them from those variables."""
+        memory: :meth:`ControlRules.while_loop`) or a ``continue``: its carried token variables
+        take the current tokens, which the ``break`` / ``continue`` yields (cuTile Python's
+        ``break`` and ``continue`` yield the tokens of that point), and the ops after it read
+        them from those variables."""
         ctx = self.loop_ctx
         for key, name in (ctx.carried if ctx is not None else {}).items():
             cur = self.tok_map.get(key)

@@ -158,3 +158,19 @@ def api_nested_fma_kernel(x, y, TILE: ConstInt):
             w = t * 5.0
             acc = w - acc
     ct.scatter(y, offs, ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def api_cmp_kernel(x, y, TILE: ConstInt):
+    """The comparisons spelled as functions (Liger's cross-entropy: ct.equal(col_idx, y),
+    ct.less(col_idx, n_cols), ct.greater(block_max, cur)): a float tile with a number, an int
+    tile with a scalar and with a tile, the bool masks combined by ct.bitwise_and / _or."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    offs = ct.arange(TILE, dtype=ct.int32)
+    m = ct.bitwise_and(ct.greater(t, 0.0), ct.less(offs, 1000))
+    m = ct.bitwise_or(m, ct.equal(offs, bid))
+    m = ct.bitwise_and(m, ct.not_equal(t, 1.0))
+    m = ct.bitwise_or(m, ct.less_equal(t, -2.0))
+    m = ct.bitwise_and(m, ct.greater_equal(offs, offs * 0 + 3))
+    ct.store(y, index=(bid,), tile=ct.where(m, t, 0.0))

@@ -1,0 +1,43 @@
+"""Test operator: loop control the suites use (tests/test_loop_control.py ports each kernel with
+the real compilers): ``continue`` in a persistent loop, a ``range`` a constexpr empties.
+"""
+import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+
+
+@ct.kernel
+def continue_kernel(x, flags, y, n_tiles: ConstInt, TILE: ConstInt):
+    """A persistent loop over tiles: a tile whose flag is -1 is zeroed and skipped with
+    ``continue``; the others are doubled (the shape of Liger's TVD with an ignored label)."""
+    for i in range(ct.bid(0), n_tiles, ct.num_blocks(0)):
+        f = ct.load(flags, i, shape=())
+        if f == -1:
+            ct.store(y, index=(i,), tile=ct.zeros((TILE,), dtype=y.dtype))
+            continue
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        ct.store(y, index=(i,), tile=t * 2.0)
+
+
+@ct.kernel
+def empty_range_kernel(x, y, K: ConstInt, TILE: ConstInt):
+    """``range(K)`` with K 0 in one variant (a loop that never runs: Liger's KL-div with
+    N_FULL_CHUNKS 0), a sum of K + 1 tiles."""
+    bid = ct.bid(0)
+    acc = ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float32)
+    for k in range(K):
+        acc = acc + ct.astype(ct.load(x, index=(bid + k,), shape=(TILE,)), ct.float32)
+    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
+
+
+@ct.kernel
+def float_scalar_if_kernel(x, y, s, TILE: ConstInt):
+    """A run-time f32 scalar compared with numbers (Liger's GRPO: ``if delta != 0.0``): cuTile
+    Python's cmpf on 0-d tiles (unordered for ``!=``), an ``if`` on each."""
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float32)
+    if s != 0.0:
+        t = ct.minimum(t, ct.full((TILE,), s, dtype=ct.float32))
+    if s > 1.5:
+        t = t * 2.0
+    ct.store(y, index=(bid,), tile=ct.astype(t, y.dtype))
