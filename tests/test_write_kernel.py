@@ -1151,3 +1151,25 @@ def test_a_load_no_one_reads_is_dropped_as_cutile_python_drops_it(op_copy, tmp_p
     k.write_text(k.read_text().replace(used, used + " + gone"))
     src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
     assert "let dead" not in src and "let gone" in src, src
+
+
+def test_ieee_division_rounding_full_end_to_end(op_copy, tmp_path):
+    """ct.truediv(a, b, rounding_mode=RoundingMode.FULL) (Unsloth's act_quant: IEEE division of
+    the block max by 448 and of x by the scale) is Tile IR's `divf ... rounding<full>` on both
+    sides: cutile 0.5.0's divf has no Full mode (its bytecode writer failed, "missing attribute
+    'rounding_mode' on op DivF"), so the module declares the op with it (divf_full). IR diff PASS
+    with the real compilers; the port's IR carries rounding<full> at both divisions."""
+    from conftest import run_chain
+
+    d = op_copy("gelu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace(
+        "r = 0.5 * t * (1.0 + ct.tanh(inner))",
+        "r = ct.truediv(t, ct.truediv(ct.max(t) + 1.0, 448.0, rounding_mode=ct.RoundingMode.FULL),"
+        " rounding_mode=ct.RoundingMode.FULL) + inner"))
+    src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
+    assert src.count("= divf_full(") == 2 and "fn divf_full<" in src, src
+    diff, _, _ = run_chain(d, tmp_path, "gelu", "gelu_tanh_kernel", "f32-TILE1024")
+    assert diff["verdict"] == "PASS", diff["summary"]
+    port = (tmp_path / "p.tileir").read_text()
+    assert len(re.findall(r"divf .* rounding<full>", port)) == 2, port
