@@ -1173,3 +1173,57 @@ def test_ieee_division_rounding_full_end_to_end(op_copy, tmp_path):
     assert diff["verdict"] == "PASS", diff["summary"]
     port = (tmp_path / "p.tileir").read_text()
     assert len(re.findall(r"divf .* rounding<full>", port)) == 2, port
+
+
+FLAG_KERNEL = '''import cuda.tile as ct
+
+
+@ct.kernel
+def flag_kernel(x, y, s, flag, size, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    if flag:
+        t = t * 2.0
+    ct.store(y, index=(bid,), tile=t)
+    idx = ct.where(bid < size, bid, ct.full((), size, dtype=ct.int32))
+    ct.scatter(s, (idx,), ct.sum(t))
+'''
+
+FLAG_MANIFEST = '''op: flagop
+kernels:
+  flag_kernel:
+    arrays: {x: {ndim: 1, role: input}, y: {ndim: 1, role: output}, s: {ndim: 1, role: output}}
+    scalars: {flag: i32, size: i32}
+    bind: {flag: 1, size: "N // TILE"}
+    grid: "(cdiv(N, TILE), 1, 1)"
+    configs: [{TILE: 128}]
+dtypes: [f32]
+shape_names: [N]
+test_shapes: [[1024]]
+perf_shapes: [[1024]]
+fits: "N % TILE == 0"
+tolerance: {f32: {rtol: 1.0e-6, atol: 1.0e-6}}
+tensors:
+  x: {shape: [N], role: input}
+  y: {shape: [N], role: output}
+  s: {shape: ["N // 128"], role: output}
+'''
+
+
+def test_int_scalar_truth_and_scalar_where_end_to_end(tmp_path):
+    """`if flag:` on an int32 run-time scalar is cuTile Python's `cmpi not_equal flag, 0` and
+    an `if`; `ct.where(bid < size, bid, ct.full((), size))` selects between 0-d values on a
+    comparison of int32 scalars (FlashInfer's per_token_group_quant_8bit kernels, both BLOCKED
+    before: "the condition must be a comparison of int32 scalars" / "a bool tile"). IR diff
+    PASS with the real compilers."""
+    from conftest import run_chain
+
+    d = tmp_path / "operators" / "flagop"
+    d.mkdir(parents=True)
+    (d / "kernel.py").write_text(FLAG_KERNEL)
+    (d / "manifest.yaml").write_text(FLAG_MANIFEST)
+    src, _ = translate.translate_kernel(d, "flag_kernel")
+    assert re.search(r"= flag != 0i32;", src) and "select(" in src, src
+    diff, _, _ = run_chain(d, tmp_path, "flagop", "flag_kernel", "f32-TILE128")
+    assert diff["verdict"] == "PASS", diff["summary"]
+    assert "cmpi not_equal" in (tmp_path / "p.tileir").read_text()

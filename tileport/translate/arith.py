@@ -581,6 +581,10 @@ class ArithRules:
         ce, cty = self.expr(node.args[0])
         xe, xt = self.expr(node.args[1])
         ye, yt = self.expr(node.args[2])
+        if cty.kind == "bool":
+            # a comparison of int32 scalars (FlashInfer's `ct.where(idx < size, idx, oob)`):
+            # cuTile Python's cmpi of two 0-d tiles, the same Tile IR value as a 0-d bool tile
+            ce, cty = self.bind(f"scalar_to_tile({ce})", Ty("tile", "bool", ()))
         if cty.kind != "tile" or cty.dtype != "bool":
             self.fail(node, "ct.where", "the condition must be a bool tile (a comparison)")
         if xt.kind == yt.kind == "lit":

@@ -392,6 +392,10 @@ class ControlRules:
         c, cty = self.expr(test)
         if cty.kind == "tile" and cty.shape == () and cty.dtype == "bool":
             return self.bind(f"tile_to_scalar({c})", Ty("bool"))
+        if cty.kind == "i32":
+            # an int32 scalar's truth (`if scale_ue8m0:`, FlashInfer's per-token-group quant):
+            # cuTile Python compares it with 0, `cmpi not_equal %x, 0 signed`
+            return self.bind(f"{c} != 0i32", Ty("bool"))
         return c, cty
 
     def branch(self, stmts):
