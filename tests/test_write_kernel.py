@@ -1227,3 +1227,25 @@ def test_int_scalar_truth_and_scalar_where_end_to_end(tmp_path):
     diff, _, _ = run_chain(d, tmp_path, "flagop", "flag_kernel", "f32-TILE128")
     assert diff["verdict"] == "PASS", diff["summary"]
     assert "cmpi not_equal" in (tmp_path / "p.tileir").read_text()
+
+
+def test_while_on_a_run_time_and_end_to_end(op_copy, tmp_path):
+    """`while a and b:` on run-time int32 comparisons (FlashInfer's ragged block-scaled BMM walks
+    an expert's tiles with `while tile_idx >= end and tile_idx < end + tiles:`) is cuTile
+    Python's `loop` whose iteration first computes the short-circuit `and` (an `if` yielding
+    the i1) and breaks when it fails; it was BLOCKED ("the condition must be a comparison of
+    int32 scalars"). IR diff PASS with the real compilers."""
+    from conftest import run_chain
+
+    d = op_copy("gelu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace(
+        "    r = 0.5 * t * (1.0 + ct.tanh(inner))",
+        "    k = 0\n    while k < bid and k < 4:\n        inner = inner + inner\n        k += 1\n"
+        "    r = 0.5 * t * (1.0 + ct.tanh(inner))"))
+    src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
+    assert "loop {" in src and "break;" in src, src
+    diff, _, _ = run_chain(d, tmp_path, "gelu", "gelu_tanh_kernel", "f32-TILE1024")
+    assert diff["verdict"] == "PASS", diff["summary"]
+    port = (tmp_path / "p.tileir").read_text()
+    assert "loop iter_values" in port and "break" in port, port

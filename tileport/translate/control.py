@@ -415,7 +415,10 @@ class ControlRules:
         iteration: ``loop { <test>; if c {} else { break; } <body> }`` (:meth:`exit_test`)."""
         if s.orelse:
             self.fail(s, "while ... else", "a while loop's else is not translated")
-        if self.touches_memory(s.test):
+        if self.touches_memory(s.test) or (isinstance(s.test, ast.BoolOp) and self.split_test(s.test) is None):
+            # (also a run-time `a and b`: cuTile Python short-circuits it into an `if` yielding
+            # the bool, at the top of each iteration -- FlashInfer's ragged block-scaled BMM,
+            # `while tile_idx >= end and tile_idx < end + tiles:`; :meth:`bool_chain`)
             def looped():
                 self.__dict__.setdefault("cont", []).append(("loop", s.body))
                 try:
