@@ -1249,3 +1249,54 @@ def test_while_on_a_run_time_and_end_to_end(op_copy, tmp_path):
     assert diff["verdict"] == "PASS", diff["summary"]
     port = (tmp_path / "p.tileir").read_text()
     assert "loop iter_values" in port and "break" in port, port
+
+
+ANN_KERNEL = '''import cuda.tile as ct
+
+
+def _half_load(x, bid, n):
+    return ct.load(x, index=bid, shape=n, padding_mode=ct.PaddingMode.ZERO)
+
+
+@ct.kernel
+def ann_kernel(x, y, TILE: ct.Constant[int]):
+    HALF: ct.Constant[int] = TILE // 2
+    bid = ct.bid(0)
+    t = _half_load(x, bid, HALF)
+    ct.store(y, index=bid, tile=t * 2.0)
+'''
+
+ANN_MANIFEST = '''op: annop
+kernels:
+  ann_kernel:
+    arrays: {x: {ndim: 1, role: input}, y: {ndim: 1, role: output}}
+    grid: "(cdiv(N, TILE // 2), 1, 1)"
+    configs: [{TILE: 256}]
+dtypes: [f32]
+shape_names: [N]
+test_shapes: [[1000]]
+perf_shapes: [[1000]]
+fits: "True"
+tolerance: {f32: {rtol: 1.0e-6, atol: 1.0e-6}}
+tensors:
+  x: {shape: [N], role: input}
+  y: {shape: [N], role: output}
+'''
+
+
+def test_annotated_constexpr_local_and_a_one_entry_shape_through_a_helper(tmp_path):
+    """`HALF: ct.Constant[int] = TILE // 2` is `HALF = TILE // 2` (cuTile Python ignores a
+    local's annotation), a helper's `ct.load(x, index=bid, shape=n)` takes a 1-D shape not
+    written as a tuple, and `n` bound to arithmetic on a constexpr specialises the entries on
+    that constexpr (FlashInfer's rope_quantize_fp8, BLOCKED before on each). IR diff PASS with
+    the real compilers."""
+    from conftest import run_chain
+
+    d = tmp_path / "operators" / "annop"
+    d.mkdir(parents=True)
+    (d / "kernel.py").write_text(ANN_KERNEL)
+    (d / "manifest.yaml").write_text(ANN_MANIFEST)
+    src, _ = translate.translate_kernel(d, "ann_kernel")
+    assert "{[128]}" in src, src
+    diff, _, _ = run_chain(d, tmp_path, "annop", "ann_kernel", "f32-TILE256")
+    assert diff["verdict"] == "PASS", diff["summary"]
