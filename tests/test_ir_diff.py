@@ -1126,3 +1126,72 @@ def test_a_bitcast_to_its_own_type_is_its_operand():
                            "  %f = bitcast %idx0 : tile<i32> -> tile<f32>\n"
                            "  %idx = bitcast %f : tile<f32> -> tile<i32>")
     assert diff_ir(ref, other).verdict == "FAIL"
+
+
+NESTED_IF_REF_IR = """\
+entry @k(%arg0: tile<ptr<f32>>, %arg1: tile<i32>) {
+  %0 = make_token : token
+  %tv = make_tensor_view %arg0, shape = [%arg1], strides = [1] : tile<i32> -> tensor_view<?xf32, strides=[1]>
+  %bx, %by, %bz = get_tile_block_id : tile<i32>
+  %c0 = constant <i32: 0> : tile<i32>
+  %c = cmpi greater_than %bx, %c0, signed : tile<i32> -> tile<i1>
+  %d = cmpi less_than %bx, %arg1, signed : tile<i32> -> tile<i1>
+  %r = if %c -> (tile<i32>) {
+    %r2 = if %d -> (tile<i32>) {
+      %s = addi %bx, %bx : tile<i32>
+      yield %s : tile<i32>
+    } else {
+      yield %bx : tile<i32>
+    }
+    yield %r2 : tile<i32>
+  } else {
+    yield %bx : tile<i32>
+  }
+  %idx = addi %r, %arg1 : tile<i32>
+  %cst = constant <f32: 1.000000e+00> : tile<16xf32>
+  %pv = make_partition_view %tv : partition_view<tile=(16), tensor_view<?xf32, strides=[1]>>
+  %st = store_view_tko weak %cst, %pv[%idx] token = %0 : tile<16xf32>, partition_view<tile=(16), tensor_view<?xf32, strides=[1]>>, tile<i32> -> token
+  return
+}
+"""
+
+# cutile 0.5.0 inside a loop: every `if` carries the enclosing loop's carried values too (here
+# %arg1 stands for one), the outer if yielding the inner if's pass-through result
+NESTED_IF_PORT_IR = NESTED_IF_REF_IR.replace("""\
+  %r = if %c -> (tile<i32>) {
+    %r2 = if %d -> (tile<i32>) {
+      %s = addi %bx, %bx : tile<i32>
+      yield %s : tile<i32>
+    } else {
+      yield %bx : tile<i32>
+    }
+    yield %r2 : tile<i32>
+  } else {
+    yield %bx : tile<i32>
+  }
+  %idx = addi %r, %arg1 : tile<i32>""", """\
+  %r:2 = if %c -> (tile<i32>, tile<i32>) {
+    %r2:2 = if %d -> (tile<i32>, tile<i32>) {
+      %s = addi %bx, %bx : tile<i32>
+      yield %s, %arg1 : tile<i32>, tile<i32>
+    } else {
+      yield %bx, %arg1 : tile<i32>, tile<i32>
+    }
+    yield %r2#0, %r2#1 : tile<i32>, tile<i32>
+  } else {
+    yield %bx, %arg1 : tile<i32>, tile<i32>
+  }
+  %idx = addi %r#0, %r#1 : tile<i32>""")
+
+
+def test_a_nested_ifs_pass_through_result_is_forwarded_through_the_outer_if():
+    """An ``if`` result every branch yields as the same value is that value, innermost ``if``
+    first: the outer ``if`` that yields a nested one's pass-through result passes it through too
+    (_Normaliser.if_forwarding; cutile 0.5.0 carries every loop-carried variable through an
+    ``if`` in a loop, Unsloth's grouped GEMM walks its experts so). A branch that yields
+    another value is no pass-through and is caught."""
+    assert NESTED_IF_PORT_IR != NESTED_IF_REF_IR
+    assert_pass(diff_ir(NESTED_IF_REF_IR, NESTED_IF_PORT_IR))
+    mutant = NESTED_IF_PORT_IR.replace("    } else {\n      yield %bx, %arg1", "    } else {\n      yield %bx, %bx", 1)
+    assert mutant != NESTED_IF_PORT_IR
+    assert diff_ir(NESTED_IF_REF_IR, mutant).verdict == "FAIL"

@@ -1275,3 +1275,152 @@ def test_an_int64_gather_index_is_used_as_it_is(op_copy):
     d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
     src, _ = translate.translate_kernel(d, "relu_kernel")
     assert re.search(r"Tile<u64, \{\[TILE\]\}> = bitcast\(", src), src
+
+
+def test_ieee_division_rounding_full_end_to_end(op_copy, tmp_path):
+    """ct.truediv(a, b, rounding_mode=RoundingMode.FULL) (Unsloth's act_quant: IEEE division of
+    the block max by 448 and of x by the scale) is Tile IR's `divf ... rounding<full>` on both
+    sides: cutile 0.5.0's divf has no Full mode (its bytecode writer failed, "missing attribute
+    'rounding_mode' on op DivF"), so the module declares the op with it (divf_full). IR diff PASS
+    with the real compilers; the port's IR carries rounding<full> at both divisions."""
+    from conftest import run_chain
+
+    d = op_copy("gelu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace(
+        "r = 0.5 * t * (1.0 + ct.tanh(inner))",
+        "r = ct.truediv(t, ct.truediv(ct.max(t) + 1.0, 448.0, rounding_mode=ct.RoundingMode.FULL),"
+        " rounding_mode=ct.RoundingMode.FULL) + inner"))
+    src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
+    assert src.count("= divf_full(") == 2 and "fn divf_full<" in src, src
+    diff, _, _ = run_chain(d, tmp_path, "gelu", "gelu_tanh_kernel", "f32-TILE1024")
+    assert diff["verdict"] == "PASS", diff["summary"]
+    port = (tmp_path / "p.tileir").read_text()
+    assert len(re.findall(r"divf .* rounding<full>", port)) == 2, port
+
+
+FLAG_KERNEL = '''import cuda.tile as ct
+
+
+@ct.kernel
+def flag_kernel(x, y, s, flag, size, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    if flag:
+        t = t * 2.0
+    ct.store(y, index=(bid,), tile=t)
+    idx = ct.where(bid < size, bid, ct.full((), size, dtype=ct.int32))
+    ct.scatter(s, (idx,), ct.sum(t))
+'''
+
+FLAG_MANIFEST = '''op: flagop
+kernels:
+  flag_kernel:
+    arrays: {x: {ndim: 1, role: input}, y: {ndim: 1, role: output}, s: {ndim: 1, role: output}}
+    scalars: {flag: i32, size: i32}
+    bind: {flag: 1, size: "N // TILE"}
+    grid: "(cdiv(N, TILE), 1, 1)"
+    configs: [{TILE: 128}]
+dtypes: [f32]
+shape_names: [N]
+test_shapes: [[1024]]
+perf_shapes: [[1024]]
+fits: "N % TILE == 0"
+tolerance: {f32: {rtol: 1.0e-6, atol: 1.0e-6}}
+tensors:
+  x: {shape: [N], role: input}
+  y: {shape: [N], role: output}
+  s: {shape: ["N // 128"], role: output}
+'''
+
+
+def test_int_scalar_truth_and_scalar_where_end_to_end(tmp_path):
+    """`if flag:` on an int32 run-time scalar is cuTile Python's `cmpi not_equal flag, 0` and
+    an `if`; `ct.where(bid < size, bid, ct.full((), size))` selects between 0-d values on a
+    comparison of int32 scalars (FlashInfer's per_token_group_quant_8bit kernels, both BLOCKED
+    before: "the condition must be a comparison of int32 scalars" / "a bool tile"). IR diff
+    PASS with the real compilers."""
+    from conftest import run_chain
+
+    d = tmp_path / "operators" / "flagop"
+    d.mkdir(parents=True)
+    (d / "kernel.py").write_text(FLAG_KERNEL)
+    (d / "manifest.yaml").write_text(FLAG_MANIFEST)
+    src, _ = translate.translate_kernel(d, "flag_kernel")
+    assert re.search(r"= flag != 0i32;", src) and "select(" in src, src
+    diff, _, _ = run_chain(d, tmp_path, "flagop", "flag_kernel", "f32-TILE128")
+    assert diff["verdict"] == "PASS", diff["summary"]
+    assert "cmpi not_equal" in (tmp_path / "p.tileir").read_text()
+
+
+def test_while_on_a_run_time_and_end_to_end(op_copy, tmp_path):
+    """`while a and b:` on run-time int32 comparisons (FlashInfer's ragged block-scaled BMM walks
+    an expert's tiles with `while tile_idx >= end and tile_idx < end + tiles:`) is cuTile
+    Python's `loop` whose iteration first computes the short-circuit `and` (an `if` yielding
+    the i1) and breaks when it fails; it was BLOCKED ("the condition must be a comparison of
+    int32 scalars"). IR diff PASS with the real compilers."""
+    from conftest import run_chain
+
+    d = op_copy("gelu")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace(
+        "    r = 0.5 * t * (1.0 + ct.tanh(inner))",
+        "    k = 0\n    while k < bid and k < 4:\n        inner = inner + inner\n        k += 1\n"
+        "    r = 0.5 * t * (1.0 + ct.tanh(inner))"))
+    src, _ = translate.translate_kernel(d, "gelu_tanh_kernel")
+    assert "loop {" in src and "break;" in src, src
+    diff, _, _ = run_chain(d, tmp_path, "gelu", "gelu_tanh_kernel", "f32-TILE1024")
+    assert diff["verdict"] == "PASS", diff["summary"]
+    port = (tmp_path / "p.tileir").read_text()
+    assert "loop iter_values" in port and "break" in port, port
+
+
+ANN_KERNEL = '''import cuda.tile as ct
+
+
+def _half_load(x, bid, n):
+    return ct.load(x, index=bid, shape=n, padding_mode=ct.PaddingMode.ZERO)
+
+
+@ct.kernel
+def ann_kernel(x, y, TILE: ct.Constant[int]):
+    HALF: ct.Constant[int] = TILE // 2
+    bid = ct.bid(0)
+    t = _half_load(x, bid, HALF)
+    ct.store(y, index=bid, tile=t * 2.0)
+'''
+
+ANN_MANIFEST = '''op: annop
+kernels:
+  ann_kernel:
+    arrays: {x: {ndim: 1, role: input}, y: {ndim: 1, role: output}}
+    grid: "(cdiv(N, TILE // 2), 1, 1)"
+    configs: [{TILE: 256}]
+dtypes: [f32]
+shape_names: [N]
+test_shapes: [[1000]]
+perf_shapes: [[1000]]
+fits: "True"
+tolerance: {f32: {rtol: 1.0e-6, atol: 1.0e-6}}
+tensors:
+  x: {shape: [N], role: input}
+  y: {shape: [N], role: output}
+'''
+
+
+def test_annotated_constexpr_local_and_a_one_entry_shape_through_a_helper(tmp_path):
+    """`HALF: ct.Constant[int] = TILE // 2` is `HALF = TILE // 2` (cuTile Python ignores a
+    local's annotation), a helper's `ct.load(x, index=bid, shape=n)` takes a 1-D shape not
+    written as a tuple, and `n` bound to arithmetic on a constexpr specialises the entries on
+    that constexpr (FlashInfer's rope_quantize_fp8, BLOCKED before on each). IR diff PASS with
+    the real compilers."""
+    from conftest import run_chain
+
+    d = tmp_path / "operators" / "annop"
+    d.mkdir(parents=True)
+    (d / "kernel.py").write_text(ANN_KERNEL)
+    (d / "manifest.yaml").write_text(ANN_MANIFEST)
+    src, _ = translate.translate_kernel(d, "ann_kernel")
+    assert "{[128]}" in src, src
+    diff, _, _ = run_chain(d, tmp_path, "annop", "ann_kernel", "f32-TILE256")
+    assert diff["verdict"] == "PASS", diff["summary"]

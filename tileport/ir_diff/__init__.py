@@ -62,7 +62,9 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   ``if c { A } else { B; rest }``: a guard clause as cuTile Python writes it and as the port
   does (``rest`` runs only where ``c`` is false).  [_Normaliser.guard_returns]
 * An ``if`` result that every branch going on past the ``if`` yields as the same value is that
-  value (a branch ending in ``return`` yields nothing); an empty ``yield`` is a branch's
+  value (a branch ending in ``return`` yields nothing), innermost ``if`` first so an outer
+  branch yielding a nested ``if``'s forwarded result forwards it too (cutile carries every
+  loop-carried value through an ``if`` in a loop); an empty ``yield`` is a branch's
   implicit end.  [_Normaliser.if_forwarding]  An ``if`` whose branch returns is an effect.
 * ``join_tokens`` is an unordered set; ``make_token`` operands of a join are dropped
   (a fresh token carries no ordering) and a join of one token is that token; a memory op's

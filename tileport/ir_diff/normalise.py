@@ -456,8 +456,12 @@ class _Normaliser:
         """An ``if`` result that every branch going on past the ``if`` yields as the same value
         is that value (a branch that ends in ``return`` yields nothing); a ``yield`` of nothing
         is the implicit end of a branch. (cuTile Python's ``if`` with an early ``return`` yields
-        the untouched memory token from its other branch; the port does not carry it.)"""
-        for n in self.s.walk():
+        the untouched memory token from its other branch; the port does not carry it.)
+        Innermost ``if`` first: an outer branch that yields a nested ``if``'s forwarded result
+        yields that value too (cutile 0.5.0 carries every loop-carried variable through an ``if``
+        in a loop, cutile-compiler compile_expression.rs:2985-2994, where cuTile Python yields
+        only what the branches assign: Unsloth's grouped GEMM, nested ifs in an expert walk)."""
+        for n in reversed(list(self.s.walk())):
             if n.opname != "if" or not n.results:
                 continue
             yields = [r.nodes[-1] if r.nodes and r.nodes[-1].opname == "yield" else None

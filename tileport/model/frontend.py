@@ -37,6 +37,19 @@ class AnalysisError(ValueError):
         self.owner = owner
 
 
+def plain_annotated_assignments(tree: ast.Module) -> ast.Module:
+    """``name: T = value`` read as ``name = value`` and a bare ``name: T`` as nothing, in place,
+    line numbers kept: cuTile Python 1.7.0 ignores the annotation of a local
+    (cuda/tile/_passes/ast2hir.py ``_ann_assign_stmt``), so ``HALF_DIM: ConstInt = ROPE_DIM // 2``
+    (FlashInfer's rope_quantize_fp8) is the constexpr arithmetic it assigns. Returns ``tree``."""
+    class _Plain(ast.NodeTransformer):
+        def visit_AnnAssign(self, node: ast.AnnAssign):
+            if node.value is None:
+                return ast.copy_location(ast.Pass(), node)
+            return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
+    return ast.fix_missing_locations(_Plain().visit(tree))
+
+
 def tile_alias(tree: ast.Module) -> str:
     """The local name ``cuda.tile`` is imported as: ``ct`` for ``import cuda.tile as ct`` or
     ``from cuda import tile as ct``.
@@ -362,7 +375,7 @@ def load(op_dir: str | Path) -> OperatorModel:
     # torch.int32 / cp.float32 in a kernel body: read as cuTile compiles them (ct.int32, ...)
     src, _ = torch_uses.plain_kernel_text(src)
     try:
-        tree = ast.parse(src, filename=str(kpath))
+        tree = plain_annotated_assignments(ast.parse(src, filename=str(kpath)))
     except SyntaxError as exc:
         raise AnalysisError(f"{kpath}:{exc.lineno or 1}: syntax error: {exc.msg}") from None
     except ValueError as exc:          # e.g. NUL bytes in the source

@@ -17,6 +17,19 @@ from tileport.model import constructs
 from .core import CONSTEXPR, DTYPE_KEY, JIT_INT, Ty
 from .dtypes import is_int_cast, loose_dtype, promote
 
+# a module-level declaration of Tile IR's divf with rounding mode full (IEEE division), which
+# cutile 0.5.0's own divf cannot write (see ArithRules.binop)
+DIVF_FULL_HELPER = """    /// Tile IR's divf with rounding mode full (IEEE-compliant division), as cuTile Python
+    /// writes ct.truediv(..., rounding_mode=RoundingMode.FULL). cutile 0.5.0's divf maps the
+    /// modes nearest_even, positive_inf, negative_inf, zero and approx only.
+    #[cuda_tile::op(name = "cuda_tile.divf", since = "V13_2", params = ["lhs", "rhs"], static_params = ["rounding={Full: rounding_mode=#cuda_tile.rounding<full>}", "ftz={Enabled: flush_to_zero=unit}"])]
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn divf_full<E: ElementType, const S: [i32; N], R: rounding::Mode, F: ftz::Mode>(lhs: Tile<E, S>, rhs: Tile<E, S>, rounding: R, ftz: F) -> Tile<E, S> {
+        unreachable!()
+    }
+
+"""  # noqa: E501 (Rust emitted verbatim: the op attribute is one line)
+
 
 class ArithRules:
     """Rules for arithmetic, math, casts and constants (mixed into the driver's translator)."""
@@ -115,7 +128,15 @@ class ArithRules:
             if not is_float:
                 self.fail(node, ast.unparse(node), "rounding/flush-to-zero options need float tiles")
             fn = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}[op]
-            out = self.bind(f"{fn}({le}, {re_}, rounding::{flags[0]}, ftz::{flags[1]})", ty)
+            if op == "/" and flags[0] == "Full":
+                # IEEE division (Unsloth's act_quant: ct.truediv(..., rounding_mode=RMd.FULL)):
+                # cutile 0.5.0's divf has no Full mode (src/_core.rs:2639 maps five modes, not
+                # full: its bytecode writer then fails, "missing attribute 'rounding_mode' on op
+                # DivF"); the module declares Tile IR's divf with that mode (DIVF_FULL_HELPER)
+                self.need_divf_full = True
+                out = self.bind(f"divf_full({le}, {re_}, rounding::Full, ftz::{flags[1]})", ty)
+            else:
+                out = self.bind(f"{fn}({le}, {re_}, rounding::{flags[0]}, ftz::{flags[1]})", ty)
         if op == "*" and is_float:
             # (lhs, rhs, its line, reads of the Python binding it gets (None: a temporary), flags)
             self.muls[out[0]] = (le, re_, len(self.out.lines) - 1, None, eff)
@@ -598,6 +619,10 @@ class ArithRules:
         ce, cty = self.expr(node.args[0])
         xe, xt = self.expr(node.args[1])
         ye, yt = self.expr(node.args[2])
+        if cty.kind == "bool":
+            # a comparison of int32 scalars (FlashInfer's `ct.where(idx < size, idx, oob)`):
+            # cuTile Python's cmpi of two 0-d tiles, the same Tile IR value as a 0-d bool tile
+            ce, cty = self.bind(f"scalar_to_tile({ce})", Ty("tile", "bool", ()))
         if cty.kind != "tile" or cty.dtype != "bool":
             self.fail(node, "ct.where", "the condition must be a bool tile (a comparison)")
         if xt.kind == yt.kind == "lit":

@@ -407,6 +407,10 @@ class ControlRules:
         c, cty = self.expr(test)
         if cty.kind == "tile" and cty.shape == () and cty.dtype == "bool":
             return self.bind(f"tile_to_scalar({c})", Ty("bool"))
+        if cty.kind == "i32":
+            # an int32 scalar's truth (`if scale_ue8m0:`, FlashInfer's per-token-group quant):
+            # cuTile Python compares it with 0, `cmpi not_equal %x, 0 signed`
+            return self.bind(f"{c} != 0i32", Ty("bool"))
         return c, cty
 
     def branch(self, stmts):
@@ -426,7 +430,10 @@ class ControlRules:
         iteration: ``loop { <test>; if c {} else { break; } <body> }`` (:meth:`exit_test`)."""
         if s.orelse:
             self.fail(s, "while ... else", "a while loop's else is not translated")
-        if self.touches_memory(s.test):
+        if self.touches_memory(s.test) or (isinstance(s.test, ast.BoolOp) and self.split_test(s.test) is None):
+            # (also a run-time `a and b`: cuTile Python short-circuits it into an `if` yielding
+            # the bool, at the top of each iteration -- FlashInfer's ragged block-scaled BMM,
+            # `while tile_idx >= end and tile_idx < end + tiles:`; :meth:`bool_chain`)
             def looped():
                 self.__dict__.setdefault("cont", []).append(("loop", s.body))
                 try:

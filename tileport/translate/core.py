@@ -135,6 +135,7 @@ class TranslatorBase:
         self.need_dtype = False              # set by a rule that needs E's concrete type
         self.need_strides = False            # the module needs memory.STRIDES_HELPER
         self.need_padded_gather = False      # the module needs memory.PADDED_GATHER_HELPER
+        self.need_divf_full = False          # the module needs arith.DIVF_FULL_HELPER
         # module-level Python functions a kernel may call (inlined: ControlRules.inline_call)
         self.module_functions = {n.name: n for n in (module.body if module else ())
                                  if isinstance(n, ast.FunctionDef) and n is not fn

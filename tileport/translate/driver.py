@@ -9,7 +9,7 @@ from pathlib import Path
 from tileport.model import constructs, frontend, manifest
 
 from . import memory
-from .arith import ArithRules
+from .arith import DIVF_FULL_HELPER, ArithRules
 from .control import ControlRules
 from .core import CONSTEXPR, DTYPE_KEY, NeedConst, NeedDtype, TranslatorBase, Ty, Unsupported, Var, module_constants
 from .dtypes import RUST_ELEMENT, DtypeRules
@@ -387,7 +387,8 @@ def translate_model(model: frontend.OperatorModel, kernel: str, target: str = "s
                 raise
             keys = [p["name"] for p in kinfo["params"] if p["name"] in {*keys, exc.name}]
     header = (MODULE_HEADER.format(src=display_path(kfile)) + (STRIDES_HELPER if "strides" in needs else "")
-              + (PADDED_GATHER_HELPER if "padded_gather" in needs else ""))
+              + (PADDED_GATHER_HELPER if "padded_gather" in needs else "")
+              + (DIVF_FULL_HELPER if "divf_full" in needs else ""))
     parts, smap = [header], []
     line = header.count("\n")
     for body, bmap in bodies:
@@ -402,7 +403,8 @@ def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, 
     """One entry per distinct combination of the ``keys`` constexprs' values over the kernel's
     variants, generic over E first, split per dtype when a rule needs E's concrete type.
     Returns (bodies with their source maps, {variant id: entry}, the module-level helpers the
-    module needs: "strides" (memory.STRIDES_HELPER), "padded_gather" (memory.PADDED_GATHER_HELPER)).
+    module needs: "strides" (memory.STRIDES_HELPER), "padded_gather" (memory.PADDED_GATHER_HELPER),
+    "divf_full" (arith.DIVF_FULL_HELPER)).
     Raises :class:`NeedConst` for a constexpr that must join ``keys``.
     ``kvariants``: the kernel's own variants."""
     # the compiler hints the launch code sets (manifest compiler_hints: kernel.replace_hints in
@@ -448,6 +450,7 @@ def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, 
             need_dtype |= tr.need_dtype
             needs |= {"strides"} if tr.need_strides else set()
             needs |= {"padded_gather"} if tr.need_padded_gather else set()
+            needs |= {"divf_full"} if tr.need_divf_full else set()
             entries.update({vid: name for vid in vids})
         if not need_dtype:
             break

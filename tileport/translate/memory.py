@@ -23,7 +23,7 @@ import re
 from tileport.core import floats
 from tileport.model import constructs, frontend
 
-from .core import CONSTEXPR, DTYPE_KEY, Member, NeedConst, Ty, Unsupported, Var
+from .core import CONSTEXPR, DTYPE_KEY, JIT_INT, Member, NeedConst, Ty, Unsupported, Var
 
 # a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
 STRIDES_HELPER = """    /// The element strides of a tensor, from its type metadata (cutile 0.5.0 keeps them there
@@ -100,11 +100,13 @@ class MemoryRules:
 
     def shape_of(self, node) -> tuple:
         """A tile shape: each entry an int literal, a constexpr (its const generic) or
-        arithmetic on those (evaluated: its constexprs are specialised per entry)."""
-        if not isinstance(node, ast.Tuple):
-            self.fail(node, ast.unparse(node), "tile shape must be a tuple literal")
+        arithmetic on those (evaluated: its constexprs are specialised per entry); a single
+        entry not in a tuple is a 1-D shape, as cuTile Python 1.7.0 takes ``shape=TILE``
+        (FlashInfer's rope_quantize_fp8 loads ``shape=TOKENS_PER_BLOCK``)."""
+        if isinstance(node, (ast.List, ast.Starred, ast.GeneratorExp, ast.ListComp)):
+            self.fail(node, ast.unparse(node), "tile shape must be a tuple literal or one entry")
         dims = []
-        for e in node.elts:
+        for e in node.elts if isinstance(node, ast.Tuple) else [node]:
             if isinstance(e, ast.Name) and any(p["name"] == e.id and p["kind"] == "constexpr"
                                                and e.id not in self.spec for p in self.params):
                 dims.append(self.rname(e.id))
@@ -134,6 +136,13 @@ class MemoryRules:
         if ty.kind == "i32" and isinstance(ty.value, str) and ty.value.startswith(CONSTEXPR + ":"):
             raise NeedConst(self.file, getattr(node, "lineno", self.line), ty.value.split(":", 1)[1],
                             "a compile-time int read through a helper's parameter")
+        if ty.kind == "i32" and isinstance(ty.value, str) and ty.value.startswith(JIT_INT + ":"):
+            # arithmetic on int constexprs kept generic (`HALF_DIM = ROPE_DIM // 2` handed to a
+            # helper that shapes a tile with it): specialise the entries on those constexprs
+            for name in ty.value.split(":", 1)[1].split(","):
+                if name and name not in self.spec:
+                    raise NeedConst(self.file, getattr(node, "lineno", self.line), name,
+                                    "a compile-time int computed from constexprs shapes a tile")
 
     def index_elems(self, node, ndim: int) -> list[str]:
         """The Rust int32 expressions of a tile index (one per array axis)."""

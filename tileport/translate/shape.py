@@ -253,6 +253,11 @@ class ShapeRules:
             # a Python scalar takes the tile's element type (cuTile Python's weak scalars)
             if dtype in ("E", "f16", "bf16"):
                 return self.constant_tile(ty.value, dtype, shape, node)[0]
+            if dtype in ("f8e4m3fn", "f8e5m2"):
+                # an fp8 tile takes a Python number as cuTile Python does (padding_value=0 of
+                # Unsloth's weight_dequant): constant_tile writes +0 as the type's ZERO and
+                # refuses any other value (cutile 0.5.0 has no fp8 literal)
+                return self.constant_tile(ty.value, dtype, shape, node)[0]
             if dtype == "f32" and not math.isfinite(ty.value):
                 return self.f32_constant(ty.value, shape)[0]       # inf / NaN: a constant tile
             if dtype == "f32":
