@@ -14,7 +14,7 @@ import ast
 
 from tileport.model import constructs, frontend
 
-from .core import COMPILE_TIME, Ty, Unsupported, Var
+from .core import COMPILE_TIME, INDEX_TUPLE, Ty, Unsupported, Var
 
 #: a ``for`` over a range empty at compile time: cuTile Python 1.7.0 emits the zero-trip loop
 #: (``for %i in (%c0 to %c0, step %c1)``); cutile 0.5.0 writes every loop whose bounds are
@@ -144,6 +144,9 @@ class ControlRules:
                                                                    "`a, b = x, y` assignments")
             if self.is_dead_load(s):
                 return          # cuTile Python's dead code elimination drops it: so does the port
+            if isinstance(s.value, ast.Tuple):
+                self.index_tuple_assign(s.targets[0].id, s.value)
+                return
             self.assign(s.targets[0].id, s.value, s)
         elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
             self.assign(s.target.id, ast.BinOp(left=ast.Name(s.target.id, ast.Load()), op=s.op,
@@ -181,6 +184,16 @@ class ControlRules:
         else:
             self.fail(s, type(s).__name__.lower() + ": " + ast.unparse(s).splitlines()[0][:60],
                       "statement not translated")
+
+    def index_tuple_assign(self, name: str, value: ast.Tuple) -> None:
+        """``idx = (b, base + offs, s)``: a tuple of index values bound to a name, then passed
+        as a ``ct.gather`` / ``ct.scatter`` index (FlashInfer's decode kernels). Each element is
+        translated here, where Python evaluates it (cuTile Python builds a tuple value of the
+        element values at this point); the name is a compile-time alias for that tuple
+        (:data:`INDEX_TUPLE`) that the gather/scatter rule reads element by element. Any other
+        use of the name is refused (:meth:`expr`)."""
+        elems = tuple(self.expr(e) for e in value.elts)
+        self.scopes[-1][name] = Var("", Ty(INDEX_TUPLE, value=elems), None, len(self.scopes) - 1, alias=True)
 
     def assign(self, name: str, value, node, computed: tuple | None = None):
         """``name = value`` (``computed``: the value's (Rust expression, type) already made). A

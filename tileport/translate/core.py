@@ -41,6 +41,9 @@ class NeedConst(Unsupported):
         self.name = name
 
 
+# Ty.kind of a name bound to a tuple literal (``idx = (b, h + offs, s)``): value holds each
+# element's (Rust expression, Ty), made where the tuple is; only a gather / scatter index reads it
+INDEX_TUPLE = "index_tuple"
 # Ty.value of an int32 scalar that is an int constexpr kept as a const generic
 CONSTEXPR = "constexpr"
 # the ``value`` of an int32 scalar Ty that is Rust scalar arithmetic of int constexprs (const
@@ -374,6 +377,9 @@ class TranslatorBase:
             if var is None:
                 self.fail(node, node.id, "name not defined in the kernel nor a module-level "
                                          "constant (an int/float literal bound once)")
+            if var.ty.kind == INDEX_TUPLE:
+                self.fail(node, node.id, "a tuple bound to a name is translated as a ct.gather / "
+                                         "ct.scatter index only")
             return var.rust, var.ty
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             return repr(node.value), Ty("lit", value=node.value)

@@ -22,7 +22,7 @@ import math
 from tileport.core import floats
 from tileport.model import constructs, frontend
 
-from .core import CONSTEXPR, DTYPE_KEY, Member, NeedConst, Ty, Unsupported, Var
+from .core import CONSTEXPR, DTYPE_KEY, INDEX_TUPLE, Member, NeedConst, Ty, Unsupported, Var
 
 # a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
 STRIDES_HELPER = """    /// The element strides of a tensor, from its type metadata (cutile 0.5.0 keeps them there
@@ -725,13 +725,18 @@ class MemoryRules:
         every port and reference is compiled for); the base pointer broadcast and offset; a
         ``mask=`` and-ed last. Unsigned comparison comes from cutile's ``u64`` element type (the
         same i64 in Tile IR). Returns (pointer tile, mask or None, shape)."""
-        elts = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
+        bound = self.lookup(idx_node.id) if isinstance(idx_node, ast.Name) else None
+        made = bound.ty.value if bound is not None and bound.ty.kind == INDEX_TUPLE else None
+        elts = (made if made is not None else idx_node.elts if isinstance(idx_node, ast.Tuple)
+                else [idx_node])
         nd = arr.ty.ndim
         if len(elts) != nd:
             self.fail(idx_node, ast.unparse(idx_node), f"{len(elts)} indices for a rank-{nd} array")
         idx = []
         for e in elts:
-            ie, it = self.expr(e)
+            # an element of a tuple bound to a name was translated where the tuple was made
+            ie, it = e if made is not None else self.expr(e)
+            e = idx_node if made is not None else e
             if it.kind == "lit" and isinstance(it.value, int) and not isinstance(it.value, bool):
                 ie, it = f"{it.value}i32", Ty("i32")
             if not ((it.kind == "tile" and it.dtype == "i32") or it.kind == "i32"):

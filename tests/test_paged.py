@@ -1,0 +1,52 @@
+"""Constructs of FlashInfer's paged decode kernels (TileGym's fmha_decode_bsr), each a small
+kernel of its own (tests/data/operators/paged), ported with the real compilers: IR diff PASS.
+
+- an mma whose contraction dim two different constexprs give (``(BM, LOAD_K) x (BK, BN)`` with
+  LOAD_K == BK): the entries are specialised on them, so the dims are literals that agree;
+- a ``ct.scatter`` whose index tuple is bound to a name first (``where = (row, cols + 1)``)."""
+from pathlib import Path
+
+import pytest
+from conftest import run_chain
+
+from tileport.translate import Unsupported, translate_kernel
+
+OP = Path(__file__).parent / "data" / "operators" / "paged"
+CASES = {"mma_two_names_kernel": "f16-BM16-LOAD_K32-BK32-BN16", "scatter_tuple_kernel": "f16-TILE16"}
+
+
+@pytest.mark.parametrize("kernel", list(CASES))
+def test_paged_construct_reaches_ir_pass(tmp_path, kernel):
+    diff, _, _ = run_chain(OP, tmp_path, "paged", kernel, CASES[kernel])
+    assert diff["verdict"] == "PASS", (diff["summary"], [f["message"] for f in diff["findings"]])
+
+
+def test_mma_dims_of_two_constexprs_are_specialised():
+    """The two const generics never unify in Rust: both become the literal 32 in the entry."""
+    src, _ = translate_kernel(OP, "mma_two_names_kernel")
+    assert "{[BM, 32]}" in src and "{[32, BN]}" in src, src
+
+
+def test_mma_dims_of_two_constexprs_that_differ_are_refused(tmp_path):
+    """Where the two constexprs differ, the shapes do not agree (cuTile Python rejects the mma):
+    after specialisation the literal dims still differ and the rule refuses them."""
+    import shutil
+    d = tmp_path / "paged"
+    shutil.copytree(OP, d)
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("{BM: 16, LOAD_K: 32, BK: 32, BN: 16}", "{BM: 16, LOAD_K: 16, BK: 32, BN: 16}"))
+    with pytest.raises(Unsupported, match=r"operand shapes \('BM', '16'\) x \('32', 'BN'\)"):
+        translate_kernel(d, "mma_two_names_kernel")
+
+
+def test_index_tuple_name_is_read_only_as_a_gather_scatter_index(tmp_path):
+    """A name bound to a tuple is an alias for its elements in a gather/scatter index; any other
+    use is refused, naming it."""
+    import shutil
+    d = tmp_path / "paged"
+    shutil.copytree(OP, d)
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("ct.scatter(y, where, t * 2)", "ct.scatter(y, where, t * 2)\n"
+                                       "    again = where"))
+    with pytest.raises(Unsupported, match="translated as a ct.gather / ct.scatter index only"):
+        translate_kernel(d, "scatter_tuple_kernel")
