@@ -3,7 +3,11 @@ kernel of its own (tests/data/operators/paged), ported with the real compilers: 
 
 - an mma whose contraction dim two different constexprs give (``(BM, LOAD_K) x (BK, BN)`` with
   LOAD_K == BK): the entries are specialised on them, so the dims are literals that agree;
-- a ``ct.scatter`` whose index tuple is bound to a name first (``where = (row, cols + 1)``)."""
+- a ``ct.scatter`` whose index tuple is bound to a name first (``where = (row, cols + 1)``);
+- a helper called as the kernel's last statement that returns early through a guard clause
+  (the prefill bodies): cuTile Python's once-run ``loop`` with ``break``s;
+- names first bound in both branches of a run-time ``if`` (the LPT schedule), yielded by it;
+- ``bias = None``, rebound and read only under a constexpr test."""
 from pathlib import Path
 
 import pytest
@@ -12,7 +16,9 @@ from conftest import run_chain
 from tileport.translate import Unsupported, translate_kernel
 
 OP = Path(__file__).parent / "data" / "operators" / "paged"
-CASES = {"mma_two_names_kernel": "f16-BM16-LOAD_K32-BK32-BN16", "scatter_tuple_kernel": "f16-TILE16"}
+CASES = {"mma_two_names_kernel": "f16-BM16-LOAD_K32-BK32-BN16", "scatter_tuple_kernel": "f16-TILE16",
+         "helper_guard_kernel": "f16-TILE16", "branch_names_kernel": "f16-TILE16-SPLIT8",
+         "none_placeholder_kernel": "f16-TILE16-HAS_BIASfalse"}
 
 
 @pytest.mark.parametrize("kernel", list(CASES))
@@ -50,3 +56,38 @@ def test_index_tuple_name_is_read_only_as_a_gather_scatter_index(tmp_path):
                                        "    again = where"))
     with pytest.raises(Unsupported, match="translated as a ct.gather / ct.scatter index only"):
         translate_kernel(d, "scatter_tuple_kernel")
+
+
+def test_none_placeholder_with_bias_reaches_ir_pass(tmp_path):
+    """The other entry of none_placeholder_kernel: bias rebound to a tile and read."""
+    diff, _, _ = run_chain(OP, tmp_path, "paged", "none_placeholder_kernel", "f16-TILE16-HAS_BIAStrue")
+    assert diff["verdict"] == "PASS", (diff["summary"], [f["message"] for f in diff["findings"]])
+
+
+def test_helper_guard_is_a_once_run_loop_with_breaks():
+    src, _ = translate_kernel(OP, "helper_guard_kernel")
+    assert "loop {" in src and src.count("break;") == 2 and "return;" not in src, src
+    assert "new_token_unordered()" in src, src
+
+
+def test_none_placeholder_read_is_refused(tmp_path):
+    """A None placeholder read where the constexpr test does not rebind it is refused, naming it."""
+    import shutil
+    d = tmp_path / "paged"
+    shutil.copytree(OP, d)
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("    if HAS_BIAS:\n        t = t + bias", "    t = t + bias"))
+    with pytest.raises(Unsupported, match="a name bound to None is read"):
+        translate_kernel(d, "none_placeholder_kernel")
+
+
+def test_helper_early_return_not_a_guard_is_refused(tmp_path):
+    """An early return with statements before it in its branch stays refused."""
+    import shutil
+    d = tmp_path / "paged"
+    shutil.copytree(OP, d)
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("    if row >= x.shape[0] - 1:\n        return",
+                                       "    if row >= x.shape[0] - 1:\n        row = row + 0\n        return"))
+    with pytest.raises(Unsupported, match="an early return in a helper is not translated"):
+        translate_kernel(d, "helper_guard_kernel")

@@ -23,3 +23,47 @@ def scatter_tuple_kernel(x, y, TILE: ConstInt):
     t = ct.gather(x, (row, cols))
     where = (row, cols + 1)
     ct.scatter(y, where, t * 2)
+
+
+ConstBool = ct.Constant[bool]
+
+
+def _guarded_row(x, y, row, TILE):
+    # returns early for the last row; the caller ends with this call
+    if row >= x.shape[0] - 1:
+        return
+    t = ct.load(x, index=(row, 0), shape=(1, TILE))
+    ct.store(y, index=(row, 0), tile=t * 2)
+
+
+@ct.kernel
+def helper_guard_kernel(x, y, TILE: ConstInt):
+    row = ct.bid(0)
+    _guarded_row(x, y, row, TILE)
+
+
+@ct.kernel
+def branch_names_kernel(x, y, TILE: ConstInt, SPLIT: ConstInt):
+    # col and shift are first bound in both branches, read after the if
+    bid = ct.bid(0)
+    if bid < SPLIT:
+        col = bid % 2
+        shift = 1
+    else:
+        col = bid // SPLIT
+        shift = bid % 3
+    t = ct.load(x, index=(bid, col + shift), shape=(1, TILE))
+    ct.store(y, index=(bid, 0), tile=t)
+
+
+@ct.kernel
+def none_placeholder_kernel(x, y, TILE: ConstInt, HAS_BIAS: ConstBool):
+    # bias stays None unless HAS_BIAS, and is read only under HAS_BIAS
+    bid = ct.bid(0)
+    bias = None
+    if HAS_BIAS:
+        bias = ct.load(x, index=(0,), shape=(TILE,))
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    if HAS_BIAS:
+        t = t + bias
+    ct.store(y, index=(bid,), tile=t)
