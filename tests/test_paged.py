@@ -7,7 +7,9 @@ kernel of its own (tests/data/operators/paged), ported with the real compilers: 
 - a helper called as the kernel's last statement that returns early through a guard clause
   (the prefill bodies): cuTile Python's once-run ``loop`` with ``break``s;
 - names first bound in both branches of a run-time ``if`` (the LPT schedule), yielded by it;
-- ``bias = None``, rebound and read only under a constexpr test."""
+- ``bias = None``, rebound and read only under a constexpr test;
+- ``ct.load_advanced_indexing`` of pages listed by a gathered index tile (``make_gather_scatter_view``
+  + ``load_view_tko``), its page count ``NUM = BLOCK // LOAD`` computed in a helper."""
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from tileport.translate import Unsupported, translate_kernel
 OP = Path(__file__).parent / "data" / "operators" / "paged"
 CASES = {"mma_two_names_kernel": "f16-BM16-LOAD_K32-BK32-BN16", "scatter_tuple_kernel": "f16-TILE16",
          "helper_guard_kernel": "f16-TILE16", "branch_names_kernel": "f16-TILE16-SPLIT8",
-         "none_placeholder_kernel": "f16-TILE16-HAS_BIASfalse"}
+         "none_placeholder_kernel": "f16-TILE16-HAS_BIASfalse", "paged_gather_kernel": "f16-BLOCK32-LOAD16-D64"}
 
 
 @pytest.mark.parametrize("kernel", list(CASES))
@@ -91,3 +93,24 @@ def test_helper_early_return_not_a_guard_is_refused(tmp_path):
                                        "    if row >= x.shape[0] - 1:\n        row = row + 0\n        return"))
     with pytest.raises(Unsupported, match="an early return in a helper is not translated"):
         translate_kernel(d, "helper_guard_kernel")
+
+
+def test_load_advanced_indexing_is_a_gather_scatter_view():
+    """The view has the index tile's length on the sparse axis (0) and the slice lengths
+    elsewhere, all literals once the entry is specialised on BLOCK, LOAD and D."""
+    src, _ = translate_kernel(OP, "paged_gather_kernel")
+    assert "use cutile::tileir::*;" in src, src
+    view = "GatherScatterView<E, {[2, 16, 64]}, 0> = make_gather_scatter_view(cache, shape![2, 16, 64], padding::Zero)"
+    assert view in src, src
+    assert "load_view_raw(&" in src and "[false, false, false], shape![2, 16, 64])" in src, src
+
+
+def test_load_advanced_indexing_needs_one_index_tile(tmp_path):
+    import shutil
+    d = tmp_path / "paged"
+    shutil.copytree(OP, d)
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("(ids, ct.Slice(0, LOAD), ct.Slice(0, D))",
+                                       "(ct.Slice(0, NUM), ct.Slice(0, LOAD), ct.Slice(0, D))"))
+    with pytest.raises(Unsupported, match="exactly one index must be a 1-D int32 tile"):
+        translate_kernel(d, "paged_gather_kernel")

@@ -124,3 +124,13 @@ def api_neg_kernel(x, s, y, TILE: ConstInt):
     k = ct.astype(ct.gather(s, bid, check_bounds=False).item(), ct.float32)
     ct.scatter(y, offs, ct.astype(ct.negative(t) * k, y.dtype), check_bounds=not padded)
     ct.scatter(y, bid, ct.astype(0.0, y.dtype))
+
+
+@ct.kernel
+def api_gather_view_kernel(a, idx, b, BM: ConstInt, TILE: ConstInt):
+    # BM rows of a listed in idx (a gathered index tile), TILE columns: ct.load_advanced_indexing
+    bid = ct.bid(0)
+    rows = ct.gather(idx, bid * BM + ct.arange(BM, dtype=ct.int32), padding_value=0)
+    t = ct.load_advanced_indexing(a, (rows, ct.Slice(0, TILE)), padding_mode=ct.PaddingMode.ZERO,
+                                  latency=3, allow_tma=False)
+    ct.store(b, index=(bid, 0), tile=t)

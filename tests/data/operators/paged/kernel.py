@@ -67,3 +67,20 @@ def none_placeholder_kernel(x, y, TILE: ConstInt, HAS_BIAS: ConstBool):
     if HAS_BIAS:
         t = t + bias
     ct.store(y, index=(bid,), tile=t)
+
+
+def _gather_pages(cache, table, b, BLOCK, LOAD, D):
+    # NUM pages of LOAD rows each (NUM computed from constexprs in a helper)
+    NUM = BLOCK // LOAD
+    ids = ct.gather(table, b * NUM + ct.arange(NUM, dtype=ct.int32), padding_value=0)
+    pages = ct.load_advanced_indexing(cache, (ids, ct.Slice(0, LOAD), ct.Slice(0, D)),
+                                      padding_mode=ct.PaddingMode.ZERO)
+    return ct.reshape(pages, (NUM * LOAD, D))
+
+
+@ct.kernel
+def paged_gather_kernel(cache, table, y, BLOCK: ConstInt, LOAD: ConstInt, D: ConstInt):
+    # rows [b * BLOCK, (b + 1) * BLOCK) of y from the pages table lists for block b
+    b = ct.bid(0)
+    t = _gather_pages(cache, table, b, BLOCK, LOAD, D)
+    ct.store(y, index=(b, 0), tile=t * 2)
