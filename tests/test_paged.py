@@ -9,7 +9,9 @@ kernel of its own (tests/data/operators/paged), ported with the real compilers: 
 - names first bound in both branches of a run-time ``if`` (the LPT schedule), yielded by it;
 - ``bias = None``, rebound and read only under a constexpr test;
 - ``ct.load_advanced_indexing`` of pages listed by a gathered index tile (``make_gather_scatter_view``
-  + ``load_view_tko``), its page count ``NUM = BLOCK // LOAD`` computed in a helper."""
+  + ``load_view_tko``), its page count ``NUM = BLOCK // LOAD`` computed in a helper;
+- a tile size computed from constexprs in a helper (``shape=(BLOCK // LOAD,)``): the entries are
+  specialised on them."""
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,8 @@ from tileport.translate import Unsupported, translate_kernel
 OP = Path(__file__).parent / "data" / "operators" / "paged"
 CASES = {"mma_two_names_kernel": "f16-BM16-LOAD_K32-BK32-BN16", "scatter_tuple_kernel": "f16-TILE16",
          "helper_guard_kernel": "f16-TILE16", "branch_names_kernel": "f16-TILE16-SPLIT8",
-         "none_placeholder_kernel": "f16-TILE16-HAS_BIASfalse", "paged_gather_kernel": "f16-BLOCK32-LOAD16-D64"}
+         "none_placeholder_kernel": "f16-TILE16-HAS_BIASfalse", "paged_gather_kernel": "f16-BLOCK32-LOAD16-D64",
+         "helper_size_kernel": "f16-BLOCK64-LOAD16"}
 
 
 @pytest.mark.parametrize("kernel", list(CASES))
@@ -114,3 +117,8 @@ def test_load_advanced_indexing_needs_one_index_tile(tmp_path):
                                        "(ct.Slice(0, NUM), ct.Slice(0, LOAD), ct.Slice(0, D))"))
     with pytest.raises(Unsupported, match="exactly one index must be a 1-D int32 tile"):
         translate_kernel(d, "paged_gather_kernel")
+
+
+def test_helper_computed_tile_size_is_specialised():
+    src, _ = translate_kernel(OP, "helper_size_kernel")
+    assert "Tile<E, {[4]}>" in src, src

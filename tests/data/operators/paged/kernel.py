@@ -84,3 +84,15 @@ def paged_gather_kernel(cache, table, y, BLOCK: ConstInt, LOAD: ConstInt, D: Con
     b = ct.bid(0)
     t = _gather_pages(cache, table, b, BLOCK, LOAD, D)
     ct.store(y, index=(b, 0), tile=t * 2)
+
+
+def _chunk(x, b, BLOCK, LOAD):
+    # a tile size computed from two constexprs inside a helper
+    NUM = BLOCK // LOAD
+    return ct.load(x, index=(b,), shape=(NUM,))
+
+
+@ct.kernel
+def helper_size_kernel(x, y, BLOCK: ConstInt, LOAD: ConstInt):
+    b = ct.bid(0)
+    ct.store(y, index=(b,), tile=_chunk(x, b, BLOCK, LOAD) * 2)
