@@ -7,7 +7,7 @@ Facts about each function come from the cuda.tile 1.7.0 API (``cuda/tile/_stub.p
 from __future__ import annotations
 
 # memory: loads and stores through partition views (TMA-eligible)
-MEMORY = {"load", "store", "gather", "scatter"}
+MEMORY = {"load", "store", "gather", "scatter", "load_advanced_indexing"}
 # atomics on pointer tiles (array, indices, update): ct name -> cutile atomic mode for float /
 # int element types (None: cuTile Python rejects the dtype; cuda/tile/_ir/ops.py
 # _ATOMIC_RMW_SPECS), and atomic_cas (array, indices, expected, desired)

@@ -581,7 +581,7 @@ def _constexpr_param(ctype, kvs, cfg_keys, kname, a, man, src_key, src_words, ml
                  f"write {fix}")
 
 
-_READS = {"load", "gather"}
+_READS = {"load", "gather", "load_advanced_indexing"}
 _WRITES = {"store", "scatter"}
 # Array methods returning a view of the same memory, and the tiled-view methods that touch it
 # (cuda-tile 1.7.0 ``Array.slice``/``Array.tiled_view``, ``TiledView.load/store/atomic_store_add``)

@@ -14,7 +14,7 @@ import ast
 
 from tileport.model import constructs, frontend
 
-from .core import COMPILE_TIME, Ty, Unsupported, Var
+from .core import COMPILE_TIME, INDEX_TUPLE, NONE_VALUE, Ty, Unsupported, Var
 
 #: a ``for`` over a range empty at compile time is left out of the port: cuTile Python 1.7.0 emits
 #: the zero-trip loop (``for %i in (%c0 to %c0, step %c1)``), which cutile 0.5.0 cannot write (it
@@ -140,6 +140,14 @@ class ControlRules:
                                                                    "`a, b = x, y` assignments")
             if self.is_dead_load(s):
                 return          # cuTile Python's dead code elimination drops it: so does the port
+            if isinstance(s.value, ast.Tuple):
+                self.index_tuple_assign(s.targets[0].id, s.value)
+                return
+            if isinstance(s.value, ast.Constant) and s.value.value is None and self.lookup(s.targets[0].id) is None:
+                # `q_pe = None`, rebound only under a constexpr test (FlashInfer's prefill): a
+                # compile-time placeholder, no value; reading it is refused (:meth:`expr`)
+                self.scopes[-1][s.targets[0].id] = Var("", Ty(NONE_VALUE), None, len(self.scopes) - 1)
+                return
             self.assign(s.targets[0].id, s.value, s)
         elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
             self.assign(s.target.id, ast.BinOp(left=ast.Name(s.target.id, ast.Load()), op=s.op,
@@ -172,6 +180,10 @@ class ControlRules:
             self.for_loop(s)
         elif isinstance(s, ast.While):
             self.while_loop(s)
+        elif (isinstance(s, ast.If) and getattr(self, "helper_loops", 0) and not s.orelse and len(s.body) == 1
+              and isinstance(s.body[0], ast.Return) and s.body[0].value is None and self.inlining
+              and not self.is_static_test(s.test)):
+            self.guard_break(s)            # a helper's guard clause, in its once-run loop
         elif isinstance(s, ast.If) and self.is_static_test(s.test):
             self.static_if(s)
         elif isinstance(s, ast.If):
@@ -179,6 +191,16 @@ class ControlRules:
         else:
             self.fail(s, type(s).__name__.lower() + ": " + ast.unparse(s).splitlines()[0][:60],
                       "statement not translated")
+
+    def index_tuple_assign(self, name: str, value: ast.Tuple) -> None:
+        """``idx = (b, base + offs, s)``: a tuple of index values bound to a name, then passed
+        as a ``ct.gather`` / ``ct.scatter`` index (FlashInfer's decode kernels). Each element is
+        translated here, where Python evaluates it (cuTile Python builds a tuple value of the
+        element values at this point); the name is a compile-time alias for that tuple
+        (:data:`INDEX_TUPLE`) that the gather/scatter rule reads element by element. Any other
+        use of the name is refused (:meth:`expr`)."""
+        elems = tuple(self.expr(e) for e in value.elts)
+        self.scopes[-1][name] = Var("", Ty(INDEX_TUPLE, value=elems), None, len(self.scopes) - 1, alias=True)
 
     def assign(self, name: str, value, node, computed: tuple | None = None):
         """``name = value`` (``computed``: the value's (Rust expression, type) already made). A
@@ -393,6 +415,7 @@ class ControlRules:
             if (var is not None and var.decl is not None and var.depth < depth and not var.alias
                     and not self.live_after(name)):
                 dead.add(name)
+        self.declare_branch_names(s)
         stack = self.__dict__.setdefault("dead_ifs", [])
         stack.append((depth, dead))
         try:
@@ -400,6 +423,39 @@ class ControlRules:
                             (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
         finally:
             self.dead_ifs.pop()
+
+    def declare_branch_names(self, s: ast.If) -> None:
+        """Names first bound in both branches of a run-time ``if`` (``block = l2_mod // SWIZZLE``
+        in one, ``block = l2_mod // NUM_HB_REMAINDER`` in the other: FlashInfer's LPT schedule)
+        and read after it: cuTile Python yields them out of the ``if``. The port declares each
+        before the ``if`` as a mutable int32 / f32 scalar of the type the then-branch gives it
+        (learnt by translating that branch once and undoing it), so that both branches assign
+        the outer binding and the ``if`` yields it; the placeholder value is read by nothing
+        (both branches overwrite it). Only names bound by a top-level assignment of each branch
+        count; a tile or a name bound in one branch only stays local to its branch."""
+        def top(stmts):
+            return {t.id for st in stmts if isinstance(st, (ast.Assign, ast.AnnAssign))
+                    for t in (st.targets if isinstance(st, ast.Assign) else [st.target]) if isinstance(t, ast.Name)}
+        names = [n for n in sorted(top(s.body) & top(s.orelse)) if self.lookup(n) is None and self.live_after(n)]
+        if not names:
+            return
+        found: dict = {}
+
+        def then_types():
+            self.out.indent += 1
+            self.scopes.append({})
+            self.block(s.body)
+            found.update({n: v.ty for n, v in self.scopes[-1].items() if n in names})
+        self._dry_run(then_types)
+        for n in names:
+            ty = found.get(n)
+            if ty is not None and ty.kind == "lit" and type(ty.value) in (int, float):
+                ty, _ = self.lit_scalar(ty)
+            if ty is None or ty.kind not in ("i32", "f32"):
+                continue
+            rn = self.local_prefix + self.rname(n)
+            decl = self.out.emit(f"let mut {rn}: {ty.kind} = {'0i32' if ty.kind == 'i32' else '0.0f32'};", s.lineno)
+            self.scopes[-1][n] = Var(rn, Ty(ty.kind), decl, len(self.scopes) - 1)
 
     def condition(self, test) -> tuple[str, Ty]:
         """A run-time test's value: a bool scalar (a 0-d bool tile, e.g. a comparison with a
@@ -854,8 +910,9 @@ class ControlRules:
                     ast.Return(value=None, lineno=fn.lineno)]
         elif not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
             self.fail(fn, f"def {fn.name}", "an inlined helper must end with `return value`")
+        early = statement and self.helper_guard_returns(fn, body)
         for s in body[:-1]:
-            if any(isinstance(n, ast.Return) for n in ast.walk(s)):
+            if not early and any(isinstance(n, ast.Return) for n in ast.walk(s)):
                 self.fail(s, f"def {fn.name}", "an early return in a helper is not translated")
         saved = (self.scopes, self.local_prefix, self.line)
         self.scopes, self.local_prefix = [scope], prefix
@@ -863,7 +920,10 @@ class ControlRules:
         try:
             self.__dict__.setdefault("cont", []).append(("helper", body[-1:]))
             try:
-                self.block(body[:-1])
+                if early:
+                    self.helper_return_loop(body[:-1], node.lineno)
+                else:
+                    self.block(body[:-1])
             finally:
                 self.cont.pop()
             self.line = body[-1].lineno
@@ -877,6 +937,63 @@ class ControlRules:
             self.inlining.pop()
             self.scopes, self.local_prefix, _ = saved
             self.line = saved[2]
+
+    def helper_guard_returns(self, fn: ast.FunctionDef, body: list) -> bool:
+        """Does a helper called as a statement return early only through guard clauses at its top
+        level (``if start_m >= seq_len_q: return``, FlashInfer's prefill bodies)? Other early
+        returns (nested, inside a loop, with statements before them) stay refused."""
+        guards = [s for s in body[:-1] if any(isinstance(n, ast.Return) for n in ast.walk(s))]
+        return bool(guards) and all(isinstance(s, ast.If) and not s.orelse and len(s.body) == 1
+                                    and isinstance(s.body[0], ast.Return) and s.body[0].value is None
+                                    for s in guards)
+
+    def helper_return_loop(self, stmts: list, line: int) -> None:
+        """The body of a helper called as a statement that returns early through guard clauses
+        (:meth:`helper_guard_returns`): cuTile Python inlines such a helper as a ``loop`` that
+        runs once, each ``return`` a ``break`` (yielding the memory tokens of that point) and a
+        final ``break`` at the end (seen in its Tile IR: ``loop iter_values(tokens) { if c {
+        break } else {} ... break }``). The port writes the same: a Rust ``loop`` whose carried
+        tokens :meth:`tokened_loop` threads, ``if c { break; }`` per guard (:meth:`guard_break`)
+        and ``break;`` at its end; where the helper ends the kernel, that last break yields fresh
+        tokens (``new_token_unordered``, Tile IR's ``make_token``) as cuTile Python's does."""
+        # nothing runs after the loop (the helper ends the kernel): no op reads the tokens
+        # its last break yields, and cuTile Python yields fresh ones (make_token) there
+        tail = all(not (e[1] if isinstance(e, tuple) else e) or (
+            isinstance(e, tuple) and e[0] == "helper" and all(isinstance(x, ast.Return) for x in e[1]))
+            for e in self.__dict__.get("cont", []))
+
+        def looped():
+            self.out.indent += 1
+            self.scopes.append({})
+            self.helper_loops = getattr(self, "helper_loops", 0) + 1
+            try:
+                self.block(stmts)
+                if tail and self.loop_ctx is not None:
+                    for key, name in self.loop_ctx.carried.items():
+                        self.tok_pure[self.out.emit(f"{name} = new_token_unordered();", line)] = name
+                        self.tok_map[key] = name
+                else:
+                    self.carry_before_exit()
+                self.out.emit("break;", line)
+            finally:
+                self.helper_loops -= 1
+                self.scopes.pop()
+                self.out.indent -= 1
+        self.tokened_loop("loop {", looped, line)
+
+    def guard_break(self, s: ast.If) -> None:
+        """``if c: return`` in a helper inlined as a once-run loop: ``if c { break; } else {}``
+        with the loop's carried tokens updated first (:meth:`carry_before_exit`)."""
+        c, cty = self.condition(s.test)
+        if cty.kind != "bool":
+            self.fail(s, "if " + ast.unparse(s.test), "the condition must be a comparison of int32 scalars")
+        self.carry_before_exit()
+        self.out.emit(f"if {c} {{", s.lineno)
+        self.out.indent += 1
+        self.out.emit("break;", s.body[0].lineno)
+        self.out.indent -= 1
+        self.out.emit("} else {", s.lineno)
+        self.out.emit("}", s.lineno)
 
     # ---- launch grid ---------------------------------------------------------------
     def grid_block_id(self, node) -> tuple[str, Ty]:

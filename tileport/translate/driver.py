@@ -386,7 +386,11 @@ def translate_model(model: frontend.OperatorModel, kernel: str, target: str = "s
             if exc.name in keys:
                 raise
             keys = [p["name"] for p in kinfo["params"] if p["name"] in {*keys, exc.name}]
-    header = (MODULE_HEADER.format(src=display_path(kfile)) + (STRIDES_HELPER if "strides" in needs else "")
+    header = MODULE_HEADER.format(src=display_path(kfile))
+    if "tileir" in needs:
+        # Tile IR ops cutile keeps outside its core prelude (make_gather_scatter_view)
+        header = header.replace("    use cutile::core::*;\n", "    use cutile::core::*;\n    use cutile::tileir::*;\n")
+    header = (header + (STRIDES_HELPER if "strides" in needs else "")
               + (PADDED_GATHER_HELPER if "padded_gather" in needs else "")
               + (DIVF_FULL_HELPER if "divf_full" in needs else ""))
     parts, smap = [header], []
@@ -451,6 +455,7 @@ def _translate_groups(fn, kinfo: dict, kvariants: list, alias: str, kfile: str, 
             needs |= {"strides"} if tr.need_strides else set()
             needs |= {"padded_gather"} if tr.need_padded_gather else set()
             needs |= {"divf_full"} if tr.need_divf_full else set()
+            needs |= {"tileir"} if getattr(tr, "need_tileir", False) else set()
             entries.update({vid: name for vid in vids})
         if not need_dtype:
             break

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from .core import Ty
+from .core import NeedConst, Ty
 
 # operand element type -> the accumulator ct.matmul uses (cuda-tile's _mma_supported_dtypes)
 MATMUL_ACC = {"f8e4m3fn": "f16", "f8e5m2": "f16", "f16": "f16", "bf16": "f32", "f32": "f32",
@@ -51,12 +51,32 @@ class MatrixRules:
     def batched(self, at: Ty, bt: Ty, node, what: str) -> bool:
         """Are the operands of an mma / matmul ``(B, M, K) x (B, K, N)`` (True) or
         ``(M, K) x (K, N)`` (False)? Anything else is refused."""
-        if len(at.shape) == len(bt.shape) == 2 and at.shape[1] == bt.shape[0]:
-            return False
-        if len(at.shape) == len(bt.shape) == 3 and at.shape[0] == bt.shape[0] and at.shape[2] == bt.shape[1]:
-            return True
+        if len(at.shape) == len(bt.shape) == 2:
+            self.fold_unequal_dims([(at.shape[1], bt.shape[0])], node)
+            if at.shape[1] == bt.shape[0]:
+                return False
+        if len(at.shape) == len(bt.shape) == 3:
+            self.fold_unequal_dims([(at.shape[0], bt.shape[0]), (at.shape[2], bt.shape[1])], node)
+            if at.shape[0] == bt.shape[0] and at.shape[2] == bt.shape[1]:
+                return True
         self.fail(node, what, f"operand shapes {at.shape} x {bt.shape} are not (M,K)x(K,N) "
                               f"or (B,M,K)x(B,K,N)")
+
+    def fold_unequal_dims(self, pairs: list, node) -> None:
+        """Dimensions an mma contracts (or batches) over that two different int constexprs
+        give, kept as two const generics (``(BLOCK_D, LOAD_BLOCK_N) x (BLOCK_N, BLOCK_H)``,
+        FlashInfer's paged decode with LOAD_BLOCK_N = BLOCK_N): cuTile Python folds every
+        constexpr, so the shapes agree wherever the values do, but two Rust const generics never
+        unify. Raises :class:`NeedConst` for the first such constexpr, so the driver specialises
+        the entries on it (its dims become int literals that compare by value); literal dims
+        that still differ are left to the caller's refusal."""
+        names = {self.rname(p["name"]): p["name"] for p in self.params
+                 if p["kind"] == "constexpr" and p["name"] not in self.spec}
+        for x, y in pairs:
+            for d in (x, y) if x != y else ():
+                if d in names:
+                    raise NeedConst(self.file, getattr(node, "lineno", self.line), names[d],
+                                    "an mma dimension given by two different constexprs")
 
     def mma_fn(self, at: Ty, batched: bool, node) -> str:
         """cutile's op for an mma: ``mma`` (rank 2 only: ``Tile<E1, {[M, K]}>``) or, batched,

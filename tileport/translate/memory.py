@@ -23,7 +23,7 @@ import re
 from tileport.core import floats
 from tileport.model import constructs, frontend
 
-from .core import CONSTEXPR, DTYPE_KEY, JIT_INT, Member, NeedConst, Ty, Unsupported, Var
+from .core import CONSTEXPR, DTYPE_KEY, INDEX_TUPLE, JIT_INT, Member, NeedConst, Ty, Unsupported, Var
 
 # a module-level helper reading a tensor's strides (see MemoryRules.gather_scatter)
 STRIDES_HELPER = """    /// The element strides of a tensor, from its type metadata (cutile 0.5.0 keeps them there
@@ -86,7 +86,8 @@ LIST_TRUNCI_OVERFLOW: str | None = None
 class MemoryRules:
     """Rules for arrays, partition views and pointer tiles (mixed into the driver's translator)."""
 
-    CALLS = {"load": "load", "num_tiles": "num_tiles", "gather": "gather",
+    CALLS = {"load": "load", "load_advanced_indexing": "load_advanced_indexing", "num_tiles": "num_tiles",
+             "gather": "gather",
              **{n: "atomic" for n in constructs.ATOMICS}}
 
     def array_arg(self, node) -> Var:
@@ -137,12 +138,12 @@ class MemoryRules:
             raise NeedConst(self.file, getattr(node, "lineno", self.line), ty.value.split(":", 1)[1],
                             "a compile-time int read through a helper's parameter")
         if ty.kind == "i32" and isinstance(ty.value, str) and ty.value.startswith(JIT_INT + ":"):
-            # arithmetic on int constexprs kept generic (`HALF_DIM = ROPE_DIM // 2` handed to a
-            # helper that shapes a tile with it): specialise the entries on those constexprs
+            # arithmetic of const generics (``NUM_PAGES = BLOCK_N // LOAD_BLOCK_N`` in a helper,
+            # FlashInfer's page loads): specialise on its constexprs, one at a time, until it folds
             for name in ty.value.split(":", 1)[1].split(","):
                 if name and name not in self.spec:
                     raise NeedConst(self.file, getattr(node, "lineno", self.line), name,
-                                    "a compile-time int computed from constexprs shapes a tile")
+                                    "a compile-time int computed from constexprs")
 
     def index_elems(self, node, ndim: int) -> list[str]:
         """The Rust int32 expressions of a tile index (one per array axis)."""
@@ -252,6 +253,55 @@ class MemoryRules:
                         Ty("tile", arr.ty.dtype, shape))
         self.loaded(arr.rust, self._tok_let(f"get_partition_token(&{v})"), o["acquire"])
         return out
+
+    def load_advanced_indexing(self, call) -> tuple[str, Ty]:
+        """``ct.load_advanced_indexing(array, (page_ids, ct.Slice(start, n), ...), padding_mode=,
+        latency=, allow_tma=)``: one axis indexed by a 1-D int32 tile (the sparse axis), every
+        other a ``ct.Slice`` of a run-time element offset and a compile-time length; the tile has
+        the index tile's length on the sparse axis and the slice lengths elsewhere. cuTile Python
+        1.7.0 builds ``make_gather_scatter_view`` of the array's tensor view (tile shape, padding,
+        ``sparse_dim``) and a ``load_view_tko`` at (index tile, offsets) (``_ir/ops.py``
+        ``load_advanced_indexing`` impl; seen in its Tile IR for FlashInfer's paged loads); the
+        port writes cutile 0.5.0's ``make_gather_scatter_view`` (``_tileir.rs``) and
+        ``load_view_raw`` with the same index tuple, ordered after the array's last store."""
+        self.check_kwargs(call, {"padding_mode", "latency", "allow_tma"})
+        if len(call.args) != 2:
+            self.fail(call, "ct.load_advanced_indexing", "expects (array, indices) positionally")
+        arr = self.array_arg(call.args[0])
+        node = call.args[1]
+        if not isinstance(node, ast.Tuple) or len(node.elts) != arr.ty.ndim:
+            self.fail(node, ast.unparse(node), f"the indices must be a tuple of {arr.ty.ndim} entries")
+        shape, index, sparse = [], [], None
+        for k, e in enumerate(node.elts):
+            if isinstance(e, ast.Call) and self.is_ct(e.func, "Slice"):
+                if len(e.args) != 2 or e.keywords:
+                    self.fail(e, ast.unparse(e), "ct.Slice(start, length) positionally")
+                index.append(self.int_expr(e.args[0]))
+                shape.append(str(self.static_int(e.args[1], "a ct.Slice length")))
+                continue
+            ie, it = self.expr(e)
+            if sparse is not None or it.kind != "tile" or it.dtype != "i32" or len(it.shape) != 1:
+                self.fail(e, ast.unparse(e), "exactly one index must be a 1-D int32 tile, the others "
+                                             "ct.Slice(start, length)")
+            sparse = k
+            index.append(ie)
+            shape.append(it.shape[0])
+        if sparse is None:
+            self.fail(node, ast.unparse(node), "exactly one index must be a 1-D int32 tile")
+        order, scope, _, _ = self.memory_semantics(call, "WEAK", "NONE", {"WEAK"})
+        self.need_tileir = True
+        token = self.load_token(arr.rust, call)
+        sh = ", ".join(shape)
+        gsv, t, tok = self.fresh("gsview"), self.fresh("t"), self.fresh("tok")
+        self.out.emit(f"let {gsv}: GatherScatterView<{arr.ty.dtype}, {{[{sh}]}}, {sparse}> = "
+                      f"make_gather_scatter_view({arr.rust}, shape![{sh}], {self.padding_of(call)});", self.line)
+        self.out.emit(f"let ({t}, {tok}): (Tile<{arr.ty.dtype}, {{[{sh}]}}>, Token) = load_view_raw(&{gsv}, "
+                      f"({', '.join(index)}), Some({token}), {order}, {scope}, {self.tma_arg(call)}, "
+                      f"{self.latency_arg(call)}, [{', '.join(['false'] * arr.ty.ndim)}], shape![{sh}]);",
+                      self.line)
+        self.tok_names.add(tok)
+        self.loaded(arr.rust, tok)
+        return t, Ty("tile", arr.ty.dtype, tuple(shape))
 
     def store(self, call):
         """``ct.store(array, index, tile, order=, check_bounds=, latency=, allow_tma=,
@@ -744,13 +794,18 @@ class MemoryRules:
         every port and reference is compiled for); the base pointer broadcast and offset; a
         ``mask=`` and-ed last. Unsigned comparison comes from cutile's ``u64`` element type (the
         same i64 in Tile IR). Returns (pointer tile, mask or None, shape)."""
-        elts = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
+        bound = self.lookup(idx_node.id) if isinstance(idx_node, ast.Name) else None
+        made = bound.ty.value if bound is not None and bound.ty.kind == INDEX_TUPLE else None
+        elts = (made if made is not None else idx_node.elts if isinstance(idx_node, ast.Tuple)
+                else [idx_node])
         nd = arr.ty.ndim
         if len(elts) != nd:
             self.fail(idx_node, ast.unparse(idx_node), f"{len(elts)} indices for a rank-{nd} array")
         idx = []
         for e in elts:
-            ie, it = self.expr(e)
+            # an element of a tuple bound to a name was translated where the tuple was made
+            ie, it = e if made is not None else self.expr(e)
+            e = idx_node if made is not None else e
             if it.kind == "lit" and isinstance(it.value, int) and not isinstance(it.value, bool):
                 ie, it = f"{it.value}i32", Ty("i32")
             if not ((it.kind == "tile" and it.dtype in ("i32", "i64")) or it.kind == "i32"):

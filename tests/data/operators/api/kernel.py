@@ -174,3 +174,12 @@ def api_cmp_kernel(x, y, TILE: ConstInt):
     m = ct.bitwise_or(m, ct.less_equal(t, -2.0))
     m = ct.bitwise_and(m, ct.greater_equal(offs, offs * 0 + 3))
     ct.store(y, index=(bid,), tile=ct.where(m, t, 0.0))
+
+
+def api_gather_view_kernel(a, idx, b, BM: ConstInt, TILE: ConstInt):
+    # BM rows of a listed in idx (a gathered index tile), TILE columns: ct.load_advanced_indexing
+    bid = ct.bid(0)
+    rows = ct.gather(idx, bid * BM + ct.arange(BM, dtype=ct.int32), padding_value=0)
+    t = ct.load_advanced_indexing(a, (rows, ct.Slice(0, TILE)), padding_mode=ct.PaddingMode.ZERO,
+                                  latency=3, allow_tma=False)
+    ct.store(b, index=(bid, 0), tile=t)
