@@ -261,3 +261,40 @@ def test_the_gpu_column_with_a_fake_launcher_reaches_the_report(relu_study, tmp_
     b = mutation_test.run("relu", "relu_kernel", r / "relu_kernel.json", tmp_path / "b.json",
                           host_json=tmp_path / "stale.host.json", op_dir=relu_study / "operators/relu", launch=launch)
     assert b["verdict"] == "BLOCKED" and "rebuild" in b["summary"]
+
+
+def test_the_worker_calls_each_mutant_by_its_own_symbol(relu_study, monkeypatch, capsys):
+    """The worker loop on the CPU: the real mutant library bound by ctypes, the call's GPU parts
+    (build_call, check_call, reference.py's torch import) stood in for; it answers one tagged
+    line per job, by the mutant's own symbol, and exits after a CUDA error."""
+    import io
+
+    from tileport.gpu import harness
+    from tileport.gpu import test as gpu_test
+
+    r = relu_study / "results"
+    monkeypatch.setattr(harness, "load_module", lambda path, name: object())
+    monkeypatch.setattr(harness, "build_call", lambda *a, **k: {"symbol": a[9], "shape": a[7]})
+    monkeypatch.setattr(harness, "tolerance", lambda man, v, s: {"rtol": 0.0, "atol": 0.0})
+
+    def check_call(c, tol):
+        bad = c["symbol"] == "tp_relu__m001__relu_kernel"
+        return {"ref": {"ok": True}, "port": {"ok": not bad, "error": "CUDA error: x" if bad else None,
+                                              "cuda_error": bad}, "symbol": c["symbol"]}
+    monkeypatch.setattr(gpu_test, "check_call", check_call)
+    jobs = [{"mutant": "m000", "variant": "f16-TILE1024", "shape": [1000], "on": "test"},
+            {"mutant": "m999", "variant": "f16-TILE1024", "shape": [1000], "on": "test"},
+            {"mutant": "m001", "variant": "bf16-TILE2048", "shape": [8], "on": "unseen"},
+            {"mutant": "m002", "variant": "f16-TILE1024", "shape": [1000], "on": "test"}]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("".join(json.dumps(j) + "\n" for j in jobs)))
+    h = r / "mutation/relu/relu_kernel.host"
+    rc = mutation_test.worker({"op": "relu", "kernel": "relu_kernel", "op_dir": str(relu_study / "operators/relu"),
+                               "results": str(r), "library": str(h / host_mutants.LIB),
+                               "ffi_json": str(h / "ffi.json"), "seed": 0})
+    out = [json.loads(x[len(mutation_test.TAG):]) for x in capsys.readouterr().out.splitlines()
+           if x.startswith(mutation_test.TAG)]
+    assert out[0] == {"ready": True} and rc == 3 and len(out) == 4      # m002 never ran: the context is lost
+    assert out[1]["row"]["symbol"] == "tp_relu__m000__relu_kernel" and not out[1]["restart"]
+    assert "no shim of m999" in out[2]["row"]["setup_error"]
+    assert out[3]["row"]["symbol"] == "tp_relu__m001__relu_kernel" and out[3]["restart"]
+    assert mutation_test.judge(out[3]["row"])[1].startswith("CUDA error")

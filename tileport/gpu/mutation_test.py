@@ -356,7 +356,10 @@ def worker(cfg: dict) -> int:
         except Exception as exc:  # noqa: BLE001 - an unseen shape the manifest's expressions refuse
             say({"row": {"setup_error": f"{type(exc).__name__}: {exc}"[:800]}})
             continue
-        row = check_call(c, tol)
+        try:
+            row = check_call(c, tol)       # each side's own failure is in the row
+        except Exception as exc:  # noqa: BLE001 - reference.py's expected values at this shape
+            row = {"setup_error": f"{type(exc).__name__}: {exc}"[:800]}
         del c
         dead = bool((row.get("port") or {}).get("cuda_error") or (row.get("ref") or {}).get("cuda_error"))
         say({"row": row, "restart": dead})
