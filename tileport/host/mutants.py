@@ -108,6 +108,7 @@ def build(op: str, kernel: str, study_json, work_dir, ffi_json, host_dir, out_js
     it was built from (:func:`sources_sha`)."""
     base = dict(stage="mutation_host", op=op, kernel=kernel)
     host, work = Path(host_dir).resolve(), Path(work_dir)
+    host.mkdir(parents=True, exist_ok=True)        # the rule's directory output, whatever the verdict
     try:
         study = read(study_json)
         ffi = json.loads(Path(ffi_json).read_text())
