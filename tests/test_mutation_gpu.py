@@ -104,6 +104,7 @@ def test_evaluate_classifies_each_mutant_and_skips_what_the_baseline_fails():
     assert "hang" in by["m003"]["why"] and by["m003"]["on"] == "test"
     assert by["m006"]["why"].startswith("CUDA error")
     assert base["v 1"]["status"] == "flag" and base["v 1000"]["status"] == "ok" and not stopped
+    assert by["m004"]["judged"] == {"test": 2, "unseen": 1} and by["m001"]["judged"] == {"test": 1, "unseen": 0}
     # the baseline runs once per case; no mutant runs where it fails; a caught mutant stops
     assert calls.count(("m000", 1000)) == 1 and ("m001", 1) not in calls
     assert [c for c in calls if c[0] == "m001"] == [("m001", 1000)]

@@ -181,14 +181,16 @@ def evaluate(plans: list[dict], launch, budget_s: float, clock=time.monotonic) -
     Each case runs ``m000`` first (once: ``baseline`` maps ``"<variant> <shape>"`` to its
     ``{"status", "why", "on"}``); a case ``m000`` does not pass judges no mutant. A mutant stops
     at its first flagged or crashed case; its record: ``outcome`` (module doc), ``on`` (test /
-    unseen, where caught), ``why``, ``calls``. Once the budget is spent every mutant not yet
+    unseen, where caught), ``why``, ``calls``, ``judged`` (cases per kind it ran on that judged:
+    a ``missed`` with no unseen case had no unseen shape that fits). Once the budget is spent every mutant not yet
     concluded is ``not_run``; so is every one after a launcher's RuntimeError (a worker that
     cannot start: ``stopped`` holds its message)."""
     t0 = clock()
     baseline: dict[str, dict] = {}
     records, stopped = [], ""
     for p in plans:
-        rec = {"id": p["id"], "kind": p["kind"], "variants": p["variants"], "calls": 0}
+        rec = {"id": p["id"], "kind": p["kind"], "variants": p["variants"], "calls": 0,
+               "judged": {"test": 0, "unseen": 0}}
         if p.get("rejected"):
             records.append({**rec, "outcome": "rejected", "why": "the mutant library's build rejected it"})
             continue
@@ -216,6 +218,7 @@ def evaluate(plans: list[dict], launch, budget_s: float, clock=time.monotonic) -
             if st == "unusable":
                 continue
             judged += 1
+            rec["judged"][case["on"]] += 1
             if st in ("flag", "crash"):
                 outcome = "crashed" if st == "crash" else case["on"]
                 rec.update(on=case["on"], case=key, why=why)
