@@ -136,7 +136,10 @@ FAKE_WORKER = textwrap.dedent("""
     sys.stdout.write("TPMW " + json.dumps({"ready": True}) + "\\n")
     sys.stdout.flush()
     for line in sys.stdin:
-        m = json.loads(line)["mutant"]
+        job = json.loads(line)
+        m = job["mutant"]
+        if job["shape"] == [9]:             # a slow case: m000 and "slow" take long, not forever
+            time.sleep({"m000": 0.8, "slow": 1.5}.get(m, 0))
         if m == "hang":
             time.sleep(120)
         if m == "die":
@@ -168,6 +171,12 @@ def test_workers_kill_a_hang_restart_after_a_death_and_a_lost_context(fake_worke
         assert "exit status 7" in died["died"] and w.proc is None
         assert "port" in w("cuda", case) and w.proc is None and w.starts == 3     # its reply, then gone
         assert mt.judge(w("m000", case)) == ("ok", "") and w.starts == 4
+        # a slow case: the mutant gets 3x what m000 took there, not only timeout_s
+        w.timeout_s = 1.2
+        slow = {"variant": "v", "shape": [9], "on": "test"}
+        assert "port" in w("m000", slow) and "port" in w("slow", slow) and w.proc is not None
+        hung = w("hang", slow)
+        assert hung["timeout"] >= 2.4 and w.proc is None
         w.stop()
     assert "cutile says hi" in (tmp_path / "w.log").read_text()
 

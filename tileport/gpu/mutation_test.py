@@ -56,8 +56,10 @@ BASE = host_mutants.BASE
 #: the GPU column's bounds (config.yaml ``mutation``): variants per mutant (those of its edited
 #: entry), test shapes and unseen shapes per variant, the wall budget per kernel and the
 #: timeout of one call (seconds: the first call of a compilation includes cutile's JIT)
-GPU_DEFAULTS = {"gpu_max_variants": 2, "gpu_max_shapes": 3, "gpu_budget_s": 600, "gpu_timeout_s": 300}
+GPU_DEFAULTS = {"gpu_max_variants": 2, "gpu_max_shapes": 3, "gpu_budget_s": 600, "gpu_timeout_s": 120}
 CAUGHT = ("test", "unseen", "crashed")
+#: a mutant's call may take this many times m000's on the same case before it counts as a hang
+SLACK = 3.0
 #: prefix of the worker's reply lines on its stdout (anything else there is a library's print)
 TAG = "TPMW "
 
@@ -241,7 +243,8 @@ def column(outcome: str) -> str:
 
 class Workers:
     """The launcher of the real column: one worker process at a time (``cmd``), restarted after
-    a hang (killed after ``timeout_s``), a death or a lost CUDA context. Calling it with
+    a hang (killed after ``timeout_s``, for a mutant after at least :data:`SLACK` times what
+    ``m000`` took on the same case), a death or a lost CUDA context. Calling it with
     ``(mutant_id, case)`` returns the worker's row, or ``{"timeout": s}`` / ``{"died": why}``.
     Raises RuntimeError when a fresh worker cannot start (the environment: no mutant is judged)."""
 
@@ -250,6 +253,7 @@ class Workers:
         self.proc = None
         self.buf = b""
         self.starts = 0
+        self.base_s: dict[tuple, float] = {}      # (variant, shape) -> seconds m000's call took
 
     def _read(self, deadline: float) -> dict | None:
         """The next tagged reply, or None at EOF; raises TimeoutError past ``deadline``. Reads
@@ -299,6 +303,11 @@ class Workers:
     def __call__(self, mutant: str, case: dict) -> dict:
         if self.proc is None:
             self._start()
+        key = (case["variant"], tuple(case["shape"]))
+        # a mutant gets at least SLACK times what m000 took on the case (its JIT compile and
+        # the reference's cost as much): a slow compile is no hang
+        limit = max(self.timeout_s, SLACK * self.base_s.get(key, 0.0)) if mutant != BASE else self.timeout_s
+        t0 = time.monotonic()
         try:
             self.proc.stdin.write((json.dumps({"mutant": mutant, **case}) + "\n").encode())
         except BrokenPipeError:         # it died after its last reply
@@ -306,10 +315,12 @@ class Workers:
             self.proc = None
             return {"died": f"exit status {rc} before {mutant} {case['variant']} {case['shape']}"}
         try:
-            reply = self._read(time.monotonic() + self.timeout_s)
+            reply = self._read(time.monotonic() + limit)
         except TimeoutError:
             self.stop()
-            return {"timeout": self.timeout_s}
+            return {"timeout": round(limit, 1)}
+        if mutant == BASE:
+            self.base_s[key] = time.monotonic() - t0
         if reply is None:
             rc = self.proc.wait()
             self.proc = None
