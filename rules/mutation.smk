@@ -1,5 +1,5 @@
 # The mutation study (issue 36): how often each check catches a wrong port. CPU rules: mutation
-# (per kernel), mutation_summary (one); GPU rule: mutation_gpu (NOT_RUN without a GPU).
+# (per kernel), mutation_host (per kernel: the mutants' host library), mutation_summary (one); GPU rule: mutation_gpu (NOT_RUN without a GPU).
 # Target: results/mutation/summary.csv. Logic: tileport/cpu/mutation.py, tileport/report/mutation.py.
 
 
@@ -22,7 +22,8 @@ rule mutation:
         # the code the job runs (its import closure), by content: an edit reruns it
         code=code("mutation"),
         variants=lambda wc: variants_of(wc.op, wc.kernel),
-        settings=config["mutation"],
+        # the CPU study's settings only: the GPU column's (gpu_*) do not rerun it
+        settings={k: v for k, v in config["mutation"].items() if not k.startswith("gpu_")},
         tools=config["tools"],
         op_dir=op_dir,
         target=config["gpu_target"],
@@ -30,10 +31,35 @@ rule mutation:
         "../scripts/mutation.py"
 
 
-rule mutation_gpu:
-    """The mutants' numeric test on a GPU (test shapes and unseen shapes): NOT_RUN without a GPU; on a GPU an ERROR until tileport builds a host library of the mutants (so it asks for no GPU yet)."""
+rule mutation_host:
+    """The kernel's compiling mutants (and the unmutated port m000) as one host library, each under its own shim symbols (tp_<op>__<mid>__<entry>), built with the committed host Cargo.lock (CPU)."""
     input:
         study="results/mutation/{op}/{kernel}.json",
+        work="results/mutation/{op}/{kernel}",
+        ffi="results/{op}/host/ffi.json",
+        template="rust/host-template/Cargo.lock",
+        abi="rust/host/abi.rs",
+    output:
+        verdict="results/mutation/{op}/{kernel}.host.json",
+        host=directory("results/mutation/{op}/{kernel}.host"),
+    log:
+        "results/{op}/logs/mutation_host/{kernel}.log",
+    conda:
+        "../envs/tileport.yaml"
+    params:
+        code=code("mutation_host"),
+        tools=config["tools"],
+    script:
+        "../scripts/mutation_host.py"
+
+
+rule mutation_gpu:
+    """The mutants' numeric test on a GPU (test shapes and unseen shapes), launched from the mutant host library: NOT_RUN without a GPU. It asks for no GPU resource: on a GPU node run python -m tileport.gpu.mutation_test --gpu required (docs/mutation-study.md)."""
+    input:
+        op_inputs,
+        study="results/mutation/{op}/{kernel}.json",
+        host="results/mutation/{op}/{kernel}.host.json",
+        library="results/mutation/{op}/{kernel}.host",
     output:
         verdict="results/mutation/{op}/{kernel}.gpu.json",
     log:
@@ -43,6 +69,9 @@ rule mutation_gpu:
     params:
         code=code("mutation_gpu"),
         tools=config["tools"],
+        op_dir=op_dir,
+        settings={k: v for k, v in config["mutation"].items() if k.startswith("gpu_")},
+        seed=config["bench"]["seed"],
     script:
         "../scripts/mutation_gpu.py"
 

@@ -6,7 +6,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from tileport.core import stage
 from tileport.gpu import mutation_test
 
-w = snakemake.wildcards
+w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 with stage.guarded(snakemake, "mutation_gpu"):
-    d = mutation_test.run(w.op, w.kernel, snakemake.input.study, snakemake.output.verdict, gpu=snakemake.config["gpu"])
+    d = mutation_test.run(w.op, w.kernel, i.study, snakemake.output.verdict, gpu=snakemake.config["gpu"],
+                          host_json=i.host, op_dir=p.op_dir, results="results", settings=p.settings, seed=p.seed)
     print(d["verdict"], d["summary"])

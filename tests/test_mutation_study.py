@@ -1,6 +1,7 @@
 """The mutation study (issue 36): the generator, the grep-count detector, the study of a real
 small kernel (relu, through the workflow on the CPU) and its report."""
 import json
+import shutil
 import subprocess
 import sys
 
@@ -8,6 +9,9 @@ import pytest
 from conftest import copy_workflow
 
 from tileport.cpu import mutate, mutation
+from tileport.gpu import mutation_test
+from tileport.host import mutants as host_mutants
+from tileport.host.ffi import HostLibrary
 from tileport.ir_diff import grep_count
 from tileport.report import mutation as report
 
@@ -119,7 +123,8 @@ def relu_study(tmp_path_factory):
     root = copy_workflow(tmp_path_factory.mktemp("mut"), ["relu"])
     cfg = root / "config.yaml"
     cfg.write_text(cfg.read_text().replace("operators: []", "operators: [relu]"))
-    targets = ["results/mutation/relu/relu_kernel.json", "results/mutation/relu/relu_kernel.gpu.json"]
+    targets = ["results/mutation/relu/relu_kernel.json", "results/mutation/relu/relu_kernel.host.json",
+               "results/mutation/relu/relu_kernel.gpu.json"]
     proc = subprocess.run([sys.executable, "-m", "snakemake", *targets, "--cores", "1", "--config", "gpu=off"],
                           cwd=root, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -168,3 +173,128 @@ def test_report_tables_from_the_relu_study(relu_study, tmp_path):
     tex = (tmp_path / "m.tex").read_text()
     assert "grep count" in tex and "not run" in tex and "tab:mutation" in tex
     assert (tmp_path / "m.svg").stat().st_size > 1000
+
+
+def test_the_mutant_library_exports_every_compiling_mutant(relu_study):
+    r = relu_study / "results/mutation/relu"
+    study = json.loads((r / "relu_kernel.json").read_text())
+    ids = ["m000"] + [m["id"] for m in study["details"]["mutants"] if m["compiles"]]
+    host = json.loads((r / "relu_kernel.host.json").read_text())
+    assert host["verdict"] == "PASS" and sorted(host["details"]["mutants"]) == ids
+    ffi = json.loads((r / "relu_kernel.host/ffi.json").read_text())
+    want = {f"tp_relu__{mid}__relu_kernel" for mid in ids}
+    assert {f["symbol"] for f in ffi["functions"]} == want
+    assert {f["mutant"] for f in ffi["functions"]} == set(ids)
+    lib = r / "relu_kernel.host" / host_mutants.LIB
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    names = {ln.split()[-1] for ln in nm.splitlines() if ln.strip()}
+    assert want <= names and {w + "__packed" for w in want} <= names
+    # each mutant is the operator's port under its own name: its source, one line edited
+    m1 = next(m for m in study["details"]["mutants"] if m["compiles"])
+    src = (r / "relu_kernel.host/src/ops" / m1["id"] / "relu_kernel.rs").read_text()
+    assert m1["after"].strip() in src
+    shims = (r / "relu_kernel.host/src/ops" / m1["id"] / "ffi.rs").read_text()
+    assert "tp_relu__" + m1["id"] + "__relu_kernel(" in shims
+    # ctypes binds every shim of it on the CPU (the CUDA driver loads only at a launch)
+    assert set(HostLibrary(lib, [r / "relu_kernel.host/ffi.json"]).shims) == want
+
+
+def test_a_mutant_the_library_build_rejects_is_counted_not_caught(relu_study, tmp_path):
+    r = relu_study / "results/mutation/relu"
+    work = tmp_path / "relu_kernel"
+    shutil.copytree(r / "relu_kernel", work, ignore=shutil.ignore_patterns("ir", "ir_diff"))
+    study = json.loads((r / "relu_kernel.json").read_text())
+    bad = [m["id"] for m in study["details"]["mutants"] if m["compiles"]][-1]
+    src = work / "crate/src" / f"relu_kernel__{bad}.rs"
+    src.write_text(src.read_text() + "\npub fn broken() -> i32 {\n    1u8\n}\n")     # a type error
+    d = host_mutants.build("relu", "relu_kernel", r / "relu_kernel.json", work,
+                           relu_study / "results/relu/host/ffi.json", tmp_path / "relu_kernel.host",
+                           tmp_path / "relu_kernel.host.json")
+    assert d["verdict"] == "PASS_WITH_NOTES" and list(d["details"]["rejected"]) == [bad]
+    assert d["details"]["rejected"][bad]["stage"] == "cargo build" and bad not in d["details"]["mutants"]
+    # the GPU column counts it, never as caught
+    plans = mutation_test.plan(study, mutation_test.tp_manifest.load(relu_study / "operators/relu/manifest.yaml"),
+                               "relu_kernel", mutation_test.settings_of({}), set(d["details"]["mutants"]))
+    recs, _, _ = mutation_test.evaluate([p for p in plans if p["id"] == bad], lambda mid, case: {}, 1e9)
+    assert recs[0]["outcome"] == "rejected" and mutation_test.column("rejected") == "MISSED"
+
+
+def test_the_gpu_column_with_a_fake_launcher_reaches_the_report(relu_study, tmp_path):
+    """The runner's logic on relu's real study and mutant library, with a fake launcher standing
+    in for the GPU (a test of the bookkeeping, written to tmp_path only: no GPU number)."""
+    r = relu_study / "results/mutation/relu"
+    study = json.loads((r / "relu_kernel.json").read_text())
+    first = next(m["id"] for m in study["details"]["mutants"] if m["compiles"] and m["kind"] == "arith_op")
+    offset = next(m["id"] for m in study["details"]["mutants"] if m["compiles"] and m["kind"] == "index_offset")
+    seen = []
+
+    def launch(mid, case):
+        seen.append((mid, case["on"], tuple(case["shape"])))
+        flag = (mid == first) or (mid == offset and case["on"] == "unseen")
+        return {"ref": {"ok": True}, "port": {"ok": True}, "port_matches_ref": not flag}
+
+    out = tmp_path / "relu_kernel.gpu.json"
+    d = mutation_test.run("relu", "relu_kernel", r / "relu_kernel.json", out, op_dir=relu_study / "operators/relu",
+                          results=relu_study / "results", settings={"gpu_max_variants": 1}, launch=launch)
+    det = d["details"]
+    assert d["verdict"] == "DONE" and det["mutants"][first] == "CAUGHT" and det["mutants"][offset] == "CAUGHT"
+    out_of = {x["id"]: x["outcome"] for x in det["records"]}
+    assert out_of[first] == "test" and out_of[offset] == "unseen"
+    assert sum(v == "MISSED" for v in det["mutants"].values()) == len(det["mutants"]) - 2
+    # the test shapes first, then the unseen ones (relu: 8, 1007, 4104), m000 once per case
+    assert [s for m, on, s in seen if m == offset] == [(1,), (1000,), (4097,), (8,)]
+    assert sum(m == "m000" for m, _, _ in seen) == len({s for _, _, s in seen}) == 6
+    agg = report.build([r / "relu_kernel.json"], [out], tmp_path / "s.csv", tmp_path / "s.json",
+                       tmp_path / "m.tex", tmp_path / "m.svg")
+    assert agg["gpu_measured"] and agg["gpu"]["measured"] == len(det["mutants"])
+    assert [x["id"] for x in agg["gpu"]["only_unseen"]] == [offset]
+    assert agg["catch_rate"]["gpu_test_shapes"] < agg["catch_rate"]["gpu_test"]
+    assert agg["false_positive"]["gpu_test"]["rate"] == 0.0
+    # the IR diff catches every relu mutant; the fake numeric test misses the rest
+    assert {x["id"] for x in agg["gpu"]["only_ir_not_gpu"]} == {m for m, w in det["mutants"].items() if w == "MISSED"}
+    tex = (tmp_path / "m.tex").read_text()
+    assert "GPU test, test shapes only" in tex
+    # a library built from other mutants than the study's now: BLOCKED, not judged
+    stale = json.loads((r / "relu_kernel.host.json").read_text())
+    stale["details"]["sources_sha"] = "0" * 64
+    (tmp_path / "stale.host.json").write_text(json.dumps(stale))
+    b = mutation_test.run("relu", "relu_kernel", r / "relu_kernel.json", tmp_path / "b.json",
+                          host_json=tmp_path / "stale.host.json", op_dir=relu_study / "operators/relu", launch=launch)
+    assert b["verdict"] == "BLOCKED" and "rebuild" in b["summary"]
+
+
+def test_the_worker_calls_each_mutant_by_its_own_symbol(relu_study, monkeypatch, capsys):
+    """The worker loop on the CPU: the real mutant library bound by ctypes, the call's GPU parts
+    (build_call, check_call, reference.py's torch import) stood in for; it answers one tagged
+    line per job, by the mutant's own symbol, and exits after a CUDA error."""
+    import io
+
+    from tileport.gpu import harness
+    from tileport.gpu import test as gpu_test
+
+    r = relu_study / "results"
+    monkeypatch.setattr(harness, "load_module", lambda path, name: object())
+    monkeypatch.setattr(harness, "build_call", lambda *a, **k: {"symbol": a[9], "shape": a[7]})
+    monkeypatch.setattr(harness, "tolerance", lambda man, v, s: {"rtol": 0.0, "atol": 0.0})
+
+    def check_call(c, tol):
+        bad = c["symbol"] == "tp_relu__m001__relu_kernel"
+        return {"ref": {"ok": True}, "port": {"ok": not bad, "error": "CUDA error: x" if bad else None,
+                                              "cuda_error": bad}, "symbol": c["symbol"]}
+    monkeypatch.setattr(gpu_test, "check_call", check_call)
+    jobs = [{"mutant": "m000", "variant": "f16-TILE1024", "shape": [1000], "on": "test"},
+            {"mutant": "m999", "variant": "f16-TILE1024", "shape": [1000], "on": "test"},
+            {"mutant": "m001", "variant": "bf16-TILE2048", "shape": [8], "on": "unseen"},
+            {"mutant": "m002", "variant": "f16-TILE1024", "shape": [1000], "on": "test"}]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("".join(json.dumps(j) + "\n" for j in jobs)))
+    h = r / "mutation/relu/relu_kernel.host"
+    rc = mutation_test.worker({"op": "relu", "kernel": "relu_kernel", "op_dir": str(relu_study / "operators/relu"),
+                               "results": str(r), "library": str(h / host_mutants.LIB),
+                               "ffi_json": str(h / "ffi.json"), "seed": 0})
+    out = [json.loads(x[len(mutation_test.TAG):]) for x in capsys.readouterr().out.splitlines()
+           if x.startswith(mutation_test.TAG)]
+    assert out[0] == {"ready": True} and rc == 3 and len(out) == 4      # m002 never ran: the context is lost
+    assert out[1]["row"]["symbol"] == "tp_relu__m000__relu_kernel" and not out[1]["restart"]
+    assert "no shim of m999" in out[2]["row"]["setup_error"]
+    assert out[3]["row"]["symbol"] == "tp_relu__m001__relu_kernel" and out[3]["restart"]
+    assert mutation_test.judge(out[3]["row"])[1].startswith("CUDA error")
