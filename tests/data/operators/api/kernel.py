@@ -176,6 +176,7 @@ def api_cmp_kernel(x, y, TILE: ConstInt):
     ct.store(y, index=(bid,), tile=ct.where(m, t, 0.0))
 
 
+@ct.kernel
 def api_gather_view_kernel(a, idx, b, BM: ConstInt, TILE: ConstInt):
     # BM rows of a listed in idx (a gathered index tile), TILE columns: ct.load_advanced_indexing
     bid = ct.bid(0)
