@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 31 items 3, 4, 6 on a GPU node: functional test, benchmark (both readings, harness 2) and
 # the outlier diagnosis of the operators given, from a results/ tree built by the CPU stages
-# (including runtime_ir). Prints each stage's verdict line; copies the verdicts to $OUT when set.
+# (including runtime_ir). Prints each stage's verdict line; packs the verdicts and logs into
+# $OUT/gpu-out.tgz when OUT is set.
 #   benchmarks/gpu_matched.sh relu tg_transpose ...
 set -uo pipefail
 for op in "$@"; do
@@ -21,8 +22,11 @@ for o in d["details"].get("outliers", []):
           "matched", o["ratio_matched"] and f"{o['ratio_matched']:.3f}", "|", o["cause"], "|", o["evidence"])
 PY
   if [ -n "${OUT:-}" ]; then
-    mkdir -p "$OUT/$op"
+    mkdir -p "/tmp/gpu-out/$op"
     cp "results/$op/test.json" "results/$op/bench.json" "results/$op/bench.csv" "results/$op/perf_diagnosis.json" \
-       "/tmp/test-$op.log" "/tmp/bench-$op.log" "$OUT/$op/" 2>/dev/null
+       "/tmp/test-$op.log" "/tmp/bench-$op.log" "/tmp/gpu-out/$op/" 2>/dev/null
+    # one archive, rewritten after each operator: the device tool returns only a few files per
+    # call, and a call cut off by its time limit still returns the operators that finished
+    tar -C /tmp/gpu-out -czf "$OUT/gpu-out.tgz" .
   fi
 done
