@@ -1224,3 +1224,18 @@ def test_an_int64_gather_index_is_used_as_it_is(op_copy):
     d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
     src, _ = translate.translate_kernel(d, "relu_kernel")
     assert re.search(r"Tile<u64, \{\[TILE\]\}> = bitcast\(", src), src
+
+
+def test_a_name_first_bound_in_both_branches_of_a_run_time_if(op_copy):
+    """``if bid > 0: w = .. else: w = ..`` with w read after the if (Liger's GRPO:
+    ``coef_1_for_loss``): cuTile Python yields w from the if; the port declares w before it,
+    with a zero of its type, and assigns it in each branch (before: 'name not defined')."""
+    body = ("    if bid > 0:\n"
+            "        w = ct.astype(t, ct.float32) * 2.0\n"
+            "    else:\n"
+            "        w = ct.astype(t, ct.float32)\n"
+            "    ct.store(y, index=(bid,), tile=ct.astype(w, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert re.search(r"let mut w: Tile<f32, \{\[TILE\]\}> = __t\d+;", src), src
+    assert len(re.findall(r"^\s*w = __t\d+;", src, re.M)) == 2, src

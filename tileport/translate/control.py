@@ -382,6 +382,7 @@ class ControlRules:
             if (var is not None and var.decl is not None and var.depth < depth and not var.alias
                     and not self.live_after(name)):
                 dead.add(name)
+        self.declare_branch_bound(s)
         stack = self.__dict__.setdefault("dead_ifs", [])
         stack.append((depth, dead))
         try:
@@ -389,6 +390,46 @@ class ControlRules:
                             (lambda: self.branch(s.orelse)) if s.orelse else None, s.lineno)
         finally:
             self.dead_ifs.pop()
+
+    def declare_branch_bound(self, s: ast.If) -> None:
+        """A name first bound in both branches of this run-time ``if`` and read after it (Liger's
+        GRPO: ``if delta != 0.0: c = ct.minimum(coef_1, ..) else: c = coef_1``): cuTile Python
+        yields it from the ``if``. The port declares it before the ``if`` (its type from a dry
+        run of the first branch) with a zero of that type that no op reads, so each branch
+        assigns it and cutile's ``if`` yields it; the IR diff drops the unread constant (dead
+        code)."""
+        if not s.orelse:
+            return
+
+        def bound(stmts):
+            return {t.id for st in stmts if isinstance(st, ast.Assign) for t in st.targets
+                    if isinstance(t, ast.Name)}
+        names = [n for n in sorted(bound(s.body) & bound(s.orelse))
+                 if self.lookup(n) is None and self.live_after(n)]
+        if not names:
+            return
+        seen: dict = {}
+
+        def probe():
+            self.out.indent += 1
+            self.scopes.append({})
+            self.block(s.body)
+            seen.update({n: self.scopes[-1][n].ty for n in names if n in self.scopes[-1]})
+            self.scopes.pop()
+            self.out.indent -= 1
+        self._dry_run(probe)
+        depth = len(self.scopes) - 1
+        for n in names:
+            ty = seen.get(n)
+            if ty is None or ty.kind not in ("tile", "f32", "i32") or (
+                    ty.kind == "tile" and ty.dtype not in ("E", "f32", "i32", "i64")):
+                return
+            init = {"f32": "0.0f32", "i32": "0i32"}.get(ty.kind)
+            if init is None:
+                init = self.constant_tile(0, ty.dtype, ty.shape, s)[0]
+            rn = self.local_prefix + self.rname(n)
+            idx = self.out.emit(f"let mut {rn}: {ty.rust()} = {init};", s.lineno)
+            self.scopes[-1][n] = Var(rn, ty, idx, depth)
 
     def condition(self, test) -> tuple[str, Ty]:
         """A run-time test's value: a bool scalar (a 0-d bool tile, e.g. a comparison with a
