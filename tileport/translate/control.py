@@ -59,6 +59,11 @@ class ControlRules:
                 cont.pop()
             if guard:
                 break
+            if self.out.lines and self.out.lines[-1][1] == "continue;" \
+                    and self.out.lines[-1][0] == self.out.indent:
+                # nothing after a continue runs (cuTile Python's split loop keeps a branch that
+                # continues as the end of the body: loop_split.py _clone_loop, early_continue)
+                break
 
     # ---- liveness (cuTile Python's dead code elimination drops unused if results) -----
     def live_after(self, name: str) -> bool:
@@ -398,7 +403,10 @@ class ControlRules:
         run of the first branch) with a zero of that type that no op reads, so each branch
         assigns it and cutile's ``if`` yields it; the IR diff drops the unread constant (dead
         code)."""
-        if not s.orelse:
+        if not s.orelse or any(isinstance(n, (ast.Continue, ast.Break, ast.Return))
+                               for st in s.body + s.orelse for n in ast.walk(st)):
+            # a branch that leaves (continue / break / return) goes on with nothing to yield;
+            # cutile's continue would carry the declared name too (:meth:`loop_continue`)
             return
 
         def bound(stmts):
