@@ -67,3 +67,17 @@ def test_a_float_scalar_compared_in_an_if(tmp_path):
     assert "not_equal unordered" in r and "not_equal unordered" in port.read_text()
     mutant = r.replace("not_equal unordered", "not_equal ordered", 1)
     assert diff_ir(mutant, port.read_text()).verdict == "FAIL"
+
+
+def test_a_name_bound_in_both_branches_reaches_ir_pass(tmp_path):
+    """``if s != 0.0: w = min(t, s) else: w = t`` then ``w * 3``: the port's declaration
+    before the if (an unread zero) and its two assignments are cuTile Python's if yielding w;
+    the reference's test negated (the other branch's value yielded) fails."""
+    diff, ref, port = run_kernels(OP, tmp_path, "loopctl", ["branch_bound_kernel"],
+                                  "f16-TILE128")["branch_bound_kernel"]
+    _ok(diff)
+    r = ref.read_text()
+    assert re.search(r"= if %\S+ -> \(tile<128xf32>\)", r), r
+    mutant = r.replace("cmpf not_equal unordered", "cmpf equal unordered", 1)
+    assert mutant != r
+    assert diff_ir(mutant, port.read_text()).verdict == "FAIL"

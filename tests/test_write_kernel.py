@@ -1424,3 +1424,44 @@ def test_annotated_constexpr_local_and_a_one_entry_shape_through_a_helper(tmp_pa
     assert "{[128]}" in src, src
     diff, _, _ = run_chain(d, tmp_path, "annop", "ann_kernel", "f32-TILE256")
     assert diff["verdict"] == "PASS", diff["summary"]
+
+
+def test_a_name_first_bound_in_both_branches_of_a_run_time_if(op_copy):
+    """``if bid > 0: w = .. else: w = ..`` with w read after the if (Liger's GRPO:
+    ``coef_1_for_loss``): cuTile Python yields w from the if; the port declares w before it,
+    with a zero of its type, and assigns it in each branch (before: 'name not defined')."""
+    body = ("    if bid > 0:\n"
+            "        w = ct.astype(t, ct.float32) * 2.0\n"
+            "    else:\n"
+            "        w = ct.astype(t, ct.float32)\n"
+            "    ct.store(y, index=(bid,), tile=ct.astype(w, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert re.search(r"let mut w: Tile<f32, \{\[TILE\]\}> = __t\d+;", src), src
+    assert len(re.findall(r"^\s*w = __t\d+;", src, re.M)) == 2, src
+
+
+def test_a_name_bound_in_both_branches_one_of_which_continues_is_not_declared(op_copy):
+    """``if c: w = ..; continue`` / ``else: w = ..`` in a loop: the continuing branch yields
+    nothing to the if, and cutile's continue would carry a name declared in the loop body
+    (one value more than the loop carries): no declaration before the if, so w's read after
+    it is refused as before. Where the loop is split on ``bid > i`` (cuTile Python's
+    loop_split), the part that continues ends its body at the continue, as cuTile Python's
+    _clone_loop does."""
+    from tileport.translate import Unsupported
+    body = ("    acc = ct.astype(t, ct.float32)\n"
+            "    for i in range(2):\n"
+            "        if bid > 3:\n"
+            "            w = acc * 2.0\n"
+            "            continue\n"
+            "        else:\n"
+            "            w = acc\n"
+            "        acc = acc + w\n"
+            "    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
+    with pytest.raises(Unsupported, match="w: name not defined"):
+        translate.translate_kernel(d, "relu_kernel")
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("        if bid > 3:\n", "        if bid > i:\n"))
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert "part of the split loop" in src and re.search(r"continue;\n\s*}\n", src), src

@@ -59,6 +59,11 @@ class ControlRules:
                 cont.pop()
             if guard:
                 break
+            if self.out.lines and self.out.lines[-1][1] == "continue;" \
+                    and self.out.lines[-1][0] == self.out.indent:
+                # nothing after a continue runs (cuTile Python's split loop keeps a branch that
+                # continues as the end of the body: loop_split.py _clone_loop, early_continue)
+                break
 
     # ---- liveness (cuTile Python's dead code elimination drops unused if results) -----
     def live_after(self, name: str) -> bool:
@@ -415,7 +420,7 @@ class ControlRules:
             if (var is not None and var.decl is not None and var.depth < depth and not var.alias
                     and not self.live_after(name)):
                 dead.add(name)
-        self.declare_branch_names(s)
+        self.declare_branch_bound(s)
         stack = self.__dict__.setdefault("dead_ifs", [])
         stack.append((depth, dead))
         try:
@@ -424,38 +429,54 @@ class ControlRules:
         finally:
             self.dead_ifs.pop()
 
-    def declare_branch_names(self, s: ast.If) -> None:
-        """Names first bound in both branches of a run-time ``if`` (``block = l2_mod // SWIZZLE``
-        in one, ``block = l2_mod // NUM_HB_REMAINDER`` in the other: FlashInfer's LPT schedule)
-        and read after it: cuTile Python yields them out of the ``if``. The port declares each
-        before the ``if`` as a mutable int32 / f32 scalar of the type the then-branch gives it
-        (learnt by translating that branch once and undoing it), so that both branches assign
-        the outer binding and the ``if`` yields it; the placeholder value is read by nothing
-        (both branches overwrite it). Only names bound by a top-level assignment of each branch
-        count; a tile or a name bound in one branch only stays local to its branch."""
-        def top(stmts):
+    def declare_branch_bound(self, s: ast.If) -> None:
+        """A name first bound in both branches of this run-time ``if`` and read after it (Liger's
+        GRPO: ``if delta != 0.0: c = ct.minimum(coef_1, ..) else: c = coef_1``; FlashInfer's LPT
+        schedule: ``block = l2_mod // SWIZZLE`` in one, ``// NUM_HB_REMAINDER`` in the other):
+        cuTile Python yields it from the ``if``. The port declares it before the ``if`` (its type
+        from a dry run of the first branch; a Python number as the int32 / f32 scalar it becomes)
+        with a zero of that type that no op reads, so each branch assigns it and cutile's ``if``
+        yields it; the IR diff drops the unread constant (dead code). Only names bound by a
+        top-level assignment of each branch count; a name of another type stays local to its
+        branches."""
+        if not s.orelse or any(isinstance(n, (ast.Continue, ast.Break, ast.Return))
+                               for st in s.body + s.orelse for n in ast.walk(st)):
+            # a branch that leaves (continue / break / return) goes on with nothing to yield;
+            # cutile's continue would carry the declared name too (:meth:`loop_continue`)
+            return
+
+        def bound(stmts):
             return {t.id for st in stmts if isinstance(st, (ast.Assign, ast.AnnAssign))
-                    for t in (st.targets if isinstance(st, ast.Assign) else [st.target]) if isinstance(t, ast.Name)}
-        names = [n for n in sorted(top(s.body) & top(s.orelse)) if self.lookup(n) is None and self.live_after(n)]
+                    for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+                    if isinstance(t, ast.Name)}
+        names = [n for n in sorted(bound(s.body) & bound(s.orelse))
+                 if self.lookup(n) is None and self.live_after(n)]
         if not names:
             return
-        found: dict = {}
+        seen: dict = {}
 
-        def then_types():
+        def probe():
             self.out.indent += 1
             self.scopes.append({})
             self.block(s.body)
-            found.update({n: v.ty for n, v in self.scopes[-1].items() if n in names})
-        self._dry_run(then_types)
+            seen.update({n: self.scopes[-1][n].ty for n in names if n in self.scopes[-1]})
+            self.scopes.pop()
+            self.out.indent -= 1
+        self._dry_run(probe)
+        depth = len(self.scopes) - 1
         for n in names:
-            ty = found.get(n)
+            ty = seen.get(n)
             if ty is not None and ty.kind == "lit" and type(ty.value) in (int, float):
                 ty, _ = self.lit_scalar(ty)
-            if ty is None or ty.kind not in ("i32", "f32"):
+            if ty is None or ty.kind not in ("tile", "f32", "i32") or (
+                    ty.kind == "tile" and ty.dtype not in ("E", "f32", "i32", "i64")):
                 continue
+            init = {"f32": "0.0f32", "i32": "0i32"}.get(ty.kind)
+            if init is None:
+                init = self.constant_tile(0, ty.dtype, ty.shape, s)[0]
             rn = self.local_prefix + self.rname(n)
-            decl = self.out.emit(f"let mut {rn}: {ty.kind} = {'0i32' if ty.kind == 'i32' else '0.0f32'};", s.lineno)
-            self.scopes[-1][n] = Var(rn, Ty(ty.kind), decl, len(self.scopes) - 1)
+            idx = self.out.emit(f"let mut {rn}: {ty.rust()} = {init};", s.lineno)
+            self.scopes[-1][n] = Var(rn, ty, idx, depth)
 
     def condition(self, test) -> tuple[str, Ty]:
         """A run-time test's value: a bool scalar (a 0-d bool tile, e.g. a comparison with a

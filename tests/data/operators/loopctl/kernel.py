@@ -41,3 +41,16 @@ def float_scalar_if_kernel(x, y, s, TILE: ConstInt):
     if s > 1.5:
         t = t * 2.0
     ct.store(y, index=(bid,), tile=ct.astype(t, y.dtype))
+
+
+@ct.kernel
+def branch_bound_kernel(x, y, s, TILE: ConstInt):
+    """A name first bound in both branches of a run-time ``if`` and read after it (Liger's
+    GRPO: ``coef_1_for_loss``): cuTile Python yields it from the ``if``."""
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float32)
+    if s != 0.0:
+        w = ct.minimum(t, ct.full((TILE,), s, dtype=ct.float32))
+    else:
+        w = t
+    ct.store(y, index=(bid,), tile=ct.astype(w * 3.0, y.dtype))
