@@ -2,8 +2,9 @@
 (tilegym.suites.liger.cutile.fused_add_rms_norm): S = X + R in the dtype,
 rstd = 1 / sqrt(mean(S^2) + eps) in fp32, Y = S rstd (W + offset) in casting modes llama
 (0: S rstd rounded to the dtype, then times W + offset in the dtype) and gemma (1: fp32
-throughout). The backward, per row, m = dY (W + offset) (llama: W + offset rounded to the dtype
-and the product in the dtype), dX = rstd m - rstd^3 / n sum(m S) S + dS_out, and per block of
+throughout); mode none (-1, all in the dtype) is a variant of f32 only, where it is gemma's
+fp32. The backward, per row, m = dY (W + offset) (llama: W + offset rounded to the dtype and
+the product in the dtype), dX = rstd m - rstd^3 / n sum(m S) S + dS_out, and per block of
 num_iters consecutive rows the dW partial sum of dY S rstd (llama: S rstd rounded to the dtype
 and the product in the dtype)."""
 import torch
@@ -36,7 +37,7 @@ def fused_add_rms_norm_bwd_reference(dY, dS_out, S, W, RSTD, *, casting_mode, of
     rows b * num_iters ... b * num_iters + num_iters - 1 that exist)."""
     s = S.float()
     r = RSTD.float()[:, None]
-    if casting_mode == 1:
+    if casting_mode != 0:
         dy = dY.float()
         m = dy * (W.float() + offset)
         dw_term = dy * (s * r)
