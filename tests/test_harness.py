@@ -468,3 +468,47 @@ def test_reset_puts_back_every_output_whose_first_values_the_manifest_gives(tmp_
     srcs = [_FakeTensor(s) for s in [(10,), (11,), (12,)]]
     outs = [(p["name"], [_FakeTensor(s) for s in p["shapes"]], p["list"]) for p in plan if p["role"] == "output"]
     assert harness.reset_sources(plan, outs, harness.copy_sources(plan, {"srcs": srcs})) == srcs
+
+
+def test_every_test_call_plans_and_its_derive_functions_fit(repo):
+    """Without torch: every test case's tensors plan (shapes and init arguments evaluate: a
+    ``full: "-inf"`` string is no expression), and every ``derive: fn`` of reference.py takes
+    as many positional parameters as there are input tensors before it (the harness passes
+    them all, in manifest order) and keyword-only ones the call's names hold (bound scalars are
+    bound after the tensors). fi_fmha_prefill_bsr, fi_fmha_decode_bsr and
+    lg_fused_neighborhood_attention failed each way on the first GPU run of the suites."""
+    import ast
+
+    bad = []
+    for d in sorted((repo / "operators").iterdir()):
+        man = tp_manifest.load(d / "manifest.yaml")
+        funcs = {f.name: f for f in ast.parse((d / "reference.py").read_text()).body
+                 if isinstance(f, ast.FunctionDef)}
+        seen = set()
+        for k, v, shape in harness.cases(man, "test"):
+            if (k, v.id) in seen:
+                continue
+            seen.add((k, v.id))
+            env = harness.base_env(man, list(shape), v.constexprs, num_sms=132)
+            try:
+                plan = harness.tensor_plan(man, k, v, env)
+            except harness.HarnessError as exc:
+                bad.append(f"{d.name} {k}/{v.id}: {exc}")
+                continue
+            inputs = 0
+            for spec in plan:
+                if spec["init"] == "derive":
+                    fn = funcs.get(spec["args"][0])
+                    if fn is None:
+                        bad.append(f"{d.name}: no reference.py function {spec['args'][0]}")
+                        continue
+                    a = fn.args
+                    npos = len(a.posonlyargs) + len(a.args)
+                    if a.vararg is None and npos != inputs:
+                        bad.append(f"{d.name} {k}: {fn.name}() takes {npos} positional, {inputs} inputs before it")
+                    required = [p.arg for p, dflt in zip(a.kwonlyargs, a.kw_defaults) if dflt is None]
+                    bad += [f"{d.name} {k}: {fn.name}() keyword {p} is no name of the call"
+                            for p in required if p not in env]
+                if spec["role"] == "input":
+                    inputs += 1
+    assert not bad, bad

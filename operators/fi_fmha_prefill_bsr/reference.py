@@ -11,13 +11,13 @@ Rows outside every sequence keep the buffers' zeros.
 import torch
 
 
-def seq_offsets(actual_seq_lens_q, *, S):
-    """Sequence b's slot starts at b * S (int32)."""
+def seq_offsets(query, key_cache, value_cache, actual_seq_lens_q, actual_seq_lens_kv, *, S):
+    """Sequence b's slot starts at b * S (int32); derive passes the inputs before it, in manifest order."""
     return (torch.arange(actual_seq_lens_q.shape[0], device=actual_seq_lens_q.device) * S).to(torch.int32)
 
 
-def kv_lens(actual_seq_lens_q):
-    """Prefill without a prior cache: as many keys as queries (int32)."""
+def kv_lens(query, key_cache, value_cache, actual_seq_lens_q):
+    """Prefill without a prior cache: as many keys as queries (int32); derive passes the inputs before it."""
     return actual_seq_lens_q.clone()
 
 
