@@ -36,10 +36,11 @@ def _splits(seq_len, KV_LEN_PER_SPLIT, NUM_KV_SPLITS):
 
 
 def decode_gqa_reference(q, k_cache, v_cache, actual_seq_lens, block_tables, *, PAGE_SIZE, QUERY_GROUP_SIZE,
-                         NUM_KV_SPLITS, KV_LEN_PER_SPLIT, K_SCALE, V_SCALE, S):
+                         NUM_KV_SPLITS, KV_LEN_PER_SPLIT, K_SCALE, V_SCALE, S, HAS_LSE_OUT):
     """(output (NUM_KV_SPLITS, B, H, D) in q's dtype, lse_out (B, H, NUM_KV_SPLITS) f32) of
     q (B, H, D) against k/v caches (pages, PAGE_SIZE, HKV, D); head h reads KV head
-    h // QUERY_GROUP_SIZE."""
+    h // QUERY_GROUP_SIZE. Without HAS_LSE_OUT the kernel leaves lse_out as the manifest's init
+    (-inf)."""
     B, H, D = q.shape
     NP = -(-S // PAGE_SIZE)
     out = torch.zeros(NUM_KV_SPLITS, B, H, D, device=q.device, dtype=torch.float32)
@@ -52,7 +53,8 @@ def decode_gqa_reference(q, k_cache, v_cache, actual_seq_lens, block_tables, *, 
             s = torch.einsum("hd,nhd->hn", q[b].float(), k)
             p = torch.softmax(s * K_SCALE, dim=-1)
             out[i, b] = torch.einsum("hn,nhd->hd", p, v) * V_SCALE
-            lse[b, :, i] = torch.logsumexp(s * K_SCALE, dim=-1) / torch.log(torch.tensor(2.0))
+            if HAS_LSE_OUT:
+                lse[b, :, i] = torch.logsumexp(s * K_SCALE, dim=-1) / torch.log(torch.tensor(2.0))
     return out.to(q.dtype), lse
 
 
