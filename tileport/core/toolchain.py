@@ -125,3 +125,15 @@ def cargo_env(target_dir: Path) -> dict:
     env["CUTILE_TILEIRAS_PATH"] = tool("tileiras")    # the dumper asks its version
     env.pop("CUDA_HOME", None)  # an older toolkit there breaks tileiras (toolchain notes)
     return env
+
+
+def exported_symbols(library: str | Path) -> list[str] | None:
+    """Dynamic symbols a shared library defines (``nm -D --defined-only``), sorted; None without
+    nm or when nm fails on it."""
+    nm = shutil.which("nm")
+    if not nm:
+        return None
+    proc = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    return sorted(line.split()[-1] for line in proc.stdout.splitlines() if line.split())

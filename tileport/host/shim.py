@@ -525,7 +525,10 @@ def _missing_symbols(lib: Path, results: Path, ops: dict[str, list[str]]) -> lis
     return [w for w in want if not hasattr(handle, w)]
 
 
-def _cargo(host: Path, target: Path) -> subprocess.CompletedProcess:
+def cargo_build(host: Path, target: Path) -> subprocess.CompletedProcess:
+    """``cargo build --release --locked`` of the host-library crate at ``host`` into ``target``
+    (the shared cargo target dir); prints the command, its time and output (the job's log).
+    Raises FileNotFoundError without cargo. The caller holds the target dir's build lock."""
     cmd = ["cargo", "build", "--release", "--locked", "--quiet", "--message-format=short",
            "--lib", "--manifest-path", str(host / "Cargo.toml")]
     t0 = time.monotonic()
@@ -535,8 +538,10 @@ def _cargo(host: Path, target: Path) -> subprocess.CompletedProcess:
     return proc
 
 
-def _errors(proc, host: Path, origin: dict[str, str]) -> list[tuple[str | None, Finding]]:
-    """rustc errors as (operator at fault or None, finding at the results/ file and line)."""
+def cargo_errors(proc, host: Path, origin: dict[str, str]) -> list[tuple[str | None, Finding]]:
+    """rustc errors of :func:`cargo_build` as (the module under ``src/ops/`` at fault or None,
+    finding at the source file and line): ``origin`` maps a crate file to the file it was copied
+    from (``{crate file: source file}``, as :func:`assemble` returns)."""
     out = []
     for m in toolchain.CARGO_ERR.finditer(proc.stderr):
         f = Path(m["file"])
@@ -593,7 +598,7 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
             origin = assemble(host, results, included)
             _refresh_if_stale(host, target, origin)
             try:
-                proc = _cargo(host, target)
+                proc = cargo_build(host, target)
             except FileNotFoundError as exc:
                 msg = f"cannot run cargo or find the CUDA headers: {exc}"
                 return write(Verdict(stage="host_build", op="*", verdict="ERROR", owner="env",
@@ -602,7 +607,7 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
                              out_verdict)
             if proc.returncode == 0:
                 break
-            errs = _errors(proc, host, origin)
+            errs = cargo_errors(proc, host, origin)
             guilty = {op for op, _ in errs if op in included}
             if not guilty or guilty == set(included) or _round == 1:
                 tail = " | ".join(proc.stderr.strip().splitlines()[-4:])

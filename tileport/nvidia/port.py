@@ -545,17 +545,6 @@ def _cargo(args: list[str], manifest: Path, env: dict) -> tuple[subprocess.Compl
     return proc, secs
 
 
-def exported_symbols(library: Path) -> list[str] | None:
-    """Dynamic symbols a shared library defines (``nm -D --defined-only``); None without nm."""
-    nm = shutil.which("nm")
-    if not nm:
-        return None
-    proc = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None
-    return sorted(line.split()[-1] for line in proc.stdout.splitlines() if line.split())
-
-
 def build(pins: str, out_dir: str | Path, out_json: str | Path, tdir: str | Path | None = None,
           wheel: Wheel | None = None, attempt: int = 1) -> dict:
     """Build NVIDIA's crate and ``nv-irdump`` for one pin set (see the module doc); never raises
@@ -619,7 +608,7 @@ def build(pins: str, out_dir: str | Path, out_json: str | Path, tdir: str | Path
                               f"{info['sources_sha']}: a stale build in {tdir}")
             details["irdump"]["ok"] = False
     if details["cdylib"]["ok"]:
-        syms = exported_symbols(Path(details["cdylib"]["library"]))
+        syms = toolchain.exported_symbols(details["cdylib"]["library"])
         details["symbols"] = [s for s in syms if s.startswith("cutile_")] if syms is not None else None
         wanted = sorted(s for m in info["modules"].values() for s in m["symbols"])
         if syms is not None and not set(wanted) <= set(syms):
