@@ -474,9 +474,9 @@ def test_every_test_call_plans_and_its_derive_functions_fit(repo):
     """Without torch: every test case's tensors plan (shapes and init arguments evaluate: a
     ``full: "-inf"`` string is no expression), and every ``derive: fn`` of reference.py takes
     as many positional parameters as there are input tensors before it (the harness passes
-    them all, in manifest order) and keyword-only ones the call's names hold (bound scalars are
-    bound after the tensors). fi_fmha_prefill_bsr, fi_fmha_decode_bsr and
-    lg_fused_neighborhood_attention failed each way on the first GPU run of the suites."""
+    them all, in manifest order) and keyword-only ones the call's names hold (the bound scalars
+    among them only where no tensor is needed: :func:`harness.tensor_free_binds`).
+    fi_fmha_prefill_bsr and fi_fmha_decode_bsr failed so on the first GPU run of the suites."""
     import ast
 
     bad = []
@@ -495,6 +495,7 @@ def test_every_test_call_plans_and_its_derive_functions_fit(repo):
             except harness.HarnessError as exc:
                 bad.append(f"{d.name} {k}/{v.id}: {exc}")
                 continue
+            names = harness.reference_names(env, harness.tensor_free_binds(man, k, env))[0]
             inputs = 0
             for spec in plan:
                 if spec["init"] == "derive":
@@ -508,7 +509,25 @@ def test_every_test_call_plans_and_its_derive_functions_fit(repo):
                         bad.append(f"{d.name} {k}: {fn.name}() takes {npos} positional, {inputs} inputs before it")
                     required = [p.arg for p, dflt in zip(a.kwonlyargs, a.kw_defaults) if dflt is None]
                     bad += [f"{d.name} {k}: {fn.name}() keyword {p} is no name of the call"
-                            for p in required if p not in env]
+                            for p in required if p not in names]
                 if spec["role"] == "input":
                     inputs += 1
     assert not bad, bad
+
+
+def test_a_derive_function_takes_a_bound_scalar_that_needs_no_tensor(repo):
+    """lg_fused_neighborhood_attention's saved_lse() takes qk_scale, bound ``D ** -0.5``: known
+    before any tensor is made; a bind of a tensor (``NUM_HEADS: H`` is a number, ``q: query`` is
+    not) is left to the call."""
+    man = tp_manifest.load(repo / "operators" / "lg_fused_neighborhood_attention" / "manifest.yaml")
+    k = "_fna_bwd_dkdv_kernel"
+    v = tp_manifest.variants(man, k)[0]
+    env = harness.base_env(man, [2, 16, 4096, 64], v.constexprs, num_sms=132)
+    got = harness.tensor_free_binds(man, k, env)
+    assert got["qk_scale"] == pytest.approx(64 ** -0.5) and got["NUM_HEADS"] == 16
+    assert all(isinstance(x, (int, float)) for x in got.values())
+    bad = {**man, "kernels": {**man["kernels"], k: {**man["kernels"][k], "bind": {"qk_scale": "D ** -"}}}}
+    assert harness.tensor_free_binds(bad, k, env) == {}       # a syntax error: the call names it
+    bad["kernels"][k]["bind"] = {"qk_scale": "D / 0"}
+    with pytest.raises(harness.ManifestValueError, match="bind/qk_scale"):
+        harness.tensor_free_binds(bad, k, env)

@@ -45,18 +45,16 @@ def fna_delta(output, grad_output, *, BLOCK_M):
     return _padded((output.float() * grad_output.float()).sum(-1), BLOCK_M, 0.0)
 
 
-def saved_lse(query, key, value, grad_output, *, KERNEL_SIZE, DILATION, BLOCK_M, D):
-    """The forward's lse_cache for these inputs (the backward's saved input). A derive function
-    gets no bound scalars (they are bound after the tensors): qk_scale is the bind's D ** -0.5."""
+def saved_lse(query, key, value, grad_output, *, KERNEL_SIZE, DILATION, BLOCK_M, qk_scale):
+    """The forward's lse_cache for these inputs (the backward's saved input)."""
     return fna_forward(query, key, value, KERNEL_SIZE=KERNEL_SIZE, DILATION=DILATION, BLOCK_M=BLOCK_M,
-                       qk_scale=D ** -0.5)[1]
+                       qk_scale=qk_scale)[1]
 
 
-def saved_delta(query, key, value, grad_output, lse_cache, *, KERNEL_SIZE, DILATION, BLOCK_M, D):
-    """The preprocess kernel's delta_cache for the forward's output and grad_output (qk_scale as in
-    :func:`saved_lse`)."""
+def saved_delta(query, key, value, grad_output, lse_cache, *, KERNEL_SIZE, DILATION, BLOCK_M, qk_scale):
+    """The preprocess kernel's delta_cache for the forward's output and grad_output."""
     out = fna_forward(query, key, value, KERNEL_SIZE=KERNEL_SIZE, DILATION=DILATION, BLOCK_M=BLOCK_M,
-                      qk_scale=D ** -0.5)[0]
+                      qk_scale=qk_scale)[0]
     return fna_delta(out, grad_output, BLOCK_M=BLOCK_M)
 
 

@@ -215,6 +215,32 @@ def cases(man: dict, kind: str) -> list[tuple[str, tp_manifest.Variant, tuple[in
             and (kind == "test" or fits(man, s, v.constexprs, "perf_fits", kernel=k))]
 
 
+def tensor_free_binds(man: dict, kernel: str, env: dict) -> dict:
+    """The kernel's ``bind`` entries that name no tensor, evaluated over ``env`` (:func:`base_env`)
+    and kept where they are numbers: the bound scalars known before any tensor is made
+    (``qk_scale: "D ** -0.5"``), which a ``derive`` function may take as keywords as reference.py's
+    functions do (:func:`reference_names`). An entry reading a name ``env`` lacks (a tensor, a
+    view) is left for the call. Raises :class:`ManifestValueError` for an entry over ``env``'s
+    names that fails."""
+    import ast
+
+    out = {}
+    for name, expr in (man["kernels"][kernel].get("bind") or {}).items():
+        if not isinstance(expr, (int, float, str)) or isinstance(expr, bool):
+            continue
+        if isinstance(expr, str):
+            try:
+                names = {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+            except SyntaxError:
+                continue                 # the call's own evaluation names the manifest's error
+            if not names <= set(env):
+                continue
+        val = evaluate(expr, env, f"{man['_path']}: kernels/{kernel}/bind/{name}")
+        if isinstance(val, (int, float)):
+            out[name] = val
+    return out
+
+
 def reference_names(env: dict, scalars: dict) -> tuple[dict, dict]:
     """The names reference.py's keyword-only parameters may take (:func:`keywords_for`), and the
     bound scalars they shadow. ``env``: :func:`base_env` (shape names, constexprs, hints,
@@ -489,6 +515,9 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     env = base_env(man, list(shape), variant.constexprs, num_sms)
     gen = torch.Generator(device=dev).manual_seed(seed)
     plan = tensor_plan(man, kernel, variant, env)
+    # a derive function takes what reference.py's functions take, but the bound scalars that need
+    # a tensor (those are made here)
+    derive_env = reference_names(env, tensor_free_binds(man, kernel, env))[0]
     tensors_in, outs_spec, k = {}, [], 0
     for spec in plan:
         made = []
@@ -496,7 +525,7 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
             k += 1
             if spec["init"] == "derive":
                 before = [tensors_in[sp["name"]] for sp in plan if sp["name"] in tensors_in]
-                made.append(derive(spec, dims, rmod, before, env).to(dev).contiguous())
+                made.append(derive(spec, dims, rmod, before, derive_env).to(dev).contiguous())
             elif spec["init"] == "copy":
                 made.append(None)       # the input's values, once every input is made (below)
             elif spec["role"] == "input" or spec["init_given"]:
