@@ -192,3 +192,31 @@ def test_settings_take_the_gpu_keys_only():
     s = mt.settings_of({"seed": 3, "gpu_budget_s": 10})
     assert s["gpu_budget_s"] == 10 and "seed" not in s and s["gpu_max_shapes"] == mt.GPU_DEFAULTS["gpu_max_shapes"]
     assert json.loads(json.dumps(s)) == s
+
+
+def test_main_runs_only_the_kernels_named(tmp_path, monkeypatch, capsys):
+    """--kernels picks studies by kernel name (side-by-side processes on one GPU node); a name
+    with no study is an error naming it, not a silent success."""
+    study_dir = tmp_path / "results" / "mutation" / "op"
+    study_dir.mkdir(parents=True)
+    for k in ("k_a", "k_b"):
+        (study_dir / f"{k}.json").write_text("{}")
+    (study_dir / "k_a.gpu.json").write_text("{}")       # a column's own output is no study
+    seen = []
+
+    def fake_run(op, kernel, *a, **kw):
+        seen.append((op, kernel))
+        return {"verdict": "NOT_RUN", "summary": "no GPU"}
+
+    monkeypatch.setattr(mt, "run", fake_run)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("gpu: off\n")
+    args = ["--ops", "op", "--results", str(tmp_path / "results"), "--config", str(cfg), "--gpu", "off"]
+    assert mt.main(args + ["--kernels", "k_b"]) == 0
+    assert seen == [("op", "k_b")]
+    seen.clear()
+    assert mt.main(args) == 0
+    assert seen == [("op", "k_a"), ("op", "k_b")]
+    seen.clear()
+    assert mt.main(args + ["--kernels", "k_c"]) == 1
+    assert seen == [] and "for kernels k_c" in capsys.readouterr().err

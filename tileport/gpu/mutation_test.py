@@ -488,15 +488,19 @@ def main(argv=None) -> int:
     ap.add_argument("--operators", default=str(REPO / "operators"), help="operators folder")
     ap.add_argument("--config", default=str(REPO / "config.yaml"), help="config.yaml: mutation.gpu_*, gpu, bench.seed")
     ap.add_argument("--gpu", choices=("auto", "required", "off"), default=None, help="default: config.yaml's gpu")
+    ap.add_argument("--kernels", nargs="+", default=None,
+                    help="only these kernels' studies (one process per kernel runs them side by side)")
     a = ap.parse_args(argv)
     cfg = yamlio.load_file(a.config) or {}
     gpu = a.gpu or cfg.get("gpu", "auto")
     seed = (cfg.get("bench") or {}).get("seed", 0)
     status = 0
     for op in a.ops:
-        studies = sorted(p for p in (Path(a.results) / "mutation" / op).glob("*.json") if p.name.count(".") == 1)
+        studies = sorted(p for p in (Path(a.results) / "mutation" / op).glob("*.json")
+                         if p.name.count(".") == 1 and (a.kernels is None or p.stem in a.kernels))
         if not studies:
-            print(f"{op}: no study under {Path(a.results) / 'mutation' / op}", file=sys.stderr)
+            print(f"{op}: no study under {Path(a.results) / 'mutation' / op}"
+                  + (f" for kernels {' '.join(a.kernels)}" if a.kernels else ""), file=sys.stderr)
             status = 1
         for p in studies:
             d = run(op, p.stem, p, p.with_name(f"{p.stem}.gpu.json"), gpu=gpu, op_dir=Path(a.operators) / op,
