@@ -46,6 +46,8 @@ run: install
 
 # pytest workers (pytest-xdist): CI has 2 cores. A test file runs whole on one worker
 # (--dist loadfile), so a module's shared fixture (a workflow run, a crate build) is built once;
+# tests/conftest.py's scheduler keeps test_host.py and test_ffi.py on one worker (they share the
+# host library fixture) and sends the longest files out first, so both workers finish together;
 # cargo builds of both workers take turns on the shared target dir's lock. TEST_JOBS=0: one process.
 TEST_JOBS ?= 2
 
