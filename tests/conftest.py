@@ -140,17 +140,20 @@ def pytest_collection_modifyitems(config, items):
 # seconds; they follow in xdist's order. (xdist's --dist loadgroup would group by marks, but
 # pytest-xdist 3.8.0 loses the groups under pytest 9.2: pytest-dev/pytest-xdist#1386.)
 SHARED_UNITS = {"test_host.py": "host_library", "test_ffi.py": "host_library"}
-# seconds of one worker on an idle 2-core machine (pytest --durations, summed per unit)
+# seconds of one worker (pytest --durations, summed per unit; a loaded 2-core machine's numbers
+# halved, so about an idle one's): only their order matters
 UNIT_SECONDS = {
-    "test_workflow.py": 200,
-    "test_workflow_llm.py": 170,
-    "test_workflow_llm_rounds.py": 166,
-    "test_mutation_study.py": 42,
-    "test_constructs.py": 42,
-    "test_profiles.py": 36,
-    "host_library": 36,
-    "test_frontend.py": 34,
-    "test_importer.py": 30,
+    "test_workflow.py": 190,
+    "test_workflow_llm.py": 185,
+    "test_workflow_llm_rounds.py": 145,
+    "test_frontend.py": 45,
+    "test_mutation_study.py": 40,
+    "host_library": 38,
+    "test_constructs.py": 33,
+    "test_profiles.py": 30,
+    "test_mutations.py": 20,
+    "test_importer.py": 17,
+    "test_write_kernel.py": 14,
 }
 
 
