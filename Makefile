@@ -46,6 +46,8 @@ run: install
 
 # pytest workers (pytest-xdist): CI has 2 cores. A test file runs whole on one worker
 # (--dist loadfile), so a module's shared fixture (a workflow run, a crate build) is built once;
+# tests/conftest.py's scheduler keeps test_host.py and test_ffi.py on one worker (they share the
+# host library fixture) and sends the longest files out first, so both workers finish together;
 # cargo builds of both workers take turns on the shared target dir's lock. TEST_JOBS=0: one process.
 TEST_JOBS ?= 2
 
@@ -59,7 +61,10 @@ test: install lint test-deps
 #                     Python inside them) would write them (line length: pyproject.toml
 #                     [tool.snakefmt]); to reformat: $(VENV)/bin/snakefmt Snakefile rules/*.smk
 #   snakemake --lint  Snakemake's own advice on the workflow (a rule without log:, a path built by
-#                     string concatenation, ...); it loads the workflow as a run would (config.yaml)
+#                     string concatenation, ...); it loads the workflow as a run would (config.yaml),
+#                     with a failing scontrol first on PATH: Slurm's executor plugin otherwise asks a
+#                     controller for its config at import, 9 s where Slurm's client has no
+#                     controller (docs/configuration.md), as the tests do (tests/conftest.py)
 # the venv's bin/ first on PATH: snakefmt formats shell: directives with the shfmt of the venv
 lint: install
 	@rc=0; export PATH="$(abspath $(VENV))/bin:$$PATH"; \
@@ -68,7 +73,8 @@ lint: install
 	echo "tileport lint: snakefmt --check Snakefile rules/*.smk"; \
 	$(VENV)/bin/snakefmt --check Snakefile rules/*.smk || rc=1; \
 	echo "tileport lint: snakemake --lint"; \
-	$(VENV)/bin/snakemake --lint || rc=1; \
+	noslurm=$$(mktemp -d); printf '#!/bin/sh\nexit 1\n' > $$noslurm/scontrol; chmod +x $$noslurm/scontrol; \
+	PATH="$$noslurm:$$PATH" $(VENV)/bin/snakemake --lint || rc=1; rm -rf $$noslurm; \
 	if [ $$rc != 0 ]; then echo "tileport lint: failed (findings above)" >&2; fi; \
 	exit $$rc
 

@@ -68,6 +68,33 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "nvidia: builds NVIDIA's cutile 0.2.0 crate (make test-nvidia)")
     if not config.getoption("--slurm"):
         _without_slurm_controller_probe()
+    _bytecode_outside_the_checkout()
+
+
+def pytest_unconfigure(config):
+    if _PYCACHE:                         # the process that made it (xdist's controller, or -n 0)
+        shutil.rmtree(_PYCACHE[0], ignore_errors=True)
+
+
+_PYCACHE: list[str] = []
+
+
+def _bytecode_outside_the_checkout():
+    """Where PYTHONDONTWRITEBYTECODE is set (as on the machine of issue 32), every Python process
+    of a test -- some 700 Snakemake jobs, each importing a share of tileport from its workflow copy
+    -- compiled every module it imported again: relu's workflow took 18.0 s of CPU instead of
+    13.8 s. The tests then write their bytecode into one temporary folder instead
+    (PYTHONPYCACHEPREFIX, removed when the run ends), never into the checkout; xdist's workers and
+    every subprocess inherit it. Without the variable, Python's own __pycache__ is left alone."""
+    import os
+    import tempfile
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    prefix = tempfile.mkdtemp(prefix="tileport-tests-pycache-")
+    _PYCACHE.append(prefix)
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    sys.pycache_prefix, sys.dont_write_bytecode = prefix, False
 
 
 def _without_slurm_controller_probe():
@@ -99,6 +126,102 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+# --- make test's two workers -----------------------------------------------------------------
+# make test runs pytest-xdist with --dist loadfile, and this conftest gives it a scheduler of its
+# own (pytest_xdist_make_scheduler): a worker takes one unit at a time, and a unit runs whole on
+# one worker. A unit is a test file (its module fixtures -- a workflow run, a crate build -- are
+# built once), except that the files of SHARED_UNITS form one unit (a session fixture of this
+# conftest that they share is built once: test_host.py and test_ffi.py read the same host
+# library, ``built``). Units go out longest first (UNIT_SECONDS), so that the two workers finish
+# together: xdist's own order (the number of tests per unit) sent the few-test workflow files
+# last, and one worker ran the last of them alone (issue 32). Units not in the table take a few
+# seconds; they follow in xdist's order. (xdist's --dist loadgroup would group by marks, but
+# pytest-xdist 3.8.0 loses the groups under pytest 9.2: pytest-dev/pytest-xdist#1386.)
+SHARED_UNITS = {"test_host.py": "host_library", "test_ffi.py": "host_library"}
+# seconds of one worker (pytest --durations, summed per unit; a loaded 2-core machine's numbers
+# halved, so about an idle one's): only their order matters
+UNIT_SECONDS = {
+    "test_workflow.py": 190,
+    "test_workflow_llm.py": 185,
+    "test_workflow_llm_rounds.py": 145,
+    "test_frontend.py": 45,
+    "test_mutation_study.py": 40,
+    "host_library": 38,
+    "test_constructs.py": 33,
+    "test_profiles.py": 30,
+    "test_mutations.py": 20,
+    "test_importer.py": 17,
+    "test_write_kernel.py": 14,
+}
+
+
+def unit_of(nodeid: str) -> str:
+    """The scheduling unit of a test (its node id): its file, or its SHARED_UNITS unit."""
+    path = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(Path(path).name, path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """make test's scheduler (--dist loadfile): xdist's, with the units of :func:`unit_of`, sent
+    out longest first (UNIT_SECONDS; a stable sort, so the others keep xdist's order)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from collections import OrderedDict
+
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestUnitFirst(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            return unit_of(nodeid)
+
+        def _assign_work_unit(self, node):
+            # xdist fills the queue, then hands out its first units; sort it before the first
+            if not getattr(self, "_sorted", False):
+                self._sorted = True
+                self.workqueue = OrderedDict(sorted(self.workqueue.items(),
+                                                    key=lambda u: -UNIT_SECONDS.get(Path(u[0]).name, 0)))
+            super()._assign_work_unit(node)
+
+    return LongestUnitFirst(config, log)
+
+
+def make_host_op(results, op, kernels, op_dir=None):
+    """results/<op>/: analysis, translation, port crate build -- what host_shim reads."""
+    from tileport.cpu import analyze, rust_ir, write_kernel
+    from tileport.host import shim as host
+
+    r = results / op
+    op_dir = op_dir or REPO / "operators" / op
+    assert analyze.run(op_dir, r / "analysis.json", op)["verdict"] == "PASS"
+    for k in kernels:
+        v = write_kernel.run(op_dir, k, r / "rust" / "src" / f"{k}.rs", r / "write_kernel" / f"{k}.json", op)
+        assert v["verdict"] == "PASS", v["summary"]
+    b = rust_ir.build(op, r / "rust", {k: r / "write_kernel" / f"{k}.json" for k in kernels},
+                      r / "rust" / "build.json")
+    assert b["verdict"] == "PASS", b["summary"]
+    d = host.write_shim(op, r / "analysis.json", r, r / "host" / "ffi.rs", r / "host" / "ffi.json",
+                        r / "host" / "shim.json")
+    assert d["verdict"] == "PASS", d["summary"]
+    return r
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """A results tree with relu, rms_norm (scalars) and three construct kernels (arrays of their
+    own dtype; a scalar between arrays; a gather / scatter reading 2-D arrays' strides) and the
+    host library built from it: test_host.py and test_ffi.py (one scheduling unit) read it, and
+    copy what they change."""
+    from tileport.host import shim as host
+
+    results = tmp_path_factory.mktemp("host") / "results"
+    make_host_op(results, "relu", ["relu_kernel"])
+    make_host_op(results, "rms_norm", ["rms_norm_kernel"])
+    make_host_op(results, "constructs", ["dtypes_kernel", "promote_kernel", "gather_kernel"],
+                 REPO / "tests" / "data" / "operators" / "constructs")
+    v = host.build(["relu", "rms_norm", "constructs"], results, results / "host" / "build.json")
+    return results, v
 
 
 @pytest.fixture
@@ -173,3 +296,4 @@ def run_kernels(op_dir, root, op, kernels, variant, target="sm_90"):
                            op, k, variant, writer=d["details"].get("writer"), target=target)
         out[k] = (diff, root / f"{k}.r.tileir", root / f"{k}.p.tileir")
     return out
+

@@ -4,7 +4,6 @@ import ctypes
 import sys
 
 import pytest
-from test_host import built  # noqa: F401  (module fixture: results tree + built library)
 
 from tileport.host import ffi
 from tileport.host import shim as host
@@ -60,7 +59,7 @@ def test_dtype_names():
 
 
 @pytest.fixture(scope="module")
-def lib(built):  # noqa: F811
+def lib(built):
     results, v = built
     assert v["verdict"] == "PASS", v["summary"]
     return HostLibrary(results / "host" / host.LIB_NAME,
@@ -141,7 +140,7 @@ GATHER = "tp_constructs__gather_kernel"
     ((4, 1), (1, 1), True),      # contiguous (N, 1): dim 0's unit stride kept dynamic
     ((4, 8), (1, 4), False),     # column-major: innermost stride 4
 ])
-def test_strides_read_by_dimension_in_the_compiled_layout(built, shape, strides, ok):  # noqa: F811
+def test_strides_read_by_dimension_in_the_compiled_layout(built, shape, strides, ok):
     """A port reading an array's strides by dimension (gather_kernel) gets them in the layout it
     was compiled for, innermost 1 and every other stride dynamic (test_compiled_strides_address_
     what_the_caller_s_layout_does checks the arithmetic). Only an innermost stride other than 1
@@ -177,7 +176,7 @@ def test_valid_call_reaches_the_driver(lib):
     assert code_of(lib, grid=(1, 0, 1)).cause.endswith("has a zero dimension")
 
 
-def test_library_lacking_a_listed_symbol(built, tmp_path):  # noqa: F811
+def test_library_lacking_a_listed_symbol(built, tmp_path):
     results, _ = built
     spec = (results / "relu" / "host" / "ffi.json").read_text().replace("tp_relu__relu_kernel", "tp_relu__gone")
     (tmp_path / "ffi.json").write_text(spec)
@@ -475,7 +474,7 @@ class CopyTensor(FakeTensor):
         CopyTensor.copies.append((src.stride(), self.stride()))
 
 
-def test_refused_layout_is_restaged_through_a_copy_the_shim_accepts(built, monkeypatch):  # noqa: F811
+def test_refused_layout_is_restaged_through_a_copy_the_shim_accepts(built, monkeypatch):
     """On the real library: a layout the shim refuses (TP_ERR_BAD_SHAPE, see above) is copied into
     :func:`ffi.restage_strides`' layout before the launch, which the shim's own check then passes
     (without a driver: TP_ERR_CUDA_CONTEXT, the next check). A tensor without ``copy_`` (no torch)
@@ -609,7 +608,7 @@ def test_fast_path_takes_one_array_and_no_scalars(fast):
 # -- the opt-in Rust marshaller (tp_py_call): the Python fast path's bytes, and its refusals -------
 
 @pytest.fixture
-def rlib(built, fast):  # noqa: F811
+def rlib(built, fast):
     results, _ = built
     lib = HostLibrary(results / "host" / host.LIB_NAME,
                       [results / op / "host" / "ffi.json" for op in ("relu", "rms_norm")], rust_marshal=True)
@@ -819,7 +818,7 @@ def test_shares_memory_is_exact_where_it_decides():
     assert not ffi.shares_memory((4096, 4096), (4096, 1))
 
 
-def test_rust_marshal_hands_restaging_and_scratch_to_the_python_paths(built, fast, monkeypatch):  # noqa: F811
+def test_rust_marshal_hands_restaging_and_scratch_to_the_python_paths(built, fast, monkeypatch):
     """tp_py_call now marshals shims with strided / unread arrays too: a layout the shim refuses
     (TP_ERR_BAD_SHAPE) is restaged by the checked path, an unread array without memory
     (TP_ERR_NULL_POINTER) gets scratch from the fast path, both before any launch; a layout the
@@ -1097,7 +1096,7 @@ def test_a_dlpack_setting_other_than_0_or_1_is_refused(monkeypatch):
 
 
 @pytest.mark.parametrize("dlpack", [True, False])
-def test_a_whole_call_reads_through_dlpack_unless_turned_off(built, dl, dlpack):  # noqa: F811
+def test_a_whole_call_reads_through_dlpack_unless_turned_off(built, dl, dlpack):
     """HostLibrary(dlpack=...) reaches the shim through tp_py_call_t (no driver: TP_ERR_CUDA_CONTEXT),
     reading the arrays through the exchange table or, turned off, through the C API."""
     skip_with_a_driver()

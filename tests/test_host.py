@@ -8,39 +8,8 @@ import pytest
 from conftest import REPO
 
 from tileport.core.verdict import read
-from tileport.cpu import analyze, rust_ir, write_kernel
+from tileport.cpu import analyze
 from tileport.host import shim as host
-
-
-def make_op(results, op, kernels, op_dir=None):
-    """results/<op>/: analysis, translation, port crate build -- what host_shim reads."""
-    r = results / op
-    op_dir = op_dir or REPO / "operators" / op
-    assert analyze.run(op_dir, r / "analysis.json", op)["verdict"] == "PASS"
-    for k in kernels:
-        v = write_kernel.run(op_dir, k, r / "rust" / "src" / f"{k}.rs", r / "write_kernel" / f"{k}.json", op)
-        assert v["verdict"] == "PASS", v["summary"]
-    b = rust_ir.build(op, r / "rust", {k: r / "write_kernel" / f"{k}.json" for k in kernels},
-                      r / "rust" / "build.json")
-    assert b["verdict"] == "PASS", b["summary"]
-    d = host.write_shim(op, r / "analysis.json", r, r / "host" / "ffi.rs", r / "host" / "ffi.json",
-                        r / "host" / "shim.json")
-    assert d["verdict"] == "PASS", d["summary"]
-    return r
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """A results tree with relu, rms_norm (scalars) and three construct kernels (arrays of their
-    own dtype; a scalar between arrays; a gather / scatter reading 2-D arrays' strides) and the
-    host library built from it."""
-    results = tmp_path_factory.mktemp("host") / "results"
-    make_op(results, "relu", ["relu_kernel"])
-    make_op(results, "rms_norm", ["rms_norm_kernel"])
-    make_op(results, "constructs", ["dtypes_kernel", "promote_kernel", "gather_kernel"],
-            REPO / "tests" / "data" / "operators" / "constructs")
-    v = host.build(["relu", "rms_norm", "constructs"], results, results / "host" / "build.json")
-    return results, v
 
 
 def test_shim_signature_follows_the_kernel(built):

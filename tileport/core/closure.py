@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -146,7 +148,71 @@ def data_files(path: Path, root: Path) -> set[Path]:
 def _graph_cached(pkg_dir: str) -> tuple[dict[str, set[str]], dict[str, Path], dict[str, set[Path]]]:
     mods = _modules(Path(pkg_dir))
     root = Path(pkg_dir).parent
-    return import_graph(pkg_dir), mods, {m: data_files(p, root) for m, p in mods.items()}
+    key = _graph_key(mods, root)
+    kept = _read_kept(key, mods, root)
+    if kept is not None:
+        return kept[0], mods, kept[1]
+    graph, data = import_graph(pkg_dir), {m: data_files(p, root) for m, p in mods.items()}
+    _keep(key, graph, data, root)
+    return graph, mods, data
+
+
+# The import graph and data files of a package, kept on disk by the content of everything they
+# are read from: every Snakemake command loads the Snakefile, whose rules' code parameters need
+# them, and parsing the package's modules was about 0.9 s of each 3.5 s dry run of a small
+# workflow (2 cores; a test run starts Snakemake some 90 times: issue 32).
+
+
+#: graphs kept on disk at most (about 15 kB each)
+KEPT_GRAPHS = 64
+
+
+def _graph_key(mods: dict[str, Path], root: Path) -> str:
+    """sha256 (hex) of what :func:`import_graph` and :func:`data_files` read: this module's own
+    code, each module's name, path and bytes, and the names of the files under ``DATA_DIRS``."""
+    h = hashlib.sha256(Path(__file__).read_bytes() + b"\0")
+    for m, p in sorted(mods.items()):
+        h.update(f"{m}\0{p.relative_to(root).as_posix()}\0".encode() + p.read_bytes() + b"\0")
+    for d in DATA_DIRS:
+        names = sorted(f.relative_to(root).as_posix() for f in (root / d).rglob("*") if f.is_file())
+        h.update(("\0".join([d, *names]) + "\0\0").encode())
+    return h.hexdigest()
+
+
+def _kept_path(key: str) -> Path:
+    from tileport.core.toolchain import cache_root
+
+    return cache_root() / "closure" / f"{key[:40]}.json"
+
+
+def _read_kept(key: str, mods: dict[str, Path], root: Path):
+    """``(graph, data files)`` kept under ``key``, or None (none kept, or unreadable)."""
+    try:
+        kept = json.loads(_kept_path(key).read_text())
+        if kept["key"] != key or set(kept["graph"]) != set(mods) or set(kept["data"]) != set(mods):
+            return None
+        return ({m: set(e) for m, e in kept["graph"].items()},
+                {m: {root / f for f in fs} for m, fs in kept["data"].items()})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep(key: str, graph: dict[str, set[str]], data: dict[str, set[Path]], root: Path) -> None:
+    """Write ``graph`` and ``data`` under ``key`` (atomically; a cache: a failure is ignored)."""
+    path = _kept_path(key)
+    text = json.dumps({"key": key, "graph": {m: sorted(e) for m, e in graph.items()},
+                       "data": {m: sorted(f.relative_to(root).as_posix() for f in fs) for m, fs in data.items()}})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+        # a cache of the latest contents (edits, workflow copies of tests): the oldest go
+        old = sorted(path.parent.glob("*.json"), key=lambda f: f.stat().st_mtime)[:-KEPT_GRAPHS]
+        for f in old:
+            f.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def import_closure(module: str, pkg_dir: str | Path) -> list[Path]:
