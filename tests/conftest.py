@@ -163,6 +163,7 @@ def unit_of(nodeid: str) -> str:
     return SHARED_UNITS.get(Path(path).name, path)
 
 
+@pytest.hookimpl(optionalhook=True)      # pytest -p no:xdist: no xdist, no hook to implement
 def pytest_xdist_make_scheduler(config, log):
     """make test's scheduler (--dist loadfile): xdist's, with the units of :func:`unit_of`, sent
     out longest first (UNIT_SECONDS; a stable sort, so the others keep xdist's order)."""
