@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -202,11 +201,10 @@ def _keep(key: str, graph: dict[str, set[str]], data: dict[str, set[Path]], root
     path = _kept_path(key)
     text = json.dumps({"key": key, "graph": {m: sorted(e) for m, e in graph.items()},
                        "data": {m: sorted(f.relative_to(root).as_posix() for f in fs) for m, fs in data.items()}})
+    from tileport.core.verdict import atomic_write_text
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        atomic_write_text(path, text)
         # a cache of the latest contents (edits, workflow copies of tests): the oldest go
         old = sorted(path.parent.glob("*.json"), key=lambda f: f.stat().st_mtime)[:-KEPT_GRAPHS]
         for f in old:

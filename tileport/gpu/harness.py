@@ -222,15 +222,13 @@ def tensor_free_binds(man: dict, kernel: str, env: dict) -> dict:
     functions do (:func:`reference_names`). An entry reading a name ``env`` lacks (a tensor, a
     view) is left for the call. Raises :class:`ManifestValueError` for an entry over ``env``'s
     names that fails."""
-    import ast
-
     out = {}
     for name, expr in (man["kernels"][kernel].get("bind") or {}).items():
         if not isinstance(expr, (int, float, str)) or isinstance(expr, bool):
             continue
         if isinstance(expr, str):
             try:
-                names = {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+                names = tp_manifest.free_names(expr)
             except SyntaxError:
                 continue                 # the call's own evaluation names the manifest's error
             if not names <= set(env):

@@ -754,9 +754,9 @@ def _finite(v) -> bool:
         return False
 
 
-def _free_names(expr: str) -> set[str]:
+def free_names(expr: str) -> set[str]:
     """The names an expression reads that it does not bind itself (lambda arguments,
-    comprehension targets)."""
+    comprehension targets). Raises SyntaxError for text that is no expression."""
     import ast
 
     tree = ast.parse(expr, mode="eval")
@@ -775,7 +775,7 @@ def _check_tolerance_names(doc: dict, kv: dict, at: _Where) -> None:
         for key in ("rtol", "atol"):
             if not isinstance(tol[key], str):
                 continue
-            names = _free_names(tol[key])
+            names = free_names(tol[key])
             for k, vs in kv.items():
                 for v in vs:
                     if v.dtype != dt:
