@@ -781,3 +781,26 @@ def test_coverage_table_lists_every_kernel_with_its_furthest_stage(site, tmp_pat
     assert "2 `@ct.kernel` functions" in text and "1 imported by an operator" in text
     readme = f"intro\n{coverage.BEGIN}\nold table\n{coverage.END}\noutro\n"
     assert coverage.replace_block(readme, text) == f"intro\n{coverage.BEGIN}\n{text}{coverage.END}\noutro\n"
+
+
+def test_module_files_are_kept_on_disk_and_found_again_when_a_read_file_changes(site, tmp_path, monkeypatch):
+    """The DAG's input function reads the kept answer back without extracting, and extracts again
+    when a file it read changes (same length, same version) or a module appears beside them."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    install_distribution(site, "tilegym", "1.0", _wheel())
+    first = importer.module_files("tilegym.ops.a", ["ka"])
+    assert sorted(Path(f).name for f in first) == ["a.py", "common.py"]
+    runs = []
+    real = importer.Extraction.run
+    monkeypatch.setattr(importer.Extraction, "run", lambda self: runs.append(1) or real(self))
+    assert importer.module_files("tilegym.ops.a", ["ka"]) == first and runs == []
+    # the same bytes' length, the same version: only the content tells
+    (site / "tilegym/ops/common.py").write_text("TWO = 3.0\n")
+    assert importer.module_files("tilegym.ops.a", ["ka"]) == first and runs == [1]
+    assert importer.module_files("tilegym.ops.a", ["ka"]) == first and runs == [1]
+    # a module added beside the read ones
+    (site / "tilegym/ops/extra.py").write_text("")
+    importer.module_files("tilegym.ops.a", ["ka"])
+    assert runs == [1, 1]
+    # other kernels: another answer
+    assert importer.module_files("tilegym.ops.a", ["nope"]) != [] and runs == [1, 1, 1]
