@@ -326,3 +326,41 @@ def test_e8m0_block_scales_are_a_manifest_dtype(tmp_path):
     assert "float8_e8m0fnu" not in tp_manifest.OTHER_CUTILE_DTYPES
     msg, _ = _err(tmp_path / "bad", "init: {uniform: [0.25, 4.0]}", "init: randn", base=ok)
     assert "block-scale dtype f8e8m0fnu" in msg and "uniform" in msg, msg
+
+
+# -- error scales (issue 35) ----------------------------------------------------------------------
+_SCALED = "    grid: \"(cdiv(N, TILE), 1, 1)\"\n    variants:\n"
+
+
+def test_a_kernel_names_the_outputs_its_reference_gives_an_error_scale_for(tmp_path):
+    """kernels.<k>.error_scale: output tensors of the kernel's call, each once (the reference
+    returns one scale per name after its outputs, tileport.gpu.harness.split_expected)."""
+    text = pick_manifest()
+    assert text.count(_SCALED) == 1
+    text = text.replace(_SCALED, "    grid: \"(cdiv(N, TILE), 1, 1)\"\n    error_scale: [dst, stat]\n    variants:\n")
+    man = tp_manifest.load(make_op(tmp_path, manifest=text) / "manifest.yaml")
+    assert man["kernels"]["pick"]["error_scale"] == ["dst", "stat"]
+    assert "error_scale" not in man["kernels"]["copy_all"]
+
+
+@pytest.mark.parametrize("value,words", [
+    ("[src]", "'src' is an input of pick's call (tensors/src); an error scale belongs to an output tensor: "
+              "write one of dst, stat"),
+    ("[dts]", "'dts' is no tensor of pick's call (tensors: src, idx, dst, stat) (did you mean dst?)"),
+    ("[dst, dst]", "lists dst twice; list each once"),
+    ("[]", "is empty (it needs at least 1 entry); write error_scale: [Y] (output tensor names; the reference"),
+    ("dst", "a list"),
+    ("[2]", "error_scale/0"),
+])
+def test_an_error_scale_of_no_output_is_refused_at_its_line(tmp_path, value, words):
+    msg, line = _err(tmp_path, _SCALED, f"    grid: \"(cdiv(N, TILE), 1, 1)\"\n    error_scale: {value}\n"
+                                        f"    variants:\n")
+    assert words in msg and "kernels/pick/error_scale" in msg, msg
+    assert f"manifest.yaml:{line + 1}: key '" in msg, msg
+
+
+def test_an_error_scale_of_a_list_output_is_refused(tmp_path):
+    msg, _ = _err(tmp_path, "    reference: copy_reference\n",
+                  "    reference: copy_reference\n    error_scale: [dsts]\n")
+    assert "'dsts' is a list of tensors (kernels/copy_all/tensors/dsts/count)" in msg, msg
+    assert "key 'kernels/copy_all/error_scale/0'" in msg, msg

@@ -36,8 +36,8 @@ Left out of :func:`tested_inputs_sha`, and why (:data:`BENCH_ONLY`):
   JSON), so a comment documenting a tolerance does not retire a verdict.
 
 Everything else a test reads stays in: kernels (arrays, scalars, grid, bind, configs, variants,
-compiler hints, tensors, fits, reference, torch_impl), dtypes, configs, variants, shape_names,
-test_shapes, fits, tolerance, hints, tensors, known_defects (less its prose).
+compiler hints, tensors, fits, reference, torch_impl, error_scale), dtypes, configs, variants,
+shape_names, test_shapes, fits, tolerance, hints, tensors, known_defects (less its prose).
 
 Old verdicts (written before ``test_inputs_sha`` existed) carry only ``details.inputs_sha``,
 the hash of the three files byte for byte (:func:`tileport.gpu.harness.inputs_sha`, whose meaning

@@ -589,6 +589,7 @@ def load(path: str | Path) -> dict:
             _check_tensors(kman["tensors"], ["kernels", k, "tensors"], at,
                            list(dict.fromkeys(v.dtype for v in kv[k])))
     _check_bindings(doc, at)
+    _check_error_scale(doc, at)
     defects.check(doc, kv, at, path)
     for k in doc["kernels"]:
         if not k.isascii():
@@ -894,6 +895,31 @@ def _check_copy(tensors: dict, name: str, src: str, kp: list, at: _Where) -> Non
     if "scale" in t:
         raise at(kp + ["scale"], f"scale multiplies randn values, but tensor '{name}' is a copy of "
                                  f"'{src}'; drop scale")
+
+
+def _check_error_scale(doc: dict, at: _Where) -> None:
+    """Each kernel's ``error_scale`` names output tensors of its call (its ``tensors``, else the
+    operator's), none a list (``count``): the reference function returns one error scale per name
+    after its outputs (:func:`tileport.gpu.harness.split_expected`)."""
+    for k, kman in doc["kernels"].items():
+        names = kman.get("error_scale")
+        if not names:
+            continue
+        tensors = kman.get("tensors", doc.get("tensors")) or {}
+        where = "kernels/" + k + "/tensors" if "tensors" in kman else "tensors"
+        outs = [t for t, sp in tensors.items() if sp.get("role") == "output"]
+        for i, name in enumerate(names):
+            kp = ["kernels", k, "error_scale", i]
+            if name not in tensors:
+                raise at(kp, f"'{name}' is no tensor of {k}'s call ({where}: "
+                             f"{', '.join(tensors) or 'none'}){_suggest(name, outs)}; an error scale belongs to "
+                             f"an output tensor: write one of {', '.join(outs) or '(no output tensor)'}")
+            if tensors[name].get("role") != "output":
+                raise at(kp, f"'{name}' is an input of {k}'s call ({where}/{name}); an error scale belongs to an "
+                             f"output tensor: write one of {', '.join(outs) or '(no output tensor)'}")
+            if "count" in tensors[name]:
+                raise at(kp, f"'{name}' is a list of tensors ({where}/{name}/count); tileport takes an error "
+                             f"scale for a single output tensor only")
 
 
 def _check_bindings(doc: dict, at: _Where) -> None:
