@@ -443,7 +443,7 @@ def test_measure_fills_the_loop_columns_from_the_balanced_cycles(monkeypatch):
     c = types.SimpleNamespace(ref=dev.side("ref"), port=dev.side("port"), torch=dev.side("torch"), nv=None,
                               nv_note="", op="op", kernel="k", variant=types.SimpleNamespace(id="f16"),
                               shape=(64,), grid=(1, 1, 1), in_place=False, outputs={"ref": [], "port": []},
-                              expected=lambda: [])
+                              expected=lambda: harness.Expected.plain([]))
     row = bench.measure(c, {**bench.DEFAULTS}, {"rtol": 0.0, "atol": 0.0})
     d = row["loop_design"]
     assert row["loop_calls"] == 200 and d["calls"] == {"ref": 200, "port": 200, "torch": 10}   # 20 ms each
@@ -786,7 +786,7 @@ def fake_measure_env(monkeypatch, us, launches=None, second=None):
     c = types.SimpleNamespace(ref=dev.side("ref"), port=dev.side("port"), torch=dev.side("torch"), nv=None,
                               nv_note="", op="op", kernel="k", variant=types.SimpleNamespace(id="f16"),
                               shape=(64,), grid=(1, 1, 1), in_place=False, outputs={"ref": [], "port": []},
-                              expected=lambda: [])
+                              expected=lambda: harness.Expected.plain([]))
     return profiles, c
 
 

@@ -1192,3 +1192,59 @@ def test_a_corrupt_test_json_blocks_the_benchmark_naming_the_file_and_the_enviro
     assert (d["verdict"], d["owner"], d["fail_class"]) == ("BLOCKED", "env", "env")
     assert "unreadable verdict file" in d["summary"] and str(r / "test.json") in d["summary"]
     assert "not JSON" in d["summary"]
+
+
+# -- error scales (issue 35) --------------------------------------------------------------------------
+
+def test_check_call_judges_each_side_and_the_port_against_the_reference_with_the_error_scale(monkeypatch):
+    """lg_modulated_rms_norm's failure mode on the CPU: the port one f16 ulp of x rstd (times
+    W (1 + scale)) from reference.py and from the cuTile Python reference at an output that
+    cancels; with the reference's error scale both pass and the port matches the reference."""
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    y = torch.tensor([-0.1339111328125, 0.75])
+    scaled = harness.Expected([y], [torch.tensor([1.5, 0.75])])
+    outs = {"ref": [torch.tensor([-0.1350097656250, 0.75])], "port": [torch.tensor([-0.1328125, 0.75])]}
+
+    def call(exp):
+        return SimpleNamespace(kernel="k", variant=SimpleNamespace(id="f16-T1"), shape=(2,), grid=(1, 1, 1),
+                               ref=lambda: None, port=lambda: None, outputs=outs, expected=lambda: exp)
+    tol = {"rtol": 2.0e-3, "atol": 2 ** -12}
+    r = gpu_test.check_call(call(scaled), tol)
+    assert r["ref"]["ok"] and r["port"]["ok"] and r["port_matches_ref"] and not r["bitwise_equal"]
+    r = gpu_test.check_call(call(harness.Expected.plain([y])), tol)
+    assert not r["ref"]["ok"] and not r["port"]["ok"] and not r["port_matches_ref"]
+    assert r["port"]["worst"]["allowed"] == pytest.approx(2 ** -12 + 2.0e-3 * 0.1339111328125)
+    outs["port"] = [torch.tensor([-0.1339111328125, 0.75 + 0.01])]     # past the scale too: the port's fault
+    r = gpu_test.check_call(call(scaled), tol)
+    assert r["ref"]["ok"] and not r["port"]["ok"] and not r["port_matches_ref"]
+    assert r["port"]["worst"] == {"index": [1], "actual": 0.7599999904632568, "expected": 0.75,
+                                  "allowed": pytest.approx(2 ** -12 + 2.0e-3 * 0.75), "scale": 0.75}
+    assert gpu_test.verdict_of("op", [dict(r, launches={"ref": 1, "port": 1, "torch": 1})]).verdict == "FAIL"
+
+
+def test_a_reference_that_breaks_its_error_scale_contract_is_the_manifests_error(tmp_path, monkeypatch):
+    """check_call raises ManifestValueError (harness.split_expected) where reference.py's return
+    value disagrees with the manifest's error_scale: gpu_test writes ERROR, owner manifest, with
+    the message naming the file and key, not a traceback."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(harness, "probe_gpu", lambda: "NVIDIA H200")
+    monkeypatch.setattr(gpu_test, "library_for", lambda op, results, host_build, keeper=None: ("lib", None))
+    variant = SimpleNamespace(id="f16-T1", dtype="f16")
+    ctx = SimpleNamespace(man={"tolerance": {"f16": {"rtol": 0, "atol": 0}}}, nv={}, nv_note=None,
+                          call=lambda kernel, variant, shape, seed: object())
+    monkeypatch.setattr(gpu_test, "OpContext", lambda *a: ctx)
+    monkeypatch.setattr(harness, "cases", lambda man, which: [("k", variant, (4, 16))])
+    msg = ("operators/op/manifest.yaml:40: key 'kernels/k/error_scale': reference.py's reference() returned "
+           "2 tensor(s); the manifest declares an error scale for Y, ...")
+
+    def check_call(c, tol):
+        raise harness.ManifestValueError(msg)
+    monkeypatch.setattr(gpu_test, "check_call", check_call)
+    make_op(tmp_path / "results", "op")
+    d = gpu_test.run("op", tmp_path / "op", tmp_path / "results", tmp_path / "t.json", gpu="auto")
+    assert (d["verdict"], d["owner"]) == ("ERROR", "manifest") and d["summary"] == msg
+    assert read(tmp_path / "t.json")["verdict"] == "ERROR"

@@ -531,3 +531,131 @@ def test_a_derive_function_takes_a_bound_scalar_that_needs_no_tensor(repo):
     bad["kernels"][k]["bind"] = {"qk_scale": "D / 0"}
     with pytest.raises(harness.ManifestValueError, match="bind/qk_scale"):
         harness.tensor_free_binds(bad, k, env)
+
+
+# -- error scales: the allowance of an output whose terms cancel (issue 35) -------------------------
+class _Shaped:
+    """Stands in for a torch tensor where only its shape is read (and that it can be one)."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def double(self):
+        raise AssertionError("a value check ran before the count and shape checks")
+
+
+_OUTS = [("Y", 1, False), ("RSTD", 1, False)]
+_SCALE_KEY = "m.yaml:12: key 'kernels/fwd/error_scale'"
+
+
+def test_without_error_scale_the_reference_returns_what_it_always_did():
+    y, r, a, b = _Shaped((4, 8)), _Shaped((4,)), _Shaped((3,)), _Shaped((3,))
+    e = harness.split_expected((y, r), _OUTS, [], "reference", "")
+    assert e.values == [y, r] and e.scales == [None, None]
+    assert harness.split_expected(y, [("Y", 1, False)], [], "reference", "").values == [y]
+    # a list output (count) flattens in order, as Call.outputs does
+    e = harness.split_expected(([a, b], r), [("L", 2, True), ("RSTD", 1, False)], [], "reference", "")
+    assert e.values == [a, b, r] and e.scales == [None] * 3
+    with pytest.raises(ValueError, match="2 value.* but 1 scale"):
+        harness.Expected([y, r], [None])
+
+
+@pytest.mark.parametrize("returned,words", [
+    (lambda y, r, m: (y, r), r"returned 2 tensor\(s\); the manifest declares an error scale for Y, so it returns "
+                             r"its 2 output tensor\(s\) \(Y, RSTD\) and then one error scale per name of "
+                             r"error_scale, in that order: 3 tensor\(s\) \(is an error scale missing\?\)"),
+    (lambda y, r, m: (y, r, m, m), r"returned 4 tensor\(s\).*: 3 tensor\(s\)$"),
+    (lambda y, r, m: (y, r, 0.5), r"returned as the error scale of Y float, not a tensor"),
+    (lambda y, r, m: (y, r, _Shaped((4,))), r"returned as the error scale of Y a tensor of shape \(4,\), but Y's "
+                                            r"expected value has shape \(4, 8\)"),
+])
+def test_a_reference_whose_error_scales_disagree_with_the_manifest_is_refused(returned, words):
+    y, r, m = _Shaped((4, 8)), _Shaped((4,)), _Shaped((4, 8))
+    with pytest.raises(harness.ManifestValueError) as e:
+        harness.split_expected(returned(y, r, m), _OUTS, ["Y"], "reference", _SCALE_KEY)
+    msg = str(e.value)
+    assert msg.startswith(_SCALE_KEY + ": reference.py's reference() ") and re.search(words, msg), msg
+
+
+def test_the_error_scales_follow_the_outputs_in_the_manifests_order():
+    torch = pytest.importorskip("torch")
+    y, r, z = torch.zeros(4, 8), torch.zeros(4), torch.zeros(2)
+    my, mz = torch.ones(4, 8), torch.full((2,), 3.0)
+    outs = [("Y", 1, False), ("RSTD", 1, False), ("Z", 1, False)]
+    e = harness.split_expected((y, r, z, mz, my), outs, ["Z", "Y"], "reference", _SCALE_KEY)
+    assert e.values == [y, r, z] and e.scales == [my, None, mz]
+    # swapped, the shapes tell
+    with pytest.raises(harness.ManifestValueError, match=r"error scale of Z a tensor of shape \(4, 8\)"):
+        harness.split_expected((y, r, z, my, mz), outs, ["Z", "Y"], "reference", _SCALE_KEY)
+
+
+@pytest.mark.parametrize("bad,words", [(float("nan"), r"NaN \(nan at index \[1, 2\]"),
+                                       (float("inf"), r"an infinity \(inf at index \[1, 2\]"),
+                                       (-0.25, r"a negative value \(-0.25 at index \[1, 2\], 1 element")])
+def test_an_error_scale_that_is_no_magnitude_is_refused_naming_where(bad, words):
+    torch = pytest.importorskip("torch")
+    m = torch.ones(4, 8)
+    m[1, 2] = bad
+    with pytest.raises(harness.ManifestValueError) as e:
+        harness.split_expected((torch.zeros(4, 8), torch.zeros(4), m), _OUTS, ["Y"], "reference", _SCALE_KEY)
+    assert re.search(words, str(e.value)) and "finite and >= 0" in str(e.value), e.value
+    m[1, 2] = 0.0                     # zero is a magnitude: the allowance is then atol + rtol |expected|
+    assert harness.split_expected((torch.zeros(4, 8), torch.zeros(4), m), _OUTS, ["Y"], "r", "k").scales[0] is m
+
+
+def test_compare_with_an_error_scale_allows_what_the_terms_of_a_cancelling_sum_allow():
+    """lg_modulated_rms_norm f16 on the H100 (2026-12-05): -0.1328125 for -0.1339111328125 at an
+    output where y (1 + scale) and shift cancel; atol + rtol |expected| = 0.000512 is far below
+    what the terms' magnitude M allows (one f16 ulp of x rstd, times W (1 + scale))."""
+    torch = pytest.importorskip("torch")
+    rtol, atol = 2.0e-3, 2 ** -12
+    e = torch.tensor([-0.1339111328125, 1.0, 0.5, 0.25])
+    a = torch.tensor([-0.1328125, 1.0, 0.5 + 0.02, 0.25 + 0.0007])
+    m = torch.tensor([1.5, 1.0, 0.5, 0.0])        # the last: a scale below |expected| takes nothing away
+    plain = harness.compare(a, e, rtol, atol)
+    assert not plain["ok"] and plain["mismatches"] == 2 and plain["worst"]["index"] == [2]
+    assert "scale" not in plain["worst"]
+    r = harness.compare(a, e, rtol, atol, m)
+    # element 0 is inside the scale's allowance now (atol + rtol * 1.5 = 0.00324); element 2
+    # misses both: max(|0.5|, 0.5), the allowance used, is reported
+    assert not r["ok"] and r["mismatches"] == 1 and r["worst"]["index"] == [2]
+    assert r["worst"]["allowed"] == pytest.approx(atol + rtol * 0.5) and r["worst"]["scale"] == 0.5
+    assert harness.compare(a[:2], e[:2], rtol, atol, m[:2])["ok"]
+    assert not harness.compare(a[:2], e[:2], rtol, atol)["ok"]
+    # the worst element is the one furthest past its own allowance, which the scale may lower
+    a2 = torch.tensor([-0.1239111328125, 1.0, 0.5 + 0.0045, 0.25])
+    assert harness.compare(a2, e, rtol, atol)["worst"]["index"] == [0]
+    w = harness.compare(a2, e, rtol, atol, torch.tensor([8.0, 1.0, 0.5, 0.0]))["worst"]
+    assert w["index"] == [2] and w["allowed"] == pytest.approx(atol + rtol * 0.5)
+    with pytest.raises(ValueError, match=r"error scale of shape \(2,\) for an output of shape \(4,\)"):
+        harness.compare(a, e, rtol, atol, m[:2])
+
+
+def test_every_check_of_a_call_takes_its_error_scales_alike():
+    """compare_outputs (each side against reference.py) and matches_ref (the port against the
+    cuTile Python reference, with the same call's scale: port_matches_ref)."""
+    torch = pytest.importorskip("torch")
+    tol = {"rtol": 2.0e-3, "atol": 2 ** -12}
+    y = torch.tensor([-0.1339111328125, 0.5])
+    rstd = torch.tensor([1.0])
+    exp = harness.Expected([y, rstd], [torch.tensor([1.5, 0.5]), None])
+    port = [torch.tensor([-0.1328125, 0.5]), rstd.clone()]
+    ref = [torch.tensor([-0.1350097656250, 0.5]), rstd.clone()]
+    assert [r["ok"] for r in harness.compare_outputs(port, exp, tol)] == [True, True]
+    assert [r["ok"] for r in harness.compare_outputs(port, harness.Expected.plain(exp.values), tol)] == [False, True]
+    # port and reference kernel 0.0022 apart: within the scale's 0.00324, outside |ref|'s 0.00051
+    assert harness.matches_ref(port, ref, exp, tol)
+    assert not harness.matches_ref(port, ref, harness.Expected.plain(exp.values), tol)
+    far = [torch.tensor([-0.1228125, 0.5]), rstd.clone()]
+    assert not harness.matches_ref(far, ref, exp, tol)
+    assert not harness.compare_outputs(far, exp, tol)[0]["ok"]
+
+
+def test_a_mismatch_says_the_allowance_it_used_and_the_error_scale_behind_it():
+    res = {"ok": False, "max_abs": 0.02, "mismatches": 1, "numel": 4,
+           "worst": {"index": [2], "actual": 0.52, "expected": 0.5, "allowed": 0.001244, "scale": 0.5}}
+    text = harness.mismatch_text(res)
+    assert "(allowed |diff| 0.001244 = atol + rtol * max(|expected|, error scale 0.5))" in text
+    del res["worst"]["scale"]
+    assert "(allowed |diff| 0.001244); max |diff| 0.02" in harness.mismatch_text(res)
+

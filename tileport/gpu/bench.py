@@ -51,7 +51,9 @@ variant that failed its functional test is not timed (``details.not_benchmarked`
    figures behind this design from published rows;
 5. the outputs of the last timed ref and port calls are checked against the PyTorch semantics,
    each side on its own (``checked`` / ``port_mismatch`` for the port, ``ref_checked`` /
-   ``ref_mismatch`` for the reference: a reference outside tolerance is a warning, as in gpu_test)
+   ``ref_mismatch`` for the reference: a reference outside tolerance is a warning, as in gpu_test;
+   an output the kernel's ``error_scale`` names is judged against its error scale, as in gpu_test:
+   :func:`tileport.gpu.harness.compare_outputs`)
    (for an output whose first values the manifest gives -- ``init: {copy: ...}``, an array
    updated in place, or ``{full: 0.0}``, one a kernel accumulates into -- the outputs are first
    put back to those values and each kernel side called once more, untimed:
@@ -376,8 +378,7 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
         c.reset()
         c.ref_matched()
         torch.cuda.synchronize()
-        bad = [r for r in (harness.compare(a, e, tol["rtol"], tol["atol"])
-                           for a, e in zip(c.outputs["ref"], expected)) if not r["ok"]]
+        bad = [r for r in harness.compare_outputs(c.outputs["ref"], expected, tol) if not r["ok"]]
         row["matched_checked"] = "ok" if not bad else "MISMATCH"
         row["matched_mismatch"] = harness.mismatch_text(bad[0], "ref") if bad else ""
         if not c.in_place:
@@ -389,15 +390,14 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
                 fn()
     torch.cuda.synchronize()
     for side, col in (("port", "checked"), ("ref", "ref_checked")):
-        bad = [r for r in (harness.compare(a, e, tol["rtol"], tol["atol"])
-                           for a, e in zip(c.outputs[side], expected)) if not r["ok"]]
+        bad = [r for r in harness.compare_outputs(c.outputs[side], expected, tol) if not r["ok"]]
         row[col] = "ok" if not bad else "MISMATCH"
         row[f"{side}_mismatch"] = harness.mismatch_text(bad[0], side) if bad else ""
     if row["checked"] == row["ref_checked"] == "MISMATCH":
         # both miss: the same way (the port within tolerance of the reference kernel, NaN where it
-        # has NaN) makes it the manifest's, as gpu_test.same_miss (fold)
-        row["port_matches_ref"] = all(harness.compare(a, b, tol["rtol"], tol["atol"])["ok"]
-                                      for a, b in zip(c.outputs["port"], c.outputs["ref"]))
+        # has NaN; an output with an error scale takes this call's) makes it the manifest's, as
+        # gpu_test.same_miss (fold)
+        row["port_matches_ref"] = harness.matches_ref(c.outputs["port"], c.outputs["ref"], expected, tol)
     ev = implausible(row, device)
     row["error"] = implausible_text(ev) if ev else ""
     if ev:
@@ -413,8 +413,8 @@ def measure(c, cfg: dict, tol: dict, out_bytes: int | None = None, device: str |
         row["ref_vs_nv"] = row["nv_us"] / row["ref_us"]
     if "nv" in labels:
         row["nv_loop_us"] = stats.geomean(loops["nv"]["loop_us"])
-        row["nv_checked"] = "ok" if all(harness.compare(a, e, tol["rtol"], tol["atol"])["ok"]
-                                        for a, e in zip(c.outputs["nv"], expected)) else "MISMATCH"
+        row["nv_checked"] = ("ok" if all(r["ok"] for r in harness.compare_outputs(c.outputs["nv"], expected, tol))
+                             else "MISMATCH")
     row["samples"] = {s: dev[s] for s in labels}
     row["loop_samples"] = {s: loops[s]["loop_us"] for s, _ in loop_sides}
     row["loop_design"] = {"order": loops["order"], "warmup": loops["warmup"], "per_cycle": loops["per_cycle"],

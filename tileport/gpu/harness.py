@@ -26,7 +26,9 @@ paths per call are alike:
 
 ``expected()`` is ``reference.reference`` (or the kernel's ``reference:`` function; the
 PyTorch semantics, usually in fp32), the oracle
-both kernels are compared against with the manifest's per-dtype rtol/atol. The reference and
+both kernels are compared against with the manifest's per-dtype rtol/atol (:class:`Expected`;
+an output the kernel's ``error_scale`` names also carries the magnitude its error scales with,
+which :func:`compare` uses in place of |expected| where it is larger). The reference and
 torch functions take the inputs positionally and, as keyword-only parameters, any constexpr,
 shape name, hint, ``num_sms`` or bound scalar of the call by name (:func:`keywords_for`:
 dropout's ``P``/``SEED``, a norm's ``eps``, a mode flag). Expressions are
@@ -371,7 +373,7 @@ class Call:
     ref: callable
     port: callable
     torch: callable
-    expected: callable           # -> list of tensors (reference semantics)
+    expected: callable           # -> Expected: the reference semantics (and error scales)
     symbol: str = ""
     notes: list = field(default_factory=list)
     nv: callable = None          # NVIDIA's port (None: not ported / not usable, see nv_note)
@@ -474,6 +476,96 @@ def _flat(xs) -> list:
     for x in xs:
         out.extend(x if isinstance(x, (list, tuple)) else [x])
     return out
+
+
+@dataclass
+class Expected:
+    """What one call's outputs are checked against: reference.py's values, flattened as
+    :attr:`Call.outputs` are (list elements in order), and per value its *error scale*: None
+    (the allowance is ``atol + rtol * |expected|``) or a tensor of the value's shape, finite and
+    >= 0, where the manifest's ``kernels.<k>.error_scale`` names the output (the allowance is
+    ``atol + rtol * max(|expected|, scale)``: :func:`compare`). An output that is a sum whose terms
+    cancel has an error that scales with its terms, not with the small sum (lg_modulated_rms_norm's
+    ``y * (1 + scale) + shift``): its reference returns that magnitude. Built by
+    :func:`split_expected`."""
+
+    values: list
+    scales: list
+
+    def __post_init__(self):
+        if len(self.scales) != len(self.values):
+            raise ValueError(f"Expected: {len(self.values)} value(s) but {len(self.scales)} scale(s)")
+
+    @classmethod
+    def plain(cls, values) -> "Expected":
+        """Values without error scales (the allowance relative to |expected| everywhere)."""
+        values = list(values)
+        return cls(values, [None] * len(values))
+
+
+def split_expected(returned, outputs: list[tuple[str, int, bool]], scaled: list[str], fn: str,
+                   where: str) -> Expected:
+    """reference.py's return value as :class:`Expected`, checked against the manifest.
+
+    ``outputs``: ``(name, elements, is_list)`` per output tensor of the call, in order (what
+    :attr:`Call.outputs` flattens); ``scaled``: the kernel's ``error_scale`` (output names, in
+    order; ``[]`` without the key). Without ``error_scale`` the return value is flattened as
+    before (a tensor, or a tuple / list of tensors and lists of tensors), every scale None. With
+    it, the function returns its outputs in order and then one error scale per name of
+    ``error_scale``, in that order: each scale a tensor of its output's shape, finite, >= 0.
+    ``fn``: the function's name, ``where``: ``<manifest>:<line>: key 'kernels/<k>/error_scale'``
+    (:func:`_at`; both for messages).
+
+    Raises:
+        ManifestValueError: (naming reference.py's function and ``<where>/error_scale``) a
+            return value without the scales the manifest declares (or with more values than
+            outputs and scales), a scale that is no tensor, of another shape than its output's
+            value, or holding NaN, an infinity or a negative element (its index and value).
+    """
+    flat = _flat(returned if isinstance(returned, (tuple, list)) else [returned])
+    if not scaled:
+        return Expected.plain(flat)
+    key = where
+    n_out = sum(n for _, n, _ in outputs)
+    want = n_out + len(scaled)
+    if len(flat) != want:
+        names = ", ".join(n for n, _, _ in outputs)
+        raise ManifestValueError(
+            f"{key}: reference.py's {fn}() returned {len(flat)} tensor(s); the manifest declares an error "
+            f"scale for {', '.join(scaled)}, so it returns its {n_out} output tensor(s) ({names}) and then "
+            f"one error scale per name of error_scale, in that order: {want} tensor(s)"
+            + (" (is an error scale missing?)" if len(flat) < want else ""))
+    values, scales = flat[:n_out], [None] * n_out
+    first = {}
+    k = 0
+    for name, n, _ in outputs:
+        first[name] = k
+        k += n
+    for name, s in zip(scaled, flat[n_out:]):
+        i = first[name]
+        v = values[i]
+        what = f"{key}: reference.py's {fn}() returned as the error scale of {name}"
+        if not hasattr(s, "shape") or not hasattr(s, "double"):
+            raise ManifestValueError(f"{what} {type(s).__name__}, not a tensor; return a tensor of {name}'s "
+                                     f"shape {tuple(getattr(v, 'shape', ()))}")
+        if tuple(s.shape) != tuple(v.shape):
+            raise ManifestValueError(f"{what} a tensor of shape {tuple(s.shape)}, but {name}'s expected value "
+                                     f"has shape {tuple(v.shape)}; an error scale has its output's shape")
+        d = s.double()
+        bad = ~d.isfinite() | (d < 0)
+        if bool(bad.any()):
+            j = int(bad.flatten().nonzero()[0])
+            idx = []
+            for ext in reversed(tuple(s.shape)):
+                idx.insert(0, j % ext)
+                j //= ext
+            val = float(d[tuple(idx)])
+            kind = "NaN" if math.isnan(val) else "an infinity" if math.isinf(val) else "a negative value"
+            raise ManifestValueError(f"{what} {kind} ({val!r} at index {idx}, {int(bad.sum())} element(s) "
+                                     f"like it); an error scale is finite and >= 0 (a magnitude, e.g. the "
+                                     f"sum of the absolute values of the terms the output adds)")
+        scales[i] = s
+    return Expected(values, scales)
 
 
 def reset_sources(plan: list[dict], outs_spec: list[tuple], copies: dict) -> list:
@@ -633,9 +725,13 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     def torch_side():
         box["out"] = (fast or semantics)(*ins, **fast_kw)
 
-    def expected():
-        r = semantics(*ins, **sem_kw)
-        return _flat(r if isinstance(r, (tuple, list)) else [r])
+    scaled = list(kman.get("error_scale") or [])
+    out_shape = [(name, len(made), lst) for name, made, lst in outs_spec]
+
+    scale_key = _at(man, ["kernels", kernel, "error_scale"]) if scaled else ""
+
+    def expected() -> Expected:
+        return split_expected(semantics(*ins, **sem_kw), out_shape, scaled, ref_name, scale_key)
 
     notes = [] if fast else [f"reference.py has no {timed or 'torch_impl'} for {kernel}: timed {ref_name}()"]
     notes += shadow_notes
@@ -673,20 +769,25 @@ def mismatch_text(res: dict, side: str = "port") -> str:
     if res.get("shape"):
         return f"{side} output shape {res['shape'][0]} != expected {res['shape'][1]}"
     w = res.get("worst") or {}
+    scale = (f" = atol + rtol * max(|expected|, error scale {w['scale']!r})" if w.get("scale") is not None
+             else "")
     return (f"{side} output mismatch: {res.get('mismatches')} of {res.get('numel')} elements "
             f"outside tolerance, worst at index {w.get('index')}: {side} {w.get('actual')!r} vs "
-            f"expected {w.get('expected')!r} (allowed |diff| {w.get('allowed')!r}); max |diff| "
+            f"expected {w.get('expected')!r} (allowed |diff| {w.get('allowed')!r}{scale}); max |diff| "
             f"{res.get('max_abs')!r}")
 
 
-def compare(actual, expected, rtol: float, atol: float) -> dict:
+def compare(actual, expected, rtol: float, atol: float, scale=None) -> dict:
     """Elementwise check ``|actual - expected| <= atol + rtol * |expected|`` (NaN equals NaN,
     and an infinity equals the same infinity: e.g. the -inf log-sum-exp of a split-KV decode
-    split that holds no key).
+    split that holds no key). With ``scale`` (the output's error scale, :class:`Expected`: a
+    tensor of ``expected``'s shape, finite, >= 0) the allowance is ``atol + rtol * max(|expected|,
+    scale)``: an output whose terms cancel is judged against the magnitude of its terms.
 
     Returns ``{"ok", "max_abs", "mismatches", "numel", "worst": {"index", "actual", "expected",
-    "allowed"}}`` (worst = largest excess over the allowance; None when every element is
-    within). Shapes must match (a mismatch is reported as not ok with ``"shape"``).
+    "allowed"}}`` (worst = largest excess over the allowance, ``allowed`` the allowance used
+    there; with ``scale`` also ``"scale"``, its value there; None when every element is within).
+    Shapes must match (a mismatch is reported as not ok with ``"shape"``).
     """
     import torch
 
@@ -697,7 +798,14 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
     same = (torch.isnan(a) & torch.isnan(e)) | (torch.isinf(e) & (a == e))
     diff = torch.where(same, torch.zeros_like(a), (a - e).abs())
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
-    allowed = atol + rtol * e.abs().nan_to_num(0.0)
+    mag = e.abs().nan_to_num(0.0)
+    if scale is not None:
+        if tuple(scale.shape) != tuple(expected.shape):
+            raise ValueError(f"compare: error scale of shape {tuple(scale.shape)} for an output of shape "
+                             f"{tuple(expected.shape)}")
+        scale = scale.to(device=a.device).double()
+        mag = torch.maximum(mag, scale)
+    allowed = atol + rtol * mag
     excess = diff - allowed
     bad = excess > 0
     n_bad = int(bad.sum())
@@ -712,7 +820,27 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
         idx = tuple(idx)
         res["worst"] = {"index": list(idx), "actual": float(a[idx]), "expected": float(e[idx]),
                         "allowed": float(allowed[idx])}
+        if scale is not None:
+            res["worst"]["scale"] = float(scale[idx])
     return res
+
+
+def compare_outputs(actual: list, exp: Expected, tol: dict) -> list[dict]:
+    """:func:`compare` of each output of one side (``actual``, flattened as :attr:`Call.outputs`)
+    with its expected value and error scale (``exp``: :attr:`Call.expected`), under ``tol``
+    (``{"rtol", "atol"}``: :func:`tolerance`). The one way every stage checks outputs against
+    reference.py (gpu_test, bench, the mutation study, NVIDIA's side)."""
+    return [compare(a, e, tol["rtol"], tol["atol"], s) for a, e, s in zip(actual, exp.values, exp.scales)]
+
+
+def matches_ref(port: list, ref: list, exp: Expected, tol: dict) -> bool:
+    """Whether every port output lies within tolerance of the cuTile Python reference's
+    (``port_matches_ref``; NaN where it has NaN), the reference's output standing for the
+    expected value. There is no PyTorch scale of the two kernels' difference: an output with an
+    error scale takes the same call's (``exp``), so the port may differ from the reference by what
+    either may differ from reference.py (lg_modulated_rms_norm at n_cols 5000, where the launchers
+    specialise differently: one dtype ulp of x * rstd, times (1 + scale), at an output that cancels)."""
+    return all(compare(a, b, tol["rtol"], tol["atol"], s)["ok"] for a, b, s in zip(port, ref, exp.scales))
 
 
 def env_versions() -> dict:

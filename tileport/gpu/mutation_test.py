@@ -4,8 +4,8 @@ Every compiling mutant of ``results/mutation/<op>/<kernel>.json`` that the mutan
 (``results/mutation/<op>/<kernel>.host/``, :mod:`tileport.host.mutants`) holds is launched as the
 operator's port and judged by the GPU test's own comparison (:func:`tileport.gpu.test.check_call`:
 the cuTile Python reference and the port on the same inputs and launch grid, each output against
-reference.py under the manifest's per-dtype tolerance, and the port against the reference
-kernel's outputs), first on the manifest's test shapes, then on unseen shapes
+reference.py under the manifest's per-dtype tolerance and the error scales it declares, and the
+port against the reference kernel's outputs), first on the manifest's test shapes, then on unseen shapes
 (:func:`unseen_shapes`: other extents, sizes not divisible by 16, derived from the manifest's
 shapes and kept only where ``fits`` holds). ``m000``, the unmutated port, runs each case first:
 a case it fails (a false positive of the numeric test) judges no mutant.
