@@ -659,3 +659,49 @@ def test_a_mismatch_says_the_allowance_it_used_and_the_error_scale_behind_it():
     del res["worst"]["scale"]
     assert "(allowed |diff| 0.001244); max |diff| 0.02" in harness.mismatch_text(res)
 
+
+def test_operators_with_error_scales_time_a_torch_side_without_them(repo):
+    """A kernel with error_scale has a reference that returns more than the torch side computes:
+    the benchmark times torch_impl, which must then be its own function (not ``torch_impl =
+    reference``), so that the scale's computation is never timed."""
+    seen = 0
+    for d in sorted((repo / "operators").iterdir()):
+        man = tp_manifest.load(d / "manifest.yaml")
+        ref = (d / "reference.py").read_text()
+        for k, km in man["kernels"].items():
+            if not km.get("error_scale"):
+                continue
+            seen += 1
+            name, impl = km.get("reference", "reference"), km.get("torch_impl", "torch_impl")
+            assert impl != name and f"def {impl}(" in ref and f"{impl} = {name}" not in ref, (d.name, k)
+    assert seen >= 1                    # lg_modulated_rms_norm's forward
+
+
+@pytest.mark.parametrize("casting_mode,has_shift,dtype", [(0, True, "float16"), (0, True, "bfloat16"),
+                                                          (1, True, "float16"), (0, False, "bfloat16")])
+def test_lg_modulated_rms_norm_returns_the_magnitude_of_its_outputs_terms(repo, casting_mode, has_shift, dtype):
+    """reference(): Y, RSTD as torch_impl computes them, then M = |y (1 + scale)| + |shift| (fp32,
+    |shift| where has_shift), which split_expected accepts for the manifest's error_scale: [Y]."""
+    torch = pytest.importorskip("torch")
+    d = repo / "operators" / "lg_modulated_rms_norm"
+    man = tp_manifest.load(d / "manifest.yaml")
+    assert man["kernels"]["_modulated_rms_norm_fwd_ct"]["error_scale"] == ["Y"]
+    rmod = harness.load_module(d / "reference.py", "tileport_test_lg_modulated_rms_norm")
+    g = torch.Generator().manual_seed(0)
+    dt = getattr(torch, dtype)
+    x, w = torch.randn(8, 64, generator=g).to(dt), torch.randn(64, generator=g).to(dt)
+    sc, sh = torch.randn(2, 64, generator=g).to(dt), torch.randn(2, 64, generator=g).to(dt)
+    kw = dict(casting_mode=casting_mode, elementwise_affine=True, has_shift=has_shift, rows_per_modulation=4,
+              eps=1e-6, offset=1.0 if casting_mode == 1 else 0.0)
+    y, rstd, m = rmod.reference(x, w, sc, sh, **kw)
+    ty, trstd = rmod.torch_impl(x, w, sc, sh, **kw)
+    assert torch.equal(y, ty) and torch.equal(rstd, trstd) and m.dtype == torch.float32
+    xf = x.float()
+    r = torch.rsqrt((xf * xf).mean(-1) + 1e-6)[:, None]
+    t = ((xf * r).to(dt).float() * w.float() if casting_mode == 0 else xf * r * (w.float() + 1.0))
+    t = t * (1.0 + sc.float().repeat_interleave(4, 0))
+    want = t.abs() + (sh.float().repeat_interleave(4, 0).abs() if has_shift else 0.0)
+    assert torch.allclose(m, want, rtol=1e-6, atol=0)
+    assert bool((m >= y.float().abs() * (1 - 2 ** -7)).all())      # M >= |Y| but for Y's own rounding
+    e = harness.split_expected((y, rstd, m), [("Y", 1, False), ("RSTD", 1, False)], ["Y"], "reference", "k")
+    assert e.values == [y, rstd] and e.scales == [m, None]
