@@ -554,7 +554,7 @@ def split_expected(returned, outputs: list[tuple[str, int, bool]], scaled: list[
         d = s.double()
         bad = ~d.isfinite() | (d < 0)
         if bool(bad.any()):
-            j = int(bad.flatten().nonzero()[0])
+            j = int(bad.flatten().nonzero()[0][0])
             idx = []
             for ext in reversed(tuple(s.shape)):
                 idx.insert(0, j % ext)
