@@ -184,6 +184,13 @@ def test_runtime_pair_names_a_one_sided_assume_div_by(copy_ir):
     assert same["verdict"] == "PASS" and same["facts_differ"] == []
 
 
+# a live use of the view %tview and the scalar %assume_2 (a load from one by the other)
+_LOAD_N = ("  %0 = make_token : token\n"
+           "  %pv = make_partition_view %tview : partition_view<tile=(16), tensor_view<?xf16, strides=[1]>>\n"
+           "  %t, %tok = load_view_tko weak %pv[%assume_2] token = %0 : partition_view<tile=(16), "
+           "tensor_view<?xf16, strides=[1]>>, tile<i32> -> tile<16xf16>, token\n  return\n")
+
+
 def test_entry_facts_follow_assume_chains_and_scalars():
     # cutile's entry: an assume chain on an argument, and an integer scalar with its hint
     text = ("entry @k(%arg0: tile<ptr<f16>>, %arg1: tile<i32>, %arg2: tile<i32>, %arg3: tile<i32>) {\n"
@@ -192,7 +199,7 @@ def test_entry_facts_follow_assume_chains_and_scalars():
             "  %assume_2 = assume div_by<4>, %arg3 : tile<i32>\n"
             "  %assume_1 = assume div_by<16>, %arg0 : tile<ptr<f16>>\n"
             "  %tview = make_tensor_view %assume_1, shape = [%assume_assume], strides = [1] : tile<i32> -> "
-            "tensor_view<?xf16, strides=[1]>\n}\n")
+            "tensor_view<?xf16, strides=[1]>\n" + _LOAD_N + "}\n")
     params = [{"name": "x", "kind": "array", "ndim": 1}, {"name": "n", "kind": "scalar_i32", "dtype": "i32"}]
     assert entry_facts.entry_facts(text, params) == {
         "n": "div_by<4>", "x.base": "div_by<16>", "x.shape[0]": "div_by<8>", "x.stride[0]": "const 1",
@@ -202,6 +209,65 @@ def test_entry_facts_follow_assume_chains_and_scalars():
     assert entry_facts.compare(gathered, entry_facts.entry_facts(text, params)) == []
     wider = {**gathered, "x.shape[0]": "div_by<16>"}
     assert entry_facts.compare(wider, gathered) == [("x.shape[0]", "div_by<16>", "div_by<8>")]
+
+
+def test_entry_facts_leave_out_facts_nothing_live_reads():
+    # cutile's entry states a fact on every argument and builds a view of every array; cuda-tile
+    # states only what the kernel reads (fi_fmha_prefill_bsr: query.shape[0], an extent the
+    # kernel slices away; fi_ragged_block_scaled_bmm: max_m_device, an array it never reads)
+    head = ("entry @k(%arg0: tile<ptr<f16>>, %arg1: tile<i32>, %arg2: tile<i32>, %arg3: tile<i32>, "
+            "%arg4: tile<ptr<f16>>, %arg5: tile<i32>, %arg6: tile<i32>) {\n"
+            "  %assume_2 = assume div_by<4>, %arg3 : tile<i32>\n"
+            "  %assume_1 = assume div_by<16>, %arg0 : tile<ptr<f16>>\n"
+            "  %tview = make_tensor_view %assume_1, shape = [%arg1], strides = [1] : tile<i32> -> "
+            "tensor_view<?xf16, strides=[1]>\n")
+    dead = ("  %assume_3 = assume bounded<0, ?>, %arg5 : tile<i32>\n"
+            "  %assume_4 = assume div_by<16>, %assume_3 : tile<i32>\n"
+            "  %assume_5 = assume div_by<16>, %arg4 : tile<ptr<f16>>\n"
+            "  %tview_6 = make_tensor_view %assume_5, shape = [%assume_4], strides = [1] : tile<i32> -> "
+            "tensor_view<?xf16, strides=[1]>\n")
+    params = [{"name": "x", "kind": "array", "ndim": 1}, {"name": "n", "kind": "scalar_i32", "dtype": "i32"},
+              {"name": "y", "kind": "array", "ndim": 1}]
+    port, ref = head + dead + _LOAD_N + "}\n", head + _LOAD_N + "}\n"
+    assert entry_facts.entry_facts(port, params) == entry_facts.entry_facts(ref, params) == {
+        "n": "div_by<4>", "x.base": "div_by<16>", "x.stride[0]": "const 1", "x.view": "tensor view"}
+    d = entry_facts.diff_runtime_pair(ref, port, params)
+    assert d["facts_differ"] == [] and d["verdict"] == "PASS"
+    # read by a live op, the same facts are a difference
+    live = port.replace("%pv = make_partition_view %tview :", "%pv = make_partition_view %tview_6 :")
+    assert entry_facts.entry_facts(live, params)["y.shape[0]"] == "div_by<16>"
+    assert ["y.shape[0]", None, "div_by<16>"] in entry_facts.diff_runtime_pair(ref, live, params)["facts_differ"]
+
+
+def test_raw_difference_is_identical_up_to_locations_and_the_entry_name():
+    a = ("entry @k_Kt1(%arg0: tile<i32>) {\n  %0 = make_token : token loc(#loc1)\n  return loc(#loc2)\n}\n"
+         "#loc1 = loc(\"k.py\":3:4)\n#loc2 = loc(callsite(#loc1 at #loc1))\n")
+    b = "entry @k_entry(%arg0: tile<i32>) {\n  %0 = make_token : token loc(#loc7)\n  return\n}\n"
+    assert entry_facts.raw_difference(a, b) == {"identical": True}
+    c = b.replace("  return", "  %1 = make_token : token\n  return")
+    assert entry_facts.raw_difference(a, c) == {"identical": False, "op_counts": {"make_token": [1, 2]}}
+
+
+def test_sass_cause_names_facts_then_what_the_diff_matched_through():
+    from tileport.core.verdict import Finding
+
+    loop = Finding("memory", "warn", "tool", "4 load(s) run inside more loops on the port side than ...")
+    d = {"facts_differ": [["x.shape[0]", None, "div_by<16>"]], "findings": [
+        Finding("hint", "info", "compiler", "assume ops are transparent (optimizer facts only): 1 only in ref"),
+        Finding("hint", "warn", "kernel", "only the ref assumes `div_by<16>` on a value: ..."),
+        Finding("control_flow", "info", "tool", "2 op(s) run inside more loops on the port side ..."), loop],
+        "raw": {"identical": False, "op_counts": {"make_token": [1, 7]}}}
+    cause = runtime_ir.sass_cause(d)
+    assert cause.startswith("launch facts differ: x.shape[0] ref none port div_by<16>; 4 load(s) run inside")
+    assert "2 op(s) run inside" in cause and "Tile IR op counts ref/port: make_token 1/7" in cause
+    assert "assume ops are transparent" not in cause and "only the ref assumes" not in cause
+    assert runtime_ir.sass_cause({**d, "facts_differ": []}).startswith("4 load(s) run inside more loops")
+    assert runtime_ir.sass_cause({**d, "raw": {"identical": True}}).startswith("identical Tile IR")
+    rec = {"variant": "f16-A", "shape": [4, 8], "readings": {"matched": {"sass": {"sm_90": {
+        "verdict": "DIFFERENT", "ref_instructions": 2, "port_instructions": 3, "delta": {"MOV": 1},
+        "cause": cause}}}}}
+    f = runtime_ir._case_findings([rec], ("sm_90",))
+    assert len(f) == 1 and f[0].message.endswith("; cause: " + cause)
 
 
 # -- SASS ------------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ One job per (operator, kernel). For every variant at IR PASS and every perf shap
 
 Each pair gets the run-time IR diff (:func:`tileport.ir_diff.entry_facts.diff_runtime_pair`) and,
 per architecture of :data:`tileport.cpu.sass.ARCHS`, a SASS comparison
-(:func:`tileport.cpu.sass.compare`). Every distinct compilation runs once: Tile IR keyed by what
+(:func:`tileport.cpu.sass.compare`); a SASS that differs where the IR diff passes carries its
+``cause`` (:func:`sass_cause`: launch facts, a difference the structural diff matched through,
+or identical Tile IR). Every distinct compilation runs once: Tile IR keyed by what
 it is compiled from, SASS by the bytecode (:func:`tileport.cpu.sass.cache_key`), so shapes that
 share a specialisation share the work. Both are also kept across jobs, runs and clones of one
 machine under ``tileport.core.toolchain.cache_root()`` (``tileir/``, ``sass/``; env
@@ -108,6 +110,38 @@ def port_spec(params: list[dict], facts: dict[str, lf.ArrayFacts], hints: dict[s
                                             str(f.base_div)]))
     hint = ";".join(f"{constructs.rust_ident(k)}={v}" for k, v in hints.items() if v > 1)
     return ";".join(strides), ";".join(specs), hint
+
+
+def sass_cause(d: dict) -> str:
+    """What made two compilations' SASS differ where their run-time IR diff passes, from that
+    diff (:func:`tileport.ir_diff.entry_facts.diff_runtime_pair`'s result), so that no such
+    verdict is silent: the launch facts that differ (``launch facts differ: <label> ref <fact>
+    port <fact>; ...``); then up to three named differences the structural diff matched through
+    (its warn and info findings but the assume tallies, loop placement first: ``1 load(s) run
+    inside more loops on the port side ...``) and the raw Tile IR op counts that differ (``Tile IR op counts ref/port:
+    make_token 1/7, ...``); or, where the two texts are the same program up to debug locations
+    and the entry's name, ``identical Tile IR`` (then tileiras made the difference: its flags
+    differ by side, :data:`tileport.cpu.sass.FLAGS`)."""
+    raw = d.get("raw") or {}
+    if raw.get("identical"):
+        return ("identical Tile IR (up to debug locations and the entry's name): the difference is "
+                "tileiras's, run with each launcher's flags")
+    parts = []
+    if d.get("facts_differ"):
+        parts.append("launch facts differ: " + "; ".join(f"{k} ref {a or 'none'} port {b or 'none'}"
+                                                         for k, a, b in d["facts_differ"]))
+    # the assume tallies are left out: facts are compared above, and a one-sided assume on a
+    # computed value (cuda-tile restates an offset pointer's alignment) is as common where the
+    # SASS is identical
+    named = [f for f in d.get("findings", []) if f.category != "launch_facts"
+             and not f.message.startswith(("assume ops are transparent", "only the ref assumes",
+                                           "only the port assumes"))]
+    named.sort(key=lambda f: ("run inside more loops" not in f.message, f.severity != "warn"))
+    parts += list(dict.fromkeys(f.message[:300] for f in named))[:3]
+    counts = ", ".join(f"{k} {a}/{b}" for k, (a, b) in (raw.get("op_counts") or {}).items())
+    if counts:
+        parts.append(f"Tile IR op counts ref/port: {counts}")
+    return "; ".join(parts) or "no difference named: the run-time IR diff and the op counts agree"
 
 
 class _Work:
@@ -357,6 +391,8 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
                 cmp["resources"] = {"ref": r["resources"], "port": p["resources"]}
                 cmp["ref"] = _link(r["file"], sdir / f"{reading}.ref.{arch}.sass")
                 cmp["port"] = _link(p["file"], sdir / f"{reading}.port.{arch}.sass")
+                if cmp["verdict"] != "IDENTICAL" and d["verdict"] != "FAIL":
+                    cmp["cause"] = sass_cause(d)
                 out["sass"][arch] = cmp
         if pending_fail is not None:
             # the IR differs as launched but not under the same facts: the launchers' facts (an
@@ -400,7 +436,7 @@ def _case_findings(records: list[dict], archs) -> list[Finding]:
     """The stage's own findings: each launch fact that differs as launched (one per (fact, ref,
     port), with the cases it holds in; owner ``tool``: the launchers derive it), and each SASS that
     differs although both sides had the same facts (matched reading: the Tile IR's form, owner
-    ``tool``)."""
+    ``tool``), with its ``cause`` (:func:`sass_cause`)."""
     facts: dict[tuple, list] = {}
     out = []
     for r in records:
@@ -414,7 +450,8 @@ def _case_findings(records: list[dict], archs) -> list[Finding]:
                 out.append(Finding("performance", "warn", "tool",
                                    f"{where} matched {arch}: same launch facts, other SASS: ref "
                                    f"{s['ref_instructions']}, port {s['port_instructions']} instructions "
-                                   f"({sass.delta_text(s['delta'])})" + (f"; {occ}" if occ else "")))
+                                   f"({sass.delta_text(s['delta'])})" + (f"; {occ}" if occ else "")
+                                   + (f"; cause: {s['cause']}" if s.get("cause") else "")))
     head = [Finding("launch_facts", "warn", "tool",
                     f"{label}: ct.launch states {a or 'none'}, cutile's launcher {b or 'none'} "
                     f"({len(w)} case(s): {', '.join(w[:3])}{' ...' if len(w) > 3 else ''})")

@@ -117,7 +117,10 @@ Normalisation rules (applied to both sides; see the functions named in brackets)
   type, and a region op (for/loop/if/reduce/scan) is signed from its header plus the
   multiset of signatures of its body's side effects and terminators (yield/continue/
   break), which captures e.g. a reduction's combiner.  Loads are not part of that
-  multiset because the Python compiler hoists invariant loads out of loops.
+  multiset because the Python compiler hoists invariant loads out of loops.  Where an op
+  sits is compared apart (it changes what tileiras emits): a load one side runs inside more
+  loops is a ``memory`` warning, another op an info note (owner ``tool``).
+  [_Differ._loop_placement]
 * Hints (op ``optimization_hints = <...>``, bare ``latency = N`` / ``allow_tma = b``,
   entry ``optimization_hints=<...>`` with ``num_cta_in_cga``, ``occupancy`` ...) are
   stripped from signatures and compared separately on matched ops/entries (``warn``,

@@ -11,6 +11,11 @@ cutile 0.5.0's entry generator): per array its base pointer, one extent per dime
 per dimension; per scalar one argument; constexprs none. :func:`entry_facts` labels each fact
 with the parameter it belongs to from that layout (``input.shape[1]``, ``input.stride[0]``,
 ``input.base``, ``n_rows``), or ``arg#K`` where the IR does not follow it.
+
+Only facts a live op reads count (:func:`live_uses`): cutile's entry states a fact on every
+argument and builds a tensor view of every array, where cuda-tile states only those the kernel
+reads; a fact on a value nothing live reads (an extent of an array the kernel slices with
+computed extents, an array it never touches) cannot change the compiled code.
 """
 from __future__ import annotations
 
@@ -55,15 +60,42 @@ def _body_div_by(text: str) -> int:
                if m["pred"].startswith("div_by") and not re.fullmatch(r"arg\d+|cst\w*", _root(m["res"], parent)))
 
 
+def live_uses(text: str) -> tuple[set[str], set[int]]:
+    """What of the first entry of ``text`` a live op reads: the entry arguments (``argK``) and
+    the lines (1-based) of the live ``make_tensor_view`` ops. Live as the structural diff's dead
+    code elimination (:func:`normalise._dce`) has it: reachable backwards from a side effect
+    (loads count) or the entry's ``return``; ``assume`` and ``make_tensor_view`` are pure, so
+    an assume chain that only feeds an unused view is dead. Raises IRParseError / ValueError."""
+    from .normalise import _dce, _Side
+    from .parse import parse_tileir
+
+    mod = parse_tileir(text)
+    if not mod.entries:
+        raise ValueError("no `entry @...(...)` in the Tile IR text")
+    side = _Side(mod.entries[0], "<facts>")
+    _dce(side, {})
+    args, views = set(), set()
+    for n in side.walk():
+        if n.opname == "make_tensor_view":
+            views.add(n.line)
+        for v in n.args():
+            if v.kind == "arg":
+                args.add(v.name.lstrip("%"))
+    return args, views
+
+
 def entry_facts(text: str, params: list[dict]) -> dict[str, str]:
     """The facts of the first entry of ``text``, as ``{label: fact}`` with fact ``div_by<N>``
     (N > 1) or ``const <c>`` (a static extent or stride); an unhinted dynamic value has no entry.
 
     ``params``: ``analysis.json``'s parameter list of the kernel (arrays with ``ndim``, scalars,
-    constexprs), which names the arguments. Raises ValueError when ``text`` has no entry."""
+    constexprs), which names the arguments. Facts on arguments and tensor views no live op
+    reads are left out (:func:`live_uses`). Raises ValueError when ``text`` has no entry,
+    IRParseError when it is malformed."""
     m = _ENTRY.search(text)
     if not m:
         raise ValueError("no `entry @...(...)` in the Tile IR text")
+    live_args, live_views = live_uses(text)
     args = [a for a, _ in _ARG.findall(m["args"])]
     parent = {a["res"]: a["src"] for a in _ASSUME.finditer(text)}
     divs = arg_divisors(text)
@@ -87,9 +119,11 @@ def entry_facts(text: str, params: list[dict]) -> dict[str, str]:
         names = {}
     out = {}
     for a in args:
-        if divs.get(a, 1) > 1:
+        if divs.get(a, 1) > 1 and a in live_args:
             out[names.get(a, f"arg#{a[3:]}")] = f"div_by<{divs[a]}>"
     for v in _VIEW.finditer(text):
+        if text.count("\n", 0, v.start()) + 1 not in live_views:
+            continue
         base = names.get(_root(v["ptr"], parent), "")
         if not base.endswith(".base"):
             continue
@@ -126,6 +160,39 @@ def compare(ref: dict[str, str], port: dict[str, str]) -> list[tuple[str, str | 
             if ref.get(k) != port.get(k) and comparable(k)]
 
 
+_LOC = re.compile(r"\s*loc\([^()]*(?:\([^()]*\)[^()]*)*\)")
+
+
+def raw_difference(ref_text: str, port_text: str) -> dict:
+    """What the two texts differ in before any normalisation: ``{"identical": True}`` when they
+    are the same program up to debug locations (``loc(...)`` and ``#loc`` lines) and the
+    entry's name (the bytecode tileiras compiles differs in nothing else), else ``{"identical":
+    False, "op_counts": {opname: [ref, port]}}`` for every op whose count (nested regions
+    included) differs: the ops the structural diff treats as transparent or merges (``assume``,
+    ``make_token``, duplicated views and constants, ``get_tile_block_id`` read twice ...).
+    Raises IRParseError."""
+    from collections import Counter
+
+    from .parse import parse_tileir
+
+    def bare(text: str) -> str:
+        lines = [_LOC.sub("", ln).rstrip() for ln in text.splitlines() if not ln.startswith("#loc")]
+        return re.sub(r"entry\s+@[\w$.\-]+", "entry @", "\n".join(ln for ln in lines if ln))
+
+    if bare(ref_text) == bare(port_text):
+        return {"identical": True}
+    counts = []
+    for text in (ref_text, port_text):
+        c, work = Counter(), [op for e in parse_tileir(text).entries for op in e.body]
+        while work:
+            op = work.pop()
+            c[op.opname] += 1
+            work += [o for r in op.regions for o in r.ops]
+        counts.append(c)
+    r, p = counts
+    return {"identical": False, "op_counts": {k: [r[k], p[k]] for k in sorted(set(r) | set(p)) if r[k] != p[k]}}
+
+
 def diff_runtime_pair(ref_text: str, port_text: str, params: list[dict], ref_path: str = "ref.tileir",
                       port_path: str = "port.tileir", target: str | None = None,
                       owner: str = "tool") -> dict:
@@ -138,7 +205,8 @@ def diff_runtime_pair(ref_text: str, port_text: str, params: list[dict], ref_pat
     one-sided ``div_by`` assume on an entry value are replaced by these named findings; any other
     finding stays. Returns ``{"verdict": PASS | PASS_WITH_NOTES | FAIL, "owner", "summary",
     "findings": [Finding], "facts": {"ref", "port"}, "facts_differ": [[label, ref, port]]}``.
-    Raises IRParseError (either text malformed) or ValueError (no entry)."""
+    ``raw``: :func:`raw_difference` of the two texts. Raises IRParseError (either text
+    malformed) or ValueError (no entry)."""
     from tileport.core.verdict import Finding
 
     from .graph_diff import diff_ir
@@ -180,4 +248,5 @@ def diff_runtime_pair(ref_text: str, port_text: str, params: list[dict], ref_pat
         out_owner = next((f.owner for f in findings if f.severity == "warn"), None)
         summary = res.summary if verdict != "PASS" else "same Tile IR and the same launch facts"
     return {"verdict": verdict, "owner": out_owner, "summary": summary, "findings": findings,
-            "facts": {"ref": rf, "port": pf}, "facts_differ": [list(d) for d in differ]}
+            "facts": {"ref": rf, "port": pf}, "facts_differ": [list(d) for d in differ],
+            "raw": raw_difference(ref_text, port_text)}

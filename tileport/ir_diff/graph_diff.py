@@ -11,6 +11,7 @@ from typing import Iterator
 from tileport.core.verdict import Finding, loc
 
 from .normalise import (
+    _ancestors,
     _dce,
     _effectful,
     _enclosing_op,
@@ -514,6 +515,7 @@ class _Differ:
     # -- info notes -----------------------------------------------------------------
     def _notes(self, ref: _Side, port: _Side, stride_notes) -> None:
         self._select_paddings(ref, port)
+        self._loop_placement()
         self._unfolded_ints(ref, port)
         if ref.n_asserts or port.n_asserts:
             self.findings.append(Finding(
@@ -604,6 +606,77 @@ class _Differ:
                        "memory: slower)" if sev == "warn" else "compiled differently)"),
                     *((None, where(sel[0])) if side == "port" else (where(sel[0]), None))))
 
+
+    def _loop_placement(self) -> None:
+        """Ops of the same signature that one side runs inside more ``for`` / ``loop`` bodies
+        than the other. A signature does not depend on the region its op sits in, so the graphs
+        match; but cuTile Python hoists what does not change in a loop out of it, and cutile
+        does not, and tileiras 13.4 does not make up for it (matched sm_90 SASS,
+        lg_fused_neighborhood_attention ``_fna_bwd_dq_kernel`` bf16 BLOCK_M128: 6,328
+        instructions against the reference's 3,296, and 3,296, IDENTICAL, once the port loads
+        its four loop-invariant tiles before its loop; lg_multi_token_attention
+        ``_fused_softmax_zeromask_bwd_kernel`` f32 L100: IDENTICAL once the port computes its
+        loop-invariant index arithmetic before its loops).
+
+        Loop depth counts ``for`` bodies and ``loop`` bodies that can run again (a ``continue``
+        of their own). Loads pair up one to one (a load is an effect: how many run counts): a
+        ``memory`` warning per side with how many and the first. Other ops (``constant`` left out, pure
+        ops compare as a set) by the shallowest copy on each side: a ``control_flow`` note per
+        side. Owner ``tool``: the translator can write them before the loop."""
+        memo: dict = {}
+
+        def repeats(o: _Node) -> bool:
+            # a ``for``; a ``loop`` with a ``continue`` of its own (one that only breaks or
+            # returns runs once: cutile's wrapper of a kernel that returns early)
+            if o in memo:
+                return memo[o]
+            memo[o] = o.opname == "for"
+            if o.opname != "loop":
+                return memo[o]
+            work = [c for r in o.regions for c in r.nodes]
+            while work:
+                c = work.pop()
+                if c.opname == "continue":
+                    memo[o] = True
+                    break
+                if c.opname == "if":
+                    work += [x for r in c.regions for x in r.nodes]
+            return memo[o]
+
+        def depth(n: _Node) -> int:
+            return sum(1 for a in _ancestors(n) if repeats(a))
+
+        loads = {"ref": [], "port": []}
+        pure = {"ref": [], "port": []}
+        for s, rn in self.r.by_sig.items():
+            pn = self.p.by_sig.get(s)
+            if not pn:
+                continue
+            op = rn[0].opname
+            if op.startswith("load"):
+                for a, b in zip(sorted(rn, key=depth), sorted(pn, key=depth)):
+                    if depth(a) != depth(b):
+                        loads["port" if depth(b) > depth(a) else "ref"].append((a, b))
+            elif op != "constant" and not rn[0].regions and op not in TERMINATORS \
+                    and not self.r.sig.multiset(rn[0]):
+                a, b = min(rn, key=depth), min(pn, key=depth)
+                if depth(a) != depth(b):
+                    pure["port" if depth(b) > depth(a) else "ref"].append((a, b))
+        for (kind, sev, cat), found in ((("load", "warn", "memory"), loads), (("op", "info", "control_flow"), pure)):
+            for side, pairs in found.items():
+                if not pairs:
+                    continue
+                a, b = min(pairs, key=lambda ab: ab[0].line or 0)
+                other = "ref" if side == "port" else "port"
+                what = ("loads the same values again on every iteration" if kind == "load"
+                        else "computes them again on every iteration")
+                self.findings.append(Finding(
+                    cat, sev, "tool",
+                    f"{len(pairs)} {kind}(s) run inside more loops on the {side} side than on the "
+                    f"{other} side (hoisted out of the loop on the {other} side only; first: "
+                    f"'{a.opname}' at ref line {a.line}, port line {b.line}): the {side} {what}, "
+                    f"and tileiras compiles other code",
+                    self.rloc(a), self.ploc(b)))
 
     def _unfolded_ints(self, ref: _Side, port: _Side) -> None:
         """An integer division of constants (``divi`` / ``remi``, normalise._REPORT_FOLD) that
