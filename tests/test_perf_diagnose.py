@@ -51,9 +51,10 @@ def test_done_is_pass(tmp_path):
     assert read(tmp_path / "perf.json") == d
 
 
-def _case(variant, shape, launched, matched, delta=None):
-    """A runtime_ir case record: sm_90 SASS verdicts as launched and matched."""
-    sass = lambda v: {"sm_90": {"verdict": v, **({"delta": delta} if v == "DIFFERENT" else {})}}  # noqa: E731
+def _case(variant, shape, launched, matched, delta=None, cause=None):
+    """A runtime_ir case record: sm_90 SASS verdicts as launched and matched (``cause``: what
+    runtime_ir found different, on a DIFFERENT verdict)."""
+    sass = lambda v: {"sm_90": {"verdict": v, **({"delta": delta, "cause": cause} if v == "DIFFERENT" else {})}}  # noqa: E731
     return {"variant": variant, "shape": shape,
             "readings": {"launched": {"ir_diff": {"verdict": "PASS"}, "sass": sass(launched)},
                          "matched": {"ir_diff": {"verdict": "PASS"}, "sass": sass(matched)}}}
@@ -75,7 +76,8 @@ def test_outliers_either_way_get_a_cause(tmp_path):
     bench_json(tmp_path / "bench.json", rows)
     write(Verdict(stage="runtime_ir", op="op", kernel="k", verdict="PASS", summary="rt",
                   details={"cases": [_case("f16-T1", [37, 1000], "DIFFERENT", "IDENTICAL", {"LDG.E.U16": -32}),
-                                     _case("f16-T1", [4096], "DIFFERENT", "DIFFERENT", {"FFMA": -64, "FMUL": 64}),
+                                     _case("f16-T1", [4096], "DIFFERENT", "DIFFERENT", {"FFMA": -64, "FMUL": 64},
+                                           "2 op(s) run inside more loops on the port side"),
                                      _case("f16-T1", [64], "IDENTICAL", "IDENTICAL")]}),
           tmp_path / "rt.json")
     d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json", runtime=[tmp_path / "rt.json"])
@@ -84,6 +86,7 @@ def test_outliers_either_way_get_a_cause(tmp_path):
     assert got["37x1000"]["cause"] == "launcher specialisation"
     assert "SASS as launched DIFFERENT (LDG.E.U16 -32), matched IDENTICAL" in got["37x1000"]["evidence"]
     assert got["4096"]["cause"] == "IR difference" and "FFMA -64" in got["4096"]["evidence"]
+    assert got["4096"]["evidence"].endswith("what differs (runtime_ir): 2 op(s) run inside more loops on the port side")
     assert got["256"]["cause"] == "launch count"
     assert got["64"]["cause"] == "unexplained" and "matched IDENTICAL" in got["64"]["evidence"]
     assert got["512"]["cause"] == "unexplained" and "no run-time SASS verdict" in got["512"]["evidence"]

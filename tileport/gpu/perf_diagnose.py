@@ -152,8 +152,9 @@ def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float
     they alone made the difference); ``within noise`` (the matched reading's interval reaches the
     band and the facts change nothing);
     ``IR difference`` (the matched reading is outside the band and the matched pair's ``arch``
-    SASS or run-time Tile IR differ); ``unexplained`` (no matched reading, or the same SASS runs
-    on both sides). Returns ``{"kernel", "variant", "shape", "ratio", "ratio_matched",
+    SASS or run-time Tile IR differ; the evidence quotes the SASS verdict's ``cause``, what
+    :mod:`tileport.cpu.runtime_ir` found different in the Tile IR); ``unexplained`` (no matched
+    reading, or the same SASS runs on both sides). Returns ``{"kernel", "variant", "shape", "ratio", "ratio_matched",
     "matched_gain", "cause", "evidence"}`` (evidence: one line of text)."""
     out = {k: row.get(k) for k in ("kernel", "variant", "shape", "ratio", "ratio_matched", "matched_gain")}
     rm = row.get("ratio_matched")
@@ -181,8 +182,9 @@ def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float
     elif isinstance(rm, (int, float)) and (sass_m.startswith("DIFFERENT") or ir_m in ("FAIL", "PASS_WITH_NOTES")):
         cause = "IR difference"
         occ = sass.occupancy_text(((matched.get("sass") or {}).get(arch) or {}).get("resources"))
+        why = (((matched.get("sass") or {}).get(arch) or {}).get("cause") or "")
         ev = (f"matched reading {shown}; matched {arch} SASS {sass_m}; run-time Tile IR diff {ir_m or 'none'}"
-              + (f"; {occ}" if occ else ""))
+              + (f"; {occ}" if occ else "") + (f"; what differs (runtime_ir): {why}" if why else ""))
     else:
         cause = "unexplained"
         ev = ("no matched reading" + (f" ({row['matched_error']})" if row.get("matched_error") else "")
