@@ -20,8 +20,9 @@ def test_unseen_shapes_leave_the_16_grid_and_keep_fits():
     man = _man("relu")
     v = tp_manifest.variants(man, "relu_kernel")[0]
     got = mt.unseen_shapes(man, "relu_kernel", v, 3)
-    # one per base (test shapes first), every extent moved off the 16-grid
-    assert got == [(8,), (1007,), (4104,)]
+    # one per base (test shapes first), base j starting at way j: every extent moved off the
+    # 16-grid, halved, moved off again
+    assert got == [(8,), (501,), (4104,)]
     assert mt.unseen_shapes(man, "relu_kernel", v, 3) == got        # deterministic
     manifest_shapes = {tuple(s) for s in man["test_shapes"] + man["perf_shapes"]}
     many = mt.unseen_shapes(man, "relu_kernel", v, 50)
@@ -43,7 +44,10 @@ def test_unseen_shapes_of_a_matmul_span_the_bases_and_fit():
     man = _man("tg_matmul")
     v = tp_manifest.variants(man, "_matmul_kernel")[0]
     got = mt.unseen_shapes(man, "_matmul_kernel", v, 3)
-    assert got == [(15, 15, 15), (1031, 1031, 1030), (4103, 4103, 4103)]
+    # base j starts at way j: all extents off the grid, then one axis each, so the square
+    # bases give shapes with M != N and N != K (an extent read from the other axis shows)
+    assert got == [(15, 15, 15), (1031, 1024, 1023), (4096, 4103, 4096)]
+    assert got[1][0] != got[1][1] and got[2][1] != got[2][0]
     assert all(harness.fits(man, list(s), v.constexprs, kernel="_matmul_kernel") for s in got)
 
 

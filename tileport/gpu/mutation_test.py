@@ -87,8 +87,11 @@ def unseen_shapes(man: dict, kernel: str, variant, limit: int) -> list[tuple[int
     and the axes reversed; a shape is kept when it is no manifest shape, has no more elements
     than the largest base, and the manifest's ``fits`` holds for it
     (:func:`tileport.gpu.harness.fits`, which also ties a shape name that is a constexpr to its
-    value). Taken round-robin over the bases (each base's in the order of the four ways), so a
-    small ``limit`` spans the bases' sizes; deterministic (manifest order). Raises
+    value). Taken round-robin over the bases, base ``j`` starting at way ``j`` (mod the number of
+    ways), so a small ``limit`` spans the bases' sizes and the ways: a square GEMM's bases give
+    a shape with M != N among the first (the 2026-12-06 GPU run, before this order, judged
+    tg_matmul on square shapes only and missed an extent read from the other axis);
+    deterministic (manifest order). Raises
     :class:`tileport.gpu.harness.HarnessError` for a ``fits`` expression that fails."""
     tests = [tuple(s) for s in man["test_shapes"]]
     bases = tests + [tuple(s) for s in man.get("perf_shapes") or [] if tuple(s) not in tests]
@@ -100,9 +103,9 @@ def unseen_shapes(man: dict, kernel: str, variant, limit: int) -> list[tuple[int
     ways += [lambda s, i=i: s[:i] + (_off16(s[i]),) + s[i + 1:] for i in range(rank)] if rank > 1 else []
     ways += [lambda s: tuple(1 if e == 1 else _half(e) for e in s), lambda s: tuple(reversed(s))]
     per_base = []
-    for b in bases:
+    for j, b in enumerate(bases):
         got = []
-        for way in ways:
+        for way in ways[j % len(ways):] + ways[:j % len(ways)]:
             s = way(b)
             if (s not in bases and s not in got and math.prod(s) <= cap and min(s) >= 1
                     and harness.fits(man, list(s), variant.constexprs, kernel=kernel)):
