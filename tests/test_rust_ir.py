@@ -106,9 +106,55 @@ def test_missing_disassembler_is_env(softmax_build, repo, monkeypatch):
     v = rust_ir.build("softmax", root / "rust", {"softmax_kernel": root / "wk.json"}, root / "build.json")
     assert v["verdict"] == "PASS"
     monkeypatch.setenv("TILEPORT_TILEIRDISASM", "/nonexistent/tileirdisasm")
+    monkeypatch.setenv("TILEPORT_TILEIR_CACHE", "off")      # a kept program needs no disassembler
     d = rust_ir.dump(repo / "operators" / "softmax", "softmax", "softmax_kernel", "f16-BM16-TILE1024",
                root / "build.json", root / "x.tileirbc", root / "x.tileir", root / "x.json")
     assert d["verdict"] == "ERROR" and d["owner"] == "env" and not (root / "x.tileirbc.tmp").exists()
+
+
+def test_dump_many_runs_one_dumper_then_reads_the_tile_ir_cache(softmax_build, repo, tmp_path, monkeypatch):
+    """check_kernel's dumps: every variant from one dumper process, the same text as one dump
+    each; a second time every program from the Tile IR cache and no dumper at all; a job the
+    batch left unanswered is run alone."""
+    root, _ = softmax_build
+    v = rust_ir.build("softmax", root / "rust", {"softmax_kernel": root / "wk.json"}, root / "build.json")
+    assert v["verdict"] == "PASS"
+    monkeypatch.setattr(rust_ir, "_kept", lambda inputs: tmp_path / "kept" / rust_ir.hashlib.sha256(
+        rust_ir.json.dumps(inputs, default=str).encode()).hexdigest())
+    calls = {"batch": 0, "one": 0}
+    batch, one = rust_ir.run_dumper_batch, rust_ir.run_dumper
+
+    def count_batch(*a, **k):
+        calls["batch"] += 1
+        return batch(*a, **k)
+
+    def count_one(*a, **k):
+        calls["one"] += 1
+        return one(*a, **k)
+
+    monkeypatch.setattr(rust_ir, "run_dumper_batch", count_batch)
+    monkeypatch.setattr(rust_ir, "run_dumper", count_one)
+    op_dir, vs = repo / "operators" / "softmax", ["bf16-BM8-TILE4096", "f16-BM16-TILE1024", "f32-BM8-TILE4096"]
+
+    def outs(d):
+        return [(x, d / f"{x}.tileirbc", d / f"{x}.tileir", d / f"{x}.json") for x in vs]
+
+    got = rust_ir.dump_many(op_dir, "softmax", "softmax_kernel", outs(tmp_path / "a"), root / "build.json")
+    assert [got[x]["verdict"] for x in vs] == ["PASS"] * 3 and calls == {"batch": 1, "one": 0}
+    single = rust_ir.dump(op_dir, "softmax", "softmax_kernel", vs[1], root / "build.json", tmp_path / "s.tileirbc",
+                          tmp_path / "s.tileir", tmp_path / "s.json")
+    assert single["verdict"] == "PASS" and calls == {"batch": 1, "one": 0}          # kept by the batch
+    assert (tmp_path / "s.tileir").read_text() == (tmp_path / "a" / f"{vs[1]}.tileir").read_text()
+    again = rust_ir.dump_many(op_dir, "softmax", "softmax_kernel", outs(tmp_path / "b"), root / "build.json")
+    assert [again[x]["verdict"] for x in vs] == ["PASS"] * 3 and calls == {"batch": 1, "one": 0}
+    for x in vs:
+        assert (tmp_path / "b" / f"{x}.tileir").read_text() == (tmp_path / "a" / f"{x}.tileir").read_text()
+        assert (tmp_path / "b" / f"{x}.tileirbc").read_bytes() == (tmp_path / "a" / f"{x}.tileirbc").read_bytes()
+    # a dumper that died before answering: each unanswered job alone
+    monkeypatch.setattr(rust_ir, "_kept", lambda inputs: None)
+    monkeypatch.setattr(rust_ir, "run_dumper_batch", lambda binary, jobs, unanswered=None: [unanswered] * len(jobs))
+    alone = rust_ir.dump_many(op_dir, "softmax", "softmax_kernel", outs(tmp_path / "c"), root / "build.json")
+    assert [alone[x]["verdict"] for x in vs] == ["PASS"] * 3 and calls["one"] == 3
 
 
 BUILD_ONE = """

@@ -35,7 +35,7 @@ import shutil
 import time
 from pathlib import Path
 
-from tileport.core import source, toolchain
+from tileport.core import source
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
 from tileport.cpu import reference_ir, rust_ir, sass
 from tileport.ir_diff.entry_facts import diff_runtime_pair
@@ -171,24 +171,8 @@ class _Work:
             return self.ir[key]
         t0 = time.monotonic()
         bc = self.art / "ir" / f"{key}.tileirbc"
-        bc.parent.mkdir(parents=True, exist_ok=True)
-        off = os.environ.get("TILEPORT_TILEIR_CACHE", "").lower() in ("off", "0", "no")
-        digest = hashlib.sha256(json.dumps(inputs, default=str).encode()).hexdigest()
-        kept = toolchain.cache_root() / "tileir" / digest[:2] / digest
-        if not off and kept.with_suffix(".tileir").is_file() and kept.with_suffix(".tileirbc").is_file():
-            shutil.copyfile(kept.with_suffix(".tileirbc"), bc)
-            atomic_write_text(bc.with_suffix(".tileir"), kept.with_suffix(".tileir").read_text())
+        if rust_ir.kept_tileir(inputs, bc, compile_to):
             self.counts["tile_ir_cached"] += 1
-        else:
-            compile_to(bc)
-            text = toolchain.disassemble(bc)
-            atomic_write_text(bc.with_suffix(".tileir"), text)
-            if not off:
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                tmp = kept.with_suffix(f".{os.getpid()}.tmp")
-                shutil.copyfile(bc, tmp)
-                os.replace(tmp, kept.with_suffix(".tileirbc"))
-                atomic_write_text(kept.with_suffix(".tileir"), text)    # written last: marks the entry whole
         self.ir[key] = bc
         self.counts["tile_ir"] += 1
         self.counts["tile_ir_s"] += time.monotonic() - t0

@@ -54,6 +54,11 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
     # variants the writer left out (blocking is per variant): BLOCKED in each per-variant stage
     # with the writer's reason and owner; the others are dumped, diffed and diagnosed
     wblocked = ((wv.get("details") or {}).get("blocked_variants") or {}) if wv["verdict"] == "PASS" else {}
+    r = dirs["rust_ir"]
+    # every variant's Tile IR from one dumper process (rust_ir.dump_many), then diff and diagnosis
+    dumps = rust_ir.dump_many(op_dir, op, kernel, [(v, r / f"{v}.tileirbc", r / f"{v}.tileir", r / f"{v}.json")
+                                                   for v in variants if v not in wblocked],
+                              adir / "build.json", target=target)
     for v in variants:
         if v in wblocked:
             wb = wblocked[v]
@@ -64,9 +69,6 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
                                                 wb["owner"], wb["summary"][:3000], ref=wb.get("ref"))]),
                       dirs[s] / f"{v}.json")
             continue
-        r = dirs["rust_ir"]
-        dumps[v] = rust_ir.dump(op_dir, op, kernel, v, adir / "build.json", r / f"{v}.tileirbc", r / f"{v}.tileir",
-                                r / f"{v}.json", target=target)
         try:
             diffs[v] = ir_diff_stage.run_upstream_checked(ref_dir, r, v, dirs["ir_diff"] / f"{v}.json", op, kernel,
                                                           attempt=int(n), target=target)
