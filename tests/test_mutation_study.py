@@ -170,9 +170,22 @@ def test_report_tables_from_the_relu_study(relu_study, tmp_path):
     assert agg["compiling"] == agg["mutants"] and agg["catch_rate"]["ir_diff"] == 1.0
     assert agg["catch_rate"]["grep_count"] < 1.0 and not agg["gpu_measured"]
     assert agg["false_positive"]["ir_diff"]["rate"] == 0.0
+    # relu's reference Tile IR (results/relu/ref/) loads and stores views only: elementwise
+    assert agg["per_family"] == {"elementwise": {"kernels": 1, "compiling": agg["compiling"],
+                                                 **{k: agg["catch_rate"][k] for k in agg["catch_rate"]}}}
     tex = (tmp_path / "m.tex").read_text()
     assert "grep count" in tex and "not run" in tex and "tab:mutation" in tex
     assert (tmp_path / "m.svg").stat().st_size > 1000
+
+
+def test_kernel_families_from_the_reference_tile_ir():
+    """Issue 36 counts mutants per kernel family: the first of FAMILIES whose ops the text has."""
+    assert report.family("%1 = mmaf %a, %b, %c\n%2 = exp2 %1") == "attention"
+    assert report.family("%1 = mmaf %a, %b, %c\n%2 = reduce %1") == "matmul"
+    assert report.family("%r = reduce %t dim=0\n%e = exp %r") == "reduction"
+    assert report.family("%t, %k = load_ptr_tko weak %p") == "gather/scatter"
+    assert report.family("%t, %k = load_view_tko weak %v\n%s = maxf %t, %z") == "elementwise"
+    assert report.family("%1 = mmaf_like %a") == "elementwise"          # whole op names only
 
 
 def test_the_mutant_library_exports_every_compiling_mutant(relu_study):

@@ -39,6 +39,29 @@ LABELS = {"ir_diff": "IR diff", "runtime_ir": "run-time pair", "sass": "SASS", "
 GPU_MEASURED = ("CAUGHT", "MISSED")
 
 
+#: kernel families (issue 36 counts compiling mutants per family), first that holds, by the ops
+#: of the kernel's reference Tile IR (its first variant): an ``mma`` with ``exp`` / ``exp2`` is
+#: attention, without them matmul; a ``reduce`` a reduction (norms, softmax, losses);
+#: ``load_ptr_tko`` / ``store_ptr_tko`` without those gather / scatter; else elementwise
+FAMILIES = (("attention", (r"= mma[fi]\b", r"= exp2?\b")), ("matmul", (r"= mma[fi]\b",)),
+            ("reduction", (r"= reduce\b",)), ("gather/scatter", (r"= (load|store)_ptr_tko\b",)),
+            ("elementwise", ()))
+
+
+def family(tileir: str) -> str:
+    """The kernel family (:data:`FAMILIES`) of a reference Tile IR text."""
+    import re
+
+    return next(name for name, pats in FAMILIES if all(re.search(p, tileir) for p in pats))
+
+
+def family_of(results: Path, op: str, kernel: str) -> str:
+    """:func:`family` of ``kernel``'s reference Tile IR under ``results/<op>/ref/<kernel>/``
+    (the first variant's text), ``unknown`` where there is none."""
+    texts = sorted((Path(results) / op / "ref" / kernel).glob("*.tileir"))
+    return family(texts[0].read_text()) if texts else "unknown"
+
+
 def rows(studies: list, gpus: list) -> tuple[pd.DataFrame, list[dict]]:
     """One row per mutant, and one record per kernel (its verdict, counts, baseline flags)."""
     gpu_doc = {}
@@ -53,11 +76,13 @@ def rows(studies: list, gpus: list) -> tuple[pd.DataFrame, list[dict]]:
         gdet = (g.get("details") or {}) if g else {}
         gcol = gdet.get("mutants") or {}
         grec = {r["id"]: r for r in gdet.get("records") or []}
-        kernels.append({"op": d["op"], "kernel": d.get("kernel"), "verdict": d["verdict"], "summary": d["summary"],
+        fam = family_of(Path(p).parents[2], d["op"], d.get("kernel"))
+        kernels.append({"op": d["op"], "kernel": d.get("kernel"), "family": fam, "verdict": d["verdict"],
+                        "summary": d["summary"],
                         "baseline": (det.get("baseline") or {}).get("flags") or {},
                         "gpu_baseline": gdet.get("baseline") or {}})
         for m in det.get("mutants", []):
-            r = {"op": d["op"], "kernel": d.get("kernel"), "id": m["id"], "kind": m["kind"],
+            r = {"op": d["op"], "kernel": d.get("kernel"), "family": fam, "id": m["id"], "kind": m["kind"],
                  "semantic": m["semantic"], "line": m["line"], "description": m["description"],
                  "compiles": m["compiles"], "rejected_by": (m.get("rejected_by") or {}).get("stage", ""),
                  "ir_identical": m.get("ir_identical", "")}
@@ -93,6 +118,11 @@ def aggregate(df: pd.DataFrame, kernels: list[dict]) -> dict:
 
     per_kernel = (df.groupby(["op", "kernel"]).agg(mutants=("id", "size"), compiling=("compiles", "sum"))
                   .reset_index().to_dict("records") if len(df) else [])
+    # compiling mutants and kernels per family (issue 36 asks for >= 20 compiling mutants per family)
+    per_family = {fam: {"kernels": sum(1 for kr in kernels if kr.get("family") == fam),
+                        "compiling": int((ok["family"] == fam).sum()) if len(ok) else 0,
+                        **({k: rate(ok[ok["family"] == fam], k) for k in dets} if len(ok) else {})}
+                  for fam in sorted({kr.get("family", "unknown") for kr in kernels})}
     per_kind = {}
     for kind, f in ok.groupby("kind") if len(ok) else []:
         per_kind[kind] = {"n": int(len(f)), **{k: rate(f, k) for k in dets}}
@@ -132,7 +162,7 @@ def aggregate(df: pd.DataFrame, kernels: list[dict]) -> dict:
     return {"kernels": len(kernels), "mutants": int(len(df)), "compiling": int(len(ok)),
             "not_compiling": {s: int(n) for s, n in df[df["compiles"] == False]["rejected_by"]  # noqa: E712
                               .value_counts().items()} if len(df) else {},
-            "per_kernel": per_kernel, "catch_rate": {k: rate(ok, k) for k in dets},
+            "per_kernel": per_kernel, "per_family": per_family, "catch_rate": {k: rate(ok, k) for k in dets},
             "catch_rate_semantic": {k: rate(ok[ok["semantic"] == True], k) for k in dets} if len(ok) else {},  # noqa: E712
             "per_kind": per_kind, "only_one_detector": only, "only_tileport_ir": ir_only, "caught_by_none": none,
             "false_positive": fp, "gpu_measured": gpu_measured, "gpu": gpu,
