@@ -207,10 +207,9 @@ class _Work:
             if proc.returncode != 0:
                 raise RuntimeError(f"cutile compile ({' | '.join(job)}): {proc.stderr.strip()[:1500]}")
 
-        # the dumper compiles the kernel's file at run time (rust_ir.dump_job): its text, the job's
-        # arguments and the dumper binary (cutile and irdump.rs, by its bytes: sass.tool_id)
-        return self._compiled(key, ["port", rs.read_text(), self.kernel, entry, generics, strides, spec, hints,
-                                    target, sass.tool_id(self.binary)], dump)
+        # the dumper compiles the kernel's file at run time: keyed as check_kernel's dumps are
+        return self._compiled(key, rust_ir.port_inputs(rs.read_text(), self.kernel, entry, generics, strides, spec,
+                                                       hints, target, self.binary), dump)
 
     def sass_of(self, bc: Path, side: str, arch: str, opt: int) -> dict:
         data = bc.read_bytes()
