@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -178,39 +177,28 @@ def _graph_key(mods: dict[str, Path], root: Path) -> str:
     return h.hexdigest()
 
 
-def _kept_path(key: str) -> Path:
-    from tileport.core.toolchain import cache_root
-
-    return cache_root() / "closure" / f"{key[:40]}.json"
-
-
 def _read_kept(key: str, mods: dict[str, Path], root: Path):
-    """``(graph, data files)`` kept under ``key``, or None (none kept, or unreadable)."""
+    """``(graph, data files)`` kept under ``key`` (:func:`tileport.core.toolchain.read_kept`), or
+    None (none kept, or not of these modules)."""
+    from tileport.core.toolchain import read_kept
+
+    kept = read_kept("closure", key)
     try:
-        kept = json.loads(_kept_path(key).read_text())
-        if kept["key"] != key or set(kept["graph"]) != set(mods) or set(kept["data"]) != set(mods):
+        if kept is None or set(kept["graph"]) != set(mods) or set(kept["data"]) != set(mods):
             return None
         return ({m: set(e) for m, e in kept["graph"].items()},
                 {m: {root / f for f in fs} for m, fs in kept["data"].items()})
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None
 
 
 def _keep(key: str, graph: dict[str, set[str]], data: dict[str, set[Path]], root: Path) -> None:
-    """Write ``graph`` and ``data`` under ``key`` (atomically; a cache: a failure is ignored)."""
-    path = _kept_path(key)
-    text = json.dumps({"key": key, "graph": {m: sorted(e) for m, e in graph.items()},
-                       "data": {m: sorted(f.relative_to(root).as_posix() for f in fs) for m, fs in data.items()}})
-    from tileport.core.verdict import atomic_write_text
+    """Keep ``graph`` and ``data`` under ``key`` (the :data:`KEPT_GRAPHS` latest stay)."""
+    from tileport.core.toolchain import keep
 
-    try:
-        atomic_write_text(path, text)
-        # a cache of the latest contents (edits, workflow copies of tests): the oldest go
-        old = sorted(path.parent.glob("*.json"), key=lambda f: f.stat().st_mtime)[:-KEPT_GRAPHS]
-        for f in old:
-            f.unlink(missing_ok=True)
-    except OSError:
-        pass
+    keep("closure", key, {"graph": {m: sorted(e) for m, e in graph.items()},
+                          "data": {m: sorted(f.relative_to(root).as_posix() for f in fs) for m, fs in data.items()}},
+         KEPT_GRAPHS)
 
 
 def import_closure(module: str, pkg_dir: str | Path) -> list[Path]:

@@ -72,6 +72,35 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tileport"
 
 
+def read_kept(kind: str, key: str) -> dict | None:
+    """The JSON document kept under ``key`` in ``<cache_root>/<kind>/`` (:func:`keep`), or None
+    (none kept, unreadable, or kept under another key with the same 40-digit prefix)."""
+    import json
+
+    try:
+        doc = json.loads((cache_root() / kind / f"{key[:40]}.json").read_text())
+        return doc if isinstance(doc, dict) and doc.get("key") == key else None
+    except (OSError, ValueError):
+        return None
+
+
+def keep(kind: str, key: str, doc: dict, latest: int) -> None:
+    """Keep the JSON document ``doc`` (a dict) under ``key`` in ``<cache_root>/<kind>/``, written
+    atomically, the ``latest`` most recent documents of that kind staying. A cache: a failure to
+    write is ignored."""
+    import json
+
+    from tileport.core.verdict import atomic_write_text
+
+    path = cache_root() / kind / f"{key[:40]}.json"
+    try:
+        atomic_write_text(path, json.dumps({**doc, "key": key}))
+        for f in sorted(path.parent.glob("*.json"), key=lambda f: f.stat().st_mtime)[:-latest]:
+            f.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 def cuda_version(include: Path) -> int:
     """``CUDA_VERSION`` defined by ``include/cuda.h`` (e.g. 13040). Raises ValueError if absent."""
     m = re.search(r"^#define CUDA_VERSION (\d+)", (include / "cuda.h").read_text(), re.M)

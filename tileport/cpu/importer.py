@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from tileport.core import source
+from tileport.core import source, toolchain
 from tileport.core.verdict import Finding, Verdict, atomic_write_text, loc, write
 from tileport.core.wheels import ImportFailed, Wheel, find_wheel
 from tileport.model import manifest
@@ -765,32 +765,23 @@ def _stamps(root: Path, rels: list[str]) -> dict[str, str]:
     return out
 
 
-def _kept_path(key: str) -> Path:
-    from tileport.core.toolchain import cache_root
-
-    return cache_root() / "module-files" / f"{key[:40]}.json"
-
-
 def _kept_files(key: str, root: Path) -> list[str] | None:
-    """The files kept under ``key`` if every stamp still holds, else None."""
+    """The files kept under ``key`` (:func:`tileport.core.toolchain.read_kept`) if every stamp
+    still holds, else None."""
+    kept = toolchain.read_kept("module-files", key)
     try:
-        kept = json.loads(_kept_path(key).read_text())
-        if kept["key"] != key or _stamps(root, kept["files"]) != kept["stamps"]:
+        if kept is None or _stamps(root, kept["files"]) != kept["stamps"]:
             return None
         return kept["files"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, KeyError, TypeError):
         return None
 
 
 def _keep_files(key: str, root: Path, rels: list[str]) -> None:
-    """Keep ``rels`` under ``key`` with their stamps (a cache: a failure is ignored; the 256
-    latest stay)."""
-    path = _kept_path(key)
+    """Keep ``rels`` under ``key`` with their stamps (the 256 latest stay)."""
     try:
-        atomic_write_text(path, json.dumps({"key": key, "files": rels, "stamps": _stamps(root, rels)}))
-        for f in sorted(path.parent.glob("*.json"), key=lambda f: f.stat().st_mtime)[:-256]:
-            f.unlink(missing_ok=True)
-    except OSError:
+        toolchain.keep("module-files", key, {"files": rels, "stamps": _stamps(root, rels)}, 256)
+    except OSError:         # a file gone while stamping it: nothing kept
         pass
 
 
