@@ -549,13 +549,10 @@ def test_a_manifest_fault_is_the_manifests_and_stops_the_route(tmp_path):
     assert (d.owner, d.fail_class) == ("kernel", "kernel")
 
 
-def test_a_side_that_raised_is_not_profiled_again(tmp_path, monkeypatch):
-    """A port whose call raises (an FfiError, a launch failure) is a FAIL row of test.json; the
-    launch count after it would call it again and raise out of the stage (seen on the H200 with
-    TileGym's LOAD_LATENCY=-1 before the shim took constexprs of any sign): it is skipped."""
+def _one_fake_case(monkeypatch):
+    """gpu_test.run on a fake GPU and library: one call of kernel k, variant f16-T1, shape (4, 16)
+    (check_call is the test's to replace)."""
     from types import SimpleNamespace
-
-    from tileport.gpu import cupti
 
     monkeypatch.setattr(harness, "probe_gpu", lambda: "NVIDIA H200")
     monkeypatch.setattr(gpu_test, "library_for", lambda op, results, host_build, keeper=None: ("lib", None))
@@ -564,6 +561,15 @@ def test_a_side_that_raised_is_not_profiled_again(tmp_path, monkeypatch):
                           call=lambda kernel, variant, shape, seed: object())
     monkeypatch.setattr(gpu_test, "OpContext", lambda *a: ctx)
     monkeypatch.setattr(harness, "cases", lambda man, which: [("k", variant, (4, 16))])
+
+
+def test_a_side_that_raised_is_not_profiled_again(tmp_path, monkeypatch):
+    """A port whose call raises (an FfiError, a launch failure) is a FAIL row of test.json; the
+    launch count after it would call it again and raise out of the stage (seen on the H200 with
+    TileGym's LOAD_LATENCY=-1 before the shim took constexprs of any sign): it is skipped."""
+    from tileport.gpu import cupti
+
+    _one_fake_case(monkeypatch)
     failed = {"ok": False, "error": "FfiError: bad arguments", "fail_class": "host", "cuda_error": False}
     monkeypatch.setattr(gpu_test, "check_call", lambda c, tol: row(port=failed, launches=None))
 
@@ -1229,15 +1235,7 @@ def test_a_reference_that_breaks_its_error_scale_contract_is_the_manifests_error
     """check_call raises ManifestValueError (harness.split_expected) where reference.py's return
     value disagrees with the manifest's error_scale: gpu_test writes ERROR, owner manifest, with
     the message naming the file and key, not a traceback."""
-    from types import SimpleNamespace
-
-    monkeypatch.setattr(harness, "probe_gpu", lambda: "NVIDIA H200")
-    monkeypatch.setattr(gpu_test, "library_for", lambda op, results, host_build, keeper=None: ("lib", None))
-    variant = SimpleNamespace(id="f16-T1", dtype="f16")
-    ctx = SimpleNamespace(man={"tolerance": {"f16": {"rtol": 0, "atol": 0}}}, nv={}, nv_note=None,
-                          call=lambda kernel, variant, shape, seed: object())
-    monkeypatch.setattr(gpu_test, "OpContext", lambda *a: ctx)
-    monkeypatch.setattr(harness, "cases", lambda man, which: [("k", variant, (4, 16))])
+    _one_fake_case(monkeypatch)
     msg = ("operators/op/manifest.yaml:40: key 'kernels/k/error_scale': reference.py's reference() returned "
            "2 tensor(s); the manifest declares an error scale for Y, ...")
 

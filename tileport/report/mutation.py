@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -50,8 +51,6 @@ FAMILIES = (("attention", (r"= mma[fi]\b", r"= exp2?\b")), ("matmul", (r"= mma[f
 
 def family(tileir: str) -> str:
     """The kernel family (:data:`FAMILIES`) of a reference Tile IR text."""
-    import re
-
     return next(name for name, pats in FAMILIES if all(re.search(p, tileir) for p in pats))
 
 
