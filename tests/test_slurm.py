@@ -77,6 +77,12 @@ def planned(wd) -> dict:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m[1] != "total"}
 
 
+def relu_reasons(log: str) -> list[str]:
+    """The ``reason:`` Snakemake gave for each relu job it planned, from a run's output."""
+    blocks = re.split(r"\n(?=\S)", log)
+    return [b.strip() for b in blocks if re.search(r"wildcards:.*\bop=relu\b", b)]
+
+
 def verdict_mtimes(wd, op) -> dict:
     root = wd / "results" / op
     return {str(p): p.stat().st_mtime_ns for p in root.rglob("*.json") if "logs" not in p.parts}
@@ -241,7 +247,8 @@ def test_interrupted_run_resumes_without_redoing_finished_operators(slurm_run, l
     new = [j for j in jobs(wd) if j["JobId"] not in seen]
     assert any(j["Comment"] == target and j["JobState"] == "COMPLETED" for j in new)
     # nothing of relu was redone: no relu job submitted, its verdicts untouched
-    assert not [j["Comment"] for j in new if re.search(r"_wildcards_(?:.*_)?relu(?:_|$)", j["Comment"])]
+    redone = [j["Comment"] for j in new if re.search(r"_wildcards_(?:.*_)?relu(?:_|$)", j["Comment"])]
+    assert not redone, (redone, relu_reasons(out), relu_reasons(again.stdout + again.stderr))
     assert verdict_mtimes(wd, "relu") == before_relu
     lwd, _ = local_run
     assert [r["ir_diff"] for r in summary(wd)] == [r["ir_diff"] for r in summary(lwd)]
