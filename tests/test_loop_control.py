@@ -81,3 +81,33 @@ def test_a_name_bound_in_both_branches_reaches_ir_pass(tmp_path):
     mutant = r.replace("cmpf not_equal unordered", "cmpf equal unordered", 1)
     assert mutant != r
     assert diff_ir(mutant, port.read_text()).verdict == "FAIL"
+
+
+def _loads_outside_loops(tileir: str) -> dict[str, int]:
+    """{'before': loads ahead of the first ``for``, 'inside': loads within it} of a Tile IR text."""
+    head, _, body = tileir.partition("for %")
+    count = lambda t: len(re.findall(r"\bload_\w+tko\b", t))  # noqa: E731
+    return {"before": count(head), "inside": count(body)}
+
+
+def test_invariant_loads_move_before_the_loop(tmp_path, monkeypatch):
+    """cuTile Python moves a loop's invariant ops, loads included, before the loop (cuda-tile
+    1.7.0 code_motion); the port moves them there too (translate.code_motion): w's load and
+    the scale made from it before the ``for`` on both sides, x's (it reads the index) and y's
+    (the loop stores to y) inside; IR diff PASS. Translated without the motion, the same kernel
+    gets the diff's loop-placement warning."""
+    diff, ref, port = run_kernels(OP, tmp_path / "moved", "loopctl", ["invariant_kernel"],
+                                  "f16-n_tiles8-TILE128")["invariant_kernel"]
+    _ok(diff)
+    assert not [f for f in diff["findings"] if "loop" in f["message"] and f["category"] == "memory"]
+    r, p = ref.read_text(), port.read_text()
+    assert _loads_outside_loops(r) == _loads_outside_loops(p) == {"before": 1, "inside": 2}, (r, p)
+    assert p.count("fma ") == r.count("fma ") == 2, (r, p)
+
+    from tileport.translate import code_motion
+    monkeypatch.setattr(code_motion, "hoist_invariant_lets", lambda lines: 0)
+    diff, _, port = run_kernels(OP, tmp_path / "kept", "loopctl", ["invariant_kernel"],
+                                "f16-n_tiles8-TILE128")["invariant_kernel"]
+    assert _loads_outside_loops(port.read_text()) == {"before": 0, "inside": 3}
+    placed = [f for f in diff["findings"] if f["category"] == "memory" and "loop" in f["message"]]
+    assert diff["verdict"] == "PASS_WITH_NOTES" and placed, diff["findings"]

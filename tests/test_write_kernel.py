@@ -1465,3 +1465,79 @@ def test_a_name_bound_in_both_branches_one_of_which_continues_is_not_declared(op
     k.write_text(k.read_text().replace("        if bid > 3:\n", "        if bid > i:\n"))
     src, _ = translate.translate_kernel(d, "relu_kernel")
     assert "part of the split loop" in src and re.search(r"continue;\n\s*}\n", src), src
+
+
+
+def _before_loop(src: str, needle: str) -> bool:
+    """Does ``needle`` stand in the (one) entry's body ahead of its first ``for``?"""
+    body = src.split("pub unsafe fn")[1]
+    head, _, rest = body.partition("for ")
+    assert needle in head or needle in rest, (needle, body)
+    return needle in head
+
+
+def _y_read_too(d):
+    m = d / "manifest.yaml"
+    m.write_text(m.read_text().replace("y: {ndim: 1, role: output}", "y: {ndim: 1, role: inout}"))
+
+
+def test_code_motion_moves_what_the_loop_cannot_change(op_copy):
+    """translate.code_motion on a port: x's tile at ``bid`` and the fma made from it move before
+    the loop (cuTile Python moves them: tests/test_loop_control.py compiles both sides); x's tile
+    at the loop index, y's tile (the loop stores to y: its token is the loop's) and the value the
+    loop carries stay; a constant of an inner loop leaves both loops."""
+    body = ("    acc = ct.zeros((TILE,), dtype=ct.float32)\n"
+            "    for i in range(4):\n"
+            "        a = ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float32)\n"
+            "        b = a * 0.5 + 1.0\n"
+            "        c = ct.astype(ct.load(x, index=(i,), shape=(TILE,)), ct.float32)\n"
+            "        f = ct.astype(ct.load(y, index=(bid,), shape=(TILE,)), ct.float32)\n"
+            "        for j in range(2):\n"
+            "            g = ct.full((TILE,), 2.0, dtype=ct.float32)\n"
+            "            acc = acc + c * g\n"
+            "        acc = acc + b + f\n"
+            "        ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
+    _y_read_too(d)
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert "values the loop below does not change" in src, src
+    for moved in ("let a:", "let b:", "let g:"):
+        assert _before_loop(src, moved), (moved, src)
+    for kept in ("let c:", "let f:", "acc = "):
+        assert not _before_loop(src, kept), (kept, src)
+    assert re.search(r"let b: Tile<f32, \{\[TILE\]\}> = fma\(a, ", src), src     # contracted, then moved
+    assert src.index("let g:") < src.index("for i in")                        # out of both loops
+
+
+def test_code_motion_keeps_lines_with_effects():
+    """hoist_invariant_lets on written lines: stores, atomics, mutable views, fresh tokens,
+    ``mut`` bindings, names declared twice, lines of an ``if`` in the body and lines that read
+    the index or a carried value stay; an invariant chain moves in its order."""
+    from tileport.translate.code_motion import hoist_invariant_lets
+
+    lines = [[2, "let mut s: Tile<f32, {[4]}> = constant(0.0f32, shape![4]);", 1],
+             [2, "for i in 0i32..4i32 {", 2],
+             [3, "let a: Tile<f32, {[4]}> = constant(1.0f32, shape![4]);", 3],
+             [3, "let b: Tile<f32, {[4]}> = a + a;", 4],
+             [3, "let c: Tile<f32, {[4]}> = b + s;", 5],
+             [3, "let mut m: Tile<f32, {[4]}> = b;", 6],
+             [3, "let old: Tile<i32, {[4]}> = atomic_rmw_tko(p, v, atomic::Add, ordering::Relaxed);", 7],
+             [3, "let mut v: PartitionMut<E, {[4]}> = make_partition_view_mut(y, shape![4]);", 8],
+             [3, "let t: Token = new_token_unordered();", 9],
+             [3, "let k: i32 = i * 2i32;", 10],
+             [3, "let twice: i32 = 3i32;", 11],
+             [3, "if flag {", 12],
+             [4, "let inner: i32 = 5i32;", 13],
+             [3, "}", 12],
+             [3, "s = c;", 14],
+             [2, "}", 2],
+             [2, "let twice: i32 = 4i32;", 15]]
+    assert hoist_invariant_lets(lines) == 2
+    text = [ln[1] for ln in lines]
+    loop = text.index("for i in 0i32..4i32 {")
+    assert [t.split(":")[0] for t in text[loop - 2:loop]] == ["let a", "let b"], text
+    assert text[loop - 3].startswith("// 2 values the loop below does not change"), text
+    for stays in ("let c:", "let mut m:", "let old:", "let mut v:", "let t:", "let k:", "let inner:"):
+        assert next(i for i, t in enumerate(text) if t.startswith(stays)) > loop, (stays, text)
+    assert sum(t.startswith("let twice") for t in text[loop:]) == 2         # declared twice: stays
+    assert all(ln[0] == 2 for ln in lines[loop - 3:loop])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tileport.model import constructs, frontend, manifest
 
-from . import memory
+from . import code_motion, memory
 from .arith import DIVF_FULL_HELPER, ArithRules
 from .control import ControlRules
 from .core import CONSTEXPR, DTYPE_KEY, NeedConst, NeedDtype, TranslatorBase, Ty, Unsupported, Var, module_constants
@@ -98,6 +98,8 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
         else:
             self.block(body)
         self.prune_tokens()
+        # what a loop cannot change, computed before it as cuTile Python's compiler does
+        code_motion.hoist_invariant_lets(self.out.lines)
         head = []
         for name, rn, nd in self.list_params:
             if any(ln[1] is not None and f"{rn}__" in ln[1] for ln in self.out.lines):
