@@ -14,6 +14,8 @@ an int32 / int64 variant dtype get that concrete type, one entry per dtype), eve
 * :mod:`.tokens` -- the memory tokens ordering loads and stores (as cuTile Python's
   ``token_order`` pass threads them through loops and ``if``s);
 * :mod:`.control` -- statements, assignment, ``for`` loops, compile-time ``if``, launch grid;
+* :mod:`.code_motion` -- what a loop cannot change, moved before it (as cuTile Python's code
+  motion moves it) once the entry is written;
 * :mod:`.arith` -- operators, elementwise math, ``ct.astype``, tile constants, ``fma``;
 * :mod:`.reductions` -- ``ct.sum/max/min/prod``;
 * :mod:`.shape` -- ``ct.reshape`` and broadcasting;
