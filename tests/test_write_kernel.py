@@ -1507,6 +1507,10 @@ def test_code_motion_moves_what_the_loop_cannot_change(op_copy):
         assert not _before_loop(src, kept), (kept, src)
     assert re.search(r"let b: Tile<f32, \{\[TILE\]\}> = fma\(a, ", src), src     # contracted, then moved
     assert src.index("let g:") < src.index("for i in")                        # out of both loops
+    # a note counts the lines that stand before its loop: the inner loop gave g up, the outer took it
+    notes = re.findall(r"// (\d+) values? the loop below does not change.*\n((?:\s*let .*\n)*)\s*for ", src)
+    assert notes and all(int(n) == body.count("let ") for n, body in notes), notes
+    assert not re.search(r"does not change.*\n\s*for j", src), src
 
 
 def test_code_motion_keeps_lines_with_effects():

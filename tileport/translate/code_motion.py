@@ -48,12 +48,12 @@ def hoist_invariant_lets(lines: list) -> int:
         m = _LET_NAMES.match(ln[1].strip()) if ln[1] else None
         for name in (_WORD.findall(m.group(1)) if m else ()):
             declared[name] = declared.get(name, 0) + 1
-    done, total = set(), 0
+    done, moved_ids = set(), set()
     while True:
         heads = [i for i, ln in enumerate(lines) if ln[1] and ln[1].startswith("for ") and ln[1].endswith("{")
                  and id(ln) not in done]
         if not heads:
-            return total
+            break
         h = max(heads, key=lambda i: lines[i][0])          # an innermost loop
         head, depth = lines[h], lines[h][0]
         done.add(id(head))
@@ -69,13 +69,26 @@ def hoist_invariant_lets(lines: list) -> int:
             if m and not m.group(1) and not _EFFECT.search(m.group(3)) \
                     and all(declared.get(n) == 1 for n in _WORD.findall(m.group(2))) \
                     and not varying & set(_WORD.findall(m.group(3))):
-                moved.append([depth, ln[1], ln[2]])
+                ln[0] = depth
+                moved.append(ln)
+                moved_ids.add(id(ln))
                 continue
             names = _LET_NAMES.match(text)
             varying.update(_WORD.findall(names.group(1)) if names else ())
             kept.append(ln)
         if moved:
-            note = [depth, f"// {len(moved)} value{'s' * (len(moved) > 1)} the loop below does not change, "
-                           f"computed before it as cuTile Python's code motion does", head[2]]
-            lines[h:end] = [note] + moved + [head] + kept
-            total += len(moved)
+            lines[h:end] = moved + [head] + kept
+    # a note before the lines each loop gave up and kept (an outer loop may have taken some on)
+    out = []
+    for ln in lines:
+        if ln[1] and ln[1].startswith("for ") and ln[1].endswith("{"):
+            run = 0
+            while run < len(out) and id(out[len(out) - 1 - run]) in moved_ids:
+                run += 1
+            if run:
+                out.insert(len(out) - run, [ln[0], f"// {run} value{'s' * (run > 1)} the loop below does not "
+                                                   f"change, computed before it as cuTile Python's code motion does",
+                                            ln[2]])
+        out.append(ln)
+    lines[:] = out
+    return len(moved_ids)
