@@ -35,12 +35,16 @@ _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 _EFFECT = re.compile(r"store|atomic|_mut\b|print|assert|new_token")
 
 
+def _is_for(ln) -> bool:
+    return bool(ln[1]) and ln[1].startswith("for ") and ln[1].endswith("{")
+
+
 def hoist_invariant_lets(lines: list) -> int:
     """Move the ``let`` lines of each ``for`` body that the loop cannot change before the loop,
     innermost loops first (module doc). ``lines``: one entry's ``[indent, text, python line]``
-    (text None: a dropped line), changed in place; each loop that gave lines up gets a comment
-    saying how many. A line stays when its value has an effect (a store, an atomic, a mutable
-    view, a fresh token), reads a name the loop binds (its index, a name assigned in it, a
+    (text None: a dropped line), changed in place; the lines that end up before a loop get a
+    comment saying how many. A line stays when its value has an effect (a store, an atomic, a
+    mutable view, a fresh token), reads a name the loop binds (its index, a name assigned in it, a
     ``let`` that stays), declares a ``mut`` binding, or declares a name the entry declares twice.
     Returns how many lines moved."""
     declared: dict = {}
@@ -48,15 +52,11 @@ def hoist_invariant_lets(lines: list) -> int:
         m = _LET_NAMES.match(ln[1].strip()) if ln[1] else None
         for name in (_WORD.findall(m.group(1)) if m else ()):
             declared[name] = declared.get(name, 0) + 1
-    done, moved_ids = set(), set()
-    while True:
-        heads = [i for i, ln in enumerate(lines) if ln[1] and ln[1].startswith("for ") and ln[1].endswith("{")
-                 and id(ln) not in done]
-        if not heads:
-            break
-        h = max(heads, key=lambda i: lines[i][0])          # an innermost loop
-        head, depth = lines[h], lines[h][0]
-        done.add(id(head))
+    moved_ids = set()
+    # innermost first: a head's indent is its depth (sorted is stable: inner loops in their order)
+    for head in sorted((ln for ln in lines if _is_for(ln)), key=lambda ln: -ln[0]):
+        h = next(i for i, ln in enumerate(lines) if ln is head)
+        depth = head[0]
         end = next(j for j in range(h + 1, len(lines))
                    if lines[j][0] == depth and lines[j][1] and lines[j][1].startswith("}"))
         body = lines[h + 1:end]
@@ -78,10 +78,11 @@ def hoist_invariant_lets(lines: list) -> int:
             kept.append(ln)
         if moved:
             lines[h:end] = moved + [head] + kept
-    # a note before the lines each loop gave up and kept (an outer loop may have taken some on)
+    # a note before the moved lines that stand before each loop (an outer loop may have taken on
+    # what an inner one gave up)
     out = []
     for ln in lines:
-        if ln[1] and ln[1].startswith("for ") and ln[1].endswith("{"):
+        if _is_for(ln):
             run = 0
             while run < len(out) and id(out[len(out) - 1 - run]) in moved_ids:
                 run += 1
