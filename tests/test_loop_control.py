@@ -83,11 +83,18 @@ def test_a_name_bound_in_both_branches_reaches_ir_pass(tmp_path):
     assert diff_ir(mutant, port.read_text()).verdict == "FAIL"
 
 
-def _loads_outside_loops(tileir: str) -> dict[str, int]:
-    """{'before': loads ahead of the first ``for``, 'inside': loads within it} of a Tile IR text."""
+def _loads_outside_loops(tileir: str, op: str = r"load_\w+tko") -> dict[str, int]:
+    """{'before': ``op``s (a pattern; default: loads) ahead of the first ``for``, 'inside': those
+    within it} of a Tile IR text."""
     head, _, body = tileir.partition("for %")
-    count = lambda t: len(re.findall(r"\bload_\w+tko\b", t))  # noqa: E731
+    count = lambda t: len(re.findall(rf"\b{op}\b", t))  # noqa: E731
     return {"before": count(head), "inside": count(body)}
+
+
+def _ops_in_more_loops(diff: dict) -> int:
+    """How many ops the IR diff ``diff`` says run inside more loops on one side (0: no such note)."""
+    return sum(int(m.group(1)) for f in diff["findings"]
+               for m in [re.match(r"(\d+) op\(s\) run inside more loops", f["message"])] if m)
 
 
 def test_invariant_loads_move_before_the_loop(tmp_path, monkeypatch):
@@ -95,17 +102,28 @@ def test_invariant_loads_move_before_the_loop(tmp_path, monkeypatch):
     1.7.0 code_motion); the port moves them there too (translate.code_motion): w's load and
     the scale made from it before the ``for`` on both sides, x's (it reads the index) and y's
     (the loop stores to y) inside; IR diff PASS. Translated without the motion, the same kernel
-    gets the diff's loop-placement warning."""
+    gets the diff's loop-placement warning. x's index ``(bid * n_tiles + i) % n_tiles``: the
+    product is computed before the loop on both sides, the rest inside; written inside the loop
+    (no invariant parts taken out of a ``let``), the diff says so."""
     diff, ref, port = run_kernels(OP, tmp_path / "moved", "loopctl", ["invariant_kernel"],
                                   "f16-n_tiles8-TILE128")["invariant_kernel"]
     _ok(diff)
     assert not [f for f in diff["findings"] if "loop" in f["message"] and f["category"] == "memory"]
     r, p = ref.read_text(), port.read_text()
     assert _loads_outside_loops(r) == _loads_outside_loops(p) == {"before": 1, "inside": 2}, (r, p)
+    assert _loads_outside_loops(r, "muli") == _loads_outside_loops(p, "muli") == {"before": 1, "inside": 0}, (r, p)
     assert p.count("fma ") == r.count("fma ") == 2, (r, p)
 
     from tileport.translate import code_motion
-    monkeypatch.setattr(code_motion, "hoist_invariant_lets", lambda lines: 0)
+    moved = diff
+    monkeypatch.setattr(code_motion, "invariant_parts", lambda *a: [])
+    diff, _, port = run_kernels(OP, tmp_path / "product", "loopctl", ["invariant_kernel"],
+                                "f16-n_tiles8-TILE128")["invariant_kernel"]
+    assert _loads_outside_loops(port.read_text(), "muli") == {"before": 0, "inside": 1}
+    # one op more computed on every trip on the port side: the diff counts it
+    assert _ops_in_more_loops(diff) == _ops_in_more_loops(moved) + 1, (diff["findings"], moved["findings"])
+
+    monkeypatch.setattr(code_motion, "hoist_invariant_lets", lambda lines, **kw: 0)
     diff, _, port = run_kernels(OP, tmp_path / "kept", "loopctl", ["invariant_kernel"],
                                 "f16-n_tiles8-TILE128")["invariant_kernel"]
     assert _loads_outside_loops(port.read_text()) == {"before": 0, "inside": 3}

@@ -1545,3 +1545,49 @@ def test_code_motion_keeps_lines_with_effects():
         assert next(i for i, t in enumerate(text) if t.startswith(stays)) > loop, (stays, text)
     assert sum(t.startswith("let twice") for t in text[loop:]) == 2         # declared twice: stays
     assert all(ln[0] == 2 for ln in lines[loop - 3:loop])
+
+
+def test_code_motion_takes_invariant_parts_out_of_a_let():
+    """A ``let`` that stays in its loop gives up its invariant arithmetic, as cuTile Python moves
+    ops, not statements: the largest sub-expression of one scalar type that reads a run-time value
+    and nothing the loop binds becomes a ``let __inv<n>`` before the loop (in a call's argument, an
+    index list, a tuple too), and moves on out of an outer loop it does not depend on either. Not
+    taken: a part of constants only, one reading the index, one mixing types, calls and method
+    calls, the whole value of a line."""
+    from tileport.translate.code_motion import hoist_invariant_lets, invariant_parts
+
+    types = {"g": "i32", "c": "i32", "n": "i32", "x": "f32", "K": "i32"}
+    runtime = {"g", "c", "n", "x"}
+    spans = lambda v, varying: [v[a:b] + ":" + t for a, b, t in invariant_parts(v, varying, runtime, types)]  # noqa: E731
+    assert spans("((g * 4i32) + c)", {"c"}) == ["(g * 4i32):i32"]
+    assert spans("scalar_to_tile(((g * n) + c))", {"c"}) == ["(g * n):i32"]
+    assert spans("load(&v, [(g * 2i32) + c, (n - 1i32)], (c, (g * K)))", {"c"}) \
+        == ["(g * 2i32):i32", "(n - 1i32):i32", "(g * K):i32"]
+    assert spans("((K * 2i32) + c)", {"c"}) == []                 # constants only: a constant anyway
+    assert spans("((g * x) + c)", {"c"}) == []                    # i32 times f32: no one type
+    assert spans("((c * 4i32) + g)", {"c"}) == []                 # reads the index
+    assert spans("f(g.shape(), 0i32) + c", {"c"}) == []            # calls and methods: not arithmetic
+    assert spans("(g * 4i32)", set()) == []                       # the whole value: the line moves
+
+    lines = [[2, "let g: i32 = __pid.0;", 1],
+             [2, "for c in 0i32..4i32 {", 2],
+             [3, "let ch: i32 = ((g * 4i32) + c);", 3],
+             [3, "for h in 0i32..n {", 4],
+             [4, "let x: Tile<i32, {[]}> = scalar_to_tile((((ch * 2i32) + h) + (g * 3i32)));", 5],
+             [3, "}", 4],
+             [2, "}", 2]]
+    assert hoist_invariant_lets(lines, params={"n": "i32"}) == 3
+    text = [ln[1] for ln in lines]
+    assert text == [
+        "let g: i32 = __pid.0;",
+        "// 2 values the loop below does not change, computed before it as cuTile Python's code motion does",
+        "let __inv0: i32 = g * 4i32;",
+        "let __inv1: i32 = g * 3i32;",
+        "for c in 0i32..4i32 {",
+        "let ch: i32 = (__inv0 + c);",
+        "// 1 value the loop below does not change, computed before it as cuTile Python's code motion does",
+        "let __inv2: i32 = ch * 2i32;",
+        "for h in 0i32..n {",
+        "let x: Tile<i32, {[]}> = scalar_to_tile(((__inv2 + h) + __inv1));",
+        "}",
+        "}"], text

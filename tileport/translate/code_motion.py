@@ -19,6 +19,16 @@ its value reads no name the loop binds and has no effect. A load reads its token
 token the loop carries (the array is stored in the loop) keeps it there, the tensor's own
 token (``get_tensor_token``) does not. ``if`` blocks inside the body keep their lines (cuTile
 Python moves ops out of loops only), and so do cutile's ``loop`` blocks.
+
+cuTile Python moves ops, not statements: in ``channel_idx = group_idx * 4 + c`` inside a loop over
+``c``, the product moves and the sum stays. The port writes scalar index arithmetic as nested
+Rust operations inside one ``let`` (``((group_idx * 4i32) + c_in_group)``, also as a call's
+argument: ``scalar_to_tile(((bid * n_tiles) + i))``), so a ``let`` that stays gives up its
+loop-invariant parts (:func:`invariant_parts`): each largest sub-expression written with
+``+ - * / %`` alone, of one scalar type, that reads a run-time value and nothing the loop binds,
+becomes a ``let __inv<n>`` before the loop, in the order the ops are evaluated (liger
+group_norm's forward computed ``group_idx * 4`` and ``batch_idx * 12`` on each trip of its
+loop, and its matched sm_90 SASS differed from the reference's).
 """
 from __future__ import annotations
 
@@ -33,26 +43,189 @@ _ASSIGNED = re.compile(r"^(\w+)\s*[-+*/]?=\s")
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 #: calls in a port's ``let`` value with an effect, or that make a fresh token: kept in place
 _EFFECT = re.compile(r"store|atomic|_mut\b|print|assert|new_token")
+#: the scalar types of Rust a port's index arithmetic is written in
+_SCALAR = re.compile(r"[iuf](?:8|16|32|64)$")
+#: a ``let`` of a scalar type: its name and type (any value)
+_SCALAR_DECL = re.compile(r"let (?:mut )?(\w+): ([iuf](?:8|16|32|64)) = ")
+_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[a-z]\w*)?)|([A-Za-z_]\w*)|([-+*/%()]))")
+_SUFFIX = re.compile(r"[\d.]+(?:[eE][-+]?\d+)?([iuf](?:8|16|32|64))$")
+
+
+def _parse(text: str, types: dict):
+    """The operation tree of an arithmetic expression (names, literals, ``+ - * / %``, unary
+    ``-``, parentheses; usual precedence, left-associative) as nested ``(start, end, names,
+    compound, paren, type, children)`` spans of ``text``; ``type`` the scalar type all its
+    leaves share (``types``: a name's; a literal's suffix; an unsuffixed literal takes any), None
+    where they differ or one is unknown. None when ``text`` is not such an expression."""
+    toks, pos = [], 0
+    while pos < len(text.rstrip()):
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            return None
+        toks.append((m.start(m.lastindex), m.end(), m.lastindex, m.group(m.lastindex)))
+        pos = m.end()
+    i = 0
+
+    def peek():
+        return toks[i][3] if i < len(toks) else None
+
+    def join(*ts):
+        known = {t for t in ts if t != "any"}
+        return None if None in known or len(known) > 1 else (known.pop() if known else "any")
+
+    def primary():
+        nonlocal i
+        if i >= len(toks):
+            raise ValueError
+        start, end, kind, tok = toks[i]
+        i += 1
+        if kind == 1:
+            m = _SUFFIX.match(tok)
+            return (start, end, frozenset(), False, False, m.group(1) if m else "any", ())
+        if kind == 2:
+            return (start, end, frozenset([tok]), False, False, types.get(tok), ())
+        if tok == "-":
+            inner = primary()
+            return (start, inner[1], inner[2], True, False, inner[5], (inner,))
+        if tok != "(":
+            raise ValueError
+        inner = binary(0)
+        if peek() != ")":
+            raise ValueError
+        i += 1
+        return (start, toks[i - 1][1], inner[2], inner[3], True, inner[5], (inner,))
+
+    def binary(level):
+        nonlocal i
+        left = binary(1) if level == 0 else primary()
+        while peek() is not None and peek() in ("+-", "*/%")[level]:
+            i += 1
+            right = binary(1) if level == 0 else primary()
+            left = (left[0], right[1], left[2] | right[2], True, False, join(left[5], right[5]), (left, right))
+        return left
+
+    try:
+        tree = binary(0)
+    except ValueError:
+        return None
+    return tree if i == len(toks) else None
+
+
+def _closing(text: str, at: int) -> int:
+    """The index of the bracket that closes the one at ``text[at]``; -1 when none does."""
+    depth = 0
+    for j in range(at, len(text)):
+        if text[j] in "([{":
+            depth += 1
+        elif text[j] in ")]}":
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
+
+
+def _top_level_split(text: str, start: int, end: int) -> list:
+    """The comma-separated items of ``text[start:end]`` (brackets nested inside kept whole), as
+    stripped ``(start, end)`` spans."""
+    items, depth, at = [], 0, start
+    for j in range(start, end + 1):
+        c = text[j] if j < end else ","
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            lo, hi = at, j
+            while lo < hi and text[lo].isspace():
+                lo += 1
+            while hi > lo and text[hi - 1].isspace():
+                hi -= 1
+            if hi > lo:
+                items.append((lo, hi))
+            at = j + 1
+    return items
+
+
+def invariant_parts(value: str, varying: set, runtime: set, types: dict) -> list:
+    """The largest arithmetic sub-expressions of a ``let``'s ``value`` that the loop cannot change:
+    written with names, literals, ``+ - * / %`` and parentheses alone, all of one scalar type
+    (``types``: name -> Rust scalar type), reading at least one name of ``runtime`` (a value
+    computed at run time, not only constants) and none of ``varying``, with at least one
+    operation; found in the value itself (never the whole of it) and in the arguments of the
+    calls and index lists it holds. ``[(start, end, type)]`` spans of ``value``, left to right."""
+    out = []
+
+    def walk(node, root, base):
+        start, end, names, compound, paren, typ, children = node
+        if not root and compound and not names & varying and names & runtime and typ not in (None, "any"):
+            out.append((base + start, base + end, typ))
+            return
+        for child in children:
+            walk(child, root and paren, base)
+
+    def scan(lo, hi, whole):
+        tree = _parse(value[lo:hi], types)
+        if tree is not None:
+            walk(tree, whole, lo)
+            return
+        j = lo
+        while j < hi:
+            c = value[j]
+            if c in "([":
+                k = _closing(value, j)
+                if k < 0 or k >= hi:
+                    return
+                call = c == "[" or (j > lo and (value[j - 1].isalnum() or value[j - 1] in "_!>"))
+                tree = None if call else _parse(value[j:k + 1], types)
+                if tree is not None:        # a parenthesised expression
+                    walk(tree, False, j)
+                else:                       # a call's arguments, an index list, a tuple: each item
+                    for a, b in _top_level_split(value, j + 1, k):
+                        scan(a, b, False)
+                j = k + 1
+            elif c == "{":
+                k = _closing(value, j)
+                j = hi if k < 0 else k + 1
+            else:
+                j += 1
+
+    scan(0, len(value), True)
+    return out
 
 
 def _is_for(ln) -> bool:
     return bool(ln[1]) and ln[1].startswith("for ") and ln[1].endswith("{")
 
 
-def hoist_invariant_lets(lines: list) -> int:
+def hoist_invariant_lets(lines: list, params: dict | None = None, consts: dict | None = None) -> int:
     """Move the ``let`` lines of each ``for`` body that the loop cannot change before the loop,
     innermost loops first (module doc). ``lines``: one entry's ``[indent, text, python line]``
     (text None: a dropped line), changed in place; the lines that end up before a loop get a
     comment saying how many. A line stays when its value has an effect (a store, an atomic, a
     mutable view, a fresh token), reads a name the loop binds (its index, a name assigned in it, a
-    ``let`` that stays), declares a ``mut`` binding, or declares a name the entry declares twice.
-    Returns how many lines moved."""
+    ``let`` that stays), declares a ``mut`` binding, or declares a name the entry declares twice;
+    a ``let`` that stays gives up its invariant arithmetic (:func:`invariant_parts`) to ``let
+    __inv<n>`` lines before the loop. ``params``: the entry's run-time scalar parameters, name ->
+    Rust type (with the names ``let`` declares, the values an invariant part must read);
+    ``consts``: its const generics, name -> type. Returns how many lines stand moved (the new
+    ones included)."""
     declared: dict = {}
     for ln in lines:
         m = _LET_NAMES.match(ln[1].strip()) if ln[1] else None
         for name in (_WORD.findall(m.group(1)) if m else ()):
             declared[name] = declared.get(name, 0) + 1
-    moved_ids = set()
+    # the scalar type of each name the arithmetic may read (a name declared with two types: none)
+    types: dict = dict(consts or {}) | dict(params or {})
+    for ln in lines:
+        m = _SCALAR_DECL.match(ln[1].strip()) if ln[1] else None
+        if m:
+            types[m.group(1)] = m.group(2) if types.get(m.group(1), m.group(2)) == m.group(2) else None
+        elif ln[1] and _is_for(ln):
+            bound = _SUFFIX.search(ln[1].split(" in ", 1)[1].split("..")[0].strip())
+            types[ln[1].split()[1]] = bound.group(1) if bound else None
+    runtime = set(declared) | set(params or {})
+    fresh = (f"__inv{k}" for k in range(len(lines) + len(declared)) if f"__inv{k}" not in declared)
+    moved_ids, created = set(), set()
     # innermost first: a head's indent is its depth (sorted is stable: inner loops in their order)
     for head in sorted((ln for ln in lines if _is_for(ln)), key=lambda ln: -ln[0]):
         h = next(i for i, ln in enumerate(lines) if ln is head)
@@ -73,6 +246,22 @@ def hoist_invariant_lets(lines: list) -> int:
                 moved.append(ln)
                 moved_ids.add(id(ln))
                 continue
+            if m and not _EFFECT.search(m.group(3)):
+                value, pieces, at = m.group(3), [], 0
+                for a, b, typ in invariant_parts(value, varying, runtime, types):
+                    name = next(fresh)
+                    declared[name], types[name] = 1, typ
+                    created.add(name)
+                    expr = value[a:b]
+                    if expr.startswith("(") and _closing(expr, 0) == len(expr) - 1:
+                        expr = expr[1:-1]       # a let's value needs no parentheses (rustc warns)
+                    part = [depth, f"let {name}: {typ} = {expr};", ln[2]]
+                    moved.append(part)
+                    moved_ids.add(id(part))
+                    pieces += [value[at:a], name]
+                    at = b
+                if pieces:
+                    ln[1] = ln[1].replace(text, text[:m.start(3)] + "".join(pieces) + value[at:] + ";")
             names = _LET_NAMES.match(text)
             varying.update(_WORD.findall(names.group(1)) if names else ())
             kept.append(ln)
@@ -92,4 +281,12 @@ def hoist_invariant_lets(lines: list) -> int:
                                             ln[2]])
         out.append(ln)
     lines[:] = out
+    # the new names numbered in the order they are declared (inner loops gave theirs up first)
+    order = [m.group(1) for ln in lines if ln[1] for m in [re.match(r"let (__inv\d+):", ln[1])] if m
+             and m.group(1) in created]
+    names = dict(zip(order, sorted(created, key=lambda n: int(n[5:]))))
+    if any(old != new for old, new in names.items()):
+        for ln in lines:
+            if ln[1] and "__inv" in ln[1]:
+                ln[1] = re.sub(r"\b__inv\d+\b", lambda m: names.get(m.group(0), m.group(0)), ln[1])
     return len(moved_ids)

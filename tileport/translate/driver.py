@@ -99,7 +99,9 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
             self.block(body)
         self.prune_tokens()
         # what a loop cannot change, computed before it as cuTile Python's compiler does
-        code_motion.hoist_invariant_lets(self.out.lines)
+        code_motion.hoist_invariant_lets(
+            self.out.lines, params=dict(a.split(": ") for a in args if a.endswith((": i32", ": f32"))),
+            consts={g.split()[1].rstrip(":"): "i32" for g in generics if g.startswith("const ")})
         head = []
         for name, rn, nd in self.list_params:
             if any(ln[1] is not None and f"{rn}__" in ln[1] for ln in self.out.lines):

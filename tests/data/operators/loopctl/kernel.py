@@ -61,13 +61,14 @@ def invariant_kernel(x, w, y, n_tiles: ConstInt, TILE: ConstInt):
     """A loop whose body reads values it cannot change (the shape of Liger's neighborhood
     attention backward, which loads its query tile inside its key loop): w's tile and the scale
     made from it are invariant, cuTile Python moves them before the loop; y's tile is read where
-    the loop stores to y, so it stays."""
+    the loop stores to y, so it stays. x's tile index is i written the long way: its product
+    ``bid * n_tiles`` is invariant (cuTile Python moves that op alone), the rest reads i."""
     bid = ct.bid(0)
     acc = ct.zeros((TILE,), dtype=ct.float32)
     for i in range(n_tiles):
         wt = ct.astype(ct.load(w, index=(bid,), shape=(TILE,)), ct.float32)
         scale = wt * 0.5 + 1.0
-        t = ct.astype(ct.load(x, index=(i,), shape=(TILE,)), ct.float32)
+        t = ct.astype(ct.load(x, index=((bid * n_tiles + i) % n_tiles,), shape=(TILE,)), ct.float32)
         acc = acc + t * scale
         prev = ct.astype(ct.load(y, index=(bid,), shape=(TILE,)), ct.float32)
         ct.store(y, index=(bid,), tile=ct.astype(acc + prev, y.dtype))
