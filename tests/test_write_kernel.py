@@ -1591,3 +1591,26 @@ def test_code_motion_takes_invariant_parts_out_of_a_let():
         "let x: Tile<i32, {[]}> = scalar_to_tile(((__inv2 + h) + __inv1));",
         "}",
         "}"], text
+
+
+@pytest.mark.parametrize("body,why", [
+    (["s %= 4i32;", "let y: i32 = (s * b) + i;"], "compound assignment"),
+    (["(s, t) = (t, s + t);", "let y: i32 = (s * b) + i;"], "tuple assignment"),
+    (["if i > 0i32 { s = s + 1i32; }", "let y: i32 = (s * b) + i;"], "assignment inside a one-line if"),
+    (["swap(&mut s, &mut t);", "let y: i32 = (s * b) + i;"], "a mutable reference"),
+    (["let b: i32 = 7i32 * i;", "let y: i32 = (b * 2i32) + i;"], "b re-bound in the loop"),
+    (["let n: i32 = b * 2i32;"], "shadows the loop bound, a parameter"),
+    (["let i: i32 = b * 2i32;"], "shadows the loop index"),
+    (['let s2: String = format!("(b * 2)={}", i);'], "a string"),
+])
+def test_code_motion_reads_every_binding(body, why):
+    """What a loop changes or shadows stays in it (found by breaking the pass with generated Rust
+    compiled by rustc, helper review of 2026-12-06): assignments of any form, names changed
+    through ``&mut``, lets that shadow a parameter or the loop index, text in strings."""
+    from tileport.translate.code_motion import hoist_invariant_lets
+
+    lines = ([[2, "let mut s: i32 = b;", 1], [2, "let mut t: i32 = b;", 1], [2, "for i in 0i32..n {", 2]]
+             + [[3, t, 3] for t in body] + [[2, "}", 2]])
+    before = [ln[1] for ln in lines]
+    assert hoist_invariant_lets(lines, params={"b": "i32", "n": "i32"}) == 0, (why, [ln[1] for ln in lines])
+    assert [ln[1] for ln in lines] == before, why

@@ -32,14 +32,16 @@ loop, and its matched sm_90 SASS differed from the reference's).
 """
 from __future__ import annotations
 
+import itertools
 import re
 
 #: a Rust ``let`` line of the port: ``let [mut] name: Type = value;`` or ``let (a, b): (..) = value;``
 _LET = re.compile(r"let (mut )?(\w+|\([\w, ]+\))\s*:\s.*? = (.*);$")
 #: the names any ``let`` line declares (also one whose value goes on over several lines)
-_LET_NAMES = re.compile(r"let (?:mut )?(\w+|\([\w, ]+\))")
-#: a name a line assigns (a value the loop carries)
-_ASSIGNED = re.compile(r"^(\w+)\s*[-+*/]?=\s")
+_LET_NAMES = re.compile(r"let (?:mut )?(.+?)\s*(?::|=)")
+#: the part of a statement left of an assignment (``=``, ``+=``, ``<<=``, ...; not ``==``, ``<=``,
+#: ``=>``): the names in it are values the loop changes
+_ASSIGNED = re.compile(r"^(.*?[^=!<>])(?:[-+*/%&|^]|<<|>>)?=(?![=>])")
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 #: calls in a port's ``let`` value with an effect, or that make a fresh token: kept in place
 _EFFECT = re.compile(r"store|atomic|_mut\b|print|assert|new_token")
@@ -106,7 +108,7 @@ def _parse(text: str, types: dict):
 
     try:
         tree = binary(0)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return tree if i == len(toks) else None
 
@@ -154,6 +156,8 @@ def invariant_parts(value: str, varying: set, runtime: set, types: dict) -> list
     operation; found in the value itself (never the whole of it) and in the arguments of the
     calls and index lists it holds. ``[(start, end, type)]`` spans of ``value``, left to right."""
     out = []
+    if re.search(r'["\'|]|//|/\*', value):
+        return out          # strings, chars, closures, comments: not the translator's arithmetic
 
     def walk(node, root, base):
         start, end, names, compound, paren, typ, children = node
@@ -175,7 +179,8 @@ def invariant_parts(value: str, varying: set, runtime: set, types: dict) -> list
                 k = _closing(value, j)
                 if k < 0 or k >= hi:
                     return
-                call = c == "[" or (j > lo and (value[j - 1].isalnum() or value[j - 1] in "_!>"))
+                before = value[lo:j].rstrip()
+                call = c == "[" or (before != "" and (before[-1].isalnum() or before[-1] in "_!>"))
                 tree = None if call else _parse(value[j:k + 1], types)
                 if tree is not None:        # a parenthesised expression
                     walk(tree, False, j)
@@ -197,34 +202,48 @@ def _is_for(ln) -> bool:
     return bool(ln[1]) and ln[1].startswith("for ") and ln[1].endswith("{")
 
 
+def _loop_names(head: str) -> list:
+    """The names a ``for`` head binds (its pattern: ``i``, ``(a, b)``, ``mut k``)."""
+    return [w for w in _WORD.findall(head[4:].split(" in ", 1)[0]) if w != "mut"]
+
+
 def hoist_invariant_lets(lines: list, params: dict | None = None, consts: dict | None = None) -> int:
     """Move the ``let`` lines of each ``for`` body that the loop cannot change before the loop,
     innermost loops first (module doc). ``lines``: one entry's ``[indent, text, python line]``
     (text None: a dropped line), changed in place; the lines that end up before a loop get a
     comment saying how many. A line stays when its value has an effect (a store, an atomic, a
-    mutable view, a fresh token), reads a name the loop binds (its index, a name assigned in it, a
-    ``let`` that stays), declares a ``mut`` binding, or declares a name the entry declares twice;
+    mutable view, a fresh token), reads a name the loop binds (its index, a name assigned in it in
+    any form or passed as ``&mut``, a ``let`` that stays), declares a ``mut`` binding, or declares
+    a name the entry binds twice (parameters, const generics and loop indices count);
     a ``let`` that stays gives up its invariant arithmetic (:func:`invariant_parts`) to ``let
     __inv<n>`` lines before the loop. ``params``: the entry's run-time scalar parameters, name ->
     Rust type (with the names ``let`` declares, the values an invariant part must read);
     ``consts``: its const generics, name -> type. Returns how many lines stand moved (the new
     ones included)."""
-    declared: dict = {}
-    for ln in lines:
-        m = _LET_NAMES.match(ln[1].strip()) if ln[1] else None
-        for name in (_WORD.findall(m.group(1)) if m else ()):
-            declared[name] = declared.get(name, 0) + 1
-    # the scalar type of each name the arithmetic may read (a name declared with two types: none)
+    # every binding of the entry: parameters, const generics, loop indices, lets (a name bound
+    # twice is shadowed somewhere: a line declaring it stays where it is)
+    declared: dict = {name: 1 for name in (params or {}) | (consts or {})}
+    # the scalar type of each name the arithmetic may read (a name bound with two types, or with
+    # one that is not a scalar: none)
     types: dict = dict(consts or {}) | dict(params or {})
+
+    def bind(name, typ):
+        declared[name] = declared.get(name, 0) + 1
+        types[name] = typ if types.get(name, typ) == typ else None
+
     for ln in lines:
-        m = _SCALAR_DECL.match(ln[1].strip()) if ln[1] else None
-        if m:
-            types[m.group(1)] = m.group(2) if types.get(m.group(1), m.group(2)) == m.group(2) else None
-        elif ln[1] and _is_for(ln):
-            bound = _SUFFIX.search(ln[1].split(" in ", 1)[1].split("..")[0].strip())
-            types[ln[1].split()[1]] = bound.group(1) if bound else None
-    runtime = set(declared) | set(params or {})
-    fresh = (f"__inv{k}" for k in range(len(lines) + len(declared)) if f"__inv{k}" not in declared)
+        text = ln[1].strip() if ln[1] else ""
+        if _is_for(ln):
+            bound = _SUFFIX.search(text.split(" in ", 1)[1].split("..")[0].strip())
+            for name in _loop_names(text):
+                bind(name, bound.group(1) if bound else None)
+            continue
+        m = _LET_NAMES.match(text)
+        scalar = _SCALAR_DECL.match(text)
+        for name in (_WORD.findall(m.group(1)) if m else ()):
+            bind(name, scalar.group(2) if scalar and scalar.group(1) == name else None)
+    runtime = set(declared) - set(consts or {})
+    fresh = (f"__inv{k}" for k in itertools.count() if f"__inv{k}" not in declared)
     moved_ids, created = set(), set()
     # innermost first: a head's indent is its depth (sorted is stable: inner loops in their order)
     for head in sorted((ln for ln in lines if _is_for(ln)), key=lambda ln: -ln[0]):
@@ -233,8 +252,14 @@ def hoist_invariant_lets(lines: list, params: dict | None = None, consts: dict |
         end = next(j for j in range(h + 1, len(lines))
                    if lines[j][0] == depth and lines[j][1] and lines[j][1].startswith("}"))
         body = lines[h + 1:end]
-        varying = {head[1].split()[1]}
-        varying |= {m.group(1) for ln in body if ln[1] for m in [_ASSIGNED.match(ln[1].strip())] if m}
+        varying = set(_loop_names(head[1]))
+        for ln in body:
+            text = ln[1].strip() if ln[1] else ""
+            if not text or text.startswith(("let ", "//", "for ")):
+                continue
+            m = _ASSIGNED.match(text)
+            varying.update(_WORD.findall(m.group(1)) if m else ())
+            varying.update(re.findall(r"&mut\s+(\w+)", text))      # changed through a reference
         moved, kept = [], []
         for ln in body:
             text = ln[1].strip() if ln[1] and ln[0] == depth + 1 else ""
