@@ -804,3 +804,25 @@ def test_module_files_are_kept_on_disk_and_found_again_when_a_read_file_changes(
     assert runs == [1, 1]
     # other kernels: another answer
     assert importer.module_files("tilegym.ops.a", ["nope"]) != [] and runs == [1, 1, 1]
+
+
+def test_kept_answers_drop_the_least_recently_used(tmp_path, monkeypatch):
+    """toolchain.keep keeps the ``latest`` documents most recently written *or read*: an answer
+    read back at each DAG build stays while others are written (with 256 by write time alone,
+    three checkouts' 92 operators evicted each other's and every build extracted them again)."""
+    import os
+
+    from tileport.core import toolchain
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    toolchain.keep("t", "a" * 64, {"v": 1}, 2)
+    toolchain.keep("t", "b" * 64, {"v": 2}, 2)
+    folder = tmp_path / "cache" / "tileport" / "t"
+    for n, f in enumerate(sorted(folder.glob("*.json"))):       # a older than b
+        os.utime(f, (1000 + n, 1000 + n))
+    assert toolchain.read_kept("t", "a" * 64) == {"v": 1, "key": "a" * 64}      # read: now the newest
+    toolchain.keep("t", "c" * 64, {"v": 3}, 2)
+    assert toolchain.read_kept("t", "a" * 64) is not None
+    assert toolchain.read_kept("t", "b" * 64) is None
+    assert toolchain.read_kept("t", "c" * 64) is not None
+    assert importer.KEPT_ANSWERS >= 92 * 4

@@ -74,20 +74,25 @@ def cache_root() -> Path:
 
 def read_kept(kind: str, key: str) -> dict | None:
     """The JSON document kept under ``key`` in ``<cache_root>/<kind>/`` (:func:`keep`), or None
-    (none kept, unreadable, or kept under another key with the same 40-digit prefix)."""
+    (none kept, unreadable, or kept under another key with the same 40-digit prefix). A document
+    read is marked used (its mtime), so :func:`keep` drops the least recently used."""
     import json
 
+    path = cache_root() / kind / f"{key[:40]}.json"
     try:
-        doc = json.loads((cache_root() / kind / f"{key[:40]}.json").read_text())
-        return doc if isinstance(doc, dict) and doc.get("key") == key else None
+        doc = json.loads(path.read_text())
+        if not (isinstance(doc, dict) and doc.get("key") == key):
+            return None
+        os.utime(path)
+        return doc
     except (OSError, ValueError):
         return None
 
 
 def keep(kind: str, key: str, doc: dict, latest: int) -> None:
     """Keep the JSON document ``doc`` (a dict) under ``key`` in ``<cache_root>/<kind>/``, written
-    atomically, the ``latest`` most recent documents of that kind staying. A cache: a failure to
-    write is ignored."""
+    atomically, the ``latest`` most recently written or read (:func:`read_kept`) documents of that
+    kind staying. A cache: a failure to write is ignored."""
     import json
 
     from tileport.core.verdict import atomic_write_text
