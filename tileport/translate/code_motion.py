@@ -45,8 +45,6 @@ _ASSIGNED = re.compile(r"^(.*?[^=!<>])(?:[-+*/%&|^]|<<|>>)?=(?![=>])")
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 #: calls in a port's ``let`` value with an effect, or that make a fresh token: kept in place
 _EFFECT = re.compile(r"store|atomic|_mut\b|print|assert|new_token")
-#: the scalar types of Rust a port's index arithmetic is written in
-_SCALAR = re.compile(r"[iuf](?:8|16|32|64)$")
 #: a ``let`` of a scalar type: its name and type (any value)
 _SCALAR_DECL = re.compile(r"let (?:mut )?(\w+): ([iuf](?:8|16|32|64)) = ")
 _TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[a-z]\w*)?)|([A-Za-z_]\w*)|([-+*/%()]))")
@@ -264,14 +262,14 @@ def hoist_invariant_lets(lines: list, params: dict | None = None, consts: dict |
         for ln in body:
             text = ln[1].strip() if ln[1] and ln[0] == depth + 1 else ""
             m = _LET.match(text)
-            if m and not m.group(1) and not _EFFECT.search(m.group(3)) \
-                    and all(declared.get(n) == 1 for n in _WORD.findall(m.group(2))) \
+            pure = bool(m) and not _EFFECT.search(m.group(3))
+            if pure and not m.group(1) and all(declared.get(n) == 1 for n in _WORD.findall(m.group(2))) \
                     and not varying & set(_WORD.findall(m.group(3))):
                 ln[0] = depth
                 moved.append(ln)
                 moved_ids.add(id(ln))
                 continue
-            if m and not _EFFECT.search(m.group(3)):
+            if pure:
                 value, pieces, at = m.group(3), [], 0
                 for a, b, typ in invariant_parts(value, varying, runtime, types):
                     name = next(fresh)

@@ -43,12 +43,16 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
     def translate(self) -> tuple[str, list]:
         """Returns (entry function source, source map [(rust line in fn, py line)])."""
         generics, args = ["E: ElementType"], []
+        # the entry's run-time scalars and const generics, name -> Rust type (for code_motion)
+        scalars: dict[str, str] = {}
+        consts: dict[str, str] = {}
         self.list_params: list = []
         for p in self.params:
             rn = self.rname(p["name"])
             if p["kind"] == "array" and p.get("list"):
                 # a list of arrays: its table's address and its length (MemoryRules.list_table)
                 args += [f"{rn}: *mut i64", f"{rn}__len: i32"]
+                scalars[f"{rn}__len"] = "i32"
                 elem = self.array_dtypes.get(p["name"], "E")
                 self.scopes[0][p["name"]] = Var(rn, Ty("list", dtype=elem, ndim=p["ndim"]), None, 0)
                 self.list_params.append((p["name"], rn, p["ndim"]))
@@ -61,6 +65,7 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
                 self.scopes[0][p["name"]] = Var(rn, Ty("arr", dtype=elem, ndim=p["ndim"]), None, 0)
             elif p["kind"] == "constexpr" and p.get("ctype", "int") == "int":
                 generics.append(f"const {rn}: i32")
+                consts[rn] = "i32"
                 if p["name"] in self.spec:
                     # specialised: a compile-time argument computes with it (the generic stays,
                     # the host passes every int constexpr)
@@ -76,6 +81,7 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
             else:
                 t = "f32" if p["kind"] == "scalar_f32" else "i32"
                 args.append(f"{rn}: {t}")
+                scalars[rn] = t
                 self.scopes[0][p["name"]] = Var(rn, Ty(t), None, 0)
         body = self.fn.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
@@ -99,9 +105,7 @@ class KernelTranslator(*FAMILIES, TranslatorBase):
             self.block(body)
         self.prune_tokens()
         # what a loop cannot change, computed before it as cuTile Python's compiler does
-        code_motion.hoist_invariant_lets(
-            self.out.lines, params=dict(a.split(": ") for a in args if a.endswith((": i32", ": f32"))),
-            consts={g.split()[1].rstrip(":"): "i32" for g in generics if g.startswith("const ")})
+        code_motion.hoist_invariant_lets(self.out.lines, params=scalars, consts=consts)
         head = []
         for name, rn, nd in self.list_params:
             if any(ln[1] is not None and f"{rn}__" in ln[1] for ln in self.out.lines):
