@@ -868,3 +868,33 @@ def test_a_config_the_reference_cannot_run_is_blocked_per_config_like_the_ports(
     assert (v.verdict, v.owner, v.fail_class) == ("BLOCKED", "manifest", None)
     assert "cannot run this config" in v.summary
     valid(v, tmp_path)
+
+
+def test_compile_only_takes_a_shard_and_reaches_compile_ahead(monkeypatch, capsys):
+    """--compile-only --shard K/N compiles one process's share of the configs and times nothing:
+    run (which writes bench.json) is never called."""
+    from conftest import REPO
+
+    assert bench.shard_of("0/4") == (0, 4) and bench.shard_of("3/4") == (3, 4)
+    for bad in ("4/4", "-1/2", "1", "a/b", "1/0"):
+        with pytest.raises(ValueError, match="--shard"):
+            bench.shard_of(bad)
+    seen = {}
+    monkeypatch.setattr(bench, "run", lambda *a, **k: pytest.fail("--compile-only timed something"))
+    monkeypatch.setattr(bench, "compile_ahead", lambda *a, **k: seen.update(k) or
+                        {"configs": 3, "failed": [], "seconds": 1.0, "jit_cache": None})
+    args = ["--op", "relu", "--operators", str(REPO / "operators"), "--gpu", "off", "--compile-only"]
+    assert bench.main(args + ["--shard", "1/3"]) == 0
+    assert seen["shard"] == (1, 3) and "COMPILED 3 config(s) of relu" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(args + ["--shard", "3/3"])
+
+
+def test_compile_only_refuses_an_operator_without_a_functional_test(tmp_path):
+    """Nothing to compile without a host library and a passed gpu_test: the reason, as run's
+    BLOCKED verdict would give it, and no file written."""
+    from conftest import REPO
+
+    with pytest.raises(RuntimeError, match="relu: host library not built"):
+        bench.compile_ahead("relu", REPO / "operators" / "relu", tmp_path / "results")
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*.json"))

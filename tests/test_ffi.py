@@ -1122,3 +1122,34 @@ def test_hostbench_checks_the_rust_blocks_against_the_python_fast_path(rlib, dl,
     assert hostbench.rust_blocks(rlib, shim, args(w=lying)) == "dlpack differs"
     lanes = _DlTensor((8,), "torch.bfloat16", dl={"lanes": 2})
     assert hostbench.rust_blocks(rlib, shim, args(w=lanes)) == "dlpack declined"
+
+
+def test_jit_cache_setting():
+    assert ffi.jit_cache_env({}) == "" and ffi.jit_cache_env({"TILEPORT_JIT_CACHE": ""}) == ""
+    assert ffi.jit_cache_env({"TILEPORT_JIT_CACHE": "off"}) is None
+    assert ffi.jit_cache_env({"TILEPORT_JIT_CACHE": "/scratch/cubins"}) == "/scratch/cubins"
+    with pytest.raises(ValueError, match="TILEPORT_JIT_CACHE='cubins': want an absolute directory"):
+        ffi.jit_cache_env({"TILEPORT_JIT_CACHE": "cubins"})
+
+
+def test_jit_disk_cache_is_placed_by_the_environment_and_never_fails_the_load(built, tmp_path, monkeypatch):
+    """The library turns cutile's disk cache on where TILEPORT_JIT_CACHE says (the directory made),
+    reports its counters, and loads without it where the directory cannot be made."""
+    results, _ = built
+    path, jsons = results / "host" / host.LIB_NAME, [results / "relu" / "host" / "ffi.json"]
+    where = tmp_path / "cubins"
+    monkeypatch.setenv("TILEPORT_JIT_CACHE", str(where))
+    lib = HostLibrary(path, jsons)
+    assert (lib.jit_cache, lib.jit_cache_error) == (str(where), "") and where.is_dir()
+    counters = lib.jit_cache_stats()
+    assert set(counters) == {"hits", "misses", "puts", "bytes_written", "io_errors"}
+    assert all(isinstance(v, int) and v >= 0 for v in counters.values())
+    (tmp_path / "a-file").write_text("not a directory")
+    monkeypatch.setenv("TILEPORT_JIT_CACHE", str(tmp_path / "a-file" / "cubins"))
+    refused = HostLibrary(path, jsons)
+    assert refused.jit_cache is None
+    assert refused.jit_cache_error.startswith(f"TILEPORT_JIT_CACHE='{tmp_path / 'a-file' / 'cubins'}': "
+                                              f"tp_jit_disk_cache: ")
+    monkeypatch.setenv("TILEPORT_JIT_CACHE", "off")
+    off = HostLibrary(path, jsons)
+    assert (off.jit_cache, off.jit_cache_error) == (None, "")

@@ -875,6 +875,53 @@ pub fn distinct_elements(d: &TpTensor) -> bool {
     true
 }
 
+/// Turn on cutile's JIT disk cache of cubins (cutile-compiler 0.5.0 `jit_cache`: off by default,
+/// no environment switch; content-addressed by the Tile IR bytecode, target, opt level and the
+/// tileiras fingerprint). `dir` null: cutile's own default location (`~/.cache/cutile/kernels`,
+/// a 0700 per-user directory); else a NUL-terminated UTF-8 directory path. A later process that
+/// compiles the same kernel reads the cubin instead of running tileiras again, as cuTile Python's
+/// own disk cache (`CUDA_TILE_CACHE_DIR`, on by default) does for the reference. Returns
+/// [`TP_OK`], or [`TP_ERR_BAD_ARGUMENT`] (message in `tp_last_error`) when the directory cannot
+/// be made or is not a UTF-8 path.
+///
+/// # Safety
+/// `dir` must be null or point to a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn tp_jit_disk_cache(dir: *const std::ffi::c_char) -> i32 {
+    use cutile::jit_cache::{enable, FileSystemJitStore};
+    let store = if dir.is_null() {
+        FileSystemJitStore::default_location()
+    } else {
+        match std::ffi::CStr::from_ptr(dir).to_str() {
+            Ok(path) => FileSystemJitStore::new(std::path::PathBuf::from(path)),
+            Err(e) => Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)),
+        }
+    };
+    match store {
+        Ok(store) => {
+            enable(Arc::new(store));
+            TP_OK
+        }
+        Err(e) => {
+            set_last_error(format!("tp_jit_disk_cache: {e}"));
+            TP_ERR_BAD_ARGUMENT
+        }
+    }
+}
+
+/// cutile's JIT disk cache counters since the process started, written to `out[0..5]`: hits,
+/// misses, puts, bytes written, I/O errors (cutile-compiler 0.5.0 `jit_cache::stats`).
+///
+/// # Safety
+/// `out` must point to 5 writable u64.
+#[no_mangle]
+pub unsafe extern "C" fn tp_jit_cache_stats(out: *mut u64) {
+    let s = cutile::jit_cache::stats();
+    for (i, v) in [s.hits, s.misses, s.puts, s.bytes_written, s.io_errors].into_iter().enumerate() {
+        *out.add(i) = v;
+    }
+}
+
 /// Bytes of scratch memory per array slot ([`tp_set_scratch`]; `tileport/ffi.py` `HostLibrary.scratch`).
 pub const TP_SCRATCH_SLOT_BYTES: u64 = 256;
 

@@ -779,11 +779,85 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     v.details["inputs_sha"] = keeper.inputs_sha
     v.details["test_inputs_sha"] = keeper.test_inputs_sha     # what the rows' validity rests on
     v.details["provenance"] = provenance.collect(bench=cfg)       # GPU, clocks now, versions, commit
+    # cubins this process read from cutile's disk cache (--compile-only beforehand) vs compiled
+    stats_of = getattr(ctx.lib, "jit_cache_stats", None)
+    v.details["jit_cache"] = stats_of() if stats_of else None
     v.artifacts["csv"] = str(out_csv)
     d = write(v, out_json)
     if Path(out_json) == results / op / "bench.json":
         keeper.snapshot()
     return d
+
+
+def shard_of(text: str) -> tuple[int, int]:
+    """``--shard K/N`` as (K, N) with 0 <= K < N. Raises ValueError naming the value."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: want K/N, two integers (e.g. 0/4)") from None
+    if not 0 <= k < n:
+        raise ValueError(f"--shard {text!r}: want 0 <= K < N")
+    return k, n
+
+
+def compile_ahead(op: str, op_dir: str | Path, results: str | Path, host_build: str | Path | None = None,
+                  nv_build: str | Path | None = None, shard: tuple[int, int] = (0, 1),
+                  configs: list[str] | None = None, seed: int = 0) -> dict:
+    """Compile the kernels :func:`run` would time, and time nothing: per perf config of a variant
+    that passed gpu_test (``configs``: only those matching; ``shard`` (K, N): only the configs
+    whose index in manifest order is K mod N), one untimed call of each kernel side (the
+    reference as launched and matched, the port, NVIDIA's) fills the JIT disk caches -- cuTile
+    Python's (``CUDA_TILE_CACHE_DIR``) and cutile's (``TILEPORT_JIT_CACHE``,
+    :func:`tileport.host.ffi.jit_cache_env`) -- so that N such processes compile in parallel and
+    the timing process reads the cubins (tileiras runs on the CPU; a process's first call of each
+    config otherwise costs seconds of tileiras per side). Writes no verdict. Returns
+    ``{"configs": compiled, "failed": [(config, error)], "seconds": wall s, "jit_cache": counters}``.
+
+    Raises:
+        RuntimeError: no passed functional test or no usable library to build on (what
+            :func:`run` would verdict BLOCKED).
+    """
+    configs = config_patterns(configs) if configs is not None else None
+    op_dir, results = Path(op_dir), Path(results)
+    host_build = Path(host_build) if host_build else results / "host" / "build.json"
+    keeper = Kept(results, op, op_dir)
+    library, why = library_for(op, results, host_build, keeper)
+    if why:
+        raise RuntimeError(f"{op}: {why[1]}")
+    test = keeper.verdict("test.json") or {}
+    if test.get("verdict") not in TEST_PASSED + ("FAIL",):
+        raise RuntimeError(f"{op}: no functional test to build on: {results / op / 'test.json'} "
+                           f"{test.get('verdict', 'missing')}")
+    tested = test.get("details", {}).get("variants", {})
+    passed = {k for k, w in tested.items() if w in VARIANT_PASSED}
+    nv_passed = {k for k, w in ((test.get("details", {}).get("nv") or {}).get("variants") or {}).items()
+                 if w == "PASS"}
+    import torch  # lazy: a CPU job never loads torch
+
+    ctx = OpContext(op, op_dir, results, library, nv_build, keeper)
+    todo = harness.cases(ctx.man, "perf")
+    perf_only = {f"{k}/{v.id}" for k, v, _ in todo} - set(tested)
+    t0, done, failed = time.monotonic(), 0, []
+    k_shard, n_shard = shard
+    for i, (kernel, variant, shape) in enumerate(todo):
+        key = config_key(kernel, variant.id, shape)
+        if (i % n_shard != k_shard or (f"{kernel}/{variant.id}" not in passed | perf_only)
+                or (configs and not selected(key, configs))):
+            continue
+        t = time.monotonic()
+        try:
+            c = ctx.call(kernel, variant, shape, seed, nv=f"{kernel}/{variant.id}" in nv_passed)
+            sides = [(s, getattr(c, s)) for s in ("ref", "port", "ref_matched", "nv") if getattr(c, s, None)]
+            first_calls(sides, torch.cuda.synchronize)
+            done += 1
+            print(f"{'/'.join(key)}: compiled {', '.join(s for s, _ in sides)} in "
+                  f"{time.monotonic() - t:.1f} s", flush=True)
+            del c
+        except Exception as exc:  # noqa: BLE001 - the timing run meets and records it
+            failed.append(("/".join(key), f"{type(exc).__name__}: {exc}"[:300]))
+            print(f"{'/'.join(key)}: {failed[-1][1]}", flush=True)
+    return {"configs": done, "failed": failed, "seconds": round(time.monotonic() - t0, 1),
+            "jit_cache": ctx.lib.jit_cache_stats()}
 
 
 def main(argv=None) -> int:
@@ -810,6 +884,17 @@ def main(argv=None) -> int:
         ap.add_argument("--configs-below-loop", action="store_true",
                         help="time again only the configs whose kept loop ratio is under bench.loop_threshold "
                              "(keep the rest); a re-timed row keeps the old ratio as loop_ratio_prev")
+        def shard(text):
+            try:
+                return shard_of(text)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+
+        ap.add_argument("--compile-only", action="store_true",
+                        help="compile every config's kernels into the JIT disk caches and time nothing "
+                             "(no verdict written); run N of these with --shard K/N before timing")
+        ap.add_argument("--shard", type=shard, default=(0, 1), metavar="K/N",
+                        help="with --compile-only: the configs whose manifest index is K mod N")
         ap.add_argument("--budget-s", type=budget, default=None, metavar="S",
                         help="wall seconds for timing: no config is started that would likely end past "
                              "it; the configs left are pending (a later --pending-only run times them)")
@@ -817,6 +902,16 @@ def main(argv=None) -> int:
     a = cli_args("tileport CUPTI benchmark of one operator", argv, extra)
     cfg = {**(a.cfg.get("bench") or {}), "seed": a.seed}
     base = Path(a.results) / a.op
+    if a.compile_only:
+        try:
+            r = compile_ahead(a.op, Path(a.operators) / a.op, a.results, shard=a.shard, configs=a.configs,
+                              seed=a.seed)
+        except (RuntimeError, OSError, ValueError) as exc:
+            print(f"tileport: --compile-only: {exc}", file=sys.stderr)
+            return 2
+        print(f"COMPILED {r['configs']} config(s) of {a.op} in {r['seconds']} s, {len(r['failed'])} failed; "
+              f"cutile JIT disk cache {r['jit_cache']}")
+        return 0
     try:
         d = run(a.op, Path(a.operators) / a.op, a.results, base / "bench.csv", base / "bench.json",
                 gpu=a.gpu, cfg=cfg, pending_only=a.pending_only, budget_s=a.budget_s, configs=a.configs,

@@ -895,6 +895,29 @@ def py_call_t_entry(path: str):
     return rs
 
 
+#: the environment variable that places cutile's JIT disk cache of cubins (:func:`jit_cache_env`)
+JIT_CACHE_ENV = "TILEPORT_JIT_CACHE"
+
+
+def jit_cache_env(environ=None) -> str | None:
+    """Where :data:`JIT_CACHE_ENV` puts cutile's JIT disk cache: ``""`` (unset or empty) cutile's
+    default directory (``~/.cache/cutile/kernels``), an absolute path that directory, ``off``
+    None (every process compiles its kernels again, cutile 0.5.0's own default). On by default as
+    cuTile Python's disk cache is (``CUDA_TILE_CACHE_DIR``): a bench process then reads the cubins
+    ``python -m tileport.gpu.bench --compile-only`` compiled in parallel processes beforehand.
+
+    Raises:
+        ValueError: a relative path (it would move with each process's working directory).
+    """
+    value = (os.environ if environ is None else environ).get(JIT_CACHE_ENV, "")
+    if value == "off":
+        return None
+    if value and not os.path.isabs(value):
+        raise ValueError(f"{JIT_CACHE_ENV}={value!r}: want an absolute directory, 'off', or nothing "
+                         f"(cutile's default directory)")
+    return value
+
+
 #: device -> scratch tensor (:meth:`HostLibrary.scratch`), for the process's life: a library
 #: that registered an address with tp_set_scratch may pass it on any later call
 _SCRATCH: dict = {}
@@ -909,13 +932,15 @@ class HostLibrary:
     the environment): fast calls marshalled by the library's ``tp_py_call_t`` (module doc);
     ``self.rust_marshal`` says whether the library has it. ``dlpack`` (default: on unless
     ``TILEPORT_DLPACK=0``): ``tp_py_call_t`` reads a tensor through its type's DLPack exchange table
-    (:func:`exchange_api`) where it has one, else through the CPython C API.
+    (:func:`exchange_api`) where it has one, else through the CPython C API. ``jit_cache``: where
+    cutile's JIT disk cache of cubins is (``TILEPORT_JIT_CACHE``, :func:`jit_cache_env`).
 
     Raises (constructor):
         FfiError: the library cannot be loaded, has another ABI version, or lacks a listed symbol.
         ValueError: ``rust_marshal`` None and ``TILEPORT_RUST_MARSHAL`` neither 0 nor 1
             (:func:`rust_marshal_env`), or ``dlpack`` None and ``TILEPORT_DLPACK`` neither 0 nor 1
-            (:func:`dlpack_env`), before the library is loaded.
+            (:func:`dlpack_env`), before the library is loaded; ``TILEPORT_JIT_CACHE`` a relative
+            path (:func:`jit_cache_env`).
     """
 
     def __init__(self, library: str | Path, ffi_jsons: list[str | Path], rust_marshal: bool | None = None,
@@ -936,6 +961,9 @@ class HostLibrary:
                            f"{self.path} has ABI version {got}, this wrapper speaks {ABI_VERSION}")
         self._lib.tp_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         self._lib.tp_last_error.restype = ctypes.c_size_t
+        #: where cutile's JIT disk cache lives ("" its default directory), None: off
+        #: (:func:`jit_cache_env`; a library built before tp_jit_disk_cache has none)
+        self.jit_cache = self._enable_jit_cache(jit_cache_env())
         #: device -> the scratch base address registered with this library (see scratch)
         self._scratch: dict = {}
         self._set_scratch = getattr(self._lib, "tp_set_scratch", None)
@@ -997,6 +1025,33 @@ class HostLibrary:
             ImportError: torch is not installed.
         """
         return _raw_stream_fn()(device)
+
+    def _enable_jit_cache(self, where: str | None) -> str | None:
+        """Turn on cutile's JIT disk cache at ``where`` (:func:`jit_cache_env`). Returns ``where``,
+        or None: off, an older library, or a directory the library refused (then
+        ``jit_cache_error`` says why: like cutile's own store errors, a cache that cannot be used
+        never fails a launch)."""
+        self.jit_cache_error = ""
+        fn = getattr(self._lib, "tp_jit_disk_cache", None)
+        if where is None or fn is None:
+            return None
+        fn.argtypes, fn.restype = [ctypes.c_char_p], ctypes.c_int32
+        if fn(where.encode() if where else None) != 0:
+            self.jit_cache_error = f"{JIT_CACHE_ENV}={where!r}: {self.last_error()}"
+            return None
+        return where
+
+    def jit_cache_stats(self) -> dict | None:
+        """cutile's JIT disk cache counters of this process: ``hits``, ``misses``, ``puts``,
+        ``bytes_written`` (bytes), ``io_errors``; None for a library built before
+        ``tp_jit_cache_stats``."""
+        fn = getattr(self._lib, "tp_jit_cache_stats", None)
+        if fn is None:
+            return None
+        out = (ctypes.c_uint64 * 5)()
+        fn.argtypes, fn.restype = [ctypes.c_void_p], None
+        fn(ctypes.cast(out, ctypes.c_void_p))
+        return dict(zip(("hits", "misses", "puts", "bytes_written", "io_errors"), map(int, out)))
 
     def scratch(self, device: int, slot: int = 0) -> int:
         """Address of slot ``slot`` (an array's position in its shim: one slot per array, so
