@@ -804,8 +804,9 @@ def compile_ahead(op: str, op_dir: str | Path, results: str | Path, host_build: 
                   nv_build: str | Path | None = None, shard: tuple[int, int] = (0, 1),
                   configs: list[str] | None = None, seed: int = 0) -> dict:
     """Compile the kernels :func:`run` would time, and time nothing: per perf config of a variant
-    that passed gpu_test (``configs``: only those matching; ``shard`` (K, N): only the configs
-    whose index in manifest order is K mod N), one untimed call of each kernel side (the
+    that passed gpu_test (``configs``: only those matching; ``shard`` (K, N): only the K-th of N
+    contiguous blocks of the configs in manifest order, so that the configs of one variant, which
+    share compiled kernels, stay in one process), one untimed call of each kernel side (the
     reference as launched and matched, the port, NVIDIA's) fills the JIT disk caches -- cuTile
     Python's (``CUDA_TILE_CACHE_DIR``) and cutile's (``TILEPORT_JIT_CACHE``,
     :func:`tileport.host.ffi.jit_cache_env`) -- so that N such processes compile in parallel and
@@ -841,7 +842,7 @@ def compile_ahead(op: str, op_dir: str | Path, results: str | Path, host_build: 
     k_shard, n_shard = shard
     for i, (kernel, variant, shape) in enumerate(todo):
         key = config_key(kernel, variant.id, shape)
-        if (i % n_shard != k_shard or (f"{kernel}/{variant.id}" not in passed | perf_only)
+        if (i * n_shard // len(todo) != k_shard or (f"{kernel}/{variant.id}" not in passed | perf_only)
                 or (configs and not selected(key, configs))):
             continue
         t = time.monotonic()
@@ -894,7 +895,7 @@ def main(argv=None) -> int:
                         help="compile every config's kernels into the JIT disk caches and time nothing "
                              "(no verdict written); run N of these with --shard K/N before timing")
         ap.add_argument("--shard", type=shard, default=(0, 1), metavar="K/N",
-                        help="with --compile-only: the configs whose manifest index is K mod N")
+                        help="with --compile-only: the K-th of N contiguous blocks of the configs (manifest order)")
         ap.add_argument("--budget-s", type=budget, default=None, metavar="S",
                         help="wall seconds for timing: no config is started that would likely end past "
                              "it; the configs left are pending (a later --pending-only run times them)")
