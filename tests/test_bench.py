@@ -870,6 +870,43 @@ def test_a_config_the_reference_cannot_run_is_blocked_per_config_like_the_ports(
     valid(v, tmp_path)
 
 
+def test_a_config_too_big_for_the_gpus_memory_is_blocked_owner_env_and_the_next_config_runs(tmp_path):
+    """tg_mla's 4x32x32x8192x128x64 on an H100 (2026-12-06): torch could not allocate 32 GiB of
+    its 80. The row read as a lost CUDA context (its message says "CUDA out of memory"), so the
+    five configs after it stayed pending and the operator's verdict was FAIL. Now the config is
+    BLOCKED, owner env (the GPU, not the port or the manifest), and the loop goes on."""
+
+    class OutOfMemoryError(RuntimeError):       # torch.OutOfMemoryError's name, no torch needed
+        pass
+
+    oom = OutOfMemoryError("CUDA out of memory. Tried to allocate 32.00 GiB. GPU 0 has a total "
+                           "capacity of 79.18 GiB of which 10.39 GiB is free.")
+    assert bench.out_of_memory(oom)
+    assert bench.out_of_memory(bench.SideFailed("port", RuntimeError("cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY")).exc)
+    assert not bench.out_of_memory(RuntimeError("CUDA error: an illegal memory access was encountered"))
+
+    class Ctx:
+        nv, man = {}, {}
+
+        def call(self, *a, **k):
+            raise oom
+
+    variant = type("V", (), {"id": "bf16-T64"})()
+    row, lost = bench._one_config(Ctx(), "tg_mla", "k", variant, (4, 32), {"seed": 0}, {}, set(),
+                                  device="NVIDIA H100 80GB HBM3")
+    assert lost is False and row["blocked_side"] == "device"
+    assert row["blocked"].startswith("this GPU (NVIDIA H100 80GB HBM3) lacks the device memory")
+    v = bench.fold("tg_mla", [row, brow(1.01, shape="4x8")], threshold=0.95, writers={"k": "translator"})
+    assert (v.verdict, v.owner, v.details["configs"]) == ("DONE", None, 1)
+    assert [(b["shape"], b["owner"]) for b in v.details["blocked_configs"]] == [("4x32", "env")]
+    assert [(f.severity, f.owner) for f in v.findings] == [("warn", "env")]
+    assert "lacks the device memory" in v.findings[0].message
+    valid(v, tmp_path)
+    v = bench.fold("tg_mla", [row], threshold=0.95)
+    assert (v.verdict, v.owner) == ("BLOCKED", "env") and "lacks the device memory" in v.summary
+    valid(v, tmp_path)
+
+
 def test_compile_only_takes_a_shard_and_reaches_compile_ahead(monkeypatch, capsys):
     """--compile-only --shard K/N compiles one process's share of the configs and times nothing:
     run (which writes bench.json) is never called."""

@@ -524,12 +524,22 @@ def _trap_sigterm():
     return signal.signal(signal.SIGTERM, _stop_on_sigterm)
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """``exc`` is a failed device allocation: torch's ``OutOfMemoryError`` (a RuntimeError
+    subclass, matched by name so that no torch import is needed) or a CUDA
+    ``CUDA_ERROR_OUT_OF_MEMORY`` / ``cudaErrorMemoryAllocation`` another side reported."""
+    return (type(exc).__name__ == "OutOfMemoryError" or "CUDA_ERROR_OUT_OF_MEMORY" in str(exc)
+            or "cudaErrorMemoryAllocation" in str(exc))
+
+
 def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tols: dict,
                 nv_passed: set, device: str | None = None) -> tuple[dict, bool]:
     """Time one perf config (:func:`measure`; ``device``: the GPU's name, for the floor of a
     plausible time) and print its line. Returns its bench.csv row and whether the CUDA context was
     lost (later configs cannot run). A failure of the config is its row (``error``,
-    ``error_class``), not an exception: ``blocked`` where cutile 0.5.0 cannot launch it, or where
+    ``error_class``), not an exception: ``blocked`` where cutile 0.5.0 cannot launch it, where
+    the GPU lacks the device memory its arrays need (:func:`out_of_memory`; ``blocked_side``
+    ``device``, owner env, the CUDA context kept), or where
     the cuTile Python reference's first call fails (``blocked_side`` ``ref``: a perf shape the
     kernel does not run, the manifest's), so that either is that config's finding, as
     :func:`tileport.gpu.fold.fold` folds it; :class:`Stopped` passes through."""
@@ -557,6 +567,14 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
             row["blocked"] = cutile_limit(inner)
             print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (cutile 0.5.0 cannot launch it): "
                   f"{row['error']}", flush=True)
+        elif out_of_memory(inner):
+            # the arrays do not fit this GPU: the config's finding (owner env), not a lost context
+            # (torch frees what it allocated; the configs after it run)
+            row["blocked"] = (f"this GPU ({device or 'unknown'}) lacks the device memory the config's arrays "
+                              f"need: {type(inner).__name__}: {inner}")[:600]
+            row["blocked_side"] = "device"
+            print(f"{kernel}/{variant.id} {base['shape']}: BLOCKED (device memory): {row['error']}", flush=True)
+            return row, False
         elif isinstance(exc, SideFailed) and exc.side == "ref":
             # as the port's cutile limit: this config's finding (owner manifest), not the operator's FAIL
             row["blocked"] = (f"the cuTile Python reference's first (untimed) call at this config raised "

@@ -334,7 +334,8 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
                          f"{r['kernel']}/{r['variant']} {r['shape']}: BLOCKED: "
                          + (f"the cuTile Python reference cannot run this config (a perf shape the kernel does "
                             f"not run: the manifest's perf_shapes / perf_fits): {r['error']}"
-                            if blocked_owner(r) == "manifest" else
+                            if blocked_owner(r) == "manifest" else r["blocked"]
+                            if blocked_owner(r) == "env" else
                             f"cutile 0.5.0 cannot launch this config: {r['error']} (evidence: {r['blocked']})")
                          [:1500]) for r in blocked]
     # a device time under the hardware's floor: the measurement is wrong, not the port (owner tool:
@@ -511,9 +512,11 @@ def fold(op: str, rows: list[dict], threshold: float, attempt: int = 1, env=None
 
 def blocked_owner(row: dict) -> str:
     """Who acts on a BLOCKED config: ``manifest`` where the cuTile Python reference cannot run it
-    (``blocked_side`` ``ref``: a perf shape the kernel does not run), else ``tool`` (cutile 0.5.0's
-    limits, :func:`tileport.host.ffi.cutile_limit`)."""
-    return "manifest" if row.get("blocked_side") == "ref" else "tool"
+    (``blocked_side`` ``ref``: a perf shape the kernel does not run), ``env`` where the GPU lacks
+    the device memory the config's arrays need (``blocked_side`` ``device``: another GPU, e.g. an
+    H200's 141 GB for an H100's 80), else ``tool`` (cutile 0.5.0's limits,
+    :func:`tileport.host.ffi.cutile_limit`)."""
+    return {"ref": "manifest", "device": "env"}.get(row.get("blocked_side"), "tool")
 
 
 def write_csv(rows: list[dict], path: str | Path) -> None:
