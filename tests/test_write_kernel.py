@@ -334,6 +334,31 @@ def test_fma_of_a_loop_value_the_code_after_rebinds(op_copy):
     assert src.count("= fma(") == 0, src
 
 
+def test_no_fma_where_the_left_operand_is_a_loop_carried_product_read_twice(op_copy):
+    """``acc = acc * 0.5`` in a loop, read by a store and by ``acc + u * 2.0``: in cuTile
+    Python's SSA ``acc`` is that multiply, the add's left operand, chosen first and used twice,
+    so neither product is contracted (cuda-tile 1.7.0 ``_passes/rewrite_patterns.py``). The
+    translator lost the product behind the loop-carried assignment and contracted the right one
+    (TileGym's recurrent gated delta rule: 96 FFMA in the port where the reference has FMUL +
+    FADD, found by the H100 run of 2026-12-06)."""
+    body = ("    acc = ct.astype(t, ct.float32)\n"
+            "    u = ct.astype(t, ct.float32)\n"
+            "    for i in range(2):\n"
+            "        acc = acc * 0.5\n"
+            "        ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n"
+            "        acc = acc + u * 2.0\n"
+            "    ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n")
+    d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert "fma(" not in src, src
+    # without the second read the product is read once: a contraction as before
+    k = d / "kernel.py"
+    k.write_text(k.read_text().replace("        ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n"
+                                       "        acc = acc + u", "        acc = acc + u"))
+    src, _ = translate.translate_kernel(d, "relu_kernel")
+    assert src.count("= fma(") == 1, src
+
+
 def test_fma_through_a_widening_cast_of_the_variant_dtype(op_copy):
     """``acc + ct.astype(t * t, ct.float32)`` (t of the variant's dtype): where that dtype is f32
     the cast is nothing and cuTile Python contracts the add into an fma (Liger's RMSNorm

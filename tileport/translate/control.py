@@ -250,6 +250,18 @@ class ControlRules:
                 self.out.lines[var.decl][1] = "let mut " + txt[4:]
             self.out.emit(f"{var.rust} = {expr};", self.line)
             self.muls.pop(var.rust, None)      # the name no longer holds that multiply
+            if expr in self.muls:
+                uses = self.binding_uses(node, name)
+                if uses != 1:
+                    # a float product given to a loop-carried name and read more than once: in
+                    # cuTile Python's SSA the name is that multiply, so an add reading it on the
+                    # left is not contracted, nor is its right operand (the left is chosen first:
+                    # Recurrent gated delta rule's `State = State * exp(g)` read by the reduce and
+                    # by `State + KeyT * Delta`, which the port made one fma and the reference
+                    # two roundings). Read once, it stays a plain value here: contracting it would
+                    # remove this assignment with the multiply (not done)
+                    a, b, i, _, fl = self.muls[expr]
+                    self.muls[var.rust] = (a, b, i, uses, fl)
             return
         if var is not None and var.decl is None and (var.depth != depth or name in self.carried_names()):
             # a parameter or compile-time name rebound in a loop or branch (a plain rebinding
