@@ -334,7 +334,7 @@ def test_fma_of_a_loop_value_the_code_after_rebinds(op_copy):
     assert src.count("= fma(") == 0, src
 
 
-def test_no_fma_where_the_left_operand_is_a_loop_carried_product_read_twice(op_copy):
+def test_a_loop_carried_product_contracts_as_cuTile_Pythons_ssa_has_it(op_copy):
     """``acc = acc * 0.5`` in a loop, read by a store and by ``acc + u * 2.0``: in cuTile
     Python's SSA ``acc`` is that multiply, the add's left operand, chosen first and used twice,
     so neither product is contracted (cuda-tile 1.7.0 ``_passes/rewrite_patterns.py``). The
@@ -351,12 +351,17 @@ def test_no_fma_where_the_left_operand_is_a_loop_carried_product_read_twice(op_c
     d = _relu_variant(op_copy, body, "  - {TILE: 1024, K: 1}\n")
     src, _ = translate.translate_kernel(d, "relu_kernel")
     assert "fma(" not in src, src
-    # without the second read the product is read once: a contraction as before
+    # without the second read the carried product is read once: the add contracts its left
+    # operand, the carried product (as cuTile Python does: the online softmax's
+    # `sum_exp = sum_exp * exp(..)` then `sum_exp + sum(..)`), and the fma reads the name's old
+    # value: the multiply and the assignment of it are gone
     k = d / "kernel.py"
     k.write_text(k.read_text().replace("        ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))\n"
                                        "        acc = acc + u", "        acc = acc + u"))
     src, _ = translate.translate_kernel(d, "relu_kernel")
-    assert src.count("= fma(") == 1, src
+    body = src.split("for ")[1]
+    assert body.count("= fma(acc, ") == 1 and "acc * " not in body and "acc = __t" in body, src
+    assert body.count("acc = __t") == 1, src     # only the fma's result is assigned
 
 
 def test_fma_through_a_widening_cast_of_the_variant_dtype(op_copy):

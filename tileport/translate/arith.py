@@ -165,6 +165,9 @@ class ArithRules:
             return None
         a, b, idx = m[0], m[1], m[2]
         self.out.lines[idx][1] = None      # the multiply is absorbed into the fma
+        carried = self.carried_products.pop(le if mul_on_left else re_, None)
+        if carried is not None:            # and the loop-carried name's assignment of it
+            self.out.lines[carried][1] = None
         if op == "-":
             if mul_on_left:
                 acc = self.bind(f"negf({acc})", ty)[0]

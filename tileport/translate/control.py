@@ -248,20 +248,22 @@ class ControlRules:
             ind, txt, pl = self.out.lines[var.decl]
             if txt.startswith("let ") and not txt.startswith("let mut "):
                 self.out.lines[var.decl][1] = "let mut " + txt[4:]
-            self.out.emit(f"{var.rust} = {expr};", self.line)
+            at = self.out.emit(f"{var.rust} = {expr};", self.line)
             self.muls.pop(var.rust, None)      # the name no longer holds that multiply
+            self.carried_products.pop(var.rust, None)
             if expr in self.muls:
+                # a float product given to a loop-carried name: in cuTile Python's SSA the name
+                # is that multiply. Read more than once, an add reading it on the left is not
+                # contracted, nor is its right operand (the left is chosen first: the recurrent
+                # gated delta rule's `State = State * exp(g)`, read by a reduction and by
+                # `State + KeyT * Delta`). Read once, the add contracts it (the online softmax's
+                # `sum_exp = sum_exp * exp(m - m')` then `sum_exp + sum(..)`): the fma drops
+                # the multiply and this assignment, so the name still holds its old value there
+                a, b, i, _, fl = self.muls.pop(expr)
                 uses = self.binding_uses(node, name)
-                if uses != 1:
-                    # a float product given to a loop-carried name and read more than once: in
-                    # cuTile Python's SSA the name is that multiply, so an add reading it on the
-                    # left is not contracted, nor is its right operand (the left is chosen first:
-                    # Recurrent gated delta rule's `State = State * exp(g)` read by the reduce and
-                    # by `State + KeyT * Delta`, which the port made one fma and the reference
-                    # two roundings). Read once, it stays a plain value here: contracting it would
-                    # remove this assignment with the multiply (not done)
-                    a, b, i, _, fl = self.muls[expr]
-                    self.muls[var.rust] = (a, b, i, uses, fl)
+                self.muls[var.rust] = (a, b, i, uses, fl)
+                if uses == 1:
+                    self.carried_products[var.rust] = at
             return
         if var is not None and var.decl is None and (var.depth != depth or name in self.carried_names()):
             # a parameter or compile-time name rebound in a loop or branch (a plain rebinding
@@ -274,6 +276,7 @@ class ControlRules:
         # a rebinding shadows the Rust name: a multiply it held before is not this value (an
         # fma contraction must not see `acc = a * b; acc = mma(..); acc + x * y` as a*b + ...)
         self.muls.pop(rn, None)
+        self.carried_products.pop(rn, None)
         # the line that bound the value (token bookkeeping after a load does not count)
         pos = len(self.out.lines) - 1
         while pos >= 0 and pos in getattr(self, "tok_pure", {}):

@@ -159,6 +159,9 @@ class TranslatorBase:
         # rust value name -> (lhs, rhs, index of its `let` line, reads of the Python binding it
         # was given (None: a temporary, read once), flags)
         self.muls: dict[str, tuple] = {}
+        # loop-carried Rust name -> index of its `name = <product>;` line, for a product in
+        # self.muls under that name read once: an fma that absorbs the product drops that line too
+        self.carried_products: dict[str, int] = {}
         self.uses: dict[str, int] = {}
         for n in ast.walk(fn):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):

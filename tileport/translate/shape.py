@@ -206,7 +206,8 @@ class ShapeRules:
         contraction, as cuTile Python sees one f32 product there. A product read elsewhere
         too (no contraction either way) is just converted."""
         a, b, idx, uses, fl = self.muls[e]
-        if uses not in (None, 1):
+        if uses not in (None, 1) or e in self.carried_products:
+            # (a loop-carried name's product is not made again: its assignment reads the temporary)
             return self.cast_tile(e, ty, dtype, node)
         self.out.lines[idx][1] = None          # the product is made again below
         del self.muls[e]
