@@ -935,3 +935,21 @@ def test_compile_only_refuses_an_operator_without_a_functional_test(tmp_path):
     with pytest.raises(RuntimeError, match="relu: host library not built"):
         bench.compile_ahead("relu", REPO / "operators" / "relu", tmp_path / "results")
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*.json"))
+
+
+def test_the_gpu_bench_all_script_plans_blocks_of_a_variants_configs():
+    """benchmarks/gpu_bench_all.py: one compile-ahead process per block of at most --block perf
+    configs of an operator, shards K/N numbered from 0."""
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("gpu_bench_all", REPO / "benchmarks" / "gpu_bench_all.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert [mod.blocks(n, 6) for n in (0, 1, 6, 7, 12, 13)] == [0, 1, 1, 2, 2, 3]
+    with pytest.raises(ValueError, match="--block 0"):
+        mod.blocks(5, 0)
+    n = len(harness.cases(bench.manifest.load(REPO / "operators" / "relu" / "manifest.yaml"), "perf"))
+    tasks = mod.plan(["relu"], REPO / "operators", 5)
+    assert tasks == [("relu", f"{k}/{mod.blocks(n, 5)}") for k in range(mod.blocks(n, 5))] and n > 5
