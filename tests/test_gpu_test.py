@@ -721,7 +721,8 @@ def fake_gpu(monkeypatch, timed, ratio=1.1):
     class Ctx:      # as gpu_test.OpContext: the manifest the stage's Kept loaded
         def __init__(self, op, op_dir, results, library, nv_build=None, keeper=None):
             man = keeper.manifest if keeper is not None else manifest.load(op_dir / "manifest.yaml")
-            self.man, self.nv, self.lib = man, {}, types.SimpleNamespace(shims={})
+            self.man, self.nv = man, {}
+            self.lib = types.SimpleNamespace(shims={}, jit_cache_stats=lambda: None)   # a library without the cache
 
         def call(self, kernel, variant, shape, seed=0, nv=False):
             return types.SimpleNamespace(kernel=kernel, variant=variant, shape=shape, nv=None, nv_note="",

@@ -596,6 +596,18 @@ def _one_config(ctx, op: str, kernel: str, variant, shape: tuple, cfg: dict, tol
     return row, False
 
 
+def benchmarked(test: dict) -> tuple[dict, set, set]:
+    """What a gpu_test verdict ``test`` lets the benchmark time: ``(tested, passed, nv_passed)``
+    -- every ``kernel/variant`` the test judged (its word), those that passed (PASS, or REF_DEFECT:
+    the port agrees with a defective reference, so it is faithful and timed), and those whose
+    NVIDIA port passed too (its fourth side). :func:`run` and :func:`compile_ahead` share it."""
+    tested = test.get("details", {}).get("variants", {})
+    passed = {k for k, w in tested.items() if w in VARIANT_PASSED}
+    nv_passed = {k for k, w in ((test.get("details", {}).get("nv") or {}).get("variants") or {}).items()
+                 if w == "PASS"}
+    return tested, passed, nv_passed
+
+
 def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
         out_json: str | Path, gpu: str = "auto", cfg: dict | None = None,
         host_build: str | Path | None = None, attempt: int = 1,
@@ -664,11 +676,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
                              fail_class=test.get("fail_class") or routed(owner), attempt=attempt,
                              summary=f"no functional test to build on: gpu_test {test['verdict']}: "
                                      f"{test['summary']}"[:600]), out_json)
-    tested = test.get("details", {}).get("variants", {})
-    # a variant whose port agrees with the defective reference (REF_DEFECT) is timed: the port is faithful
-    passed = {k for k, w in tested.items() if w in VARIANT_PASSED}
-    nv_passed = {k for k, w in ((test.get("details", {}).get("nv") or {}).get("variants") or {}).items()
-                 if w == "PASS"}
+    tested, passed, nv_passed = benchmarked(test)
     t0 = time.monotonic()
     try:
         ctx = OpContext(op, op_dir, results, library, nv_build, keeper)
@@ -798,8 +806,7 @@ def run(op: str, op_dir: str | Path, results: str | Path, out_csv: str | Path,
     v.details["test_inputs_sha"] = keeper.test_inputs_sha     # what the rows' validity rests on
     v.details["provenance"] = provenance.collect(bench=cfg)       # GPU, clocks now, versions, commit
     # cubins this process read from cutile's disk cache (--compile-only beforehand) vs compiled
-    stats_of = getattr(ctx.lib, "jit_cache_stats", None)
-    v.details["jit_cache"] = stats_of() if stats_of else None
+    v.details["jit_cache"] = ctx.lib.jit_cache_stats()
     v.artifacts["csv"] = str(out_csv)
     d = write(v, out_json)
     if Path(out_json) == results / op / "bench.json":
@@ -847,10 +854,7 @@ def compile_ahead(op: str, op_dir: str | Path, results: str | Path, host_build: 
     if test.get("verdict") not in TEST_PASSED + ("FAIL",):
         raise RuntimeError(f"{op}: no functional test to build on: {results / op / 'test.json'} "
                            f"{test.get('verdict', 'missing')}")
-    tested = test.get("details", {}).get("variants", {})
-    passed = {k for k, w in tested.items() if w in VARIANT_PASSED}
-    nv_passed = {k for k, w in ((test.get("details", {}).get("nv") or {}).get("variants") or {}).items()
-                 if w == "PASS"}
+    tested, passed, nv_passed = benchmarked(test)
     import torch  # lazy: a CPU job never loads torch
 
     ctx = OpContext(op, op_dir, results, library, nv_build, keeper)

@@ -949,6 +949,7 @@ class HostLibrary:
             rust_marshal = rust_marshal_env()
         if dlpack is None:
             dlpack = dlpack_env()
+        jit_cache = jit_cache_env()
         self.path = str(library)
         try:
             self._lib = ctypes.CDLL(self.path)
@@ -963,7 +964,7 @@ class HostLibrary:
         self._lib.tp_last_error.restype = ctypes.c_size_t
         #: where cutile's JIT disk cache lives ("" its default directory), None: off
         #: (:func:`jit_cache_env`; a library built before tp_jit_disk_cache has none)
-        self.jit_cache = self._enable_jit_cache(jit_cache_env())
+        self.jit_cache = self._enable_jit_cache(jit_cache)
         #: device -> the scratch base address registered with this library (see scratch)
         self._scratch: dict = {}
         self._set_scratch = getattr(self._lib, "tp_set_scratch", None)
