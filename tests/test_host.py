@@ -3,10 +3,12 @@
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import REPO
 
+from tileport.core import toolchain
 from tileport.core.verdict import read
 from tileport.cpu import analyze
 from tileport.host import shim as host
@@ -184,6 +186,47 @@ def test_unreadable_ffi_json_leaves_only_its_operator_out(built, tmp_path):
     assert v["verdict"] == "PASS_WITH_NOTES"
     why = v["details"]["ops"]["relu"]["reason"]
     assert "relu/host/ffi.json: unreadable shim signatures" in why
+
+
+def test_the_same_sources_in_another_checkout_come_from_the_build_cache(built, tmp_path):
+    """A library is named by what builds it, not by the checkout: another results tree with the
+    same operators gets the built library without cargo (a fresh clone's host_build)."""
+    src, first = built
+    results = tmp_path / "elsewhere" / "results"
+    for op in ("relu", "rms_norm", "constructs"):
+        shutil.copytree(src / op, results / op)
+    v = host.build(["relu", "rms_norm", "constructs"], results, results / "host" / "build.json")
+    assert v["verdict"] == "PASS", v["summary"]
+    cached = Path(v["details"]["from_cache"])
+    assert cached.is_file() and "build cache" in v["summary"]
+    lib = results / "host" / host.LIB_NAME
+    assert lib.read_bytes() == cached.read_bytes() == (src / "host" / host.LIB_NAME).read_bytes()
+    assert {f["symbol"] for op in ("relu", "rms_norm") for f in
+            json.loads((results / op / "host" / "ffi.json").read_text())["functions"]} <= \
+        set(toolchain.exported_symbols(lib))
+    # the key is the crate's content: the same in both trees, another for one changed kernel
+    # (whose library cargo builds: no cached library has that name)
+    crate, origin = results / "host", dict.fromkeys(["src/abi.rs", "src/ops/relu/relu_kernel.rs"])
+    key = host.library_key(crate, origin)
+    assert key == host.library_key(src / "host", origin)
+    k = crate / "src" / "ops" / "relu" / "relu_kernel.rs"
+    k.write_text(k.read_text() + "\n// changed\n")
+    assert host.library_key(crate, origin) != key
+
+
+def test_the_build_cache_keeps_the_most_recently_used(tmp_path):
+    import os
+
+    cache = tmp_path / "tileport-host-libs"
+    built = tmp_path / "lib.so"
+    built.write_bytes(b"\x7fELF")
+    for i in range(host.LIB_CACHE_KEEP + 2):
+        host._keep_in_cache(built, cache / f"{i:02d}.so")
+        os.utime(cache / f"{i:02d}.so", (1000 + i, 1000 + i))
+    host._keep_in_cache(built, cache / "new.so")
+    kept = sorted(p.name for p in cache.glob("*.so"))
+    assert len(kept) == host.LIB_CACHE_KEEP and "new.so" in kept and "00.so" not in kept
+    assert not list(cache.glob(".*.tmp"))
 
 
 def test_sources_restored_with_old_mtimes_are_rebuilt(tmp_path):

@@ -586,6 +586,9 @@ def test_build_with_the_shipped_pins_and_with_tileports(nv_builds):
     assert t["verdict"] == "FAIL" and t["details"]["lock"]["cutile"] == ["0.5.0"], t["summary"]
     assert not t["details"]["cdylib"]["ok"] and t["findings"]
     assert all(f["owner"] == "host" and f["port"]["file"].endswith("ffi_util.rs") for f in t["findings"])
+    # cargo built the copy shared by every checkout; a finding names the copy under results/
+    assert s["details"]["built_crate"] == str(nv_port.target_dir("shipped") / "crate")
+    assert all(f["port"]["file"].startswith(str(root / "tileport" / "crate")) for f in t["findings"])
 
 
 @pytest.mark.nvidia

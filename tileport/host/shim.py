@@ -504,6 +504,41 @@ def _sources_digest(host: Path, origin: dict[str, str]) -> str:
     return h.hexdigest()
 
 
+#: libraries :func:`build` keeps in ``<target>/tileport-host-libs/`` (the most recently used)
+LIB_CACHE_KEEP = 6
+
+
+def library_key(host: Path, origin: dict[str, str]) -> str:
+    """Hex SHA-256 naming a host library by what builds it, the same in every checkout: the
+    assembled crate's sources (``origin``'s files, ``src/lib.rs``), the committed template's
+    Cargo.toml and Cargo.lock (before :func:`template_files` renames the package per checkout),
+    the cargo command and ``rustc -vV``. Raises FileNotFoundError without rustc."""
+    h = hashlib.sha256(b"host-library\0" + " ".join(_CARGO_FLAGS).encode() + b"\0")
+    for rel in sorted(origin) + ["src/lib.rs"]:
+        h.update(rel.encode() + b"\0" + (host / rel).read_bytes() + b"\0")
+    for f in (HOST_TEMPLATE / "Cargo.toml", HOST_TEMPLATE / "Cargo.lock"):
+        h.update(f.read_bytes() + b"\0")
+    h.update(subprocess.run(["rustc", "-vV"], capture_output=True, check=True).stdout)
+    return h.hexdigest()
+
+
+def _lib_cache(target: Path, key: str) -> Path:
+    return target / "tileport-host-libs" / f"{key[:24]}.so"
+
+
+def _keep_in_cache(built: Path, cached: Path) -> None:
+    """Copy a library just built into the cache (atomically) and drop all but the
+    :data:`LIB_CACHE_KEEP` most recently used."""
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_name(f".{cached.name}.tmp")
+    shutil.copy2(built, tmp)
+    tmp.replace(cached)
+    os.utime(cached)
+    libs = sorted(cached.parent.glob("*.so"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in libs[LIB_CACHE_KEEP:]:
+        old.unlink(missing_ok=True)
+
+
 def _refresh_if_stale(host: Path, target: Path, origin: dict[str, str]) -> None:
     """cargo decides by mtimes: sources restored from a backup (old mtimes, other content than
     the last build) would be taken as up to date. When the crate's sources differ from those of
@@ -525,12 +560,14 @@ def _missing_symbols(lib: Path, results: Path, ops: dict[str, list[str]]) -> lis
     return [w for w in want if not hasattr(handle, w)]
 
 
+_CARGO_FLAGS = ("build", "--release", "--locked", "--quiet", "--message-format=short", "--lib")
+
+
 def cargo_build(host: Path, target: Path) -> subprocess.CompletedProcess:
     """``cargo build --release --locked`` of the host-library crate at ``host`` into ``target``
     (the shared cargo target dir); prints the command, its time and output (the job's log).
     Raises FileNotFoundError without cargo. The caller holds the target dir's build lock."""
-    cmd = ["cargo", "build", "--release", "--locked", "--quiet", "--message-format=short",
-           "--lib", "--manifest-path", str(host / "Cargo.toml")]
+    cmd = ["cargo", *_CARGO_FLAGS, "--manifest-path", str(host / "Cargo.toml")]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=toolchain.cargo_env(target), cwd=host)
     print(f"$ {' '.join(cmd)}\n# {time.monotonic() - t0:.1f} s, exit {proc.returncode}\n"
@@ -592,14 +629,18 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
     findings: list[Finding] = []
     t0 = time.monotonic()
     target.mkdir(parents=True, exist_ok=True)
+    cached = None
     with open(target / ".tileport-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         for _round in range(2):
             origin = assemble(host, results, included)
-            _refresh_if_stale(host, target, origin)
             try:
+                cached = _lib_cache(target, library_key(host, origin))
+                if cached.is_file():
+                    break            # built from these sources before (in any checkout): no cargo
+                _refresh_if_stale(host, target, origin)
                 proc = cargo_build(host, target)
-            except FileNotFoundError as exc:
+            except (FileNotFoundError, subprocess.CalledProcessError) as exc:
                 msg = f"cannot run cargo or find the CUDA headers: {exc}"
                 return write(Verdict(stage="host_build", op="*", verdict="ERROR", owner="env",
                                      fail_class="env", attempt=attempt, summary=msg,
@@ -625,7 +666,8 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
                               "findings": [f.__dict__ for f in mine]}
                 findings += mine
                 del included[op]
-        built = target / "release" / f"lib{package_names(host)[1]}.so"
+        hit = cached.is_file()
+        built = cached if hit else target / "release" / f"lib{package_names(host)[1]}.so"
         tmp = host / f".{LIB_NAME}.tmp"
         shutil.copy2(built, tmp)
         lacking = _missing_symbols(tmp, results, included)
@@ -638,18 +680,24 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
                                  findings=[Finding("build", "critical", "tool", msg)],
                                  details={"ops": status}), out_verdict)
         tmp.replace(host / LIB_NAME)
-        _stamp(target, host).write_text(_sources_digest(host, origin))
+        if hit:
+            os.utime(cached)                  # most recently used: kept longest
+        else:
+            _stamp(target, host).write_text(_sources_digest(host, origin))
+            _keep_in_cache(built, cached)
     secs = round(time.monotonic() - t0, 1)
     for op, kernels in included.items():
         status[op] = {"in_library": True, "reason": "", "kernels": kernels,
                       "sources_sha": sources_sha(results, op)}
     out = sorted(o for o, s in status.items() if not s["in_library"])
     word = "PASS" if not out else "PASS_WITH_NOTES"
-    summary = (f"built {LIB_NAME} with {len(included)} operator(s) in {secs} s"
+    how = f"copied from the build cache ({cached.name}) in" if hit else "in"
+    summary = (f"built {LIB_NAME} with {len(included)} operator(s) {how} {secs} s"
                + (f"; left out: {', '.join(out)}" if out else ""))
     return write(Verdict(stage="host_build", op="*", verdict=word, attempt=attempt,
                          summary=summary, findings=findings,
-                         details={"ops": status, "library": str(host / LIB_NAME), "seconds": secs},
+                         details={"ops": status, "library": str(host / LIB_NAME), "seconds": secs,
+                                  "from_cache": str(cached) if hit else None},
                          artifacts={"library": str(host / LIB_NAME)}), out_verdict)
 
 

@@ -16,7 +16,9 @@ function's arguments. Three rules (``rules/nv_port.smk``):
   ``rust/nvidia/Cargo.tileport.lock`` (``tileport``: the cutile crates re-pinned to tileport's pin,
   ``rust/port-template/Cargo.toml``), and builds both with ``cargo build --release --locked`` in its
   own target directory (``<shared cargo target>/nvidia-<pins>``, never mixed with tileport's own
-  builds). Verdict PASS, FAIL (rustc errors in NVIDIA's sources: each a finding with file, line and
+  builds) from a copy of the workspace at ``<that target>/crate`` (one path for every checkout, so
+  a new clone finds its build done: cargo's fingerprints name the package's path). Verdict PASS,
+  FAIL (rustc errors in NVIDIA's sources: each a finding with file, line and
   the source line: what differs for that pin) or ERROR (environment, lock).
 * ``nv_ir`` (per operator x kernel x variant of an operator that imports a TileGym kernel NVIDIA
   ported, its manifest's ``source:``): runs ``nv-irdump`` -- cutile's ``KernelCompiler`` on the
@@ -517,13 +519,16 @@ def target_dir(pins: str) -> Path:
 _RUSTC_ERR = re.compile(r"^(?P<file>[^\s:]+\.rs):(?P<line>\d+):(?P<col>\d+): (?P<msg>error.*)$", re.M)
 
 
-def rustc_findings(stderr: str, crate: Path, pins: str) -> list[Finding]:
+def rustc_findings(stderr: str, crate: Path, pins: str, shown: Path | None = None) -> list[Finding]:
     """One finding per rustc error in NVIDIA's sources (owner ``kernel`` for a kernel.rs, ``host``
-    for the FFI files), with the source line's text."""
+    for the FFI files), with the source line's text. ``shown``: the copy of ``crate`` a finding
+    names (the same files; cargo built ``crate``)."""
     out = []
     for m in _RUSTC_ERR.finditer(stderr):
         f = Path(m["file"]) if os.path.isabs(m["file"]) else crate / m["file"]
         f = Path(os.path.normpath(f))
+        if shown is not None and f.is_relative_to(crate):
+            f = shown / f.relative_to(crate)
         line = int(m["line"])
         try:
             text = source_lines(f.read_text())[line - 1].strip()   # rustc does not split at form feeds
@@ -581,9 +586,15 @@ def build(pins: str, out_dir: str | Path, out_json: str | Path, tdir: str | Path
 
     with open(tdir / ".tileport-build.lock", "w") as lk:
         fcntl.flock(lk, fcntl.LOCK_EX)
+        # cargo builds a copy at one path per pin set, the same in every checkout, so a clone
+        # whose wheel holds the same crate finds it built (cargo keys its fingerprints by the
+        # package's path: the copy under results/ would be compiled again in each new clone)
+        built_crate = tdir / "crate"
+        write_workspace(files, built_crate)
+        details["built_crate"] = str(built_crate)
         for step, pkg in (("cdylib", info["package"]), ("irdump", IRDUMP_PKG)):
-            proc, secs = _cargo(["-p", pkg], crate / "Cargo.toml", env)
-            found = rustc_findings(proc.stderr, crate, pins)
+            proc, secs = _cargo(["-p", pkg], built_crate / "Cargo.toml", env)
+            found = rustc_findings(proc.stderr, built_crate, pins, shown=crate)
             details[step] = {"ok": proc.returncode == 0, "seconds": secs, "errors": len(found)}
             findings += found
             if proc.returncode != 0 and not found:
