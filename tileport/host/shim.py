@@ -505,7 +505,7 @@ def _sources_digest(host: Path, origin: dict[str, str]) -> str:
 
 
 #: libraries :func:`build` keeps in ``<target>/tileport-host-libs/`` (the most recently used)
-LIB_CACHE_KEEP = 6
+LIB_CACHE_KEEP = 24
 
 
 def library_key(host: Path, origin: dict[str, str]) -> str:
