@@ -214,6 +214,23 @@ def test_the_same_sources_in_another_checkout_come_from_the_build_cache(built, t
     assert host.library_key(crate, origin) != key
 
 
+def test_a_damaged_cached_library_is_built_again(built, tmp_path):
+    src, first = built
+    results = tmp_path / "results"
+    for op in ("relu", "rms_norm", "constructs"):
+        shutil.copytree(src / op, results / op)
+    v = host.build(["relu", "rms_norm", "constructs"], results, results / "host" / "build.json")
+    cached = Path(v["details"]["from_cache"])
+    good = cached.read_bytes()
+    bad = cached.with_name("bad.tmp")                            # a new file: the old one is mapped
+    bad.write_bytes(good[: len(good) // 3])                      # truncated
+    bad.replace(cached)
+    v = host.build(["relu", "rms_norm", "constructs"], results, results / "host" / "build.json")
+    assert v["verdict"] == "PASS" and v["details"]["from_cache"] is None, v["summary"]
+    assert cached.read_bytes() != good[: len(good) // 3]        # cargo's library kept again
+    assert host._intact(cached)
+
+
 def test_the_build_cache_keeps_the_most_recently_used(tmp_path):
     import os
 
@@ -226,7 +243,8 @@ def test_the_build_cache_keeps_the_most_recently_used(tmp_path):
     host._keep_in_cache(built, cache / "new.so")
     kept = sorted(p.name for p in cache.glob("*.so"))
     assert len(kept) == host.LIB_CACHE_KEEP and "new.so" in kept and "00.so" not in kept
-    assert not list(cache.glob(".*.tmp"))
+    assert not list(cache.glob(".*.tmp")) and len(list(cache.glob("*.sha256"))) == host.LIB_CACHE_KEEP
+    assert host._intact(cache / "new.so")
 
 
 def test_sources_restored_with_old_mtimes_are_rebuilt(tmp_path):

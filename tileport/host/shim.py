@@ -527,16 +527,34 @@ def _lib_cache(target: Path, key: str) -> Path:
 
 
 def _keep_in_cache(built: Path, cached: Path) -> None:
-    """Copy a library just built into the cache (atomically) and drop all but the
-    :data:`LIB_CACHE_KEEP` most recently used."""
+    """Copy a library just built into the cache (atomically, with its sha256 beside it) and drop
+    all but the :data:`LIB_CACHE_KEEP` most recently used."""
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_name(f".{cached.name}.tmp")
     shutil.copy2(built, tmp)
+    atomic_write_text(cached.with_suffix(".sha256"), _file_sha(tmp) + "\n")
     tmp.replace(cached)
     os.utime(cached)
     libs = sorted(cached.parent.glob("*.so"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in libs[LIB_CACHE_KEEP:]:
         old.unlink(missing_ok=True)
+        old.with_suffix(".sha256").unlink(missing_ok=True)
+
+
+def _file_sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _intact(cached: Path) -> bool:
+    """Whether a kept library has the bytes it was kept with (its ``.sha256`` beside it): a
+    damaged or truncated one is built again, never loaded (dlopen of a truncated ELF can kill
+    the process)."""
+    mark = cached.with_suffix(".sha256")
+    return mark.is_file() and mark.read_text().strip() == _file_sha(cached)
 
 
 def _refresh_if_stale(host: Path, target: Path, origin: dict[str, str]) -> None:
@@ -637,7 +655,9 @@ def build(ops: list[str], results: str | Path, out_verdict: str | Path,
             try:
                 cached = _lib_cache(target, library_key(host, origin))
                 if cached.is_file():
-                    break            # built from these sources before (in any checkout): no cargo
+                    if _intact(cached):
+                        break        # built from these sources before (in any checkout): no cargo
+                    cached.unlink(missing_ok=True)     # damaged since it was kept: build
                 _refresh_if_stale(host, target, origin)
                 proc = cargo_build(host, target)
             except (FileNotFoundError, subprocess.CalledProcessError) as exc:
