@@ -497,11 +497,15 @@ def _stamp(target: Path, host: Path) -> Path:
     return target / "release" / f".{package_names(host)[0]}.sources"
 
 
-def _sources_digest(host: Path, origin: dict[str, str]) -> str:
-    h = hashlib.sha256()
-    for rel in sorted(origin) + ["src/lib.rs", "Cargo.toml"]:
+def _hash_crate(h, host: Path, origin: dict[str, str], also: tuple[str, ...] = ()):
+    """Feed ``h`` the crate files ``origin`` names, ``src/lib.rs`` and ``also``: path and bytes."""
+    for rel in [*sorted(origin), "src/lib.rs", *also]:
         h.update(rel.encode() + b"\0" + (host / rel).read_bytes() + b"\0")
-    return h.hexdigest()
+    return h
+
+
+def _sources_digest(host: Path, origin: dict[str, str]) -> str:
+    return _hash_crate(hashlib.sha256(), host, origin, ("Cargo.toml",)).hexdigest()
 
 
 #: libraries :func:`build` keeps in ``<target>/tileport-host-libs/`` (the most recently used)
@@ -513,9 +517,7 @@ def library_key(host: Path, origin: dict[str, str]) -> str:
     assembled crate's sources (``origin``'s files, ``src/lib.rs``), the committed template's
     Cargo.toml and Cargo.lock (before :func:`template_files` renames the package per checkout),
     the cargo command and ``rustc -vV``. Raises FileNotFoundError without rustc."""
-    h = hashlib.sha256(b"host-library\0" + " ".join(_CARGO_FLAGS).encode() + b"\0")
-    for rel in sorted(origin) + ["src/lib.rs"]:
-        h.update(rel.encode() + b"\0" + (host / rel).read_bytes() + b"\0")
+    h = _hash_crate(hashlib.sha256(b"host-library\0" + " ".join(_CARGO_FLAGS).encode() + b"\0"), host, origin)
     for f in (HOST_TEMPLATE / "Cargo.toml", HOST_TEMPLATE / "Cargo.lock"):
         h.update(f.read_bytes() + b"\0")
     h.update(subprocess.run(["rustc", "-vV"], capture_output=True, check=True).stdout)
@@ -542,11 +544,8 @@ def _keep_in_cache(built: Path, cached: Path) -> None:
 
 
 def _file_sha(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _intact(cached: Path) -> bool:
