@@ -245,6 +245,10 @@ def test_the_build_cache_keeps_the_most_recently_used(tmp_path):
     assert len(kept) == host.LIB_CACHE_KEEP and "new.so" in kept and "00.so" not in kept
     assert not list(cache.glob(".*.tmp")) and len(list(cache.glob("*.sha256"))) == host.LIB_CACHE_KEEP
     assert host._intact(cache / "new.so")
+    # a cache that cannot be written is said, not raised: the library just built stands
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    assert host._keep_in_cache(built, blocked / "x.so") is False and built.is_file()
 
 
 def test_sources_restored_with_old_mtimes_are_rebuilt(tmp_path):

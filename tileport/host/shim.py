@@ -528,19 +528,26 @@ def _lib_cache(target: Path, key: str) -> Path:
     return target / "tileport-host-libs" / f"{key[:24]}.so"
 
 
-def _keep_in_cache(built: Path, cached: Path) -> None:
+def _keep_in_cache(built: Path, cached: Path) -> bool:
     """Copy a library just built into the cache (atomically, with its sha256 beside it) and drop
-    all but the :data:`LIB_CACHE_KEEP` most recently used."""
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_name(f".{cached.name}.tmp")
-    shutil.copy2(built, tmp)
-    atomic_write_text(cached.with_suffix(".sha256"), _file_sha(tmp) + "\n")
-    tmp.replace(cached)
-    os.utime(cached)
-    libs = sorted(cached.parent.glob("*.so"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in libs[LIB_CACHE_KEEP:]:
-        old.unlink(missing_ok=True)
-        old.with_suffix(".sha256").unlink(missing_ok=True)
+    all but the :data:`LIB_CACHE_KEEP` most recently used. A cache that cannot be written (full
+    disk, a file where its folder should be) costs the next clone a build, never this one: False
+    and a line in the job's log."""
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_name(f".{cached.name}.tmp")
+        shutil.copy2(built, tmp)
+        atomic_write_text(cached.with_suffix(".sha256"), _file_sha(tmp) + "\n")
+        tmp.replace(cached)
+        os.utime(cached)
+        libs = sorted(cached.parent.glob("*.so"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in libs[LIB_CACHE_KEEP:]:
+            old.unlink(missing_ok=True)
+            old.with_suffix(".sha256").unlink(missing_ok=True)
+    except OSError as exc:
+        print(f"tileport: the host library is not kept for other checkouts: {cached.parent}: {exc}")
+        return False
+    return True
 
 
 def _file_sha(path: Path) -> str:
