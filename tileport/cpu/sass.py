@@ -190,6 +190,12 @@ def sass_text(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
 
 
 _INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?P<ins>[^;]*?)\s*;", re.M)
+_SYMBOL = re.compile(r"`\([^)\n]*\)")
+# register numbers, one class at a time (a literal replacement: no per-match Python call)
+_REGISTERS = [(re.compile(rf"\b{c}\d+\b"), c) for c in ("UR", "R", "UP", "P", "SB", "B")]
+_BRANCH = re.compile(r"(@!?U?P\w*\s+)?(BRA|BRX|JMP|JMX|CALL|BSSY|SSY|PBK|PCNT|BREAK)\b")
+_BRANCH_TARGET = re.compile(r"0x[0-9a-f]+\s*$")
+_SPACES = re.compile(r"\s+")
 
 
 def instructions(sass_text: str) -> list[str]:
@@ -197,14 +203,17 @@ def instructions(sass_text: str) -> list[str]:
     symbols; register numbers (``R12``, ``UR4``, ``P0``, ``UP1``, barriers ``B2``) and branch
     targets replaced by their class. Opcodes, modifiers, immediates and constant-bank offsets
     (the parameter layout, equal on both sides) stay."""
+    # one instruction per line (a line break inside one is white space, as at the end), each
+    # substitution over all of them at once, then per line
+    raw = [m["ins"].replace("\n", " ") for m in _INSTR.finditer(sass_text)]
+    text = _SYMBOL.sub("SYM", "\n".join(raw))                          # symbol references
+    for pattern, cls in _REGISTERS:
+        text = pattern.sub(cls, text)                                   # register numbers
     out = []
-    for m in _INSTR.finditer(sass_text):
-        ins = m["ins"]
-        ins = re.sub(r"`\([^)]*\)", "SYM", ins)                       # symbol references
-        ins = re.sub(r"\b(U?R|U?P|B|SB)(\d+)\b", r"\1", ins)            # register numbers
-        if re.match(r"(@!?U?P\w*\s+)?(BRA|BRX|JMP|JMX|CALL|BSSY|SSY|PBK|PCNT|BREAK)\b", ins):
-            ins = re.sub(r"0x[0-9a-f]+\s*$", "ADDR", ins)              # branch targets
-        out.append(re.sub(r"\s+", " ", ins).strip())
+    for ins in text.split("\n") if raw else []:
+        if _BRANCH.match(ins):
+            ins = _BRANCH_TARGET.sub("ADDR", ins)                      # branch targets
+        out.append(_SPACES.sub(" ", ins).strip())
     return out
 
 

@@ -2,6 +2,7 @@
 :class:`Region` (SSA operands resolved against the visible scope; hints split off)."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -106,6 +107,10 @@ _OPNAME_RE = re.compile(r"^([A-Za-z_][\w.]*)(.*)$")
 _BLOCKARGS_RE = re.compile(r"^\((.*)\)\s*\{$")
 _ENTRY_RE = re.compile(r"^entry\s+@([\w$.\-\"]+)\s*\(")
 _MODULE_RE = re.compile(r"^(?:cuda_tile\.)?module(?:\s+@[\w$.\-\"]+)?(?:\s+attributes\s*\{.*\})?\s*\{$")
+_RESULT_NAME_RE = re.compile(r"^%(" + _NAME + r")(?::(\d+))?$")
+_DEF_AFTER_RE = re.compile(r"\s*=(?!=)")
+_IN_AFTER_RE = re.compile(r"\s+in\b")
+_EMPTY_ITEM_RE = re.compile(r",\s*,")
 _HINTS_KEY_RE = re.compile(r"optimization_hints\s*=\s*<")
 _BARE_HINT_RE = re.compile(
     r"\b(latency|allow_tma|num_cta_in_cga|num_ctas|occupancy)\s*=\s*([\w.\-]+)")
@@ -114,6 +119,8 @@ _BARE_HINT_RE = re.compile(
 def _mask_strings(s: str) -> str:
     """Replace the contents of "..." literals by ``_`` (same length), so that SSA-looking
     text and brackets inside strings are ignored by the scanners."""
+    if '"' not in s:
+        return s
     out, in_str, esc = [], False, False
     for ch in s:
         if in_str:
@@ -135,49 +142,61 @@ def _mask_strings(s: str) -> str:
     return "".join(out)
 
 
-def _levels(masked: str) -> list[int]:
+_BRACKET_RE = re.compile(r"->|[<(\[{>)\]}]")
+
+
+@functools.lru_cache(maxsize=64)
+def _levels(masked: str) -> tuple[int, ...]:
     """Bracket nesting level of every char of a string-masked text: a bracket char gets
     the level it opens/closes at, other chars the level they sit at.  ``->`` is an arrow,
-    not a closing angle bracket.  The level may go negative on unbalanced input."""
-    out, depth, i, n = [0] * len(masked), 0, 0, len(masked)
-    while i < n:
-        ch = masked[i]
-        if ch == "-" and i + 1 < n and masked[i + 1] == ">":
+    not a closing angle bracket.  The level may go negative on unbalanced input. Kept for
+    the last texts asked (an op's text is scanned several times)."""
+    n = len(masked)
+    out, depth, prev = [0] * n, 0, 0
+    for m in _BRACKET_RE.finditer(masked):
+        i, ch = m.start(), m.group()
+        if i > prev:
+            out[prev:i] = [depth] * (i - prev)
+        if ch == "->":
             out[i] = out[i + 1] = depth
-            i += 2
+            prev = i + 2
             continue
         if ch in "<([{":
             out[i] = depth
             depth += 1
-        elif ch in ">)]}":
+        else:
             depth -= 1
             out[i] = depth
-        else:
-            out[i] = depth
-        i += 1
-    return out
+        prev = i + 1
+    if n > prev:
+        out[prev:] = [depth] * (n - prev)
+    return tuple(out)
 
 
 def _balanced(s: str) -> bool:
     """Are the brackets of ``s`` (strings ignored, ``->`` not a bracket) balanced?"""
     masked = _mask_strings(s)
-    lv = _levels(masked)
-    if any(x < 0 for x in lv):
+    if not _BRACKET_RE.search(masked):
+        return True
+    if min(_levels(masked)) < 0:
         return False
-    closing = [i for i, ch in enumerate(masked) if ch in ">)]}" and not (ch == ">" and i and masked[i - 1] == "-")]
-    opening = [i for i, ch in enumerate(masked) if ch in "<([{"]
-    return len(opening) == len(closing)
+    # a '>' right after '-' is an arrow's head (two arrows never share characters)
+    closing = sum(masked.count(c) for c in ">)]}") - masked.count("->")
+    opening = sum(masked.count(c) for c in "<([{")
+    return opening == closing
 
 
 def _split_top(s: str, sep: str = ",") -> list[str]:
     """Split at top-level ``sep`` characters (not inside <>, (), [], {} or strings)."""
     masked = _mask_strings(s)
-    lv = _levels(masked)
+    lv = _levels(masked) if _BRACKET_RE.search(masked) else None
     parts, start = [], 0
-    for i, ch in enumerate(masked):
-        if ch == sep and lv[i] == 0:
+    i = masked.find(sep)
+    while i >= 0:
+        if lv is None or lv[i] == 0:
             parts.append(s[start:i])
             start = i + 1
+        i = masked.find(sep, i + 1)
     parts.append(s[start:])
     return [p.strip() for p in parts if p.strip()]
 
@@ -185,13 +204,17 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
 def _find_top(s: str, token: str, last: bool = False) -> int:
     """Index of the first (or last) top-level occurrence of ``token`` in ``s``, or -1."""
     masked = _mask_strings(s)
+    i = masked.find(token)
+    if i < 0:
+        return -1
     lv = _levels(masked)
     found = -1
-    for i in range(len(masked)):
-        if lv[i] == 0 and masked.startswith(token, i):
+    while i >= 0:
+        if lv[i] == 0:
             if not last:
                 return i
             found = i
+        i = masked.find(token, i + 1)
     return found
 
 
@@ -207,20 +230,34 @@ def _balanced_end(s: str, open_idx: int) -> int:
 
 
 _STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
+# a trailing debug location ``loc(...)`` (one level of nested parentheses), before an optional '{'
+_LOC_SUFFIX_RE = re.compile(r"\s+loc\((?:[^()]|\([^()]*\))*\)\s*(\{?)$")
 
 
+def _keep_brace(m: re.Match) -> str:
+    return " " + m.group(1)
+
+
+_SPACES_RE = re.compile(r"\s+")
+_EQ_RE = re.compile(r"\s*=\s*")
+_COMMA_RE = re.compile(r"\s*,\s*")
+
+
+def _canon_spacing(part: str) -> str:
+    return _COMMA_RE.sub(", ", _EQ_RE.sub("=", _SPACES_RE.sub(" ", part)))
+
+
+@functools.lru_cache(maxsize=4096)
 def _ws(s: str) -> str:
     """Canonical spacing: single spaces, none around ``=``, ``", "`` after commas;
-    string literals are kept verbatim."""
-    def canon(part: str) -> str:
-        part = re.sub(r"\s+", " ", part)
-        part = re.sub(r"\s*=\s*", "=", part)
-        return re.sub(r"\s*,\s*", ", ", part)
+    string literals are kept verbatim. Kept for the last texts asked (types repeat)."""
+    if '"' not in s:
+        return _canon_spacing(s).strip()
     out, last = [], 0
     for m in _STRING_RE.finditer(s):
-        out += [canon(s[last:m.start()]), m.group(0)]
+        out += [_canon_spacing(s[last:m.start()]), m.group(0)]
         last = m.end()
-    out.append(canon(s[last:]))
+    out.append(_canon_spacing(s[last:]))
     return "".join(out).strip()
 
 
@@ -263,7 +300,7 @@ def _extract_hints(text: str) -> tuple[str, str]:
     for start, end, item in reversed(bare):
         hints.append(item)
         text = text[:start] + text[end:]
-    text = re.sub(r",\s*,", ",", text)
+    text = _EMPTY_ITEM_RE.sub(",", text)
     return text, "; ".join(sorted(hints))
 
 
@@ -300,6 +337,7 @@ class _Parser:
         self.path = str(path)
         self.lines = text.splitlines()
         self.i = 0                      # index of the next line to read
+        self._clean: dict[int, str] = {}  # line index -> its text without the debug location
         self.values: list[str] = []     # value id -> name (for diagnostics)
 
     # -- line access --------------------------------------------------------------
@@ -312,8 +350,12 @@ class _Parser:
         ``#loc`` aliases."""
         while self.i < len(self.lines):
             self.i += 1
-            s = self.lines[self.i - 1].strip()
-            s = re.sub(r"\s+loc\((?:[^()]|\([^()]*\))*\)\s*(\{?)$", r" \1", s).strip()
+            s = self._clean.get(self.i)
+            if s is None:
+                s = self.lines[self.i - 1].strip()
+                if "loc(" in s:
+                    s = _LOC_SUFFIX_RE.sub(_keep_brace, s).strip()
+                self._clean[self.i] = s
             if not s or s.startswith("//") or s.startswith("#"):
                 continue
             return self.i, s
@@ -439,7 +481,7 @@ class _Parser:
         if m:
             for part in m.group(1).split(","):
                 part = part.strip()
-                rm = re.match(r"^%(" + _NAME + r")(?::(\d+))?$", part)
+                rm = _RESULT_NAME_RE.match(part)
                 if rm.group(2):
                     results += [f"%{rm.group(1)}#{k}" for k in range(int(rm.group(2)))]
                 else:
@@ -473,11 +515,9 @@ class _Parser:
             pieces.append(header[last:sm.start()])
             pieces.append("%")
             last = sm.end()
-            after = mheader[sm.end():]
-            before = mheader[:sm.start()]
-            is_def = (re.match(r"\s*=(?!=)", after) is not None
-                      or (opname == "for" and re.search(r"^\s*$", before) is not None
-                          and re.match(r"\s+in\b", after) is not None))
+            is_def = (_DEF_AFTER_RE.match(mheader, sm.end()) is not None
+                      or (opname == "for" and not mheader[:sm.start()].strip()
+                          and _IN_AFTER_RE.match(mheader, sm.end()) is not None))
             if is_def:
                 defs.append(sm.group(0))
             else:
@@ -560,9 +600,16 @@ def parse_tileir(text: str, path: str = "<ir>") -> Module:
         text: the IR text.
         path: file name used in error messages and locations.
     Returns:
-        a :class:`Module`; every op's operands are resolved against the visible scope.
+        a :class:`Module`; every op's operands are resolved against the visible scope. The
+        last modules parsed are kept and handed out again for the same ``(text, path)`` (the
+        run-time IR diff reads each text up to six times): callers never modify a Module.
     Raises:
         IRParseError: ``path:line: cause`` for unbalanced braces, undefined or redefined
         SSA values, unknown ops / garbage lines, malformed headers.
     """
+    return _parse_kept(text, str(path))
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_kept(text: str, path: str) -> Module:
     return _Parser(text, path).parse()
