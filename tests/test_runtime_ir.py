@@ -349,6 +349,28 @@ def test_sass_text_is_cached_by_content(copy_ir, tmp_path, monkeypatch):
     assert not (tmp_path / "none").exists()
 
 
+def test_sass_instructions_kept_beside_the_cache_entry(copy_ir, tmp_path, monkeypatch):
+    """compiled_instructions: the normalised stream of sass.instructions, the text placed at
+    ``out``; a hit reads the kept stream (.ins.json), a damaged one is normalised again, and
+    TILEPORT_SASS_CACHE=off writes the text and keeps nothing."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    bc, out = copy_ir["plain_bc"], tmp_path / "art" / "a.sass"
+    ins, res, hit = sass.compiled_instructions(bc, "sm_90", "ref", out)
+    text = out.read_text()
+    assert not hit and ins == sass.instructions(text) and res["registers"] > 0
+    kept = next((tmp_path / "xdg").rglob("*.ins.json"))
+    assert sass.compiled_instructions(bc, "sm_90", "ref", tmp_path / "b.sass") == (ins, res, True)
+    assert (tmp_path / "b.sass").read_text() == text
+    kept.write_text("[truncat")
+    assert sass.compiled_instructions(bc, "sm_90", "ref", out) == (ins, res, True)
+    assert kept.read_text().startswith("[") and len(kept.read_text()) > 10
+    monkeypatch.setenv("TILEPORT_SASS_CACHE", "off")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "none"))
+    assert sass.compiled_instructions(bc, "sm_90", "ref", tmp_path / "c.sass") == (ins, res, False)
+    assert (tmp_path / "c.sass").read_text() == text
+    assert not [p for p in (tmp_path / "none").rglob("*") if p.name.endswith((".sass", ".ins.json"))]
+
+
 def test_sass_cache_key_is_shared_by_clones(tmp_path, monkeypatch):
     """The same kernel exported by runtime_ir in two clones (Tile IR cache off): the same bytes and
     SASS key, as the export names kernel.py by its path relative to the clone; exported from each

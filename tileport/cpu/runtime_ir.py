@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from tileport.core import source
-from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, read, write
+from tileport.core.verdict import Finding, Verdict, VerdictError, read, write
 from tileport.cpu import reference_ir, rust_ir, sass
 from tileport.ir_diff.entry_facts import diff_runtime_pair
 from tileport.ir_diff.parse import IRParseError
@@ -216,11 +216,9 @@ class _Work:
         key = f"{hashlib.sha256(data).hexdigest()[:16]}.{side}.O{opt}.{arch}"
         if key not in self.sass:
             t0 = time.monotonic()
-            text, res, hit = sass.compiled(bc, arch, side, opt, data=data)
             out = self.art / "sass" / f"{key}.sass"
-            out.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(out, text)
-            self.sass[key] = {"file": out, "instructions": sass.instructions(text), "resources": res}
+            ins, res, hit = sass.compiled_instructions(bc, arch, side, out, opt, data=data)
+            self.sass[key] = {"file": out, "instructions": ins, "resources": res}
             self.counts["sass"] += 1
             self.counts["sass_cached"] += int(hit)
             self.counts["sass_s"] += time.monotonic() - t0

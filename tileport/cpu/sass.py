@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from collections import Counter
@@ -180,6 +181,46 @@ def compiled(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
         atomic_write_text(cached, text)
         atomic_write_text(res_file, json.dumps(res, sort_keys=True))
     return text, res, False
+
+
+def compiled_instructions(bytecode: str | Path, arch: str, side: str, out: str | Path, opt_level: int = 3,
+                          data: bytes | None = None) -> tuple[list[str], dict, bool]:
+    """:func:`compiled`, with the SASS text placed at ``out`` (a hard link to the cache entry
+    where the file system allows, else a copy) and its :func:`instructions` instead of the
+    text: (instructions, resources, from the cache). The normalised stream is kept beside the
+    cache entry (``.ins.json``), so a cache hit neither reads nor normalises the text (a large
+    kernel's SASS is over 600 KB). Raises as :func:`compiled` does."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    off = os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no")
+    key = cache_key(bytecode, arch, side, opt_level, data)
+    cached = toolchain.cache_root() / "sass" / key[:2] / f"{key}.sass"
+    ins_file, res_file = cached.with_suffix(".ins.json"), cached.with_suffix(".res.json")
+    if not off and cached.is_file() and res_file.is_file() and ins_file.is_file():
+        try:
+            ins, res = json.loads(ins_file.read_text()), json.loads(res_file.read_text())
+        except ValueError:          # a damaged entry: compiled again below
+            ins = None
+        if isinstance(ins, list):
+            _place(cached, out)
+            return ins, res, True
+    text, res, hit = compiled(bytecode, arch, side, opt_level, data=data)
+    ins = instructions(text)
+    if off:
+        atomic_write_text(out, text)
+    else:
+        atomic_write_text(ins_file, json.dumps(ins))
+        _place(cached, out)
+    return ins, res, hit
+
+
+def _place(src: Path, dst: Path) -> None:
+    """``dst`` as a hard link to ``src`` (a copy where the file system has none)."""
+    dst.unlink(missing_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def sass_text(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
