@@ -266,3 +266,26 @@ def test_an_array_launched_with_two_ranks_is_tileports_limit_not_a_manifest_edit
             and "rank 2 in variant f16-FOURfalse-TILE64" in v["summary"]
             and "no manifest edit serves both" in v["summary"]), v["summary"]
     assert "write x: {ndim: 4" not in v["summary"]
+
+
+def test_an_unchanged_export_comes_from_the_tile_ir_cache(op_copy, tmp_path, monkeypatch):
+    """The same kernel file, variant and tools: the second export is the kept bytecode and text
+    (cuTile Python is not called); an edited kernel file misses the cache and compiles."""
+    import cuda.tile.compilation as ctc
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    d = op_copy("relu")
+    out = [tmp_path / "a.tileirbc", tmp_path / "a.tileir", tmp_path / "a.json"]
+    assert reference_ir.run(d, "relu_kernel", "f16-TILE1024", *out, "relu")["verdict"] == "PASS"
+    first = [p.read_bytes() for p in out[:2]]
+
+    def refuse(*a, **k):
+        raise RuntimeError("cuTile Python called")
+
+    monkeypatch.setattr(ctc, "export_kernel", refuse)
+    again = [tmp_path / "b.tileirbc", tmp_path / "b.tileir", tmp_path / "b.json"]
+    assert reference_ir.run(d, "relu_kernel", "f16-TILE1024", *again, "relu")["verdict"] == "PASS"
+    assert [p.read_bytes() for p in again[:2]] == first
+    (d / "kernel.py").write_text((d / "kernel.py").read_text() + "\n# edited\n")
+    v = reference_ir.run(d, "relu_kernel", "f16-TILE1024", *again, "relu")
+    assert v["verdict"] == "ERROR" and "cuTile Python called" in v["summary"]

@@ -9,14 +9,17 @@ and disassembles it with ``tileirdisasm`` (both facts: ``shared/notes/toolchain.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import os
 import re
 import sys
 import traceback
 from pathlib import Path
 
-from tileport.core import source, toolchain
-from tileport.core.verdict import Finding, Verdict, atomic_write_text, loc, write
+from tileport.core import source
+from tileport.core.verdict import Finding, Verdict, loc, write
+from tileport.cpu import rust_ir, sass
 from tileport.model import frontend, manifest, torch_uses
 
 
@@ -118,20 +121,36 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     if kinfo is None:
         raise KeyError(f"{source.kernel_py(op_dir)}: no kernel '{kernel}'")
     variant = manifest.variant_by_id(man, variant_id, kernel)
-    try:
-        mod = load_module(source.kernel_py(op_dir))
-    except SystemExit as exc:
-        raise RuntimeError(f"importing kernel.py called sys.exit({exc.code})") from None
-    from cuda.tile.compilation import export_kernel
-
+    kpy = exported_path(source.kernel_py(op_dir))
     sig = signature_for(kinfo["params"], variant)
     out_bc = Path(out_bc)
-    out_bc.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_bc.with_name(out_bc.name + ".tmp")
-    export_kernel(kernel_object(mod, kernel, variant), [sig], str(tmp), output_format="tileir_bytecode")
-    text = toolchain.disassemble(tmp)
+
+    def compile_to(bc: Path) -> None:
+        try:
+            mod = load_module(kpy)
+        except SystemExit as exc:
+            raise RuntimeError(f"importing kernel.py called sys.exit({exc.code})") from None
+        from cuda.tile.compilation import export_kernel
+
+        export_kernel(kernel_object(mod, kernel, variant), [sig], str(bc), output_format="tileir_bytecode")
+
+    # the program is compiled from the kernel file (imports inlined), the variant, the signature
+    # and the tools: the same inputs give the same bytecode, kept in the Tile IR cache
+    inputs = ["ref-export", kpy.read_text() if kpy.is_file() else "", str(kpy), kernel, repr(variant), repr(sig),
+              importlib.metadata.version("cuda-tile"), sass.tool_id("tileirdisasm")]
+    rust_ir.kept_tileir(inputs, tmp, compile_to)     # writes tmp and its text beside it
+    Path(out_txt).parent.mkdir(parents=True, exist_ok=True)
+    tmp.with_suffix(".tileir").replace(out_txt)
     tmp.replace(out_bc)
-    atomic_write_text(out_txt, text)
+
+
+def exported_path(kpy: str | Path) -> Path:
+    """The path a kernel file is exported from: relative to the working directory where it lies
+    below it (the bytecode's debug locations then name no checkout, so clones share the Tile IR
+    cache), else absolute."""
+    rel = os.path.relpath(Path(kpy).absolute())
+    return Path(rel) if not rel.startswith("..") else Path(kpy).absolute()
 
 
 def cutile_refusal(op_dir: str | Path, kernel: str, model=None, limit: int = 4,
