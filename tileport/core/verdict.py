@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import tempfile
 import textwrap
 from dataclasses import asdict, dataclass, field
@@ -227,6 +228,20 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def link_or_copy(src: str | os.PathLike, dst: str | os.PathLike) -> str:
+    """Put ``src`` at ``dst`` as a hard link (a copy where the file system has none), replacing
+    what was there; returns ``str(dst)``. For content-keyed artefacts named once more (a cache
+    entry in a job's outputs, one file under several per-case names)."""
+    dst = Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.unlink(missing_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+    return str(dst)
 
 
 def write(verdict: Verdict | dict, path: str | os.PathLike) -> dict:

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from tileport.core import source
-from tileport.core.verdict import Finding, Verdict, VerdictError, read, write
+from tileport.core.verdict import Finding, Verdict, VerdictError, link_or_copy, read, write
 from tileport.cpu import reference_ir, rust_ir, sass
 from tileport.ir_diff.entry_facts import diff_runtime_pair
 from tileport.ir_diff.parse import IRParseError
@@ -225,18 +225,6 @@ class _Work:
         return self.sass[key]
 
 
-def _link(src: Path, dst: Path) -> str:
-    """A per-(variant, shape) name for a content-keyed artefact (a hard link; a copy where the
-    file system has none)."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.unlink(missing_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-    return str(dst)
-
-
 def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, str], out_json,
         art_dir, target: str = "sm_90", archs=sass.ARCHS) -> dict:
     """Run the stage for one kernel and write its verdict (see the module doc); never raises on
@@ -334,8 +322,8 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
                 out["error"] = {"owner": "tool", "message": f"{type(exc).__name__}: {exc}"[:1500]}
                 errors += 1
                 continue
-            out["ref_ir"] = _link(rbc.with_suffix(".tileir"), sdir / f"{reading}.ref.tileir")
-            out["port_ir"] = _link(pbc.with_suffix(".tileir"), sdir / f"{reading}.port.tileir")
+            out["ref_ir"] = link_or_copy(rbc.with_suffix(".tileir"), sdir / f"{reading}.ref.tileir")
+            out["port_ir"] = link_or_copy(pbc.with_suffix(".tileir"), sdir / f"{reading}.port.tileir")
             try:
                 d = diff_runtime_pair(rbc.with_suffix(".tileir").read_text(), pbc.with_suffix(".tileir").read_text(),
                                       params, out["ref_ir"], out["port_ir"], target)
@@ -370,8 +358,8 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
                     continue
                 cmp = sass.compare(r["instructions"], p["instructions"])
                 cmp["resources"] = {"ref": r["resources"], "port": p["resources"]}
-                cmp["ref"] = _link(r["file"], sdir / f"{reading}.ref.{arch}.sass")
-                cmp["port"] = _link(p["file"], sdir / f"{reading}.port.{arch}.sass")
+                cmp["ref"] = link_or_copy(r["file"], sdir / f"{reading}.ref.{arch}.sass")
+                cmp["port"] = link_or_copy(p["file"], sdir / f"{reading}.port.{arch}.sass")
                 if cmp["verdict"] != "IDENTICAL" and d["verdict"] != "FAIL":
                     cmp["cause"] = sass_cause(d)
                 out["sass"][arch] = cmp

@@ -16,14 +16,13 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 from tileport.core import toolchain
-from tileport.core.verdict import atomic_write_text
+from tileport.core.verdict import atomic_write_text, link_or_copy
 
 #: tileiras flags each side's launcher passes (see the module doc), by side, for an opt level
 FLAGS = {"ref": lambda opt: [f"-O{opt}", "--lineinfo"], "port": lambda opt: ["--opt-level", str(opt)]}
@@ -190,8 +189,6 @@ def compiled_instructions(bytecode: str | Path, arch: str, side: str, out: str |
     text: (instructions, resources, from the cache). The normalised stream is kept beside the
     cache entry (``.ins.json``), so a cache hit neither reads nor normalises the text (a large
     kernel's SASS is over 600 KB). Raises as :func:`compiled` does."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     off = os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no")
     key = cache_key(bytecode, arch, side, opt_level, data)
     cached = toolchain.cache_root() / "sass" / key[:2] / f"{key}.sass"
@@ -202,7 +199,7 @@ def compiled_instructions(bytecode: str | Path, arch: str, side: str, out: str |
         except ValueError:          # a damaged entry: compiled again below
             ins = None
         if isinstance(ins, list):
-            _place(cached, out)
+            link_or_copy(cached, out)
             return ins, res, True
     text, res, hit = compiled(bytecode, arch, side, opt_level, data=data)
     ins = instructions(text)
@@ -210,17 +207,8 @@ def compiled_instructions(bytecode: str | Path, arch: str, side: str, out: str |
         atomic_write_text(out, text)
     else:
         atomic_write_text(ins_file, json.dumps(ins))
-        _place(cached, out)
+        link_or_copy(cached, out)
     return ins, res, hit
-
-
-def _place(src: Path, dst: Path) -> None:
-    """``dst`` as a hard link to ``src`` (a copy where the file system has none)."""
-    dst.unlink(missing_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
 
 
 def sass_text(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
