@@ -32,6 +32,12 @@ run: install
 	  echo "tileport: rebuilding missing routing records:" $$missing; \
 	  $(VENV)/bin/snakemake --cores $(CORES) $$missing --allowed-rules route gpu_route || exit 1; \
 	fi
+	@# an operator's results deleted after the summary was written: Snakemake would report
+	@# nothing to be done (snakemake/snakemake#3879); build their final rounds as targets first
+	@gone=$$($(PY) -m tileport.flow.route_files --operators results); if [ -n "$$gone" ]; then \
+	  echo "tileport: rebuilding deleted operators' results:" $$gone; \
+	  $(VENV)/bin/snakemake --cores $(CORES) $$gone --resources gpu=$(GPUS) || exit 1; \
+	fi
 	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS)
 	@# Snakemake 9 may leave jobs behind chained checkpoints (route -> gpu_route) for a next run
 	@# after it updates the DAG (snakemake/snakemake#3862): finish them, at most twice more

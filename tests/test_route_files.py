@@ -73,3 +73,20 @@ def test_make_run_rebuilds_missing_routes_before_the_run():
     rebuild = next(i for i, x in enumerate(out) if "-m tileport.flow.route_files results" in x)
     main = next(i for i, x in enumerate(out) if "/snakemake --cores all results/summary.csv" in x)
     assert rebuild < main
+
+
+def test_operators_deleted_after_the_summary_are_named(tmp_path):
+    """An operator summary_ops.csv lists whose final round is gone (its folder deleted, or its
+    final.json with an analysis at PASS) is named; one whose analysis blocks (never a final
+    round), one still whole and one the summary never listed are not."""
+    from tileport.flow import route_files
+
+    r = tmp_path / "results"
+    r.mkdir()
+    (r / "summary_ops.csv").write_text("op,configs\ngone,0\nhalf,0\nblocked,0\nwhole,0\n")
+    for op, verdict in (("half", "PASS"), ("blocked", "BLOCKED"), ("whole", "PASS"), ("new", "PASS")):
+        (r / op).mkdir()
+        (r / op / "analysis.json").write_text(json.dumps({"verdict": verdict}))
+    (r / "whole" / "final.json").write_text("{}")
+    assert route_files.deleted_operators(r) == ["gone", "half"]
+    assert route_files.deleted_operators(tmp_path / "none") == []

@@ -20,7 +20,8 @@ routing rules may run (so nothing after them reruns unless a rebuilt route diffe
 ``snakemake`` of the summary stops naming them and that command (rules/common.smk).
 
 Command line: ``python -m tileport.flow.route_files [RESULTS]`` prints the missing routes, one per
-line (nothing when none is missing); exit status 0.
+line (nothing when none is missing); with ``--operators`` the final rounds of operators whose
+results were deleted after the summary was written (:func:`deleted_operators`); exit status 0.
 """
 from __future__ import annotations
 
@@ -93,10 +94,44 @@ def missing_routes(results: str | Path = "results") -> list[tuple[str, str]]:
     return sorted((str(r), str(e)) for r, e in need.items() if not r.exists())
 
 
+def deleted_operators(results: str | Path = "results") -> list[str]:
+    """Operators whose results were deleted after a summary was written: listed in
+    ``results/summary_ops.csv`` but without ``results/<op>/final.json``, their analysis gone or
+    at PASS (an operator whose analysis blocks never has a final round). Snakemake 9 does not
+    rebuild them for the summary: every way to them passes a checkpoint whose output is gone too,
+    and it then reports nothing to be done (snakemake/snakemake#3879); as targets of their own
+    they are built. Returns the operator names, sorted."""
+    import csv
+
+    results = Path(results)
+    try:
+        with open(results / "summary_ops.csv", newline="") as fh:
+            ops = {row.get("op") for row in csv.DictReader(fh)} - {None, ""}
+    except (OSError, csv.Error):
+        return []
+    out = []
+    for op in sorted(ops):
+        if (results / op / "final.json").exists():
+            continue
+        analysis = _json(results / op / "analysis.json")
+        if analysis is None or analysis.get("verdict") in ("PASS", "PASS_WITH_NOTES"):
+            out.append(op)
+    return out
+
+
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    for route, _ in missing_routes(argv[0] if argv else "results"):
-        print(route)
+    """``[--operators] [RESULTS]``: the missing routes, or with ``--operators`` the final
+    rounds (``results/<op>/final.json``) of the deleted operators, one per line."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    operators = "--operators" in argv
+    rest = [a for a in argv if a != "--operators"]
+    results = rest[0] if rest else "results"
+    if operators:
+        for op in deleted_operators(results):
+            print(str(Path(results) / op / "final.json"))
+    else:
+        for route, _ in missing_routes(results):
+            print(route)
     return 0
 
 
