@@ -79,8 +79,6 @@ def test_operators_deleted_after_the_summary_are_named(tmp_path):
     """An operator summary_ops.csv lists whose final round is gone (its folder deleted, or its
     final.json with an analysis at PASS) is named; one whose analysis blocks (never a final
     round), one still whole and one the summary never listed are not."""
-    from tileport.flow import route_files
-
     r = tmp_path / "results"
     r.mkdir()
     (r / "summary_ops.csv").write_text("op,configs\ngone,0\nhalf,0\nblocked,0\nwhole,0\n")
