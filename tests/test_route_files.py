@@ -78,10 +78,13 @@ def test_make_run_rebuilds_missing_routes_before_the_run():
 def test_operators_deleted_after_the_summary_are_named(tmp_path):
     """An operator summary_ops.csv lists whose final round is gone (its folder deleted, or its
     final.json with an analysis at PASS) is named; one whose analysis blocks (never a final
-    round), one still whole and one the summary never listed are not."""
+    round), one still whole, one the summary never listed, one without an operator folder and
+    the table's ALL row are not."""
     r = tmp_path / "results"
     r.mkdir()
-    (r / "summary_ops.csv").write_text("op,configs\ngone,0\nhalf,0\nblocked,0\nwhole,0\n")
+    (r / "summary_ops.csv").write_text("op,configs\ngone,0\nhalf,0\nblocked,0\nwhole,0\nretired,0\nALL,0\n")
+    for op in ("gone", "half", "blocked", "whole", "new"):       # "retired" has no operator folder
+        (tmp_path / "operators" / op).mkdir(parents=True)
     for op, verdict in (("half", "PASS"), ("blocked", "BLOCKED"), ("whole", "PASS"), ("new", "PASS")):
         (r / op).mkdir()
         (r / op / "analysis.json").write_text(json.dumps({"verdict": verdict}))

@@ -94,16 +94,20 @@ def missing_routes(results: str | Path = "results") -> list[tuple[str, str]]:
     return sorted((str(r), str(e)) for r, e in need.items() if not r.exists())
 
 
-def deleted_operators(results: str | Path = "results") -> list[str]:
+def deleted_operators(results: str | Path = "results", operators: str | Path | None = None) -> list[str]:
     """Operators whose results were deleted after a summary was written: listed in
-    ``results/summary_ops.csv`` but without ``results/<op>/final.json``, their analysis gone or
-    at PASS (an operator whose analysis blocks never has a final round). Snakemake 9 does not
-    rebuild them for the summary: every way to them passes a checkpoint whose output is gone too,
-    and it then reports nothing to be done (snakemake/snakemake#3879); as targets of their own
-    they are built. Returns the operator names, sorted."""
+    ``results/summary_ops.csv`` (an operator's name, with a folder in ``operators``, default
+    ``operators/`` beside ``results``; not the table's ``ALL`` row) but without
+    ``results/<op>/final.json``, their analysis gone or at PASS (an operator whose analysis
+    blocks never has a final round). Snakemake 9 does not rebuild them for the summary: every
+    way to them passes a checkpoint whose output is gone too, and it then reports nothing to be
+    done (snakemake/snakemake#3879); as targets of their own they are built. Returns the
+    operator names, sorted."""
     import csv
+    import re
 
     results = Path(results)
+    operators = Path(operators) if operators is not None else results.parent / "operators"
     try:
         with open(results / "summary_ops.csv", newline="") as fh:
             ops = {row.get("op") for row in csv.DictReader(fh)} - {None, ""}
@@ -111,6 +115,8 @@ def deleted_operators(results: str | Path = "results") -> list[str]:
         return []
     out = []
     for op in sorted(ops):
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", op) or not (operators / op).is_dir():
+            continue
         if (results / op / "final.json").exists():
             continue
         analysis = _json(results / op / "analysis.json")
