@@ -557,8 +557,12 @@ def check_profile_rule_names():
 
 
 # --- deleted routing records ---------------------------------------------------------------------
+_WARNED_GONE = []
+
+
 def check_route_files():
-    """Stop a run that reads the routes (the summary's DAG) when a route a later file proves was
+    """Warn when operators summary.csv lists have lost their results (route_files.deleted_operators).
+    Stop a run that reads the routes (the summary's DAG) when a route a later file proves was
     made (tileport.flow.route_files) is missing: Snakemake would not rebuild it (a deleted intermediate
     file whose followers are up to date is not noticed, a checkpoint's output not even looked
     for) and summary.csv would show an empty gpu_route. ``make run`` rebuilds them first; routes
@@ -573,13 +577,17 @@ def check_route_files():
         for op in route_files.deleted_operators("results")
         if op in OPS and op not in MANIFEST_ERRORS and os.path.normpath(f"results/{op}/final.json") not in targets
     ]
-    if gone:
+    if gone and not _WARNED_GONE:
+        # a warning, not a stop: where something else makes the summary rerun (a config or code
+        # change), Snakemake does build them
+        _WARNED_GONE.append(True)
         finals = " ".join(f"results/{op}/final.json" for op in gone)
-        raise WorkflowError(
-            f"results of {', '.join(gone)} are gone although results/summary_ops.csv lists them: "
-            f"Snakemake would report nothing to be done (each way to them passes a checkpoint "
-            f"whose output is gone too, snakemake/snakemake#3879). Build them as targets, then "
-            f"run again (make run does both):\n  .venv/bin/snakemake --cores all {finals}"
+        print(
+            f"tileport: the results of {', '.join(gone)} are gone although results/summary.csv "
+            f"lists them; Snakemake may report nothing to be done (each way to them passes a "
+            f"checkpoint whose output is gone too, snakemake/snakemake#3879). Build them as "
+            f"targets (make run does):\n  .venv/bin/snakemake --cores all {finals}",
+            file=sys.stderr,
         )
     missing = [(r, e) for r, e in route_files.missing_routes("results") if os.path.normpath(r) not in targets]
     if missing:

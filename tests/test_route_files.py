@@ -76,18 +76,17 @@ def test_make_run_rebuilds_missing_routes_before_the_run():
 
 
 def test_operators_deleted_after_the_summary_are_named(tmp_path):
-    """An operator summary_ops.csv lists whose final round is gone (its folder deleted, or its
-    final.json with an analysis at PASS) is named; one whose analysis blocks (never a final
-    round), one still whole, one the summary never listed, one without an operator folder and
-    the table's ALL row are not."""
+    """An operator whose analysis summary.csv has at PASS and whose final round is gone is named;
+    one whose analysis blocked (never a final round), one still whole, one without an operator
+    folder and one the summary never listed are not."""
     r = tmp_path / "results"
     r.mkdir()
-    (r / "summary_ops.csv").write_text("op,configs\ngone,0\nhalf,0\nblocked,0\nwhole,0\nretired,0\nALL,0\n")
-    for op in ("gone", "half", "blocked", "whole", "new"):       # "retired" has no operator folder
+    (r / "summary.csv").write_text("op,kernel,variant,analyze\ngone,k,v,PASS\ngone,k,w,PASS\n"
+                                   "notes,k,v,PASS_WITH_NOTES\nblocked,k,v,BLOCKED\nwhole,k,v,PASS\n"
+                                   "retired,k,v,PASS\n")
+    for op in ("gone", "notes", "blocked", "whole", "new"):     # "retired" has no operator folder
         (tmp_path / "operators" / op).mkdir(parents=True)
-    for op, verdict in (("half", "PASS"), ("blocked", "BLOCKED"), ("whole", "PASS"), ("new", "PASS")):
-        (r / op).mkdir()
-        (r / op / "analysis.json").write_text(json.dumps({"verdict": verdict}))
+    (r / "whole").mkdir()
     (r / "whole" / "final.json").write_text("{}")
-    assert route_files.deleted_operators(r) == ["gone", "half"]
+    assert route_files.deleted_operators(r) == ["gone", "notes"]
     assert route_files.deleted_operators(tmp_path / "none") == []

@@ -201,6 +201,25 @@ def test_deleted_routes_are_named_and_rebuilt_alone(workdir):
     assert planned(wd) == {}
 
 
+def test_an_operator_whose_results_were_deleted_is_built_again(workdir):
+    """An operator's results folder deleted after a summary was written: every way from the
+    summary to it passes a checkpoint whose output is gone too, and Snakemake 9 plans nothing
+    (snakemake/snakemake#3879). The run says so and names the targets; make run builds them
+    first (route_files --operators), after which nothing is left to do."""
+    wd, _, _ = workdir
+    shutil.rmtree(wd / "results" / "relu")
+    p = snakemake(wd, "-n", "results/summary.csv")
+    assert "results/relu/final.json" in p.stderr and "snakemake/snakemake#3879" in p.stderr
+    gone = subprocess.run([sys.executable, "-m", "tileport.flow.route_files", "--operators", "results"], cwd=wd,
+                          capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(wd)})
+    assert gone.stdout.split() == ["results/relu/final.json"]
+    snakemake(wd, *gone.stdout.split())
+    snakemake(wd, "results/summary.csv")
+    assert (wd / "results/relu/runtime/relu_kernel.json").is_file()
+    assert planned(wd) == {}
+    assert {r["op"] for r in rows(wd)} >= {"relu", "softmax"}
+
+
 def test_touching_one_operator_reruns_only_its_chain(workdir):
     wd, _, _ = workdir
     k = wd / "operators" / "softmax" / "kernel.py"

@@ -328,4 +328,7 @@ def test_prompts_hold_no_checkout_path(llm_runs):
     _, _, seen, _, _ = llm_runs
     for s in seen:
         text = json.dumps(s["body"])
-        assert str(REPO) not in text and "/tmp/" not in text and "<repo>" in text
+        # the reference Tile IR names kernel.py by its repository-relative path: no checkout in
+        # its debug locations (an absolute one would be shown as <repo>)
+        assert str(REPO) not in text and "/tmp/" not in text
+        assert '\\"operators/relu/kernel.py\\"' in text

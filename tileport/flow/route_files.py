@@ -95,34 +95,25 @@ def missing_routes(results: str | Path = "results") -> list[tuple[str, str]]:
 
 
 def deleted_operators(results: str | Path = "results", operators: str | Path | None = None) -> list[str]:
-    """Operators whose results were deleted after a summary was written: listed in
-    ``results/summary_ops.csv`` (an operator's name, with a folder in ``operators``, default
-    ``operators/`` beside ``results``; not the table's ``ALL`` row) but without
-    ``results/<op>/final.json``, their analysis gone or at PASS (an operator whose analysis
-    blocks never has a final round). Snakemake 9 does not rebuild them for the summary: every
-    way to them passes a checkpoint whose output is gone too, and it then reports nothing to be
-    done (snakemake/snakemake#3879); as targets of their own they are built. Returns the
-    operator names, sorted."""
+    """Operators whose results were deleted after a summary was written: ``results/summary.csv``
+    has their analysis at PASS (an operator whose analysis or name blocks never has a final
+    round) but ``results/<op>/final.json`` is gone, and ``operators/<op>/`` (``operators``,
+    default beside ``results``) is still there. Snakemake 9 does not rebuild them for the
+    summary: every way to them passes a checkpoint whose output is gone too, and it then reports
+    nothing to be done (snakemake/snakemake#3879); as targets of their own they are built.
+    Returns the operator names, sorted."""
     import csv
-    import re
 
     results = Path(results)
     operators = Path(operators) if operators is not None else results.parent / "operators"
     try:
-        with open(results / "summary_ops.csv", newline="") as fh:
-            ops = {row.get("op") for row in csv.DictReader(fh)} - {None, ""}
+        with open(results / "summary.csv", newline="") as fh:
+            ops = {row.get("op") for row in csv.DictReader(fh)
+                   if (row.get("analyze") or "").split(" ")[0] in ("PASS", "PASS_WITH_NOTES")}
     except (OSError, csv.Error):
         return []
-    out = []
-    for op in sorted(ops):
-        if not re.fullmatch(r"[a-z][a-z0-9_]*", op) or not (operators / op).is_dir():
-            continue
-        if (results / op / "final.json").exists():
-            continue
-        analysis = _json(results / op / "analysis.json")
-        if analysis is None or analysis.get("verdict") in ("PASS", "PASS_WITH_NOTES"):
-            out.append(op)
-    return out
+    return sorted(op for op in ops - {None, ""}
+                  if (operators / op).is_dir() and not (results / op / "final.json").exists())
 
 
 def main(argv=None) -> int:
