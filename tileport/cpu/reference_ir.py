@@ -136,9 +136,12 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
         export_kernel(kernel_object(mod, kernel, variant), [sig], str(bc), output_format="tileir_bytecode")
 
     # the program is compiled from the kernel file (imports inlined), the variant, the signature
-    # and the tools: the same inputs give the same bytecode, kept in the Tile IR cache
+    # and the tools: the same inputs give the same bytecode, kept in the Tile IR cache. cuda-tile's
+    # own folder too: the debug locations of its inlined helpers name it (a text from another
+    # clone's environment would carry that clone's path into this one's prompts)
     inputs = ["ref-export", kpy.read_text() if kpy.is_file() else "", str(kpy), kernel, repr(variant), repr(sig),
-              importlib.metadata.version("cuda-tile"), sass.tool_id("tileirdisasm")]
+              importlib.metadata.version("cuda-tile"), importlib.util.find_spec("cuda.tile").origin,
+              sass.tool_id("tileirdisasm")]
     rust_ir.kept_tileir(inputs, tmp, compile_to)     # writes tmp and its text beside it
     Path(out_txt).parent.mkdir(parents=True, exist_ok=True)
     tmp.with_suffix(".tileir").replace(out_txt)
@@ -147,8 +150,7 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
 
 def exported_path(kpy: str | Path) -> Path:
     """The path a kernel file is exported from: relative to the working directory where it lies
-    below it (the bytecode's debug locations then name no checkout, so clones share the Tile IR
-    cache), else absolute."""
+    below it (the bytecode's debug locations then name no checkout), else absolute."""
     rel = os.path.relpath(Path(kpy).absolute())
     return Path(rel) if not rel.startswith("..") else Path(kpy).absolute()
 
