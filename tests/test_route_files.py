@@ -90,3 +90,9 @@ def test_operators_deleted_after_the_summary_are_named(tmp_path):
     (r / "whole" / "final.json").write_text("{}")
     assert route_files.deleted_operators(r) == ["gone", "notes"]
     assert route_files.deleted_operators(tmp_path / "none") == []
+    # names that are no operator's: a path out of results/, an absolute one, one too long;
+    # bytes that are no UTF-8 do not stop it
+    (tmp_path / "operators" / "gone" / "sub").mkdir()
+    (r / "summary.csv").write_bytes(b"op,analyze\n../operators/gone,PASS\n/tmp,PASS\ngone/sub,PASS\n"
+                                    + b"a" * 300 + b",PASS\nr\xe9lu,PASS\ngone,PASS\n")
+    assert route_files.deleted_operators(r) == ["gone"]

@@ -103,17 +103,24 @@ def deleted_operators(results: str | Path = "results", operators: str | Path | N
     nothing to be done (snakemake/snakemake#3879); as targets of their own they are built.
     Returns the operator names, sorted."""
     import csv
+    import re
 
     results = Path(results)
     operators = Path(operators) if operators is not None else results.parent / "operators"
     try:
-        with open(results / "summary.csv", newline="") as fh:
+        with open(results / "summary.csv", newline="", encoding="utf-8", errors="replace") as fh:
             ops = {row.get("op") for row in csv.DictReader(fh)
-                   if (row.get("analyze") or "").split(" ")[0] in ("PASS", "PASS_WITH_NOTES")}
-    except (OSError, csv.Error):
+                   if (row.get("analyze") or "").split()[:1] in (["PASS"], ["PASS_WITH_NOTES"])}
+    except (OSError, ValueError, csv.Error):
         return []
-    return sorted(op for op in ops - {None, ""}
-                  if (operators / op).is_dir() and not (results / op / "final.json").exists())
+    out = []
+    for op in sorted(o for o in ops if isinstance(o, str) and re.fullmatch(r"[a-z][a-z0-9_]*", o)):
+        try:                # an operator name as the workflow's wildcard constraint has it
+            if (operators / op).is_dir() and not (results / op / "final.json").exists():
+                out.append(op)
+        except OSError:
+            continue
+    return out
 
 
 def main(argv=None) -> int:

@@ -187,7 +187,10 @@ def _balanced(s: str) -> bool:
 
 
 def _split_top(s: str, sep: str = ",") -> list[str]:
-    """Split at top-level ``sep`` characters (not inside <>, (), [], {} or strings)."""
+    """Split at top-level ``sep`` characters (not inside <>, (), [], {} or strings); ``sep`` is
+    one character."""
+    if len(sep) != 1:
+        raise ValueError(f"_split_top splits at one character, not {sep!r}")
     masked = _mask_strings(s)
     lv = _levels(masked) if _BRACKET_RE.search(masked) else None
     parts, start = [], 0
@@ -204,7 +207,7 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
 def _find_top(s: str, token: str, last: bool = False) -> int:
     """Index of the first (or last) top-level occurrence of ``token`` in ``s``, or -1."""
     masked = _mask_strings(s)
-    i = masked.find(token)
+    i = masked.find(token) if token else -1
     if i < 0:
         return -1
     lv = _levels(masked)
