@@ -557,7 +557,7 @@ def check_profile_rule_names():
 
 
 # --- deleted routing records ---------------------------------------------------------------------
-_WARNED_GONE = []
+_CHECKED_GONE = []
 
 
 def check_route_files():
@@ -572,23 +572,25 @@ def check_route_files():
     from tileport.flow import route_files
 
     targets = {os.path.normpath(t) for t in workflow.dag_settings.targets}
-    gone = [
-        op
-        for op in route_files.deleted_operators("results")
-        if op in OPS and op not in MANIFEST_ERRORS and os.path.normpath(f"results/{op}/final.json") not in targets
-    ]
-    if gone and not _WARNED_GONE:
-        # a warning, not a stop: where something else makes the summary rerun (a config or code
-        # change), Snakemake does build them
-        _WARNED_GONE.append(True)
-        finals = " ".join(f"results/{op}/final.json" for op in gone)
-        print(
-            f"tileport: the results of {', '.join(gone)} are gone although results/summary.csv "
-            f"lists them; Snakemake may report nothing to be done (each way to them passes a "
-            f"checkpoint whose output is gone too, snakemake/snakemake#3879). Build them as "
-            f"targets (make run does):\n  .venv/bin/snakemake --cores all {finals}",
-            file=sys.stderr,
-        )
+    if not _CHECKED_GONE:
+        # once per run (Snakemake asks for the summary's inputs again after checkpoints): a
+        # warning, not a stop, since where something else makes the summary rerun (a config or
+        # code change) Snakemake does build them
+        _CHECKED_GONE.append(True)
+        gone = [
+            op
+            for op in route_files.deleted_operators("results")
+            if op in OPS and op not in MANIFEST_ERRORS and os.path.normpath(f"results/{op}/final.json") not in targets
+        ]
+        if gone:
+            finals = " ".join(f"results/{op}/final.json" for op in gone)
+            print(
+                f"tileport: the results of {', '.join(gone)} are gone although results/summary.csv "
+                f"lists them; Snakemake may report nothing to be done (each way to them passes a "
+                f"checkpoint whose output is gone too, snakemake/snakemake#3879). Build them as "
+                f"targets (make run does):\n  .venv/bin/snakemake --cores all {finals}",
+                file=sys.stderr,
+            )
     missing = [(r, e) for r, e in route_files.missing_routes("results") if os.path.normpath(r) not in targets]
     if missing:
         files = "\n".join(f"  {r} (needed by {e})" for r, e in missing)

@@ -159,8 +159,7 @@ class _Work:
         kpy = source.kernel_py(op_dir)
         # exported from its path relative to the working directory where it lies below it: the
         # bytecode's debug locations then name no checkout (the Tile IR cache is shared by clones)
-        rel = os.path.relpath(Path(kpy).absolute())
-        self.kpy = Path(rel) if not rel.startswith("..") else Path(kpy).absolute()
+        self.kpy = reference_ir.exported_path(kpy)
         self.kpy_text = Path(kpy).read_text() if Path(kpy).is_file() else ""
 
     def _compiled(self, key: str, inputs: list, compile_to) -> Path:

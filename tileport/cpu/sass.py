@@ -165,19 +165,30 @@ def compiled(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
     recompiles nothing already compiled. An entry is the text and its resources (``.res.json``);
     one without the second is compiled again. Raises :class:`SassError` or FileNotFoundError as
     :func:`cubin` does; a failure is never cached. ``data``: as for :func:`cache_key`."""
-    off = os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no")
+    return _compiled_at(_cache_entry(bytecode, arch, side, opt_level, cache_dir, data), bytecode, arch, side,
+                        opt_level)
+
+
+def _cache_entry(bytecode, arch: str, side: str, opt_level: int, cache_dir, data: bytes | None) -> Path | None:
+    """Where :func:`compiled` keeps ``bytecode``'s SASS text (None: the cache is off)."""
+    if os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no"):
+        return None
     key = cache_key(bytecode, arch, side, opt_level, data)
-    cached = Path(cache_dir or toolchain.cache_root() / "sass") / key[:2] / f"{key}.sass"
-    res_file = cached.with_suffix(".res.json")
-    if not off and cached.is_file() and res_file.is_file():
-        return cached.read_text(), json.loads(res_file.read_text()), True
+    return Path(cache_dir or toolchain.cache_root() / "sass") / key[:2] / f"{key}.sass"
+
+
+def _compiled_at(entry: Path | None, bytecode, arch: str, side: str, opt_level: int) -> tuple[str, dict, bool]:
+    """:func:`compiled` with its cache entry found (None: no cache)."""
+    res_file = entry.with_suffix(".res.json") if entry is not None else None
+    if entry is not None and entry.is_file() and res_file.is_file():
+        return entry.read_text(), json.loads(res_file.read_text()), True
     with tempfile.TemporaryDirectory(prefix="tileport-sass-") as tmp:
         cub = cubin(bytecode, Path(tmp) / "k.cubin", arch, side, opt_level)
         text, res = disassemble(cub), resources(cub)
     res["ctas_per_sm"] = ctas_per_sm(res, LIMITS[arch]) if arch in LIMITS else None
-    if not off:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(cached, text)
+    if entry is not None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(entry, text)
         atomic_write_text(res_file, json.dumps(res, sort_keys=True))
     return text, res, False
 
@@ -189,25 +200,23 @@ def compiled_instructions(bytecode: str | Path, arch: str, side: str, out: str |
     text: (instructions, resources, from the cache). The normalised stream is kept beside the
     cache entry (``.ins.json``), so a cache hit neither reads nor normalises the text (a large
     kernel's SASS is over 600 KB). Raises as :func:`compiled` does."""
-    off = os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no")
-    key = cache_key(bytecode, arch, side, opt_level, data)
-    cached = toolchain.cache_root() / "sass" / key[:2] / f"{key}.sass"
-    ins_file, res_file = cached.with_suffix(".ins.json"), cached.with_suffix(".res.json")
-    if not off and cached.is_file() and res_file.is_file() and ins_file.is_file():
+    entry = _cache_entry(bytecode, arch, side, opt_level, None, data)
+    ins_file = entry.with_suffix(".ins.json") if entry is not None else None
+    if entry is not None and entry.is_file() and ins_file.is_file() and entry.with_suffix(".res.json").is_file():
         try:
-            ins, res = json.loads(ins_file.read_text()), json.loads(res_file.read_text())
+            ins, res = json.loads(ins_file.read_text()), json.loads(entry.with_suffix(".res.json").read_text())
         except ValueError:          # a damaged entry: compiled again below
             ins = None
         if isinstance(ins, list):
-            link_or_copy(cached, out)
+            link_or_copy(entry, out)
             return ins, res, True
-    text, res, hit = compiled(bytecode, arch, side, opt_level, data=data)
+    text, res, hit = _compiled_at(entry, bytecode, arch, side, opt_level)
     ins = instructions(text)
-    if off:
+    if entry is None:
         atomic_write_text(out, text)
     else:
         atomic_write_text(ins_file, json.dumps(ins))
-        link_or_copy(cached, out)
+        link_or_copy(entry, out)
     return ins, res, hit
 
 
