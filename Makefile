@@ -16,6 +16,12 @@ SRC_STAMP := $(VENV)/.sources-$(shell sha1sum requirements-sources.txt | cut -c1
 CORES ?= all
 # GPU jobs at once on this machine (1: a benchmark never shares the GPU with another GPU job)
 GPUS ?= 1
+# Snakemake's scheduler looks at 32 ready jobs per selection, not all of them: before each
+# selection it re-evaluates the params and stats the inputs of every ready job it looks at, which
+# for the whole corpus (hundreds ready at once) cost more than the jobs (2026-12-06: a forced
+# rerun of the corpus 775 s -> 647 s on 2 cores; docs/architecture.md#jobs-and-their-cost).
+# Local runs only: on a cluster (--profile profiles/slurm) it would cap the jobs submitted per round.
+SCHED ?= --scheduler-subsample 32
 
 # Snakemake's report: one self-contained HTML page (or .zip) with every figure and table
 REPORT ?= results/report.html
@@ -36,15 +42,15 @@ run: install
 	@# nothing to be done (snakemake/snakemake#3879); build their final rounds as targets first
 	@gone=$$($(PY) -m tileport.flow.route_files --operators results); if [ -n "$$gone" ]; then \
 	  echo "tileport: rebuilding deleted operators' results:" $$gone; \
-	  $(VENV)/bin/snakemake --cores $(CORES) $$gone --resources gpu=$(GPUS) || exit 1; \
+	  $(VENV)/bin/snakemake --cores $(CORES) $$gone --resources gpu=$(GPUS) $(SCHED) || exit 1; \
 	fi
-	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS)
+	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS) $(SCHED)
 	@# Snakemake 9 may leave jobs behind chained checkpoints (route -> gpu_route) for a next run
 	@# after it updates the DAG (snakemake/snakemake#3862): finish them, at most twice more
 	@for pass in 2 3; do \
 	  $(VENV)/bin/snakemake -n --cores $(CORES) results/summary.csv 2>&1 | grep -q "Nothing to be done" && break; \
 	  echo "tileport: jobs left after the run (chained checkpoints): pass $$pass"; \
-	  $(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS) || exit 1; \
+	  $(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS) $(SCHED) || exit 1; \
 	done
 	@$(PY) -m tileport.report.summary results/summary.csv
 	@$(PY) -m tileport.report.coverage results/summary.csv --out results/coverage.md >/dev/null \

@@ -240,8 +240,8 @@ def writer_ref_ir(wildcards):
     """Reference Tile IR the LLM kernel writer sees (none for the deterministic translator)."""
     if config["roles"]["kernel_writer"] == "translator":
         return []
-    # the folder of the kernel's reference Tile IR; the writer reads its first variant's
-    return [f"results/{wildcards.op}/ref/{wildcards.kernel}"] if variants_of(wildcards.op, wildcards.kernel) else []
+    # the operator's reference Tile IR (a folder per kernel); the writer reads its kernel's first variant's
+    return [f"results/{wildcards.op}/ref"] if variants_of(wildcards.op, wildcards.kernel) else []
 
 
 def writer_prompt(wildcards):
@@ -425,9 +425,9 @@ def stage_targets(op, root="results"):
     out.append(f"{root}/{op}/rust/build.json")
     # the per-variant stages: one folder per kernel (its job handles every variant), a verdict
     # per variant inside (<variant>.json)
+    out.append(f"results/{op}/ref")
     for k in kernels_of(op):
         out += [
-            f"results/{op}/ref/{k}",
             f"{root}/{op}/rust_ir/{k}",
             f"{root}/{op}/ir_diff/{k}",
             f"{root}/{op}/diagnosis/{k}",
@@ -469,7 +469,7 @@ def summary_inputs(wildcards):
             for op in OPS
             for t in (stage_targets(op) if op in MANIFEST_ERRORS else [f"results/{op}/final.json"] + nv_targets(op))
         ]
-        + [f"results/{op}/runtime/{k}.json" for op in OPS if op not in MANIFEST_ERRORS for k in kernels_of(op)]
+        + [f"results/{op}/runtime" for op in OPS if op not in MANIFEST_ERRORS and kernels_of(op)]
         + (["results/host/build.json"] if GPU_OPS else [])
     )
 

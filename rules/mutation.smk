@@ -8,9 +8,9 @@ rule mutation:
     input:
         op_inputs,
         build="results/{op}/rust/build.json",
-        ref="results/{op}/ref/{kernel}",
+        ref="results/{op}/ref",
         ir_diff="results/{op}/ir_diff/{kernel}",
-        runtime="results/{op}/runtime/{kernel}.json",
+        runtime="results/{op}/runtime",
     output:
         verdict="results/mutation/{op}/{kernel}.json",
         work=directory("results/mutation/{op}/{kernel}"),

@@ -61,7 +61,7 @@ rule nv_ir:
 rule nv_ir_diff:
     """tileport's IR diff of NVIDIA's port against the cuTile Python reference, every variant of one kernel: does it pass the verifier?"""
     input:
-        ref="results/{op}/ref/{kernel}",
+        ref="results/{op}/ref",
         nv="results/{op}/nv_ir/{kernel}",
     output:
         dir=directory("results/{op}/nv_ir_diff/{kernel}"),

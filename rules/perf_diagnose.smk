@@ -7,9 +7,7 @@ rule perf_diagnose:
         kernels=lambda wc: [f"{wc.root}/{wc.op}/rust/src/{k}.rs" for k in kernels_of(wc.op)],
         # the run-time Tile IR and SASS of the first round's ports (a GPU round rewrites no IR of
         # its own here): the evidence an outlier's cause is named from
-        runtime=lambda wc: (
-            [f"results/{wc.op}/runtime/{k}.json" for k in kernels_of(wc.op)] if wc.root == "results" else []
-        ),
+        runtime=lambda wc: [f"results/{wc.op}/runtime"] if wc.root == "results" and kernels_of(wc.op) else [],
         prompt=lambda wc: (
             []
             if config["roles"]["perf_diagnoser"] == "deterministic"

@@ -1,13 +1,13 @@
 rule reference_ir:
     """Export the cuTile Python reference's Tile IR (bytecode + tileirdisasm text) on the CPU: one
-    job per kernel, every variant in one process, into results/{op}/ref/{kernel}/<variant>.*"""
+    job per operator, every kernel and variant in one process, into results/{op}/ref/<kernel>/<variant>.*"""
     input:
         op_inputs,
         analysis="results/{op}/analysis.json",
     output:
-        dir=directory("results/{op}/ref/{kernel}"),
+        dir=directory("results/{op}/ref"),
     log:
-        "results/{op}/logs/reference_ir/{kernel}.log",
+        "results/{op}/logs/reference_ir.log",
     retries: retries("reference_ir")
     conda:
         "../envs/tileport.yaml"
@@ -20,6 +20,7 @@ rule reference_ir:
         content=content_of(op_inputs),
         tools=config["tools"],
         op_dir=op_dir,
-        variants=lambda wc: variants_of(wc.op, wc.kernel),
+        # {kernel: [variant id]}
+        variants=lambda wc: {k: variants_of(wc.op, k) for k in kernels_of(wc.op)},
     script:
         "../scripts/reference_ir.py"

@@ -5,8 +5,8 @@ rule check_kernel:
         op_inputs,
         write="results/{op}/attempts/{kernel}/{n}/write.json",
         rust="results/{op}/attempts/{kernel}/{n}/rust/src/{kernel}.rs",
-        # the reference Tile IR of every variant (<variant>.tileir + .json)
-        ref="results/{op}/ref/{kernel}",
+        # the reference Tile IR of every variant (<kernel>/<variant>.tileir + .json)
+        ref="results/{op}/ref",
         template=["rust/port-template/Cargo.toml", "rust/port-template/Cargo.lock", "rust/irdump.rs"],
         prompt=lambda wc: (
             []

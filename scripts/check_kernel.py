@@ -10,6 +10,6 @@ w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 llm = snakemake.config["llm"]
 with stage.guarded(snakemake, "check_kernel"):
     diagnoser = agents.role_config(p.diagnoser, llm, Path(snakemake.output.verdict).parents[4])
-    d = check.check(p.op_dir, w.op, w.kernel, int(w.n), i.write, i.ref, list(p.variants),
+    d = check.check(p.op_dir, w.op, w.kernel, int(w.n), i.write, str(Path(i.ref) / w.kernel), list(p.variants),
                     snakemake.output.verdict, target=p.target, diagnoser=diagnoser)
     print(d["verdict"], d["summary"])

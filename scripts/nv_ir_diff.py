@@ -9,7 +9,7 @@ from tileport.nvidia import port as nv_port
 
 w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
 out = Path(snakemake.output.dir)
-ref, nv = Path(i.ref), Path(i.nv)
+ref, nv = Path(i.ref) / w.kernel, Path(i.nv)
 with stage.guarded(snakemake, "nv_ir_diff", each={v: out / f"{v}.json" for v in p.variants}):
     out.mkdir(parents=True, exist_ok=True)
     for v in p.variants:

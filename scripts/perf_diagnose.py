@@ -14,8 +14,10 @@ with stage.guarded(snakemake, "perf_diagnose"):
                               stage="perf_diagnose" if p.round == 1 else f"perf_diagnose/round-{p.round}")
     # the ir_diff verdicts: one folder per kernel, <variant>.json inside
     diffs = [f for folder in i.ir_diffs for f in sorted(Path(folder).glob("*.json"))]
+    # the runtime_ir verdicts: one folder per operator, <kernel>.json inside
+    runtime = [f for folder in i.runtime for f in sorted(Path(folder).glob("*.json"))]
     d = perf_diagnose.diagnose(w.op, i.bench, diffs, snakemake.output.verdict,
                                threshold=snakemake.params.threshold,
                                loop_threshold=snakemake.params.loop_threshold,
-                               attempt=snakemake.resources.attempt, role=role, runtime=list(i.runtime))
+                               attempt=snakemake.resources.attempt, role=role, runtime=runtime)
     print(d["verdict"], d["summary"])

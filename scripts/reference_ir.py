@@ -1,4 +1,4 @@
-# Thin wrapper: rule reference_ir -> tileport.cpu.reference_ir.run, for every variant of one kernel
+# Thin wrapper: rule reference_ir -> tileport.cpu.reference_ir.run, for every variant of every kernel of one operator
 import sys
 from pathlib import Path
 
@@ -8,10 +8,12 @@ from tileport.cpu import reference_ir
 
 w, p = snakemake.wildcards, snakemake.params
 out = Path(snakemake.output.dir)
-with stage.guarded(snakemake, "reference_ir", each={v: out / f"{v}.json" for v in p.variants}):
-    out.mkdir(parents=True, exist_ok=True)
-    for v in p.variants:
-        files = out / f"{v}.tileirbc", out / f"{v}.tileir", out / f"{v}.json"
-        with stage.each_variant(snakemake, "reference_ir", v, files[2], files[:2]):
-            d = reference_ir.run(p.op_dir, w.kernel, v, *files, w.op)
-            print(v, d["verdict"], d["summary"])
+each = {(k, v): out / k / f"{v}.json" for k, vs in p.variants.items() for v in vs}
+with stage.guarded(snakemake, "reference_ir", each=each):
+    for kernel, variants in p.variants.items():
+        (out / kernel).mkdir(parents=True, exist_ok=True)
+        for v in variants:
+            files = out / kernel / f"{v}.tileirbc", out / kernel / f"{v}.tileir", out / kernel / f"{v}.json"
+            with stage.each_variant(snakemake, "reference_ir", v, files[2], files[:2], kernel=kernel):
+                d = reference_ir.run(p.op_dir, kernel, v, *files, w.op)
+                print(kernel, v, d["verdict"], d["summary"])

@@ -1,4 +1,4 @@
-# Thin wrapper: rule runtime_ir -> tileport.cpu.runtime_ir.run
+# Thin wrapper: rule runtime_ir -> tileport.cpu.runtime_ir.run, for every kernel of one operator
 import sys
 from pathlib import Path
 
@@ -6,12 +6,16 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from tileport.core import stage
 from tileport.cpu import runtime_ir
 
-w, out = snakemake.wildcards, snakemake.output
-Path(out.artefacts).mkdir(parents=True, exist_ok=True)   # a directory even if the job crashes
-with stage.guarded(snakemake, "runtime_ir"):
-    diffs = {v: str(Path(snakemake.input.ir_diff) / f"{v}.json") for v in snakemake.params.variants}
-    d = runtime_ir.run(snakemake.params.op_dir, w.op, w.kernel, snakemake.input.build, diffs, out.verdict,
-                       out.artefacts,
-                       target=snakemake.params.target)
-    print(d["verdict"], d["summary"])
-    print("cost:", d["details"].get("cost"))
+w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
+out = Path(snakemake.output.dir)
+verdicts = {k: out / f"{k}.json" for k in p.variants}
+with stage.guarded(snakemake, "runtime_ir", each={(k, None): v for k, v in verdicts.items()}):
+    diff_dirs = {Path(d).name: Path(d) for d in i.ir_diffs}
+    for kernel, variants in p.variants.items():
+        (out / kernel).mkdir(parents=True, exist_ok=True)   # a directory even if the kernel crashes
+        with stage.each_variant(snakemake, "runtime_ir", None, verdicts[kernel], kernel=kernel):
+            diffs = {v: str(diff_dirs[kernel] / f"{v}.json") for v in variants}
+            d = runtime_ir.run(p.op_dir, w.op, kernel, i.build, diffs, verdicts[kernel], out / kernel,
+                               target=p.target)
+            print(kernel, d["verdict"], d["summary"])
+            print("cost:", d["details"].get("cost"))

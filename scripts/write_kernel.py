@@ -39,7 +39,7 @@ with stage.guarded(snakemake, "write_kernel"):
         p.op_dir, w.kernel, out.rust, out.verdict, w.op, p.backend, settings=settings,
         analysis_json=snakemake.input.analysis,
         # the kernel's first variant's reference Tile IR (an LLM writer is shown it)
-        ref_ir=next((Path(d) / f"{snakemake.params.variants[0]}.tileir" for d in snakemake.input.ref_ir), None),
+        ref_ir=next((Path(d) / w.kernel / f"{p.variants[0]}.tileir" for d in snakemake.input.ref_ir), None),
         results=Path(out.verdict).parents[4], replay_dir=llm.get("replay_dir"),
         attempt=attempt, previous=previous, target=p.target)
     print(f"attempt {attempt}/{cap}:", d["verdict"], d["summary"])

@@ -53,9 +53,10 @@ def guarded(smk, stage: str, each: dict | None = None):
     ``summary.csv`` still run: a broken operator never stops the others.
     ``SystemExit`` (a deliberate retry request) passes through.
 
-    ``each`` (``{variant: verdict path}``): the job handles every variant of a kernel in one
-    process (its outputs are folders, issue 32): a crash ends each variant still without a verdict
-    in that ERROR, and the folders are created rather than replaced by a placeholder.
+    ``each`` (``{variant: verdict path}``, or ``{(kernel, variant): verdict path}`` for a job of a
+    whole operator): the job handles many variants in one process (its outputs are folders,
+    issue 32): a crash ends each variant still without a verdict in that ERROR, and the folders
+    are created rather than replaced by a placeholder.
     """
     apply_tools(getattr(smk.params, "tools", {}) or {})
     attempt = getattr(smk.resources, "attempt", 1)
@@ -70,9 +71,10 @@ def guarded(smk, stage: str, each: dict | None = None):
         except Exception as exc:  # a crash of tileport itself or of a tool it runs
             traceback.print_exc()
             msg = f"{stage} crashed: {type(exc).__name__}: {exc}".strip()[:1500]
-            for variant, path in (each or {}).items():
+            for key, path in (each or {}).items():
+                kernel, variant = key if isinstance(key, tuple) else (wc.get("kernel"), key)
                 if not Path(path).exists():
-                    _crash_verdict(stage, wc, variant, attempt, msg, smk.log[0], path)
+                    _crash_verdict(stage, {**wc, "kernel": kernel}, variant, attempt, msg, smk.log[0], path)
             if vpath and each is None:
                 write(Verdict(stage=stage, op=wc.get("op", "?"), kernel=wc.get("kernel"),
                               variant=wc.get("variant"), verdict="ERROR", owner="tool",
@@ -99,18 +101,22 @@ def _crash_verdict(stage: str, wc: dict, variant, attempt: int, msg: str, log, p
 
 
 @contextlib.contextmanager
-def each_variant(smk, stage: str, variant: str, verdict, outputs=()):
-    """One variant's body inside a job that handles every variant of a kernel (:func:`guarded`
-    with ``each``): an unexpected exception ends this variant in an ERROR verdict (owner tool, the
+def each_variant(smk, stage: str, variant: str | None, verdict, outputs=(), kernel: str | None = None):
+    """One variant's body inside a job that handles many variants (:func:`guarded` with
+    ``each``): an unexpected exception ends this variant in an ERROR verdict (owner tool, the
     exception named) and the next variant goes on; each of ``outputs`` (paths) the body did not
-    write becomes a placeholder naming the verdict, as :func:`guarded` does for a one-variant job."""
+    write becomes a placeholder naming the verdict, as :func:`guarded` does for a one-variant job.
+    ``kernel``: the variant's kernel where the job's wildcards name none (a job per operator);
+    ``variant`` None: a body that covers a whole kernel (its verdict names no variant)."""
     try:
         yield
     except Exception as exc:  # a crash of tileport itself or of a tool it runs, on this variant
         traceback.print_exc()
-        msg = f"{stage} crashed on {variant}: {type(exc).__name__}: {exc}".strip()[:1500]
-        _crash_verdict(stage, dict(smk.wildcards.items()), variant, getattr(smk.resources, "attempt", 1),
-                       msg, smk.log[0], verdict)
+        msg = f"{stage} crashed on {variant or kernel}: {type(exc).__name__}: {exc}".strip()[:1500]
+        wc = dict(smk.wildcards.items())
+        if kernel is not None:
+            wc["kernel"] = kernel
+        _crash_verdict(stage, wc, variant, getattr(smk.resources, "attempt", 1), msg, smk.log[0], verdict)
     try:
         word = read(verdict)["verdict"]
     except Exception:

@@ -104,8 +104,31 @@ def find_wheel(module: str, pin_file: str | Path | None = None) -> Wheel:
             raise ImportFailed(f"{pin_file}: pins {name}=={pinned} but {name} {version} is installed "
                                f"(run make install)")
         sha = hashes[0] if len(hashes) == 1 else (",".join(hashes) or None)
-    record = {str(f): f.hash.value for f in (dist.files or []) if f.hash is not None and f.hash.mode == "sha256"}
-    return Wheel(name, version, sha, Path(dist.locate_file("")), record, top)
+    return Wheel(name, version, sha, Path(dist.locate_file("")), dict(_record(dist)), top)
+
+
+def _record(dist: md.Distribution) -> dict[str, str]:
+    """{file: sha256} of ``dist``'s RECORD, parsed once per process and RECORD file state (path,
+    mtime, size): Snakemake's parse of the Snakefile asks for tilegym's about 120 times."""
+    path = getattr(dist, "_path", None)
+    try:
+        st = (Path(path) / "RECORD").stat() if path is not None else None
+    except OSError:
+        st = None
+    if st is None:
+        return _parse_record(dist)
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _RECORDS:
+        _RECORDS[key] = _parse_record(dist)
+    return _RECORDS[key]
+
+
+#: parsed RECORDs by (dist-info folder, RECORD mtime_ns, size)
+_RECORDS: dict[tuple[str, int, int], dict[str, str]] = {}
+
+
+def _parse_record(dist: md.Distribution) -> dict[str, str]:
+    return {str(f): f.hash.value for f in (dist.files or []) if f.hash is not None and f.hash.mode == "sha256"}
 
 
 def _distributions_of(top: str) -> list[str]:
