@@ -42,15 +42,15 @@ run: install
 	@# nothing to be done (snakemake/snakemake#3879); build their final rounds as targets first
 	@gone=$$($(PY) -m tileport.flow.route_files --operators results); if [ -n "$$gone" ]; then \
 	  echo "tileport: rebuilding deleted operators' results:" $$gone; \
-	  $(VENV)/bin/snakemake --cores $(CORES) $$gone --resources gpu=$(GPUS) $(SCHED) || exit 1; \
+	  $(VENV)/bin/snakemake --cores $(CORES) $$gone $(SCHED) --resources gpu=$(GPUS) || exit 1; \
 	fi
-	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS) $(SCHED)
+	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv $(SCHED) --resources gpu=$(GPUS)
 	@# Snakemake 9 may leave jobs behind chained checkpoints (route -> gpu_route) for a next run
 	@# after it updates the DAG (snakemake/snakemake#3862): finish them, at most twice more
 	@for pass in 2 3; do \
 	  $(VENV)/bin/snakemake -n --cores $(CORES) results/summary.csv 2>&1 | grep -q "Nothing to be done" && break; \
 	  echo "tileport: jobs left after the run (chained checkpoints): pass $$pass"; \
-	  $(VENV)/bin/snakemake --cores $(CORES) results/summary.csv --resources gpu=$(GPUS) $(SCHED) || exit 1; \
+	  $(VENV)/bin/snakemake --cores $(CORES) results/summary.csv $(SCHED) --resources gpu=$(GPUS) || exit 1; \
 	done
 	@$(PY) -m tileport.report.summary results/summary.csv
 	@$(PY) -m tileport.report.coverage results/summary.csv --out results/coverage.md >/dev/null \
