@@ -38,6 +38,19 @@ def test_a_crash_in_an_operator_job_ends_each_kernel_and_variant_left_in_its_own
     assert "boom" in d["summary"] and out.is_dir()
 
 
+def test_a_variant_that_crashes_is_named_with_its_kernel(tmp_path):
+    # variant ids repeat across an operator's kernels, and the job's log is the operator's
+    smk = _smk(tmp_path, {"op": "opx"}, dir="ref")
+    v = tmp_path / "ref" / "k2" / "f16-T1.json"
+    v.parent.mkdir(parents=True)
+    with stage.guarded(smk, "reference_ir", each={("k2", "f16-T1"): v}):
+        with stage.each_variant(smk, "reference_ir", "f16-T1", v, kernel="k2"):
+            raise RuntimeError("no export")
+    d = read(v)
+    assert (d["kernel"], d["variant"]) == ("k2", "f16-T1")
+    assert "reference_ir crashed on k2/f16-T1: RuntimeError: no export" in d["summary"]
+
+
 def test_a_kernel_that_crashes_ends_in_an_error_naming_it_and_the_next_kernel_goes_on(tmp_path):
     smk = _smk(tmp_path, {"op": "opx"}, dir="runtime")
     out = tmp_path / "runtime"

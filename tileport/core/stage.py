@@ -112,7 +112,8 @@ def each_variant(smk, stage: str, variant: str | None, verdict, outputs=(), kern
         yield
     except Exception as exc:  # a crash of tileport itself or of a tool it runs, on this variant
         traceback.print_exc()
-        msg = f"{stage} crashed on {variant or kernel}: {type(exc).__name__}: {exc}".strip()[:1500]
+        where = "/".join(x for x in (kernel, variant) if x)   # a variant id may repeat across kernels
+        msg = f"{stage} crashed on {where}: {type(exc).__name__}: {exc}".strip()[:1500]
         wc = dict(smk.wildcards.items())
         if kernel is not None:
             wc["kernel"] = kernel
