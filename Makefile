@@ -16,12 +16,13 @@ SRC_STAMP := $(VENV)/.sources-$(shell sha1sum requirements-sources.txt | cut -c1
 CORES ?= all
 # GPU jobs at once on this machine (1: a benchmark never shares the GPU with another GPU job)
 GPUS ?= 1
-# Snakemake's scheduler looks at 32 ready jobs per selection, not all of them: before each
-# selection it re-evaluates the params and stats the inputs of every ready job it looks at, which
-# for the whole corpus (hundreds ready at once) cost more than the jobs (2026-12-06: a forced
-# rerun of the corpus 775 s -> 647 s on 2 cores; docs/architecture.md#jobs-and-their-cost).
-# Local runs only: on a cluster (--profile profiles/slurm) it would cap the jobs submitted per round.
-SCHED ?= --scheduler-subsample 32
+# Snakemake's scheduler looks at twice as many ready jobs per selection as the machine has cores,
+# not at all of them: before each selection it re-evaluates the params and stats the inputs of
+# every ready job it looks at, which for the whole corpus (hundreds ready at once) cost more than
+# the jobs (2026-12-06, the corpus rerun in place on 2 cores: 775 s looking at all, 647 s at 32,
+# 555 s at 8, 509 s at 4; docs/architecture.md#jobs-and-their-cost). Local runs only: on a
+# cluster (--profile profiles/slurm) it would cap the jobs submitted per round.
+SCHED ?= --scheduler-subsample $(shell echo $$(( 2 * $$(nproc) )))
 
 # Snakemake's report: one self-contained HTML page (or .zip) with every figure and table
 REPORT ?= results/report.html
