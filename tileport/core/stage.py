@@ -74,7 +74,7 @@ def guarded(smk, stage: str, each: dict | None = None):
             for key, path in (each or {}).items():
                 kernel, variant = key if isinstance(key, tuple) else (wc.get("kernel"), key)
                 if not Path(path).exists():
-                    _crash_verdict(stage, {**wc, "kernel": kernel}, variant, attempt, msg, smk.log[0], path)
+                    _crash_verdict(stage, wc.get("op", "?"), kernel, variant, attempt, msg, smk.log[0], path)
             if vpath and each is None:
                 write(Verdict(stage=stage, op=wc.get("op", "?"), kernel=wc.get("kernel"),
                               variant=wc.get("variant"), verdict="ERROR", owner="tool",
@@ -93,9 +93,9 @@ def guarded(smk, stage: str, each: dict | None = None):
                 atomic_write_text(o, f"# {word}: see {vpath}\n")
 
 
-def _crash_verdict(stage: str, wc: dict, variant, attempt: int, msg: str, log, path) -> None:
+def _crash_verdict(stage: str, op: str, kernel, variant, attempt: int, msg: str, log, path) -> None:
     """The ERROR verdict (owner tool) of a job or variant whose body raised ``msg``."""
-    write(Verdict(stage=stage, op=wc.get("op", "?"), kernel=wc.get("kernel"), variant=variant,
+    write(Verdict(stage=stage, op=op, kernel=kernel, variant=variant,
                   verdict="ERROR", owner="tool", attempt=attempt, summary=f"{msg} (log: {log})",
                   findings=[Finding("environment", "critical", "tool", msg)]), path)
 
@@ -115,9 +115,8 @@ def each_variant(smk, stage: str, variant: str | None, verdict, outputs=(), kern
         where = "/".join(x for x in (kernel, variant) if x)   # a variant id may repeat across kernels
         msg = f"{stage} crashed on {where}: {type(exc).__name__}: {exc}".strip()[:1500]
         wc = dict(smk.wildcards.items())
-        if kernel is not None:
-            wc["kernel"] = kernel
-        _crash_verdict(stage, wc, variant, getattr(smk.resources, "attempt", 1), msg, smk.log[0], verdict)
+        _crash_verdict(stage, wc.get("op", "?"), kernel if kernel is not None else wc.get("kernel"), variant,
+                       getattr(smk.resources, "attempt", 1), msg, smk.log[0], verdict)
     try:
         word = read(verdict)["verdict"]
     except Exception:

@@ -201,10 +201,10 @@ def compiled_instructions(bytecode: str | Path, arch: str, side: str, out: str |
     cache entry (``.ins.json``), so a cache hit neither reads nor normalises the text (a large
     kernel's SASS is over 600 KB). Raises as :func:`compiled` does."""
     entry = _cache_entry(bytecode, arch, side, opt_level, None, data)
-    ins_file = entry.with_suffix(".ins.json") if entry is not None else None
-    if entry is not None and entry.is_file() and ins_file.is_file() and entry.with_suffix(".res.json").is_file():
+    ins_file, res_file = (entry.with_suffix(".ins.json"), entry.with_suffix(".res.json")) if entry else (None, None)
+    if entry is not None and entry.is_file() and ins_file.is_file() and res_file.is_file():
         try:
-            ins, res = json.loads(ins_file.read_text()), json.loads(entry.with_suffix(".res.json").read_text())
+            ins, res = json.loads(ins_file.read_text()), json.loads(res_file.read_text())
         except ValueError:          # a damaged entry: compiled again below
             ins = None
         if isinstance(ins, list):

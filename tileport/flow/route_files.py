@@ -126,15 +126,17 @@ def deleted_operators(results: str | Path = "results", operators: str | Path | N
 def main(argv=None) -> int:
     """``[--operators] [RESULTS]``: the missing routes, or with ``--operators`` the final
     rounds (``results/<op>/final.json``) of the deleted operators, one per line."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    operators = "--operators" in argv
-    rest = [a for a in argv if a != "--operators"]
-    results = rest[0] if rest else "results"
-    if operators:
-        for op in deleted_operators(results):
-            print(str(Path(results) / op / "final.json"))
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tileport.flow.route_files")
+    ap.add_argument("results", nargs="?", default="results")
+    ap.add_argument("--operators", action="store_true", help="the deleted operators' final rounds")
+    a = ap.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if a.operators:
+        for op in deleted_operators(a.results):
+            print(str(Path(a.results) / op / "final.json"))
     else:
-        for route, _ in missing_routes(results):
+        for route, _ in missing_routes(a.results):
             print(route)
     return 0
 
