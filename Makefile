@@ -37,7 +37,7 @@ run: install
 	@# rebuild just those files first (tileport/flow/route_files.py)
 	@missing=$$($(PY) -m tileport.flow.route_files results); if [ -n "$$missing" ]; then \
 	  echo "tileport: rebuilding missing routing records:" $$missing; \
-	  $(VENV)/bin/snakemake --cores $(CORES) $$missing --allowed-rules route gpu_route || exit 1; \
+	  $(VENV)/bin/snakemake --cores $(CORES) $$missing --allowed-rules check_kernel gpu_route || exit 1; \
 	fi
 	@# an operator's results deleted after the summary was written: Snakemake would report
 	@# nothing to be done (snakemake/snakemake#3879); build their final rounds as targets first
@@ -46,7 +46,7 @@ run: install
 	  $(VENV)/bin/snakemake --cores $(CORES) $$gone $(SCHED) --resources gpu=$(GPUS) || exit 1; \
 	fi
 	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv $(SCHED) --resources gpu=$(GPUS)
-	@# Snakemake 9 may leave jobs behind chained checkpoints (route -> gpu_route) for a next run
+	@# Snakemake 9 may leave jobs behind chained checkpoints (check_kernel -> gpu_route) for a next run
 	@# after it updates the DAG (snakemake/snakemake#3862): finish them, at most twice more
 	@for pass in 2 3; do \
 	  $(VENV)/bin/snakemake -n --cores $(CORES) results/summary.csv 2>&1 | grep -q "Nothing to be done" && break; \

@@ -43,7 +43,6 @@ localrules:
     all,
     import_source,
     summary,
-    route,
     accept_kernel,
     gpu_route,
     round_start,

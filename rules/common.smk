@@ -261,13 +261,13 @@ def _route_next(path):
 
 
 def follow_routes(op, kernel, start):
-    """The writer attempt the kernel's CPU routes lead to from attempt ``start`` (checkpoint
-    ``route``): the first that is accepted or stopped. Until a route exists, Snakemake plans the
+    """The writer attempt the kernel's CPU routes lead to from attempt ``start`` (route.json of
+    checkpoint ``check_kernel``): the first that is accepted or stopped. Until a route exists, Snakemake plans the
     jobs that make it, so a dry run of a half-finished loop lists the next attempt."""
     cap = config["attempts"]["write_kernel"]
     n = start
     while True:
-        path = checkpoints.route.get(op=op, kernel=kernel, n=str(n)).output.route
+        path = checkpoints.check_kernel.get(op=op, kernel=kernel, n=str(n)).output.route
         if _route_next(path).get("next") != "retry" or n >= cap:
             return n
         n += 1
@@ -352,7 +352,7 @@ def previous_route(wildcards):
     n = int(wildcards.n)
     if n <= 1:
         return []
-    prev = checkpoints.route.get(op=wildcards.op, kernel=wildcards.kernel, n=str(n - 1)).output.route
+    prev = checkpoints.check_kernel.get(op=wildcards.op, kernel=wildcards.kernel, n=str(n - 1)).output.route
     if _route_next(prev).get("next") != "accept":
         return [prev]
     # rounds in order, up to the one that asked (a later round would depend on this attempt)
@@ -607,7 +607,7 @@ def check_route_files():
 # only the routing rules may run when rebuilding routes: a needrun job passes its rerun to every
 # job after it in the same DAG (a route's followers, through the shared host library the other
 # operators' too), while a later run compares the rebuilt route by checksum
-REBUILD_ROUTES_ONLY = "--allowed-rules route gpu_route"
+REBUILD_ROUTES_ONLY = "--allowed-rules check_kernel gpu_route"
 
 
 # NVIDIA's shipped cuTile Rust ports (rules/nv_port.smk): the operators that import a TileGym

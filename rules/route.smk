@@ -1,6 +1,9 @@
-rule check_kernel:
+checkpoint check_kernel:
     """tileport's verdict on writer attempt {n}: cargo build, cutile Tile IR of every variant,
-    structural diff against the reference Tile IR, IR diagnoser on each failing variant."""
+    structural diff against the reference Tile IR, IR diagnoser on each failing variant; then
+    where the attempt goes next (route.json: accept / retry with attempt n+1 / stop: cap, env,
+    blocked, a deterministic writer). One job for both (issue 32: the route was a job of its own,
+    196 process starts for a decision read off check.json)."""
     input:
         op_inputs,
         write="results/{op}/attempts/{kernel}/{n}/write.json",
@@ -15,6 +18,7 @@ rule check_kernel:
         ),
     output:
         verdict="results/{op}/attempts/{kernel}/{n}/check.json",
+        route="results/{op}/attempts/{kernel}/{n}/route.json",
     log:
         "results/{op}/logs/check_kernel/{kernel}/{n}.log",
     retries: retries("check_kernel")
@@ -32,6 +36,11 @@ rule check_kernel:
         target=config["gpu_target"],
         variants=lambda wc: variants_of(wc.op, wc.kernel),
         diagnoser=config["roles"]["ir_diagnoser"],
+        # the route's inputs beside check.json: the writer (a deterministic one is never retried)
+        # and whether this attempt is the last the cap allows (only then does the route depend on
+        # the cap: raising it reruns the attempt at the old cap alone, never the earlier ones)
+        backend=config["roles"]["kernel_writer"],
+        at_cap=lambda wc: int(wc.n) >= config["attempts"]["write_kernel"],
         # what changes an LLM diagnoser's reply reruns the check (as for the writer)
         llm=lambda wc: (
             {}
@@ -40,26 +49,6 @@ rule check_kernel:
         ),
     script:
         "../scripts/check_kernel.py"
-
-
-checkpoint route:
-    """Where writer attempt {n} goes next: accept / retry (attempt n+1) / stop (cap, env, blocked)."""
-    input:
-        check="results/{op}/attempts/{kernel}/{n}/check.json",
-    output:
-        route="results/{op}/attempts/{kernel}/{n}/route.json",
-    log:
-        "results/{op}/logs/route/{kernel}/{n}.log",
-    conda:
-        "../envs/tileport.yaml"
-    params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("route"),
-        tools=config["tools"],
-        backend=config["roles"]["kernel_writer"],
-        cap=config["attempts"]["write_kernel"],
-    script:
-        "../scripts/route.py"
 
 
 rule accept_kernel:

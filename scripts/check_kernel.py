@@ -1,15 +1,23 @@
-# Thin wrapper: rule check_kernel -> tileport.flow.check.check (build + Tile IR + diff + diagnosis of one attempt)
+# Thin wrapper: checkpoint check_kernel -> tileport.flow.check.check (build + Tile IR + diff + diagnosis
+# of one attempt), then tileport.flow.route.route (accept / retry / stop, read off that verdict)
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from tileport.core import agents, stage
-from tileport.flow import check
+from tileport.flow import check, route
 
-w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
+w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.params
 llm = snakemake.config["llm"]
 with stage.guarded(snakemake, "check_kernel"):
-    diagnoser = agents.role_config(p.diagnoser, llm, Path(snakemake.output.verdict).parents[4])
+    diagnoser = agents.role_config(p.diagnoser, llm, Path(o.verdict).parents[4])
     d = check.check(p.op_dir, w.op, w.kernel, int(w.n), i.write, str(Path(i.ref) / w.kernel), list(p.variants),
-                    snakemake.output.verdict, target=p.target, diagnoser=diagnoser)
+                    o.verdict, target=p.target, diagnoser=diagnoser)
     print(d["verdict"], d["summary"])
+# the route, also after a crash the guard turned into an ERROR verdict (env -> stop); it replaces
+# the placeholder the guard left for it
+cap = int(snakemake.config["attempts"]["write_kernel"])
+r = route.route(o.verdict, o.route, p.backend, int(w.n), cap)
+with open(snakemake.log[0], "a") as log:
+    print(f"route: attempt {r['attempt']}/{cap}: {r['verdict']} -> {r['next']} ({r['route']}): {r['reason']}",
+          file=log)

@@ -57,7 +57,7 @@ def test_local_rules_exist_and_are_cheap():
     text = (REPO / "Snakefile").read_text()
     block = re.search(r"^localrules:\n((?:    \w+,\n)+)", text, re.M)
     local = set(re.findall(r"(\w+),", block[1]))
-    assert local == {"all", "import_source", "summary", "route", "accept_kernel", "perf_diagnose",
+    assert local == {"all", "import_source", "summary", "accept_kernel", "perf_diagnose",
                      "gpu_route", "round_start", "round_kernel", "final_round"}
     assert local - {"all"} <= RULES
     assert not local & (GPU_RULES | {"rust_build", "host_build", "rust_ir", "reference_ir", "check_kernel"})

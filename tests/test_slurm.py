@@ -31,7 +31,7 @@ from conftest import copy_workflow
 pytestmark = pytest.mark.slurm
 
 OPS = ["relu", "softmax"]
-LOCAL_RULES = {"all", "summary", "route", "accept_kernel", "ir_diagnose", "perf_diagnose", "gpu_route",
+LOCAL_RULES = {"all", "summary", "accept_kernel", "ir_diagnose", "perf_diagnose", "gpu_route",
                "round_start", "round_kernel", "final_round"}
 GPU_RULES = {"gpu_test", "bench"}
 # the scheduler kills the first running job of this rule (attempt cap 2 in config.yaml): the

@@ -153,6 +153,28 @@ def test_switching_gpu_mode_does_not_rerun_gpu_stages(workdir):
         cfg.write_text(text)
 
 
+def test_the_writer_cap_reruns_only_the_check_at_the_cap(workdir):
+    """check_kernel writes each attempt's route; the route depends on the cap only at the attempt
+    the cap ends (parameter at_cap): raising the cap reruns no check of an attempt below it (the
+    GPU routes, which carry the cap, are re-judged), a cap lowered to attempt 1 reruns each
+    kernel's check of attempt 1."""
+    wd, _, _ = workdir
+    cfg = wd / "config.yaml"
+    text = cfg.read_text()
+    assert "  write_kernel: 2\n" in text
+    kernels = len(list((wd / "results").glob("*/attempts/*/1/route.json")))
+    try:
+        cfg.write_text(text.replace("  write_kernel: 2\n", "  write_kernel: 3\n"))
+        jobs = planned(wd)
+        assert not {"write_kernel", "check_kernel", "accept_kernel"} & set(jobs), jobs
+        cfg.write_text(text.replace("  write_kernel: 2\n", "  write_kernel: 1\n"))
+        assert planned(wd).get("check_kernel") == kernels > 0
+    finally:
+        cfg.write_text(text)
+    log = next((wd / "results").glob("*/logs/check_kernel/*/1.log")).read_text()
+    assert re.search(r"^route: attempt 1/2: \w+ -> (accept|stop) ", log, re.M), log[-2000:]
+
+
 def test_noop_rerun_plans_zero_jobs(workdir):
     wd, _, _ = workdir
     assert planned(wd) == {}
@@ -193,10 +215,11 @@ def test_deleted_routes_are_named_and_rebuilt_alone(workdir):
     assert "results/softmax/attempts/softmax_kernel/1/route.json (needed by" in out
     # the command the message gives (make run runs it): only the two routes run
     rebuild = next(ln.split("--cores all ", 1)[1] for ln in out.splitlines() if ".venv/bin/snakemake --cores all" in ln)
-    assert rebuild.split() == [*gone, "--allowed-rules", "route", "gpu_route"]
+    assert rebuild.split() == [*gone, "--allowed-rules", "check_kernel", "gpu_route"]
     p = snakemake(wd, *rebuild.split())
     ran = re.findall(r"Finished jobid: \d+ \(Rule: (\w+)\)", p.stdout + p.stderr)
-    assert sorted(ran) == ["gpu_route", "route"], (p.stdout + p.stderr)[-3000:]
+    # a writer attempt's route is written by its check (checkpoint check_kernel)
+    assert sorted(ran) == ["check_kernel", "gpu_route"], (p.stdout + p.stderr)[-3000:]
     assert all((wd / g).is_file() for g in gone)
     assert planned(wd) == {}
 
@@ -228,11 +251,11 @@ def test_touching_one_operator_reruns_only_its_chain(workdir):
     k.write_text(k.read_text() + "# edited\n")
     jobs = planned(wd)
     # softmax: 1 analysis, its kernel's reference Tile IR (one job, 6 variants), 1 kernel
-    # (written, checked: its 6 variants' Tile IR, diffs and diagnoses; routed, accepted:
+    # (written, checked: its 6 variants' Tile IR, diffs and diagnoses, and routed; accepted:
     # published), 1 build, its run-time IR / SASS job, its shim, the shared host library, its GPU test/bench/perf
     # diagnosis; + the summary. relu's GPU stages do not rerun although the library they load
     # is rebuilt.
-    assert jobs == {"analyze": 1, "reference_ir": 1, "write_kernel": 1, "check_kernel": 1, "route": 1,
+    assert jobs == {"analyze": 1, "reference_ir": 1, "write_kernel": 1, "check_kernel": 1,
                     "accept_kernel": 1, "rust_build": 1, "runtime_ir": 1, "host_shim": 1, "host_build": 1,
                     "gpu_test": 1, "bench": 1, "perf_diagnose": 1, "gpu_route": 1, "final_round": 1,
                     "summary": 1}
@@ -262,11 +285,11 @@ def test_editing_a_module_reruns_exactly_the_rules_that_import_it(workdir):
     assert planned(wd) == {"summary": 1}
     snakemake(wd, "results/summary.csv")
     # a module two stages import, both only through another module (flow.check, flow.gpu_round);
-    # the light route job (flow.route) does not import it
+    # the light accept job (flow.route) does not import it
     f = wd / "tileport" / "cpu" / "ir_diagnose.py"
     users = {s.stem for s in (wd / "scripts").glob("*.py")
              if str(f) in code_inputs(s, wd / "tileport")}
-    assert {"gpu_route", "check_kernel"} <= users and not {"analyze", "route"} & users
+    assert {"gpu_route", "check_kernel"} <= users and not {"analyze", "accept_kernel"} & users
     f.write_text(f.read_text() + "# edited\n")
     jobs = planned(wd)
     assert {"gpu_route", "check_kernel"} <= set(jobs)

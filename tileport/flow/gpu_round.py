@@ -9,7 +9,6 @@ from pathlib import Path
 
 from tileport.core import agents
 from tileport.core.verdict import TEST_PASSED, VerdictError, atomic_write_text, read
-from tileport.flow.check import llm_diagnosis
 from tileport.flow.route import DETERMINISTIC, gpu_history, round_root
 from tileport.gpu.kept import Kept
 
@@ -255,6 +254,10 @@ def _gpu_llm_diagnosis(d: dict, root: Path, op: str, kernel: str, test_v: dict, 
                        f"test failed: {test_v['summary']}; " + "; ".join(crit))[:3000]}
     transcripts = Path(diagnoser["results"]) / op / "transcripts" / "ir_diagnose" / kernel
     agents.retire_transcript(transcripts / f"attempt-{n}.json")
+    # imported here: the check's modules (cutile dumps, IR diff) serve an LLM diagnoser alone, and
+    # every operator's GPU route imports this module (issue 32)
+    from tileport.flow.check import llm_diagnosis
+
     got = llm_diagnosis(op_dir, op, kernel, n, bad[0], diff, det,
                         root / op / "rust" / "src" / f"{kernel}.rs", diagnoser)
     out = {**d, "llm_diagnoser": got}

@@ -9,7 +9,8 @@ Every attempt ``n`` of the kernel writer for one kernel lives under
   verdict on it (rule ``check_kernel``, :func:`tileport.flow.check.check`): the port crate
   checked by rustc, every variant compiled to Tile IR by cutile, diffed against the reference
   Tile IR and its diff diagnosed (the IR diagnoser role);
-- ``route.json``: where to go next (checkpoint ``route``, :func:`decide`): ``accept``,
+- ``route.json``: where to go next (written by the same checkpoint ``check_kernel`` after
+  ``check.json``, :func:`route` / :func:`decide`): ``accept``,
   ``retry`` (attempt n+1, whose prompt carries this attempt's failure and diagnosis) or
   ``stop`` (a cap reached, an environment failure, or a deterministic writer that would only
   repeat itself).
@@ -139,8 +140,9 @@ def decide(check_v: dict, backend: str, n: int, cap: int) -> dict:
 
 
 def route(check_json, out_json, backend: str, n: int, cap: int) -> dict:
-    """Stage ``route`` (a Snakemake checkpoint): :func:`decide` on ``check_json``, written to
-    ``out_json``; an unreadable check verdict is a ``stop`` naming it."""
+    """The route of one attempt, written by checkpoint ``check_kernel`` after its verdict:
+    :func:`decide` on ``check_json``, written to ``out_json`` (JSON); an unreadable check verdict
+    is a ``stop`` naming it. Returns the route (:func:`decide`'s dict)."""
     try:
         cv = read(check_json)
     except VerdictError as exc:
@@ -186,7 +188,7 @@ def accept(results, op: str, kernel: str, last_route, out_rs, out_map, out_json,
     except (OSError, ValueError, KeyError, TypeError) as exc:
         n = int(Path(last_route).parent.name) if Path(last_route).parent.name.isdigit() else 0
         msg = (f"{last_route}: unreadable route ({type(exc).__name__}: {exc}); delete it and rerun: "
-               f"checkpoint route writes it again from check.json")
+               f"checkpoint check_kernel writes it again with check.json")
         atomic_write_text(out_rs, f"// ERROR: {msg}\n")
         atomic_write_text(out_map, '{"lines": []}\n')
         if out_dirs:

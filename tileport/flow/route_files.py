@@ -1,4 +1,5 @@
-"""Routing records that must exist: the outputs of the checkpoints ``route`` and ``gpu_route``.
+"""Routing records that must exist: the outputs of the checkpoints ``check_kernel``
+(``route.json`` beside ``check.json``) and ``gpu_route``.
 
 Snakemake does not rebuild an intermediate file that was deleted while everything made from it
 is up to date (Snakemake 9: a job runs for a missing output only when a job that needs the file

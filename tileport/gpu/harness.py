@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tileport.core.source import kernel_py
-from tileport.gpu.matched import matched_kernel
 from tileport.host import ffi as host_ffi
 from tileport.model import manifest as tp_manifest
 from tileport.model import torch_uses
@@ -682,6 +681,10 @@ def build_call(op_dir: str | Path, man: dict, kmod, rmod, kernel_params: list[di
     # every side launches on this stream, fetched once here: no side pays a stream lookup per
     # call in a loop (torch.cuda.current_stream() costs ~4.8 µs on the H200: docs/gpu-stages.md)
     stream = torch.cuda.current_stream(dev)
+    # imported here: the matched reference (launch facts, IR parsing) is needed only on a GPU, and
+    # every GPU-side job imports this module (issue 32: 500 such jobs on a machine without one)
+    from tileport.gpu.matched import matched_kernel
+
     mk = matched_kernel(kfn, ref_args, kernel_params)
 
     def ref():

@@ -46,7 +46,6 @@ from pathlib import Path
 
 from tileport.core import agents, toolchain
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, brief, loc, read, write
-from tileport.translate import memory
 
 REPO = Path(__file__).resolve().parents[2]
 HOST_TEMPLATE = REPO / "rust" / "host-template"
@@ -318,6 +317,10 @@ def write_shim(op: str, analysis_json: str | Path, results_op: str | Path, out_r
             blocked[k] = f"source map or port unreadable: {exc}"
             continue
         # arrays whose strides the port reads by dimension
+        # imported here: the translator's modules are needed by the shim writer alone, not by
+        # the GPU-side jobs that import this module for sources_sha (issue 32)
+        from tileport.translate import memory
+
         strided = memory.strided_arrays(port)
         # variants the writer left out (blocking is per variant) have no entry to call
         left_out = set((wk.get("details") or {}).get("blocked_variants") or {})

@@ -51,7 +51,6 @@ from pathlib import Path
 
 import yaml
 
-from tileport import ir_diff
 from tileport.core import toolchain
 from tileport.core.source import source_lines
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, loc, read, write
@@ -734,6 +733,10 @@ def other_pin(build_json, op: str, entry: str, generics: list[str], strides: str
     variant, compared with :func:`tileport.ir_diff.diff_ir` (the shipped pins' IR as the
     reference side): ``{"cutile", "verdict", "summary", "findings"}`` (findings above info), or
     None when that build has no dumper. What differs between the two cutile versions' lowering."""
+    # the IR diff is imported where it runs: the GPU stages import this module for the port table
+    # alone (issue 32: the parser's import is a tenth of a second per job)
+    from tileport import ir_diff
+
     try:
         b = read(build_json)
     except VerdictError:
@@ -847,6 +850,8 @@ def diff(op, kernel, variant, ref_txt, ref_json, nv_txt, nv_json, out_json, atte
     """Stage ``nv_ir_diff``: tileport's IR diff (:func:`tileport.ir_diff.run`) of NVIDIA's Tile IR
     against the reference's; BLOCKED when either side has no IR (the upstream verdict's reason).
     The verdict is the IR diff's (``stage`` renamed, ``details.nv`` = the entry and generics)."""
+    from tileport import ir_diff
+
     base = dict(stage="nv_ir_diff", op=op, kernel=kernel, variant=variant, attempt=attempt)
     ups = {}
     for name, p in (("reference_ir", ref_json), ("nv_ir", nv_json)):
