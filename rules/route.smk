@@ -37,10 +37,14 @@ checkpoint check_kernel:
         variants=lambda wc: variants_of(wc.op, wc.kernel),
         diagnoser=config["roles"]["ir_diagnoser"],
         # the route's inputs beside check.json: the writer (a deterministic one is never retried)
-        # and whether this attempt is the last the cap allows (only then does the route depend on
-        # the cap: raising it reruns the attempt at the old cap alone, never the earlier ones)
+        # and whether the cap decides this attempt's route: only for a writer that may be retried
+        # and at the last attempt the cap allows (a cap change reruns that one check alone, and
+        # none at all for the translator)
         backend=config["roles"]["kernel_writer"],
-        at_cap=lambda wc: int(wc.n) >= config["attempts"]["write_kernel"],
+        at_cap=lambda wc: (
+            config["roles"]["kernel_writer"] not in ROUTE_DETERMINISTIC
+            and int(wc.n) >= config["attempts"]["write_kernel"]
+        ),
         # what changes an LLM diagnoser's reply reruns the check (as for the writer)
         llm=lambda wc: (
             {}

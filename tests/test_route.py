@@ -406,3 +406,23 @@ def test_damaged_round_routes_end_the_history_there(tmp_path, route):
     (res / "op" / "rounds" / "1" / "route.json").write_text(json.dumps(route))
     f = tp_route.final(res, "op", res / "op" / "final.json")
     assert f["round"] == 1 and len(f["rounds"]) == (0 if isinstance(route, list) else 1)
+
+
+def test_a_check_that_stops_early_leaves_no_earlier_pass_to_publish(tmp_path):
+    """A rerun of an attempt's check that ends before the dumps (here: its writer verdict is
+    unreadable) empties the per-variant folders first: accept_kernel then publishes an ERROR
+    per variant naming the check, never the PASS verdicts an earlier pass of the check left."""
+    adir = tmp_path / "results" / "op" / "attempts" / "k" / "1"
+    for s in tp_route.VARIANT_STAGES:
+        (adir / s).mkdir(parents=True)
+        write(Verdict(stage=s, op="op", kernel="k", variant="v", verdict="PASS", summary="stale"),
+              adir / s / "v.json")
+    (adir / "write.json").write_text("{not json")
+    d = tp_check.check(tmp_path, "op", "k", 1, adir / "write.json", tmp_path / "ref", ["v"], adir / "check.json")
+    assert d["verdict"] == "ERROR"
+    assert all(not any((adir / s).iterdir()) for s in tp_route.VARIANT_STAGES)
+    out = {s: tmp_path / "pub" / s for s in tp_route.VARIANT_STAGES}
+    tp_route.publish_variants(adir, out, ["v"], adir / "check.json")
+    for s in tp_route.VARIANT_STAGES:
+        v = read(out[s] / "v.json")
+        assert v["verdict"] == "ERROR" and "check_kernel ERROR" in v["summary"], v

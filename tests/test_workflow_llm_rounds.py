@@ -160,9 +160,10 @@ def test_llm_analyser_notes_reach_the_writer_and_replay_offline(tmp_path):
 
 
 def test_gpu_verdicts_brought_back_survive_a_config_change_here(tmp_path):
-    """GPU verdicts copied back from a GPU node, then a change of attempts.write_kernel: the
-    routes and everything after them rerun, and without a GPU gpu_test/bench restore the kept
-    measurement (same sources, same inputs) instead of writing NOT_RUN."""
+    """GPU verdicts copied back from a GPU node, then a change of attempts.write_kernel here: the
+    GPU route is judged again and no measurement is touched; gpu_test and bench run again without
+    a GPU (forced) restore the kept measurement (same sources, same inputs) instead of writing
+    NOT_RUN."""
     from test_gpu_test import row
 
     from tileport.core.verdict import write
@@ -195,7 +196,13 @@ def test_gpu_verdicts_brought_back_survive_a_config_change_here(tmp_path):
     planted = (r / "test.json").read_bytes(), (r / "bench.json").read_bytes()
     configure(wd, "translator", "", cap=3)
     p = run(wd)
-    assert "gpu_test" in p.stdout + p.stderr                    # it did rerun ...
+    # the translator's routes do not depend on the cap: no check, no GPU stage reruns
+    # (a local job prints "localrule", a checkpoint "checkpoint")
+    assert not re.search(r"(rule|checkpoint) (check_kernel|gpu_test|bench):", p.stdout + p.stderr)
+    assert re.search(r"checkpoint gpu_route:", p.stdout + p.stderr), (p.stdout + p.stderr)[-4000:]
+    assert ((r / "test.json").read_bytes(), (r / "bench.json").read_bytes()) == planted
+    p = run(wd, None, True, "results/summary.csv", "--forcerun", "gpu_test", "bench")
+    assert re.search(r"rule gpu_test:", p.stdout + p.stderr)   # it did rerun ...
     assert ((r / "test.json").read_bytes(), (r / "bench.json").read_bytes()) == planted   # ... and kept them
     assert json.loads((r / "final.json").read_text())["next"] == "accept"
     assert "Nothing to be done" in (lambda q: q.stdout + q.stderr)(run(wd, None, True, "results/summary.csv", "-n"))

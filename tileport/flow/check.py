@@ -39,6 +39,13 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
     """
     adir = Path(write_json).parent
     base = dict(stage="check_kernel", op=op, kernel=kernel, attempt=int(n))
+    # an earlier check's per-variant verdicts go first, before anything that can end this one:
+    # accept_kernel publishes what these folders hold, and a check that stops early (an
+    # unreadable writer verdict, a crash in the build) must leave nothing of a previous pass
+    dirs = {s: adir / s for s in VARIANT_STAGES}
+    for s in VARIANT_STAGES:
+        shutil.rmtree(dirs[s], ignore_errors=True)
+        dirs[s].mkdir(parents=True)
     try:
         wv = read(write_json)
     except VerdictError as exc:
@@ -47,10 +54,6 @@ def check(op_dir, op: str, kernel: str, n: int, write_json, ref_dir, variants: l
     crate = adir / "rust"
     b = rust_ir.build(op, crate, {kernel: write_json}, adir / "build.json", adir / "build.log")
     per, dumps, diffs, diags = {}, {}, {}, {}
-    dirs = {s: adir / s for s in VARIANT_STAGES}
-    for s in VARIANT_STAGES:
-        shutil.rmtree(dirs[s], ignore_errors=True)         # a rerun of this attempt's check
-        dirs[s].mkdir(parents=True)
     # variants the writer left out (blocking is per variant): BLOCKED in each per-variant stage
     # with the writer's reason and owner; the others are dumped, diffed and diagnosed
     wblocked = ((wv.get("details") or {}).get("blocked_variants") or {}) if wv["verdict"] == "PASS" else {}

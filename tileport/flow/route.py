@@ -48,7 +48,7 @@ def retire(results, op: str, kernel: str, n: int) -> list[str]:
     them like a cache; if it differs, they are rerun, each retiring its own transcript then.
     Not called under replay (which reads the transcripts). Returns what was moved."""
     # imported here: only write_kernel retires transcripts, and the routing jobs that import
-    # this module (route, accept_kernel, final_round: one each per kernel or operator) would pay
+    # this module (accept_kernel, final_round: one each per kernel or operator) would pay
     # for the LLM client's imports on every start
     from tileport.core import agents
 
