@@ -9,7 +9,7 @@ from tileport.core import config as tp_config
 from tileport.model import manifest as tp_manifest
 from tileport.core import source as tp_source
 from tileport.core.closure import code_sha
-from tileport.flow.route import DETERMINISTIC as ROUTE_DETERMINISTIC
+from tileport.flow import route as tp_route
 from tileport.model.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 from tileport.nvidia import port as tp_nv
 
@@ -263,8 +263,9 @@ def _route_next(path):
 
 def follow_routes(op, kernel, start):
     """The writer attempt the kernel's CPU routes lead to from attempt ``start`` (route.json of
-    checkpoint ``check_kernel``): the first that is accepted or stopped. Until a route exists, Snakemake plans the
-    jobs that make it, so a dry run of a half-finished loop lists the next attempt."""
+    checkpoint ``check_kernel``): the first that is accepted or stopped. Until a route exists,
+    Snakemake plans the jobs that make it, so a dry run of a half-finished loop lists the next
+    attempt."""
     cap = config["attempts"]["write_kernel"]
     n = start
     while True:

@@ -36,14 +36,12 @@ checkpoint check_kernel:
         target=config["gpu_target"],
         variants=lambda wc: variants_of(wc.op, wc.kernel),
         diagnoser=config["roles"]["ir_diagnoser"],
-        # the route's inputs beside check.json: the writer (a deterministic one is never retried)
-        # and whether the cap decides this attempt's route: only for a writer that may be retried
-        # and at the last attempt the cap allows (a cap change reruns that one check alone, and
-        # none at all for the translator)
+        # the route's inputs beside check.json: the writer, and whether the cap decides this
+        # attempt's route (tileport.flow.route.cap_decides: a cap change reruns that one check
+        # alone, and none for the translator)
         backend=config["roles"]["kernel_writer"],
-        at_cap=lambda wc: (
-            config["roles"]["kernel_writer"] not in ROUTE_DETERMINISTIC
-            and int(wc.n) >= config["attempts"]["write_kernel"]
+        at_cap=lambda wc: tp_route.cap_decides(
+            config["roles"]["kernel_writer"], int(wc.n), config["attempts"]["write_kernel"]
         ),
         # what changes an LLM diagnoser's reply reruns the check (as for the writer)
         llm=lambda wc: (

@@ -426,3 +426,18 @@ def test_a_check_that_stops_early_leaves_no_earlier_pass_to_publish(tmp_path):
     for s in tp_route.VARIANT_STAGES:
         v = read(out[s] / "v.json")
         assert v["verdict"] == "ERROR" and "check_kernel ERROR" in v["summary"], v
+
+
+@pytest.mark.parametrize("backend", ["translator", "anthropic"])
+def test_the_cap_is_in_a_route_exactly_where_cap_decides_says(backend):
+    """The workflow reruns a check when route.cap_decides changes (check_kernel's param at_cap):
+    so a failing attempt's route names the cap exactly there, and nowhere else."""
+    fail = {"verdict": "FAIL", "fail_class": "kernel", "summary": "diff FAIL", "findings": []}
+    for cap in (1, 2, 3):
+        for n in range(1, cap + 1):
+            d = tp_route.decide(fail, backend, n, cap)
+            assert ("cap" in d) == tp_route.cap_decides(backend, n, cap), (backend, n, cap, d)
+            # a cap raised past n: the translator still stops (deterministic), an LLM retries
+            bigger = tp_route.decide(fail, backend, n, cap + 5)
+            assert "cap" not in bigger and bigger["next"] == ("stop" if backend == "translator" else "retry")
+    assert not tp_route.cap_decides("translator", 3, 3) and tp_route.cap_decides("anthropic", 3, 3)

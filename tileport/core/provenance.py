@@ -30,6 +30,7 @@ or from pip's ``direct_url.json``.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata as md
 import json
 import os
 import platform
@@ -118,8 +119,6 @@ def nvidia_smi(exe: str = "nvidia-smi", device: str | None = None) -> dict:
 
 
 def _dist_version(name: str) -> str:
-    import importlib.metadata as md  # here: ~0.1 s to import, and most jobs never ask
-
     try:
         return md.version(name)
     except md.PackageNotFoundError:
@@ -214,8 +213,6 @@ def tilegym(repo: str | Path = REPO) -> dict:
                 out["wheel_sha256"] = h.group(1).lower()
             break
     if out["wheel_sha256"] == UNKNOWN and out["version"] != "not installed":
-        import importlib.metadata as md
-
         try:
             du = md.distribution("tilegym").read_text("direct_url.json")
             h = (json.loads(du or "{}").get("archive_info") or {}).get("hashes", {}).get("sha256")

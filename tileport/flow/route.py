@@ -91,6 +91,14 @@ def publish_variants(adir, out_dirs: dict, variants: list[str], check_json) -> N
                               findings=[Finding("environment", "critical", "tool", msg)]), out / f"{v}.json")
 
 
+def cap_decides(backend: str, n: int, cap: int) -> bool:
+    """Whether the cap can decide attempt ``n``'s route (:func:`decide` stops a failing attempt
+    there "cap reached"): only for a writer that may be retried (not in :data:`DETERMINISTIC`) and
+    at the last attempt the cap allows. The workflow reruns an attempt's check (which writes the
+    route) when this changes, and for no other cap change."""
+    return backend not in DETERMINISTIC and n >= cap
+
+
 def decide(check_v: dict, backend: str, n: int, cap: int) -> dict:
     """Where attempt ``n`` goes next, from its ``check_kernel`` verdict alone.
 
@@ -133,7 +141,7 @@ def decide(check_v: dict, backend: str, n: int, cap: int) -> dict:
     if backend in DETERMINISTIC:
         return {**out, "next": "stop", "route": route,
                 "reason": f"the {backend} is deterministic: another attempt would repeat attempt {n}"}
-    if n >= cap:
+    if cap_decides(backend, n, cap):
         return {**out, "cap": cap, "next": "stop", "route": route,
                 "reason": f"cap reached: {n} of {cap} kernel-writer attempts; last: {check_v['summary']}"}
     return {**out, "next": "retry", "route": route, "reason": f"attempt {n + 1} follows"}
