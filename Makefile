@@ -7,12 +7,17 @@
 #               (results/report.html; make report REPORT=results/report.zip for a zip)
 #   make publish  the same from a published run's measurements (PUBLISHED=docs/results/h200)
 SHELL := /bin/bash
-VENV ?= .venv
+# One virtual environment per machine, Python and pinned requirements, shared by every clone
+# there (the cargo target and the Tile IR / SASS caches are too): cuda-tile's debug locations
+# name its own files, so a clone with its own environment exported every reference again and
+# compiled the SASS of those that inline its helpers again. `.venv` in the checkout links to it.
+# VENV=.venv (or any folder) keeps one of the checkout's own.
+CACHE_HOME := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tileport
+ENV_ID := $(shell { python3 -c 'import sys; print(sys.version)'; cat requirements.lock requirements-sources.txt; } | sha1sum | cut -c1-12)
+VENV ?= $(CACHE_HOME)/venv/$(ENV_ID)
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
-# the kernel sources tileport reads as text (tilegym): their own stamp, so a new pin reinstalls
-# only them
-SRC_STAMP := $(VENV)/.sources-$(shell sha1sum requirements-sources.txt | cut -c1-12)
+# the environment is named by the content of what is installed in it: a stamp per folder
+STAMP := $(VENV)/.installed
 CORES ?= all
 # GPU jobs at once on this machine (1: a benchmark never shares the GPU with another GPU job)
 GPUS ?= 1
@@ -140,7 +145,9 @@ test-slurm: install
 test-nvidia: install
 	$(PY) -m pytest -q tests/test_nv_port.py --nvidia
 
-install: system-deps $(STAMP) $(SRC_STAMP)
+install: system-deps $(STAMP)
+	@# the checkout's .venv links to the shared environment (a folder of its own is left alone)
+	@if [ "$(abspath $(VENV))" != "$(abspath .venv)" ] && { [ -L .venv ] || [ ! -e .venv ]; }; then ln -sfn "$(VENV)" .venv; fi
 
 # libclang for cutile's bindgen (Debian libclang-dev); cargo must already be on the machine.
 system-deps:
@@ -151,13 +158,15 @@ system-deps:
 	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q libclang-dev; \
 	fi
 
-$(STAMP): requirements.lock
+# The stamp is written last, under a lock (two clones may install at once): an environment
+# without it is installed again. requirements-sources.txt: hash-pinned, without dependencies
+# (tileport reads these wheels' modules as text, never imports them).
+$(STAMP):
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "tileport: needs Python >= 3.11 as python3" >&2; exit 1; }
-	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
-	@rm -f $(VENV)/.installed-* && touch $@
-
-# hash-pinned, without dependencies: tileport reads these wheels' modules as text, never imports them
-$(SRC_STAMP): requirements-sources.txt $(STAMP)
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements-sources.txt
-	@rm -f $(VENV)/.sources-* && touch $@
+	@mkdir -p "$(dir $(abspath $(VENV)))"
+	@flock "$(abspath $(VENV)).lock" bash -c 'set -e; test -f "$@" && exit 0; \
+	  echo "tileport: installing the pinned requirements into $(VENV)"; \
+	  test -x "$(PY)" || python3 -m venv "$(VENV)"; \
+	  "$(PY)" -m pip install -q --disable-pip-version-check -r requirements.lock; \
+	  "$(PY)" -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements-sources.txt; \
+	  touch "$@"'
