@@ -445,6 +445,14 @@ def test_reference_tile_ir_is_kept_across_jobs_and_clones(tmp_path, monkeypatch)
     edited = job("one", COPY + "\n# an edit\n")
     edited.ref(v, sig["plain"])
     assert edited.counts["tile_ir_cached"] == 0
+    # another environment's cuda-tile (another clone's own .venv): its inlined helpers' locations
+    # would name that folder, so its texts are never read back here (as reference_ir keys them)
+    real = reference_ir.cuda_tile_id()
+    monkeypatch.setattr(reference_ir, "cuda_tile_id", lambda: [real[0], "/elsewhere/.venv/cuda/tile/__init__.py"])
+    other_env = job("one")
+    other_env.ref(v, sig["plain"])
+    assert other_env.counts["tile_ir_cached"] == 0
+    monkeypatch.setattr(reference_ir, "cuda_tile_id", lambda: real)
     monkeypatch.setenv("TILEPORT_TILEIR_CACHE", "off")
     off = job("one")
     off.ref(v, sig["plain"])

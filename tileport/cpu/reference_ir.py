@@ -140,12 +140,19 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     # own folder too: the debug locations of its inlined helpers name it (a text from another
     # clone's environment would carry that clone's path into this one's prompts)
     inputs = ["ref-export", kpy.read_text() if kpy.is_file() else "", str(kpy), kernel, repr(variant), repr(sig),
-              importlib.metadata.version("cuda-tile"), importlib.util.find_spec("cuda.tile").origin,
-              sass.tool_id("tileirdisasm")]
+              *cuda_tile_id(), sass.tool_id("tileirdisasm")]
     rust_ir.kept_tileir(inputs, tmp, compile_to)     # writes tmp and its text beside it
     Path(out_txt).parent.mkdir(parents=True, exist_ok=True)
     tmp.with_suffix(".tileir").replace(out_txt)
     tmp.replace(out_bc)
+
+
+def cuda_tile_id() -> list[str]:
+    """What a reference export's Tile IR cache key holds of cuda-tile: its version and the path
+    of its package as imported here. The debug locations of the helpers it inlines name that
+    folder, so a text kept for another environment (another clone's own .venv) is never read
+    back into this one (make install shares one per machine: docs/configuration.md)."""
+    return [importlib.metadata.version("cuda-tile"), importlib.util.find_spec("cuda.tile").origin]
 
 
 def exported_path(kpy: str | Path) -> Path:

@@ -28,7 +28,6 @@ Snakemake job), so its bytecode names no checkout.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import os
 import shutil
@@ -189,7 +188,7 @@ class _Work:
                           output_format="tileir_bytecode")
 
         return self._compiled(key, ["ref", self.kpy_text, str(self.kpy), self.kernel, repr(variant), repr(sig),
-                                    importlib.metadata.version("cuda-tile"), sass.tool_id("tileirdisasm")], export)
+                                    *reference_ir.cuda_tile_id(), sass.tool_id("tileirdisasm")], export)
 
     def port(self, entry: str, generics: list[str], strides: str, spec: str, hints: str,
              target: str | None = None) -> Path:
