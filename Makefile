@@ -146,8 +146,12 @@ test-nvidia: install
 	$(PY) -m pytest -q tests/test_nv_port.py --nvidia
 
 install: system-deps $(STAMP)
-	@# the checkout's .venv links to the shared environment (a folder of its own is left alone)
-	@if [ "$(abspath $(VENV))" != "$(abspath .venv)" ] && { [ -L .venv ] || [ ! -e .venv ]; }; then ln -sfn "$(VENV)" .venv; fi
+	@# the checkout's .venv links to the shared environment; a folder of its own (made before) is
+	@# left alone, said once per command: .venv/bin/snakemake there runs another environment
+	@if [ "$(abspath $(VENV))" != "$(abspath .venv)" ]; then \
+	  if [ -L .venv ] || [ ! -e .venv ]; then ln -sfn "$(VENV)" .venv; \
+	  else echo "tileport: .venv is a folder of its own, make uses $(VENV): remove .venv to have it linked there (or run make VENV=.venv)" >&2; fi; \
+	fi
 
 # libclang for cutile's bindgen (Debian libclang-dev); cargo must already be on the machine.
 system-deps:
