@@ -12,12 +12,16 @@ SHELL := /bin/bash
 # name its own files, so a clone with its own environment exported every reference again and
 # compiled the SASS of those that inline its helpers again. `.venv` in the checkout links to it.
 # VENV=.venv (or any folder) keeps one of the checkout's own.
-CACHE_HOME := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tileport
+# (the cache folder as tileport.core.toolchain.cache_root finds it: a relative XDG_CACHE_HOME is
+# ignored, as the XDG spec says; HOME unset: the user's home from the password database)
+HOME_DIR := $(or $(HOME),$(shell getent passwd "$$(id -u)" | cut -d: -f6))
+CACHE_HOME := $(if $(filter /%,$(XDG_CACHE_HOME)),$(XDG_CACHE_HOME),$(HOME_DIR)/.cache)/tileport
 ENV_ID := $(shell { python3 -c 'import sys; print(sys.version)'; cat requirements.lock requirements-sources.txt; } | sha1sum | cut -c1-12)
 VENV ?= $(CACHE_HOME)/venv/$(ENV_ID)
 PY := $(VENV)/bin/python
 # the environment is named by the content of what is installed in it: a stamp per folder
 STAMP := $(VENV)/.installed
+$(if $(word 2,$(VENV)),$(error tileport: the environment's path has a space, which make cannot quote: '$(VENV)' (set XDG_CACHE_HOME or VENV to a path without one)))
 CORES ?= all
 # GPU jobs at once on this machine (1: a benchmark never shares the GPU with another GPU job)
 GPUS ?= 1
@@ -151,6 +155,8 @@ install: system-deps $(STAMP)
 	@if [ "$(abspath $(VENV))" != "$(abspath .venv)" ]; then \
 	  if [ -L .venv ] || [ ! -e .venv ]; then ln -sfn "$(VENV)" .venv; \
 	  else echo "tileport: .venv is a folder of its own, make uses $(VENV): remove .venv to have it linked there (or run make VENV=.venv)" >&2; fi; \
+	elif [ -L .venv ]; then \
+	  echo "tileport: VENV=.venv, but .venv links to $$(readlink .venv) (the shared environment): remove the link to make one in the checkout" >&2; exit 1; \
 	fi
 
 # libclang for cutile's bindgen (Debian libclang-dev); cargo must already be on the machine.
@@ -163,14 +169,16 @@ system-deps:
 	fi
 
 # The stamp is written last, under a lock (two clones may install at once): an environment
-# without it is installed again. requirements-sources.txt: hash-pinned, without dependencies
-# (tileport reads these wheels' modules as text, never imports them).
+# without it (an install killed or failed half-way) is made again from nothing, so a half-made
+# one is never kept (pip's own cache makes that quick). requirements-sources.txt: hash-pinned,
+# without dependencies (tileport reads these wheels' modules as text, never imports them).
 $(STAMP):
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "tileport: needs Python >= 3.11 as python3" >&2; exit 1; }
-	@mkdir -p "$(dir $(abspath $(VENV)))"
+	@mkdir -p "$$(dirname "$(abspath $(VENV))")"
+	@flock -n "$(abspath $(VENV)).lock" true || echo "tileport: waiting for another install into $(VENV)"
 	@flock "$(abspath $(VENV)).lock" bash -c 'set -e; test -f "$@" && exit 0; \
 	  echo "tileport: installing the pinned requirements into $(VENV)"; \
-	  test -x "$(PY)" || python3 -m venv "$(VENV)"; \
+	  rm -rf "$(abspath $(VENV))"; python3 -m venv "$(VENV)"; \
 	  "$(PY)" -m pip install -q --disable-pip-version-check -r requirements.lock; \
 	  "$(PY)" -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements-sources.txt; \
 	  touch "$@"'

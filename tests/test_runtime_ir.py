@@ -531,3 +531,15 @@ def test_a_constant_extent_on_one_side_is_a_launch_fact_not_a_failure(tmp_path):
     assert d["verdict"] == "PASS_WITH_NOTES" and d["owner"] == "tool"
     assert ["x.shape[1]", "const 1", None] in d["facts_differ"] and ["y.shape[1]", "const 1", None] in d["facts_differ"]
     assert all(f.severity != "critical" for f in d["findings"])
+
+
+def test_the_cache_root_ignores_a_relative_xdg_cache_home(tmp_path, monkeypatch):
+    """XDG_CACHE_HOME relative (the XDG spec: ignore it) falls back to ~/.cache, as the
+    Makefile's CACHE_HOME does for the shared environment; an absolute one is used."""
+    from tileport.core import toolchain
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", "rel")
+    assert toolchain.cache_root() == tmp_path / "home" / ".cache" / "tileport"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert toolchain.cache_root() == tmp_path / "xdg" / "tileport"

@@ -68,8 +68,11 @@ def disassemble(bytecode: str | Path, debug_info: bool = True) -> str:
 
 
 def cache_root() -> Path:
-    """``${XDG_CACHE_HOME:-~/.cache}/tileport``: build caches shared by every clone."""
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tileport"
+    """``${XDG_CACHE_HOME:-~/.cache}/tileport``: build caches shared by every clone (a relative
+    ``XDG_CACHE_HOME`` is ignored, as the XDG Base Directory spec says; the Makefile's
+    ``CACHE_HOME`` finds the same folder for the shared environment)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "tileport"
 
 
 def read_kept(kind: str, key: str) -> dict | None:
