@@ -12,12 +12,12 @@ SHELL := /bin/bash
 # name its own files, so a clone with its own environment exported every reference again and
 # compiled the SASS of those that inline its helpers again. `.venv` in the checkout links to it.
 # VENV=.venv (or any folder) keeps one of the checkout's own.
-# (the cache folder as tileport.core.toolchain.cache_root finds it: a relative XDG_CACHE_HOME is
-# ignored, as the XDG spec says; HOME unset: the user's home from the password database)
-HOME_DIR := $(or $(HOME),$(shell getent passwd "$$(id -u)" | cut -d: -f6))
-CACHE_HOME := $(if $(filter /%,$(XDG_CACHE_HOME)),$(XDG_CACHE_HOME),$(HOME_DIR)/.cache)/tileport
-ENV_ID := $(shell { python3 -c 'import sys; print(sys.version)'; cat requirements.lock requirements-sources.txt; } | sha1sum | cut -c1-12)
-VENV ?= $(CACHE_HOME)/venv/$(ENV_ID)
+# Where it lies is tileport.core.toolchain.shared_env's answer (stdlib only, so the machine's
+# python3 runs it before any install).
+ifeq ($(origin VENV),undefined)
+VENV := $(shell python3 -c 'from tileport.core.toolchain import shared_env; print(shared_env())')
+endif
+$(if $(VENV),,$(error tileport: python3 (>= 3.11) could not name the environment: see the error above))
 PY := $(VENV)/bin/python
 # the environment is named by the content of what is installed in it: a stamp per folder
 STAMP := $(VENV)/.installed

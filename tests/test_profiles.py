@@ -1,6 +1,7 @@
 """The Snakemake profiles: what they ask of a scheduler, checked without one (the cluster itself is
 exercised by tests/test_slurm.py under make test-slurm)."""
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -190,3 +191,42 @@ def test_set_resources_for_a_rule_that_does_not_exist_is_an_error(gpu_job_wd):
     out = p.stdout + p.stderr
     assert p.returncode != 0, out[-2000:]
     assert "set-resources: ['bnech'] name no rule" in out and "set-threads: ['gpu_tset'] name no rule" in out
+
+
+def test_make_installs_the_environment_toolchain_names(tmp_path, monkeypatch):
+    """make's VENV is tileport.core.toolchain.shared_env's answer (one owner of where the shared
+    environment lies): under an absolute XDG_CACHE_HOME, and under ~/.cache when it is relative
+    (the XDG spec) or HOME is unset (the password database)."""
+    import os
+    import pwd
+    import subprocess
+
+    from tileport.core import toolchain
+
+    def make_venv(env):
+        out = subprocess.run(["make", "-n", "-p", "install"], cwd=REPO, capture_output=True, text=True,
+                             env=env).stdout
+        return next(ln.split(" := ", 1)[1] for ln in out.splitlines() if ln.startswith("VENV := "))
+
+    base = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "VENV")}
+    xdg = {**base, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    assert make_venv(xdg).startswith(str(tmp_path / "xdg" / "tileport" / "venv") + "/")
+    home = {**base, "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": "rel"}
+    assert make_venv(home).startswith(str(tmp_path / "home" / ".cache" / "tileport" / "venv") + "/")
+    no_home = {k: v for k, v in base.items() if k != "HOME"}
+    assert make_venv(no_home).startswith(pwd.getpwuid(os.getuid()).pw_dir + "/.cache/tileport/venv/")
+    # the same folder as Python names it (the id: this Python and both requirement files)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert toolchain.shared_env(REPO).parent == Path(make_venv(xdg)).parent
+    assert len(Path(make_venv(xdg)).name) == 12
+
+def test_the_cache_root_ignores_a_relative_xdg_cache_home(tmp_path, monkeypatch):
+    """XDG_CACHE_HOME relative (the XDG spec: ignore it) falls back to ~/.cache; an absolute one
+    is used."""
+    from tileport.core import toolchain
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", "rel")
+    assert toolchain.cache_root() == tmp_path / "home" / ".cache" / "tileport"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert toolchain.cache_root() == tmp_path / "xdg" / "tileport"

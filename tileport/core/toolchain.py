@@ -75,6 +75,21 @@ def cache_root() -> Path:
     return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "tileport"
 
 
+def shared_env(repo: str | Path = ".") -> Path:
+    """The virtual environment ``make install`` keeps for this machine, this Python and the pins of
+    ``repo``: ``<cache_root>/venv/<id>``, ``<id>`` the first 12 hex digits of the SHA-1 of
+    ``sys.version``, a newline and the bytes of ``requirements.lock`` and
+    ``requirements-sources.txt`` (docs/configuration.md). The Makefile asks this (``VENV``).
+    Raises OSError when a requirements file cannot be read."""
+    import hashlib
+    import sys
+
+    h = hashlib.sha1(f"{sys.version}\n".encode())
+    for name in ("requirements.lock", "requirements-sources.txt"):
+        h.update((Path(repo) / name).read_bytes())
+    return cache_root() / "venv" / h.hexdigest()[:12]
+
+
 def read_kept(kind: str, key: str) -> dict | None:
     """The JSON document kept under ``key`` in ``<cache_root>/<kind>/`` (:func:`keep`), or None
     (none kept, unreadable, or kept under another key with the same 40-digit prefix). A document

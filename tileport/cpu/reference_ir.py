@@ -9,6 +9,7 @@ and disassembles it with ``tileirdisasm`` (both facts: ``shared/notes/toolchain.
 """
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -147,12 +148,14 @@ def export(op_dir: str | Path, kernel: str, variant_id: str, out_bc: str | Path,
     tmp.replace(out_bc)
 
 
-def cuda_tile_id() -> list[str]:
+@functools.cache
+def cuda_tile_id() -> tuple[str, str]:
     """What a reference export's Tile IR cache key holds of cuda-tile: its version and the path
     of its package as imported here. The debug locations of the helpers it inlines name that
     folder, so a text kept for another environment (another clone's own .venv) is never read
-    back into this one (make install shares one per machine: docs/configuration.md)."""
-    return [importlib.metadata.version("cuda-tile"), importlib.util.find_spec("cuda.tile").origin]
+    back into this one (make install shares one per machine: docs/configuration.md). Asked once
+    per process (runtime_ir keys every case with it)."""
+    return importlib.metadata.version("cuda-tile"), importlib.util.find_spec("cuda.tile").origin
 
 
 def exported_path(kpy: str | Path) -> Path:
