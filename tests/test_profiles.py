@@ -1,6 +1,9 @@
 """The Snakemake profiles: what they ask of a scheduler, checked without one (the cluster itself is
 exercised by tests/test_slurm.py under make test-slurm)."""
+import os
+import pwd
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -197,10 +200,6 @@ def test_make_installs_the_environment_toolchain_names(tmp_path, monkeypatch):
     """make's VENV is tileport.core.toolchain.shared_env's answer (one owner of where the shared
     environment lies): under an absolute XDG_CACHE_HOME, and under ~/.cache when it is relative
     (the XDG spec) or HOME is unset (the password database)."""
-    import os
-    import pwd
-    import subprocess
-
     from tileport.core import toolchain
 
     def make_venv(env):
@@ -219,6 +218,7 @@ def test_make_installs_the_environment_toolchain_names(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert toolchain.shared_env(REPO).parent == Path(make_venv(xdg)).parent
     assert len(Path(make_venv(xdg)).name) == 12
+
 
 def test_the_cache_root_ignores_a_relative_xdg_cache_home(tmp_path, monkeypatch):
     """XDG_CACHE_HOME relative (the XDG spec: ignore it) falls back to ~/.cache; an absolute one

@@ -530,4 +530,3 @@ def test_a_constant_extent_on_one_side_is_a_launch_fact_not_a_failure(tmp_path):
     assert d["verdict"] == "PASS_WITH_NOTES" and d["owner"] == "tool"
     assert ["x.shape[1]", "const 1", None] in d["facts_differ"] and ["y.shape[1]", "const 1", None] in d["facts_differ"]
     assert all(f.severity != "critical" for f in d["findings"])
-

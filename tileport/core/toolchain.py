@@ -7,10 +7,12 @@ All come from PyPI wheels installed in the project's virtualenv (``nvidia-cuda-t
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tempfile
 from pathlib import Path
@@ -69,8 +71,8 @@ def disassemble(bytecode: str | Path, debug_info: bool = True) -> str:
 
 def cache_root() -> Path:
     """``${XDG_CACHE_HOME:-~/.cache}/tileport``: build caches shared by every clone (a relative
-    ``XDG_CACHE_HOME`` is ignored, as the XDG Base Directory spec says; the Makefile's
-    ``CACHE_HOME`` finds the same folder for the shared environment)."""
+    ``XDG_CACHE_HOME`` is ignored, as the XDG Base Directory spec says; the Makefile's shared
+    environment lies under it too: :func:`shared_env`)."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "tileport"
 
@@ -81,9 +83,6 @@ def shared_env(repo: str | Path = ".") -> Path:
     ``sys.version``, a newline and the bytes of ``requirements.lock`` and
     ``requirements-sources.txt`` (docs/configuration.md). The Makefile asks this (``VENV``).
     Raises OSError when a requirements file cannot be read."""
-    import hashlib
-    import sys
-
     h = hashlib.sha1(f"{sys.version}\n".encode())
     for name in ("requirements.lock", "requirements-sources.txt"):
         h.update((Path(repo) / name).read_bytes())
