@@ -195,6 +195,24 @@ def test_variant_without_shapes(tmp_path):
     assert rows[1]["ratio"] == "not_run (no perf shape fits)" and rows[1]["ref_us"] == ""
 
 
+def test_variant_whose_only_config_is_blocked_says_so(tmp_path):
+    """us_cross_entropy_loss's f32 vocab-151936 variants (H100, 2026-12-07): their one perf config
+    was refused (cutile 0.5's i32 byte count, owner tool), yet summary.csv read "not_run (no perf
+    shape fits)" and the coverage table "not_run": now BLOCKED with the owner and the evidence."""
+    from test_bench import MOE_LIMIT, err_row
+    results = tmp_path / "results"
+    cpu_stages(results, "op")
+    write_test_json(results, "op", variants={"k/f16-T1": "PASS", "k/f32-T1": "PASS"})
+    refused = {**err_row(MOE_LIMIT, variant="f32-T1", shape="4096x151936"), "error_class": "host",
+               "blocked": "cutile 0.5.0 keeps ... src/tensor.rs checked_num_bytes_i32"}
+    write(bench.fold("op", [brow(1.01), refused], threshold=0.95, writers={"k": "translator"}),
+          results / "op" / "bench.json")
+    rows, _ = summarize(tmp_path, ["op"])
+    assert rows[0]["ratio"] == "1.010"
+    assert rows[1]["ratio"].startswith("BLOCKED (1 config(s), owner tool: cutile 0.5.0 keeps")
+    assert rows[1]["ref_us"] == ""
+
+
 def test_blocked_gpu_stages_show_the_word_and_the_note(tmp_path):
     results = tmp_path / "results"
     cpu_stages(results, "op")

@@ -436,8 +436,17 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
             else:
                 pend = sum(1 for p in bench["details"].get("pending_configs") or []
                            if f"{p['kernel']}/{p['variant']}" == key)
-                out["ratio"] = (f"pending ({pend} config(s) not timed yet)" if pend
-                                else "not_run (no perf shape fits)")
+                blocked = [b for b in bench["details"].get("blocked_configs") or []
+                           if f"{b.get('kernel')}/{b.get('variant')}" == key]
+                if pend:
+                    out["ratio"] = f"pending ({pend} config(s) not timed yet)"
+                elif blocked:
+                    # every perf config of the variant was refused (tileport.gpu.fold's blocked_configs)
+                    owners = sorted({b.get("owner") or "?" for b in blocked})
+                    out["ratio"] = (f"BLOCKED ({len(blocked)} config(s), owner {'/'.join(owners)}: "
+                                    f"{(blocked[0].get('evidence') or blocked[0].get('error') or '')[:160]})")
+                else:
+                    out["ratio"] = "not_run (no perf shape fits)"
         else:
             out["ratio"] = bench["verdict"]
     return out
