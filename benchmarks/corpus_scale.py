@@ -14,6 +14,9 @@ It times, each as a whole process (wall seconds, ``time.monotonic``):
   make_test   ``make test``
 and prints one line per figure with the job count Snakemake planned, the date and the commit;
 after ``make run``, each rule's jobs and their summed wall seconds (from Snakemake's log).
+A CPU calibration (a fixed pure-Python loop, best of 5) is printed first and last: figures of
+two days compare only as far as it does (the same code took 1.7 times as long on one day as on
+another here, docs/configuration.md).
 The edit is undone at the end.
 """
 from __future__ import annotations
@@ -102,6 +105,17 @@ def slurm_probe() -> str:
     return f"scontrol show config: exit {rc} in {time.monotonic() - t0:.1f} s"
 
 
+def cpu_calibration() -> float:
+    """Seconds of a fixed pure-Python loop (the sum of i * i for i < 5,000,000), best of 5: this
+    machine's single-core speed now, the yardstick between figures measured on different days."""
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        sum(i * i for i in range(5_000_000))
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip", nargs="*", default=[], choices=["make_run", "noop", "edit", "make_test"])
@@ -109,7 +123,7 @@ def main() -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     print(f"# {datetime.date.today()} commit {commit}, {Path('/proc/cpuinfo').read_text().count('processor')} cores; "
-          f"Slurm plugin's probe: {slurm_probe()}")
+          f"Slurm plugin's probe: {slurm_probe()}; CPU calibration {cpu_calibration():.3f} s")
     if "make_run" not in args.skip:
         secs, out = timed(["make", "run"])
         print(f"make_run   {secs:8.1f} s  jobs {jobs(out)}; job wall seconds by rule (2 run at a time):")
@@ -130,6 +144,7 @@ def main() -> int:
         secs, out = timed(["make", "test"])
         tail = [ln for ln in out.splitlines() if re.search(r"\d+ passed", ln)]
         print(f"make_test  {secs:8.1f} s  {tail[-1].strip('= ') if tail else ''}")
+    print(f"# CPU calibration at the end {cpu_calibration():.3f} s")
     return 0
 
 
