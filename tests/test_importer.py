@@ -826,3 +826,22 @@ def test_kept_answers_drop_the_least_recently_used(tmp_path, monkeypatch):
     assert toolchain.read_kept("t", "b" * 64) is None
     assert toolchain.read_kept("t", "c" * 64) is not None
     assert importer.KEPT_ANSWERS >= 92 * 4
+
+
+def test_the_wheel_is_named_by_its_real_path_whatever_link_ran_python(tmp_path):
+    """The checkout's .venv links to the machine's shared environment: Snakemake run as
+    `.venv/bin/python -m snakemake` saw the wheel under the link's path, as `.venv/bin/snakemake`
+    (pip's real path) did not, so import_source's and nv_build's input sets changed between the
+    two and the whole corpus reran (962 jobs, 2026-12-07). Both roots are real paths now."""
+    link = tmp_path / "env"
+    link.symlink_to(Path(sys.prefix).resolve(), target_is_directory=True)
+    code = ("from tileport.core import wheels; from tileport.nvidia import port; "
+            "print(wheels.find_wheel('tilegym').root); print(port.installed_wheel().root)")
+    roots = []
+    for python in (Path(sys.executable), link / "bin" / "python"):
+        p = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                           cwd=Path(__file__).resolve().parents[1])
+        assert p.returncode == 0, p.stderr
+        roots.append(p.stdout.split())
+    assert roots[0] == roots[1]
+    assert all(Path(r) == Path(r).resolve() for r in roots[0])

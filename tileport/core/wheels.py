@@ -104,7 +104,10 @@ def find_wheel(module: str, pin_file: str | Path | None = None) -> Wheel:
             raise ImportFailed(f"{pin_file}: pins {name}=={pinned} but {name} {version} is installed "
                                f"(run make install)")
         sha = hashes[0] if len(hashes) == 1 else (",".join(hashes) or None)
-    return Wheel(name, version, sha, Path(dist.locate_file("")), dict(_record(dist)), top)
+    # the site directory by its real path: the same environment reached through a link (the
+    # checkout's .venv/bin/python) must name the same files, or Snakemake's inputs of import_source
+    # change and the whole corpus reruns
+    return Wheel(name, version, sha, Path(dist.locate_file("")).resolve(), dict(_record(dist)), top)
 
 
 def _record(dist: md.Distribution) -> dict[str, str]:

@@ -216,7 +216,8 @@ def installed_wheel(dist: str = "tilegym") -> Wheel:
             files[s[len(WHEEL_DIR):]] = f.hash.value if f.hash and f.hash.mode == "sha256" else ""
     if not files or "cutile_kernels/Cargo.toml" not in files:
         raise NvPortError(f"{dist} {d.version}: no {WHEEL_DIR}cutile_kernels/Cargo.toml in its RECORD")
-    return Wheel(d.version, Path(d.locate_file(WHEEL_DIR.rstrip("/"))), dict(sorted(files.items())))
+    # by its real path, as tileport.core.wheels.find_wheel (nv_build's inputs whatever link ran it)
+    return Wheel(d.version, Path(d.locate_file(WHEEL_DIR.rstrip("/"))).resolve(), dict(sorted(files.items())))
 
 
 def crate_inputs() -> list[str]:
