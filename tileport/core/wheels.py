@@ -104,10 +104,15 @@ def find_wheel(module: str, pin_file: str | Path | None = None) -> Wheel:
             raise ImportFailed(f"{pin_file}: pins {name}=={pinned} but {name} {version} is installed "
                                f"(run make install)")
         sha = hashes[0] if len(hashes) == 1 else (",".join(hashes) or None)
-    # the site directory by its real path: the same environment reached through a link (the
-    # checkout's .venv/bin/python) must name the same files, or Snakemake's inputs of import_source
-    # change and the whole corpus reruns
-    return Wheel(name, version, sha, Path(dist.locate_file("")).resolve(), dict(_record(dist)), top)
+    return Wheel(name, version, sha, site_path(dist), dict(_record(dist)), top)
+
+
+def site_path(dist: md.Distribution, rel: str = "") -> Path:
+    """``rel`` inside ``dist``'s site directory, by its real path: the same environment reached
+    through a link (the checkout's ``.venv/bin/python``) names the same files, so Snakemake's
+    inputs of import_source and nv_build stay the same whichever spelling ran it (under the
+    link's, the whole corpus reran: docs/configuration.md)."""
+    return Path(dist.locate_file(rel)).resolve()
 
 
 def _record(dist: md.Distribution) -> dict[str, str]:

@@ -54,6 +54,7 @@ import yaml
 from tileport.core import toolchain
 from tileport.core.source import source_lines
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, loc, read, write
+from tileport.core.wheels import site_path
 from tileport.model import manifest as tp_manifest
 from tileport.model.manifest import _yaml_line
 
@@ -216,8 +217,7 @@ def installed_wheel(dist: str = "tilegym") -> Wheel:
             files[s[len(WHEEL_DIR):]] = f.hash.value if f.hash and f.hash.mode == "sha256" else ""
     if not files or "cutile_kernels/Cargo.toml" not in files:
         raise NvPortError(f"{dist} {d.version}: no {WHEEL_DIR}cutile_kernels/Cargo.toml in its RECORD")
-    # by its real path, as tileport.core.wheels.find_wheel (nv_build's inputs whatever link ran it)
-    return Wheel(d.version, Path(d.locate_file(WHEEL_DIR.rstrip("/"))).resolve(), dict(sorted(files.items())))
+    return Wheel(d.version, site_path(d, WHEEL_DIR.rstrip("/")), dict(sorted(files.items())))
 
 
 def crate_inputs() -> list[str]:
