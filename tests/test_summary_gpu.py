@@ -211,6 +211,9 @@ def test_variant_whose_only_config_is_blocked_says_so(tmp_path):
     assert rows[0]["ratio"] == "1.010"
     assert rows[1]["ratio"].startswith("BLOCKED (1 config(s), owner tool: cutile 0.5.0 keeps")
     assert rows[1]["ref_us"] == ""
+    # whose fault: the row names the refusal's owner and why, the timed variant stays clean
+    assert (rows[1]["owner"], rows[1]["note"]) == ("tool", f"bench: {rows[1]['ratio']}")
+    assert (rows[0]["owner"], rows[0]["note"]) == ("", "")
 
 
 def test_blocked_gpu_stages_show_the_word_and_the_note(tmp_path):

@@ -327,6 +327,9 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                     continue
                 note, owner = f"{d['stage']}: {d['summary']}", d.get("fail_class") or d.get("owner") or ""
                 break
+        if not note and gpu["ratio"].startswith("BLOCKED"):
+            # no config of this variant could be timed: whoever owns the refusal acts
+            note, owner = f"bench: {gpu['ratio']}", blocked_variant(bench, f"{kernel}/{variant}")["owner"]
         # no failure: the row's notes (an LLM analyser that gave up, the IR diff's notes)
         llm_an = ((an or {}).get("details") or {}).get("llm") or {}
         if not note and llm_an.get("error"):
@@ -401,6 +404,18 @@ def bench_failure(word: str | None) -> str | None:
     return word if word in ("FAIL", "ERROR") else None
 
 
+def blocked_variant(bench: dict | None, key: str) -> dict | None:
+    """The configs of ``key`` (kernel/variant) the benchmark refused (``details.blocked_configs``,
+    :func:`tileport.gpu.fold.fold`): ``{"configs": n, "owner": "tool" (owners joined by '/'),
+    "evidence": the first one's}``; None when it refused none."""
+    blocked = [b for b in ((bench or {}).get("details") or {}).get("blocked_configs") or []
+               if f"{b['kernel']}/{b['variant']}" == key]
+    if not blocked:
+        return None
+    return {"configs": len(blocked), "owner": "/".join(sorted({b["owner"] for b in blocked})),
+            "evidence": blocked[0]["evidence"]}
+
+
 def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
     """test / ratio / ref_us / port_us / torch_us / vs_torch / bench (the verdict word as it
     applies to ``key``) of one kernel/variant."""
@@ -436,15 +451,12 @@ def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
             else:
                 pend = sum(1 for p in bench["details"].get("pending_configs") or []
                            if f"{p['kernel']}/{p['variant']}" == key)
-                blocked = [b for b in bench["details"].get("blocked_configs") or []
-                           if f"{b.get('kernel')}/{b.get('variant')}" == key]
+                blocked = blocked_variant(bench, key)
                 if pend:
                     out["ratio"] = f"pending ({pend} config(s) not timed yet)"
                 elif blocked:
-                    # every perf config of the variant was refused (tileport.gpu.fold's blocked_configs)
-                    owners = sorted({b.get("owner") or "?" for b in blocked})
-                    out["ratio"] = (f"BLOCKED ({len(blocked)} config(s), owner {'/'.join(owners)}: "
-                                    f"{(blocked[0].get('evidence') or blocked[0].get('error') or '')[:160]})")
+                    out["ratio"] = (f"BLOCKED ({blocked['configs']} config(s), owner {blocked['owner']}: "
+                                    f"{blocked['evidence'][:160]})")
                 else:
                     out["ratio"] = "not_run (no perf shape fits)"
         else:
