@@ -304,8 +304,26 @@ def test_a_kept_module_is_left_as_parsed(kernel):
     diff_ir(ref, port, "ref.tileir", "port.tileir")
     diff_runtime_pair(ref, port, [], "ref.tileir", "port.tileir")
     again = [parse_tileir(t, p) for t, p in ((ref, "ref.tileir"), (port, "port.tileir"), (ref, "<ir>"))]
-    assert all(a is k for a, k in zip(again, kept))
+    # kept by text: one parse of ref, handed out under each path it is read as
+    assert all(a.entries is k.entries for a, k in zip(again, kept))
+    assert again[2].entries is again[0].entries
+    assert [m.path for m in again] == ["ref.tileir", "port.tileir", "<ir>"]
     assert [repr(m) for m in again] == before
+
+
+def test_a_kept_text_names_the_path_it_is_read_under():
+    """One compiled Tile IR is the text of several cases (runtime_ir: perf shapes with the same
+    launch facts), each under its own path: the module kept for the text carries the path asked
+    for, and a malformed text is never kept, so each error names the path it was read under."""
+    text = load("ref_mm")
+    a, b = parse_tileir(text, "case1/matched.ref.tileir"), parse_tileir(text, "case2/matched.ref.tileir")
+    assert (a.path, b.path) == ("case1/matched.ref.tileir", "case2/matched.ref.tileir")
+    assert a.entries is b.entries
+    bad = text + "}\n"                   # one close brace too many
+    for path in ("case1/bad.tileir", "case2/bad.tileir"):
+        with pytest.raises(IRParseError) as ei:
+            parse_tileir(bad, path)
+        assert str(ei.value).startswith(f"{path}:") and ei.value.path == path
 
 
 def test_rms_port_is_missing_the_mean_division():

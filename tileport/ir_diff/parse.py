@@ -2,6 +2,8 @@
 :class:`Region` (SSA operands resolved against the visible scope; hints split off)."""
 from __future__ import annotations
 
+import collections
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
@@ -604,15 +606,26 @@ def parse_tileir(text: str, path: str = "<ir>") -> Module:
         path: file name used in error messages and locations.
     Returns:
         a :class:`Module`; every op's operands are resolved against the visible scope. The
-        last modules parsed are kept and handed out again for the same ``(text, path)`` (the
-        run-time IR diff reads each text up to six times): callers never modify a Module.
+        last modules parsed are kept by text and handed out again, under ``path``, for the same
+        text (the run-time IR diff reads each text up to six times, and one compiled Tile IR is
+        the text of several perf shapes' cases, each under its own path): callers never modify a
+        Module.
     Raises:
         IRParseError: ``path:line: cause`` for unbalanced braces, undefined or redefined
         SSA values, unknown ops / garbage lines, malformed headers.
     """
-    return _parse_kept(text, str(path))
+    path = str(path)
+    mod = _KEPT.get(text)
+    if mod is None:
+        mod = _Parser(text, path).parse()       # an error is never kept: it names this path
+        _KEPT[text] = mod
+        if len(_KEPT) > _KEEP:
+            _KEPT.popitem(last=False)
+    else:
+        _KEPT.move_to_end(text)
+    return mod if mod.path == path else dataclasses.replace(mod, path=path)
 
 
-@functools.lru_cache(maxsize=16)
-def _parse_kept(text: str, path: str) -> Module:
-    return _Parser(text, path).parse()
+# the last modules parsed, by text (the path is only the Module's name): least recently used out
+_KEEP = 64
+_KEPT: collections.OrderedDict[str, Module] = collections.OrderedDict()
