@@ -38,6 +38,12 @@ include: "rules/report.smk"
 include: "rules/mutation.smk"
 
 
+# every job is a new Python process importing tileport: its bytecode written once, before the
+# jobs (tileport.core.toolchain.compile_bytecode), not compiled again by each job
+onstart:
+    tp_toolchain.compile_bytecode(workflow.basedir)
+
+
 # cheap and many (verdict collection): on a cluster they run on the submit host, not as jobs
 localrules:
     all,

@@ -9,6 +9,7 @@ from tileport.core import config as tp_config
 from tileport.model import manifest as tp_manifest
 from tileport.core import source as tp_source
 from tileport.core.closure import code_sha
+from tileport.core import toolchain as tp_toolchain
 from tileport.flow import route as tp_route
 from tileport.model.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 from tileport.nvidia import port as tp_nv

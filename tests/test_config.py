@@ -74,3 +74,30 @@ def test_tool_paths_compare_by_where_they_resolve(tmp_path, monkeypatch):
     # nothing found here for a default: any path given is kept
     params, _ = config.resolve_tools(same, tmp_path, {k: None for k in defaults})
     assert params["tileirdisasm"] == str(tmp_path / "bin" / "tileirdisasm")
+
+
+def test_the_run_writes_its_bytecode_once_where_processes_may_not(tmp_path, monkeypatch):
+    """Every job imports tileport in a new process; where PYTHONDONTWRITEBYTECODE is set, each
+    compiled the package again (issue 32). The Snakefile's onstart writes it once
+    (toolchain.compile_bytecode), whatever that variable says; a broken module is reported, not
+    fatal."""
+    import re
+    import sys
+
+    from conftest import REPO
+
+    from tileport.core import toolchain
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    for d in ("tileport/flow", "scripts"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "tileport" / "flow" / "check.py").write_text("X = 1\n")
+    (tmp_path / "scripts" / "stage.py").write_text("import sys\n")
+    assert toolchain.compile_bytecode(tmp_path)
+    assert list((tmp_path / "tileport" / "flow" / "__pycache__").glob("check.*.pyc"))
+    assert list((tmp_path / "scripts" / "__pycache__").glob("stage.*.pyc"))
+    (tmp_path / "scripts" / "broken.py").write_text("def f(:\n")
+    assert toolchain.compile_bytecode(tmp_path) is False
+    onstart = re.search(r"^onstart:\n((?:    .*\n)+)", (REPO / "Snakefile").read_text(), re.M)
+    assert onstart and "compile_bytecode(workflow.basedir)" in onstart[1]

@@ -89,6 +89,19 @@ def shared_env(repo: str | Path = ".") -> Path:
     return cache_root() / "venv" / h.hexdigest()[:12]
 
 
+def compile_bytecode(root: str | Path) -> bool:
+    """Write the bytecode (``__pycache__/*.pyc``) of ``root``/tileport and ``root``/scripts where it
+    is missing or older than its source; True when every module compiled. Every job is a new
+    Python process that imports tileport: where ``PYTHONDONTWRITEBYTECODE`` is set (this project's
+    2-core machines), it compiled the package from source each time, about 0.17 s a job
+    (``import tileport.flow.check``: 0.40 s without bytecode, 0.23 s with, 2026-12-07). The
+    compiler writes it whatever that variable says (stdlib :mod:`compileall`); an up-to-date
+    tree costs about 0.05 s. A module that does not compile is left to fail where it is imported."""
+    import compileall
+
+    return all([compileall.compile_dir(str(Path(root) / d), quiet=2) for d in ("tileport", "scripts")])
+
+
 def read_kept(kind: str, key: str) -> dict | None:
     """The JSON document kept under ``key`` in ``<cache_root>/<kind>/`` (:func:`keep`), or None
     (none kept, unreadable, or kept under another key with the same 40-digit prefix). A document
