@@ -35,7 +35,6 @@ On a GPU the functional test and the benchmark call the C function as a fourth s
 """
 from __future__ import annotations
 
-import base64
 import hashlib
 import importlib.metadata as md
 import json
@@ -54,7 +53,7 @@ import yaml
 from tileport.core import toolchain
 from tileport.core.source import source_lines
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, loc, read, write
-from tileport.core.wheels import site_path
+from tileport.core.wheels import record_digest, site_path
 from tileport.model import manifest as tp_manifest
 from tileport.model.manifest import _yaml_line
 
@@ -230,10 +229,6 @@ def crate_inputs() -> list[str]:
     return [str(w.root / rel) for rel in w.files]
 
 
-def _record_hash(data: bytes) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
 def read_crate(wheel: Wheel) -> dict[str, str]:
     """``{relative path: text}`` of the crate's files, each checked against the wheel's RECORD.
 
@@ -247,7 +242,7 @@ def read_crate(wheel: Wheel) -> dict[str, str]:
             data = p.read_bytes()
         except OSError as exc:
             raise NvPortError(f"{p}: cannot read: {exc.strerror}") from None
-        if want and _record_hash(data) != want:
+        if want and record_digest(data) != want:
             raise NvPortError(f"{p}: differs from tilegym {wheel.version}'s RECORD (an edited "
                               f"install: `pip install --force-reinstall --no-deps` the pinned wheel)")
         out[rel] = data.decode()
