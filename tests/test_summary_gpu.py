@@ -214,6 +214,15 @@ def test_variant_whose_only_config_is_blocked_says_so(tmp_path):
     # whose fault: the row names the refusal's owner and why, the timed variant stays clean
     assert (rows[1]["owner"], rows[1]["note"]) == ("tool", f"bench: {rows[1]['ratio']}")
     assert (rows[0]["owner"], rows[0]["note"]) == ("", "")
+    # a bench.json from elsewhere whose refusal lacks its owner and evidence (only the error): the
+    # row says so instead of the summary crashing
+    doc = json.loads((results / "op" / "bench.json").read_text())
+    for b in doc["details"]["blocked_configs"]:
+        del b["owner"], b["evidence"]
+    (results / "op" / "bench.json").write_text(json.dumps(doc))
+    rows, _ = summarize(tmp_path, ["op"])
+    assert rows[1]["ratio"].startswith(f"BLOCKED (1 config(s), owner ?: {MOE_LIMIT[:40]}")
+    assert (rows[1]["owner"], rows[1]["note"]) == ("?", f"bench: {rows[1]['ratio']}")
 
 
 def test_blocked_gpu_stages_show_the_word_and_the_note(tmp_path):

@@ -327,9 +327,10 @@ def rows_for(results: Path, op: str, variants: list, manifest_error: str | None)
                     continue
                 note, owner = f"{d['stage']}: {d['summary']}", d.get("fail_class") or d.get("owner") or ""
                 break
-        if not note and gpu["ratio"].startswith("BLOCKED"):
-            # no config of this variant could be timed: whoever owns the refusal acts
-            note, owner = f"bench: {gpu['ratio']}", blocked_variant(bench, f"{kernel}/{variant}")["owner"]
+        blocked = blocked_variant(bench, f"{kernel}/{variant}")
+        if not note and blocked and gpu["ratio"].startswith("BLOCKED ("):
+            # no config of this variant could be timed (the ratio column says so): the refusal's owner acts
+            note, owner = f"bench: {gpu['ratio']}", blocked["owner"]
         # no failure: the row's notes (an LLM analyser that gave up, the IR diff's notes)
         llm_an = ((an or {}).get("details") or {}).get("llm") or {}
         if not note and llm_an.get("error"):
@@ -406,14 +407,16 @@ def bench_failure(word: str | None) -> str | None:
 
 def blocked_variant(bench: dict | None, key: str) -> dict | None:
     """The configs of ``key`` (kernel/variant) the benchmark refused (``details.blocked_configs``,
-    :func:`tileport.gpu.fold.fold`): ``{"configs": n, "owner": "tool" (owners joined by '/'),
-    "evidence": the first one's}``; None when it refused none."""
+    :func:`tileport.gpu.fold.fold`): ``{"configs": n, "owner": "tool" (owners joined by '/'; '?'
+    for an entry without one), "evidence": the first one's (else its error)}``; None when it
+    refused none. A bench.json copied from elsewhere may lack a field: shown as missing, never
+    a crash of the summary."""
     blocked = [b for b in ((bench or {}).get("details") or {}).get("blocked_configs") or []
-               if f"{b['kernel']}/{b['variant']}" == key]
+               if isinstance(b, dict) and f"{b.get('kernel')}/{b.get('variant')}" == key]
     if not blocked:
         return None
-    return {"configs": len(blocked), "owner": "/".join(sorted({b["owner"] for b in blocked})),
-            "evidence": blocked[0]["evidence"]}
+    return {"configs": len(blocked), "owner": "/".join(sorted({b.get("owner") or "?" for b in blocked})),
+            "evidence": str(blocked[0].get("evidence") or blocked[0].get("error") or "")}
 
 
 def _gpu_columns(test: dict | None, bench: dict | None, key: str) -> dict:
