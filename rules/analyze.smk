@@ -19,19 +19,22 @@ rule analyze:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("analyze"),
-        # the content of the operator's files it reads: a change reruns it whatever the mtime
-        content=content_of(op_inputs),
-        tools=config["tools"],
-        op_dir=op_dir,
-        backend=config["roles"]["analyser"],
-        # the translator checks every kernel for the GPU architecture the port is compiled for
-        target=config["gpu_target"],
-        llm=lambda wc: (
-            {}
-            if config["roles"]["analyser"] == "deterministic"
-            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("analyze"),
+            # the content of the operator's files it reads: a change reruns it whatever the mtime
+            content=content_of(op_inputs),
+            tools=config["tools"],
+            op_dir=op_dir,
+            backend=config["roles"]["analyser"],
+            # the translator checks every kernel for the GPU architecture the port is compiled for
+            target=config["gpu_target"],
+            llm=lambda wc: (
+                {}
+                if config["roles"]["analyser"] == "deterministic"
+                else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+            ),
         ),
-    script:
-        "../scripts/analyze.py"
+        io=job_io,
+    shell:
+        stage_command("analyze")

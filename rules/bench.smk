@@ -23,14 +23,17 @@ rule bench:
         gpu=gpu_count("bench"),
         attempt=lambda wc, attempt: attempt,
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("bench"),
-        # the content of the operator's files it reads: a change reruns it whatever the mtime
-        content=content_of(op_inputs, op_reference),
-        tools=config["tools"],
-        op_dir=op_dir,
-        # what changes a measurement (not gpu mode or the thresholds: the scripts read those from
-        # snakemake.config, so switching them never reruns -- and wipes -- a GPU result)
-        bench={k: v for k, v in config["bench"].items() if k not in ("threshold", "loop_threshold")},
-    script:
-        "../scripts/bench.py"
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("bench"),
+            # the content of the operator's files it reads: a change reruns it whatever the mtime
+            content=content_of(op_inputs, op_reference),
+            tools=config["tools"],
+            op_dir=op_dir,
+            # what changes a measurement (not gpu mode or the thresholds: the scripts read those from
+            # snakemake.config, so switching them never reruns -- and wipes -- a GPU result)
+            bench={k: v for k, v in config["bench"].items() if k not in ("threshold", "loop_threshold")},
+        ),
+        io=job_io,
+    shell:
+        stage_command("bench")

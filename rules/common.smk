@@ -1,4 +1,5 @@
 # Helpers shared by all rules: config validation, operator/variant discovery, paths.
+import os
 import re
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from tileport.model import manifest as tp_manifest
 from tileport.core import source as tp_source
 from tileport.core.closure import code_sha
 from tileport.core import toolchain as tp_toolchain
+from tileport.core import job as tp_job
 from tileport.flow import route as tp_route
 from tileport.model.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 from tileport.nvidia import port as tp_nv
@@ -114,6 +116,46 @@ if config["gpu"] == "required":
             f"config.yaml: gpu: required, but there is no usable GPU here: {exc} "
             f"(use gpu: auto to run the CPU stages and mark GPU rows not_run)"
         )
+
+
+# --- stage jobs without Snakemake's script preamble (tileport.core.job) ------------------------
+# The per-operator and per-kernel stages (about 1,700 jobs for the whole corpus) run their
+# scripts/<stage>.py through shell:, the job handed over as JSON: script: would import Snakemake in
+# every job's process first (0.16 s). The jobs find the scripts, the Python to run them with (this
+# one; with conda deployment the rule's environment's, first on PATH) and the run's config
+# through the environment, so the command (Snakemake's code rerun trigger) names no path.
+def _uses_conda():
+    from snakemake.settings.types import DeploymentMethod
+
+    return DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+
+
+os.environ[tp_job.SCRIPTS_ENV] = str(Path(workflow.basedir) / "scripts")
+os.environ[tp_job.PYTHON_ENV] = "python" if _uses_conda() else sys.executable
+tp_job.write_config(config, Path(".snakemake") / "tileport")
+
+
+def job_params(**values):
+    """A stage rule's parameter ``job``: these ``values`` (each a value or a function of the
+    wildcards) as JSON, a rerun trigger (tileport.core.job.params)."""
+    return tp_job.params(**values)
+
+
+# A stage rule's parameter ``io``: the job's input, output and wildcards as JSON, derived from its
+# files and so never a parameter rerun trigger (tileport.core.job.io)
+job_io = tp_job.io
+
+
+def stage_command(script, attempt=True, rule=None):
+    """The shell command of a stage: ``scripts/<script>.py`` with the job's JSON, its log, threads
+    and (``attempt``: an ``attempt`` resource) Snakemake's attempt number; ``rule`` names it (the
+    script's name unless another stage's script runs)."""
+    return (
+        f'"${tp_job.PYTHON_ENV}" "${tp_job.SCRIPTS_ENV}/{script}.py" --rule {rule or script} --threads {{threads}}'
+        + (" --attempt {resources.attempt}" if attempt else "")
+        + " --log {log:q} -- {params.job:q} {params.io:q}"
+    )
+
 
 OPERATORS_DIR = Path(workflow.basedir) / "operators"
 

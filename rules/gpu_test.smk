@@ -25,12 +25,15 @@ rule gpu_test:
         gpu=gpu_count("gpu_test"),
         attempt=lambda wc, attempt: attempt,
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("gpu_test"),
-        # the content of the operator's files it reads: a change reruns it whatever the mtime
-        content=content_of(op_inputs, op_reference),
-        tools=config["tools"],
-        op_dir=op_dir,
-        seed=config["bench"]["seed"],
-    script:
-        "../scripts/gpu_test.py"
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("gpu_test"),
+            # the content of the operator's files it reads: a change reruns it whatever the mtime
+            content=content_of(op_inputs, op_reference),
+            tools=config["tools"],
+            op_dir=op_dir,
+            seed=config["bench"]["seed"],
+        ),
+        io=job_io,
+    shell:
+        stage_command("gpu_test")

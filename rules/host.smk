@@ -25,20 +25,21 @@ rule host_shim:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("host_shim"),
-        tools=config["tools"],
-        backend=config["roles"]["host_builder"],
-        round=lambda wc: root_round(wc.root),
-        # the workflow's results/ (transcripts live there, whichever tree the shim is for)
-        results=lambda wc, input: str(Path(input.analysis).parents[1]),
-        llm=lambda wc: (
-            {}
-            if config["roles"]["host_builder"] == "deterministic"
-            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("host_shim"),
+            tools=config["tools"],
+            backend=config["roles"]["host_builder"],
+            round=lambda wc: root_round(wc.root),
+            llm=lambda wc: (
+                {}
+                if config["roles"]["host_builder"] == "deterministic"
+                else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+            ),
         ),
-    script:
-        "../scripts/host_shim.py"
+        io=job_io,
+    shell:
+        stage_command("host_shim")
 
 
 rule host_build:

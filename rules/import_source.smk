@@ -15,14 +15,17 @@ rule import_source:
     conda:
         "../envs/tileport.yaml"
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("import_source"),
-        # the content of the operator's files it reads: a change reruns it whatever the mtime
-        content=content_of(lambda wc: [str(OPERATORS_DIR / wc.op / "manifest.yaml")]),
-        tools=config["tools"],
-        op_dir=op_dir,
-        # read when the job runs (the wheel's sha256 for kernel.py's header), not an input: a new
-        # pin alone reruns nothing; the reinstalled files that changed do
-        pin=SOURCES_PIN,
-    script:
-        "../scripts/import_source.py"
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("import_source"),
+            # the content of the operator's files it reads: a change reruns it whatever the mtime
+            content=content_of(lambda wc: [str(OPERATORS_DIR / wc.op / "manifest.yaml")]),
+            tools=config["tools"],
+            op_dir=op_dir,
+            # read when the job runs (the wheel's sha256 for kernel.py's header), not an input: a new
+            # pin alone reruns nothing; the reinstalled files that changed do
+            pin=SOURCES_PIN,
+        ),
+        io=job_io,
+    shell:
+        stage_command("import_source", attempt=False)

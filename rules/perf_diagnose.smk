@@ -23,18 +23,21 @@ rule perf_diagnose:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("perf_diagnose"),
-        tools=config["tools"],
-        threshold=config["bench"]["threshold"],
-        loop_threshold=config["bench"]["loop_threshold"],
-        results="results",
-        round=lambda wc: root_round(wc.root),
-        backend=config["roles"]["perf_diagnoser"],
-        llm=lambda wc: (
-            {}
-            if config["roles"]["perf_diagnoser"] == "deterministic"
-            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("perf_diagnose"),
+            tools=config["tools"],
+            threshold=config["bench"]["threshold"],
+            loop_threshold=config["bench"]["loop_threshold"],
+            results="results",
+            round=lambda wc: root_round(wc.root),
+            backend=config["roles"]["perf_diagnoser"],
+            llm=lambda wc: (
+                {}
+                if config["roles"]["perf_diagnoser"] == "deterministic"
+                else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+            ),
         ),
-    script:
-        "../scripts/perf_diagnose.py"
+        io=job_io,
+    shell:
+        stage_command("perf_diagnose")

@@ -14,13 +14,16 @@ rule reference_ir:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("reference_ir"),
-        # the content of the operator's files it reads: a change reruns it whatever the mtime
-        content=content_of(op_inputs),
-        tools=config["tools"],
-        op_dir=op_dir,
-        # {kernel: [variant id]}
-        variants=lambda wc: {k: variants_of(wc.op, k) for k in kernels_of(wc.op)},
-    script:
-        "../scripts/reference_ir.py"
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("reference_ir"),
+            # the content of the operator's files it reads: a change reruns it whatever the mtime
+            content=content_of(op_inputs),
+            tools=config["tools"],
+            op_dir=op_dir,
+            # {kernel: [variant id]}
+            variants=lambda wc: {k: variants_of(wc.op, k) for k in kernels_of(wc.op)},
+        ),
+        io=job_io,
+    shell:
+        stage_command("reference_ir")

@@ -27,30 +27,33 @@ checkpoint check_kernel:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("check_kernel"),
-        # the content of the operator's files it reads: a change reruns it whatever the mtime
-        content=content_of(op_inputs),
-        tools=config["tools"],
-        op_dir=op_dir,
-        target=config["gpu_target"],
-        variants=lambda wc: variants_of(wc.op, wc.kernel),
-        diagnoser=config["roles"]["ir_diagnoser"],
-        # the route's inputs beside check.json: the writer, and whether the cap decides this
-        # attempt's route (tileport.flow.route.cap_decides: a cap change reruns that one check
-        # alone, and none for the translator)
-        backend=config["roles"]["kernel_writer"],
-        at_cap=lambda wc: tp_route.cap_decides(
-            config["roles"]["kernel_writer"], int(wc.n), config["attempts"]["write_kernel"]
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("check_kernel"),
+            # the content of the operator's files it reads: a change reruns it whatever the mtime
+            content=content_of(op_inputs),
+            tools=config["tools"],
+            op_dir=op_dir,
+            target=config["gpu_target"],
+            variants=lambda wc: variants_of(wc.op, wc.kernel),
+            diagnoser=config["roles"]["ir_diagnoser"],
+            # the route's inputs beside check.json: the writer, and whether the cap decides this
+            # attempt's route (tileport.flow.route.cap_decides: a cap change reruns that one check
+            # alone, and none for the translator)
+            backend=config["roles"]["kernel_writer"],
+            at_cap=lambda wc: tp_route.cap_decides(
+                config["roles"]["kernel_writer"], int(wc.n), config["attempts"]["write_kernel"]
+            ),
+            # what changes an LLM diagnoser's reply reruns the check (as for the writer)
+            llm=lambda wc: (
+                {}
+                if config["roles"]["ir_diagnoser"] == "deterministic"
+                else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+            ),
         ),
-        # what changes an LLM diagnoser's reply reruns the check (as for the writer)
-        llm=lambda wc: (
-            {}
-            if config["roles"]["ir_diagnoser"] == "deterministic"
-            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
-        ),
-    script:
-        "../scripts/check_kernel.py"
+        io=job_io,
+    shell:
+        stage_command("check_kernel")
 
 
 rule accept_kernel:
@@ -70,12 +73,15 @@ rule accept_kernel:
     conda:
         "../envs/tileport.yaml"
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("accept_kernel"),
-        tools=config["tools"],
-        variants=lambda wc: variants_of(wc.op, wc.kernel),
-    script:
-        "../scripts/accept_kernel.py"
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("accept_kernel"),
+            tools=config["tools"],
+            variants=lambda wc: variants_of(wc.op, wc.kernel),
+        ),
+        io=job_io,
+    shell:
+        stage_command("accept_kernel", attempt=False)
 
 
 checkpoint gpu_route:
@@ -95,24 +101,27 @@ checkpoint gpu_route:
     conda:
         "../envs/tileport.yaml"
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("gpu_route"),
-        tools=config["tools"],
-        kernels=lambda wc: kernels_of(wc.op),
-        writer=config["roles"]["kernel_writer"],
-        cap=config["attempts"]["write_kernel"],
-        host_builder=config["roles"]["host_builder"],
-        host_cap=config["attempts"]["host_shim"],
-        op_dir=op_dir,
-        diagnoser=config["roles"]["ir_diagnoser"],
-        # what changes an LLM IR diagnoser's reply reruns the route (as for check_kernel)
-        llm=lambda wc: (
-            {}
-            if config["roles"]["ir_diagnoser"] == "deterministic"
-            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("gpu_route"),
+            tools=config["tools"],
+            kernels=lambda wc: kernels_of(wc.op),
+            writer=config["roles"]["kernel_writer"],
+            cap=config["attempts"]["write_kernel"],
+            host_builder=config["roles"]["host_builder"],
+            host_cap=config["attempts"]["host_shim"],
+            op_dir=op_dir,
+            diagnoser=config["roles"]["ir_diagnoser"],
+            # what changes an LLM IR diagnoser's reply reruns the route (as for check_kernel)
+            llm=lambda wc: (
+                {}
+                if config["roles"]["ir_diagnoser"] == "deterministic"
+                else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+            ),
         ),
-    script:
-        "../scripts/gpu_route.py"
+        io=job_io,
+    shell:
+        stage_command("gpu_route", attempt=False)
 
 
 rule round_start:
@@ -127,11 +136,14 @@ rule round_start:
     conda:
         "../envs/tileport.yaml"
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("round_start"),
-        tools=config["tools"],
-    script:
-        "../scripts/round_start.py"
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("round_start"),
+            tools=config["tools"],
+        ),
+        io=job_io,
+    shell:
+        stage_command("round_start", attempt=False)
 
 
 rule round_kernel:
@@ -151,12 +163,15 @@ rule round_kernel:
     conda:
         "../envs/tileport.yaml"
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("accept_kernel"),
-        tools=config["tools"],
-        variants=lambda wc: variants_of(wc.op, wc.kernel),
-    script:
-        "../scripts/accept_kernel.py"
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("accept_kernel"),
+            tools=config["tools"],
+            variants=lambda wc: variants_of(wc.op, wc.kernel),
+        ),
+        io=job_io,
+    shell:
+        stage_command("accept_kernel", attempt=False, rule="round_kernel")
 
 
 rule final_round:
@@ -170,8 +185,11 @@ rule final_round:
     conda:
         "../envs/tileport.yaml"
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("final_round"),
-        tools=config["tools"],
-    script:
-        "../scripts/final_round.py"
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("final_round"),
+            tools=config["tools"],
+        ),
+        io=job_io,
+    shell:
+        stage_command("final_round", attempt=False)

@@ -13,14 +13,17 @@ rule runtime_ir:
     conda:
         "../envs/tileport.yaml"
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("runtime_ir"),
-        # {kernel: [variant id]}
-        variants=lambda wc: {k: variants_of(wc.op, k) for k in kernels_of(wc.op)},
-        # the content of the operator's files it reads: a change reruns it whatever the mtime
-        content=content_of(op_inputs),
-        tools=config["tools"],
-        op_dir=op_dir,
-        target=config["gpu_target"],
-    script:
-        "../scripts/runtime_ir.py"
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("runtime_ir"),
+            # {kernel: [variant id]}
+            variants=lambda wc: {k: variants_of(wc.op, k) for k in kernels_of(wc.op)},
+            # the content of the operator's files it reads: a change reruns it whatever the mtime
+            content=content_of(op_inputs),
+            tools=config["tools"],
+            op_dir=op_dir,
+            target=config["gpu_target"],
+        ),
+        io=job_io,
+    shell:
+        stage_command("runtime_ir", attempt=False)

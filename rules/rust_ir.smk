@@ -14,9 +14,12 @@ rule rust_build:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("rust_build"),
-        tools=config["tools"],
-        op_dir=op_dir,
-    script:
-        "../scripts/rust_build.py"
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("rust_build"),
+            tools=config["tools"],
+            op_dir=op_dir,
+        ),
+        io=job_io,
+    shell:
+        stage_command("rust_build")

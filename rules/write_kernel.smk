@@ -23,22 +23,25 @@ rule write_kernel:
     resources:
         attempt=lambda wc, attempt: attempt,
     params:
-        # the code the job runs (its import closure), by content: an edit reruns it
-        code=code("write_kernel"),
-        # the content of the operator's files it reads: a change reruns it whatever the mtime
-        content=content_of(op_inputs),
-        tools=config["tools"],
-        op_dir=op_dir,
-        attempt=lambda wc: int(wc.n),
-        variants=lambda wc: variants_of(wc.op, wc.kernel),
-        backend=config["roles"]["kernel_writer"],
-        target=config["gpu_target"],
-        # only what changes the LLM's reply reruns the writer (a paid call); timeouts, retries,
-        # prices and the replay folder are read from snakemake.config by the script
-        llm=lambda wc: (
-            {}
-            if config["roles"]["kernel_writer"] == "translator"
-            else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+        job=job_params(
+            # the code the job runs (its import closure), by content: an edit reruns it
+            code=code("write_kernel"),
+            # the content of the operator's files it reads: a change reruns it whatever the mtime
+            content=content_of(op_inputs),
+            tools=config["tools"],
+            op_dir=op_dir,
+            attempt=lambda wc: int(wc.n),
+            variants=lambda wc: variants_of(wc.op, wc.kernel),
+            backend=config["roles"]["kernel_writer"],
+            target=config["gpu_target"],
+            # only what changes the LLM's reply reruns the writer (a paid call); timeouts, retries,
+            # prices and the replay folder are read from snakemake.config by the script
+            llm=lambda wc: (
+                {}
+                if config["roles"]["kernel_writer"] == "translator"
+                else {k: config["llm"].get(k) for k in ("model", "max_tokens", "temperature", "effort")}
+            ),
         ),
-    script:
-        "../scripts/write_kernel.py"
+        io=job_io,
+    shell:
+        stage_command("write_kernel")

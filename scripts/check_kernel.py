@@ -3,9 +3,12 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport.core import agents, stage
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tileport.core import agents, job, stage
 from tileport.flow import check, route
+
+# the job, handed over by the rule's shell command (tileport.core.job; no Snakemake import here)
+snakemake = job.current()
 
 w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.params
 llm = snakemake.config["llm"]

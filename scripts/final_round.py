@@ -2,9 +2,12 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport.core import stage
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tileport.core import job, stage
 from tileport.flow import route
+
+# the job, handed over by the rule's shell command (tileport.core.job; no Snakemake import here)
+snakemake = job.current()
 
 with stage.logged(snakemake.log[0]):
     results = Path(snakemake.output.final).parents[1]

@@ -2,9 +2,12 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport.core import agents, stage
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tileport.core import agents, job, stage
 from tileport.flow import gpu_round
+
+# the job, handed over by the rule's shell command (tileport.core.job; no Snakemake import here)
+snakemake = job.current()
 
 w, p = snakemake.wildcards, snakemake.params
 with stage.logged(snakemake.log[0]):

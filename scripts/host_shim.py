@@ -4,9 +4,12 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport.core import agents, stage
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tileport.core import agents, job, stage
 from tileport.host import shim as host
+
+# the job, handed over by the rule's shell command (tileport.core.job; no Snakemake import here)
+snakemake = job.current()
 
 w, i, o, p = snakemake.wildcards, snakemake.input, snakemake.output, snakemake.params
 with stage.guarded(snakemake, "host_shim"):
@@ -17,7 +20,8 @@ with stage.guarded(snakemake, "host_shim"):
             asked = d
     llm = p.backend in ("anthropic", "replay") or (p.backend == "auto" and asked)
     if llm:
-        role = agents.role_config(p.backend, snakemake.config["llm"], p.results)
+        # the workflow's results/ (transcripts live there, whichever tree the shim is for)
+        role = agents.role_config(p.backend, snakemake.config["llm"], Path(snakemake.input.analysis).parents[1])
         d = host.write_shim_llm(w.op, i.analysis, Path(o.verdict).parent.parent, o.ffi_rs, o.ffi_json,
                                 o.verdict, role, rnd=p.round, previous=asked.get("feedback", ""),
                                 attempt=snakemake.resources.attempt)

@@ -3,8 +3,11 @@ import shutil
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport.core import stage
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tileport.core import job, stage
+
+# the job, handed over by the rule's shell command (tileport.core.job; no Snakemake import here)
+snakemake = job.current()
 
 with stage.logged(snakemake.log[0]):
     Path(snakemake.output.analysis).parent.mkdir(parents=True, exist_ok=True)

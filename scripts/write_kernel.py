@@ -3,10 +3,13 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from tileport.core import agents, stage
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tileport.core import agents, job, stage
 from tileport.cpu import write_kernel
 from tileport.flow import route
+
+# the job, handed over by the rule's shell command (tileport.core.job; no Snakemake import here)
+snakemake = job.current()
 
 w, out, p = snakemake.wildcards, snakemake.output, snakemake.params
 attempt, cap = p.attempt, snakemake.config["attempts"]["write_kernel"]

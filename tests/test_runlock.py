@@ -138,3 +138,25 @@ def test_make_run_checks_the_lock_before_snakemake():
     check = next(i for i, x in enumerate(out) if "-m tileport.core.runlock" in x)
     first_run = next(i for i, x in enumerate(out) if "/snakemake --cores" in x)
     assert check < first_run
+
+
+def test_a_stage_job_left_running_by_a_killed_run_keeps_the_lock(wd):
+    """A stage started by a shell: rule (python <scripts>/<stage>.py --rule R ..., tileport.core.job)
+    and working in the run's directory is the run's, as a Snakemake script job is."""
+    lock = wd / ".snakemake" / "locks" / "0.output.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(f"{wd}/done\n")
+    script = wd / "scripts" / "rust_build.py"
+    script.parent.mkdir()
+    script.write_text("import time\ntime.sleep(60)\n")
+    job = started(subprocess.Popen([sys.executable, str(script), "--rule", "rust_build", "{}"], cwd=wd))
+    elsewhere = started(subprocess.Popen([sys.executable, str(script), "--rule", "rust_build", "{}"],
+                                         cwd=wd.parent))
+    try:
+        status, msg = runlock.check(wd, SNAKEMAKE)
+    finally:
+        for p in (job, elsewhere):
+            p.kill()
+            p.wait()
+    assert status == 2 and f"pid {job.pid}" in msg and lock.exists(), msg
+    assert f"pid {elsewhere.pid}" not in msg   # another directory's job is not this run's

@@ -191,6 +191,36 @@ _LOAD_N = ("  %0 = make_token : token\n"
            "tensor_view<?xf16, strides=[1]>>, tile<i32> -> tile<16xf16>, token\n  return\n")
 
 
+def test_a_kept_runtime_pair_diff_is_the_diff(copy_ir, tmp_path, monkeypatch):
+    """ir_diff.kept: the second diff of the same texts, paths, parameters and code is read back
+    (the same verdict, findings and facts); other texts or paths are diffed anew; off bypasses it."""
+    from tileport.ir_diff import kept
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    args = (copy_ir["plain"], copy_ir["hinted"], COPY_PARAMS, "a/ref.tileir", "a/port.tileir", "sm_90")
+    fresh = entry_facts.diff_runtime_pair(*args)
+    first = kept.kept_diff_runtime_pair(*args)
+    files = list((tmp_path / "xdg").rglob("irdiff/*/*.json"))
+    assert len(files) == 1 and first == fresh
+    calls = []
+    monkeypatch.setattr(kept, "diff_runtime_pair", lambda *a: calls.append(a))
+    again = kept.kept_diff_runtime_pair(*args)
+    assert calls == [] and again == fresh and isinstance(again["findings"][0], type(fresh["findings"][0]))
+    # the paths are part of the key (the findings name them)
+    assert kept.kept_diff_runtime_pair(*args[:3], "b/ref.tileir", "a/port.tileir", "sm_90") is None
+    # a corrupt entry is diffed again, never trusted
+    files[0].write_text("{not json")
+    assert kept.kept_diff_runtime_pair(*args) is None and len(calls) == 2
+    monkeypatch.setenv("TILEPORT_IRDIFF_CACHE", "off")
+    monkeypatch.setattr(kept, "diff_runtime_pair", entry_facts.diff_runtime_pair)
+    assert kept.kept_diff_runtime_pair(*args) == fresh
+    # the code is part of the key: another digest misses
+    monkeypatch.delenv("TILEPORT_IRDIFF_CACHE")
+    monkeypatch.setattr(kept, "code_digest", lambda: "other")
+    monkeypatch.setattr(kept, "diff_runtime_pair", lambda *a: calls.append(a))
+    assert kept.kept_diff_runtime_pair(*args) is None and len(calls) == 3
+
+
 def test_entry_facts_follow_assume_chains_and_scalars():
     # cutile's entry: an assume chain on an argument, and an integer scalar with its hint
     text = ("entry @k(%arg0: tile<ptr<f16>>, %arg1: tile<i32>, %arg2: tile<i32>, %arg3: tile<i32>) {\n"

@@ -10,7 +10,8 @@ directory:
 
 * a Snakemake process of this machine whose working directory is this one (its command line
   names ``snakemake``), or a job it started (a command line naming this directory's
-  ``.snakemake/scripts/``), is a live run: nothing is removed, the process is named;
+  ``.snakemake/scripts/``, or a stage script started by a ``shell:`` rule working here:
+  tileport.core.job.is_stage_command), is a live run: nothing is removed, the process is named;
 * the last ``make run`` here was started on another machine (``.snakemake/tileport-run.json``,
   written by this module; a shared filesystem): that machine's processes cannot be seen, so
   nothing is removed and the one command that does it is printed;
@@ -33,6 +34,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tileport.core import job
 
 RECORD = "tileport-run.json"
 
@@ -65,7 +68,8 @@ def _is_snakemake(argv: list[str]) -> bool:
 def live_processes(workdir: str | Path, proc: str | Path = "/proc") -> list[Process]:
     """Processes of this machine that hold ``workdir``'s Snakemake run alive: Snakemake working in
     ``workdir`` (or in an unreadable directory: possibly there), and jobs running one of
-    ``workdir``'s ``.snakemake/scripts/`` files (a killed run's orphans still write its outputs).
+    ``workdir``'s ``.snakemake/scripts/`` files or a stage script in ``workdir`` (a killed run's
+    orphans still write its outputs).
 
     Args:
         workdir: the Snakemake working directory (resolved through symbolic links).
@@ -93,7 +97,8 @@ def live_processes(workdir: str | Path, proc: str | Path = "/proc") -> list[Proc
         except OSError:
             cwd = None
         cmd = " ".join(argv)
-        if (_is_snakemake(argv) and cwd in (here, None)) or _runs_script(argv, cwd, scripts):
+        stage_job = cwd is not None and os.path.realpath(cwd) == here and job.is_stage_command(argv)
+        if (_is_snakemake(argv) and cwd in (here, None)) or _runs_script(argv, cwd, scripts) or stage_job:
             found.append(Process(int(entry.name), cmd, cwd))
     return sorted(found, key=lambda p: p.pid)
 

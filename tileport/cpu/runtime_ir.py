@@ -13,7 +13,8 @@ One job per (operator, kernel). For every variant at IR PASS and every perf shap
 * ``matched``: both with the port's array facts (:func:`launch_facts.matched_facts`); integer
   scalar hints, which a cuda-tile signature cannot state, are left out of the port too.
 
-Each pair gets the run-time IR diff (:func:`tileport.ir_diff.entry_facts.diff_runtime_pair`) and,
+Each pair gets the run-time IR diff (:func:`tileport.ir_diff.entry_facts.diff_runtime_pair`, kept
+by content in ``irdiff/``: :func:`tileport.ir_diff.kept.kept_diff_runtime_pair`) and,
 per architecture of :data:`tileport.cpu.sass.ARCHS`, a SASS comparison
 (:func:`tileport.cpu.sass.compare`); a SASS that differs where the IR diff passes carries its
 ``cause`` (:func:`sass_cause`: launch facts, a difference the structural diff matched through,
@@ -21,7 +22,8 @@ or identical Tile IR). Every distinct compilation runs once: Tile IR keyed by wh
 it is compiled from, SASS by the bytecode (:func:`tileport.cpu.sass.cache_key`), so shapes that
 share a specialisation share the work. Both are also kept across jobs, runs and clones of one
 machine under ``tileport.core.toolchain.cache_root()`` (``tileir/``, ``sass/``; env
-``TILEPORT_TILEIR_CACHE=off`` / ``TILEPORT_SASS_CACHE=off`` bypass them): the reference is
+``TILEPORT_TILEIR_CACHE=off`` / ``TILEPORT_SASS_CACHE=off`` / ``TILEPORT_IRDIFF_CACHE=off``
+bypass them): the reference is
 exported from kernel.py's path relative to the working directory (the repository root in a
 Snakemake job), so its bytecode names no checkout.
 """
@@ -37,7 +39,7 @@ from pathlib import Path
 from tileport.core import source
 from tileport.core.verdict import Finding, Verdict, VerdictError, link_or_copy, read, write
 from tileport.cpu import reference_ir, rust_ir, sass
-from tileport.ir_diff.entry_facts import diff_runtime_pair
+from tileport.ir_diff.kept import kept_diff_runtime_pair
 from tileport.ir_diff.parse import IRParseError
 from tileport.model import constructs, frontend, manifest
 from tileport.model import launch_facts as lf
@@ -323,8 +325,9 @@ def run(op_dir, op: str, kernel: str, build_json, ir_diff_verdicts: dict[str, st
             out["ref_ir"] = link_or_copy(rbc.with_suffix(".tileir"), sdir / f"{reading}.ref.tileir")
             out["port_ir"] = link_or_copy(pbc.with_suffix(".tileir"), sdir / f"{reading}.port.tileir")
             try:
-                d = diff_runtime_pair(rbc.with_suffix(".tileir").read_text(), pbc.with_suffix(".tileir").read_text(),
-                                      params, out["ref_ir"], out["port_ir"], target)
+                d = kept_diff_runtime_pair(rbc.with_suffix(".tileir").read_text(),
+                                           pbc.with_suffix(".tileir").read_text(),
+                                           params, out["ref_ir"], out["port_ir"], target)
             except (IRParseError, ValueError) as exc:
                 out["error"] = {"owner": "tool", "message": f"run-time IR diff: {exc}"[:1500]}
                 errors += 1
