@@ -121,8 +121,11 @@ def write_config(config: dict, folder: str | Path) -> Path:
     written to a temporary file and renamed, so concurrent runs on a shared file system agree) and
     name it in ``$TILEPORT_CONFIG`` for the jobs this process starts. Returns the path.
 
+    The config is validated against its schema before this (rules/common.smk), so its values are
+    JSON's; anything else (a path object) is written as its text.
+
     Raises:
-        TypeError: a config value JSON cannot carry; OSError: the folder cannot be written.
+        OSError: the folder cannot be written.
     """
     text = json.dumps(config, sort_keys=True, default=str)
     path = Path(folder).resolve() / f"config-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
