@@ -72,6 +72,8 @@ def test_the_config_is_written_once_per_content(tmp_path, monkeypatch):
     b = job.write_config({"gpu": "off"}, tmp_path)
     assert a != b and json.loads(b.read_text()) == {"gpu": "off"}
     assert job.os.environ[job.CONFIG_ENV] == str(b)
+    with pytest.raises(TypeError, match="cannot be handed to the jobs as JSON"):
+        job.write_config({"gpu": object()}, tmp_path)
 
 
 def test_a_script_started_outside_the_workflow_says_how_to_run_it(tmp_path, monkeypatch):

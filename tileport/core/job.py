@@ -121,13 +121,16 @@ def write_config(config: dict, folder: str | Path) -> Path:
     written to a temporary file and renamed, so concurrent runs on a shared file system agree) and
     name it in ``$TILEPORT_CONFIG`` for the jobs this process starts. Returns the path.
 
-    The config is validated against its schema before this (rules/common.smk), so its values are
-    JSON's; anything else (a path object) is written as its text.
+    The config is validated against its schema before this (rules/common.smk): a value JSON cannot
+    carry is refused, never written as its text.
 
     Raises:
-        OSError: the folder cannot be written.
+        TypeError: a value JSON cannot carry (JSON's message); OSError: the folder cannot be written.
     """
-    text = json.dumps(config, sort_keys=True, default=str)
+    try:
+        text = json.dumps(config, sort_keys=True)
+    except TypeError as exc:
+        raise TypeError(f"the run's config cannot be handed to the jobs as JSON: {exc}") from None
     path = Path(folder).resolve() / f"config-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
