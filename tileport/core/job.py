@@ -8,7 +8,7 @@ instead (``rules/common.smk``: ``job_params``, ``job_io`` and ``stage_command``)
 and its input, output and wildcards travel as two JSON parameters, log / threads / attempt as
 arguments, the run's config as a JSON file named by ``$TILEPORT_CONFIG``. :func:`current` gives the script an
 object with the attributes it read from Snakemake's (``input``, ``output``, ``params``, ``log``,
-``wildcards``, ``resources.attempt``, ``threads``, ``config``, ``rule``, ``scriptdir``).
+``wildcards``, ``resources.attempt``, ``threads``, ``config``, ``rule``).
 Standard library only: it runs before anything else is imported. docs/architecture.md#jobs-and-their-cost.
 """
 
@@ -30,7 +30,7 @@ PYTHON_ENV = "TILEPORT_PYTHON"
 
 class Items(list):
     """A list whose items may also have names (Snakemake's Namedlist as a script uses it):
-    ``items[0]``, ``items.verdict`` or ``items["verdict"]``, ``items.items()``, ``items.keys()``, ``items.get(name)``.
+    ``items[0]``, ``items.verdict`` or ``items["verdict"]``, ``items.items()``.
     A named range (``[start, end]``) reads as a list."""
 
     def __init__(self, values=(), names=None):
@@ -53,21 +53,13 @@ class Items(list):
     def __getattr__(self, name):   # only for names the job lacks
         raise AttributeError(f"the job has no item named {name!r} (named: {sorted(self._names)})")
 
-    def keys(self):
-        return self._names.keys()
-
     def items(self):
         return [(k, self._named(k)) for k in self._names]
 
-    def get(self, name, default=None):
-        return self._named(name) if name in self._names else default
-
 
 def _named_list(values) -> dict:
-    """{"values": [...], "names": {name: [start, end|None]}} of a Snakemake Namedlist (or a dict)."""
-    if isinstance(values, dict):
-        return {"values": list(values.values()), "names": {k: [i, None] for i, k in enumerate(values)}}
-    names = dict(values._get_names()) if hasattr(values, "_get_names") else {}
+    """{"values": [...], "names": {name: [start, end|None]}} of a Snakemake Namedlist."""
+    names = dict(values._get_names())
     return {"values": [v if isinstance(v, (str, int, float, bool, type(None))) else str(v) for v in values],
             "names": {k: list(v) for k, v in names.items()}}
 
@@ -191,6 +183,5 @@ def current(argv: list[str] | None = None) -> SimpleNamespace:
         threads=a.threads,
         resources=SimpleNamespace(attempt=a.attempt),
         config=_config(),
-        scriptdir=str(Path(sys.argv[0]).resolve().parent),
     )
 

@@ -119,10 +119,11 @@ def read_kept(kind: str, key: str) -> dict | None:
         return None
 
 
-def keep(kind: str, key: str, doc: dict, latest: int) -> None:
+def keep(kind: str, key: str, doc: dict, latest: int | None) -> None:
     """Keep the JSON document ``doc`` (a dict) under ``key`` in ``<cache_root>/<kind>/``, written
     atomically, the ``latest`` most recently written or read (:func:`read_kept`) documents of that
-    kind staying. A cache: a failure to write is ignored."""
+    kind staying (None: every one; no listing of the folder per write). A cache: a failure to
+    write is ignored. Raises TypeError where ``doc`` holds a value JSON cannot carry."""
     import json
 
     from tileport.core.verdict import atomic_write_text
@@ -130,8 +131,9 @@ def keep(kind: str, key: str, doc: dict, latest: int) -> None:
     path = cache_root() / kind / f"{key[:40]}.json"
     try:
         atomic_write_text(path, json.dumps({**doc, "key": key}))
-        for f in sorted(path.parent.glob("*.json"), key=lambda f: f.stat().st_mtime)[:-latest]:
-            f.unlink(missing_ok=True)
+        if latest is not None:
+            for f in sorted(path.parent.glob("*.json"), key=lambda f: f.stat().st_mtime)[:-latest]:
+                f.unlink(missing_ok=True)
     except OSError:
         pass
 

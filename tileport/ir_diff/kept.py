@@ -6,7 +6,7 @@ whose compilations all came from the caches (py-spy, 2026-12-07; docs/architectu
 The diff is a function of the two texts, their paths (its findings name them), the kernel's
 parameter list, the target, the owner and the IR diff's code (the import closure of this module:
 tileport.core.closure). Its result is kept under the SHA-256 of all of them in
-``<cache_root>/irdiff/`` (tileport.core.toolchain.cache_root); ``TILEPORT_IRDIFF_CACHE=off``
+``<cache_root>/irdiff/`` (tileport.core.toolchain.keep / read_kept); ``TILEPORT_IRDIFF_CACHE=off``
 bypasses it. An error (malformed text, no entry) is never kept: it is raised each time.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tileport.core import closure, toolchain
-from tileport.core.verdict import Finding, atomic_write_text
+from tileport.core.verdict import Finding
 from tileport.ir_diff.entry_facts import diff_runtime_pair
 
 CACHE_ENV = "TILEPORT_IRDIFF_CACHE"
@@ -26,20 +26,9 @@ CACHE_ENV = "TILEPORT_IRDIFF_CACHE"
 
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """sha256 (hex) of the IR diff's code: every file of this module's import closure (path
-    relative to the package's parent, then bytes). Raises OSError / KeyError as
-    :func:`tileport.core.closure.import_closure`."""
-    pkg = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for f in closure.import_closure(__name__, pkg):
-        h.update(str(Path(f).resolve().relative_to(pkg.parent)).encode() + b"\0" + Path(f).read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def _path(key: str) -> Path | None:
-    if os.environ.get(CACHE_ENV, "").lower() in ("off", "0", "no"):
-        return None
-    return toolchain.cache_root() / "irdiff" / key[:2] / f"{key}.json"
+    """sha256 (hex) of the IR diff's code: :func:`tileport.core.closure.code_sha` of this module
+    (its import closure). Raises OSError / KeyError as that function."""
+    return closure.code_sha(__file__, Path(__file__).resolve().parents[1], (__name__,))
 
 
 def kept_diff_runtime_pair(ref_text: str, port_text: str, params: list[dict], ref_path: str, port_path: str,
@@ -51,20 +40,17 @@ def kept_diff_runtime_pair(ref_text: str, port_text: str, params: list[dict], re
     the diff does."""
     key = hashlib.sha256(json.dumps([code_digest(), ref_text, port_text, params, str(ref_path), str(port_path),
                                      target, owner], sort_keys=True, default=str).encode()).hexdigest()
-    path = _path(key)
-    if path is not None:
+    off = os.environ.get(CACHE_ENV, "").lower() in ("off", "0", "no")
+    doc = None if off else toolchain.read_kept("irdiff", key)
+    if doc is not None:
         try:
-            doc = json.loads(path.read_text())
-            if doc.get("key") == key:
-                d = doc["result"]
-                return {**d, "findings": [Finding(**f) for f in d["findings"]]}
-        except (OSError, ValueError, KeyError, TypeError):
+            return {**doc["result"], "findings": [Finding(**f) for f in doc["result"]["findings"]]}
+        except (KeyError, TypeError):   # not a kept diff: diffed again
             pass
     d = diff_runtime_pair(ref_text, port_text, params, ref_path, port_path, target, owner)
-    if path is not None:
-        try:
-            result = {**d, "findings": [f.__dict__ for f in d["findings"]]}
-            atomic_write_text(path, json.dumps({"key": key, "result": result}, default=str))
-        except (OSError, TypeError, ValueError):
+    if not off:
+        try:   # every value is JSON's, or nothing is kept (a hit must equal the diff)
+            toolchain.keep("irdiff", key, {"result": {**d, "findings": [f.__dict__ for f in d["findings"]]}}, None)
+        except TypeError:
             pass
     return d
