@@ -35,6 +35,27 @@ def test_build_and_dump(softmax_build, repo):
     assert "tensor_view<?x?xbf16, strides=[?,1]>" in text
 
 
+def test_the_same_crate_in_another_folder_is_checked_from_the_cache(softmax_build, tmp_path):
+    """The crate of softmax_build, written again elsewhere (another package name): its PASS is
+    read from the kept cargo check; a kernel rustc rejects is checked by cargo, never kept."""
+    import shutil
+    root, first = softmax_build
+    assert first["verdict"] == "PASS", first["summary"]
+    crate = tmp_path / "rust"
+    shutil.copytree(root / "rust" / "src", crate / "src")
+    v = rust_ir.build("softmax", crate, {"softmax_kernel": root / "wk.json"}, tmp_path / "build.json",
+                      tmp_path / "build.log")
+    assert v["verdict"] == "PASS" and v["details"]["kept"], v["summary"]
+    assert "(kept)" in v["summary"]
+    rs = crate / "src" / "softmax_kernel.rs"
+    rs.write_text(rs.read_text() + "\nfn not_rust( {}\n")
+    for _ in range(2):
+        bad = rust_ir.build("softmax", crate, {"softmax_kernel": root / "wk.json"}, tmp_path / "bad.json",
+                            tmp_path / "bad.log")
+        assert bad["verdict"] == "ERROR" and not bad["details"].get("kept"), bad["summary"]
+        assert any("softmax_kernel.rs" in f["message"] for f in bad["findings"])
+
+
 def test_variant_args(repo):
     from tileport.cpu import analyze
     from tileport.model import manifest

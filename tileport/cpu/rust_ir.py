@@ -4,7 +4,8 @@
 crate from the template in ``rust/port-template`` (same dependencies, so the committed
 ``Cargo.lock`` pins it and cargo runs ``--locked``), one module per translated kernel, and has
 rustc check it (``cargo check``: every rustc error is a finding on the generated line) in one
-target directory shared by all crates (cutile and its dependencies compile once).
+target directory shared by all crates (cutile and its dependencies compile once); a check that
+passed is kept by the content of what rustc reads (:mod:`tileport.cpu.cargo_check`).
 
 ``rust_ir`` (per kernel x variant) runs tileport's one IR dumper (:func:`dumper`, built once per
 template and ``rust/irdump.rs``, not per kernel: issue 32): it reads the kernel's
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from tileport.core import toolchain
 from tileport.core.verdict import Finding, Verdict, VerdictError, atomic_write_text, brief, loc, port_fault, read, write
-from tileport.cpu import sass
+from tileport.cpu import cargo_check, sass
 from tileport.model import constructs, frontend, manifest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,6 +46,12 @@ def crate_ident(crate: Path, op: str) -> str:
     operator in two clones) would overwrite each other's library and link the wrong kernels."""
     h = hashlib.sha1(str(Path(crate).resolve()).encode()).hexdigest()[:8]
     return f"{op}_{h}"
+
+
+def package_names(crate: Path, op: str) -> tuple[str, str]:
+    """``(package, library)`` names of one operator's crate in one checkout (:func:`crate_ident`)."""
+    ident = crate_ident(crate, op)
+    return f"tileport-port-{ident}".replace("_", "-"), f"tileport_port_{ident}"
 
 
 def sources_sha(crate: Path, kernels: list[str]) -> str:
@@ -65,8 +72,7 @@ def write_crate(crate: Path, op: str, kernels: list[str]) -> str:
     fingerprints stay valid. Returns :func:`sources_sha` of the kernels (the verdict records it:
     IR is dumped only from the sources rustc checked).
     """
-    ident = crate_ident(crate, op)
-    pkg, lib = f"tileport-port-{ident}".replace("_", "-"), f"tileport_port_{ident}"
+    pkg, lib = package_names(crate, op)
     toml = _template_toml(pkg, lib, binary=None)
     sha = sources_sha(crate, kernels)
     files = {
@@ -135,8 +141,7 @@ def dumper(target_dir: Path) -> Path:
     if binary.is_file():
         return binary
     env = toolchain.cargo_env(Path(target_dir))
-    ident = crate_ident(crate, "irdump")
-    pkg, lib = f"tileport-port-{ident}".replace("_", "-"), f"tileport_port_{ident}"
+    pkg, lib = package_names(crate, "irdump")
     files = {"Cargo.toml": _template_toml(pkg, lib, DUMPER), "Cargo.lock": _template_lock(pkg),
              "src/lib.rs": "", "src/irdump.rs": IRDUMP.read_text(),
              "src/main.rs": "mod irdump;\n\nfn main() {\n    irdump::main_from_sources();\n}\n"}
@@ -216,13 +221,13 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
     cmd = ["cargo", "check", "--locked", "--quiet", "--message-format=short", "--lib",
            "--manifest-path", str(crate / "Cargo.toml")]
     target.mkdir(parents=True, exist_ok=True)
-    # one lock with the dumper's build: crates of two clones (or a test run) share the target dir
-    with open(target / ".tileport-build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    # one lock with the dumper's build: crates of two clones (or a test run) share the target dir;
+    # the same sources checked before (this clone or another) are read from the cache
+    proc = cargo_check.check(crate, cmd, env, list(package_names(crate, op)), target / ".tileport-build.lock")
     secs = round(time.monotonic() - t0, 1)
     # cargo's output goes to the job log (one copy per attempt is kept by stage.logged)
-    print(f"$ {' '.join(cmd)}\n# {secs} s, exit {proc.returncode}\n{proc.stdout}{proc.stderr}")
+    kept = f" (kept: the same crate passed on {proc.kept}, {cargo_check.KIND} cache)" if proc.kept else ""
+    print(f"$ {' '.join(cmd)}\n# {secs} s, exit {proc.returncode}{kept}\n{proc.stdout}{proc.stderr}")
     if proc.returncode != 0:
         findings = []
         for m in toolchain.CARGO_ERR.finditer(proc.stderr):
@@ -249,10 +254,11 @@ def build(op: str, crate: str | Path, kernel_verdicts: dict[str, str], out_json:
                              findings=[Finding("build", "critical", "env", msg[:2000])],
                              details={"seconds": secs, "log": str(log_path), "blocked": blocked}), out_json)
     return write(Verdict(stage="rust_build", op=op, verdict="PASS", owner=None,
-                         summary=f"rustc checked the port crate in {secs} s",
+                         summary=(f"rustc checked the same port crate on {proc.kept} (kept)" if proc.kept
+                                  else f"rustc checked the port crate in {secs} s"),
                          details={"binary": str(binary), "crate": str(crate), "kernels": ok,
                                   "blocked": blocked, "blocked_owners": owners, "sources_sha": sha,
-                                  "writers": writers,
+                                  "writers": writers, "kept": proc.kept,
                                   "seconds": secs, "log": str(log_path)},
                          artifacts={"binary": str(binary)}), out_json)
 
