@@ -46,11 +46,61 @@ def test_what_rustc_reads_changes_the_key(tmp_path, monkeypatch):
     (a / "src" / "relu_kernel.rs").write_text("pub fn relu() { let _x = 1; }\n")
     k1 = cargo_check.key(a, cmd_for(a), dict(os.environ), NAMES)
     assert k1 != k0
-    assert cargo_check.key(a, cmd_for(a), {**os.environ, "RUSTFLAGS": "-D warnings"}, NAMES) != k1
     assert cargo_check.key(a, cmd_for(a) + ["--release"], dict(os.environ), NAMES) != k1
-    (a / ".cargo").mkdir()
-    (a / ".cargo" / "config.toml").write_text('[build]\nrustflags = ["-D", "warnings"]\n')
+    # every variable cargo reads as a setting, not where its target directory lies
+    for var, value in (("RUSTFLAGS", "-D warnings"), ("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS", "-Dwarnings"),
+                       ("CARGO_BUILD_RUSTC_WRAPPER", "/bin/false"), ("RUSTC_BOOTSTRAP", "1")):
+        assert cargo_check.key(a, cmd_for(a), {**os.environ, var: value}, NAMES) != k1, var
+    assert cargo_check.key(a, cmd_for(a), {**os.environ, "CARGO_TARGET_DIR": "/elsewhere"}, NAMES) == k1
+    # cargo reads .cargo/config.toml from the working folder up (also with --manifest-path)
+    work = tmp_path / "work"
+    (work / ".cargo").mkdir(parents=True)
+    (work / ".cargo" / "config.toml").write_text('[build]\nrustflags = ["-D", "warnings"]\n')
+    monkeypatch.chdir(work)
     assert cargo_check.key(a, cmd_for(a), dict(os.environ), NAMES) != k1
+
+
+def test_other_names_in_the_places_of_the_package_and_library_give_another_key(tmp_path):
+    a = crate(tmp_path / "a")
+    b = crate(tmp_path / "b", ["tileport-port-relu-89abcdef", "tileport-port-relu-89abcdef"])
+    assert cargo_check.key(a, cmd_for(a), dict(os.environ), NAMES) != cargo_check.key(
+        b, cmd_for(b), dict(os.environ), ["tileport-port-relu-89abcdef", "tileport_port_relu_89abcdef"])
+
+
+@pytest.mark.parametrize("change", ["build.rs", "path dependency", "patch", "include_str", "path attribute", "env"])
+def test_a_crate_that_reads_more_than_the_key_is_never_kept(tmp_path, change):
+    a = crate(tmp_path / "a")
+    rs, toml = a / "src" / "relu_kernel.rs", a / "Cargo.toml"
+    if change == "build.rs":
+        (a / "build.rs").write_text("fn main() {}\n")
+    elif change == "path dependency":
+        toml.write_text(toml.read_text() + '[dependencies]\ncutile = { path = "../cutile" }\n')
+    elif change == "patch":
+        toml.write_text(toml.read_text() + '[patch.crates-io]\ncutile = { git = "https://example.org/c" }\n')
+    else:
+        line = {"include_str": 'const T: &str = include_str!("t.txt");',
+                "path attribute": '#[path = "k.inc"] mod k;', "env": 'const T: &str = env!("T");'}[change]
+        rs.write_text(rs.read_text() + line + "\n")
+    assert cargo_check.key(a, cmd_for(a), dict(os.environ), NAMES) is None
+    runs, cmd = counting(tmp_path, 0)
+    for n in (1, 2):
+        assert cargo_check.check(a, cmd, dict(os.environ), NAMES, tmp_path / "lock").kept is None
+        assert runs.read_text() == "x" * n
+
+
+def test_a_crate_changed_while_cargo_read_it_is_not_kept(tmp_path):
+    a = crate(tmp_path / "a")
+    runs, cmd = counting(tmp_path, 0)
+    rs = a / "src" / "relu_kernel.rs"
+    cmd[-1] = f"open({str(rs)!r}, 'a').write('// edited\\n'); " + cmd[-1]
+    cargo_check.check(a, cmd, dict(os.environ), NAMES, tmp_path / "lock")
+    rs.write_text("pub fn relu() {}\n")             # the text the check was keyed by
+    assert cargo_check.check(a, counting(tmp_path, 0)[1], dict(os.environ), NAMES, tmp_path / "lock").kept is None
+
+
+def test_a_tool_that_cannot_start_is_named_in_the_key_not_raised(tmp_path):
+    got = cargo_check._versions({"PATH": str(tmp_path)})
+    assert got[0].startswith("cargo: ") and got[1].startswith("rustc: ")
 
 
 def counting(tmp_path, rc):
