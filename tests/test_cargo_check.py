@@ -147,3 +147,12 @@ def test_the_cache_can_be_turned_off_and_a_broken_entry_is_run_around(tmp_path, 
     entry.write_text(entry.read_text()[:-5])
     assert cargo_check.check(a, cmd, dict(os.environ), NAMES, tmp_path / "lock").kept is None
     assert runs.read_text() == "xxx"
+
+
+@pytest.mark.parametrize("value, off", [("off", True), ("OFF", True), ("0", True), ("no", True), ("", False),
+                                        ("on", False), ("1", False)])
+def test_the_words_that_turn_a_cache_off(monkeypatch, value, off):
+    """tileport.core.toolchain.cache_off: the one reading of every TILEPORT_*_CACHE variable."""
+    from tileport.core import toolchain
+    monkeypatch.setenv(cargo_check.CACHE_ENV, value)
+    assert toolchain.cache_off(cargo_check.CACHE_ENV) is off

@@ -125,10 +125,9 @@ def write_config(config: dict, folder: str | Path) -> Path:
         raise TypeError(f"the run's config cannot be handed to the jobs as JSON: {exc}") from None
     path = Path(folder).resolve() / f"config-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        from tileport.core.verdict import atomic_write_text  # not at import: the jobs read this module first
+
+        atomic_write_text(path, text)
     os.environ[CONFIG_ENV] = str(path)
     return path
 

@@ -102,6 +102,12 @@ def compile_bytecode(root: str | Path) -> bool:
     return all([compileall.compile_dir(str(Path(root) / d), quiet=2) for d in ("tileport", "scripts")])
 
 
+def cache_off(var: str) -> bool:
+    """Whether the environment variable ``var`` (``TILEPORT_<KIND>_CACHE``) turns its cache off:
+    ``off``, ``0`` or ``no``, in any case."""
+    return os.environ.get(var, "").lower() in ("off", "0", "no")
+
+
 def read_kept(kind: str, key: str) -> dict | None:
     """The JSON document kept under ``key`` in ``<cache_root>/<kind>/`` (:func:`keep`), or None
     (none kept, unreadable, or kept under another key with the same 40-digit prefix). A document

@@ -23,7 +23,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import re
 import subprocess
 import time
@@ -92,28 +91,40 @@ def _environment(env: dict) -> dict:
 
 def key(crate: str | Path, cmd: list[str], env: dict, names: list[str]) -> str | None:
     """The cache key (hex SHA-256) of ``cmd`` checking ``crate`` in ``env``, or None where the
-    crate reads more than the key can hold (see the module doc). The key holds the bytes of
-    ``Cargo.toml``, ``Cargo.lock`` and every ``.rs`` file under ``src/`` (what rustc reads of a
-    generated crate; the translator's ``.rs.map.json`` beside them name the checkout), with
-    ``names`` (the checkout-unique package and library names, in that order) replaced by
-    placeholders, so two clones' same crate share a key; ``cmd`` without its ``--manifest-path``;
-    the toolchain's versions; cargo's configuration files; the environment cargo and rustc read.
-    Raises OSError when a crate file cannot be read."""
+    crate reads more than the key can hold (see the module doc): :func:`crate_digest`, ``cmd``
+    without its ``--manifest-path``, the toolchain's versions, cargo's configuration files and
+    the environment cargo and rustc read. Raises OSError when a crate file cannot be read."""
+    digest = crate_digest(crate, names)
+    return None if digest is None else _key(digest, Path(crate), cmd, env)
+
+
+def _key(digest: str, crate: Path, cmd: list[str], env: dict) -> str:
+    """:func:`key` of the crate whose :func:`crate_digest` is ``digest``."""
+    args = [a for a in cmd if a != "--manifest-path" and a != str(crate / "Cargo.toml")]
+    return hashlib.sha256(json.dumps([digest, args, _versions(env), _cargo_configs(env),
+                                      _environment(env)]).encode()).hexdigest()
+
+
+def crate_digest(crate: str | Path, names: list[str]) -> str | None:
+    """Hex SHA-256 of ``Cargo.toml``, ``Cargo.lock`` and every ``.rs`` file under ``src/`` (what
+    rustc reads of a generated crate; the translator's ``.rs.map.json`` beside them name the
+    checkout), with ``names`` (the checkout-unique package and library names, in that order)
+    replaced by placeholders, so two clones' same crate share it; None where the crate reads
+    more than these files (:func:`_manifest_reads_more`, ``build.rs``, :data:`_READS_MORE`) or a
+    text holds a NUL. Raises OSError when a crate file cannot be read."""
     crate = Path(crate)
     if (crate / "build.rs").exists() or _manifest_reads_more(crate / "Cargo.toml"):
         return None
     sources = sorted((crate / "src").rglob("*.rs"))
     h = hashlib.sha256()
-    for f in [crate / "Cargo.toml", crate / "Cargo.lock"] + sources:
+    for f in [crate / "Cargo.toml", crate / "Cargo.lock", *sources]:
         data = f.read_bytes()
-        if b"\0" in data or (f in sources and _READS_MORE.search(data)):
+        if b"\0" in data or (f.suffix == ".rs" and _READS_MORE.search(data)):
             return None
         for name, placeholder in zip(names, _PLACEHOLDERS):
             data = data.replace(name.encode(), placeholder)
         h.update(f.relative_to(crate).as_posix().encode() + b"\0" + hashlib.sha256(data).digest())
-    args = [a for a in cmd if a != "--manifest-path" and a != str(crate / "Cargo.toml")]
-    return hashlib.sha256(json.dumps([h.hexdigest(), args, _versions(env), _cargo_configs(env),
-                                      _environment(env)]).encode()).hexdigest()
+    return h.hexdigest()
 
 
 def _manifest_reads_more(toml: Path) -> bool:
@@ -153,8 +164,8 @@ def check(crate: str | Path, cmd: list[str], env: dict, names: list[str], lock: 
     not. The cache is a cache: one that cannot be read or written is run around. Raises
     FileNotFoundError without cargo, OSError when the crate cannot be read."""
     t0 = time.monotonic()
-    off = os.environ.get(CACHE_ENV, "").lower() in ("off", "0", "no")
-    k = None if off else key(crate, cmd, env, names)
+    digest = None if toolchain.cache_off(CACHE_ENV) else crate_digest(crate, names)
+    k = None if digest is None else _key(digest, Path(crate), cmd, env)
     hit = _hit(k, t0)
     if hit:
         return hit
@@ -164,7 +175,8 @@ def check(crate: str | Path, cmd: list[str], env: dict, names: list[str], lock: 
         if hit:
             return hit
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if proc.returncode == 0 and k and key(crate, cmd, env, names) == k:
+        # the crate as cargo read it: its files unchanged since the key was taken
+        if proc.returncode == 0 and k and crate_digest(crate, names) == digest:
             toolchain.keep(KIND, k, {"stdout": proc.stdout, "stderr": proc.stderr,
                                      "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, None)
     return Checked(proc.returncode, proc.stdout, proc.stderr, round(time.monotonic() - t0, 1))

@@ -302,7 +302,7 @@ def dump(op_dir, op, kernel, variant_id, build_json, out_bc, out_txt, out_json, 
 def _kept(inputs: list) -> Path | None:
     """Where the Tile IR cache keeps the program compiled from ``inputs`` (its bytecode
     ``.tileirbc`` and text ``.tileir``), None when ``TILEPORT_TILEIR_CACHE=off``."""
-    if os.environ.get("TILEPORT_TILEIR_CACHE", "").lower() in ("off", "0", "no"):
+    if toolchain.cache_off("TILEPORT_TILEIR_CACHE"):
         return None
     digest = hashlib.sha256(json.dumps(inputs, default=str).encode()).hexdigest()
     return toolchain.cache_root() / "tileir" / digest[:2] / digest

@@ -171,7 +171,7 @@ def compiled(bytecode: str | Path, arch: str, side: str, opt_level: int = 3,
 
 def _cache_entry(bytecode, arch: str, side: str, opt_level: int, cache_dir, data: bytes | None) -> Path | None:
     """Where :func:`compiled` keeps ``bytecode``'s SASS text (None: the cache is off)."""
-    if os.environ.get("TILEPORT_SASS_CACHE", "").lower() in ("off", "0", "no"):
+    if toolchain.cache_off("TILEPORT_SASS_CACHE"):
         return None
     key = cache_key(bytecode, arch, side, opt_level, data)
     return Path(cache_dir or toolchain.cache_root() / "sass") / key[:2] / f"{key}.sass"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,7 +39,7 @@ def kept_diff_runtime_pair(ref_text: str, port_text: str, params: list[dict], re
     the diff does."""
     key = hashlib.sha256(json.dumps([code_digest(), ref_text, port_text, params, str(ref_path), str(port_path),
                                      target, owner], sort_keys=True, default=str).encode()).hexdigest()
-    off = os.environ.get(CACHE_ENV, "").lower() in ("off", "0", "no")
+    off = toolchain.cache_off(CACHE_ENV)
     doc = None if off else toolchain.read_kept("irdiff", key)
     if doc is not None:
         try:
