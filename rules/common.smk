@@ -135,11 +135,9 @@ os.environ[tp_job.PYTHON_ENV] = "python" if _uses_conda() else sys.executable
 tp_job.write_config(config, Path(".snakemake") / "tileport")
 
 
-def job_params(**values):
-    """A stage rule's parameter ``job``: these ``values`` (each a value or a function of the
-    wildcards) as JSON, a rerun trigger (tileport.core.job.params)."""
-    return tp_job.params(**values)
-
+# A stage rule's parameter ``job``: its values (each a value or a function of the wildcards) as
+# JSON, a rerun trigger (tileport.core.job.params)
+job_params = tp_job.params
 
 # A stage rule's parameter ``io``: the job's input, output and wildcards as JSON, derived from its
 # files and so never a parameter rerun trigger (tileport.core.job.io)
