@@ -55,9 +55,12 @@ run: install
 	  $(VENV)/bin/snakemake --cores $(CORES) $$gone $(SCHED) --resources gpu=$(GPUS) || exit 1; \
 	fi
 	$(VENV)/bin/snakemake --cores $(CORES) results/summary.csv $(SCHED) --resources gpu=$(GPUS)
-	@# Snakemake 9 may leave jobs behind chained checkpoints (check_kernel -> gpu_route) for a next run
-	@# after it updates the DAG (snakemake/snakemake#3862): finish them, at most twice more
-	@for pass in 2 3; do \
+	@# Snakemake 9 may leave jobs behind chained checkpoints (check_kernel -> gpu_route, where a
+	@# route may retry) for a next run after it updates the DAG (snakemake/snakemake#3862): finish
+	@# them, at most twice more; not after a run whose log (the newest) shows no such update
+	@log=$$(ls -t .snakemake/log/*.snakemake.log 2>/dev/null | head -1); \
+	if [ -n "$$log" ] && ! grep -q "Updating checkpoint dependencies" "$$log"; then exit 0; fi; \
+	for pass in 2 3; do \
 	  $(VENV)/bin/snakemake -n --cores $(CORES) results/summary.csv 2>&1 | grep -q "Nothing to be done" && break; \
 	  echo "tileport: jobs left after the run (chained checkpoints): pass $$pass"; \
 	  $(VENV)/bin/snakemake --cores $(CORES) results/summary.csv $(SCHED) --resources gpu=$(GPUS) || exit 1; \

@@ -302,11 +302,23 @@ def _route_next(path):
     return d if isinstance(d, dict) else {"next": "stop"}  # unreadable or damaged: a stop
 
 
+# whether a CPU / GPU route may say retry under config's roles and caps: only then are
+# check_kernel / gpu_route checkpoints and their routes followed (rules/route.smk)
+ROUTES_MAY_RETRY = tp_route.may_retry(
+    config["roles"]["kernel_writer"],
+    config["attempts"]["write_kernel"],
+    config["roles"]["host_builder"],
+    config["attempts"]["host_shim"],
+)
+
+
 def follow_routes(op, kernel, start):
     """The writer attempt the kernel's CPU routes lead to from attempt ``start`` (route.json of
     checkpoint ``check_kernel``): the first that is accepted or stopped. Until a route exists,
     Snakemake plans the jobs that make it, so a dry run of a half-finished loop lists the next
-    attempt."""
+    attempt. Where no CPU route may retry, ``start`` itself (check_kernel is a plain rule)."""
+    if not ROUTES_MAY_RETRY["cpu"]:
+        return start
     cap = config["attempts"]["write_kernel"]
     n = start
     while True:
@@ -364,7 +376,10 @@ def _gpu_route_next(op, path):
 
 def gpu_routes(op):
     """The operator's GPU routes from round 1 (checkpoint ``gpu_route``) up to the first that
-    does not say retry: [(round, route dict)]."""
+    does not say retry: [(round, route dict)]. Where no GPU route may retry, round 1 alone, its
+    route not read (gpu_route is a plain rule)."""
+    if not ROUTES_MAY_RETRY["gpu"]:
+        return [(1, {})]
     out, r = [], 1
     while True:
         path = checkpoints.gpu_route.get(op=op, r=str(r)).output.route
@@ -380,6 +395,8 @@ def round_attempts(op, r):
     routes from attempt 1; a retry of round r-1 restarts one kernel's loop at the attempt it
     asked for."""
     att = {k: follow_routes(op, k, 1) for k in kernels_of(op)}
+    if not ROUTES_MAY_RETRY["gpu"]:
+        return att
     for rr in range(1, int(r)):
         path = checkpoints.gpu_route.get(op=op, r=str(rr)).output.route
         req = _gpu_route_next(op, path).get("request") or {}
@@ -395,6 +412,9 @@ def previous_route(wildcards):
     n = int(wildcards.n)
     if n <= 1:
         return []
+    if not ROUTES_MAY_RETRY["cpu"]:
+        # no route asks for attempt n here; one named as a target reads attempt n-1's route
+        return [f"results/{wildcards.op}/attempts/{wildcards.kernel}/{n - 1}/route.json"]
     prev = checkpoints.check_kernel.get(op=wildcards.op, kernel=wildcards.kernel, n=str(n - 1)).output.route
     if _route_next(prev).get("next") != "accept":
         return [prev]

@@ -12,8 +12,9 @@ from conftest import REPO
 
 from tileport.core import yamlio
 
+# a rule may be defined inside an if / else (check_kernel and gpu_route: a checkpoint or a rule)
 RULES = {m[1] for f in (REPO / "rules").glob("*.smk")
-         for m in re.finditer(r"^(?:rule|checkpoint) (\w+):", f.read_text(), re.M)}
+         for m in re.finditer(r"^[ \t]*(?:rule|checkpoint) (\w+):", f.read_text(), re.M)}
 GPU_RULES = {"gpu_test", "bench"}
 
 
@@ -21,13 +22,29 @@ def profile(name):
     return yamlio.load_file(REPO / "profiles" / name / "config.yaml")
 
 
+def indent(line):
+    return len(line) - len(line.lstrip())
+
+
 def rule_resources(rule):
-    """The ``resources:`` block of one rule, as text."""
+    """The ``resources:`` block of one rule (its first definition), as text: the lines indented
+    under the directive, at whatever depth the rule is defined."""
     for f in (REPO / "rules").glob("*.smk"):
-        m = re.search(rf"^(?:rule|checkpoint) {rule}:\n(.*?)(?=^rule |^checkpoint |\Z)", f.read_text(), re.M | re.S)
-        if m:
-            r = re.search(r"^    resources:\n((?:        .*\n)+)", m[1], re.M)
-            return r[1] if r else ""
+        lines = f.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if not re.match(rf"^\s*(?:rule|checkpoint) {rule}:$", line):
+                continue
+            out, at = [], None
+            for body in lines[i + 1:]:
+                if body.strip() and indent(body) <= indent(line):
+                    break                               # the rule ends
+                if at is None:
+                    at = indent(body) if body.strip() == "resources:" else None
+                elif body.strip() and indent(body) > at:
+                    out.append(body)
+                elif body.strip():
+                    break                               # the next directive
+            return "\n".join(out)
     raise KeyError(rule)
 
 

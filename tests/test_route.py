@@ -441,3 +441,28 @@ def test_the_cap_is_in_a_route_exactly_where_cap_decides_says(backend):
             bigger = tp_route.decide(fail, backend, n, cap + 5)
             assert "cap" not in bigger and bigger["next"] == ("stop" if backend == "translator" else "retry")
     assert not tp_route.cap_decides("translator", 3, 3) and tp_route.cap_decides("anthropic", 3, 3)
+
+
+@pytest.mark.parametrize("writer", ["translator", "anthropic", "replay", "auto"])
+@pytest.mark.parametrize("writer_cap", [1, 2, 3])
+@pytest.mark.parametrize("builder,host_cap", [("deterministic", 3), ("auto", 1), ("auto", 2), ("anthropic", 3)])
+def test_may_retry_is_exactly_whether_some_route_retries(tmp_path, writer, writer_cap, builder, host_cap):
+    # the workflow makes check_kernel / gpu_route checkpoints only where may_retry says a route
+    # can retry: a False must hold for every route the deciders can write, a True be reachable
+    may = tp_route.may_retry(writer, writer_cap, builder, host_cap)
+    cpu = any(tp_route.decide(c, writer, n, writer_cap)["next"] == "retry"
+              for c in (cv("FAIL", "kernel"), cv("FAIL", "agent_output"), cv("PASS"), cv("BLOCKED"))
+              for n in range(1, writer_cap + 2))
+    assert may["cpu"] == cpu
+    cases = {"numerics": ([row(), row(variant="f16-T2", port=mismatch())], None),
+             "host": ([row(launches=(1, 2, 1))], None), "slow": ([row()], SLOW),
+             "slow_launches": ([row()], [brow(0.8, port_launches=2), brow(0.85, shape="b", port_launches=2)])}
+    gpu = False
+    for name, (rows, brows) in cases.items():
+        t, b, p = gpu_verdicts(tmp_path / name, rows, brows)
+        for n in range(1, writer_cap + 2):
+            for h in range(1, host_cap + 2):
+                d = tp_gpu_round.decide_gpu(t, b, p, {"k": n}, 1, writer=writer, writer_cap=writer_cap,
+                                            host_builder=builder, host_attempt=h, host_cap=host_cap)
+                gpu = gpu or d["next"] == "retry"
+    assert may["gpu"] == gpu

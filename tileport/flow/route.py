@@ -99,6 +99,18 @@ def cap_decides(backend: str, n: int, cap: int) -> bool:
     return backend not in DETERMINISTIC and n >= cap
 
 
+def may_retry(writer: str, writer_cap: int, host_builder: str, host_cap: int) -> dict[str, bool]:
+    """Whether any route can say ``retry`` under these roles and caps: ``{"cpu": ..., "gpu": ...}``
+    for the routes of ``check_kernel`` (:func:`decide`) and of ``gpu_route``
+    (:func:`tileport.flow.gpu_round.decide_gpu`). A writer in :data:`DETERMINISTIC` or a cap of 1
+    attempt never gets another attempt; a GPU route may also ask the host builder again, unless
+    it is ``deterministic`` or its cap is 1. The workflow makes a route's rule a checkpoint only
+    where it may retry: a checkpoint makes Snakemake rebuild its DAG after every such job (issue 32)."""
+    writer_may = writer not in DETERMINISTIC and int(writer_cap) > 1
+    host_may = host_builder != "deterministic" and int(host_cap) > 1
+    return {"cpu": writer_may, "gpu": writer_may or host_may}
+
+
 def decide(check_v: dict, backend: str, n: int, cap: int) -> dict:
     """Where attempt ``n`` goes next, from its ``check_kernel`` verdict alone.
 
