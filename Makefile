@@ -46,7 +46,7 @@ run: install
 	@# rebuild just those files first (tileport/flow/route_files.py)
 	@missing=$$($(PY) -m tileport.flow.route_files results); if [ -n "$$missing" ]; then \
 	  echo "tileport: rebuilding missing routing records:" $$missing; \
-	  $(VENV)/bin/snakemake --cores $(CORES) $$missing --allowed-rules check_kernel gpu_route || exit 1; \
+	  $(VENV)/bin/snakemake --cores $(CORES) $$missing $$($(PY) -m tileport.flow.route_files --rebuild-args config.yaml) || exit 1; \
 	fi
 	@# an operator's results deleted after the summary was written: Snakemake would report
 	@# nothing to be done (snakemake/snakemake#3879); build their final rounds as targets first

@@ -13,6 +13,7 @@ from tileport.core.closure import code_sha
 from tileport.core import toolchain as tp_toolchain
 from tileport.core import job as tp_job
 from tileport.flow import route as tp_route
+from tileport.flow import route_files as tp_route_files
 from tileport.model.constructs import RUST_KEYWORDS as C_RUST_KEYWORDS
 from tileport.nvidia import port as tp_nv
 
@@ -650,7 +651,7 @@ def check_route_files():
             print(
                 f"tileport: the results of {', '.join(gone)} are gone although results/summary.csv "
                 f"lists them; Snakemake may report nothing to be done (each way to them passes a "
-                f"checkpoint whose output is gone too, snakemake/snakemake#3879). Build them as "
+                f"routing record that is gone too, snakemake/snakemake#3879). Build them as "
                 f"targets (make run does):\n  .venv/bin/snakemake --cores all {finals}",
                 file=sys.stderr,
             )
@@ -662,15 +663,18 @@ def check_route_files():
             f"routing records missing (deleted?) although files made from them exist:\n{files}\n"
             f"Snakemake does not rebuild them by itself. Rebuild them alone (nothing after them "
             f"reruns unless one comes out different) with:\n"
-            f"  .venv/bin/snakemake --cores all {routes} {REBUILD_ROUTES_ONLY}\n"
+            f"  .venv/bin/snakemake --cores all {routes} {rebuild_routes_only()}\n"
             f"then run again (make run does both)."
         )
 
 
-# only the routing rules may run when rebuilding routes: a needrun job passes its rerun to every
-# job after it in the same DAG (a route's followers, through the shared host library the other
-# operators' too), while a later run compares the rebuilt route by checksum
-REBUILD_ROUTES_ONLY = "--allowed-rules check_kernel gpu_route"
+# only the routing rules may run when rebuilding routes where they are checkpoints: a needrun job
+# passes its rerun to every job after it in the same DAG (a route's followers, through the shared
+# host library the other operators' too), while a later run compares the rebuilt route by
+# checksum; as plain rules every rule but a route's followers (route_files.rebuild_args)
+def rebuild_routes_only():
+    """The Snakemake arguments that rebuild missing routes alone (route_files.rebuild_args)."""
+    return " ".join(tp_route_files.rebuild_args(config, [r.name for r in workflow.rules]))
 
 
 # NVIDIA's shipped cuTile Rust ports (rules/nv_port.smk): the operators that import a TileGym

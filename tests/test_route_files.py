@@ -3,6 +3,8 @@
 import json
 import subprocess
 
+import pytest
+import yaml
 from conftest import REPO
 
 from tileport.flow import route_files
@@ -96,3 +98,21 @@ def test_operators_deleted_after_the_summary_are_named(tmp_path):
     (r / "summary.csv").write_bytes(b"op,analyze\n../operators/gone,PASS\n/tmp,PASS\ngone/sub,PASS\n"
                                     + b"a" * 300 + b",PASS\nr\xe9lu,PASS\ngone,PASS\n")
     assert route_files.deleted_operators(r) == ["gone"]
+
+
+@pytest.mark.parametrize("writer,cap,builder,host_cap,restricted", [
+    ("translator", 2, "deterministic", 2, False), ("translator", 2, "auto", 2, True),
+    ("anthropic", 2, "deterministic", 1, True), ("anthropic", 1, "deterministic", 2, False)])
+def test_rebuild_args_restrict_to_the_routing_rules_only_where_they_are_checkpoints(writer, cap, builder, host_cap,
+                                                                                    restricted, tmp_path, capsys):
+    cfg = {"roles": {"kernel_writer": writer, "host_builder": builder},
+           "attempts": {"write_kernel": cap, "host_shim": host_cap}}
+    rules = route_files.rule_names(REPO / "rules")
+    assert {"check_kernel", "gpu_route", "write_kernel", *route_files.ROUTE_FOLLOWERS} <= set(rules)
+    plain = ["--allowed-rules", *sorted(set(rules) - set(route_files.ROUTE_FOLLOWERS))]
+    want = ["--allowed-rules", "check_kernel", "gpu_route"] if restricted else plain
+    assert route_files.rebuild_args(cfg, rules) == want
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / "rules").symlink_to(REPO / "rules")
+    assert route_files.main(["--rebuild-args", str(tmp_path / "config.yaml")]) == 0
+    assert capsys.readouterr().out.split() == want

@@ -11,6 +11,8 @@ import time
 import pytest
 from conftest import REPO, copy_workflow
 
+from tileport.flow import route_files
+
 
 def snakemake(wd, *args, check=True):
     exe = os.path.join(os.path.dirname(sys.executable), "snakemake")
@@ -216,12 +218,34 @@ def test_deleted_routes_are_named_and_rebuilt_alone(workdir):
     assert "results/softmax/attempts/softmax_kernel/1/route.json (needed by" in out
     # the command the message gives (make run runs it): only the two routes run
     rebuild = next(ln.split("--cores all ", 1)[1] for ln in out.splitlines() if ".venv/bin/snakemake --cores all" in ln)
-    assert rebuild.split() == [*gone, "--allowed-rules", "check_kernel", "gpu_route"]
+    # the translator's routing rules are no checkpoints: every rule allowed but those that
+    # publish or follow a route (Snakemake 9 then plans from the allowed rules alone)
+    args = rebuild.split()
+    assert args[:3] == [*gone, "--allowed-rules"] and {"check_kernel", "gpu_route", "write_kernel"} <= set(args)
+    assert not set(route_files.ROUTE_FOLLOWERS) & set(args)
     p = snakemake(wd, *rebuild.split())
     ran = re.findall(r"Finished jobid: \d+ \(Rule: (\w+)\)", p.stdout + p.stderr)
     # a writer attempt's route is written by its check (checkpoint check_kernel)
     assert sorted(ran) == ["check_kernel", "gpu_route"], (p.stdout + p.stderr)[-3000:]
     assert all((wd / g).is_file() for g in gone)
+    assert planned(wd) == {}
+
+
+def test_a_route_deleted_with_its_attempt_is_rebuilt(workdir):
+    """A writer attempt's folder deleted whole (route.json with the write.json and kernel it is
+    made from): the rebuild command the run gives (make run's first step) writes the attempt again
+    and its route, where an --allowed-rules run of the routing rules alone stopped on the missing
+    inputs (MissingInputException) once they were no checkpoints; then one run finishes the rest."""
+    wd, _, _ = workdir
+    shutil.rmtree(wd / "results" / "relu" / "attempts" / "relu_kernel" / "1")
+    p = snakemake(wd, "-n", "results/summary.csv", check=False)
+    out = p.stdout + p.stderr
+    rebuild = next(ln.split("--cores all ", 1)[1] for ln in out.splitlines() if ".venv/bin/snakemake --cores all" in ln)
+    assert rebuild.split()[:2] == ["results/relu/attempts/relu_kernel/1/route.json", "--allowed-rules"], out[-3000:]
+    p = snakemake(wd, *rebuild.split())
+    ran = sorted(re.findall(r"Finished jobid: \d+ \(Rule: (\w+)\)", p.stdout + p.stderr))
+    assert ran == ["check_kernel", "write_kernel"], (p.stdout + p.stderr)[-3000:]
+    snakemake(wd, "results/summary.csv")
     assert planned(wd) == {}
 
 

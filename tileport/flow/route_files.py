@@ -16,17 +16,21 @@ every route that a later file proves was made and that is missing now:
 * writer attempt n >= 2 (``attempts/<kernel>/<n>/write.json``) was asked for by the route of
   attempt n-1; the tree of GPU round r >= 2 (``rounds/<r>/<op>/``) by round r-1's route.
 
-``make run`` rebuilds what it finds as targets of a Snakemake run of their own in which only the
-routing rules may run (so nothing after them reruns unless a rebuilt route differs); a bare
-``snakemake`` of the summary stops naming them and that command (rules/common.smk).
+``make run`` rebuilds what it finds as targets of a Snakemake run of their own
+(:func:`rebuild_args`: only the routing rules may run where they are checkpoints, so nothing after
+them reruns unless a rebuilt route differs); a bare ``snakemake`` of the summary stops naming
+them and that command (rules/common.smk).
 
 Command line: ``python -m tileport.flow.route_files [RESULTS]`` prints the missing routes, one per
 line (nothing when none is missing); with ``--operators`` the final rounds of operators whose
-results were deleted after the summary was written (:func:`deleted_operators`); exit status 0.
+results were deleted after the summary was written (:func:`deleted_operators`); with
+``--rebuild-args CONFIG`` the Snakemake arguments of the rebuild for that config.yaml and the
+rules beside it in ``rules/`` (:func:`rebuild_args`, one line); exit status 0.
 """
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -124,6 +128,42 @@ def deleted_operators(results: str | Path = "results", operators: str | Path | N
     return out
 
 
+#: the rules that publish or follow a route: a rebuild of routes never runs them (their outputs
+#: stand as they are; a later run reruns them only where a rebuilt route came out different)
+ROUTE_FOLLOWERS = ("accept_kernel", "round_kernel", "round_start", "final_round")
+
+
+def rule_names(rules_dir: str | Path) -> list[str]:
+    """The names of the rules and checkpoints defined in ``rules_dir/*.smk`` (at any indent: a
+    rule may be defined inside an if / else), sorted."""
+    pat = re.compile(r"^[ \t]*(?:rule|checkpoint) (\w+):", re.M)
+    return sorted({m[1] for f in Path(rules_dir).glob("*.smk") for m in pat.finditer(f.read_text())})
+
+
+def rebuild_args(config: dict, rules: list[str]) -> list[str]:
+    """The Snakemake arguments beside the missing routes that rebuild them alone.
+
+    Where ``config`` (config.yaml's ``roles`` and ``attempts``) makes ``check_kernel`` or
+    ``gpu_route`` a checkpoint (:func:`tileport.flow.route.may_retry`): ``--allowed-rules
+    check_kernel gpu_route`` (Snakemake 9 then plans the whole DAG and runs only those).
+    Otherwise every rule of ``rules`` but :data:`ROUTE_FOLLOWERS`: without a checkpoint
+    Snakemake 9 plans from the allowed rules alone (``Workflow.execute``), so the routing rules
+    alone could not rebuild a route deleted with its inputs (MissingInputException), and no
+    restriction would rerun the followers of a rebuilt route in the same run (through the shared
+    host library, other operators' too).
+
+    Raises:
+        KeyError: ``config`` lacks a role or an attempt cap (the workflow validates config.yaml).
+    """
+    from tileport.flow.route import may_retry
+
+    may = may_retry(config["roles"]["kernel_writer"], config["attempts"]["write_kernel"],
+                    config["roles"]["host_builder"], config["attempts"]["host_shim"])
+    if may["cpu"] or may["gpu"]:
+        return ["--allowed-rules", "check_kernel", "gpu_route"]
+    return ["--allowed-rules", *sorted(r for r in rules if r not in ROUTE_FOLLOWERS)]
+
+
 def main(argv=None) -> int:
     """``[--operators] [RESULTS]``: the missing routes, or with ``--operators`` the final
     rounds (``results/<op>/final.json``) of the deleted operators, one per line."""
@@ -132,8 +172,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tileport.flow.route_files")
     ap.add_argument("results", nargs="?", default="results")
     ap.add_argument("--operators", action="store_true", help="the deleted operators' final rounds")
+    ap.add_argument("--rebuild-args", metavar="CONFIG", help="the rebuild's Snakemake arguments for this config.yaml")
     a = ap.parse_args(sys.argv[1:] if argv is None else list(argv))
-    if a.operators:
+    if a.rebuild_args:
+        from tileport.core import yamlio
+
+        cfg = Path(a.rebuild_args)
+        print(" ".join(rebuild_args(yamlio.load_file(cfg), rule_names(cfg.parent / "rules"))))
+    elif a.operators:
         for op in deleted_operators(a.results):
             print(str(Path(a.results) / op / "final.json"))
     else:
