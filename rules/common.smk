@@ -305,12 +305,7 @@ def _route_next(path):
 
 # whether a CPU / GPU route may say retry under config's roles and caps: only then are
 # check_kernel / gpu_route checkpoints and their routes followed (rules/route.smk)
-ROUTES_MAY_RETRY = tp_route.may_retry(
-    config["roles"]["kernel_writer"],
-    config["attempts"]["write_kernel"],
-    config["roles"]["host_builder"],
-    config["attempts"]["host_shim"],
-)
+ROUTES_MAY_RETRY = tp_route.may_retry_under(config)
 
 
 def follow_routes(op, kernel, start):
@@ -674,7 +669,7 @@ def check_route_files():
 # checksum; as plain rules every rule but a route's followers (route_files.rebuild_args)
 def rebuild_routes_only():
     """The Snakemake arguments that rebuild missing routes alone (route_files.rebuild_args)."""
-    return " ".join(tp_route_files.rebuild_args(config, [r.name for r in workflow.rules]))
+    return " ".join(tp_route_files.rebuild_args(ROUTES_MAY_RETRY, [r.name for r in workflow.rules]))
 
 
 # NVIDIA's shipped cuTile Rust ports (rules/nv_port.smk): the operators that import a TileGym

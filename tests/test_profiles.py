@@ -11,10 +11,10 @@ import yaml
 from conftest import REPO
 
 from tileport.core import yamlio
+from tileport.flow import route_files
 
 # a rule may be defined inside an if / else (check_kernel and gpu_route: a checkpoint or a rule)
-RULES = {m[1] for f in (REPO / "rules").glob("*.smk")
-         for m in re.finditer(r"^[ \t]*(?:rule|checkpoint) (\w+):", f.read_text(), re.M)}
+RULES = set(route_files.rule_names(REPO / "rules"))
 GPU_RULES = {"gpu_test", "bench"}
 
 

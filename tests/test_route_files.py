@@ -7,6 +7,7 @@ import pytest
 import yaml
 from conftest import REPO
 
+from tileport.flow import route as tp_route
 from tileport.flow import route_files
 
 
@@ -111,7 +112,7 @@ def test_rebuild_args_restrict_to_the_routing_rules_only_where_they_are_checkpoi
     assert {"check_kernel", "gpu_route", "write_kernel", *route_files.ROUTE_FOLLOWERS} <= set(rules)
     plain = ["--allowed-rules", *sorted(set(rules) - set(route_files.ROUTE_FOLLOWERS))]
     want = ["--allowed-rules", "check_kernel", "gpu_route"] if restricted else plain
-    assert route_files.rebuild_args(cfg, rules) == want
+    assert route_files.rebuild_args(tp_route.may_retry_under(cfg), rules) == want
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     (tmp_path / "rules").symlink_to(REPO / "rules")
     assert route_files.main(["--rebuild-args", str(tmp_path / "config.yaml")]) == 0

@@ -111,6 +111,13 @@ def may_retry(writer: str, writer_cap: int, host_builder: str, host_cap: int) ->
     return {"cpu": writer_may, "gpu": writer_may or host_may}
 
 
+def may_retry_under(config: dict) -> dict[str, bool]:
+    """:func:`may_retry` of a run's config (config.yaml's ``roles`` and ``attempts``). Raises
+    KeyError when a role or an attempt cap is missing (the workflow validates config.yaml)."""
+    return may_retry(config["roles"]["kernel_writer"], config["attempts"]["write_kernel"],
+                     config["roles"]["host_builder"], config["attempts"]["host_shim"])
+
+
 def decide(check_v: dict, backend: str, n: int, cap: int) -> dict:
     """Where attempt ``n`` goes next, from its ``check_kernel`` verdict alone.
 

@@ -140,25 +140,18 @@ def rule_names(rules_dir: str | Path) -> list[str]:
     return sorted({m[1] for f in Path(rules_dir).glob("*.smk") for m in pat.finditer(f.read_text())})
 
 
-def rebuild_args(config: dict, rules: list[str]) -> list[str]:
+def rebuild_args(may: dict[str, bool], rules: list[str]) -> list[str]:
     """The Snakemake arguments beside the missing routes that rebuild them alone.
 
-    Where ``config`` (config.yaml's ``roles`` and ``attempts``) makes ``check_kernel`` or
-    ``gpu_route`` a checkpoint (:func:`tileport.flow.route.may_retry`): ``--allowed-rules
+    Where ``may`` (:func:`tileport.flow.route.may_retry`) makes ``check_kernel`` or
+    ``gpu_route`` a checkpoint: ``--allowed-rules
     check_kernel gpu_route`` (Snakemake 9 then plans the whole DAG and runs only those).
     Otherwise every rule of ``rules`` but :data:`ROUTE_FOLLOWERS`: without a checkpoint
     Snakemake 9 plans from the allowed rules alone (``Workflow.execute``), so the routing rules
     alone could not rebuild a route deleted with its inputs (MissingInputException), and no
     restriction would rerun the followers of a rebuilt route in the same run (through the shared
     host library, other operators' too).
-
-    Raises:
-        KeyError: ``config`` lacks a role or an attempt cap (the workflow validates config.yaml).
     """
-    from tileport.flow.route import may_retry
-
-    may = may_retry(config["roles"]["kernel_writer"], config["attempts"]["write_kernel"],
-                    config["roles"]["host_builder"], config["attempts"]["host_shim"])
     if may["cpu"] or may["gpu"]:
         return ["--allowed-rules", "check_kernel", "gpu_route"]
     return ["--allowed-rules", *sorted(r for r in rules if r not in ROUTE_FOLLOWERS)]
@@ -176,9 +169,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(sys.argv[1:] if argv is None else list(argv))
     if a.rebuild_args:
         from tileport.core import yamlio
+        from tileport.flow.route import may_retry_under
 
         cfg = Path(a.rebuild_args)
-        print(" ".join(rebuild_args(yamlio.load_file(cfg), rule_names(cfg.parent / "rules"))))
+        print(" ".join(rebuild_args(may_retry_under(yamlio.load_file(cfg)), rule_names(cfg.parent / "rules"))))
     elif a.operators:
         for op in deleted_operators(a.results):
             print(str(Path(a.results) / op / "final.json"))
