@@ -24,15 +24,18 @@ import unicodedata
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
 
+from tileport.core import schema as tp_schema
 from tileport.core import yamlio
 from tileport.core.wheels import checkout_pin
 from tileport.model import defects, flashinfer
 from tileport.model.constructs import RESERVED_KERNEL_NAMES
+
+if TYPE_CHECKING:
+    import jsonschema
 
 #: dtype code -> (cuda.tile attribute, torch attribute, family). Codes are tileport's; the
 #: attribute names are cuda-tile 1.7.0's ``ct.<name>`` and PyTorch's ``torch.<name>`` (the
@@ -274,18 +277,31 @@ def _suggest(word: str, choices) -> str:
     return f" (did you mean {near[0]}?)" if near else ""
 
 
-# the schema's format python-name (kernel names): what Python takes as a name, non-ASCII letters too
-_FORMATS = jsonschema.FormatChecker(formats=())
-_FORMATS.checks("python-name")(lambda v: not isinstance(v, str) or v.isidentifier())
+def _python_name(v) -> bool:
+    """The schema's format python-name (kernel names): what Python takes as a name, non-ASCII
+    letters too."""
+    return not isinstance(v, str) or v.isidentifier()
 
-# JSON Schema's "integer" admits 1.0 (a number with a zero fraction); a manifest's `ndim: 1.0`
-# would then pass and be used as a float rank. YAML writes integers without a point, so an
-# "integer" here is an int and not a bool: a float where an integer belongs is an error, never
-# silently taken as the integer it equals.
-_STRICT_VALIDATOR = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
+
+_FORMATS = {"python-name": _python_name}
+
+
+@functools.cache
+def _strict_validator():
+    """The jsonschema validator that words a manifest's errors: draft 2020-12 with the
+    python-name format checked, and "integer" an int that is no bool. JSON Schema's "integer"
+    admits 1.0 (a number with a zero fraction); a manifest's `ndim: 1.0` would then pass and be
+    used as a float rank. YAML writes integers without a point, so a float where an integer
+    belongs is an error, never silently taken as the integer it equals."""
+    import jsonschema
+
+    formats = jsonschema.FormatChecker(formats=())
+    formats.checks("python-name")(_python_name)
+    cls = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+            "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
+    return cls(MANIFEST_SCHEMA, format_checker=formats)
 
 
 def _in_words(err: jsonschema.ValidationError) -> tuple[list, str]:
@@ -504,7 +520,9 @@ def load(path: str | Path) -> dict:
         raise ManifestError(f"{path}:1: the manifest must be a mapping (key: value lines), not "
                             f"{_describe(doc)}; start with `op: {path.parent.name}`")
     fib = _flashinfer_bench(doc, path, text)
-    errors = list(_STRICT_VALIDATOR(MANIFEST_SCHEMA, format_checker=_FORMATS).iter_errors(doc))
+    # jsonschema-rs decides; jsonschema words the errors of a manifest it does not pass
+    ok = tp_schema.passes(MANIFEST_SCHEMA, doc, formats=_FORMATS, strict_integers=True)
+    errors = [] if ok else list(_strict_validator().iter_errors(doc))
     if errors:
         # the most specific complaint first: wrong values before missing keys, deep before shallow
         errors.sort(key=lambda e: (e.validator == "required", -len(e.absolute_path)))
