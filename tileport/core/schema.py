@@ -8,21 +8,34 @@ most load a manifest (:func:`tileport.model.manifest.load`). ``import jsonschema
 1 ms. It only decides: a document it passes is valid, and the messages, the strict integer rule
 and everything a caller reports still come from ``jsonschema``, which is imported only then.
 
-A pass is taken only where both validators must agree (tests/test_schema.py holds them to it):
-``jsonschema_rs`` raises on what JSON cannot hold (a mapping key that is no string, ...): no
-pass; ``strict_integers`` (the manifest's rule that ``1.0`` is no integer, which JSON Schema's
-``integer`` admits): a document holding a float of integral value passes only if it also passes
-with each such float moved to the next float up, and to the next float down (not an integer,
-and on the same side of every bound but one equal to it, which one of the two then fails, so a
-float on a bound, a tolerance of 0.0, is left to ``jsonschema``); regular
-expressions: jsonschema-rs's dialect matches ``$`` only at the very end and ``\\d`` / ``\\w`` in
-ASCII only, so where it differs from Python's ``re`` it rejects what Python accepts, never the
-reverse, and the rejected document goes to ``jsonschema``.
+A pass is taken only where both validators read the document alike (tests/test_schema.py holds
+them to agreement); anything else goes to ``jsonschema``:
+
+* types: only what JSON holds as Python ``json`` / YAML load it (``dict`` with ``str`` keys,
+  ``list``, ``str``, ``int``, ``bool``, ``float``, None). jsonschema-rs also takes a tuple as an
+  array and a ``Decimal`` of integral value as an integer, which ``jsonschema`` does not;
+* ``strict_integers`` (the manifest's rule that ``1.0`` is no integer, which JSON Schema's
+  ``integer`` takes): each float of integral value is moved to the next float up, then down, and
+  the document must pass both ways. The moved float is no integer and stays on the same side of
+  every bound, except a bound equal to it, which one of the two moves crosses (a tolerance of
+  0.0 with minimum 0 goes to ``jsonschema``). From 2**52 up a float's neighbours are integers
+  too, so such a float goes to ``jsonschema``;
+* ``ascii_strings``: a string (value or key) with a character outside printable ASCII, tab,
+  newline and carriage return. Regular expression classes (``\\S``, ``\\w``, ``\\d``) differ
+  between Python's ``re`` and jsonschema-rs's dialect outside ASCII (``\\x1c``-``\\x1f`` and
+  ``\\x85`` are whitespace to Python only). jsonschema-rs's ``$`` matches only at the very end where
+  Python's also matches before a final newline: jsonschema-rs then rejects, and ``jsonschema``
+  decides.
 """
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
+
+
+class _Undecided(Exception):
+    """The document holds something the two validators may read differently."""
 
 
 def _validator(schema: dict, formats: tuple[tuple[str, Callable[[str], bool]], ...]):
@@ -36,51 +49,64 @@ def _validator(schema: dict, formats: tuple[tuple[str, Callable[[str], bool]], .
 # one compiled validator per schema object of this process (the schemas are module constants);
 # the schema is held beside it so its id is never reused
 _COMPILED: dict[tuple[int, tuple], tuple[dict, object]] = {}
+_NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")
+_EXACT = 2.0**52   # from here up every float is an integer, and so are its neighbours
 
 
-def _nudged(doc, toward: float):
-    """``doc`` (parsed JSON / YAML) with every float of integral value moved to the next float
-    ``toward`` +inf or -inf; None when it holds none."""
+def _checked(doc, strict_integers: bool, ascii_strings: bool):
+    """``(up, down)``: ``doc`` (parsed JSON / YAML) with each float of integral value moved to the
+    next float up / down where ``strict_integers`` (both None when it holds none, or without
+    ``strict_integers``). Raises _Undecided for what the module doc sends to ``jsonschema``."""
     found = False
 
-    def walk(x):
-        nonlocal found
-        if isinstance(x, float) and x.is_integer():
-            found = True
-            return math.nextafter(x, toward)
-        if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()}
-        if isinstance(x, list | tuple):
-            return [walk(v) for v in x]
+    def text(x: str) -> str:
+        if ascii_strings and _NOT_PLAIN.search(x):
+            raise _Undecided
         return x
 
-    out = walk(doc)
-    return out if found else None
+    def walk(x, toward: float):
+        nonlocal found
+        if x is None or isinstance(x, bool | int):
+            return x
+        if isinstance(x, str):
+            return text(x)
+        if isinstance(x, float):
+            if strict_integers and x.is_integer():
+                if abs(x) >= _EXACT:
+                    raise _Undecided
+                found = True
+                return math.nextafter(x, toward)
+            return x
+        if isinstance(x, dict):
+            if not all(isinstance(k, str) for k in x):
+                raise _Undecided
+            return {text(k): walk(v, toward) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v, toward) for v in x]
+        raise _Undecided
+
+    up = walk(doc, math.inf)
+    if not found:
+        return None, None
+    return up, walk(doc, -math.inf)
 
 
 def passes(schema: dict, doc, formats: dict[str, Callable[[str], bool]] | None = None,
-           strict_integers: bool = False) -> bool:
+           strict_integers: bool = False, ascii_strings: bool = False) -> bool:
     """Whether ``doc`` is valid against ``schema`` (a JSON Schema as a dict; the draft its
     ``$schema`` names, else 2020-12) by jsonschema-rs, with ``formats`` (format name -> check of a
     string) checked where given and all other formats annotations, as ``jsonschema`` checks them
-    without a format checker. True: valid. False: not shown valid here: ask ``jsonschema``, which
-    words the errors (or finds none, where the two differ: see the module doc). Raises nothing."""
+    without a format checker. ``strict_integers``: a float is no integer; ``ascii_strings``: the
+    schema's patterns meet only printable ASCII here (module doc). True: valid. False: not shown
+    valid here: ask ``jsonschema``, which words the errors (or finds none). Raises nothing."""
     fmt = tuple(sorted((formats or {}).items()))
     key = (id(schema), fmt)
     try:
+        up, down = _checked(doc, strict_integers, ascii_strings)
         held = _COMPILED.get(key)
         if held is None or held[0] is not schema:
             held = _COMPILED[key] = (schema, _validator(schema, fmt))
-        if not held[1].is_valid(doc):
-            return False
-        if strict_integers:
-            # an integral float (1.0) is no integer here, though JSON Schema's "integer" takes it:
-            # moved to the next float above and below, it fails every "integer" and keeps every
-            # bound, "number" and non-integer form it met, so it passes both ways only where the
-            # strict rule passes it
-            up = _nudged(doc, math.inf)
-            if up is not None and not (held[1].is_valid(up) and held[1].is_valid(_nudged(doc, -math.inf))):
-                return False
-        return True
+        check = held[1].is_valid
+        return bool(check(doc) and (up is None or (check(up) and check(down))))
     except Exception:  # noqa: BLE001 - anything jsonschema-rs cannot take is for jsonschema to judge
         return False

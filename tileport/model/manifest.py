@@ -521,7 +521,7 @@ def load(path: str | Path) -> dict:
                             f"{_describe(doc)}; start with `op: {path.parent.name}`")
     fib = _flashinfer_bench(doc, path, text)
     # jsonschema-rs decides; jsonschema words the errors of a manifest it does not pass
-    ok = tp_schema.passes(MANIFEST_SCHEMA, doc, formats=_FORMATS, strict_integers=True)
+    ok = tp_schema.passes(MANIFEST_SCHEMA, doc, formats=_FORMATS, strict_integers=True, ascii_strings=True)
     errors = [] if ok else list(_strict_validator().iter_errors(doc))
     if errors:
         # the most specific complaint first: wrong values before missing keys, deep before shallow
