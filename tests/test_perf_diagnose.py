@@ -4,7 +4,7 @@ import pytest
 from tileport.core.verdict import Finding, Verdict, read, write
 from tileport.gpu import bench
 from tileport.gpu.fold import HARNESS  # noqa: E402
-from tileport.gpu.perf_diagnose import diagnose
+from tileport.gpu.perf_diagnose import diagnose, outliers
 
 
 def brow(ratio, variant="f16-T1", shape="64x128", grid="64x1x1", port_us=10.0, ref_launches=1,
@@ -99,6 +99,31 @@ def test_outliers_either_way_get_a_cause(tmp_path):
     (tmp_path / "rt.json").write_text("{")
     d = diagnose("op", tmp_path / "bench.json", [], tmp_path / "perf.json", runtime=[tmp_path / "rt.json"])
     assert {o["shape"]: o["cause"] for o in d["details"]["outliers"]}["4096"] == "unexplained"
+
+
+def test_a_matched_reading_that_kept_launch_facts_is_no_port_difference(tmp_path):
+    """lg_rope _rope_5d_ct f16 (docs/results/h100-2026-12-07f): the bench's matched reference
+    kept ct.launch's extent-1 constants (another symbol than runtime_ir's matched reference), and
+    runtime_ir's matched pair, compiled with the port's facts alone, has IDENTICAL SASS: the
+    0.955 is the launch facts. Under the same symbol the identical SASS stays unexplained."""
+    (tmp_path / "matched.ref.tileir").write_text("cuda_tile.module @m {\n  entry @k_Kt1_A4f16_7v16(%arg0: i32) {\n")
+    notes = "COS: an extent of 1 stays ct.launch's constant (cutile hints no constant)"
+    rows = [{**brow(0.955, shape="4x28"), "ratio_matched": 0.955, "matched_gain": 1.0,
+             "matched_symbol": "k_Kt2_A4f16_5s1_7v16", "matched_notes": notes},
+            {**brow(0.95, shape="4x32"), "ratio_matched": 0.95, "matched_gain": 1.0,
+             "matched_symbol": "k_Kt1_A4f16_7v16", "matched_notes": ""}]
+    case = lambda shape: {"variant": "f16-T1", "shape": shape, "readings": {  # noqa: E731
+        "launched": {"ir_diff": {"verdict": "FAIL"}, "sass": {"sm_90": {"verdict": "DIFFERENT", "delta": {}}}},
+        "matched": {"ir_diff": {"verdict": "PASS"}, "sass": {"sm_90": {"verdict": "IDENTICAL"}},
+                    "ref_ir": str(tmp_path / "matched.ref.tileir")}}}
+    runtime = [{"kernel": "k", "details": {"cases": [case([4, 28]), case([4, 32])]}}]
+    got = {o["shape"]: o for o in outliers(rows, runtime)}
+    assert got["4x28"]["cause"] == "launcher specialisation"
+    assert notes in got["4x28"]["evidence"] and "SASS is IDENTICAL to the port's" in got["4x28"]["evidence"]
+    assert got["4x32"]["cause"] == "unexplained"
+    # the matched Tile IR gone: no evidence, so no cause is claimed
+    (tmp_path / "matched.ref.tileir").unlink()
+    assert outliers(rows[:1], [{"kernel": "k", "details": {"cases": [case([4, 28])]}}])[0]["cause"] == "unexplained"
 
 
 def test_an_ir_difference_names_the_occupancy_it_costs(tmp_path):

@@ -153,8 +153,13 @@ def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float
     band and the facts change nothing);
     ``IR difference`` (the matched reading is outside the band and the matched pair's ``arch``
     SASS or run-time Tile IR differ; the evidence quotes the SASS verdict's ``cause``, what
-    :mod:`tileport.cpu.runtime_ir` found different in the Tile IR); ``unexplained`` (no matched
-    reading, or the same SASS runs on both sides). Returns ``{"kernel", "variant", "shape", "ratio", "ratio_matched",
+    :mod:`tileport.cpu.runtime_ir` found different in the Tile IR); ``launcher specialisation``
+    again where runtime_ir's matched pair has IDENTICAL SASS but the bench's matched reference
+    has another symbol than runtime_ir's (``matched_symbol`` against the ``entry`` of the matched
+    ``ref_ir``): facts ct.launch keeps, such as a constant extent of 1, which cutile never gives
+    the port (lg_rope ``_rope_5d_ct``, docs/results/h100-2026-12-07f); ``unexplained`` (no matched
+    reading, or the same SASS runs on both sides under the same facts).
+    Returns ``{"kernel", "variant", "shape", "ratio", "ratio_matched",
     "matched_gain", "cause", "evidence"}`` (evidence: one line of text)."""
     out = {k: row.get(k) for k in ("kernel", "variant", "shape", "ratio", "ratio_matched", "matched_gain")}
     rm = row.get("ratio_matched")
@@ -185,6 +190,14 @@ def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float
         why = (((matched.get("sass") or {}).get(arch) or {}).get("cause") or "")
         ev = (f"matched reading {shown}; matched {arch} SASS {sass_m}; run-time Tile IR diff {ir_m or 'none'}"
               + (f"; {occ}" if occ else "") + (f"; what differs (runtime_ir): {why}" if why else ""))
+    elif (isinstance(rm, (int, float)) and sass_m.startswith("IDENTICAL") and row.get("matched_symbol")
+          and _entry_symbol(matched.get("ref_ir")) not in (None, *str(row["matched_symbol"]).split())):
+        # the card's matched reference is not runtime_ir's: ct.launch facts the bench cannot drop
+        # (tileport.gpu.matched: a constant extent) stayed in it; the symbol names the facts
+        cause = "launcher specialisation"
+        ev = (f"matched reading {shown} compiled the reference with facts the port never gets "
+              f"({row.get('matched_notes') or 'its symbol differs'}); with the port's facts alone "
+              f"(runtime_ir's matched reference) its {arch} SASS is IDENTICAL to the port's")
     else:
         cause = "unexplained"
         ev = ("no matched reading" + (f" ({row['matched_error']})" if row.get("matched_error") else "")
@@ -192,6 +205,16 @@ def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float
         ev += (f"; {arch} SASS as launched {sass_l}, matched {sass_m}" if case else
                "; no run-time SASS verdict for this config")
     return {**out, "cause": cause, "evidence": ev[:600]}
+
+
+def _entry_symbol(path) -> str | None:
+    """The kernel symbol of the Tile IR text at ``path`` (its ``entry @<symbol>``: the mangled name
+    spells every launch fact it was compiled with), or None when unreadable."""
+    try:
+        m = re.search(r"\bentry @([A-Za-z0-9_]+)", Path(path).read_text(errors="replace")) if path else None
+    except OSError:
+        return None
+    return m.group(1) if m else None
 
 
 def matched_interval(row: dict) -> tuple[float, float] | None:
