@@ -117,3 +117,22 @@ def test_rebuild_args_restrict_to_the_routing_rules_only_where_they_are_checkpoi
     (tmp_path / "rules").symlink_to(REPO / "rules")
     assert route_files.main(["--rebuild-args", str(tmp_path / "config.yaml")]) == 0
     assert capsys.readouterr().out.split() == want
+
+
+def test_rebuild_args_name_the_config_and_the_missing_key(tmp_path, capsys):
+    """A config.yaml without the roles or caps the rebuild reads, or one that does not read, is an
+    error naming the file and the cause, never a traceback."""
+    (tmp_path / "rules").symlink_to(REPO / "rules")
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({"roles": {"kernel_writer": "translator"}, "attempts": {"write_kernel": 2}}))
+    assert route_files.main(["--rebuild-args", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert str(cfg) in err and "the key 'host_builder' is missing" in err
+    cfg.write_text("roles: 1\n")
+    assert route_files.main(["--rebuild-args", str(cfg)]) == 2
+    assert "roles or attempts is no mapping" in capsys.readouterr().err
+    cfg.write_text("roles: {}\nroles: {}\n")
+    assert route_files.main(["--rebuild-args", str(cfg)]) == 2
+    assert str(cfg) in capsys.readouterr().err
+    assert route_files.main(["--rebuild-args", str(tmp_path / "none.yaml")]) == 2
+    assert "cannot read" in capsys.readouterr().err

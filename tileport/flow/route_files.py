@@ -159,7 +159,9 @@ def rebuild_args(may: dict[str, bool], rules: list[str]) -> list[str]:
 
 def main(argv=None) -> int:
     """``[--operators] [RESULTS]``: the missing routes, or with ``--operators`` the final
-    rounds (``results/<op>/final.json``) of the deleted operators, one per line."""
+    rounds (``results/<op>/final.json``) of the deleted operators, one per line; with
+    ``--rebuild-args CONFIG`` the rebuild's Snakemake arguments (exit 2, the file and the cause on
+    stderr, for a config.yaml that does not read or lacks a role or cap the rebuild reads)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m tileport.flow.route_files")
@@ -172,7 +174,18 @@ def main(argv=None) -> int:
         from tileport.flow.route import may_retry_under
 
         cfg = Path(a.rebuild_args)
-        print(" ".join(rebuild_args(may_retry_under(yamlio.load_file(cfg)), rule_names(cfg.parent / "rules"))))
+        why = yamlio.check_file(cfg)
+        if why is None:
+            try:
+                may = may_retry_under(yamlio.load_file(cfg))
+            except (KeyError, TypeError) as exc:
+                what = f"the key {exc} is missing" if isinstance(exc, KeyError) else "roles or attempts is no mapping"
+                why = (f"{cfg}: roles.kernel_writer, roles.host_builder, attempts.write_kernel and "
+                       f"attempts.host_shim decide the rebuild, and {what} (schemas/config.schema.yaml)")
+        if why is not None:
+            print(f"tileport: {why}", file=sys.stderr)
+            return 2
+        print(" ".join(rebuild_args(may, rule_names(cfg.parent / "rules"))))
     elif a.operators:
         for op in deleted_operators(a.results):
             print(str(Path(a.results) / op / "final.json"))
