@@ -53,42 +53,45 @@ _NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")
 _EXACT = 2.0**52   # from here up every float is an integer, and so are its neighbours
 
 
-def _checked(doc, strict_integers: bool, ascii_strings: bool):
-    """``(up, down)``: ``doc`` (parsed JSON / YAML) with each float of integral value moved to the
-    next float up / down where ``strict_integers`` (both None when it holds none, or without
-    ``strict_integers``). Raises _Undecided for what the module doc sends to ``jsonschema``."""
-    found = False
-
-    def text(x: str) -> str:
-        if ascii_strings and _NOT_PLAIN.search(x):
-            raise _Undecided
-        return x
-
-    def walk(x, toward: float):
-        nonlocal found
+def _scan(doc, strict_integers: bool, ascii_strings: bool) -> bool:
+    """Whether ``doc`` (parsed JSON / YAML) holds a float of integral value that
+    ``strict_integers`` must see moved (:func:`_nudged`); read in place, nothing copied. Raises
+    _Undecided for what the module doc sends to ``jsonschema``."""
+    found, stack = False, [doc]
+    while stack:
+        x = stack.pop()
         if x is None or isinstance(x, bool | int):
-            return x
+            continue
         if isinstance(x, str):
-            return text(x)
-        if isinstance(x, float):
+            if ascii_strings and _NOT_PLAIN.search(x):
+                raise _Undecided
+        elif isinstance(x, float):
             if strict_integers and x.is_integer():
                 if abs(x) >= _EXACT:
                     raise _Undecided
                 found = True
-                return math.nextafter(x, toward)
-            return x
-        if isinstance(x, dict):
-            if not all(isinstance(k, str) for k in x):
-                raise _Undecided
-            return {text(k): walk(v, toward) for k, v in x.items()}
-        if isinstance(x, list):
-            return [walk(v, toward) for v in x]
-        raise _Undecided
+        elif isinstance(x, dict):
+            for k in x:
+                if not isinstance(k, str) or (ascii_strings and _NOT_PLAIN.search(k)):
+                    raise _Undecided
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+        else:
+            raise _Undecided
+    return found
 
-    up = walk(doc, math.inf)
-    if not found:
-        return None, None
-    return up, walk(doc, -math.inf)
+
+def _nudged(doc, toward: float):
+    """A copy of ``doc`` with each float of integral value moved to the next float ``toward``
+    +inf or -inf (only for a document :func:`_scan` found one in)."""
+    if isinstance(doc, float) and doc.is_integer():
+        return math.nextafter(doc, toward)
+    if isinstance(doc, dict):
+        return {k: _nudged(v, toward) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_nudged(v, toward) for v in doc]
+    return doc
 
 
 def passes(schema: dict, doc, formats: dict[str, Callable[[str], bool]] | None = None,
@@ -102,11 +105,11 @@ def passes(schema: dict, doc, formats: dict[str, Callable[[str], bool]] | None =
     fmt = tuple(sorted((formats or {}).items()))
     key = (id(schema), fmt)
     try:
-        up, down = _checked(doc, strict_integers, ascii_strings)
+        nudge = _scan(doc, strict_integers, ascii_strings)
         held = _COMPILED.get(key)
         if held is None or held[0] is not schema:
             held = _COMPILED[key] = (schema, _validator(schema, fmt))
         check = held[1].is_valid
-        return bool(check(doc) and (up is None or (check(up) and check(down))))
+        return bool(check(doc) and (not nudge or (check(_nudged(doc, math.inf)) and check(_nudged(doc, -math.inf)))))
     except Exception:  # noqa: BLE001 - anything jsonschema-rs cannot take is for jsonschema to judge
         return False

@@ -208,13 +208,14 @@ def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float
 
 
 def _entry_symbol(path) -> str | None:
-    """The kernel symbol of the Tile IR text at ``path`` (its ``entry @<symbol>``: the mangled name
-    spells every launch fact it was compiled with), or None when unreadable."""
+    """:func:`tileport.ir_diff.entry_facts.entry_symbol` of the Tile IR text at ``path``, or None
+    when there is none or it does not read."""
+    from tileport.ir_diff.entry_facts import entry_symbol
+
     try:
-        m = re.search(r"\bentry @([A-Za-z0-9_]+)", Path(path).read_text(errors="replace")) if path else None
+        return entry_symbol(Path(path).read_text(errors="replace")) if path else None
     except OSError:
         return None
-    return m.group(1) if m else None
 
 
 def matched_interval(row: dict) -> tuple[float, float] | None:

@@ -29,6 +29,13 @@ _VIEW = re.compile(r"make_tensor_view\s+%(?P<ptr>[\w.$-]+)\s*,\s*shape\s*=\s*\[(
                    r"tensor_view<(?P<ty>[^,>]*)(?:,\s*strides=\[(?P<tstrides>[^\]]*)\])?")
 
 
+def entry_symbol(text: str) -> str | None:
+    """The symbol of the first entry of the Tile IR ``text`` (``entry @<symbol>(...)``; cuda-tile
+    mangles every launch fact a kernel was compiled with into it), or None without an entry."""
+    m = _ENTRY.search(text)
+    return m.group(1) if m else None
+
+
 def _root(v: str, parent: dict) -> str:
     seen = set()
     while v in parent and v not in seen:
