@@ -38,6 +38,7 @@ from tileport.core import agents, stats
 from tileport.core.verdict import Finding, Verdict, VerdictError, port_fault, read, write
 from tileport.cpu import sass
 from tileport.gpu.fold import loop_gate
+from tileport.ir_diff.entry_facts import entry_symbol
 
 
 def acting(fail_class: str, bench_json: str | Path, op: str, kernel: str | None = None) -> str:
@@ -210,8 +211,6 @@ def outlier_cause(row: dict, case: dict | None, arch: str = "sm_90", band: float
 def _entry_symbol(path) -> str | None:
     """:func:`tileport.ir_diff.entry_facts.entry_symbol` of the Tile IR text at ``path``, or None
     when there is none or it does not read."""
-    from tileport.ir_diff.entry_facts import entry_symbol
-
     try:
         return entry_symbol(Path(path).read_text(errors="replace")) if path else None
     except OSError:
