@@ -1,0 +1,15 @@
+import glob, sys
+from pathlib import Path
+import cuda.tile._ir.ops as ops
+_orig = ops.bid
+def bid(axis):
+    return ops.assume_bounded(_orig(axis), 0, None)
+ops.bid = bid
+from tileport.cpu import runtime_ir
+import os
+os.environ["TILEPORT_TILEIR_CACHE"] = "off"
+op="lg_group_norm"; k="_group_norm_bwd_kernel"
+v={Path(p).stem: p for p in glob.glob(f"results/{op}/ir_diff/{k}/*.json")}
+v={a:b for a,b in v.items() if "NUM_CHANNELS12" in a and not a.startswith("f32")}
+d=runtime_ir.run(f"operators/{op}", op, k, f"results/{op}/rust/build.json", v, sys.argv[1] + "/out.json", sys.argv[1] + "/art", archs=("sm_90",))
+print(d["verdict"], d["summary"])

@@ -1,0 +1,11 @@
+import glob, sys, os
+from pathlib import Path
+import cuda.tile._passes.propagate_divby as pd
+from cuda.tile._ir.ops import MakeTensorView, LoadPointer
+pd._OPS_NEED_ASSUME = (MakeTensorView, LoadPointer)
+from tileport.cpu import runtime_ir
+op="lg_group_norm"; k="_group_norm_bwd_kernel"
+v={Path(p).stem: p for p in glob.glob(f"results/{op}/ir_diff/{k}/*.json")}
+v={a:b for a,b in v.items() if "NUM_CHANNELS12" in a and not a.startswith("f32")}
+d=runtime_ir.run(f"operators/{op}", op, k, f"results/{op}/rust/build.json", v, sys.argv[1] + "/out.json", sys.argv[1] + "/art", archs=("sm_90",))
+print(d["verdict"], d["summary"])
